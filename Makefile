@@ -1,0 +1,47 @@
+# ciscfs front door. `make test` and `make run` are the two commands the
+# README leads with; everything else is a convenience.
+BUILD      ?= build
+BUILD_ASAN ?= build-asan
+JOBS       ?= $(shell nproc)
+CMAKE_OPTS ?=
+export CC  := clang
+export CXX := clang++
+
+CISC := $(BUILD)/cmd/cisc
+
+.PHONY: all deps build build-asan test test-release test-asan run bench clean
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh
+
+$(BUILD)/build.ninja: | deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_OPTS)
+
+$(BUILD_ASAN)/build.ninja: | deps
+	cmake -S . -B $(BUILD_ASAN) -G Ninja -DCMAKE_BUILD_TYPE=Asan $(CMAKE_OPTS)
+
+build: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+build-asan: deps $(BUILD_ASAN)/build.ninja
+	cmake --build $(BUILD_ASAN) -j $(JOBS)
+
+# Every test, in the optimised build and again under ASan+UBSan.
+test: test-release test-asan
+
+test-release: build
+	cd $(BUILD) && ctest --output-on-failure --no-tests=error -j $(JOBS)
+
+test-asan: build-asan
+	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	    ctest --output-on-failure --no-tests=error -j $(JOBS)
+
+# The main job: make the default image if there is none, check it, show it.
+run: build
+	@./scripts/run.sh $(CISC)
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN)

@@ -1,0 +1,75 @@
+/*
+ * bpf/helpers.h - native helper functions programs may call, with the
+ * typed signatures the verifier checks and the environment of one run.
+ *
+ * Invariants:
+ *   1. Ids are fixed forever (they are the ABI); a removed helper's id is
+ *      never reused.
+ *   2. Every pointer argument is followed, somewhere in the signature, by
+ *      the size argument that bounds it (VM_ARG_SIZE refers to the closest
+ *      preceding VM_ARG_MEM_*). The verifier proves pointer+size is inside
+ *      readable (MEM_R) or writable (MEM_W) memory before the call, so the
+ *      native implementation may trust them.
+ *   3. Helpers never retain pointers past the call and are thread-safe.
+ */
+#ifndef CISC_BPF_HELPERS_H
+#define CISC_BPF_HELPERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum vm_arg_kind {
+    VM_ARG_NONE = 0,      /* no argument in this position */
+    VM_ARG_SCALAR,        /* any initialised scalar */
+    VM_ARG_MEM_R,         /* pointer to readable, initialised memory */
+    VM_ARG_MEM_W,         /* pointer to writable memory */
+    VM_ARG_SIZE,          /* size of the preceding MEM arg, 1..bounded */
+    VM_ARG_SIZE_OR_ZERO,  /* same, 0 allowed */
+};
+
+enum vm_ret_kind {
+    VM_RET_SCALAR,        /* integer */
+    VM_RET_MEM,           /* pointer to ret_size bytes, never NULL, read/write */
+};
+
+struct vm_env;
+
+/* Native implementation: r1..r5 as the program passed them. */
+typedef uint64_t (*vm_helper_fn)(struct vm_env *env, uint64_t r1, uint64_t r2,
+                                 uint64_t r3, uint64_t r4, uint64_t r5);
+
+struct vm_helper {
+    uint32_t id;
+    const char *name;               /* as in cisc_bpf.h */
+    enum vm_arg_kind args[5];
+    enum vm_ret_kind ret;
+    uint32_t ret_size;              /* VM_RET_MEM only */
+    vm_helper_fn fn;
+};
+
+/* The helper with this id, or NULL. */
+const struct vm_helper *vm_helper_find(uint32_t id);
+
+/* Receives each trace message (NUL-terminated, no trailing newline). */
+typedef void (*vm_trace_fn)(void *arg, const char *msg);
+
+/* The environment of one program invocation (one block). Owned by the
+ * caller; the interpreter and helpers read and update it.
+ * Invariant: budget is never exceeded by more than one straight-line
+ * block of instructions (checks happen at backward jumps and calls). */
+struct vm_env {
+    uint64_t budget;          /* in: instructions allowed; 0 = default */
+    uint64_t used;            /* out: instructions executed */
+    void *state;              /* VM_STATE_SIZE bytes (cisc_state()), may be NULL */
+    vm_trace_fn trace;        /* may be NULL: messages dropped */
+    void *trace_arg;
+    bool checked;             /* debug mode: bounds-check every access */
+    /* Out: on a fault in checked mode or an invalid instruction, the pc
+     * and a message. */
+    uint32_t fault_pc;
+    char fault[160];
+};
+
+#define VM_DEFAULT_BUDGET 1000000ull
+
+#endif

@@ -1,0 +1,65 @@
+/*
+ * bpf/prog.h - a loaded eBPF program: the object the loader produces, the
+ * verifier proves and the interpreter runs.
+ *
+ * Invariants:
+ *   1. insns[] is self-contained: the entry function comes first, followed
+ *      by every .text subprogram it can reach; local calls (CALL with src
+ *      VM_PSEUDO_CALL) hold pc-relative targets inside insns[].
+ *   2. Read-only data the program references is copied into rodata[];
+ *      every ld_imm64 that referred to it has src VM_PSEUDO_RODATA and imm
+ *      = byte offset into rodata[] (second slot's imm 0).
+ *   3. After vm_verify() succeeds, `verified` is set and the program is
+ *      never modified again: many device cores may run it concurrently.
+ *   4. Line info (if the object had BTF.ext) is sorted by insn_off.
+ */
+#ifndef CISC_BPF_PROG_H
+#define CISC_BPF_PROG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bpf/insn.h"
+
+#define VM_NAME_MAX 64
+
+struct vm_line_info {
+    uint32_t insn_off;      /* index into insns[] */
+    uint32_t line;          /* 1-based source line, 0 if unknown */
+    uint32_t col;
+    const char *file;       /* points into the program's string storage */
+    const char *src;        /* the source text of that line, or NULL */
+};
+
+struct vm_prog {
+    char name[VM_NAME_MAX];      /* function name */
+    char section[VM_NAME_MAX];   /* ELF section, e.g. "cisc" */
+    struct vm_insn *insns;
+    uint32_t ninsns;
+    uint8_t *rodata;
+    uint32_t rodata_size;
+    struct vm_line_info *lines;
+    uint32_t nlines;
+    char *strings;               /* storage for file names and source lines */
+
+    /* Set by the verifier. */
+    bool verified;
+    uint32_t stack_depth;        /* deepest stack use of any frame, bytes */
+
+    /* Private to the interpreter (pre-decoded form), NULL until prepared. */
+    void *exec;
+};
+
+/* Frees a program and everything it owns. NULL is a no-op. */
+void vm_prog_free(struct vm_prog *p);
+
+/* The line info entry covering instruction pc (the last entry with
+ * insn_off <= pc), or NULL. */
+const struct vm_line_info *vm_prog_line(const struct vm_prog *p, uint32_t pc);
+
+/* Formats instruction pc as assembly text (llvm-objdump style) into buf.
+ * Returns the number of slots it occupies (1, or 2 for ld_imm64). */
+int vm_disasm_insn(const struct vm_prog *p, uint32_t pc, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,38 @@
+/* common/corrupt.c - per-thread record of the last corruption report. */
+#include "common/corrupt.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static __thread char last_msg[512];
+static void (*corrupt_hook)(const char *msg);
+
+int cisc_corrupt_report(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(last_msg, sizeof(last_msg), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n < sizeof(last_msg))
+        snprintf(last_msg + n, sizeof(last_msg) - (size_t)n, " (%s:%d)", file, line);
+    if (corrupt_hook)
+        corrupt_hook(last_msg);
+    return -EUCLEAN;
+}
+
+const char *cisc_corrupt_last(void)
+{
+    return last_msg;
+}
+
+void cisc_corrupt_clear(void)
+{
+    last_msg[0] = '\0';
+}
+
+void cisc_corrupt_set_hook(void (*hook)(const char *msg))
+{
+    corrupt_hook = hook;
+}

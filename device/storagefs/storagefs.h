@@ -1,0 +1,264 @@
+/*
+ * device/storagefs/storagefs.h - StorageFS, the journaling file system
+ * inside the device image. The only header the rest of the device uses.
+ *
+ * StorageFS is inode-addressed (like the FUSE low-level API): every call
+ * names files by inode number, and directory entries by (parent inode,
+ * name). It knows nothing about FUSE, queues or credentials: permission
+ * checks belong to the device engine; StorageFS only records the owner it
+ * is given for new inodes.
+ *
+ * Invariants:
+ *   1. Every metadata change belongs to a journal transaction; after a
+ *      crash, the image replays to the state of some prefix of committed
+ *      transactions (never a partial one).
+ *   2. Ordered mode: data blocks are written before the transaction that
+ *      makes them reachable commits; a crash never exposes stale or
+ *      garbage blocks inside a file.
+ *   3. When sfs_fsync(ino) or sfs_sync() returns 0, everything done to
+ *      that inode (resp. the whole file system) before the call is durable.
+ *   4. Operations on different inodes run in parallel (per-inode locks;
+ *      allocator and journal locks are held only briefly). Operations that
+ *      touch several inodes lock them in ascending inode order.
+ *   5. Every error is a negative errno. Corruption found in the image is
+ *      -EUCLEAN, reported through CISC_CORRUPT with the block number; a
+ *      corrupt block is never used.
+ *   6. An inode whose link count drops to zero lives on while references
+ *      (sfs_iget) are held; it is freed at the last sfs_iput, or at the
+ *      next mount if the device crashed first (orphan list).
+ *
+ * Transactions: every mutating call takes a `struct sfs_txn *`. NULL means
+ * "a transaction of its own" (the usual case). A caller that needs several
+ * calls to commit together (a fused CISC op, MacroTx) opens one with
+ * sfs_txn_begin(), passes it to each call, and ends it with
+ * sfs_txn_commit() or sfs_txn_abort(). The on-image transaction header
+ * carries a type and a per-step commit bitmap, reserved for the per-step
+ * transactions (MicroTx) of a later issue.
+ */
+#ifndef CISC_DEVICE_STORAGEFS_H
+#define CISC_DEVICE_STORAGEFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "device/media.h"
+
+#define SFS_BLOCK_SIZE   4096u
+#define SFS_ROOT_INO     1u
+#define SFS_NAME_MAX     255u
+#define SFS_SYMLINK_MAX  4095u
+#define SFS_XATTR_NAME_MAX  255u
+#define SFS_XATTR_SIZE_MAX  65536u   /* one value */
+
+struct sfs;       /* a mounted file system */
+struct sfs_txn;   /* an open transaction */
+
+/* ---- creating and mounting ---------------------------------------- */
+
+struct sfs_mkfs_opts {
+    uint64_t size_bytes;      /* image size; 0 = 1 GiB */
+    uint64_t inodes;          /* 0 = one per 16 KiB of space */
+    uint32_t journal_blocks;  /* 0 = choose from the size */
+    const uint8_t *uuid;      /* 16 bytes, or NULL for a random one */
+};
+
+/* Writes a fresh StorageFS onto m (whose nblocks is the image size).
+ * Returns 0 or -errno. */
+int sfs_mkfs(struct media *m, const struct sfs_mkfs_opts *opts);
+
+struct sfs_mount_opts {
+    bool read_only;              /* no journal replay, no writes at all */
+    uint32_t commit_interval_ms; /* background commit period; 0 = 1000 */
+};
+
+/* Mounts the file system on m: validates the superblock, replays the
+ * journal, processes the orphan list. On success the sfs owns m (closed by
+ * sfs_unmount). On failure m is left open and untouched beyond reads if
+ * validation failed. Returns 0 or -errno (-EUCLEAN for corruption, with a
+ * message in cisc_corrupt_last()). */
+int sfs_mount(struct media *m, const struct sfs_mount_opts *opts, struct sfs **out);
+
+/* Commits, checkpoints the journal, marks the image clean and frees
+ * everything, including the media. Returns 0 or -errno (the sfs is freed
+ * either way). */
+int sfs_unmount(struct sfs *fs);
+
+/* ---- attributes --------------------------------------------------- */
+
+struct sfs_attr {
+    uint64_t ino;
+    uint64_t generation;
+    uint32_t mode;            /* type and permission bits, as st_mode */
+    uint32_t nlink;
+    uint32_t uid, gid;
+    uint64_t rdev;
+    uint64_t size;
+    uint64_t blocks;          /* allocated space in 512-byte units */
+    struct timespec atime, mtime, ctime, btime;
+};
+
+/* Bits for sfs_setattr()'s `valid`. */
+#define SFS_SET_MODE       (1u << 0)
+#define SFS_SET_UID        (1u << 1)
+#define SFS_SET_GID        (1u << 2)
+#define SFS_SET_SIZE       (1u << 3)
+#define SFS_SET_ATIME      (1u << 4)
+#define SFS_SET_MTIME      (1u << 5)
+#define SFS_SET_ATIME_NOW  (1u << 6)
+#define SFS_SET_MTIME_NOW  (1u << 7)
+#define SFS_SET_CTIME      (1u << 8)
+
+/* Looks up name in directory dir; fills *attr. -ENOENT when absent,
+ * -ENOTDIR when dir is not a directory. */
+int sfs_lookup(struct sfs *fs, uint64_t dir, const char *name, struct sfs_attr *attr);
+
+int sfs_getattr(struct sfs *fs, uint64_t ino, struct sfs_attr *attr);
+
+/* Changes the attributes selected by `valid` from *in; ctime is updated
+ * on every change. A size change truncates or extends (holes). Fills *out
+ * with the new attributes when out is non-NULL. */
+int sfs_setattr(struct sfs *fs, struct sfs_txn *tx, uint64_t ino,
+                const struct sfs_attr *in, unsigned valid, struct sfs_attr *out);
+
+/* ---- namespace ---------------------------------------------------- */
+
+/* Creates a regular file, FIFO, socket or device node (type from mode).
+ * -EEXIST if name exists. Fills *attr. */
+int sfs_mknod(struct sfs *fs, struct sfs_txn *tx, uint64_t dir, const char *name,
+              uint32_t mode, uint64_t rdev, uint32_t uid, uint32_t gid,
+              struct sfs_attr *attr);
+
+int sfs_mkdir(struct sfs *fs, struct sfs_txn *tx, uint64_t dir, const char *name,
+              uint32_t mode, uint32_t uid, uint32_t gid, struct sfs_attr *attr);
+
+int sfs_symlink(struct sfs *fs, struct sfs_txn *tx, uint64_t dir, const char *name,
+                const char *target, uint32_t uid, uint32_t gid, struct sfs_attr *attr);
+
+/* Hard link: new name newname in newdir for inode ino (not a directory). */
+int sfs_link(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t newdir,
+             const char *newname, struct sfs_attr *attr);
+
+/* Removes a non-directory entry. The inode survives while referenced. */
+int sfs_unlink(struct sfs *fs, struct sfs_txn *tx, uint64_t dir, const char *name);
+
+/* Removes an empty directory (-ENOTEMPTY otherwise). */
+int sfs_rmdir(struct sfs *fs, struct sfs_txn *tx, uint64_t dir, const char *name);
+
+#define SFS_RENAME_NOREPLACE (1u << 0)
+#define SFS_RENAME_EXCHANGE  (1u << 1)
+
+/* POSIX rename with the Linux renameat2 flags above. Refuses to move a
+ * directory under itself (-EINVAL). */
+int sfs_rename(struct sfs *fs, struct sfs_txn *tx, uint64_t olddir, const char *oldname,
+               uint64_t newdir, const char *newname, unsigned flags);
+
+/* Copies the symlink target (not NUL-terminated) into buf; returns its
+ * length or -errno. */
+ssize_t sfs_readlink(struct sfs *fs, uint64_t ino, char *buf, size_t size);
+
+/* ---- inode references --------------------------------------------- */
+
+/* Takes / drops a reference that keeps an unlinked inode alive (an open
+ * file, a FUSE lookup count). sfs_iput frees an inode with nlink 0 when
+ * the last reference goes. */
+int sfs_iget(struct sfs *fs, uint64_t ino);
+void sfs_iput(struct sfs *fs, uint64_t ino);
+
+/* ---- data --------------------------------------------------------- */
+
+/* Reads up to len bytes at off; returns bytes read (0 at or past EOF).
+ * Holes read as zeros. */
+ssize_t sfs_read(struct sfs *fs, uint64_t ino, uint64_t off, void *buf, size_t len);
+
+/* Writes len bytes at off, extending the file as needed; returns len or
+ * -errno (-ENOSPC leaves the file as it was before the call for the part
+ * not written and returns the bytes written if some were). */
+ssize_t sfs_write(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t off,
+                  const void *buf, size_t len);
+
+#define SFS_FALLOC_KEEP_SIZE  (1u << 0)
+#define SFS_FALLOC_PUNCH_HOLE (1u << 1)   /* requires KEEP_SIZE, as in Linux */
+#define SFS_FALLOC_ZERO_RANGE (1u << 2)
+
+int sfs_fallocate(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, unsigned mode,
+                  uint64_t off, uint64_t len);
+
+#define SFS_SEEK_DATA 3
+#define SFS_SEEK_HOLE 4
+
+/* SEEK_DATA / SEEK_HOLE from off; returns the offset or -ENXIO. */
+int64_t sfs_seek(struct sfs *fs, uint64_t ino, uint64_t off, int whence);
+
+/* Makes the inode's data and metadata durable (datasync: metadata only if
+ * needed to read the data back). */
+int sfs_fsync(struct sfs *fs, uint64_t ino, bool datasync);
+
+/* Commits every transaction and flushes the media. */
+int sfs_sync(struct sfs *fs);
+
+/* ---- directories --------------------------------------------------- */
+
+struct sfs_dirent {
+    uint64_t ino;
+    uint32_t type;            /* DT_* value */
+    uint64_t next_cookie;     /* pass back to continue after this entry */
+    const char *name;         /* valid only during the callback */
+    size_t namelen;
+};
+
+/* Returns nonzero to stop the iteration (the entry is then not consumed). */
+typedef int (*sfs_dirent_fn)(void *arg, const struct sfs_dirent *de);
+
+/* Lists dir from cookie (0 = start, which yields "." and ".." first).
+ * Cookies are stable: entries present during the whole listing are
+ * returned exactly once even if others are added or removed meanwhile.
+ * Returns 0 at the end or when fn stopped, or -errno. */
+int sfs_readdir(struct sfs *fs, uint64_t dir, uint64_t cookie, sfs_dirent_fn fn, void *arg);
+
+/* ---- extended attributes ------------------------------------------- */
+
+#define SFS_XATTR_CREATE  (1u << 0)   /* fail with -EEXIST if present */
+#define SFS_XATTR_REPLACE (1u << 1)   /* fail with -ENODATA if absent */
+
+/* Names carry their namespace prefix ("user.", "trusted."); others are
+ * -EOPNOTSUPP. */
+int sfs_setxattr(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, const char *name,
+                 const void *value, size_t size, unsigned flags);
+
+/* Returns the value size; with size 0 only the size. -ERANGE if too
+ * small, -ENODATA if absent. */
+ssize_t sfs_getxattr(struct sfs *fs, uint64_t ino, const char *name, void *value,
+                     size_t size);
+
+/* NUL-separated names; same size conventions as getxattr. */
+ssize_t sfs_listxattr(struct sfs *fs, uint64_t ino, char *list, size_t size);
+
+int sfs_removexattr(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, const char *name);
+
+/* ---- whole file system -------------------------------------------- */
+
+struct sfs_statfs {
+    uint64_t block_size;
+    uint64_t blocks, blocks_free;
+    uint64_t inodes, inodes_free;
+    uint32_t name_max;
+};
+
+int sfs_statfs(struct sfs *fs, struct sfs_statfs *st);
+
+/* ---- transactions ---------------------------------------------------- */
+
+/* Opens a transaction that several calls join; see the header comment. */
+int sfs_txn_begin(struct sfs *fs, struct sfs_txn **out);
+
+/* Commits it (durable only after sfs_sync/fsync unless `durable`). */
+int sfs_txn_commit(struct sfs_txn *tx, bool durable);
+
+/* Discards everything done under tx; the file system is as before
+ * sfs_txn_begin. Returns 0 or -errno (-EOPNOTSUPP if not supported yet). */
+int sfs_txn_abort(struct sfs_txn *tx);
+
+#endif
