@@ -15,33 +15,33 @@
 
 static inline uint16_t le16_get(const void *p)
 {
-    const uint8_t *b = p;
+    const uint8_t *b = (const uint8_t *)p;
     return (uint16_t)(b[0] | (uint16_t)b[1] << 8);
 }
 
 static inline uint32_t le32_get(const void *p)
 {
-    const uint8_t *b = p;
+    const uint8_t *b = (const uint8_t *)p;
     return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
            (uint32_t)b[3] << 24;
 }
 
 static inline uint64_t le64_get(const void *p)
 {
-    const uint8_t *b = p;
+    const uint8_t *b = (const uint8_t *)p;
     return (uint64_t)le32_get(b) | (uint64_t)le32_get(b + 4) << 32;
 }
 
 static inline void le16_put(void *p, uint16_t v)
 {
-    uint8_t *b = p;
+    uint8_t *b = (uint8_t *)p;
     b[0] = (uint8_t)v;
     b[1] = (uint8_t)(v >> 8);
 }
 
 static inline void le32_put(void *p, uint32_t v)
 {
-    uint8_t *b = p;
+    uint8_t *b = (uint8_t *)p;
     b[0] = (uint8_t)v;
     b[1] = (uint8_t)(v >> 8);
     b[2] = (uint8_t)(v >> 16);
