@@ -1,5 +1,6 @@
 /* cmd/main.c - `cisc`: dispatches to the subcommand named by argv[1]. */
 #include "cmd/cmd.h"
+#include "cmd/mnt.h"
 
 #include <string.h>
 
@@ -28,8 +29,18 @@ static const struct cisc_cmd *find_command(const char *name)
     return NULL;
 }
 
+/* Called as mount.ciscfs or mount.fuse.ciscfs (by mount(8)). */
+static int is_mount_helper(const char *argv0)
+{
+    const char *base = strrchr(argv0, '/');
+    base = base ? base + 1 : argv0;
+    return !strcmp(base, "mount.ciscfs") || !strcmp(base, "mount.fuse.ciscfs");
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 0 && is_mount_helper(argv[0]))
+        return cmd_mount_helper(argc, argv);
     if (argc < 2) {
         print_overview(stderr);
         return 2;

@@ -1,0 +1,37 @@
+/*
+ * cmd/mnt.h - mount-point helpers shared by `cisc up`, `cisc down`,
+ * `cisc status` and the mount.ciscfs helper.
+ *
+ * Invariants:
+ *   1. Paths are compared as the kernel shows them in /proc/self/mountinfo
+ *      (octal escapes decoded), so dead mounts are found without stat().
+ */
+#ifndef CISC_CMD_MNT_H
+#define CISC_CMD_MNT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Makes path absolute (against the cwd) and removes "." and ".." parts
+ * and repeated slashes, without touching the file system (a dead mount
+ * cannot be stat'ed). Returns 0 or -ENAMETOOLONG. */
+int mnt_absolute(const char *path, char *buf, size_t size);
+
+/* True if the absolute path is a mount point of type fuse.ciscfs. */
+bool mnt_is_ciscfs(const char *path);
+
+/* Lazily unmounts path (umount2 MNT_DETACH, else fusermount3 -uz).
+ * Returns 0 or -1 with errno set. */
+int mnt_detach(const char *path);
+
+/* The default mount point (beside the default image). Returns 0 or -errno. */
+int mnt_default(char *buf, size_t size);
+
+/* The mount point a subcommand acts on: argv[1] made absolute, or the
+ * default mount when absent. Prints the error and returns 2 on failure. */
+int cmd_target_mount(const char *cmd, int argc, char **argv, char *mnt, size_t size);
+
+/* mount(8)-style entry: `mount.ciscfs IMAGE DIR [-o OPTS]` (cmd/up.c). */
+int cmd_mount_helper(int argc, char **argv);
+
+#endif

@@ -1,0 +1,341 @@
+/* cmd/up.c - `cisc up`: start a device on an image and mount it; also the
+ * mount(8) helper (`mount.ciscfs IMAGE DIR -o OPTS`). */
+#include "cmd/cmd.h"
+#include "cmd/mnt.h"
+
+#include "device/control.h"
+#include "device/device.h"
+#include "fusefs/fusefs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct up_opts {
+    bool foreground;
+    unsigned cores;
+    const char *sched;
+    const char *log;
+    char fuse_opts[1024];     /* passed through to the FUSE mount */
+    const char *image, *mnt;
+};
+
+static const char up_usage[] =
+    "usage: cisc up [-f] [--cores N] [--sched fifo] [--log FILE] [-o OPTS] [IMAGE [MOUNTPOINT]]\n"
+    "\n"
+    "Starts a device on IMAGE and mounts its file system on MOUNTPOINT.\n"
+    "With no IMAGE, uses $XDG_DATA_HOME/ciscfs/default.img (1 GiB, made on\n"
+    "first use) and mounts it on $XDG_DATA_HOME/ciscfs/mnt. The control\n"
+    "socket is .NAME.cisc.sock beside the mount point.\n"
+    "\n"
+    "  -f, --foreground   stay in the foreground (default: return once mounted)\n"
+    "  --cores N          device cores (worker threads), default 4\n"
+    "  --sched NAME       scheduler for the device cores: fifo\n"
+    "  --log FILE         where the daemon writes its messages (default: none)\n"
+    "  -o OPTS            extra FUSE mount options (e.g. ro)\n"
+    "\n"
+    "Stop it with: cisc down MOUNTPOINT (or SIGTERM/SIGINT to the device).\n";
+
+static int parse_cores(const char *s, unsigned *out)
+{
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || v < 1 || v > SCHED_MAX_CORES)
+        return cmd_fail("up", "--cores wants a number from 1 to %u, not '%s'",
+                        SCHED_MAX_CORES, s);
+    *out = (unsigned)v;
+    return 0;
+}
+
+static void add_fuse_opt(struct up_opts *o, const char *opt)
+{
+    size_t len = strlen(o->fuse_opts);
+    if (len + strlen(opt) + 2 >= sizeof(o->fuse_opts))
+        return;
+    if (len)
+        strcat(o->fuse_opts, ",");
+    strcat(o->fuse_opts, opt);
+}
+
+static int parse_args(int argc, char **argv, struct up_opts *o)
+{
+    static const struct option lo[] = {
+        { "foreground", no_argument, NULL, 'f' }, { "cores", required_argument, NULL, 'c' },
+        { "sched", required_argument, NULL, 's' }, { "log", required_argument, NULL, 'l' },
+        { NULL, 0, NULL, 0 },
+    };
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "+fo:", lo, NULL)) != -1) {
+        switch (ch) {
+        case 'f': o->foreground = true; break;
+        case 'c': if (parse_cores(optarg, &o->cores)) return 2; break;
+        case 's': o->sched = optarg; break;
+        case 'l': o->log = optarg; break;
+        case 'o': add_fuse_opt(o, optarg); break;
+        default: fputs(up_usage, stderr); return 2;
+        }
+    }
+    if (argc - optind > 2)
+        return cmd_fail("up", "too many arguments (want [IMAGE [MOUNTPOINT]])");
+    o->image = optind < argc ? argv[optind] : NULL;
+    o->mnt = optind + 1 < argc ? argv[optind + 1] : NULL;
+    return 0;
+}
+
+/* Image and mount point as absolute paths; the default ones when absent. */
+static int resolve_paths(const struct up_opts *o, char *img, char *mnt, uint64_t *create)
+{
+    *create = 0;
+    if (!o->image) {
+        int r = cmd_default_image(img, PATH_MAX);
+        if (r)
+            return cmd_fail("up", "no default image path (set HOME or XDG_DATA_HOME): %s",
+                            strerror(-r));
+        *create = DEV_DEFAULT_SIZE;
+    } else if (!realpath(o->image, img)) {
+        return cmd_fail("up", "image %s: %s (make one with: cisc mkfs %s)", o->image,
+                        strerror(errno), o->image);
+    }
+    if (o->mnt)
+        return mnt_absolute(o->mnt, mnt, PATH_MAX) ? cmd_fail("up", "bad mount point %s", o->mnt)
+                                                   : 0;
+    snprintf(mnt, PATH_MAX, "%.*s/mnt", (int)(strrchr(img, '/') - img), img);
+    if (mkdir(mnt, 0755) && errno != EEXIST)
+        return cmd_fail("up", "cannot create mount point %s: %s", mnt, strerror(errno));
+    return 0;
+}
+
+/* Refuses a live mount; detaches a dead ciscfs mount left by a killed device. */
+static int prepare_mountpoint(const char *mnt)
+{
+    struct stat st;
+    if (stat(mnt, &st) && errno == ENOTCONN) {
+        if (!mnt_is_ciscfs(mnt))
+            return cmd_fail("up", "%s is a dead mount of another file system", mnt);
+        if (mnt_detach(mnt))
+            return cmd_fail("up", "cannot detach the dead mount on %s: %s", mnt, strerror(errno));
+        fprintf(stderr, "cisc up: detached the dead ciscfs mount on %s\n", mnt);
+    }
+    if (stat(mnt, &st))
+        return cmd_fail("up", "mount point %s: %s", mnt, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return cmd_fail("up", "mount point %s is not a directory", mnt);
+    if (mnt_is_ciscfs(mnt))
+        return cmd_fail("up", "%s is already a ciscfs mount (cisc down %s first)", mnt, mnt);
+    return 0;
+}
+
+/* ---- the running device -------------------------------------------------- */
+
+static void stop_hook(void *arg)
+{
+    fusefs_exit(arg);
+}
+
+static void report_ready(int fd, int status)
+{
+    if (fd < 0)
+        return;
+    if (write(fd, &status, sizeof(status)) != sizeof(status))
+        perror("cisc up: notify");
+    close(fd);
+}
+
+/* After start-up the daemon's stdio goes to the log (or nowhere). */
+static void detach_stdio(const char *log)
+{
+    int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int out = log ? open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
+    if (out < 0)
+        out = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (in >= 0 && dup2(in, 0) < 0)
+        perror("cisc up: stdin");
+    if (out >= 0 && (dup2(out, 1) < 0 || dup2(out, 2) < 0))
+        perror("cisc up: log");
+    if (in > 2)
+        close(in);
+    if (out > 2)
+        close(out);
+}
+
+static void print_ready(const char *img, const char *mnt, const char *sock,
+                        const struct up_opts *o)
+{
+    printf("ciscfs: %s mounted on %s (%u cores, sched %s)\n", img, mnt,
+           o->cores ? o->cores : DEV_DEFAULT_CORES, o->sched ? o->sched : "fifo");
+    printf("control socket: %s\n", sock);
+    printf("status: cisc status %s    stop: cisc down %s\n", mnt, mnt);
+    fflush(stdout);
+}
+
+static int run_device(const struct up_opts *o, const char *img, const char *mnt,
+                      const char *sock, uint64_t create, int ready_fd)
+{
+    char err[PATH_MAX + 256];
+    struct device *dev;
+    struct dev_opts dopts = { img, create, mnt, sock, o->cores, o->sched };
+    int r = dev_start(&dopts, &dev, err, sizeof(err));
+    if (r) {
+        cmd_fail("up", "%s", err);
+        report_ready(ready_fd, r);
+        return 2;
+    }
+    struct fusefs *fs;
+    struct fusefs_opts fo = { mnt, img, o->fuse_opts[0] ? o->fuse_opts : NULL, geteuid() == 0, 0 };
+    r = fusefs_mount(dev_engine(dev), &fo, &fs, err, sizeof(err));
+    if (r) {
+        cmd_fail("up", "%s", err);
+        dev_stop(dev);
+        report_ready(ready_fd, r);
+        return 2;
+    }
+    dev_set_stop_hook(dev, stop_hook, fs);
+    if (ready_fd < 0)
+        print_ready(img, mnt, sock, o);
+    report_ready(ready_fd, 0);
+    if (ready_fd >= 0)
+        detach_stdio(o->log);
+    int lr = fusefs_loop(fs);
+    dev_set_stop_hook(dev, NULL, NULL);
+    fusefs_destroy(fs);
+    r = dev_stop(dev);
+    if (lr || r)
+        fprintf(stderr, "cisc up: device stopped with errors: loop %d, unmount %d\n", lr, r);
+    return lr || r ? 1 : 0;
+}
+
+/* Parent side of daemonizing: waits until the device is mounted or failed. */
+static int wait_ready(pid_t pid, int fd, const char *img, const char *mnt, const char *sock,
+                      const struct up_opts *o)
+{
+    int status;
+    ssize_t n;
+    do
+        n = read(fd, &status, sizeof(status));
+    while (n < 0 && errno == EINTR);
+    close(fd);
+    if (n != sizeof(status)) {
+        waitpid(pid, NULL, WNOHANG);
+        return cmd_fail("up", "the device exited during start-up");
+    }
+    if (status != 0) {
+        waitpid(pid, NULL, 0);
+        return 2;   /* the device printed why */
+    }
+    print_ready(img, mnt, sock, o);
+    return 0;
+}
+
+static int start(const struct up_opts *o)
+{
+    char img[PATH_MAX], mnt[PATH_MAX], sock[PATH_MAX];
+    uint64_t create;
+    int r = resolve_paths(o, img, mnt, &create);
+    if (!r)
+        r = prepare_mountpoint(mnt);
+    if (r)
+        return r;
+    if (ctl_socket_path(mnt, sock, sizeof(sock)))
+        return cmd_fail("up", "mount point path too long: %s", mnt);
+    if (o->foreground)
+        return run_device(o, img, mnt, sock, create, -1);
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC))
+        return cmd_fail("up", "pipe: %s", strerror(errno));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return cmd_fail("up", "fork: %s", strerror(errno));
+    if (pid > 0) {
+        close(pfd[1]);
+        return wait_ready(pid, pfd[0], img, mnt, sock, o);
+    }
+    close(pfd[0]);
+    setsid();
+    exit(run_device(o, img, mnt, sock, create, pfd[1]));
+}
+
+static int run_up(int argc, char **argv)
+{
+    struct up_opts o = { 0 };
+    int r = parse_args(argc, argv, &o);
+    return r ? r : start(&o);
+}
+
+const struct cisc_cmd cmd_up = {
+    .name = "up",
+    .summary = "start a device on an image and mount it",
+    .usage = up_usage,
+    .run = run_up,
+};
+
+/* ---- mount(8) helper ------------------------------------------------------- */
+
+/* Options mount(8) passes that mean nothing to us or are the default. */
+static bool ignored_opt(const char *opt)
+{
+    static const char *const ign[] = { "rw", "defaults", "auto", "noauto", "user", "users",
+                                       "nouser", "_netdev", "nofail", "dev", "suid", "exec",
+                                       "async", "relatime", "nodev", "nosuid", "noexec" };
+    for (size_t i = 0; i < sizeof(ign) / sizeof(ign[0]); i++)
+        if (!strcmp(opt, ign[i]))
+            return true;
+    return !strncmp(opt, "x-", 2) || !strncmp(opt, "comment=", 8);
+}
+
+static int helper_opt(struct up_opts *o, char *opt)
+{
+    if (!strncmp(opt, "cores=", 6))
+        return parse_cores(opt + 6, &o->cores);
+    if (!strncmp(opt, "sched=", 6))
+        o->sched = opt + 6;
+    else if (!strncmp(opt, "log=", 4))
+        o->log = opt + 4;
+    else if (!strcmp(opt, "foreground"))
+        o->foreground = true;
+    else if (!ignored_opt(opt))
+        add_fuse_opt(o, opt);
+    return 0;
+}
+
+static int helper_opts(struct up_opts *o, char *list)
+{
+    char *save = NULL;
+    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        if (helper_opt(o, t))
+            return 2;
+    return 0;
+}
+
+int cmd_mount_helper(int argc, char **argv)
+{
+    struct up_opts o = { 0 };
+    const char *pos[2] = { NULL, NULL };
+    int npos = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+            if (helper_opts(&o, argv[++i]))
+                return 2;
+        } else if (argv[i][0] == '-') {
+            continue;   /* -n, -s, -v, -f (fake) ... from mount(8) */
+        } else if (npos < 2) {
+            pos[npos++] = argv[i];
+        }
+    }
+    if (npos != 2) {
+        fputs("usage: mount.ciscfs IMAGE MOUNTPOINT [-o cores=N,sched=fifo,log=FILE,...]\n",
+              stderr);
+        return 2;
+    }
+    o.image = pos[0];
+    o.mnt = pos[1];
+    return start(&o);
+}

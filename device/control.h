@@ -1,0 +1,121 @@
+/*
+ * device/control.h - the device's control socket: a Unix socket beside the
+ * mount point through which `cisc status`, `cisc down` and (later) program
+ * management and libcisc queue-pair setup talk to a running device.
+ *
+ * Transport: AF_UNIX SOCK_SEQPACKET, so every message is one frame and
+ * descriptors can ride along with SCM_RIGHTS later. Each frame is a
+ * 16-byte little-endian header followed by `len` payload bytes:
+ *
+ *   offset size field
+ *   0      4    magic    0x43534943 ("CISC" read as bytes C I S C)
+ *   4      2    version  CTL_VERSION (1)
+ *   6      2    type     request type; a reply sets CTL_REPLY (0x8000)
+ *   8      4    id       chosen by the client, echoed in the reply
+ *   12     4    len      payload bytes, at most CTL_MAX_PAYLOAD
+ *
+ * A reply's payload starts with a little-endian s32 status (0 or -errno),
+ * then the type's own payload. Requests:
+ *
+ *   CTL_PING      -> s32 status, u32 pid, u32 device uid
+ *   CTL_STATUS    -> s32 status, UTF-8 text: one "key value..." per line
+ *                    (device model, cores, queues, per-op counts and
+ *                    latency percentiles); `cisc status` formats it
+ *   CTL_SHUTDOWN  -> s32 status, sent when the device has unmounted,
+ *                    checkpointed and is about to exit; only the device's
+ *                    own uid or root may ask (-EPERM otherwise)
+ *
+ * Unknown types get status -EOPNOTSUPP; a malformed frame closes the
+ * connection. New requests are new type numbers; payloads only grow at
+ * the end, so an old client reads what it knows.
+ *
+ * The client's credentials come from SO_PEERCRED, never from the payload.
+ *
+ * Invariants:
+ *   1. The handler runs on the control thread, one request at a time.
+ *   2. A deferred request (handler returned CTL_DEFER) gets exactly one
+ *      reply: from ctl_reply_deferred() or, at the latest, from
+ *      ctl_destroy() with its final status.
+ *   3. ctl_destroy() removes the socket file it created.
+ */
+#ifndef CISC_DEVICE_CONTROL_H
+#define CISC_DEVICE_CONTROL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CTL_MAGIC        0x43534943u
+#define CTL_VERSION      1u
+#define CTL_HDR_SIZE     16u
+#define CTL_MAX_PAYLOAD  (60u * 1024)
+#define CTL_REPLY        0x8000u
+
+enum ctl_type {
+    CTL_PING = 1,
+    CTL_STATUS = 2,
+    CTL_SHUTDOWN = 3,
+};
+
+struct ctl_hdr {
+    uint32_t magic;
+    uint16_t version, type;
+    uint32_t id, len;
+};
+
+/* Encodes / decodes a header (16 bytes). Decoding checks magic, version
+ * and len: -EPROTO or -EMSGSIZE. */
+void ctl_hdr_encode(const struct ctl_hdr *h, uint8_t *buf);
+int ctl_hdr_decode(const uint8_t *buf, size_t n, struct ctl_hdr *h);
+
+struct ctl_peer {
+    pid_t pid;
+    uid_t uid;
+    gid_t gid;
+};
+
+/* A request being handled: reply with ctl_reply(), or keep it with CTL_DEFER. */
+struct ctl_req {
+    const struct ctl_peer *peer;
+    uint16_t type;
+    uint32_t id;
+    const uint8_t *payload;
+    size_t len;
+    int fd;   /* private */
+};
+
+#define CTL_DEFER 1
+
+/* Handles one request: calls ctl_reply() and returns 0, or returns
+ * CTL_DEFER to answer later (the connection stays open). */
+typedef int (*ctl_handler_fn)(void *arg, struct ctl_req *req);
+
+struct ctl;
+
+/* Binds `path` (replacing a stale socket nobody listens on; -EADDRINUSE if
+ * a live device owns it) and starts the control thread.
+ * Returns 0 and sets *out, or -errno. */
+int ctl_create(const char *path, ctl_handler_fn fn, void *arg, struct ctl **out);
+
+/* Sends the reply to req: status, then `len` bytes of payload.
+ * Returns 0 or -errno. */
+int ctl_reply(struct ctl_req *req, int32_t status, const void *payload, size_t len);
+
+/* Stops the control thread, replies `status` to every deferred request,
+ * closes all connections and removes the socket file. */
+void ctl_destroy(struct ctl *c, int32_t status);
+
+/* Client side: connects to path. Returns an fd or -errno. */
+int ctl_connect(const char *path);
+
+/* Client side: sends a request and waits for its reply (payload copied
+ * into buf, at most size bytes; *status set). Returns the payload length
+ * (after the status) or -errno (-ECONNRESET if the device went away). */
+ssize_t ctl_call(int fd, uint16_t type, const void *req, size_t reqlen, int32_t *status,
+                 void *buf, size_t size);
+
+/* The socket path for a mount point: "<dir>/.<base>.cisc.sock" beside it.
+ * mnt must be absolute. Returns 0 or -ENAMETOOLONG. */
+int ctl_socket_path(const char *mnt, char *buf, size_t size);
+
+#endif

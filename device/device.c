@@ -1,0 +1,274 @@
+/* device/device.c - device lifecycle and its control-socket requests. */
+#include "device/device.h"
+
+#include "common/corrupt.h"
+#include "common/le.h"
+#include "device/control.h"
+#include "device/stats.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct device {
+    struct sfs *fs;
+    struct engine *eng;
+    struct ctl *ctl;
+    char *image, *mountpoint;
+    unsigned cores;
+    const char *sched;
+    uint64_t started_ns;
+    pthread_mutex_t hook_lock;       /* protects the hook and `stopping` */
+    bool stopping;                   /* dev_stop began: no more status */
+    void (*stop_hook)(void *arg);
+    void *stop_arg;
+};
+
+static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* Creates a fresh image file of `size` bytes and formats it. */
+static int create_image(const char *path, uint64_t size, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return fail(err, errlen, -errno, "cannot create image %s: %s", path, strerror(errno));
+    int r = ftruncate(fd, (off_t)size) ? -errno : 0;
+    close(fd);
+    struct media *m = NULL;
+    if (!r)
+        r = media_open_file(path, 0, &m);
+    if (!r) {
+        struct sfs_mkfs_opts mo = { .size_bytes = size };
+        r = sfs_mkfs(m, &mo);
+        media_close(m);
+    }
+    if (r) {
+        unlink(path);
+        return fail(err, errlen, r, "cannot format new image %s: %s", path, strerror(-r));
+    }
+    return 0;
+}
+
+static int open_fs(const struct dev_opts *o, struct sfs **fs, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(o->image, &st) && errno == ENOENT && o->create_size) {
+        int r = create_image(o->image, o->create_size, err, errlen);
+        if (r)
+            return r;
+    }
+    struct media *m;
+    int r = media_open_file(o->image, 0, &m);
+    if (r == -EBUSY)
+        return fail(err, errlen, r, "image %s is in use by another device (it is locked)",
+                    o->image);
+    if (r)
+        return fail(err, errlen, r, "cannot open image %s: %s", o->image, strerror(-r));
+    struct sfs_mount_opts mo = { 0 };
+    cisc_corrupt_clear();
+    r = sfs_mount(m, &mo, fs);
+    if (r) {
+        media_close(m);
+        if (r == -EUCLEAN)
+            return fail(err, errlen, r, "image %s is corrupt: %s (run cisc fsck)", o->image,
+                        cisc_corrupt_last());
+        return fail(err, errlen, r, "cannot mount image %s: %s", o->image, strerror(-r));
+    }
+    return 0;
+}
+
+static int handle_ctl(void *arg, struct ctl_req *req);
+
+static int start_control(struct device *d, const char *path, char *err, size_t errlen)
+{
+    int r = ctl_create(path, handle_ctl, d, &d->ctl);
+    if (r == -EADDRINUSE)
+        return fail(err, errlen, r, "control socket %s belongs to a running device", path);
+    if (r)
+        return fail(err, errlen, r, "cannot create control socket %s: %s", path, strerror(-r));
+    return 0;
+}
+
+static void free_device(struct device *d)
+{
+    pthread_mutex_destroy(&d->hook_lock);
+    free(d->image);
+    free(d->mountpoint);
+    free(d);
+}
+
+int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t errlen)
+{
+    struct device *d = calloc(1, sizeof(*d));
+    if (!d)
+        return fail(err, errlen, -ENOMEM, "out of memory");
+    pthread_mutex_init(&d->hook_lock, NULL);
+    d->cores = o->cores ? o->cores : DEV_DEFAULT_CORES;
+    d->sched = o->sched ? o->sched : "fifo";
+    d->image = strdup(o->image);
+    d->mountpoint = strdup(o->mountpoint ? o->mountpoint : "-");
+    d->started_ns = sched_now_ns();
+    struct eng_config ec = { .cores = d->cores, .sched = d->sched };
+    if (!sched_policy_find(d->sched) || d->cores > SCHED_MAX_CORES) {
+        free_device(d);
+        return fail(err, errlen, -EINVAL, "bad device model: cores %u (1..%u), sched '%s' (fifo)",
+                    d->cores, SCHED_MAX_CORES, d->sched);
+    }
+    int r = open_fs(o, &d->fs, err, errlen);
+    if (!r && (r = eng_create(d->fs, &ec, &d->eng)))
+        fail(err, errlen, r, "cannot start the engine: %s", strerror(-r));
+    if (!r && o->control_path)
+        r = start_control(d, o->control_path, err, errlen);
+    if (r) {
+        eng_destroy(d->eng);
+        if (d->fs)
+            sfs_unmount(d->fs);
+        free_device(d);
+        return r;
+    }
+    *out = d;
+    return 0;
+}
+
+struct engine *dev_engine(struct device *d)
+{
+    return d->eng;
+}
+
+void dev_set_stop_hook(struct device *d, void (*hook)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&d->hook_lock);
+    d->stop_hook = hook;
+    d->stop_arg = arg;
+    pthread_mutex_unlock(&d->hook_lock);
+}
+
+int dev_stop(struct device *d)
+{
+    pthread_mutex_lock(&d->hook_lock);
+    d->stopping = true;   /* the control thread stops reading the engine */
+    pthread_mutex_unlock(&d->hook_lock);
+    eng_destroy(d->eng);
+    int r = sfs_unmount(d->fs);
+    ctl_destroy(d->ctl, r);
+    free_device(d);
+    return r;
+}
+
+/* ---- status ----------------------------------------------------------- */
+
+struct out {
+    char *buf;
+    size_t size, len;
+};
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...)
+{
+    if (o->len + 1 >= o->size)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(o->buf + o->len, o->size - o->len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        o->len = o->len + (size_t)n < o->size ? o->len + (size_t)n : o->size - 1;
+}
+
+static void status_ops(struct device *d, struct out *o)
+{
+    for (unsigned op = 0; op < ENG_OP_COUNT; op++) {
+        struct stats_summary s;
+        stats_summary(eng_stats(d->eng), op, &s);
+        if (!s.count)
+            continue;
+        put(o, "op %s count %llu errors %llu bytes %llu mean_ns %llu p50_ns %llu p99_ns %llu "
+               "max_ns %llu\n", eng_op_name(op), (unsigned long long)s.count,
+            (unsigned long long)s.errors, (unsigned long long)s.bytes,
+            (unsigned long long)(s.total_ns / s.count), (unsigned long long)s.p50_ns,
+            (unsigned long long)s.p99_ns, (unsigned long long)s.max_ns);
+    }
+}
+
+size_t dev_status_text(struct device *d, char *buf, size_t size)
+{
+    struct out o = { buf, size, 0 };
+    struct sched_stats ss;
+    if (size)
+        buf[0] = '\0';
+    eng_sched_stats(d->eng, &ss);
+    put(&o, "device pid %d uptime_s %llu\n", (int)getpid(),
+        (unsigned long long)((sched_now_ns() - d->started_ns) / 1000000000u));
+    put(&o, "image %s\nmountpoint %s\n", d->image, d->mountpoint);
+    put(&o, "model cores %u sched %s link_latency_ns 0 core_speed 1.0\n", ss.cores, ss.policy);
+    put(&o, "queue depth %llu max_depth %llu busy_cores %u submitted %llu completed %llu\n",
+        (unsigned long long)ss.depth, (unsigned long long)ss.max_depth, ss.busy,
+        (unsigned long long)ss.submitted, (unsigned long long)ss.completed);
+    for (unsigned i = 0; i < ss.cores; i++)
+        put(&o, "core %u executed %llu busy_ms %llu\n", i,
+            (unsigned long long)ss.core[i].executed,
+            (unsigned long long)(ss.core[i].busy_ns / 1000000u));
+    put(&o, "handles %llu\n", (unsigned long long)eng_open_handles(d->eng));
+    status_ops(d, &o);
+    return o.len;
+}
+
+static void request_stop(struct device *d)
+{
+    pthread_mutex_lock(&d->hook_lock);
+    if (d->stop_hook)
+        d->stop_hook(d->stop_arg);
+    pthread_mutex_unlock(&d->hook_lock);
+}
+
+static int reply_status(struct device *d, struct ctl_req *req)
+{
+    char *text = malloc(CTL_MAX_PAYLOAD - 4);
+    int r = text ? 0 : -ENOMEM;
+    size_t n = 0;
+    pthread_mutex_lock(&d->hook_lock);
+    if (!r && d->stopping)
+        r = -ESHUTDOWN;
+    if (!r)
+        n = dev_status_text(d, text, CTL_MAX_PAYLOAD - 4);
+    pthread_mutex_unlock(&d->hook_lock);
+    ctl_reply(req, r, text, n);
+    free(text);
+    return 0;
+}
+
+static int handle_ctl(void *arg, struct ctl_req *req)
+{
+    struct device *d = arg;
+    switch (req->type) {
+    case CTL_PING: {
+        uint8_t p[8];
+        le32_put(p, (uint32_t)getpid());
+        le32_put(p + 4, (uint32_t)geteuid());
+        return ctl_reply(req, 0, p, sizeof(p)), 0;
+    }
+    case CTL_STATUS:
+        return reply_status(d, req);
+    case CTL_SHUTDOWN:
+        if (req->peer->uid != 0 && req->peer->uid != geteuid())
+            return ctl_reply(req, -EPERM, NULL, 0), 0;
+        request_stop(d);
+        return CTL_DEFER;
+    default:
+        return ctl_reply(req, -EOPNOTSUPP, NULL, 0), 0;
+    }
+}

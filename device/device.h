@@ -1,0 +1,63 @@
+/*
+ * device/device.h - the device process's lifecycle: image -> StorageFS ->
+ * engine (cores, scheduler) -> control socket, and back down.
+ *
+ * Front ends (the FUSE mount, later libcisc queue pairs) are clients of
+ * the engine that dev_engine() returns. The device does not know FUSE: a
+ * front end registers a stop hook, which the control socket's SHUTDOWN
+ * request calls; the front end then returns from its loop and the owner
+ * calls dev_stop().
+ *
+ * States: (none) --dev_start--> RUNNING --stop hook--> STOPPING
+ *         --dev_stop--> (gone; image checkpointed, unlocked, clean)
+ *
+ * Invariants:
+ *   1. dev_start either returns a running device or leaves nothing behind
+ *      (image unlocked, socket removed), with a message in `err`.
+ *   2. dev_stop drains every command before unmounting StorageFS, and
+ *      answers a waiting `cisc down` only after the unmount finished.
+ *   3. The image is locked (media flock) for the device's whole life.
+ */
+#ifndef CISC_DEVICE_DEVICE_H
+#define CISC_DEVICE_DEVICE_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "device/engine.h"
+
+#define DEV_DEFAULT_CORES 4u
+#define DEV_DEFAULT_SIZE  (1ull << 30)
+
+struct dev_opts {
+    const char *image;        /* backing image path */
+    uint64_t create_size;     /* create the image (sfs_mkfs) if missing; 0 = never */
+    const char *mountpoint;   /* shown in status; may be NULL */
+    const char *control_path; /* control socket; NULL = none */
+    unsigned cores;           /* 0 = DEV_DEFAULT_CORES */
+    const char *sched;        /* NULL = "fifo" */
+};
+
+struct device;
+
+/* Starts a device. On failure writes a one-line reason into err and
+ * returns -errno (-EBUSY: the image is in use by another device). */
+int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t errlen);
+
+/* The engine every front end submits to. */
+struct engine *dev_engine(struct device *d);
+
+/* Registers the hook a control-socket SHUTDOWN request calls (from the
+ * control thread): it must make the front end's loop return soon. */
+void dev_set_stop_hook(struct device *d, void (*hook)(void *arg), void *arg);
+
+/* Drains and stops the engine, unmounts StorageFS (commit, checkpoint),
+ * answers waiting SHUTDOWN requests, removes the control socket and frees
+ * d. Returns 0 or the unmount's -errno. */
+int dev_stop(struct device *d);
+
+/* Writes the status report (the CTL_STATUS text) into buf; returns its
+ * length (truncated to size - 1). */
+size_t dev_status_text(struct device *d, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,195 @@
+/*
+ * device/engine.h - the device's one command format and the engine that
+ * executes it on the device cores.
+ *
+ * Every operation, whichever door it came through (the FUSE front end now,
+ * libcisc queue pairs and the control socket later), becomes a struct
+ * eng_cmd: an opcode, the caller's credentials (always from the kernel:
+ * the FUSE request context or SO_PEERCRED), operands, and room for the
+ * result. The door submits it; the scheduler hands it to a device core;
+ * the engine checks POSIX permissions for the caller, calls StorageFS,
+ * records statistics and completes the command. One permission check, one
+ * journal, one scheduler, one set of statistics.
+ *
+ * A command is a plain struct with no hidden state the submitter must
+ * set up beyond eng_cmd_init(), so a shared-memory decoder can fill one
+ * after validating a client's request. ENG_OP_CISC (a vector of steps
+ * that pass buffers along, FusionFS §4.3) has its opcode reserved; it
+ * returns -EOPNOTSUPP until issue 5.
+ *
+ * Operand use per op (unlisted fields are ignored):
+ *   LOOKUP      ino=dir name                    -> attr, takes 1 reference
+ *   FORGET      ino len=count                   drops `len` references
+ *   GETATTR     ino                             -> attr
+ *   SETATTR     ino sattr valid [fh]            -> attr (fh: truncate via open file)
+ *   READLINK    ino out size                    -> ret=length
+ *   MKNOD       ino=dir name mode rdev          -> attr, 1 reference
+ *   MKDIR       ino=dir name mode               -> attr, 1 reference
+ *   SYMLINK     ino=dir name in=target          -> attr, 1 reference
+ *   LINK        ino ino2=newdir name=newname    -> attr, 1 reference
+ *   UNLINK      ino=dir name
+ *   RMDIR       ino=dir name
+ *   RENAME      ino=dir name ino2=newdir name2 flags=ENG_RENAME_*
+ *   OPEN        ino flags=O_*                   -> fh
+ *   CREATE      ino=dir name mode flags=O_*     -> attr, fh, 1 reference
+ *   READ        fh off out size                 -> ret=bytes
+ *   WRITE       fh off in size                  -> ret=bytes
+ *   FLUSH       fh
+ *   RELEASE     fh                              (also RELEASEDIR)
+ *   FSYNC       fh flags=datasync               (also FSYNCDIR)
+ *   OPENDIR     ino                             -> fh
+ *   READDIR     fh off=cookie fill fill_arg plus -> entries via fill
+ *   STATFS                                      -> st
+ *   SETXATTR    ino name in size flags=ENG_XATTR_*
+ *   GETXATTR    ino name out size               -> ret=size
+ *   LISTXATTR   ino out size                    -> ret=size
+ *   REMOVEXATTR ino name
+ *   ACCESS      ino mode=R_OK|W_OK|X_OK|F_OK
+ *   FALLOCATE   fh flags=FALLOC_FL_* off len
+ *   LSEEK       fh off flags=SEEK_DATA|SEEK_HOLE -> ret=offset
+ *   COPY_RANGE  fh off fh2 off2 len             -> ret=bytes
+ *   SYNC                                        whole file system durable
+ *
+ * Invariants:
+ *   1. Each submitted command completes exactly once: done(cmd) is called
+ *      on a device core, or an eng_call() waiter is woken.
+ *   2. Permission checks use only cmd->cred; uid 0 has the POSIX root
+ *      overrides (CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_CHOWN).
+ *   3. Every reference the engine hands out (LOOKUP, MKNOD, MKDIR,
+ *      SYMLINK, LINK, CREATE, READDIR plus) is an sfs_iget reference the
+ *      door returns with FORGET (those still held at shutdown are dropped
+ *      by sfs_unmount); every open handle holds one more until RELEASE
+ *      or eng_destroy.
+ *   4. Handles are validated on every use; a stale or foreign handle is
+ *      -EBADF, never a crash.
+ *   5. Buffers (name, in, out) belong to the submitter and must stay valid
+ *      until completion; the engine never keeps them afterwards.
+ */
+#ifndef CISC_DEVICE_ENGINE_H
+#define CISC_DEVICE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device/sched.h"
+#include "device/storagefs/storagefs.h"
+
+/* X(NAME, name): the opcodes, in the order `cisc status` lists them. */
+#define ENG_OPS(X) \
+    X(LOOKUP, lookup) X(FORGET, forget) X(GETATTR, getattr) X(SETATTR, setattr) \
+    X(READLINK, readlink) X(MKNOD, mknod) X(MKDIR, mkdir) X(SYMLINK, symlink) \
+    X(LINK, link) X(UNLINK, unlink) X(RMDIR, rmdir) X(RENAME, rename) \
+    X(OPEN, open) X(CREATE, create) X(READ, read) X(WRITE, write) X(FLUSH, flush) \
+    X(RELEASE, release) X(FSYNC, fsync) X(OPENDIR, opendir) X(READDIR, readdir) \
+    X(RELEASEDIR, releasedir) X(FSYNCDIR, fsyncdir) X(STATFS, statfs) \
+    X(SETXATTR, setxattr) X(GETXATTR, getxattr) X(LISTXATTR, listxattr) \
+    X(REMOVEXATTR, removexattr) X(ACCESS, access) X(FALLOCATE, fallocate) \
+    X(LSEEK, lseek) X(COPY_RANGE, copy_range) X(SYNC, sync) X(CISC, cisc)
+
+enum eng_op {
+#define X(N, n) ENG_OP_##N,
+    ENG_OPS(X)
+#undef X
+    ENG_OP_COUNT
+};
+
+/* Name of an opcode ("read"), or "?" when out of range. */
+const char *eng_op_name(unsigned op);
+
+#define ENG_RENAME_NOREPLACE (1u << 0)
+#define ENG_RENAME_EXCHANGE  (1u << 1)
+#define ENG_XATTR_CREATE     (1u << 0)
+#define ENG_XATTR_REPLACE    (1u << 1)
+
+#define ENG_GROUPS_MAX 64u
+
+/* Supplementary groups are fetched only when a check needs them (reading
+ * them costs a /proc read for FUSE); fn fills up to max, returns the count
+ * or -errno. */
+typedef int (*eng_groups_fn)(void *arg, uint32_t *groups, unsigned max);
+
+struct eng_cred {
+    uint32_t uid, gid;
+    int32_t pid;
+    int32_t ngroups;                 /* -1: not fetched yet (see groups_fn) */
+    uint32_t groups[ENG_GROUPS_MAX];
+    eng_groups_fn groups_fn;         /* NULL: no supplementary groups */
+    void *groups_arg;
+};
+
+/* READDIR output: called once per entry, attr non-NULL for readdirplus
+ * (then the entry carries one reference unless it is "." or ".."). Returns
+ * nonzero when the entry did not fit: the engine stops and takes the
+ * reference back. */
+typedef int (*eng_fill_fn)(void *arg, const struct sfs_dirent *de,
+                           const struct sfs_attr *attr);
+
+struct eng_cmd;
+typedef void (*eng_done_fn)(struct eng_cmd *cmd);
+
+struct eng_cmd {
+    struct sched_item item;   /* scheduler link; tenant = cred.uid */
+    uint32_t op;              /* enum eng_op */
+    struct eng_cred cred;
+    /* operands (see the table in the header comment) */
+    uint64_t ino, ino2;
+    uint64_t fh, fh2;
+    const char *name, *name2;
+    uint32_t mode, flags;
+    uint64_t rdev;
+    uint64_t off, off2, len;
+    const void *in;
+    void *out;
+    size_t size;
+    struct sfs_attr sattr;    /* SETATTR: new values ... */
+    unsigned valid;           /* ... selected by SFS_SET_* bits */
+    eng_fill_fn fill;         /* READDIR */
+    void *fill_arg;
+    bool plus;                /* READDIR: readdirplus */
+    /* results */
+    int64_t ret;              /* 0, a count/offset, or -errno */
+    struct sfs_attr attr;
+    struct sfs_statfs st;
+    uint64_t out_fh;
+    /* completion: done() on the device core, or eng_call()'s wait */
+    eng_done_fn done;
+    void *priv;
+    uint32_t state;           /* futex word for eng_call */
+};
+
+struct engine;
+
+struct eng_config {
+    unsigned cores;           /* device cores, 1..SCHED_MAX_CORES */
+    const char *sched;        /* policy name, "fifo" */
+};
+
+/* Starts the engine on a mounted StorageFS (not owned: the caller unmounts
+ * it after eng_destroy). Returns 0 and sets *out, or -errno (-EINVAL for an
+ * unknown scheduler or core count). */
+int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out);
+
+/* Runs every queued command, stops the cores, releases every handle still
+ * open and every reference handed out, and frees the engine. */
+void eng_destroy(struct engine *e);
+
+/* Zeroes cmd and sets its opcode and credentials. */
+void eng_cmd_init(struct eng_cmd *cmd, unsigned op, const struct eng_cred *cred);
+
+/* Queues cmd; cmd->done(cmd) runs on a device core when it completes.
+ * Returns 0, or -errno if it was not queued (done is then not called). */
+int eng_submit(struct engine *e, struct eng_cmd *cmd);
+
+/* Queues cmd and waits for it. Returns cmd->ret. */
+int64_t eng_call(struct engine *e, struct eng_cmd *cmd);
+
+/* Statistics: per-op summaries, and the scheduler's. */
+struct stats;
+const struct stats *eng_stats(struct engine *e);
+void eng_sched_stats(struct engine *e, struct sched_stats *st);
+
+/* Number of handles open now (for status). */
+uint64_t eng_open_handles(struct engine *e);
+
+#endif

@@ -1,0 +1,90 @@
+/*
+ * device/sched.h - device cores (worker threads) and the scheduler that
+ * feeds them.
+ *
+ * The device runs every command on one of `cores` worker threads. Which
+ * pending command a free core takes next is the policy's choice, behind
+ * struct sched_policy: "fifo" now; a CFS policy (per-tenant virtual
+ * runtime, FusionFS §4.5) slots in later without touching callers. The
+ * policy is chosen by name when the device starts.
+ *
+ * The framework owns the threads, one lock and one condition variable;
+ * the policy only orders items (its calls run under the lock). After a
+ * core runs an item it charges the policy with the time it took.
+ *
+ * States: RUNNING --sched_destroy--> DRAINING --queue empty--> STOPPED.
+ *
+ * Invariants:
+ *   1. Every item accepted by sched_submit() is run exactly once, by one
+ *      core, even if sched_destroy() is called while it is queued.
+ *   2. After sched_destroy() begins, sched_submit() refuses (-ESHUTDOWN).
+ *   3. Lock order: the scheduler lock is a leaf; run() is called without it.
+ */
+#ifndef CISC_DEVICE_SCHED_H
+#define CISC_DEVICE_SCHED_H
+
+#include <stdint.h>
+
+/* Embedded in whatever the caller schedules (the engine's command). */
+struct sched_item {
+    struct sched_item *next;   /* policy's link; owned by the scheduler while queued */
+    uint32_t tenant;           /* who to be fair to (uid) */
+    uint32_t queue;            /* which submission queue it came from */
+    uint64_t t_submit_ns;      /* set by sched_submit (CLOCK_MONOTONIC) */
+};
+
+/* A scheduling policy. All calls are made with the scheduler lock held. */
+struct sched_policy {
+    const char *name;
+    void *(*create)(unsigned cores);
+    void (*destroy)(void *q);
+    void (*push)(void *q, struct sched_item *it);
+    struct sched_item *(*pop)(void *q, unsigned core);   /* NULL if empty */
+    void (*charge)(void *q, const struct sched_item *it, uint64_t ns);
+};
+
+extern const struct sched_policy sched_fifo;
+
+/* Runs one item on core `core`; the item may be freed by it. */
+typedef void (*sched_run_fn)(void *arg, struct sched_item *it, unsigned core);
+
+struct sched;
+
+#define SCHED_MAX_CORES 64u
+
+struct sched_core_stats {
+    uint64_t executed;
+    uint64_t busy_ns;
+};
+
+struct sched_stats {
+    const char *policy;
+    unsigned cores;
+    uint64_t submitted, completed;
+    uint64_t depth;            /* queued, not yet taken by a core */
+    uint64_t max_depth;
+    unsigned busy;             /* cores running an item now */
+    struct sched_core_stats core[SCHED_MAX_CORES];
+};
+
+/* Looks a policy up by name ("fifo"); NULL if unknown. */
+const struct sched_policy *sched_policy_find(const char *name);
+
+/* Starts `cores` (1..SCHED_MAX_CORES) worker threads that call run(arg,
+ * item, core) for each submitted item. Returns 0 and sets *out, or -errno. */
+int sched_create(const struct sched_policy *pol, unsigned cores, sched_run_fn run,
+                 void *arg, struct sched **out);
+
+/* Queues an item. Returns 0, or -ESHUTDOWN once sched_destroy has begun. */
+int sched_submit(struct sched *s, struct sched_item *it);
+
+/* Copies current statistics. */
+void sched_get_stats(struct sched *s, struct sched_stats *st);
+
+/* Refuses new items, runs every queued one, joins the cores and frees s. */
+void sched_destroy(struct sched *s);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t sched_now_ns(void);
+
+#endif

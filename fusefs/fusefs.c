@@ -1,0 +1,121 @@
+/* fusefs/fusefs.c - the FUSE session: options, mount, loop, unmount. */
+#include "fusefs/fusefs_int.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FUSEFS_THREADS 8u
+
+static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* Appends s to buf with ',' and '\' escaped, as libfuse's -o parser wants. */
+static void put_escaped(char *buf, size_t size, size_t *len, const char *s)
+{
+    for (; *s && *len + 2 < size; s++) {
+        if (*s == ',' || *s == '\\')
+            buf[(*len)++] = '\\';
+        buf[(*len)++] = *s;
+    }
+    buf[*len] = '\0';
+}
+
+static void build_opts(const struct fusefs_opts *o, char *buf, size_t size)
+{
+    size_t len = 0;
+    int n = snprintf(buf, size,
+                     "default_permissions,subtype=ciscfs,max_read=%u,auto_unmount%s,fsname=",
+                     FUSEFS_MAX_IO, o->allow_other ? ",allow_other" : "");
+    len = n > 0 && (size_t)n < size ? (size_t)n : 0;
+    put_escaped(buf, size, &len, o->fsname ? o->fsname : "ciscfs");
+    if (o->extra && *o->extra && len + strlen(o->extra) + 2 < size) {
+        strcat(buf, ",");
+        strcat(buf, o->extra);
+    }
+}
+
+int fusefs_mount(struct engine *eng, const struct fusefs_opts *o, struct fusefs **out,
+                 char *err, size_t errlen)
+{
+    char opts[8192];
+    build_opts(o, opts, sizeof(opts));
+    char *argv[] = { "ciscfs", "-o", opts, NULL };
+    struct fuse_args args = FUSE_ARGS_INIT(3, argv);
+    struct fusefs *f = calloc(1, sizeof(*f));
+    if (!f)
+        return fail(err, errlen, -ENOMEM, "out of memory");
+    f->eng = eng;
+    f->mountpoint = strdup(o->mountpoint);
+    pthread_mutex_init(&f->lock, NULL);
+    f->se = fuse_session_new(&args, &fusefs_ops, sizeof(fusefs_ops), f);
+    fuse_opt_free_args(&args);
+    if (!f->se) {
+        fusefs_destroy(f);
+        return fail(err, errlen, -EINVAL, "cannot create the FUSE session (options: %s)", opts);
+    }
+    if (fuse_session_mount(f->se, o->mountpoint)) {
+        fusefs_destroy(f);
+        return fail(err, errlen, -EIO, "cannot mount on %s (is /dev/fuse usable?)",
+                    o->mountpoint);
+    }
+    *out = f;
+    return 0;
+}
+
+int fusefs_loop(struct fusefs *f)
+{
+    if (fuse_set_signal_handlers(f->se))
+        return -EIO;
+    pthread_mutex_lock(&f->lock);
+    f->loop_thread = pthread_self();
+    f->looping = true;
+    pthread_mutex_unlock(&f->lock);
+    struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+    int r = -ENOMEM;
+    if (cfg) {
+        fuse_loop_cfg_set_clone_fd(cfg, 1);
+        fuse_loop_cfg_set_max_threads(cfg, FUSEFS_THREADS);
+        fuse_loop_cfg_set_idle_threads(cfg, FUSEFS_THREADS);
+        r = fuse_session_loop_mt(f->se, cfg);
+        fuse_loop_cfg_destroy(cfg);
+    }
+    pthread_mutex_lock(&f->lock);
+    f->looping = false;
+    pthread_mutex_unlock(&f->lock);
+    fuse_remove_signal_handlers(f->se);
+    /* A signal ends the loop with its number; that is a clean stop. */
+    return r > 0 ? 0 : r;
+}
+
+void fusefs_exit(struct fusefs *f)
+{
+    fuse_session_exit(f->se);
+    pthread_mutex_lock(&f->lock);
+    /* Wakes the loop thread out of its wait; libfuse's handler runs. */
+    if (f->looping)
+        pthread_kill(f->loop_thread, SIGTERM);
+    pthread_mutex_unlock(&f->lock);
+}
+
+void fusefs_destroy(struct fusefs *f)
+{
+    if (!f)
+        return;
+    if (f->se) {
+        fuse_session_unmount(f->se);
+        fuse_session_destroy(f->se);
+    }
+    pthread_mutex_destroy(&f->lock);
+    free(f->mountpoint);
+    free(f);
+}

@@ -1,0 +1,62 @@
+/*
+ * fusefs/fusefs.h - the FUSE front end: a libfuse low-level session whose
+ * every request becomes one engine command (device/engine.h).
+ *
+ * The front end is a client of the device like any other door: it fills
+ * the command with the caller's uid, gid and pid from the FUSE request
+ * (supplementary groups on demand via fuse_req_getgroups), submits it,
+ * waits for its completion on the device core and replies. Inode numbers
+ * are StorageFS inode numbers (FUSE_ROOT_ID == SFS_ROOT_INO).
+ *
+ * Mount: default_permissions (the kernel checks, and the device checks
+ * again), allow_other when started by root, auto_unmount (a killed device
+ * leaves no dead mount), max_read/max_write 1 MiB, subtype "ciscfs".
+ * POSIX and flock locks are left to the kernel, which keeps them per inode
+ * for every process using the mount: correct as long as the FUSE mount is
+ * the only door that locks (libcisc does not lock).
+ *
+ * Invariants:
+ *   1. Every request is answered exactly once.
+ *   2. Every reference the kernel holds (lookup count) is one engine
+ *      reference: each entry reply takes one, FORGET returns them, and a
+ *      failed reply gives its reference back at once.
+ *   3. Kernel caches (entry, attribute, negative entry, page cache) time
+ *      out after FUSEFS_TIMEOUT seconds; only this door changes files now.
+ */
+#ifndef CISC_FUSEFS_H
+#define CISC_FUSEFS_H
+
+#include <stdbool.h>
+
+#include "device/engine.h"
+
+#define FUSEFS_TIMEOUT 1.0
+#define FUSEFS_MAX_IO  (1u << 20)
+
+struct fusefs;
+
+struct fusefs_opts {
+    const char *mountpoint;
+    const char *fsname;       /* shown in /proc/mounts (the image path) */
+    const char *extra;        /* more -o options, or NULL */
+    bool allow_other;
+    unsigned max_threads;     /* FUSE threads; 0 = default */
+};
+
+/* Creates the session and mounts it. Returns 0 and sets *out, or -errno
+ * with a reason in err. */
+int fusefs_mount(struct engine *eng, const struct fusefs_opts *o, struct fusefs **out,
+                 char *err, size_t errlen);
+
+/* Serves requests on the calling thread (plus FUSE worker threads) until
+ * the mount goes away, SIGTERM/SIGINT/SIGHUP arrive, or fusefs_exit().
+ * Returns 0 or -errno. */
+int fusefs_loop(struct fusefs *f);
+
+/* Asks the loop to return; callable from any thread. */
+void fusefs_exit(struct fusefs *f);
+
+/* Unmounts (if still mounted) and frees. */
+void fusefs_destroy(struct fusefs *f);
+
+#endif

@@ -1,0 +1,25 @@
+/*
+ * fusefs/fusefs_int.h - shared by fusefs.c (session, mount, loop) and
+ * fusefs_ops.c (one handler per FUSE operation). Not for other modules.
+ */
+#ifndef CISC_FUSEFS_INT_H
+#define CISC_FUSEFS_INT_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+
+#include "fusefs/fusefs.h"
+
+struct fusefs {
+    struct engine *eng;
+    struct fuse_session *se;
+    char *mountpoint;
+    pthread_t loop_thread;        /* the thread in fusefs_loop */
+    bool looping;                 /* protected by lock */
+    pthread_mutex_t lock;
+};
+
+extern const struct fuse_lowlevel_ops fusefs_ops;
+
+#endif
