@@ -23,6 +23,7 @@ struct up_opts {
     unsigned cores;
     const char *sched;
     const char *log;
+    uint64_t size;            /* --size: create IMAGE if missing */
     char fuse_opts[1024];     /* passed through to the FUSE mount */
     const char *image, *mnt;
 };
@@ -39,6 +40,7 @@ static const char up_usage[] =
     "  --cores N          device cores (worker threads), default 4\n"
     "  --sched NAME       scheduler for the device cores: fifo\n"
     "  --log FILE         where the daemon writes its messages (default: none)\n"
+    "  --size SIZE        create and format IMAGE with this size if it is missing\n"
     "  -o OPTS            extra FUSE mount options (e.g. ro)\n"
     "\n"
     "Stop it with: cisc down MOUNTPOINT (or SIGTERM/SIGINT to the device).\n";
@@ -69,6 +71,7 @@ static int parse_args(int argc, char **argv, struct up_opts *o)
     static const struct option lo[] = {
         { "foreground", no_argument, NULL, 'f' }, { "cores", required_argument, NULL, 'c' },
         { "sched", required_argument, NULL, 's' }, { "log", required_argument, NULL, 'l' },
+        { "size", required_argument, NULL, 'z' },
         { NULL, 0, NULL, 0 },
     };
     int ch;
@@ -80,6 +83,10 @@ static int parse_args(int argc, char **argv, struct up_opts *o)
         case 's': o->sched = optarg; break;
         case 'l': o->log = optarg; break;
         case 'o': add_fuse_opt(o, optarg); break;
+        case 'z':
+            if (cmd_parse_size(optarg, &o->size) || o->size < (1u << 20))
+                return cmd_fail("up", "--size wants a size of at least 1M, not '%s'", optarg);
+            break;
         default: fputs(up_usage, stderr); return 2;
         }
     }
@@ -100,14 +107,18 @@ static int resolve_paths(const struct up_opts *o, char *img, char *mnt, uint64_t
             return cmd_fail("up", "no default image path (set HOME or XDG_DATA_HOME): %s",
                             strerror(-r));
         *create = DEV_DEFAULT_SIZE;
+    } else if (o->size && mnt_absolute(o->image, img, PATH_MAX) == 0) {
+        *create = o->size;
     } else if (!realpath(o->image, img)) {
-        return cmd_fail("up", "image %s: %s (make one with: cisc mkfs %s)", o->image,
-                        strerror(errno), o->image);
+        return cmd_fail("up", "image %s: %s (make one with: cisc mkfs %s, or use --size)",
+                        o->image, strerror(errno), o->image);
     }
     if (o->mnt)
         return mnt_absolute(o->mnt, mnt, PATH_MAX) ? cmd_fail("up", "bad mount point %s", o->mnt)
                                                    : 0;
-    snprintf(mnt, PATH_MAX, "%.*s/mnt", (int)(strrchr(img, '/') - img), img);
+    int r = mnt_default(mnt, PATH_MAX);
+    if (r)
+        return cmd_fail("up", "no default mount point: %s", strerror(-r));
     if (mkdir(mnt, 0755) && errno != EEXIST)
         return cmd_fail("up", "cannot create mount point %s: %s", mnt, strerror(errno));
     return 0;

@@ -45,6 +45,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define CTL_MAGIC        0x43534943u
 #define CTL_VERSION      1u
 #define CTL_HDR_SIZE     16u
@@ -117,5 +121,9 @@ ssize_t ctl_call(int fd, uint16_t type, const void *req, size_t reqlen, int32_t 
 /* The socket path for a mount point: "<dir>/.<base>.cisc.sock" beside it.
  * mnt must be absolute. Returns 0 or -ENAMETOOLONG. */
 int ctl_socket_path(const char *mnt, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

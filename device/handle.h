@@ -18,6 +18,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct hdl {
     uint64_t ino;
     uint32_t flags;      /* O_* flags it was opened with */
@@ -46,5 +50,9 @@ int hdl_drain(struct hdl_table *t, struct hdl *out);
 
 /* Number of open entries. */
 uint64_t hdl_count(struct hdl_table *t);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

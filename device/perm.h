@@ -23,6 +23,10 @@
 
 #include "device/engine.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* True if cred is in group gid (primary or supplementary). */
 bool perm_in_group(struct eng_cred *c, uint32_t gid);
 
@@ -57,5 +61,9 @@ int perm_xattr(struct eng_cred *c, const struct sfs_attr *a, const char *name, i
 
 /* Access mask needed to open with these O_* flags. */
 int perm_open_mask(uint32_t flags);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

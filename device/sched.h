@@ -25,6 +25,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Embedded in whatever the caller schedules (the engine's command). */
 struct sched_item {
     struct sched_item *next;   /* policy's link; owned by the scheduler while queued */
@@ -86,5 +90,9 @@ void sched_destroy(struct sched *s);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t sched_now_ns(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

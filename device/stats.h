@@ -19,6 +19,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define STATS_SUB_BITS  2u
 #define STATS_NBUCKETS  (64u << STATS_SUB_BITS)
 
@@ -52,5 +56,9 @@ void stats_summary(const struct stats *st, unsigned op, struct stats_summary *ou
  * (exposed for tests). */
 unsigned stats_bucket(uint64_t ns);
 uint64_t stats_bucket_floor(unsigned bucket);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,0 +1,117 @@
+// tests/e2e/fuse/perm_test.cc - permission denials for a non-root caller
+// (a forked child with uid/gid 12345): the kernel's default_permissions and
+// the device's own check must both let exactly the POSIX cases through.
+#include "tests/e2e/fuse/mount_fixture.h"
+
+#include <errno.h>
+#include <sys/xattr.h>
+
+using e2e::AsUser;
+using e2e::MountTest;
+
+namespace {
+
+// Child helper: 0 if call failed with errno `want`, else a code naming what went wrong.
+int Expect(int rc, int want)
+{
+    if (rc == 0)
+        return 10;
+    return errno == want ? 0 : 20;
+}
+
+}  // namespace
+
+class PermTest : public MountTest {
+protected:
+    void SetUp() override
+    {
+        MountTest::SetUp();
+        ASSERT_EQ(chmod(mnt.c_str(), 0755), 0);
+        ASSERT_TRUE(e2e::WriteFile(P("secret"), "root only"));
+        ASSERT_EQ(chmod(P("secret").c_str(), 0600), 0);
+        ASSERT_TRUE(e2e::WriteFile(P("public"), "everyone reads"));
+        ASSERT_EQ(chmod(P("public").c_str(), 0644), 0);
+        ASSERT_EQ(mkdir(P("tmp").c_str(), 01777), 0);
+        ASSERT_EQ(chmod(P("tmp").c_str(), 01777), 0);
+    }
+};
+
+TEST_F(PermTest, ReadWriteDenied)
+{
+    std::string secret = P("secret"), pub = P("public");
+    EXPECT_EQ(AsUser([&] { return Expect(open(secret.c_str(), O_RDONLY), EACCES); }), 0);
+    EXPECT_EQ(AsUser([&] { return Expect(open(pub.c_str(), O_WRONLY), EACCES); }), 0);
+    EXPECT_EQ(AsUser([&] { return open(pub.c_str(), O_RDONLY) >= 0 ? 0 : 1; }), 0);
+    EXPECT_EQ(AsUser([&] { return Expect(truncate(pub.c_str(), 0), EACCES); }), 0);
+    EXPECT_EQ(AsUser([&] { return Expect(access(pub.c_str(), W_OK), EACCES); }), 0);
+}
+
+TEST_F(PermTest, NamespaceDenied)
+{
+    std::string root_new = P("new"), pub = P("public"), d = P("tmp");
+    EXPECT_EQ(AsUser([&] { return Expect(open(root_new.c_str(), O_CREAT | O_WRONLY, 0644), EACCES); }), 0);
+    EXPECT_EQ(AsUser([&] { return Expect(mkdir(root_new.c_str(), 0755), EACCES); }), 0);
+    EXPECT_EQ(AsUser([&] { return Expect(unlink(pub.c_str()), EACCES); }), 0);
+    EXPECT_EQ(AsUser([&] { return Expect(symlink("x", root_new.c_str()), EACCES); }), 0);
+    EXPECT_EQ(AsUser([&] { return Expect(rename(pub.c_str(), (d + "/stolen").c_str()), EACCES); }), 0);
+}
+
+TEST_F(PermTest, StickyDirectory)
+{
+    std::string mine = P("tmp/roots");
+    ASSERT_TRUE(e2e::WriteFile(mine, "root's file in /tmp-like dir"));
+    ASSERT_EQ(chmod(mine.c_str(), 0666), 0);
+    // others may create in a sticky world-writable dir, but not delete root's file
+    EXPECT_EQ(AsUser([&] {
+        std::string own = P("tmp/users");
+        int fd = open(own.c_str(), O_CREAT | O_WRONLY, 0644);
+        if (fd < 0)
+            return 1;
+        close(fd);
+        if (Expect(unlink(mine.c_str()), EPERM))
+            return 2;
+        if (Expect(rename(mine.c_str(), P("tmp/x").c_str()), EPERM))
+            return 3;
+        return unlink(own.c_str()) == 0 ? 0 : 4;   // own file: fine
+    }), 0);
+    struct stat st;
+    EXPECT_EQ(stat(mine.c_str(), &st), 0);
+}
+
+TEST_F(PermTest, OwnershipRules)
+{
+    std::string pub = P("public");
+    EXPECT_EQ(AsUser([&] { return Expect(chmod(pub.c_str(), 0777), EPERM); }), 0);
+    EXPECT_EQ(AsUser([&] { return Expect(chown(pub.c_str(), 12345, 12345), EPERM); }), 0);
+    struct timespec ts[2] = { { 1, 0 }, { 1, 0 } };
+    EXPECT_EQ(AsUser([&] { return Expect(utimensat(AT_FDCWD, pub.c_str(), ts, 0), EPERM); }), 0);
+    EXPECT_EQ(AsUser([&] { return Expect(utimensat(AT_FDCWD, pub.c_str(), nullptr, 0), EACCES); }), 0);
+    EXPECT_EQ(AsUser([&] { return Expect(setxattr(pub.c_str(), "user.a", "b", 1, 0), EACCES); }), 0);
+    EXPECT_EQ(AsUser([&] { return Expect(setxattr(pub.c_str(), "trusted.a", "b", 1, 0), EPERM); }), 0);
+    // the owner may chmod, and chown to a group it belongs to
+    std::string own = P("owned");
+    ASSERT_TRUE(e2e::WriteFile(own, ""));
+    ASSERT_EQ(chown(own.c_str(), 12345, 12345), 0);
+    EXPECT_EQ(AsUser([&] {
+        if (chmod(own.c_str(), 0600))
+            return 1;
+        if (chown(own.c_str(), (uid_t)-1, 777))
+            return 2;   // supplementary group 777
+        return Expect(chown(own.c_str(), (uid_t)-1, 778), EPERM) ? 3 : 0;
+    }, 12345, 12345, { 777 }), 0);
+    struct stat st;
+    ASSERT_EQ(stat(own.c_str(), &st), 0);
+    EXPECT_EQ(st.st_gid, 777u);
+    EXPECT_EQ(st.st_mode & 07777, 0600u);
+}
+
+TEST_F(PermTest, SupplementaryGroupGrantsAccess)
+{
+    std::string g = P("grp");
+    ASSERT_TRUE(e2e::WriteFile(g, "group data"));
+    ASSERT_EQ(chown(g.c_str(), 0, 4242), 0);
+    ASSERT_EQ(chmod(g.c_str(), 0640), 0);
+    EXPECT_EQ(AsUser([&] { return Expect(open(g.c_str(), O_RDONLY), EACCES); }), 0);
+    EXPECT_EQ(AsUser([&] { return open(g.c_str(), O_RDONLY) >= 0 ? 0 : 1; }, 12345, 12345, { 4242 }), 0);
+    EXPECT_EQ(AsUser([&] { return open(g.c_str(), O_RDONLY) >= 0 ? 0 : 1; }, 12345, 4242), 0);
+}
