@@ -24,6 +24,10 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {   /* also for the StorageFS header included here */
+#endif
+
 #include "device/engine.h"
 
 #define DEV_DEFAULT_CORES 4u
@@ -59,5 +63,9 @@ int dev_stop(struct device *d);
 /* Writes the status report (the CTL_STATUS text) into buf; returns its
  * length (truncated to size - 1). */
 size_t dev_status_text(struct device *d, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

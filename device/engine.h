@@ -72,6 +72,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {   /* also for the StorageFS header included here */
+#endif
+
 #include "device/sched.h"
 #include "device/storagefs/storagefs.h"
 
@@ -191,5 +195,9 @@ void eng_sched_stats(struct engine *e, struct sched_stats *st);
 
 /* Number of handles open now (for status). */
 uint64_t eng_open_handles(struct engine *e);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
