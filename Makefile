@@ -9,7 +9,7 @@ export CXX := clang++
 
 CISC := $(BUILD)/cmd/cisc
 
-.PHONY: all deps build build-asan test test-release test-asan run bench clean
+.PHONY: all deps build build-asan test test-release test-asan run bench bench-fs clean
 
 all: build
 
@@ -42,6 +42,11 @@ test-asan: build-asan
 # The main job: make the default image if there is none, check it, show it.
 run: build
 	@./scripts/run.sh $(CISC)
+
+# File-system benchmark: fio jobs and a metadata storm on a ciscfs mount
+# and on tmpfs; prints both and their ratio, saves CSV in bench/out/.
+bench-fs: build
+	@python3 bench/fs/bench_fs.py --cisc $(CISC) --mdstorm $(BUILD)/bench/fs/cisc-mdstorm
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)
