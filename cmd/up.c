@@ -216,6 +216,7 @@ static int run_device(const struct up_opts *o, const char *img, const char *mnt,
         detach_stdio(o->log);
     int lr = fusefs_loop(fs);
     dev_set_stop_hook(dev, NULL, NULL);
+    eng_drain(dev_engine(dev));   /* device cores reply through the session */
     fusefs_destroy(fs);
     r = dev_stop(dev);
     if (lr || r)

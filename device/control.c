@@ -321,6 +321,10 @@ void ctl_destroy(struct ctl *c, int32_t status)
     if (write(c->stop_pipe[1], "x", 1) < 0)
         perror("cisc device: control stop");
     pthread_join(c->thread, NULL);
+    /* Gone from the file system before anyone hears "stopped", so a new
+     * device can bind the same path right away. */
+    close(c->lfd);
+    unlink(c->path);
     for (unsigned i = 0; i < c->nconns; i++) {
         struct conn *cn = &c->conns[i];
         if (cn->deferred) {
@@ -329,9 +333,7 @@ void ctl_destroy(struct ctl *c, int32_t status)
         }
         close(cn->fd);
     }
-    close(c->lfd);
     close(c->stop_pipe[0]);
     close(c->stop_pipe[1]);
-    unlink(c->path);
     free(c);
 }

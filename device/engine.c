@@ -99,6 +99,11 @@ void eng_destroy(struct engine *e)
     free(e);
 }
 
+void eng_drain(struct engine *e)
+{
+    sched_drain(e->sched);
+}
+
 void eng_cmd_init(struct eng_cmd *cmd, unsigned op, const struct eng_cred *cred)
 {
     memset(cmd, 0, sizeof(*cmd));

@@ -178,6 +178,11 @@ int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out
  * open and every reference handed out, and frees the engine. */
 void eng_destroy(struct engine *e);
 
+/* Waits until every command submitted so far has completed (its done()
+ * has returned). The caller stops its own submissions first: a door that
+ * replies from done() drains before it tears down its session. */
+void eng_drain(struct engine *e);
+
 /* Zeroes cmd and sets its opcode and credentials. */
 void eng_cmd_init(struct eng_cmd *cmd, unsigned op, const struct eng_cred *cred);
 

@@ -9,6 +9,14 @@
 #include <string.h>
 #include <time.h>
 
+/* How long an idle core polls before it sleeps (CISC_SCHED_SPIN_NS
+ * overrides; experiment knob). */
+static uint64_t spin_ns(void)
+{
+    const char *e = getenv("CISC_SCHED_SPIN_NS");
+    return e ? strtoull(e, NULL, 10) : 0;
+}
+
 struct sched {
     const struct sched_policy *pol;
     void *q;
@@ -18,11 +26,17 @@ struct sched {
     pthread_t *threads;
     pthread_mutex_t lock;      /* protects everything below and q */
     pthread_cond_t work;       /* signalled when an item is queued or on stop */
+    pthread_cond_t idle_cv;    /* signalled when the last running item finishes */
     bool stopping;
+    bool spinning;             /* one idle core is polling (spin_for_work) */
     unsigned idle;             /* cores waiting on `work` */
     unsigned busy;
     uint64_t submitted, completed, depth, max_depth;
     struct sched_core_stats core[SCHED_MAX_CORES];
+    /* Lock-free mirrors read by the spinning core (written under lock). */
+    uint64_t depth_hint;
+    bool stopping_hint;
+    uint64_t spin_ns;
 };
 
 struct core_arg {
@@ -101,18 +115,46 @@ const struct sched_policy *sched_policy_find(const char *name)
 
 /* ---- the cores -------------------------------------------------------- */
 
-/* Waits for an item; NULL when stopping and the queue is empty. */
+/* Polls for work without the lock for up to SCHED_SPIN_NS; returns true
+ * if something was queued meanwhile. */
+static bool spin_for_work(struct sched *s)
+{
+    uint64_t deadline = sched_now_ns() + s->spin_ns;
+    do {
+        /* Pairs with the release store in sched_submit. */
+        if (__atomic_load_n(&s->depth_hint, __ATOMIC_ACQUIRE) ||
+            __atomic_load_n(&s->stopping_hint, __ATOMIC_RELAXED))
+            return true;
+        for (int i = 0; i < 64; i++)
+            __builtin_ia32_pause();
+    } while (sched_now_ns() < deadline);
+    return false;
+}
+
+/* Waits for an item; NULL when stopping and the queue is empty. At most
+ * one idle core spins (polls) before sleeping, so a burst of requests
+ * finds a core awake without a wake-up, and the other idle cores leave the
+ * CPUs to the host. */
 static struct sched_item *take(struct sched *s, unsigned core)
 {
     pthread_mutex_lock(&s->lock);
     struct sched_item *it;
     while (!(it = s->pol->pop(s->q, core)) && !s->stopping) {
+        if (!s->spinning && s->spin_ns) {
+            s->spinning = true;
+            pthread_mutex_unlock(&s->lock);
+            spin_for_work(s);
+            pthread_mutex_lock(&s->lock);
+            s->spinning = false;
+            continue;   /* a submitter that saw us spinning did not signal */
+        }
         s->idle++;
         pthread_cond_wait(&s->work, &s->lock);
         s->idle--;
     }
     if (it) {
         s->depth--;
+        __atomic_store_n(&s->depth_hint, s->depth, __ATOMIC_RELAXED);
         s->busy++;
     }
     pthread_mutex_unlock(&s->lock);
@@ -127,7 +169,10 @@ static void finish(struct sched *s, unsigned core, struct sched_item *copy, uint
     s->completed++;
     s->core[core].executed++;
     s->core[core].busy_ns += ns;
+    bool quiet = s->busy == 0 && s->depth == 0;
     pthread_mutex_unlock(&s->lock);
+    if (quiet)
+        pthread_cond_broadcast(&s->idle_cv);
 }
 
 static void *core_main(void *p)
@@ -184,6 +229,7 @@ int sched_create(const struct sched_policy *pol, unsigned cores, sched_run_fn ru
     s->run = run;
     s->arg = arg;
     s->cores = cores;
+    s->spin_ns = spin_ns();
     s->q = pol->create(cores);
     s->threads = calloc(cores, sizeof(pthread_t));
     if (!s->q || !s->threads) {
@@ -195,6 +241,7 @@ int sched_create(const struct sched_policy *pol, unsigned cores, sched_run_fn ru
     }
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->work, NULL);
+    pthread_cond_init(&s->idle_cv, NULL);
     int r = start_cores(s);
     if (r) {
         sched_destroy(s);
@@ -216,7 +263,11 @@ int sched_submit(struct sched *s, struct sched_item *it)
     s->submitted++;
     if (++s->depth > s->max_depth)
         s->max_depth = s->depth;
-    bool wake = s->idle > 0;
+    /* Pairs with the acquire load in spin_for_work. */
+    __atomic_store_n(&s->depth_hint, s->depth, __ATOMIC_RELEASE);
+    /* A spinning core takes it without a wake-up; wake a sleeper only when
+     * there is more work than spinners. */
+    bool wake = s->idle > 0 && (!s->spinning || s->depth > 1);
     pthread_mutex_unlock(&s->lock);
     if (wake)
         pthread_cond_signal(&s->work);
@@ -238,18 +289,28 @@ void sched_get_stats(struct sched *s, struct sched_stats *st)
     pthread_mutex_unlock(&s->lock);
 }
 
+void sched_drain(struct sched *s)
+{
+    pthread_mutex_lock(&s->lock);
+    while (s->busy || s->depth)
+        pthread_cond_wait(&s->idle_cv, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+}
+
 void sched_destroy(struct sched *s)
 {
     if (!s)
         return;
     pthread_mutex_lock(&s->lock);
     s->stopping = true;
+    __atomic_store_n(&s->stopping_hint, true, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&s->work);
     pthread_mutex_unlock(&s->lock);
     for (unsigned i = 0; i < s->cores; i++)
         pthread_join(s->threads[i], NULL);
     s->pol->destroy(s->q);
     pthread_cond_destroy(&s->work);
+    pthread_cond_destroy(&s->idle_cv);
     pthread_mutex_destroy(&s->lock);
     free(s->threads);
     free(s);

@@ -85,6 +85,10 @@ int sched_submit(struct sched *s, struct sched_item *it);
 /* Copies current statistics. */
 void sched_get_stats(struct sched *s, struct sched_stats *st);
 
+/* Waits until every item submitted so far has finished running (the
+ * caller makes sure no new ones arrive meanwhile). */
+void sched_drain(struct sched *s);
+
 /* Refuses new items, runs every queued one, joins the cores and frees s. */
 void sched_destroy(struct sched *s);
 

@@ -20,8 +20,12 @@
  *   2. Every reference the kernel holds (lookup count) is one engine
  *      reference: each entry reply takes one, FORGET returns them, and a
  *      failed reply gives its reference back at once.
- *   3. Kernel caches (entry, attribute, negative entry, page cache) time
- *      out after FUSEFS_TIMEOUT seconds; only this door changes files now.
+ *   3. Kernel caches (entry, attribute, negative entry, page cache) are
+ *      trusted for FUSEFS_TIMEOUT seconds: this door is the only one that
+ *      changes files now. The libcisc door (issue 4) must invalidate them
+ *      (fuse_lowlevel_notify_inval_inode/_entry) when it changes a file.
+ *   4. Replies are sent by the device core that ran the command; before
+ *      the session is destroyed the owner calls eng_drain().
  */
 #ifndef CISC_FUSEFS_H
 #define CISC_FUSEFS_H
@@ -30,7 +34,7 @@
 
 #include "device/engine.h"
 
-#define FUSEFS_TIMEOUT 1.0
+#define FUSEFS_TIMEOUT 10.0
 #define FUSEFS_MAX_IO  (1u << 20)
 
 struct fusefs;

@@ -1,24 +1,45 @@
 /*
- * fusefs/fusefs_ops.c - one handler per FUSE low-level operation. Each
- * builds an engine command from the request, runs it on a device core
- * (eng_call) and replies exactly once.
+ * fusefs/fusefs_ops.c - one handler per FUSE low-level operation.
+ *
+ * A handler copies what it needs out of the request (names, small write
+ * data: libfuse reuses the thread's buffer once the handler returns) into
+ * a `struct freq`, submits the command and returns, so the FUSE thread goes
+ * back to /dev/fuse at once. The device core that executes the command
+ * also sends the reply (freq_done -> r->reply) and frees the freq: one
+ * thread switch per request instead of two. Large writes are the exception:
+ * their data stays in libfuse's buffer, so the handler waits (eng_call)
+ * rather than copy a megabyte.
  */
 #include "fusefs/fusefs_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <linux/fs.h>
-#include <stdio.h>
 #include <sys/xattr.h>
 
-static struct fusefs *ff(fuse_req_t req)
-{
-    return fuse_req_userdata(req);
-}
+/* Writes up to this size are copied and completed asynchronously. */
+#define FUSEFS_COPY_WRITE (64u * 1024)
+
+struct freq;
+typedef void (*freq_reply_fn)(struct freq *r);
+
+struct freq {
+    struct eng_cmd c;
+    fuse_req_t req;
+    struct fusefs *f;
+    freq_reply_fn reply;           /* runs on the device core */
+    struct fuse_file_info fi;      /* open/create/opendir replies */
+    char *buf;                     /* owned: read data, readdir, xattr, copies */
+    size_t len;                    /* readdir: bytes filled */
+    uint64_t *refs;                /* readdirplus: inodes given a reference */
+    size_t nrefs;
+    char name[SFS_NAME_MAX + 1], name2[SFS_NAME_MAX + 1];
+};
 
 static int req_groups(void *arg, uint32_t *groups, unsigned max)
 {
@@ -44,9 +65,80 @@ static void cmd_init(struct eng_cmd *c, unsigned op, fuse_req_t req)
     eng_cmd_init(c, op, &cred);
 }
 
-static int64_t call(fuse_req_t req, struct eng_cmd *c)
+static struct freq *freq_new(fuse_req_t req, unsigned op, freq_reply_fn reply)
 {
-    return eng_call(ff(req)->eng, c);
+    struct freq *r = malloc(sizeof(*r));
+    if (!r) {
+        fuse_reply_err(req, ENOMEM);
+        return NULL;
+    }
+    cmd_init(&r->c, op, req);
+    r->req = req;
+    r->f = fuse_req_userdata(req);
+    r->reply = reply;
+    r->buf = NULL;
+    r->len = 0;
+    r->refs = NULL;
+    r->nrefs = 0;
+    return r;
+}
+
+static void freq_free(struct freq *r)
+{
+    free(r->buf);
+    free(r->refs);
+    free(r);
+}
+
+/* Copies a name out of the request buffer. */
+static int freq_name(struct freq *r, char *dst, const char *name)
+{
+    size_t n = strlen(name);
+    if (n > SFS_NAME_MAX)
+        return -ENAMETOOLONG;
+    memcpy(dst, name, n + 1);
+    return 0;
+}
+
+static void freq_done(struct eng_cmd *c)
+{
+    struct freq *r = (struct freq *)c;
+    r->reply(r);
+    freq_free(r);
+}
+
+/* Submits r; on any failure replies the error and frees r. */
+static void freq_submit(struct freq *r, int err)
+{
+    if (!err) {
+        r->c.done = freq_done;
+        err = eng_submit(r->f->eng, &r->c);
+    }
+    if (err) {
+        fuse_reply_err(r->req, -err);
+        freq_free(r);
+    }
+}
+
+static void free_cmd(struct eng_cmd *c)
+{
+    free(c);
+}
+
+/* Fire-and-forget command (FORGET, RELEASE) with no credentials: the
+ * kernel never saw what it gives back, or is done with it. */
+static void background(struct fusefs *f, unsigned op, uint64_t ino, uint64_t n, uint64_t fh)
+{
+    struct eng_cmd *c = malloc(sizeof(*c));
+    if (!c)
+        return;
+    eng_cmd_init(c, op, NULL);
+    c->ino = ino;
+    c->len = n;
+    c->fh = fh;
+    c->done = free_cmd;
+    if (eng_submit(f->eng, c))
+        free(c);
 }
 
 static void to_stat(const struct sfs_attr *a, struct stat *st)
@@ -76,43 +168,138 @@ static void to_entry(const struct sfs_attr *a, struct fuse_entry_param *e)
     e->entry_timeout = FUSEFS_TIMEOUT;
 }
 
-/* Gives back `n` references the kernel will never hold. */
-static void forget_refs(struct fusefs *f, uint64_t ino, uint64_t n)
+/* ---- replies (on the device core) --------------------------------------- */
+
+static bool failed(struct freq *r)
 {
-    struct eng_cmd c;
-    eng_cmd_init(&c, ENG_OP_FORGET, NULL);
-    c.ino = ino;
-    c.len = n;
-    eng_call(f->eng, &c);
+    if (r->c.ret >= 0)
+        return false;
+    fuse_reply_err(r->req, (int)-r->c.ret);
+    return true;
 }
 
-static void reply_entry(fuse_req_t req, struct eng_cmd *c, int64_t r)
+static void reply_status(struct freq *r)
 {
-    if (r) {
-        fuse_reply_err(req, (int)-r);
+    fuse_reply_err(r->req, r->c.ret < 0 ? (int)-r->c.ret : 0);
+}
+
+static void reply_entry(struct freq *r)
+{
+    struct fuse_entry_param e;
+    if (r->c.op == ENG_OP_LOOKUP && r->c.ret == -ENOENT) {
+        /* Negative entry: the kernel caches the absence for the timeout. */
+        memset(&e, 0, sizeof(e));
+        e.entry_timeout = FUSEFS_TIMEOUT;
+        fuse_reply_entry(r->req, &e);
         return;
     }
-    struct fuse_entry_param e;
-    struct fusefs *f = ff(req);
-    to_entry(&c->attr, &e);
-    if (fuse_reply_entry(req, &e) < 0)
-        forget_refs(f, c->attr.ino, 1);   /* invariant 2 */
+    if (failed(r))
+        return;
+    to_entry(&r->c.attr, &e);
+    if (fuse_reply_entry(r->req, &e) < 0)   /* invariant 2 */
+        background(r->f, ENG_OP_FORGET, r->c.attr.ino, 1, 0);
 }
 
-static void reply_attr(fuse_req_t req, struct eng_cmd *c, int64_t r)
+static void reply_attr(struct freq *r)
 {
     struct stat st;
-    if (r) {
-        fuse_reply_err(req, (int)-r);
+    if (failed(r))
         return;
-    }
-    to_stat(&c->attr, &st);
-    fuse_reply_attr(req, &st, FUSEFS_TIMEOUT);
+    to_stat(&r->c.attr, &st);
+    fuse_reply_attr(r->req, &st, FUSEFS_TIMEOUT);
 }
 
-static void reply_status(fuse_req_t req, int64_t r)
+static void set_open_flags(struct fuse_file_info *fi, uint64_t fh)
 {
-    fuse_reply_err(req, r < 0 ? (int)-r : 0);
+    fi->fh = fh;
+    fi->direct_io = (fi->flags & O_DIRECT) ? 1 : 0;
+    fi->keep_cache = fi->direct_io ? 0 : 1;
+    fi->noflush = 1;   /* flush has nothing to do: locks are the kernel's */
+}
+
+static void reply_open(struct freq *r)
+{
+    if (failed(r))
+        return;
+    if (r->c.op == ENG_OP_OPEN)
+        set_open_flags(&r->fi, r->c.out_fh);
+    else
+        r->fi.fh = r->c.out_fh;
+    if (fuse_reply_open(r->req, &r->fi) < 0)
+        background(r->f, ENG_OP_RELEASE, 0, 0, r->c.out_fh);
+}
+
+static void reply_create(struct freq *r)
+{
+    struct fuse_entry_param e;
+    if (failed(r))
+        return;
+    to_entry(&r->c.attr, &e);
+    set_open_flags(&r->fi, r->c.out_fh);
+    if (fuse_reply_create(r->req, &e, &r->fi) < 0) {
+        background(r->f, ENG_OP_RELEASE, 0, 0, r->c.out_fh);
+        background(r->f, ENG_OP_FORGET, r->c.attr.ino, 1, 0);
+    }
+}
+
+static void reply_buf(struct freq *r)
+{
+    if (!failed(r))
+        fuse_reply_buf(r->req, r->buf, (size_t)r->c.ret);
+}
+
+static void reply_readlink(struct freq *r)
+{
+    if (failed(r))
+        return;
+    r->buf[r->c.ret] = '\0';
+    fuse_reply_readlink(r->req, r->buf);
+}
+
+static void reply_write(struct freq *r)
+{
+    if (!failed(r))
+        fuse_reply_write(r->req, (size_t)r->c.ret);
+}
+
+static void reply_xattr(struct freq *r)
+{
+    if (failed(r))
+        return;
+    if (r->c.size == 0)
+        fuse_reply_xattr(r->req, (size_t)r->c.ret);
+    else
+        fuse_reply_buf(r->req, r->buf, (size_t)r->c.ret);
+}
+
+static void reply_lseek(struct freq *r)
+{
+    if (!failed(r))
+        fuse_reply_lseek(r->req, (off_t)r->c.ret);
+}
+
+static void reply_statfs(struct freq *r)
+{
+    if (failed(r))
+        return;
+    struct sfs_statfs *s = &r->c.st;
+    struct statvfs sv = {
+        .f_bsize = s->block_size, .f_frsize = s->block_size, .f_blocks = s->blocks,
+        .f_bfree = s->blocks_free, .f_bavail = s->blocks_free, .f_files = s->inodes,
+        .f_ffree = s->inodes_free, .f_favail = s->inodes_free, .f_namemax = s->name_max,
+    };
+    fuse_reply_statfs(r->req, &sv);
+}
+
+static void reply_readdir(struct freq *r)
+{
+    if (r->c.ret < 0 && r->len == 0) {
+        fuse_reply_err(r->req, (int)-r->c.ret);
+        return;
+    }
+    if (fuse_reply_buf(r->req, r->buf, r->len) < 0)
+        for (size_t i = 0; i < r->nrefs; i++)
+            background(r->f, ENG_OP_FORGET, r->refs[i], 1, 0);
 }
 
 /* ---- lifecycle ------------------------------------------------------- */
@@ -139,41 +326,51 @@ static void ff_destroy(void *userdata)
 
 /* ---- names and attributes ------------------------------------------- */
 
+/* The common shape: parent inode + one name, reply with entry or status. */
+static void name_op(fuse_req_t req, unsigned op, fuse_ino_t parent, const char *name,
+                    freq_reply_fn reply, struct freq **out)
+{
+    struct freq *r = freq_new(req, op, reply);
+    *out = r;
+    if (!r)
+        return;
+    r->c.ino = parent;
+    r->c.name = r->name;
+    int err = freq_name(r, r->name, name);
+    if (err) {
+        *out = NULL;
+        freq_submit(r, err);
+    }
+}
+
 static void ff_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_LOOKUP, req);
-    c.ino = parent;
-    c.name = name;
-    int64_t r = call(req, &c);
-    if (r == -ENOENT) {
-        /* Negative entry: the kernel caches the absence for the timeout. */
-        struct fuse_entry_param e = { .ino = 0, .entry_timeout = FUSEFS_TIMEOUT };
-        fuse_reply_entry(req, &e);
-        return;
-    }
-    reply_entry(req, &c, r);
+    struct freq *r;
+    name_op(req, ENG_OP_LOOKUP, parent, name, reply_entry, &r);
+    if (r)
+        freq_submit(r, 0);
 }
 
 static void ff_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-    forget_refs(ff(req), ino, nlookup);
+    background(fuse_req_userdata(req), ENG_OP_FORGET, ino, nlookup, 0);
     fuse_reply_none(req);
 }
 
 static void ff_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *fd)
 {
     for (size_t i = 0; i < count; i++)
-        forget_refs(ff(req), fd[i].ino, fd[i].nlookup);
+        background(fuse_req_userdata(req), ENG_OP_FORGET, fd[i].ino, fd[i].nlookup, 0);
     fuse_reply_none(req);
 }
 
 static void ff_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_GETATTR, req);
-    c.ino = ino;
-    reply_attr(req, &c, call(req, &c));
+    struct freq *r = freq_new(req, ENG_OP_GETATTR, reply_attr);
+    if (!r)
+        return;
+    r->c.ino = ino;
+    freq_submit(r, 0);
 }
 
 static unsigned setattr_valid(int to_set)
@@ -201,193 +398,168 @@ static unsigned setattr_valid(int to_set)
 static void ff_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                        struct fuse_file_info *fi)
 {
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_SETATTR, req);
-    c.ino = ino;
-    c.fh = fi ? fi->fh : 0;
-    c.valid = setattr_valid(to_set);
-    c.sattr.mode = attr->st_mode;
-    c.sattr.uid = attr->st_uid;
-    c.sattr.gid = attr->st_gid;
-    c.sattr.size = (uint64_t)attr->st_size;
-    c.sattr.atime = attr->st_atim;
-    c.sattr.mtime = attr->st_mtim;
-    c.sattr.ctime = attr->st_ctim;
-    reply_attr(req, &c, call(req, &c));
+    struct freq *r = freq_new(req, ENG_OP_SETATTR, reply_attr);
+    if (!r)
+        return;
+    r->c.ino = ino;
+    r->c.fh = fi ? fi->fh : 0;
+    r->c.valid = setattr_valid(to_set);
+    r->c.sattr.mode = attr->st_mode;
+    r->c.sattr.uid = attr->st_uid;
+    r->c.sattr.gid = attr->st_gid;
+    r->c.sattr.size = (uint64_t)attr->st_size;
+    r->c.sattr.atime = attr->st_atim;
+    r->c.sattr.mtime = attr->st_mtim;
+    r->c.sattr.ctime = attr->st_ctim;
+    freq_submit(r, 0);
 }
 
 static void ff_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-    char buf[SFS_SYMLINK_MAX + 1];
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_READLINK, req);
-    c.ino = ino;
-    c.out = buf;
-    c.size = SFS_SYMLINK_MAX;
-    int64_t r = call(req, &c);
-    if (r < 0) {
-        fuse_reply_err(req, (int)-r);
+    struct freq *r = freq_new(req, ENG_OP_READLINK, reply_readlink);
+    if (!r)
         return;
-    }
-    buf[r] = '\0';
-    fuse_reply_readlink(req, buf);
+    r->buf = malloc(SFS_SYMLINK_MAX + 1);
+    r->c.ino = ino;
+    r->c.out = r->buf;
+    r->c.size = SFS_SYMLINK_MAX;
+    freq_submit(r, r->buf ? 0 : -ENOMEM);
 }
 
 static void ff_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                      dev_t rdev)
 {
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_MKNOD, req);
-    c.ino = parent;
-    c.name = name;
-    c.mode = mode;
-    c.rdev = rdev;
-    reply_entry(req, &c, call(req, &c));
+    struct freq *r;
+    name_op(req, ENG_OP_MKNOD, parent, name, reply_entry, &r);
+    if (!r)
+        return;
+    r->c.mode = mode;
+    r->c.rdev = rdev;
+    freq_submit(r, 0);
 }
 
 static void ff_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_MKDIR, req);
-    c.ino = parent;
-    c.name = name;
-    c.mode = mode;
-    reply_entry(req, &c, call(req, &c));
+    struct freq *r;
+    name_op(req, ENG_OP_MKDIR, parent, name, reply_entry, &r);
+    if (!r)
+        return;
+    r->c.mode = mode;
+    freq_submit(r, 0);
 }
 
 static void ff_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_SYMLINK, req);
-    c.ino = parent;
-    c.name = name;
-    c.in = link;
-    reply_entry(req, &c, call(req, &c));
+    struct freq *r;
+    name_op(req, ENG_OP_SYMLINK, parent, name, reply_entry, &r);
+    if (!r)
+        return;
+    r->buf = strdup(link);
+    r->c.in = r->buf;
+    freq_submit(r, r->buf ? 0 : -ENOMEM);
 }
 
 static void ff_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_LINK, req);
-    c.ino = ino;
-    c.ino2 = newparent;
-    c.name = newname;
-    reply_entry(req, &c, call(req, &c));
+    struct freq *r;
+    name_op(req, ENG_OP_LINK, newparent, newname, reply_entry, &r);
+    if (!r)
+        return;
+    r->c.ino = ino;
+    r->c.ino2 = newparent;
+    freq_submit(r, 0);
 }
 
 static void ff_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_UNLINK, req);
-    c.ino = parent;
-    c.name = name;
-    reply_status(req, call(req, &c));
+    struct freq *r;
+    name_op(req, ENG_OP_UNLINK, parent, name, reply_status, &r);
+    if (r)
+        freq_submit(r, 0);
 }
 
 static void ff_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_RMDIR, req);
-    c.ino = parent;
-    c.name = name;
-    reply_status(req, call(req, &c));
+    struct freq *r;
+    name_op(req, ENG_OP_RMDIR, parent, name, reply_status, &r);
+    if (r)
+        freq_submit(r, 0);
 }
 
 static void ff_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
                       fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
-    struct eng_cmd c;
     if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
         fuse_reply_err(req, EINVAL);   /* RENAME_WHITEOUT: no overlay support */
         return;
     }
-    cmd_init(&c, ENG_OP_RENAME, req);
-    c.ino = parent;
-    c.name = name;
-    c.ino2 = newparent;
-    c.name2 = newname;
-    c.flags = (flags & RENAME_NOREPLACE ? ENG_RENAME_NOREPLACE : 0) |
-              (flags & RENAME_EXCHANGE ? ENG_RENAME_EXCHANGE : 0);
-    reply_status(req, call(req, &c));
+    struct freq *r;
+    name_op(req, ENG_OP_RENAME, parent, name, reply_status, &r);
+    if (!r)
+        return;
+    r->c.ino2 = newparent;
+    r->c.name2 = r->name2;
+    r->c.flags = (flags & RENAME_NOREPLACE ? ENG_RENAME_NOREPLACE : 0) |
+                 (flags & RENAME_EXCHANGE ? ENG_RENAME_EXCHANGE : 0);
+    freq_submit(r, freq_name(r, r->name2, newname));
 }
 
 /* ---- files ------------------------------------------------------------ */
 
-static void set_open_flags(struct fuse_file_info *fi, uint64_t fh)
-{
-    fi->fh = fh;
-    fi->direct_io = (fi->flags & O_DIRECT) ? 1 : 0;
-    fi->keep_cache = fi->direct_io ? 0 : 1;
-}
-
-/* The kernel never saw the handle: release it on the device. */
-static void release_fh(struct fusefs *f, uint64_t fh)
-{
-    struct eng_cmd c;
-    eng_cmd_init(&c, ENG_OP_RELEASE, NULL);
-    c.fh = fh;
-    eng_call(f->eng, &c);
-}
-
 static void ff_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_OPEN, req);
-    c.ino = ino;
-    c.flags = (uint32_t)fi->flags;
-    int64_t r = call(req, &c);
-    if (r) {
-        fuse_reply_err(req, (int)-r);
+    struct freq *r = freq_new(req, ENG_OP_OPEN, reply_open);
+    if (!r)
         return;
-    }
-    set_open_flags(fi, c.out_fh);
-    if (fuse_reply_open(req, fi) < 0)
-        release_fh(ff(req), c.out_fh);
+    r->fi = *fi;
+    r->c.ino = ino;
+    r->c.flags = (uint32_t)fi->flags;
+    freq_submit(r, 0);
 }
 
 static void ff_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                       struct fuse_file_info *fi)
 {
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_CREATE, req);
-    c.ino = parent;
-    c.name = name;
-    c.mode = mode;
-    c.flags = (uint32_t)fi->flags;
-    int64_t r = call(req, &c);
-    if (r) {
-        fuse_reply_err(req, (int)-r);
+    struct freq *r;
+    name_op(req, ENG_OP_CREATE, parent, name, reply_create, &r);
+    if (!r)
         return;
-    }
-    struct fuse_entry_param e;
-    to_entry(&c.attr, &e);
-    set_open_flags(fi, c.out_fh);
-    if (fuse_reply_create(req, &e, fi) < 0) {
-        release_fh(ff(req), c.out_fh);
-        forget_refs(ff(req), c.attr.ino, 1);
-    }
+    r->fi = *fi;
+    r->c.mode = mode;
+    r->c.flags = (uint32_t)fi->flags;
+    freq_submit(r, 0);
 }
 
 static void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                     struct fuse_file_info *fi)
 {
-    struct eng_cmd c;
-    char *buf = malloc(size ? size : 1);
-    if (!buf) {
-        fuse_reply_err(req, ENOMEM);
+    struct freq *r = freq_new(req, ENG_OP_READ, reply_buf);
+    if (!r)
         return;
-    }
-    cmd_init(&c, ENG_OP_READ, req);
+    r->buf = malloc(size ? size : 1);
+    r->c.fh = fi->fh;
+    r->c.off = (uint64_t)off;
+    r->c.out = r->buf;
+    r->c.size = size;
+    freq_submit(r, r->buf ? 0 : -ENOMEM);
+}
+
+/* Large single-buffer writes: the data stays in libfuse's buffer and the
+ * FUSE thread waits for the device core. */
+static void write_in_place(fuse_req_t req, const void *data, size_t len, off_t off,
+                           struct fuse_file_info *fi)
+{
+    struct eng_cmd c;
+    cmd_init(&c, ENG_OP_WRITE, req);
     c.fh = fi->fh;
     c.off = (uint64_t)off;
-    c.out = buf;
-    c.size = size;
-    int64_t r = call(req, &c);
-    if (r < 0)
-        fuse_reply_err(req, (int)-r);
+    c.in = data;
+    c.size = len;
+    int64_t n = eng_call(((struct fusefs *)fuse_req_userdata(req))->eng, &c);
+    if (n < 0)
+        fuse_reply_err(req, (int)-n);
     else
-        fuse_reply_buf(req, buf, (size_t)r);
-    free(buf);
+        fuse_reply_write(req, (size_t)n);
 }
 
 static void ff_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
@@ -395,45 +567,33 @@ static void ff_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *buf
 {
     size_t len = fuse_buf_size(bufv);
     const struct fuse_buf *b = &bufv->buf[bufv->idx];
-    char *copy = NULL;
-    const void *data;
-    if (bufv->count - bufv->idx == 1 && !(b->flags & FUSE_BUF_IS_FD)) {
-        data = (const char *)b->mem + bufv->off;
-    } else {
-        /* Scattered or spliced input: gather it into one buffer. */
-        copy = malloc(len ? len : 1);
-        struct fuse_bufvec dst = FUSE_BUFVEC_INIT(len);
-        dst.buf[0].mem = copy;
-        ssize_t n = copy ? fuse_buf_copy(&dst, bufv, 0) : -ENOMEM;
-        if (n < 0) {
-            free(copy);
-            fuse_reply_err(req, (int)-n);
-            return;
-        }
-        len = (size_t)n;
-        data = copy;
+    bool simple = bufv->count - bufv->idx == 1 && !(b->flags & FUSE_BUF_IS_FD);
+    if (simple && len > FUSEFS_COPY_WRITE) {
+        write_in_place(req, (const char *)b->mem + bufv->off, len, off, fi);
+        return;
     }
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_WRITE, req);
-    c.fh = fi->fh;
-    c.off = (uint64_t)off;
-    c.in = data;
-    c.size = len;
-    int64_t r = call(req, &c);
-    if (r < 0)
-        fuse_reply_err(req, (int)-r);
-    else
-        fuse_reply_write(req, (size_t)r);
-    free(copy);
+    struct freq *r = freq_new(req, ENG_OP_WRITE, reply_write);
+    if (!r)
+        return;
+    r->buf = malloc(len ? len : 1);
+    struct fuse_bufvec dst = FUSE_BUFVEC_INIT(len);
+    dst.buf[0].mem = r->buf;
+    ssize_t n = r->buf ? fuse_buf_copy(&dst, bufv, 0) : -ENOMEM;
+    r->c.fh = fi->fh;
+    r->c.off = (uint64_t)off;
+    r->c.in = r->buf;
+    r->c.size = n > 0 ? (size_t)n : 0;
+    freq_submit(r, n < 0 ? (int)n : 0);
 }
 
 static void fh_op(fuse_req_t req, unsigned op, struct fuse_file_info *fi, uint32_t flags)
 {
-    struct eng_cmd c;
-    cmd_init(&c, op, req);
-    c.fh = fi->fh;
-    c.flags = flags;
-    reply_status(req, call(req, &c));
+    struct freq *r = freq_new(req, op, reply_status);
+    if (!r)
+        return;
+    r->c.fh = fi->fh;
+    r->c.flags = flags;
+    freq_submit(r, 0);
 }
 
 static void ff_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -455,78 +615,54 @@ static void ff_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 
 static void ff_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_OPENDIR, req);
-    c.ino = ino;
-    int64_t r = call(req, &c);
-    if (r) {
-        fuse_reply_err(req, (int)-r);
+    struct freq *r = freq_new(req, ENG_OP_OPENDIR, reply_open);
+    if (!r)
         return;
-    }
-    fi->fh = c.out_fh;
-    if (fuse_reply_open(req, fi) < 0)
-        release_fh(ff(req), c.out_fh);
+    r->fi = *fi;
+    r->c.ino = ino;
+    freq_submit(r, 0);
 }
-
-struct dirbuf {
-    fuse_req_t req;
-    char *buf;
-    size_t size, len;
-    uint64_t *refs;          /* inodes handed out with a reference (plus) */
-    size_t nrefs;
-};
 
 static int fill_entry(void *arg, const struct sfs_dirent *de, const struct sfs_attr *a)
 {
-    struct dirbuf *d = arg;
-    size_t n, room = d->size - d->len;
+    struct freq *r = arg;
+    size_t n, room = r->c.size - r->len;
     if (!a) {
         struct stat st = { .st_ino = de->ino, .st_mode = de->type << 12 };
-        n = fuse_add_direntry(d->req, d->buf + d->len, room, de->name, &st,
+        n = fuse_add_direntry(r->req, r->buf + r->len, room, de->name, &st,
                               (off_t)de->next_cookie);
     } else {
         struct fuse_entry_param e;
         to_entry(a, &e);
-        n = fuse_add_direntry_plus(d->req, d->buf + d->len, room, de->name, &e,
+        n = fuse_add_direntry_plus(r->req, r->buf + r->len, room, de->name, &e,
                                    (off_t)de->next_cookie);
     }
     if (n > room)
         return 1;
-    d->len += n;
+    r->len += n;
     bool dot = de->name[0] == '.' &&
                (de->namelen == 1 || (de->namelen == 2 && de->name[1] == '.'));
     if (a && !dot)
-        d->refs[d->nrefs++] = de->ino;
+        r->refs[r->nrefs++] = de->ino;
     return 0;
 }
 
 static void do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
                        bool plus)
 {
-    struct dirbuf d = { req, malloc(size ? size : 1), size, 0, NULL, 0 };
-    if (plus)   /* every entry is at least 24 + 128 bytes long */
-        d.refs = malloc((size / 152 + 1) * sizeof(uint64_t));
-    if (!d.buf || (plus && !d.refs)) {
-        free(d.buf);
-        free(d.refs);
-        fuse_reply_err(req, ENOMEM);
+    struct freq *r = freq_new(req, ENG_OP_READDIR, reply_readdir);
+    if (!r)
         return;
-    }
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_READDIR, req);
-    c.fh = fi->fh;
-    c.off = (uint64_t)off;
-    c.fill = fill_entry;
-    c.fill_arg = &d;
-    c.plus = plus;
-    int64_t r = call(req, &c);
-    if (r < 0 && d.len == 0)
-        fuse_reply_err(req, (int)-r);
-    else if (fuse_reply_buf(req, d.buf, d.len) < 0)
-        for (size_t i = 0; i < d.nrefs; i++)
-            forget_refs(ff(req), d.refs[i], 1);
-    free(d.buf);
-    free(d.refs);
+    r->buf = malloc(size ? size : 1);
+    if (plus)   /* every entry takes at least 24 + 128 bytes */
+        r->refs = malloc((size / 152 + 1) * sizeof(uint64_t));
+    r->c.fh = fi->fh;
+    r->c.off = (uint64_t)off;
+    r->c.size = size;
+    r->c.fill = fill_entry;
+    r->c.fill_arg = r;
+    r->c.plus = plus;
+    freq_submit(r, !r->buf || (plus && !r->refs) ? -ENOMEM : 0);
 }
 
 static void ff_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -556,119 +692,98 @@ static void ff_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 
 static void ff_statfs(fuse_req_t req, fuse_ino_t ino)
 {
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_STATFS, req);
-    int64_t r = call(req, &c);
-    if (r) {
-        fuse_reply_err(req, (int)-r);
-        return;
-    }
-    struct statvfs sv = {
-        .f_bsize = c.st.block_size, .f_frsize = c.st.block_size,
-        .f_blocks = c.st.blocks, .f_bfree = c.st.blocks_free,
-        .f_bavail = c.st.blocks_free, .f_files = c.st.inodes,
-        .f_ffree = c.st.inodes_free, .f_favail = c.st.inodes_free,
-        .f_namemax = c.st.name_max,
-    };
-    fuse_reply_statfs(req, &sv);
+    struct freq *r = freq_new(req, ENG_OP_STATFS, reply_statfs);
+    if (r)
+        freq_submit(r, 0);
 }
 
 static void ff_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
                         size_t size, int flags)
 {
-    struct eng_cmd c;
     if (flags & ~(XATTR_CREATE | XATTR_REPLACE)) {
         fuse_reply_err(req, EINVAL);
         return;
     }
-    cmd_init(&c, ENG_OP_SETXATTR, req);
-    c.ino = ino;
-    c.name = name;
-    c.in = value;
-    c.size = size;
-    c.flags = (flags & XATTR_CREATE ? ENG_XATTR_CREATE : 0) |
-              (flags & XATTR_REPLACE ? ENG_XATTR_REPLACE : 0);
-    reply_status(req, call(req, &c));
+    struct freq *r;
+    name_op(req, ENG_OP_SETXATTR, ino, name, reply_status, &r);
+    if (!r)
+        return;
+    r->buf = malloc(size ? size : 1);
+    if (r->buf)
+        memcpy(r->buf, value, size);
+    r->c.in = r->buf;
+    r->c.size = size;
+    r->c.flags = (flags & XATTR_CREATE ? ENG_XATTR_CREATE : 0) |
+                 (flags & XATTR_REPLACE ? ENG_XATTR_REPLACE : 0);
+    freq_submit(r, r->buf ? 0 : -ENOMEM);
 }
 
 /* getxattr and listxattr share the size-0 probe convention. */
-static void xattr_get(fuse_req_t req, unsigned op, fuse_ino_t ino, const char *name,
-                      size_t size)
+static void xattr_get(struct freq *r, fuse_ino_t ino, size_t size)
 {
-    struct eng_cmd c;
-    char *buf = size ? malloc(size) : NULL;
-    if (size && !buf) {
-        fuse_reply_err(req, ENOMEM);
-        return;
-    }
-    cmd_init(&c, op, req);
-    c.ino = ino;
-    c.name = name;
-    c.out = buf;
-    c.size = size;
-    int64_t r = call(req, &c);
-    if (r < 0)
-        fuse_reply_err(req, (int)-r);
-    else if (size == 0)
-        fuse_reply_xattr(req, (size_t)r);
-    else
-        fuse_reply_buf(req, buf, (size_t)r);
-    free(buf);
+    r->buf = size ? malloc(size) : NULL;
+    r->c.ino = ino;
+    r->c.out = r->buf;
+    r->c.size = size;
+    freq_submit(r, size && !r->buf ? -ENOMEM : 0);
 }
 
 static void ff_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-    xattr_get(req, ENG_OP_GETXATTR, ino, name, size);
+    struct freq *r;
+    name_op(req, ENG_OP_GETXATTR, ino, name, reply_xattr, &r);
+    if (r)
+        xattr_get(r, ino, size);
 }
 
 static void ff_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-    xattr_get(req, ENG_OP_LISTXATTR, ino, NULL, size);
+    struct freq *r = freq_new(req, ENG_OP_LISTXATTR, reply_xattr);
+    if (r)
+        xattr_get(r, ino, size);
 }
 
 static void ff_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_REMOVEXATTR, req);
-    c.ino = ino;
-    c.name = name;
-    reply_status(req, call(req, &c));
+    struct freq *r;
+    name_op(req, ENG_OP_REMOVEXATTR, ino, name, reply_status, &r);
+    if (r)
+        freq_submit(r, 0);
 }
 
 static void ff_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_ACCESS, req);
-    c.ino = ino;
-    c.mode = (uint32_t)mask;
-    reply_status(req, call(req, &c));
+    struct freq *r = freq_new(req, ENG_OP_ACCESS, reply_status);
+    if (!r)
+        return;
+    r->c.ino = ino;
+    r->c.mode = (uint32_t)mask;
+    freq_submit(r, 0);
 }
 
 static void ff_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
                          struct fuse_file_info *fi)
 {
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_FALLOCATE, req);
-    c.fh = fi->fh;
-    c.flags = (uint32_t)mode;
-    c.off = (uint64_t)off;
-    c.len = (uint64_t)len;
-    reply_status(req, call(req, &c));
+    struct freq *r = freq_new(req, ENG_OP_FALLOCATE, reply_status);
+    if (!r)
+        return;
+    r->c.fh = fi->fh;
+    r->c.flags = (uint32_t)mode;
+    r->c.off = (uint64_t)off;
+    r->c.len = (uint64_t)len;
+    freq_submit(r, 0);
 }
 
 static void ff_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
                      struct fuse_file_info *fi)
 {
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_LSEEK, req);
-    c.fh = fi->fh;
-    c.off = (uint64_t)off;
-    c.flags = (uint32_t)whence;
-    int64_t r = call(req, &c);
-    if (r < 0)
-        fuse_reply_err(req, (int)-r);
-    else
-        fuse_reply_lseek(req, (off_t)r);
+    struct freq *r = freq_new(req, ENG_OP_LSEEK, reply_lseek);
+    if (!r)
+        return;
+    r->c.fh = fi->fh;
+    r->c.off = (uint64_t)off;
+    r->c.flags = (uint32_t)whence;
+    freq_submit(r, 0);
 }
 
 static void ff_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
@@ -676,22 +791,19 @@ static void ff_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
                                off_t off_out, struct fuse_file_info *fi_out, size_t len,
                                int flags)
 {
-    struct eng_cmd c;
     if (flags) {
         fuse_reply_err(req, EINVAL);
         return;
     }
-    cmd_init(&c, ENG_OP_COPY_RANGE, req);
-    c.fh = fi_in->fh;
-    c.off = (uint64_t)off_in;
-    c.fh2 = fi_out->fh;
-    c.off2 = (uint64_t)off_out;
-    c.len = len;
-    int64_t r = call(req, &c);
-    if (r < 0)
-        fuse_reply_err(req, (int)-r);
-    else
-        fuse_reply_write(req, (size_t)r);
+    struct freq *r = freq_new(req, ENG_OP_COPY_RANGE, reply_write);
+    if (!r)
+        return;
+    r->c.fh = fi_in->fh;
+    r->c.off = (uint64_t)off_in;
+    r->c.fh2 = fi_out->fh;
+    r->c.off2 = (uint64_t)off_out;
+    r->c.len = len;
+    freq_submit(r, 0);
 }
 
 const struct fuse_lowlevel_ops fusefs_ops = {
