@@ -24,6 +24,7 @@ struct up_opts {
     const char *sched;
     const char *log;
     uint64_t size;            /* --size: create IMAGE if missing */
+    bool quiet;               /* mount helper: no "mounted" message */
     char fuse_opts[1024];     /* passed through to the FUSE mount */
     const char *image, *mnt;
 };
@@ -180,6 +181,8 @@ static void detach_stdio(const char *log)
 static void print_ready(const char *img, const char *mnt, const char *sock,
                         const struct up_opts *o)
 {
+    if (o->quiet)
+        return;
     printf("ciscfs: %s mounted on %s (%u cores, sched %s)\n", img, mnt,
            o->cores ? o->cores : DEV_DEFAULT_CORES, o->sched ? o->sched : "fifo");
     printf("control socket: %s\n", sock);
@@ -311,6 +314,8 @@ static int helper_opt(struct up_opts *o, char *opt)
         o->sched = opt + 6;
     else if (!strncmp(opt, "log=", 4))
         o->log = opt + 4;
+    else if (!strncmp(opt, "size=", 5))
+        return cmd_parse_size(opt + 5, &o->size) ? cmd_fail("up", "bad size= '%s'", opt + 5) : 0;
     else if (!strcmp(opt, "foreground"))
         o->foreground = true;
     else if (!ignored_opt(opt))
@@ -349,5 +354,6 @@ int cmd_mount_helper(int argc, char **argv)
     }
     o.image = pos[0];
     o.mnt = pos[1];
+    o.quiet = true;
     return start(&o);
 }

@@ -443,3 +443,21 @@ TEST_F(MountTest, ConcurrentWritersOnDifferentFiles)
         EXPECT_TRUE(e2e::ReadFile(P("w" + std::to_string(p))) ==
                     std::string((size_t)kBlocks * 65536, (char)('A' + p)));
 }
+
+TEST_F(MountTest, KernelForgetsGiveReferencesBack)
+{
+    for (int i = 0; i < 200; i++)
+        ASSERT_TRUE(e2e::WriteFile(P("f" + std::to_string(i)), "x"));
+    int fd = open(P("f0").c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(unlink(P("f0").c_str()), 0);
+    sync();
+    // evicting the kernel's dentries and inodes sends FORGET / BATCH_FORGET
+    ASSERT_TRUE(e2e::WriteFile("/proc/sys/vm/drop_caches", "2"));
+    EXPECT_EQ(Slurp(fd, 0, 10), "x") << "an open unlinked file survives forgets";
+    close(fd);
+    e2e::RunResult r = e2e::Sh(cisc + " status --raw " + mnt);
+    EXPECT_NE(r.out.find("op forget count"), std::string::npos) << r.out;
+    for (int i = 1; i < 200; i++)   // the names still resolve after the forgets
+        ASSERT_EQ(e2e::ReadFile(P("f" + std::to_string(i))), "x");
+}
