@@ -105,6 +105,18 @@ static void kill_setid(const struct sfs_attr *cur, struct sfs_attr *in, unsigned
     *valid |= SFS_SET_MODE;
 }
 
+/* A writer who is not the owner may only clear set-id bits (what the
+ * kernel asks for before it lets a write or truncate through). */
+static bool only_kills_setid(struct eng_cred *c, const struct sfs_attr *cur,
+                             const struct sfs_attr *in, unsigned valid)
+{
+    uint32_t want = cur->mode & 07777 & ~(uint32_t)(S_ISUID | S_ISGID);
+    if ((valid & ~(SFS_SET_MODE | SFS_SET_SIZE | SFS_SET_CTIME)) || (in->mode & 07777) != want ||
+        (in->mode & 07777) == (cur->mode & 07777))
+        return false;
+    return perm_check(c, cur, W_OK) == 0;
+}
+
 int perm_setattr(struct eng_cred *c, const struct sfs_attr *cur, struct sfs_attr *in,
                  unsigned *valid, bool wr_handle)
 {
@@ -113,7 +125,7 @@ int perm_setattr(struct eng_cred *c, const struct sfs_attr *cur, struct sfs_attr
         if (r)
             return r;
     }
-    if ((*valid & SFS_SET_MODE) && !is_owner(c, cur))
+    if ((*valid & SFS_SET_MODE) && !is_owner(c, cur) && !only_kills_setid(c, cur, in, *valid))
         return -EPERM;
     int r = check_chown(c, cur, in, *valid);
     if (!r && (*valid & (SFS_SET_ATIME | SFS_SET_MTIME | SFS_SET_ATIME_NOW | SFS_SET_MTIME_NOW)))

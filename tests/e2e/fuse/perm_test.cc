@@ -115,3 +115,18 @@ TEST_F(PermTest, SupplementaryGroupGrantsAccess)
     EXPECT_EQ(AsUser([&] { return open(g.c_str(), O_RDONLY) >= 0 ? 0 : 1; }, 12345, 12345, { 4242 }), 0);
     EXPECT_EQ(AsUser([&] { return open(g.c_str(), O_RDONLY) >= 0 ? 0 : 1; }, 12345, 4242), 0);
 }
+
+TEST_F(PermTest, WriterClearsSetidBits)
+{
+    std::string f = P("setid");
+    ASSERT_TRUE(e2e::WriteFile(f, "0123"));
+    ASSERT_EQ(chmod(f.c_str(), 06777), 0);
+    EXPECT_EQ(AsUser([&] {
+        int fd = open(f.c_str(), O_WRONLY);
+        return fd >= 0 && write(fd, "ab", 2) == 2 && close(fd) == 0 ? 0 : 1;
+    }), 0);
+    struct stat st;
+    ASSERT_EQ(stat(f.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0777u) << "a write by another user kills set-id bits";
+    EXPECT_EQ(e2e::ReadFile(f), "ab23");
+}

@@ -156,6 +156,19 @@ TEST(Perm, SetattrRules)
     EXPECT_EQ(perm_setattr(&root, &f, &in, &v, false), 0);
 }
 
+TEST(Perm, WriterMayKillSetidBitsOnly)
+{
+    struct sfs_attr f = Attr(S_IFREG | 06775, 0, 0);
+    struct eng_cred writer = Cred(6, 0), reader = Cred(7, 7);
+    struct sfs_attr in = f;
+    in.mode = 0775;
+    unsigned v = SFS_SET_MODE;
+    EXPECT_EQ(perm_setattr(&writer, &f, &in, &v, false), 0);
+    EXPECT_EQ(perm_setattr(&reader, &f, &in, &v, false), -EPERM);
+    in.mode = 0777;   // more than clearing set-id bits
+    EXPECT_EQ(perm_setattr(&writer, &f, &in, &v, false), -EPERM);
+}
+
 TEST(Perm, NewOwnerAndSetgidDirs)
 {
     struct eng_cred c = Cred(6, 6);
