@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,43 @@ static void build_opts(const struct fusefs_opts *o, char *buf, size_t size)
     if (o->extra && *o->extra && len + strlen(o->extra) + 2 < size) {
         strcat(buf, ",");
         strcat(buf, o->extra);
+    }
+}
+
+/* The "major:minor" of the mount at path, from /proc/self/mountinfo (no
+ * stat(): the session is not serving requests yet). Last match wins. */
+static bool mount_devno(const char *path, char *devno, size_t size)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    char *line = NULL;
+    size_t cap = 0;
+    bool found = false;
+    while (f && getline(&line, &cap, f) > 0) {
+        char mp[4096], dn[64];
+        if (sscanf(line, "%*s %*s %63s %*s %4095s", dn, mp) == 2 && !strcmp(mp, path)) {
+            snprintf(devno, size, "%s", dn);
+            found = true;
+        }
+    }
+    free(line);
+    if (f)
+        fclose(f);
+    return found;
+}
+
+void fusefs_raise_readahead(struct fusefs *f)
+{
+    if (__atomic_exchange_n(&f->ra_done, true, __ATOMIC_RELAXED))
+        return;
+    const char *mnt = f->mountpoint;
+    char devno[64], path[128];
+    if (!mount_devno(mnt, devno, sizeof(devno)))
+        return;
+    snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", devno);
+    FILE *sysfs = fopen(path, "we");
+    if (sysfs) {
+        fprintf(sysfs, "%u\n", FUSEFS_MAX_IO / 1024);
+        fclose(sysfs);
     }
 }
 

@@ -18,7 +18,14 @@ struct fusefs {
     pthread_t loop_thread;        /* the thread in fusefs_loop */
     bool looping;                 /* protected by lock */
     pthread_mutex_t lock;
+    bool ra_done;                 /* fusefs_raise_readahead ran */
 };
+
+/* Lets the kernel read ahead FUSEFS_MAX_IO per request instead of its
+ * 128 KiB default: writes /sys/class/bdi/MAJ:MIN/read_ahead_kb (root
+ * only, best effort). INIT resets the value to what the kernel proposed,
+ * so this runs once, on the first request after INIT. */
+void fusefs_raise_readahead(struct fusefs *f);
 
 extern const struct fuse_lowlevel_ops fusefs_ops;
 

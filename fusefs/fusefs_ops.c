@@ -75,6 +75,8 @@ static struct freq *freq_new(fuse_req_t req, unsigned op, freq_reply_fn reply)
     cmd_init(&r->c, op, req);
     r->req = req;
     r->f = fuse_req_userdata(req);
+    if (!__atomic_load_n(&r->f->ra_done, __ATOMIC_RELAXED))
+        fusefs_raise_readahead(r->f);
     r->reply = reply;
     r->buf = NULL;
     r->len = 0;
