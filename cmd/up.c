@@ -25,6 +25,7 @@ struct up_opts {
     const char *log;
     uint64_t size;            /* --size: create IMAGE if missing */
     bool quiet;               /* mount helper: no "mounted" message */
+    bool trace;               /* --trace: log every command */
     char fuse_opts[1024];     /* passed through to the FUSE mount */
     const char *image, *mnt;
 };
@@ -42,6 +43,7 @@ static const char up_usage[] =
     "  --sched NAME       scheduler for the device cores: fifo\n"
     "  --log FILE         where the daemon writes its messages (default: none)\n"
     "  --size SIZE        create and format IMAGE with this size if it is missing\n"
+    "  --trace            log every command the device runs (to the log)\n"
     "  -o OPTS            extra FUSE mount options (e.g. ro)\n"
     "\n"
     "Stop it with: cisc down MOUNTPOINT (or SIGTERM/SIGINT to the device).\n";
@@ -72,7 +74,7 @@ static int parse_args(int argc, char **argv, struct up_opts *o)
     static const struct option lo[] = {
         { "foreground", no_argument, NULL, 'f' }, { "cores", required_argument, NULL, 'c' },
         { "sched", required_argument, NULL, 's' }, { "log", required_argument, NULL, 'l' },
-        { "size", required_argument, NULL, 'z' },
+        { "size", required_argument, NULL, 'z' }, { "trace", no_argument, NULL, 't' },
         { NULL, 0, NULL, 0 },
     };
     int ch;
@@ -84,6 +86,7 @@ static int parse_args(int argc, char **argv, struct up_opts *o)
         case 's': o->sched = optarg; break;
         case 'l': o->log = optarg; break;
         case 'o': add_fuse_opt(o, optarg); break;
+        case 't': o->trace = true; break;
         case 'z':
             if (cmd_parse_size(optarg, &o->size) || o->size < (1u << 20))
                 return cmd_fail("up", "--size wants a size of at least 1M, not '%s'", optarg);
@@ -195,7 +198,7 @@ static int run_device(const struct up_opts *o, const char *img, const char *mnt,
 {
     char err[PATH_MAX + 256];
     struct device *dev;
-    struct dev_opts dopts = { img, create, mnt, sock, o->cores, o->sched };
+    struct dev_opts dopts = { img, create, mnt, sock, o->cores, o->sched, o->trace };
     int r = dev_start(&dopts, &dev, err, sizeof(err));
     if (r) {
         cmd_fail("up", "%s", err);
@@ -316,6 +319,8 @@ static int helper_opt(struct up_opts *o, char *opt)
         o->log = opt + 4;
     else if (!strncmp(opt, "size=", 5))
         return cmd_parse_size(opt + 5, &o->size) ? cmd_fail("up", "bad size= '%s'", opt + 5) : 0;
+    else if (!strcmp(opt, "trace"))
+        o->trace = true;
     else if (!strcmp(opt, "foreground"))
         o->foreground = true;
     else if (!ignored_opt(opt))

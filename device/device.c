@@ -122,7 +122,7 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
     d->image = strdup(o->image);
     d->mountpoint = strdup(o->mountpoint ? o->mountpoint : "-");
     d->started_ns = sched_now_ns();
-    struct eng_config ec = { .cores = d->cores, .sched = d->sched };
+    struct eng_config ec = { .cores = d->cores, .sched = d->sched, .trace = o->trace };
     if (!sched_policy_find(d->sched) || d->cores > SCHED_MAX_CORES) {
         free_device(d);
         return fail(err, errlen, -EINVAL, "bad device model: cores %u (1..%u), sched '%s' (fifo)",

@@ -22,6 +22,7 @@
 #define CISC_DEVICE_DEVICE_H
 
 #include <stdint.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -40,6 +41,7 @@ struct dev_opts {
     const char *control_path; /* control socket; NULL = none */
     unsigned cores;           /* 0 = DEV_DEFAULT_CORES */
     const char *sched;        /* NULL = "fifo" */
+    bool trace;               /* log every command (engine trace) */
 };
 
 struct device;

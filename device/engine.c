@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -46,14 +47,26 @@ static void complete(struct eng_cmd *c)
     syscall(SYS_futex, &c->state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+/* One line per command: core, op, caller, operands, result, latency. */
+static void trace(const struct eng_cmd *c, unsigned core, uint64_t ns)
+{
+    fprintf(stderr, "trace core %u %s uid %u pid %d ino %llu fh %llx name %s off %llu "
+                    "size %zu -> %lld (%llu ns)\n",
+            core, eng_op_name(c->op), c->cred.uid, c->cred.pid, (unsigned long long)c->ino,
+            (unsigned long long)c->fh, c->name ? c->name : "-", (unsigned long long)c->off,
+            c->size, (long long)c->ret, (unsigned long long)ns);
+}
+
 static void run(void *arg, struct sched_item *it, unsigned core)
 {
     struct engine *e = arg;
     struct eng_cmd *c = (struct eng_cmd *)((char *)it - offsetof(struct eng_cmd, item));
     unsigned op = c->op;
     c->ret = op < ENG_OP_COUNT ? op_table[op](e, c) : -EINVAL;
-    stats_record(e->stats, core, op, sched_now_ns() - it->t_submit_ns, bytes_moved(c),
-                 c->ret < 0);
+    uint64_t ns = sched_now_ns() - it->t_submit_ns;
+    if (e->trace)
+        trace(c, core, ns);
+    stats_record(e->stats, core, op, ns, bytes_moved(c), c->ret < 0);
     complete(c);   /* c may be gone after this */
 }
 
@@ -67,6 +80,7 @@ int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out
         return -ENOMEM;
     e->fs = fs;
     e->cores = cfg->cores;
+    e->trace = cfg->trace;
     for (unsigned i = 0; i < ENG_APPEND_LOCKS; i++)
         pthread_mutex_init(&e->append_lock[i], NULL);
     int r = stats_create(ENG_OP_COUNT, cfg->cores, &e->stats);

@@ -167,6 +167,7 @@ struct engine;
 struct eng_config {
     unsigned cores;           /* device cores, 1..SCHED_MAX_CORES */
     const char *sched;        /* policy name, "fifo" */
+    bool trace;               /* log every command to stderr (off by default) */
 };
 
 /* Starts the engine on a mounted StorageFS (not owned: the caller unmounts

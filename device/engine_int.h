@@ -19,6 +19,7 @@ struct engine {
     struct stats *stats;          /* one shard per core + one for other threads */
     struct hdl_table *hdl;
     unsigned cores;
+    bool trace;
     /* O_APPEND writes read the size and write under the lock of their
      * inode's stripe, so two appenders never write at the same offset. */
     pthread_mutex_t append_lock[ENG_APPEND_LOCKS];

@@ -247,3 +247,13 @@ TEST_F(MountTest, ControlSocketRejectsBadRequests)
     RunResult r = Sh(cisc + " status " + mnt);   // the device keeps serving
     EXPECT_EQ(r.status, 0) << r.out;
 }
+
+TEST_F(MountTest, TraceLogsEveryCommand)
+{
+    Down();
+    Up("--trace");
+    ASSERT_TRUE(e2e::WriteFile(P("traced"), "t"));
+    std::string l = ReadFile(log);
+    EXPECT_NE(l.find(" create uid 0 "), std::string::npos) << l;
+    EXPECT_NE(l.find("name traced"), std::string::npos) << l;
+}
