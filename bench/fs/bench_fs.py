@@ -3,7 +3,11 @@
 storm on a ciscfs mount and on a tmpfs directory, in one run.
 
 Prints a table with both results and their ratio (mount / tmpfs) and saves
-it as CSV under bench/out/. Read jobs lay their files out first and drop
+it as CSV under bench/out/. The device's image lives in /dev/shm by
+default: the device model's media is "unthrottled", so the run measures
+the device's own path (FUSE, engine, StorageFS), not the host's disk;
+--image-dir puts it elsewhere (on a disk, sequential writes are then bound
+by the host's writeback of the image file). Read jobs lay their files out first and drop
 the page cache before the timed run (when root), so reads reach the device
 instead of the kernel's cache; tmpfs is unaffected by that. Not a test:
 nothing here asserts a number.
@@ -100,22 +104,24 @@ def main():
     ap.add_argument("--cores", default="4")
     ap.add_argument("--runtime", type=int, default=20)
     ap.add_argument("--out", default="bench/out")
+    ap.add_argument("--image-dir", default="/dev/shm")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="ciscfs-bench-", dir="/var/tmp")
     tmp = tempfile.mkdtemp(prefix="ciscfs-bench-", dir="/dev/shm")
     mnt = os.path.join(work, "m")
     os.mkdir(mnt)
-    img = os.path.join(work, "img")
+    imgdir = tempfile.mkdtemp(prefix="ciscfs-bench-img-", dir=a.image_dir)
+    img = os.path.join(imgdir, "img")
     sh([a.cisc, "up", "--size", "6G", "--cores", a.cores, img, mnt])
     try:
-        print("device model: cores %s, sched fifo; image %s (sparse file on %s)"
-              % (a.cores, img, sh(["df", "--output=fstype", work]).stdout.split()[-1]))
+        print("device model: cores %s, sched fifo, media unthrottled; image %s (on %s)"
+              % (a.cores, img, sh(["df", "--output=fstype", imgdir]).stdout.split()[-1]))
         print("%-22s %-6s %12s %12s %9s" % ("job", "unit", "ciscfs", "tmpfs", "ratio"))
         rows = run_all(mnt, tmp, a.mdstorm, a.runtime)
         status = sh([a.cisc, "status", mnt]).stdout
     finally:
         subprocess.run([a.cisc, "down", mnt])
-        subprocess.run(["rm", "-rf", work, tmp])
+        subprocess.run(["rm", "-rf", work, tmp, imgdir])
     os.makedirs(a.out, exist_ok=True)
     path = os.path.join(a.out, "fs-%s.csv" % time.strftime("%Y%m%d-%H%M%S"))
     with open(path, "w", newline="") as f:
