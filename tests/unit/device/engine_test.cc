@@ -96,10 +96,22 @@ TEST_F(Engine, CreateWriteReadRelease)
     EXPECT_EQ(Do(c), 0);
     EXPECT_EQ(c.attr.size, 12u);
     EXPECT_EQ(eng_open_handles(eng), 1u);
+    eng_cmd_init(&c, ENG_OP_FLUSH, &root);   // the kernel is told not to send it
+    c.fh = fh;
+    EXPECT_EQ(Do(c), 0);
+    eng_cmd_init(&c, ENG_OP_FSYNC, &root);
+    c.fh = fh;
+    c.flags = 1;   // datasync
+    EXPECT_EQ(Do(c), 0);
+    eng_cmd_init(&c, ENG_OP_SYNC, &root);
+    EXPECT_EQ(Do(c), 0);
     eng_cmd_init(&c, ENG_OP_RELEASE, &root);
     c.fh = fh;
     EXPECT_EQ(Do(c), 0);
     EXPECT_EQ(Do(c), -EBADF) << "released twice";
+    eng_cmd_init(&c, ENG_OP_FLUSH, &root);
+    c.fh = fh;
+    EXPECT_EQ(Do(c), -EBADF);
     eng_cmd_init(&c, ENG_OP_FORGET, &root);
     c.ino = ino;
     c.len = 1;
