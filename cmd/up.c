@@ -26,6 +26,7 @@ struct up_opts {
     uint64_t size;            /* --size: create IMAGE if missing */
     bool quiet;               /* mount helper: no "mounted" message */
     bool trace;               /* --trace: log every command */
+    bool queue_only;          /* --dispatch queue */
     char fuse_opts[1024];     /* passed through to the FUSE mount */
     const char *image, *mnt;
 };
@@ -44,6 +45,9 @@ static const char up_usage[] =
     "  --log FILE         where the daemon writes its messages (default: none)\n"
     "  --size SIZE        create and format IMAGE with this size if it is missing\n"
     "  --trace            log every command the device runs (to the log)\n"
+    "  --dispatch MODE    direct (default): an idle device runs a command on the\n"
+    "                     thread that submitted it, in a free core's slot;\n"
+    "                     queue: every command is handed to a core thread\n"
     "  -o OPTS            extra FUSE mount options (e.g. ro)\n"
     "\n"
     "Stop it with: cisc down MOUNTPOINT (or SIGTERM/SIGINT to the device).\n";
@@ -75,6 +79,7 @@ static int parse_args(int argc, char **argv, struct up_opts *o)
         { "foreground", no_argument, NULL, 'f' }, { "cores", required_argument, NULL, 'c' },
         { "sched", required_argument, NULL, 's' }, { "log", required_argument, NULL, 'l' },
         { "size", required_argument, NULL, 'z' }, { "trace", no_argument, NULL, 't' },
+        { "dispatch", required_argument, NULL, 'd' },
         { NULL, 0, NULL, 0 },
     };
     int ch;
@@ -87,6 +92,11 @@ static int parse_args(int argc, char **argv, struct up_opts *o)
         case 'l': o->log = optarg; break;
         case 'o': add_fuse_opt(o, optarg); break;
         case 't': o->trace = true; break;
+        case 'd':
+            if (strcmp(optarg, "direct") && strcmp(optarg, "queue"))
+                return cmd_fail("up", "--dispatch wants direct or queue, not '%s'", optarg);
+            o->queue_only = !strcmp(optarg, "queue");
+            break;
         case 'z':
             if (cmd_parse_size(optarg, &o->size) || o->size < (1u << 20))
                 return cmd_fail("up", "--size wants a size of at least 1M, not '%s'", optarg);
@@ -186,8 +196,9 @@ static void print_ready(const char *img, const char *mnt, const char *sock,
 {
     if (o->quiet)
         return;
-    printf("ciscfs: %s mounted on %s (%u cores, sched %s)\n", img, mnt,
-           o->cores ? o->cores : DEV_DEFAULT_CORES, o->sched ? o->sched : "fifo");
+    printf("ciscfs: %s mounted on %s (%u cores, sched %s, dispatch %s)\n", img, mnt,
+           o->cores ? o->cores : DEV_DEFAULT_CORES, o->sched ? o->sched : "fifo",
+           o->queue_only ? "queue" : "direct");
     printf("control socket: %s\n", sock);
     printf("status: cisc status %s    stop: cisc down %s\n", mnt, mnt);
     fflush(stdout);
@@ -198,7 +209,8 @@ static int run_device(const struct up_opts *o, const char *img, const char *mnt,
 {
     char err[PATH_MAX + 256];
     struct device *dev;
-    struct dev_opts dopts = { img, create, mnt, sock, o->cores, o->sched, o->trace };
+    struct dev_opts dopts = { img, create, mnt, sock, o->cores, o->sched, o->trace,
+                              o->queue_only };
     int r = dev_start(&dopts, &dev, err, sizeof(err));
     if (r) {
         cmd_fail("up", "%s", err);
@@ -321,6 +333,8 @@ static int helper_opt(struct up_opts *o, char *opt)
         return cmd_parse_size(opt + 5, &o->size) ? cmd_fail("up", "bad size= '%s'", opt + 5) : 0;
     else if (!strcmp(opt, "trace"))
         o->trace = true;
+    else if (!strcmp(opt, "dispatch=queue"))
+        o->queue_only = true;
     else if (!strcmp(opt, "foreground"))
         o->foreground = true;
     else if (!ignored_opt(opt))

@@ -122,7 +122,8 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
     d->image = strdup(o->image);
     d->mountpoint = strdup(o->mountpoint ? o->mountpoint : "-");
     d->started_ns = sched_now_ns();
-    struct eng_config ec = { .cores = d->cores, .sched = d->sched, .trace = o->trace };
+    struct eng_config ec = { .cores = d->cores, .sched = d->sched, .trace = o->trace,
+                             .direct = !o->queue_only };
     if (!sched_policy_find(d->sched) || d->cores > SCHED_MAX_CORES) {
         free_device(d);
         return fail(err, errlen, -EINVAL, "bad device model: cores %u (1..%u), sched '%s' (fifo)",
@@ -214,10 +215,12 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
     put(&o, "device pid %d uptime_s %llu\n", (int)getpid(),
         (unsigned long long)((sched_now_ns() - d->started_ns) / 1000000000u));
     put(&o, "image %s\nmountpoint %s\n", d->image, d->mountpoint);
-    put(&o, "model cores %u sched %s link_latency_ns 0 core_speed 1.0\n", ss.cores, ss.policy);
-    put(&o, "queue depth %llu max_depth %llu busy_cores %u submitted %llu completed %llu\n",
-        (unsigned long long)ss.depth, (unsigned long long)ss.max_depth, ss.busy,
-        (unsigned long long)ss.submitted, (unsigned long long)ss.completed);
+    put(&o, "model cores %u sched %s dispatch %s link_latency_ns 0 core_speed 1.0\n", ss.cores,
+        ss.policy, ss.direct ? "direct" : "queue");
+    put(&o, "queue depth %llu max_depth %llu busy_cores %u submitted %llu completed %llu "
+            "direct %llu\n", (unsigned long long)ss.depth, (unsigned long long)ss.max_depth,
+        ss.busy, (unsigned long long)ss.submitted, (unsigned long long)ss.completed,
+        (unsigned long long)ss.direct_runs);
     for (unsigned i = 0; i < ss.cores; i++)
         put(&o, "core %u executed %llu busy_ms %llu\n", i,
             (unsigned long long)ss.core[i].executed,

@@ -42,6 +42,7 @@ struct dev_opts {
     unsigned cores;           /* 0 = DEV_DEFAULT_CORES */
     const char *sched;        /* NULL = "fifo" */
     bool trace;               /* log every command (engine trace) */
+    bool queue_only;          /* no direct dispatch: every command is handed over */
 };
 
 struct device;

@@ -87,7 +87,8 @@ int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out
     if (!r)
         r = hdl_table_create(&e->hdl);
     if (!r)
-        r = sched_create(pol, cfg->cores, run, e, &e->sched);
+        r = sched_create(pol, &(struct sched_config){ cfg->cores, cfg->direct }, run, e,
+                         &e->sched);
     if (r) {
         hdl_table_destroy(e->hdl);
         stats_destroy(e->stats);

@@ -52,7 +52,9 @@
  *
  * Invariants:
  *   1. Each submitted command completes exactly once: done(cmd) is called
- *      on a device core, or an eng_call() waiter is woken.
+ *      in a device core's slot (maybe by the submitting thread itself,
+ *      with direct dispatch, before eng_submit returns), or an eng_call()
+ *      waiter is woken.
  *   2. Permission checks use only cmd->cred; uid 0 has the POSIX root
  *      overrides (CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_CHOWN).
  *   3. Every reference the engine hands out (LOOKUP, MKNOD, MKDIR,
@@ -168,6 +170,7 @@ struct eng_config {
     unsigned cores;           /* device cores, 1..SCHED_MAX_CORES */
     const char *sched;        /* policy name, "fifo" */
     bool trace;               /* log every command to stderr (off by default) */
+    bool direct;              /* scheduler direct dispatch (sched.h) */
 };
 
 /* Starts the engine on a mounted StorageFS (not owned: the caller unmounts

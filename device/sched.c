@@ -1,4 +1,5 @@
-/* device/sched.c - worker threads ("device cores") and the FIFO policy. */
+/* device/sched.c - device cores (worker threads and core slots) and the
+ * FIFO policy. */
 #include "device/sched.h"
 
 #include <errno.h>
@@ -9,39 +10,24 @@
 #include <string.h>
 #include <time.h>
 
-/* How long an idle core polls before it sleeps (CISC_SCHED_SPIN_NS
- * overrides; experiment knob). */
-static uint64_t spin_ns(void)
-{
-    const char *e = getenv("CISC_SCHED_SPIN_NS");
-    return e ? strtoull(e, NULL, 10) : 0;
-}
-
 struct sched {
     const struct sched_policy *pol;
     void *q;
     sched_run_fn run;
     void *arg;
     unsigned cores;
+    bool direct;               /* submitters may run items themselves */
     pthread_t *threads;
+    unsigned nthreads;
     pthread_mutex_t lock;      /* protects everything below and q */
     pthread_cond_t work;       /* signalled when an item is queued or on stop */
     pthread_cond_t idle_cv;    /* signalled when the last running item finishes */
     bool stopping;
-    bool spinning;             /* one idle core is polling (spin_for_work) */
-    unsigned idle;             /* cores waiting on `work` */
-    unsigned busy;
-    uint64_t submitted, completed, depth, max_depth;
+    unsigned idle;             /* worker threads waiting on `work` */
+    unsigned busy;             /* core slots in use */
+    uint64_t free_slots;       /* bit i set: core slot i is free */
+    uint64_t submitted, completed, direct_runs, depth, max_depth;
     struct sched_core_stats core[SCHED_MAX_CORES];
-    /* Lock-free mirrors read by the spinning core (written under lock). */
-    uint64_t depth_hint;
-    bool stopping_hint;
-    uint64_t spin_ns;
-};
-
-struct core_arg {
-    struct sched *s;
-    unsigned core;
 };
 
 uint64_t sched_now_ns(void)
@@ -113,80 +99,74 @@ const struct sched_policy *sched_policy_find(const char *name)
     return NULL;
 }
 
-/* ---- the cores -------------------------------------------------------- */
+/* ---- core slots ------------------------------------------------------- */
 
-/* Polls for work without the lock for up to SCHED_SPIN_NS; returns true
- * if something was queued meanwhile. */
-static bool spin_for_work(struct sched *s)
+/* Takes a free core slot; lock held, busy < cores guaranteed by callers. */
+static unsigned slot_get(struct sched *s)
 {
-    uint64_t deadline = sched_now_ns() + s->spin_ns;
-    do {
-        /* Pairs with the release store in sched_submit. */
-        if (__atomic_load_n(&s->depth_hint, __ATOMIC_ACQUIRE) ||
-            __atomic_load_n(&s->stopping_hint, __ATOMIC_RELAXED))
-            return true;
-        for (int i = 0; i < 64; i++)
-            __builtin_ia32_pause();
-    } while (sched_now_ns() < deadline);
-    return false;
+    unsigned slot = (unsigned)__builtin_ctzll(s->free_slots);
+    s->free_slots &= ~(1ull << slot);
+    s->busy++;
+    return slot;
 }
 
-/* Waits for an item; NULL when stopping and the queue is empty. At most
- * one idle core spins (polls) before sleeping, so a burst of requests
- * finds a core awake without a wake-up, and the other idle cores leave the
- * CPUs to the host. */
-static struct sched_item *take(struct sched *s, unsigned core)
+/* Charges the policy, returns the slot, wakes sched_drain when quiet. */
+static void finish(struct sched *s, unsigned slot, struct sched_item *copy, uint64_t ns)
 {
     pthread_mutex_lock(&s->lock);
-    struct sched_item *it;
-    while (!(it = s->pol->pop(s->q, core)) && !s->stopping) {
-        if (!s->spinning && s->spin_ns) {
-            s->spinning = true;
+    s->pol->charge(s->q, copy, ns);
+    s->free_slots |= 1ull << slot;
+    s->busy--;
+    s->completed++;
+    s->core[slot].executed++;
+    s->core[slot].busy_ns += ns;
+    bool quiet = s->busy == 0 && s->depth == 0;
+    bool more = s->depth > 0 && s->idle > 0;
+    pthread_mutex_unlock(&s->lock);
+    if (quiet)
+        pthread_cond_broadcast(&s->idle_cv);
+    if (more)   /* a direct run kept a slot that queued work now can use */
+        pthread_cond_signal(&s->work);
+}
+
+static void run_on(struct sched *s, struct sched_item *it, unsigned slot)
+{
+    struct sched_item copy = *it;   /* run() may free it */
+    uint64_t t0 = sched_now_ns();
+    s->run(s->arg, it, slot);
+    finish(s, slot, &copy, sched_now_ns() - t0);
+}
+
+/* ---- worker threads ------------------------------------------------------ */
+
+/* Waits for an item and a free slot; false when stopping and drained. */
+static bool take(struct sched *s, struct sched_item **it, unsigned *slot)
+{
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        if (s->busy < s->cores && (*it = s->pol->pop(s->q, 0)) != NULL)
+            break;
+        if (s->stopping && s->depth == 0) {
             pthread_mutex_unlock(&s->lock);
-            spin_for_work(s);
-            pthread_mutex_lock(&s->lock);
-            s->spinning = false;
-            continue;   /* a submitter that saw us spinning did not signal */
+            return false;
         }
         s->idle++;
         pthread_cond_wait(&s->work, &s->lock);
         s->idle--;
     }
-    if (it) {
-        s->depth--;
-        __atomic_store_n(&s->depth_hint, s->depth, __ATOMIC_RELAXED);
-        s->busy++;
-    }
+    s->depth--;
+    *slot = slot_get(s);
     pthread_mutex_unlock(&s->lock);
-    return it;
-}
-
-static void finish(struct sched *s, unsigned core, struct sched_item *copy, uint64_t ns)
-{
-    pthread_mutex_lock(&s->lock);
-    s->pol->charge(s->q, copy, ns);
-    s->busy--;
-    s->completed++;
-    s->core[core].executed++;
-    s->core[core].busy_ns += ns;
-    bool quiet = s->busy == 0 && s->depth == 0;
-    pthread_mutex_unlock(&s->lock);
-    if (quiet)
-        pthread_cond_broadcast(&s->idle_cv);
+    return true;
 }
 
 static void *core_main(void *p)
 {
-    struct core_arg ca = *(struct core_arg *)p;
-    free(p);
-    struct sched *s = ca.s;
+    struct sched *s = p;
     struct sched_item *it;
-    while ((it = take(s, ca.core))) {
-        struct sched_item copy = *it;   /* run() may free it */
-        uint64_t t0 = sched_now_ns();
-        s->run(s->arg, it, ca.core);
-        finish(s, ca.core, &copy, sched_now_ns() - t0);
-    }
+    unsigned slot;
+    while (take(s, &it, &slot))
+        run_on(s, it, slot);
     return NULL;
 }
 
@@ -197,30 +177,20 @@ static int start_cores(struct sched *s)
     /* Cores never take signals: the device's main thread handles them. */
     pthread_sigmask(SIG_BLOCK, &all, &old);
     int r = 0;
-    unsigned started = 0;
-    while (started < s->cores) {
-        struct core_arg *ca = malloc(sizeof(*ca));
-        if (!ca) {
-            r = ENOMEM;
+    while (s->nthreads < s->cores) {
+        r = pthread_create(&s->threads[s->nthreads], NULL, core_main, s);
+        if (r)
             break;
-        }
-        *ca = (struct core_arg){ s, started };
-        r = pthread_create(&s->threads[started], NULL, core_main, ca);
-        if (r) {
-            free(ca);
-            break;
-        }
-        started++;
+        s->nthreads++;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    s->cores = started;   /* sched_destroy joins only the ones that started */
     return -r;
 }
 
-int sched_create(const struct sched_policy *pol, unsigned cores, sched_run_fn run,
-                 void *arg, struct sched **out)
+int sched_create(const struct sched_policy *pol, const struct sched_config *cfg,
+                 sched_run_fn run, void *arg, struct sched **out)
 {
-    if (!pol || !run || cores < 1 || cores > SCHED_MAX_CORES)
+    if (!pol || !run || cfg->cores < 1 || cfg->cores > SCHED_MAX_CORES)
         return -EINVAL;
     struct sched *s = calloc(1, sizeof(*s));
     if (!s)
@@ -228,10 +198,11 @@ int sched_create(const struct sched_policy *pol, unsigned cores, sched_run_fn ru
     s->pol = pol;
     s->run = run;
     s->arg = arg;
-    s->cores = cores;
-    s->spin_ns = spin_ns();
-    s->q = pol->create(cores);
-    s->threads = calloc(cores, sizeof(pthread_t));
+    s->cores = cfg->cores;
+    s->direct = cfg->direct;
+    s->free_slots = cfg->cores == 64 ? ~0ull : (1ull << cfg->cores) - 1;
+    s->q = pol->create(cfg->cores);
+    s->threads = calloc(cfg->cores, sizeof(pthread_t));
     if (!s->q || !s->threads) {
         if (s->q)
             pol->destroy(s->q);
@@ -251,6 +222,15 @@ int sched_create(const struct sched_policy *pol, unsigned cores, sched_run_fn ru
     return 0;
 }
 
+/* Queues it; lock held. Returns whether a worker should be woken. */
+static bool enqueue(struct sched *s, struct sched_item *it)
+{
+    s->pol->push(s->q, it);
+    if (++s->depth > s->max_depth)
+        s->max_depth = s->depth;
+    return s->idle > 0 && s->busy < s->cores;
+}
+
 int sched_submit(struct sched *s, struct sched_item *it)
 {
     it->t_submit_ns = sched_now_ns();
@@ -259,15 +239,17 @@ int sched_submit(struct sched *s, struct sched_item *it)
         pthread_mutex_unlock(&s->lock);
         return -ESHUTDOWN;
     }
-    s->pol->push(s->q, it);
     s->submitted++;
-    if (++s->depth > s->max_depth)
-        s->max_depth = s->depth;
-    /* Pairs with the acquire load in spin_for_work. */
-    __atomic_store_n(&s->depth_hint, s->depth, __ATOMIC_RELEASE);
-    /* A spinning core takes it without a wake-up; wake a sleeper only when
-     * there is more work than spinners. */
-    bool wake = s->idle > 0 && (!s->spinning || s->depth > 1);
+    /* Direct dispatch: nothing waits and a core is free, so the submitter
+     * runs the item in that core's slot instead of waking a worker. */
+    if (s->direct && s->depth == 0 && s->busy < s->cores) {
+        unsigned slot = slot_get(s);
+        s->direct_runs++;
+        pthread_mutex_unlock(&s->lock);
+        run_on(s, it, slot);
+        return 0;
+    }
+    bool wake = enqueue(s, it);
     pthread_mutex_unlock(&s->lock);
     if (wake)
         pthread_cond_signal(&s->work);
@@ -280,8 +262,10 @@ void sched_get_stats(struct sched *s, struct sched_stats *st)
     pthread_mutex_lock(&s->lock);
     st->policy = s->pol->name;
     st->cores = s->cores;
+    st->direct = s->direct;
     st->submitted = s->submitted;
     st->completed = s->completed;
+    st->direct_runs = s->direct_runs;
     st->depth = s->depth;
     st->max_depth = s->max_depth;
     st->busy = s->busy;
@@ -303,10 +287,9 @@ void sched_destroy(struct sched *s)
         return;
     pthread_mutex_lock(&s->lock);
     s->stopping = true;
-    __atomic_store_n(&s->stopping_hint, true, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&s->work);
     pthread_mutex_unlock(&s->lock);
-    for (unsigned i = 0; i < s->cores; i++)
+    for (unsigned i = 0; i < s->nthreads; i++)
         pthread_join(s->threads[i], NULL);
     s->pol->destroy(s->q);
     pthread_cond_destroy(&s->work);

@@ -12,6 +12,13 @@
  * the policy only orders items (its calls run under the lock). After a
  * core runs an item it charges the policy with the time it took.
  *
+ * A device core is a slot: at most `cores` items run at once, each in its
+ * own slot (whose statistics shard it uses). Worker threads fill slots
+ * from the queue. With `direct` dispatch, a submitter that finds the
+ * queue empty and a slot free runs the item itself in that slot, saving
+ * the thread wake-up a hand-off costs; under load (anything queued, or
+ * every slot busy) items queue and the policy orders them as usual.
+ *
  * States: RUNNING --sched_destroy--> DRAINING --queue empty--> STOPPED.
  *
  * Invariants:
@@ -19,10 +26,13 @@
  *      core, even if sched_destroy() is called while it is queued.
  *   2. After sched_destroy() begins, sched_submit() refuses (-ESHUTDOWN).
  *   3. Lock order: the scheduler lock is a leaf; run() is called without it.
+ *   4. At most `cores` items run at any time, in distinct slots; an item
+ *      never waits in the queue while a slot is free and a worker idle.
  */
 #ifndef CISC_DEVICE_SCHED_H
 #define CISC_DEVICE_SCHED_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -49,7 +59,7 @@ struct sched_policy {
 
 extern const struct sched_policy sched_fifo;
 
-/* Runs one item on core `core`; the item may be freed by it. */
+/* Runs one item in core slot `core`; the item may be freed by it. */
 typedef void (*sched_run_fn)(void *arg, struct sched_item *it, unsigned core);
 
 struct sched;
@@ -61,10 +71,17 @@ struct sched_core_stats {
     uint64_t busy_ns;
 };
 
+struct sched_config {
+    unsigned cores;            /* 1..SCHED_MAX_CORES */
+    bool direct;               /* allow direct dispatch (see above) */
+};
+
 struct sched_stats {
     const char *policy;
     unsigned cores;
+    bool direct;
     uint64_t submitted, completed;
+    uint64_t direct_runs;      /* items run by their submitter */
     uint64_t depth;            /* queued, not yet taken by a core */
     uint64_t max_depth;
     unsigned busy;             /* cores running an item now */
@@ -74,12 +91,13 @@ struct sched_stats {
 /* Looks a policy up by name ("fifo"); NULL if unknown. */
 const struct sched_policy *sched_policy_find(const char *name);
 
-/* Starts `cores` (1..SCHED_MAX_CORES) worker threads that call run(arg,
- * item, core) for each submitted item. Returns 0 and sets *out, or -errno. */
-int sched_create(const struct sched_policy *pol, unsigned cores, sched_run_fn run,
-                 void *arg, struct sched **out);
+/* Starts cfg->cores worker threads that call run(arg, item, slot) for
+ * each submitted item. Returns 0 and sets *out, or -errno. */
+int sched_create(const struct sched_policy *pol, const struct sched_config *cfg,
+                 sched_run_fn run, void *arg, struct sched **out);
 
-/* Queues an item. Returns 0, or -ESHUTDOWN once sched_destroy has begun. */
+/* Queues an item, or with direct dispatch may run it before returning.
+ * Returns 0, or -ESHUTDOWN once sched_destroy has begun. */
 int sched_submit(struct sched *s, struct sched_item *it);
 
 /* Copies current statistics. */
