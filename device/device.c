@@ -40,22 +40,19 @@ static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
     return r;
 }
 
-/* Creates a fresh image file of `size` bytes and formats it. */
+/* Creates a fresh image file of `size` bytes and formats it; the root
+ * directory belongs to whoever runs the device. */
 static int create_image(const char *path, uint64_t size, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return fail(err, errlen, -errno, "cannot create image %s: %s", path, strerror(errno));
-    int r = ftruncate(fd, (off_t)size) ? -errno : 0;
-    close(fd);
-    struct media *m = NULL;
-    if (!r)
-        r = media_open_file(path, 0, &m);
-    if (!r) {
-        struct sfs_mkfs_opts mo = { .size_bytes = size };
-        r = sfs_mkfs(m, &mo);
-        media_close(m);
-    }
+    struct media *m;
+    int r = media_create_file(path, size, MEDIA_CREATE_EXCL, &m);
+    if (r == -EEXIST)
+        return 0;   /* someone made it meanwhile: open it as it is */
+    if (r)
+        return fail(err, errlen, r, "cannot create image %s: %s", path, strerror(-r));
+    struct sfs_mkfs_opts mo = { .root_uid = geteuid(), .root_gid = getegid() };
+    r = sfs_mkfs(m, &mo);
+    media_close(m);
     if (r) {
         unlink(path);
         return fail(err, errlen, r, "cannot format new image %s: %s", path, strerror(-r));

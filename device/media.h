@@ -47,8 +47,19 @@ struct media {
 
 /* Opens an image file. Unless MEDIA_NOLOCK, takes an exclusive lock
  * (flock LOCK_EX|LOCK_NB) on it: a second opener gets -EBUSY.
+ * nblocks is the file size rounded down to whole blocks.
  * Returns 0 and sets *out, or -errno. */
 int media_open_file(const char *path, unsigned flags, struct media **out);
+
+/* Flags for media_create_file(). */
+#define MEDIA_CREATE_EXCL 0x1u   /* fail with -EEXIST if the path exists */
+
+/* Creates (or, without MEDIA_CREATE_EXCL, truncates and re-creates) a
+ * sparse image file of size_bytes (rounded down to whole blocks; at least
+ * one block), then opens it as media_open_file(path, 0) would.
+ * Returns 0 and sets *out, or -errno. */
+int media_create_file(const char *path, uint64_t size_bytes, unsigned flags,
+                      struct media **out);
 
 static inline int media_read(struct media *m, uint64_t blk, uint32_t n, void *buf)
 {

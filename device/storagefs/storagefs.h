@@ -59,14 +59,16 @@ struct sfs_txn;   /* an open transaction */
 /* ---- creating and mounting ---------------------------------------- */
 
 struct sfs_mkfs_opts {
-    uint64_t size_bytes;      /* image size; 0 = 1 GiB */
-    uint64_t inodes;          /* 0 = one per 16 KiB of space */
+    uint64_t size_bytes;      /* file system size; 0 = all of m (which the CLI
+                                 creates at 1 GiB by default) */
+    uint64_t inodes;          /* usable inodes; 0 = one per 16 KiB of space */
     uint32_t journal_blocks;  /* 0 = choose from the size */
     const uint8_t *uuid;      /* 16 bytes, or NULL for a random one */
+    uint32_t root_uid, root_gid;  /* owner of the root directory */
 };
 
 /* Writes a fresh StorageFS onto m (whose nblocks is the image size).
- * Returns 0 or -errno. */
+ * Returns 0 or -errno (-ENOSPC: m too small for the request). */
 int sfs_mkfs(struct media *m, const struct sfs_mkfs_opts *opts);
 
 struct sfs_mount_opts {
@@ -251,14 +253,62 @@ int sfs_statfs(struct sfs *fs, struct sfs_statfs *st);
 
 /* ---- transactions ---------------------------------------------------- */
 
-/* Opens a transaction that several calls join; see the header comment. */
+/* Opens a transaction that several calls join; see the header comment.
+ * Every call made with it lands in the same journal transaction, which
+ * cannot commit before sfs_txn_commit: keep it short. The thread that
+ * begins it must commit it, and must not call sfs_sync/sfs_fsync while
+ * it is open (-EDEADLK). Calls made without tx by the same thread join
+ * it too. Calls with tx fail with -ENOSPC rather than wait when the
+ * journal is full. */
 int sfs_txn_begin(struct sfs *fs, struct sfs_txn **out);
 
 /* Commits it (durable only after sfs_sync/fsync unless `durable`). */
 int sfs_txn_commit(struct sfs_txn *tx, bool durable);
 
 /* Discards everything done under tx; the file system is as before
- * sfs_txn_begin. Returns 0 or -errno (-EOPNOTSUPP if not supported yet). */
+ * sfs_txn_begin. Returns 0 or -errno (-EOPNOTSUPP if not supported yet;
+ * tx is then still open and must be committed). */
 int sfs_txn_abort(struct sfs_txn *tx);
+
+/* ---- offline inspection (image not mounted) --------------------------- */
+
+struct sfs_info {
+    uint32_t version;
+    uint8_t uuid[16];
+    bool clean;                   /* unmounted cleanly */
+    uint32_t mount_count;
+    int64_t mkfs_time, mount_time, write_time;
+    uint32_t feat_compat, feat_incompat, feat_ro_compat;
+    uint64_t block_size, blocks, inodes;
+    uint64_t journal_start, journal_blocks, bbitmap_start, bbitmap_blocks;
+    uint64_t ibitmap_start, ibitmap_blocks, itable_start, itable_blocks, data_start;
+    uint64_t blocks_free, inodes_free;  /* from the bitmaps */
+    uint64_t journal_txns;        /* committed transactions awaiting replay */
+    uint64_t journal_next_seq;
+    char journal_note[200];       /* "" or why the journal scan ended early */
+};
+
+/* Reads the superblock, bitmaps and journal of m without writing.
+ * Returns 0 or -errno (-EUCLEAN with cisc_corrupt_last() naming what is
+ * wrong). */
+int sfs_info(struct media *m, struct sfs_info *out);
+
+/* Called by sfs_fsck for every problem, one precise line each. */
+typedef void (*sfs_problem_fn)(void *arg, const char *msg);
+
+struct sfs_fsck_result {
+    uint64_t problems;            /* lines reported through fn */
+    uint64_t files;               /* inodes in use (root included) */
+    uint64_t blocks_used, blocks_total;
+    uint64_t journal_txns;        /* replayed in memory before checking */
+    char journal_note[200];       /* "" or how the journal scan ended */
+};
+
+/* Checks every invariant of docs/FORMAT.md on m, read-only. A journal
+ * needing replay is replayed in memory (never onto the image) first.
+ * Returns 0 when the check ran (res->problems says whether it is clean),
+ * -EUCLEAN when not even a usable superblock was found (also reported
+ * through fn), or -errno on I/O failure. */
+int sfs_fsck(struct media *m, sfs_problem_fn fn, void *arg, struct sfs_fsck_result *res);
 
 #endif

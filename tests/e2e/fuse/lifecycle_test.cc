@@ -94,8 +94,6 @@ TEST_F(MountTest, SecondUpOnSameImageRefused)
 
 TEST_F(MountTest, DataAndMetadataSurviveDownUp)
 {
-    if (e2e::HasStub())
-        GTEST_SKIP() << "in-memory StorageFS stand-in keeps nothing across restarts";
     ASSERT_EQ(mkdir(P("d").c_str(), 0700), 0);
     std::string big(5 << 20, '\0');
     for (size_t i = 0; i < big.size(); i++)
@@ -122,8 +120,6 @@ TEST_F(MountTest, DataAndMetadataSurviveDownUp)
 
 TEST_F(MountTest, SigkillDuringWritesKeepsFsyncedData)
 {
-    if (e2e::HasStub())
-        GTEST_SKIP() << "in-memory StorageFS stand-in keeps nothing across restarts";
     std::string ledger = dir + "/ledger";   // outside the mount
     pid_t writer = fork();
     if (writer == 0) {

@@ -461,3 +461,18 @@ TEST_F(MountTest, KernelForgetsGiveReferencesBack)
     for (int i = 1; i < 200; i++)   // the names still resolve after the forgets
         ASSERT_EQ(e2e::ReadFile(P("f" + std::to_string(i))), "x");
 }
+
+TEST_F(MountTest, SymlinkOwnerAndTimes)
+{
+    if (SymlinkSetattrBroken())
+        GTEST_SKIP() << "StorageFS bug: setattr on an inline symlink returns E2BIG";
+    ASSERT_EQ(symlink("target", P("l").c_str()), 0);
+    ASSERT_EQ(lchown(P("l").c_str(), 5, 6), 0);
+    struct timespec ts[2] = { { 1000, 0 }, { 2000, 0 } };
+    ASSERT_EQ(utimensat(AT_FDCWD, P("l").c_str(), ts, AT_SYMLINK_NOFOLLOW), 0);
+    struct stat st;
+    ASSERT_EQ(lstat(P("l").c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, 5u);
+    EXPECT_EQ(st.st_gid, 6u);
+    EXPECT_EQ(st.st_mtim.tv_sec, 2000);
+}

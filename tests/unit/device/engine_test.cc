@@ -29,13 +29,11 @@ protected:
         char t[] = "/tmp/ciscfs-eng-XXXXXX";
         int fd = mkstemp(t);
         ASSERT_GE(fd, 0);
-        path = t;
-        ASSERT_EQ(ftruncate(fd, 64 << 20), 0);
         close(fd);
+        path = t;
         struct media *m;
-        ASSERT_EQ(media_open_file(path.c_str(), 0, &m), 0);
+        ASSERT_EQ(media_create_file(path.c_str(), 64 << 20, 0, &m), 0);
         struct sfs_mkfs_opts mo = {};
-        mo.size_bytes = 64 << 20;
         ASSERT_EQ(sfs_mkfs(m, &mo), 0);
         media_close(m);
         ASSERT_EQ(media_open_file(path.c_str(), 0, &m), 0);

@@ -1,0 +1,83 @@
+/*
+ * device/storagefs/bcache.h - the metadata block cache.
+ *
+ * Every metadata block StorageFS reads or changes lives in a struct bbuf
+ * here, so a hot directory or bitmap costs memory accesses, not I/O. File
+ * data never goes through the cache (it goes straight to the media).
+ *
+ * Invariants:
+ *   1. At most one bbuf per block number; lookups of a block being loaded
+ *      wait for the load (one media read per miss).
+ *   2. A block is verified (crc, magic, self number via sfs_block_verify)
+ *      when it is read from the media; a block that fails is not cached
+ *      and the caller gets -EUCLEAN. Asking for a cached block as another
+ *      kind than it was loaded as is corruption too.
+ *   3. A bbuf with refs > 0 is never evicted. The journal holds a ref on
+ *      every buffer dirty in a transaction or waiting for checkpoint, so
+ *      only clean, unused buffers are evicted (LRU, per shard).
+ *   4. bbuf.data is changed only by the holder of the lock that protects
+ *      the structure it belongs to (inode lock, allocator lock, ...), and
+ *      only inside a journal handle; `tseq`, `ckpt` and `ckpt_seq` belong
+ *      to the journal.
+ */
+#ifndef CISC_SFS_BCACHE_H
+#define CISC_SFS_BCACHE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "device/media.h"
+
+struct bbuf {
+    uint64_t blk;
+    uint8_t *data;               /* SFS_BSIZE bytes */
+    uint32_t magic;              /* kind it was loaded or created as */
+    bool checked;                /* node structure validated since load */
+    /* journal-owned */
+    _Atomic uint64_t tseq;       /* running transaction it is dirty in, 0 = none */
+    uint8_t *ckpt;               /* committed image awaiting checkpoint */
+    uint64_t ckpt_seq;
+    /* cache-owned (shard lock) */
+    int refs;
+    int state;
+    struct bbuf *hnext, *lru_prev, *lru_next;
+};
+
+struct bcache;
+
+/* Creates a cache over m keeping about `capacity` unused buffers.
+ * Returns 0 or -ENOMEM. */
+int bcache_create(struct media *m, uint64_t capacity, struct bcache **out);
+
+/* Frees every buffer, referenced or not (at unmount). */
+void bcache_destroy(struct bcache *c);
+
+/* Returns block blk with a reference, reading and verifying it on a miss
+ * (magic SFS_MAGIC_NONE: no verification, e.g. inode-table blocks).
+ * Returns 0 or -errno (-EUCLEAN: corrupt, message via cisc_corrupt_last). */
+int bcache_get(struct bcache *c, uint64_t blk, uint32_t magic, struct bbuf **out);
+
+/* Returns block blk with a reference and zeroed contents, without reading
+ * it: for a block just allocated as metadata of kind magic. */
+int bcache_get_new(struct bcache *c, uint64_t blk, uint32_t magic, struct bbuf **out);
+
+/* Installs contents of kind magic for blk without reading (the journal
+ * replay overlay of a read-only mount); the buffer keeps a reference until
+ * bcache_destroy. Returns 0 or -errno. */
+int bcache_install(struct bcache *c, uint64_t blk, uint32_t magic, const uint8_t *data,
+                   struct bbuf **out);
+
+/* Takes one more reference on b. */
+void bcache_hold(struct bcache *c, struct bbuf *b);
+
+/* Drops a reference. */
+void bcache_put(struct bcache *c, struct bbuf *b);
+
+/* Forgets a clean, unreferenced cached copy of blk (the block was freed). */
+void bcache_forget(struct bcache *c, uint64_t blk);
+
+/* Number of cached buffers (statistics). */
+uint64_t bcache_count(struct bcache *c);
+
+#endif

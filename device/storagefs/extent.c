@@ -1,0 +1,172 @@
+/*
+ * device/storagefs/extent.c - extent map operations over the B+tree
+ * (see extent.h).
+ */
+#include "device/storagefs/extent.h"
+
+#include <errno.h>
+
+#include "common/corrupt.h"
+#include "device/storagefs/alloc.h"
+#include "device/storagefs/btree.h"
+#include "device/storagefs/inode.h"
+#include "device/storagefs/sfs_internal.h"
+
+static struct bt tree(struct sfs *fs, struct sfs_inode *ip, struct jnl_handle *h)
+{
+    struct bt t = {fs, ip, SFS_MAGIC_EXTENT, h};
+    return t;
+}
+
+/* Decodes and sanity-checks an extent record. */
+static int decode(struct sfs *fs, struct sfs_inode *ip, const struct bt_rec *rec,
+                  struct sfs_extent *e)
+{
+    sfs_extent_decode(rec->key, rec->val, e);
+    if (e->len == 0 || e->len > SFS_EXT_MAX_LEN || (e->flags & ~SFS_EXT_KNOWN) ||
+        !alloc_in_data(fs, e->pblk, e->len) || e->lblk + e->len < e->lblk)
+        return CISC_CORRUPT("inode %llu: invalid extent (logical %llu, physical %llu, "
+                            "%u blocks)", (unsigned long long)ip->ino,
+                            (unsigned long long)e->lblk, (unsigned long long)e->pblk,
+                            e->len);
+    return 0;
+}
+
+static int find(struct sfs *fs, struct sfs_inode *ip, uint64_t lblk, bool ge,
+                struct sfs_extent *e)
+{
+    struct bt t = tree(fs, ip, NULL);
+    struct bt_rec rec;
+    int r = ge ? bt_find_ge(&t, lblk, &rec) : bt_find_le(&t, lblk, &rec);
+    if (r == -ENOENT)
+        return 0;
+    if (r)
+        return r;
+    r = decode(fs, ip, &rec, e);
+    return r ? r : 1;
+}
+
+int ext_lookup(struct sfs *fs, struct sfs_inode *ip, uint64_t lblk, struct sfs_extent *e,
+               uint64_t *hole)
+{
+    int r = find(fs, ip, lblk, false, e);
+    if (r < 0)
+        return r;
+    if (r == 1 && lblk < e->lblk + e->len)
+        return 1;
+    struct sfs_extent n;
+    r = lblk == UINT64_MAX ? 0 : find(fs, ip, lblk + 1, true, &n);
+    if (r < 0)
+        return r;
+    *hole = r ? n.lblk - lblk : UINT64_MAX;
+    return 0;
+}
+
+int ext_next(struct sfs *fs, struct sfs_inode *ip, uint64_t lblk, struct sfs_extent *e)
+{
+    int r = find(fs, ip, lblk, false, e);
+    if (r != 0 && (r < 0 || lblk < e->lblk + e->len))
+        return r;
+    return find(fs, ip, lblk, true, e);
+}
+
+uint64_t ext_goal(struct sfs *fs, struct sfs_inode *ip, uint64_t lblk)
+{
+    struct sfs_extent e;
+    if (find(fs, ip, lblk, false, &e) != 1)
+        return 0;
+    uint64_t g = e.pblk + (lblk - e.lblk);
+    return alloc_in_data(fs, g, 1) ? g : 0;
+}
+
+uint32_t ext_credits(struct sfs_inode *ip, unsigned n)
+{
+    /* Per extent: a leaf (maybe split into a new one) and up to two
+     * bitmap blocks; plus one path of index nodes and the inode. */
+    struct bt t = {NULL, ip, SFS_MAGIC_EXTENT, NULL};
+    uint32_t depth = bt_depth(&t) + 2;
+    return n * 4 + 2 * depth + 4;
+}
+
+static bool joinable(const struct sfs_extent *a, const struct sfs_extent *b)
+{
+    return a->lblk + a->len == b->lblk && a->pblk + a->len == b->pblk &&
+           a->flags == b->flags && (uint64_t)a->len + b->len <= SFS_EXT_MAX_LEN;
+}
+
+static int put(struct bt *t, const struct sfs_extent *e, bool update)
+{
+    uint8_t v[EV_END];
+    sfs_extent_encode(e, v);
+    return update ? bt_update(t, e->lblk, v, EV_END) : bt_insert(t, e->lblk, v, EV_END);
+}
+
+int ext_insert(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
+               const struct sfs_extent *e)
+{
+    struct bt t = tree(fs, ip, h);
+    struct sfs_extent cur = *e, prev, next;
+    int rp = e->lblk ? find(fs, ip, e->lblk - 1, false, &prev) : 0;
+    int rn = find(fs, ip, e->lblk, true, &next);
+    if (rp < 0 || rn < 0)
+        return rp < 0 ? rp : rn;
+    bool with_prev = rp == 1 && joinable(&prev, &cur);
+    if (with_prev) {
+        prev.len += cur.len;
+        cur = prev;
+    }
+    bool with_next = rn == 1 && joinable(&cur, &next);
+    if (with_next)
+        cur.len += next.len;
+    /* Update in place or insert first (the only step that can fail with
+     * ENOSPC), delete the merged neighbour after. */
+    int r = put(&t, &cur, with_prev);
+    return r || !with_next ? r : bt_delete(&t, next.lblk);
+}
+
+/* Removes the part [a, b) of extent e (which overlaps it). The right
+ * remainder is inserted first: if that fails, nothing has changed. */
+static int cut(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
+               const struct sfs_extent *e, uint64_t a, uint64_t b, bool free_blocks)
+{
+    struct bt t = tree(fs, ip, h);
+    uint64_t end = e->lblk + e->len;
+    int r = 0;
+    if (b < end) {
+        struct sfs_extent right = {b, e->pblk + (b - e->lblk), (uint32_t)(end - b), e->flags};
+        r = put(&t, &right, false);
+    }
+    if (!r && a > e->lblk) {
+        struct sfs_extent left = *e;
+        left.len = (uint32_t)(a - e->lblk);
+        r = put(&t, &left, true);
+    } else if (!r) {
+        r = bt_delete(&t, e->lblk);
+    }
+    if (!r && free_blocks) {
+        alloc_free_blocks(fs, h, e->pblk + (a - e->lblk), b - a, false);
+        ip->d.blocks -= b - a;
+    }
+    return r;
+}
+
+int ext_remove(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip, uint64_t lblk,
+               uint64_t len, bool free_blocks, unsigned max)
+{
+    uint64_t end = len > UINT64_MAX - lblk ? UINT64_MAX : lblk + len;
+    uint64_t cursor = lblk;
+    for (unsigned n = 0;; n++) {
+        struct sfs_extent e;
+        int r = ext_next(fs, ip, cursor, &e);
+        if (r <= 0 || e.lblk >= end)
+            return r < 0 ? r : 0;
+        if (n == max)
+            return 1;
+        uint64_t a = e.lblk > cursor ? e.lblk : cursor;
+        uint64_t eend = e.lblk + e.len, b = eend < end ? eend : end;
+        r = cut(fs, h, ip, &e, a, b, free_blocks);
+        if (r)
+            return r;
+        cursor = b;
+    }
+}

@@ -1,0 +1,57 @@
+/*
+ * device/storagefs/extent.h - a file's logical-to-physical block map: a
+ * B+tree of extents keyed by logical block (see btree.h), each extent a
+ * run of physical blocks, possibly "unwritten" (allocated, reads as
+ * zeros: fallocate).
+ *
+ * Invariants:
+ *   1. Extents never overlap logically; lengths are 1..SFS_EXT_MAX_LEN.
+ *   2. ext_insert merges with logically and physically adjacent extents
+ *      of the same kind, so sequential writes keep one extent.
+ *   3. ip->d.blocks counts the data blocks of all extents plus the tree's
+ *      node blocks; every function here keeps it exact.
+ *   4. Callers hold ip->rw (write for changes) and, for changes, a handle.
+ */
+#ifndef CISC_SFS_EXTENT_H
+#define CISC_SFS_EXTENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "device/storagefs/format.h"
+
+struct sfs;
+struct sfs_inode;
+struct jnl_handle;
+
+#define SFS_EXT_MAX_LEN (1u << 30)
+
+/* Finds the extent holding lblk: returns 1 and fills *e, or returns 0 and
+ * sets *hole to the number of unmapped blocks from lblk to the next
+ * extent (UINT64_MAX when none follows). -errno on corruption. */
+int ext_lookup(struct sfs *fs, struct sfs_inode *ip, uint64_t lblk, struct sfs_extent *e,
+               uint64_t *hole);
+
+/* First extent ending after lblk (holding lblk or later); 1 / 0 / -errno. */
+int ext_next(struct sfs *fs, struct sfs_inode *ip, uint64_t lblk, struct sfs_extent *e);
+
+/* Maps the unmapped range [e->lblk, +e->len) to e->pblk.. (merging).
+ * Does not change ip->d.blocks (the caller accounts data blocks). */
+int ext_insert(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
+               const struct sfs_extent *e);
+
+/* Unmaps [lblk, lblk+len), splitting extents at the edges. With
+ * free_blocks the data blocks are freed and subtracted from d.blocks.
+ * Processes at most max extents; returns 1 if more remain, 0 when the
+ * range is unmapped, or -errno. */
+int ext_remove(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip, uint64_t lblk,
+               uint64_t len, bool free_blocks, unsigned max);
+
+/* A good physical goal for logical block lblk: the continuation of the
+ * extent before it, or 0 (no preference). */
+uint64_t ext_goal(struct sfs *fs, struct sfs_inode *ip, uint64_t lblk);
+
+/* Journal credits for changing up to n extents of ip. */
+uint32_t ext_credits(struct sfs_inode *ip, unsigned n);
+
+#endif

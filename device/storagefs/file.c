@@ -1,0 +1,573 @@
+/*
+ * device/storagefs/file.c - file data paths and block lifetime (see
+ * file.h): sfs_read, sfs_write, sfs_fallocate, sfs_seek, truncation and
+ * reaping dead inodes.
+ */
+#include "device/storagefs/file.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "device/storagefs/alloc.h"
+#include "device/storagefs/btree.h"
+#include "device/storagefs/extent.h"
+#include "device/storagefs/inode.h"
+#include "device/storagefs/sfs_internal.h"
+#include "device/storagefs/xattr.h"
+
+#define BS SFS_BSIZE
+#define MAX_NEW_EXTENTS 8u       /* extents changed per handle */
+#define MAX_IO_BLOCKS (1u << 16) /* per media call */
+
+static uint64_t min64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+bool file_has_tree(const struct sfs_inode *ip)
+{
+    uint32_t m = ip->d.mode;
+    return S_ISREG(m) || S_ISDIR(m) || (S_ISLNK(m) && !(ip->d.flags & SFS_IFL_INLINE_DATA));
+}
+
+static void touch_mc(struct sfs_inode *ip)
+{
+    struct timespec now = sfs_now();
+    ip->d.mtime = ip->d.ctime = now.tv_sec;
+    ip->d.mtime_ns = ip->d.ctime_ns = (uint32_t)now.tv_nsec;
+}
+
+/* ---- raw block I/O ----------------------------------------------------------- */
+
+/* Reads n bytes starting at byte boff of the run at pblk. */
+static int data_read(struct sfs *fs, uint64_t pblk, uint32_t boff, uint8_t *dst, size_t n)
+{
+    uint8_t bounce[BS];
+    while (n) {
+        if (boff || n < BS) {
+            size_t k = min64(n, BS - boff);
+            int r = media_read(fs->m, pblk, 1, bounce);
+            if (r)
+                return r;
+            memcpy(dst, bounce + boff, k);
+            dst += k, n -= k, pblk++, boff = 0;
+            continue;
+        }
+        uint32_t nb = (uint32_t)min64(n / BS, MAX_IO_BLOCKS);
+        int r = media_read(fs->m, pblk, nb, dst);
+        if (r)
+            return r;
+        dst += (size_t)nb * BS, n -= (size_t)nb * BS, pblk += nb;
+    }
+    return 0;
+}
+
+/* Writes n bytes at byte boff of the run at pblk. fresh: the blocks hold
+ * no data yet, so partial blocks are zero-filled instead of read. */
+static int data_write(struct sfs *fs, uint64_t pblk, uint32_t boff, const uint8_t *src,
+                      size_t n, bool fresh)
+{
+    uint8_t bounce[BS];
+    while (n) {
+        if (boff || n < BS) {
+            size_t k = min64(n, BS - boff);
+            int r = fresh ? 0 : media_read(fs->m, pblk, 1, bounce);
+            if (fresh)
+                memset(bounce, 0, BS);
+            memcpy(bounce + boff, src, k);
+            if (!r)
+                r = media_write(fs->m, pblk, 1, bounce);
+            if (r)
+                return r;
+            src += k, n -= k, pblk++, boff = 0;
+            continue;
+        }
+        uint32_t nb = (uint32_t)min64(n / BS, MAX_IO_BLOCKS);
+        int r = media_write(fs->m, pblk, nb, src);
+        if (r)
+            return r;
+        src += (size_t)nb * BS, n -= (size_t)nb * BS, pblk += nb;
+    }
+    return 0;
+}
+
+/* Zeroes bytes [from, to) (inside one block) where they are written data. */
+static int zero_range_in_block(struct sfs *fs, struct sfs_inode *ip, uint64_t from,
+                               uint64_t to)
+{
+    static const uint8_t zeros[BS];
+    struct sfs_extent e;
+    uint64_t hole;
+    if (from >= to)
+        return 0;
+    int r = ext_lookup(fs, ip, from / BS, &e, &hole);
+    if (r <= 0 || (e.flags & SFS_EXT_UNWRITTEN))
+        return r;
+    uint64_t pblk = e.pblk + (from / BS - e.lblk);
+    return data_write(fs, pblk, (uint32_t)(from % BS), zeros, to - from, false);
+}
+
+/* ---- read ---------------------------------------------------------------------- */
+
+ssize_t file_read_locked(struct sfs *fs, struct sfs_inode *ip, uint64_t off, void *out,
+                         size_t len)
+{
+    uint8_t *buf = out;
+    if (off >= ip->d.size)
+        return 0;
+    len = (size_t)min64(len, ip->d.size - off);
+    size_t done = 0;
+    while (done < len) {
+        uint64_t p = off + done, lblk = p / BS;
+        uint32_t boff = (uint32_t)(p % BS);
+        struct sfs_extent e;
+        uint64_t hole;
+        int r = ext_lookup(fs, ip, lblk, &e, &hole);
+        if (r < 0)
+            return done ? (ssize_t)done : r;
+        uint64_t run = r ? e.lblk + e.len - lblk : hole;
+        size_t n = (size_t)min64(len - done, run > (UINT64_MAX - BS) / BS ? UINT64_MAX
+                                                                        : run * BS - boff);
+        if (r == 0 || (e.flags & SFS_EXT_UNWRITTEN))
+            memset(buf + done, 0, n);
+        else if ((r = data_read(fs, e.pblk + (lblk - e.lblk), boff, buf + done, n)) != 0)
+            return done ? (ssize_t)done : r;
+        done += n;
+    }
+    return (ssize_t)done;
+}
+
+ssize_t sfs_read(struct sfs *fs, uint64_t ino, uint64_t off, void *buf, size_t len)
+{
+    struct sfs_inode *ip;
+    int r = inode_get(fs, ino, &ip);
+    if (r)
+        return r;
+    pthread_rwlock_rdlock(&ip->rw);
+    ssize_t n = S_ISDIR(ip->d.mode) ? -EISDIR
+                : !S_ISREG(ip->d.mode) ? -EINVAL
+                                       : file_read_locked(fs, ip, off, buf, len);
+    pthread_rwlock_unlock(&ip->rw);
+    inode_put(fs, ip);
+    return n;
+}
+
+/* ---- write --------------------------------------------------------------------- */
+
+struct wctx {
+    struct sfs *fs;
+    struct jnl_handle *h;
+    struct sfs_inode *ip;
+    unsigned newext;             /* extent changes left in this handle */
+};
+
+/* Fills a hole at lblk (nblk blocks wanted) with new blocks and data. */
+static int write_hole(struct wctx *w, uint64_t lblk, uint64_t nblk, uint32_t boff,
+                      const uint8_t *src, size_t rem, size_t *n)
+{
+    uint64_t s, got;
+    int r = alloc_blocks(w->fs, w->h, ext_goal(w->fs, w->ip, lblk), nblk, &s, &got);
+    if (r)
+        return r;
+    *n = (size_t)min64(rem, got * BS - boff);
+    r = data_write(w->fs, s, boff, src, *n, true);
+    struct sfs_extent e = {lblk, s, (uint32_t)got, 0};
+    if (!r)
+        r = ext_insert(w->fs, w->h, w->ip, &e);
+    if (r) {
+        alloc_free_blocks(w->fs, w->h, s, got, false);
+        return r;
+    }
+    w->ip->d.blocks += got;
+    return 0;
+}
+
+/* Writes into an unwritten extent and converts the blocks written. */
+static int write_unwritten(struct wctx *w, const struct sfs_extent *e, uint64_t lblk,
+                           uint64_t nblk, uint32_t boff, const uint8_t *src, size_t rem,
+                           size_t *n)
+{
+    nblk = min64(nblk, e->lblk + e->len - lblk);
+    uint64_t pblk = e->pblk + (lblk - e->lblk);
+    *n = (size_t)min64(rem, nblk * BS - boff);
+    nblk = (boff + *n + BS - 1) / BS;
+    int r = data_write(w->fs, pblk, boff, src, *n, true);
+    if (!r)
+        r = ext_remove(w->fs, w->h, w->ip, lblk, nblk, false, 2);
+    if (r)
+        return r;
+    struct sfs_extent c = {lblk, pblk, (uint32_t)nblk, 0};
+    r = ext_insert(w->fs, w->h, w->ip, &c);
+    if (r) {                     /* unmapped now: give the blocks back */
+        alloc_free_blocks(w->fs, w->h, pblk, nblk, false);
+        w->ip->d.blocks -= nblk;
+    }
+    return r;
+}
+
+/* One step at pos: returns bytes written (> 0), 0 when this handle may
+ * change no more extents, or -errno. */
+static ssize_t write_step(struct wctx *w, uint64_t pos, const uint8_t *src, size_t rem)
+{
+    uint64_t lblk = pos / BS, hole;
+    uint32_t boff = (uint32_t)(pos % BS);
+    uint64_t want = (boff + rem + BS - 1) / BS;
+    struct sfs_extent e;
+    size_t n = 0;
+    int r = ext_lookup(w->fs, w->ip, lblk, &e, &hole);
+    if (r < 0)
+        return r;
+    if (r == 1 && !(e.flags & SFS_EXT_UNWRITTEN)) {
+        n = (size_t)min64(rem, (e.lblk + e.len - lblk) * BS - boff);
+        r = data_write(w->fs, e.pblk + (lblk - e.lblk), boff, src, n, false);
+        return r ? r : (ssize_t)n;
+    }
+    if (w->newext == 0)
+        return 0;
+    w->newext--;
+    if (r == 1)
+        r = write_unwritten(w, &e, lblk, want, boff, src, rem, &n);
+    else
+        r = write_hole(w, lblk, min64(hole, want), boff, src, rem, &n);
+    return r ? r : (ssize_t)n;
+}
+
+/* Writes as much of buf as one handle allows; grows the size. */
+static ssize_t write_chunk(struct wctx *w, uint64_t off, const uint8_t *buf, size_t len)
+{
+    struct sfs_inode *ip = w->ip;
+    if (off > ip->d.size && ip->d.size % BS) {
+        uint64_t end = min64((ip->d.size / BS + 1) * BS, off);
+        int r = zero_range_in_block(w->fs, ip, ip->d.size, end);
+        if (r)
+            return r;
+    }
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = write_step(w, off + done, buf + done, len - done);
+        if (n <= 0) {
+            if (n < 0 && done == 0)
+                return n;
+            break;
+        }
+        done += (size_t)n;
+    }
+    if (done) {
+        if (off + done > ip->d.size)
+            ip->d.size = off + done;
+        touch_mc(ip);
+        int r = inode_dirty(w->h, ip);
+        if (r)
+            return r;
+    }
+    return (ssize_t)done;
+}
+
+static ssize_t write_once(struct sfs *fs, struct sfs_txn *tx, struct sfs_inode *ip,
+                          uint64_t off, const uint8_t *buf, size_t len)
+{
+    struct wctx w = {fs, NULL, ip, MAX_NEW_EXTENTS};
+    int r = sfs_op_begin(fs, tx, ext_credits(ip, 2 * MAX_NEW_EXTENTS) + 8, &w.h);
+    if (r)
+        return r;
+    pthread_rwlock_wrlock(&ip->rw);
+    ssize_t n = !S_ISREG(ip->d.mode) ? (S_ISDIR(ip->d.mode) ? -EISDIR : -EINVAL)
+                                     : write_chunk(&w, off, buf, len);
+    pthread_rwlock_unlock(&ip->rw);
+    sfs_op_end(fs, w.h);
+    return n;
+}
+
+ssize_t sfs_write(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t off,
+                  const void *buf, size_t len)
+{
+    if (off > SFS_MAX_FILE_SIZE || len > SFS_MAX_FILE_SIZE - off)
+        return -EFBIG;
+    if (len == 0) {              /* only the checks a read does */
+        ssize_t n = sfs_read(fs, ino, 0, NULL, 0);
+        return n < 0 ? n : 0;
+    }
+    struct sfs_inode *ip;
+    int r = inode_get(fs, ino, &ip);
+    if (r)
+        return r;
+    size_t done = 0;
+    bool retried = false;
+    do {
+        ssize_t n = write_once(fs, tx, ip, off + done, (const uint8_t *)buf + done,
+                               len - done);
+        if (n == -ENOSPC && !tx && !retried && alloc_has_pending(fs)) {
+            retried = true;      /* freed blocks become reusable after a checkpoint */
+            if (jnl_sync_checkpoint(fs->j) == 0)
+                continue;
+        }
+        if (n <= 0) {
+            r = (int)n;
+            break;
+        }
+        done += (size_t)n;
+    } while (done < len);
+    inode_put(fs, ip);
+    return done ? (ssize_t)done : r;
+}
+
+/* ---- size changes -------------------------------------------------------------- */
+
+int file_trim_tail(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
+                   unsigned max)
+{
+    uint64_t first = (ip->d.size + BS - 1) / BS;
+    int r = ext_remove(fs, h, ip, first, UINT64_MAX - first, true, max);
+    if (r >= 0) {
+        int d = inode_dirty(h, ip);
+        if (d)
+            return d;
+    }
+    return r;
+}
+
+int file_set_size(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
+                  uint64_t size, unsigned max)
+{
+    uint64_t old = ip->d.size;
+    if (size > SFS_MAX_FILE_SIZE)
+        return -EFBIG;
+    if (size > old && old % BS) {
+        int r = zero_range_in_block(fs, ip, old, min64((old / BS + 1) * BS, size));
+        if (r)
+            return r;
+    }
+    ip->d.size = size;
+    int r = inode_dirty(h, ip);
+    if (r || size >= old)
+        return r;
+    return file_trim_tail(fs, h, ip, max);
+}
+
+/* ---- fallocate ------------------------------------------------------------------ */
+
+/* Maps holes in [lblk, end) to unwritten blocks, at most `max` extents. */
+static int prealloc(struct wctx *w, uint64_t lblk, uint64_t end, uint64_t *next)
+{
+    while (lblk < end) {
+        struct sfs_extent e;
+        uint64_t hole;
+        int r = ext_lookup(w->fs, w->ip, lblk, &e, &hole);
+        if (r < 0)
+            return r;
+        if (r == 1) {
+            lblk = e.lblk + e.len;
+            continue;
+        }
+        if (w->newext-- == 0)
+            break;
+        uint64_t s, got, want = min64(min64(hole, end - lblk), SFS_EXT_MAX_LEN);
+        r = alloc_blocks(w->fs, w->h, ext_goal(w->fs, w->ip, lblk), want, &s, &got);
+        struct sfs_extent ne = {lblk, s, (uint32_t)got, SFS_EXT_UNWRITTEN};
+        if (!r && (r = ext_insert(w->fs, w->h, w->ip, &ne)) != 0)
+            alloc_free_blocks(w->fs, w->h, s, got, false);
+        if (r)
+            return r;
+        w->ip->d.blocks += got;
+        lblk += got;
+    }
+    *next = lblk;
+    return 0;
+}
+
+/* Zeroes the partial blocks at both ends of [off, end) and unmaps the
+ * whole blocks between, at most max extents. 1 if more remain. */
+static int punch(struct wctx *w, uint64_t off, uint64_t end, unsigned max)
+{
+    uint64_t fb = (off + BS - 1) / BS, lb = end / BS;
+    int r = zero_range_in_block(w->fs, w->ip, off, min64(end, fb * BS));
+    if (!r && lb * BS > off && lb >= fb)
+        r = zero_range_in_block(w->fs, w->ip, lb * BS, end);
+    if (!r && fb < lb)
+        r = ext_remove(w->fs, w->h, w->ip, fb, lb - fb, true, max);
+    return r;
+}
+
+struct falloc {
+    unsigned mode;
+    uint64_t off, end;
+    bool punched;                /* the unmapping phase is done */
+    uint64_t cursor;             /* next block to preallocate */
+};
+
+/* One handle's worth: punch (for PUNCH_HOLE / ZERO_RANGE), then map
+ * unwritten blocks. Returns 1 if more remain, 0 when done, or -errno. */
+static int falloc_step(struct wctx *w, struct falloc *f)
+{
+    bool zero = f->mode & SFS_FALLOC_ZERO_RANGE;
+    if (!f->punched && (f->mode & (SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_ZERO_RANGE))) {
+        int r = punch(w, f->off, f->end, MAX_NEW_EXTENTS);
+        if (r != 0)
+            return r;
+    }
+    f->punched = true;
+    if (f->mode & SFS_FALLOC_PUNCH_HOLE)
+        return 0;
+    uint64_t first = zero ? (f->off + BS - 1) / BS : f->off / BS;
+    uint64_t last = zero ? f->end / BS : (f->end + BS - 1) / BS;
+    if (f->cursor < first)
+        f->cursor = first;
+    int r = prealloc(w, f->cursor, last, &f->cursor);
+    return r ? r : f->cursor < last;
+}
+
+static int falloc_locked(struct wctx *w, struct falloc *f)
+{
+    struct sfs_inode *ip = w->ip;
+    if (!S_ISREG(ip->d.mode))
+        return S_ISDIR(ip->d.mode) ? -EISDIR : -ENODEV;
+    int more = falloc_step(w, f);
+    if (more < 0)
+        return more;
+    if (!more && !(f->mode & SFS_FALLOC_KEEP_SIZE) && f->end > ip->d.size) {
+        int r = file_set_size(w->fs, w->h, ip, f->end, 0);
+        if (r < 0)
+            return r;
+    }
+    struct timespec now = sfs_now();
+    ip->d.ctime = now.tv_sec;
+    ip->d.ctime_ns = (uint32_t)now.tv_nsec;
+    if (f->mode & (SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_ZERO_RANGE))
+        touch_mc(ip);
+    int r = inode_dirty(w->h, ip);
+    return r ? r : more;
+}
+
+int sfs_fallocate(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, unsigned mode,
+                  uint64_t off, uint64_t len)
+{
+    unsigned known = SFS_FALLOC_KEEP_SIZE | SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_ZERO_RANGE;
+    if ((mode & ~known) || ((mode & SFS_FALLOC_PUNCH_HOLE) &&
+                            (!(mode & SFS_FALLOC_KEEP_SIZE) || (mode & SFS_FALLOC_ZERO_RANGE))))
+        return -EOPNOTSUPP;
+    if (len == 0)
+        return -EINVAL;
+    if (off > SFS_MAX_FILE_SIZE || len > SFS_MAX_FILE_SIZE - off)
+        return -EFBIG;
+    struct sfs_inode *ip;
+    int r = inode_get(fs, ino, &ip);
+    if (r)
+        return r;
+    struct falloc f = {mode, off, off + len, false, 0};
+    do {
+        struct wctx w = {fs, NULL, ip, MAX_NEW_EXTENTS};
+        r = sfs_op_begin(fs, tx, ext_credits(ip, 2 * MAX_NEW_EXTENTS) + 8, &w.h);
+        if (r)
+            break;
+        pthread_rwlock_wrlock(&ip->rw);
+        r = falloc_locked(&w, &f);
+        pthread_rwlock_unlock(&ip->rw);
+        sfs_op_end(fs, w.h);
+    } while (r == 1);
+    inode_put(fs, ip);
+    return r;
+}
+
+/* ---- seek ------------------------------------------------------------------------ */
+
+static int64_t seek_locked(struct sfs *fs, struct sfs_inode *ip, uint64_t off, int whence)
+{
+    uint64_t size = ip->d.size, lblk = off / BS;
+    if (off >= size)
+        return -ENXIO;
+    struct sfs_extent e;
+    for (;;) {
+        int r = ext_next(fs, ip, lblk, &e);
+        if (r < 0)
+            return r;
+        bool data = r == 1 && !(e.flags & SFS_EXT_UNWRITTEN);
+        bool here = r == 1 && e.lblk <= lblk;
+        if (whence == SFS_SEEK_HOLE && !(here && data)) {
+            uint64_t pos = lblk * BS > off ? lblk * BS : off;
+            return (int64_t)min64(pos, size);
+        }
+        if (whence == SFS_SEEK_DATA && data) {
+            uint64_t pos = e.lblk * BS > off ? e.lblk * BS : off;
+            return pos < size ? (int64_t)pos : -ENXIO;
+        }
+        if (r == 0)
+            return whence == SFS_SEEK_DATA ? -ENXIO : (int64_t)size;
+        lblk = e.lblk + e.len;
+    }
+}
+
+int64_t sfs_seek(struct sfs *fs, uint64_t ino, uint64_t off, int whence)
+{
+    if (whence != SFS_SEEK_DATA && whence != SFS_SEEK_HOLE)
+        return -EINVAL;
+    struct sfs_inode *ip;
+    int r = inode_get(fs, ino, &ip);
+    if (r)
+        return r;
+    pthread_rwlock_rdlock(&ip->rw);
+    int64_t pos = S_ISREG(ip->d.mode) ? seek_locked(fs, ip, off, whence) : -EINVAL;
+    pthread_rwlock_unlock(&ip->rw);
+    inode_put(fs, ip);
+    return pos;
+}
+
+/* ---- symlinks -------------------------------------------------------------------- */
+
+int file_write_symlink(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
+                       const char *target, size_t len)
+{
+    struct wctx w = {fs, h, ip, 1};
+    size_t n;
+    int r = write_hole(&w, 0, 1, 0, (const uint8_t *)target, len, &n);
+    if (r == 0)
+        ip->d.size = len;
+    return r;
+}
+
+/* ---- reaping -------------------------------------------------------------------- */
+
+bool file_reap_is_small(struct sfs_inode *ip)
+{
+    struct bt t = {NULL, ip, SFS_MAGIC_EXTENT, NULL};
+    return ip->d.xattr_blk == 0 && (!file_has_tree(ip) || bt_depth(&t) == 0);
+}
+
+int file_reap_small(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip)
+{
+    int r = 0;
+    if (file_has_tree(ip) && !S_ISDIR(ip->d.mode))
+        r = ext_remove(fs, h, ip, 0, UINT64_MAX, true, 2 * SFS_NODE_ROOT_CAP / 26);
+    if (r == 0)
+        r = xattr_free_all(fs, h, ip);
+    if (r == 0)
+        r = orphan_remove(fs, h, ip);
+    return r ? (r > 0 ? -EAGAIN : r) : inode_free_number(fs, h, ip);
+}
+
+int file_reap(struct sfs *fs, struct sfs_inode *ip)
+{
+    bool tree = file_has_tree(ip) && !S_ISDIR(ip->d.mode);
+    for (int more = tree; more > 0;) {
+        struct jnl_handle *h;
+        int r = sfs_op_begin(fs, NULL, ext_credits(ip, MAX_NEW_EXTENTS) + 8, &h);
+        if (r)
+            return r;
+        pthread_rwlock_wrlock(&ip->rw);
+        more = ext_remove(fs, h, ip, 0, UINT64_MAX, true, MAX_NEW_EXTENTS);
+        int d = inode_dirty(h, ip);
+        pthread_rwlock_unlock(&ip->rw);
+        sfs_op_end(fs, h);
+        if (more < 0 || d)
+            return more < 0 ? more : d;
+    }
+    struct jnl_handle *h;
+    int r = sfs_op_begin(fs, NULL, 48, &h);
+    if (r)
+        return r;
+    pthread_rwlock_wrlock(&ip->rw);
+    r = file_reap_small(fs, h, ip);
+    pthread_rwlock_unlock(&ip->rw);
+    sfs_op_end(fs, h);
+    return r;
+}

@@ -1,0 +1,459 @@
+/*
+ * device/storagefs/inode.c - inode cache (hash + LRU), loading and
+ * encoding inode slots, inode creation and the orphan list (see inode.h).
+ */
+#include "device/storagefs/inode.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/corrupt.h"
+#include "common/le.h"
+#include "device/storagefs/alloc.h"
+#include "device/storagefs/btree.h"
+#include "device/storagefs/sfs_internal.h"
+
+#define NBUCKETS   16384u
+#define MAX_UNUSED 32768u
+
+enum { I_LOADING = 1, I_VALID = 2 };
+
+struct icache {
+    pthread_mutex_t mu;          /* everything below and refs/opens/state */
+    pthread_cond_t loaded;
+    pthread_mutex_t slot_mu;     /* encode/decode of inode slots */
+    struct sfs_inode *buckets[NBUCKETS];
+    struct sfs_inode lru;        /* sentinel; lru.lru_next = most recent */
+    uint64_t count, unused;
+};
+
+static struct sfs_inode **bucket(struct icache *c, uint64_t ino)
+{
+    return &c->buckets[(ino * 0x9E3779B97F4A7C15ull) >> 50];
+}
+
+static void lru_unlink(struct icache *c, struct sfs_inode *ip)
+{
+    if (!ip->lru_next)
+        return;
+    ip->lru_prev->lru_next = ip->lru_next;
+    ip->lru_next->lru_prev = ip->lru_prev;
+    ip->lru_next = ip->lru_prev = NULL;
+    c->unused--;
+}
+
+static void lru_push(struct icache *c, struct sfs_inode *ip)
+{
+    ip->lru_next = c->lru.lru_next;
+    ip->lru_prev = &c->lru;
+    c->lru.lru_next->lru_prev = ip;
+    c->lru.lru_next = ip;
+    c->unused++;
+}
+
+static void unhash(struct icache *c, struct sfs_inode *ip)
+{
+    if (ip->unhashed)
+        return;
+    struct sfs_inode **pp = bucket(c, ip->ino);
+    while (*pp != ip)
+        pp = &(*pp)->hnext;
+    *pp = ip->hnext;
+    ip->unhashed = true;
+    c->count--;
+}
+
+static void inode_free_struct(struct sfs_inode *ip)
+{
+    pthread_rwlock_destroy(&ip->rw);
+    free(ip);
+}
+
+static void trim(struct icache *c)
+{
+    while (c->unused > MAX_UNUSED) {
+        struct sfs_inode *ip = c->lru.lru_prev;
+        lru_unlink(c, ip);
+        unhash(c, ip);
+        inode_free_struct(ip);
+    }
+}
+
+int icache_create(struct sfs *fs)
+{
+    struct icache *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->slot_mu, NULL);
+    pthread_cond_init(&c->loaded, NULL);
+    c->lru.lru_next = c->lru.lru_prev = &c->lru;
+    fs->ic = c;
+    return 0;
+}
+
+void icache_destroy(struct sfs *fs)
+{
+    struct icache *c = fs->ic;
+    if (!c)
+        return;
+    for (unsigned i = 0; i < NBUCKETS; i++) {
+        for (struct sfs_inode *ip = c->buckets[i], *n; ip; ip = n) {
+            n = ip->hnext;
+            inode_free_struct(ip);
+        }
+    }
+    pthread_mutex_destroy(&c->mu);
+    pthread_mutex_destroy(&c->slot_mu);
+    pthread_cond_destroy(&c->loaded);
+    free(c);
+    fs->ic = NULL;
+}
+
+static struct sfs_inode *find(struct icache *c, uint64_t ino)
+{
+    for (struct sfs_inode *ip = *bucket(c, ino); ip; ip = ip->hnext)
+        if (ip->ino == ino)
+            return ip;
+    return NULL;
+}
+
+static struct sfs_inode *new_struct(struct icache *c, uint64_t ino)
+{
+    struct sfs_inode *ip = calloc(1, sizeof(*ip));
+    if (!ip)
+        return NULL;
+    ip->ino = ino;
+    ip->refs = 1;
+    pthread_rwlock_init(&ip->rw, NULL);
+    struct sfs_inode **b = bucket(c, ino);
+    ip->hnext = *b;
+    *b = ip;
+    c->count++;
+    return ip;
+}
+
+/* Decodes ip's slot from its inode-table block. */
+static int read_slot(struct sfs *fs, struct sfs_inode *ip)
+{
+    uint64_t blk = sfs_itable_blk(fs, ip->ino);
+    struct bbuf *b;
+    int r = bcache_get(fs->bc, blk, SFS_MAGIC_NONE, &b);
+    if (r)
+        return r;
+    pthread_mutex_lock(&fs->ic->slot_mu);
+    const uint8_t *p = b->data + (ip->ino % SFS_INODES_PER_BLOCK) * SFS_INODE_SIZE;
+    r = sfs_inode_decode(p, ip->ino, blk, &ip->d);
+    pthread_mutex_unlock(&fs->ic->slot_mu);
+    bcache_put(fs->bc, b);
+    return r;
+}
+
+static int finish_load(struct sfs *fs, struct sfs_inode *ip)
+{
+    struct icache *c = fs->ic;
+    int r = read_slot(fs, ip);
+    pthread_mutex_lock(&c->mu);
+    if (r == 0) {
+        ip->state = I_VALID;
+    } else {
+        unhash(c, ip);
+    }
+    pthread_cond_broadcast(&c->loaded);
+    pthread_mutex_unlock(&c->mu);
+    if (r)
+        inode_free_struct(ip);
+    return r;
+}
+
+int inode_get(struct sfs *fs, uint64_t ino, struct sfs_inode **out)
+{
+    struct icache *c = fs->ic;
+    if (ino == 0 || ino >= fs->sb.ninodes)
+        return -ENOENT;
+    pthread_mutex_lock(&c->mu);
+    struct sfs_inode *ip;
+    while ((ip = find(c, ino)) && ip->state == I_LOADING)
+        pthread_cond_wait(&c->loaded, &c->mu);
+    if (ip) {
+        if (ip->refs++ == 0 && ip->opens == 0)
+            lru_unlink(c, ip);
+        pthread_mutex_unlock(&c->mu);
+        *out = ip;
+        return 0;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (!alloc_inode_used(fs, ino))
+        return -ENOENT;
+    pthread_mutex_lock(&c->mu);
+    if (find(c, ino)) {           /* raced with another loader or creator */
+        pthread_mutex_unlock(&c->mu);
+        return inode_get(fs, ino, out);
+    }
+    ip = new_struct(c, ino);
+    if (ip)
+        ip->state = I_LOADING;
+    pthread_mutex_unlock(&c->mu);
+    if (!ip)
+        return -ENOMEM;
+    int r = finish_load(fs, ip);
+    if (r == 0)
+        *out = ip;
+    return r;
+}
+
+void inode_hold(struct sfs *fs, struct sfs_inode *ip)
+{
+    pthread_mutex_lock(&fs->ic->mu);
+    if (ip->refs++ == 0 && ip->opens == 0)
+        lru_unlink(fs->ic, ip);
+    pthread_mutex_unlock(&fs->ic->mu);
+}
+
+void inode_put(struct sfs *fs, struct sfs_inode *ip)
+{
+    struct icache *c = fs->ic;
+    bool free_it = false;
+    pthread_mutex_lock(&c->mu);
+    if (--ip->refs == 0 && ip->opens == 0) {
+        if (ip->unhashed)
+            free_it = true;
+        else {
+            lru_push(c, ip);
+            trim(c);
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (free_it)
+        inode_free_struct(ip);
+}
+
+int inode_open(struct sfs *fs, uint64_t ino)
+{
+    struct sfs_inode *ip;
+    int r = inode_get(fs, ino, &ip);
+    if (r)
+        return r;
+    pthread_mutex_lock(&fs->ic->mu);
+    ip->opens++;
+    pthread_mutex_unlock(&fs->ic->mu);
+    inode_put(fs, ip);
+    return 0;
+}
+
+bool inode_close(struct sfs *fs, struct sfs_inode *ip)
+{
+    pthread_mutex_lock(&fs->ic->mu);
+    bool last = ip->opens > 0 && --ip->opens == 0;
+    pthread_mutex_unlock(&fs->ic->mu);
+    return last;
+}
+
+bool inode_claim_reap(struct sfs *fs, struct sfs_inode *ip)
+{
+    pthread_mutex_lock(&fs->ic->mu);
+    bool mine = ip->opens == 0 && !ip->reaping;
+    if (mine)
+        ip->reaping = true;
+    pthread_mutex_unlock(&fs->ic->mu);
+    return mine;
+}
+
+uint64_t icache_count(struct sfs *fs)
+{
+    pthread_mutex_lock(&fs->ic->mu);
+    uint64_t n = fs->ic->count;
+    pthread_mutex_unlock(&fs->ic->mu);
+    return n;
+}
+
+/* ---- creation, encoding, freeing --------------------------------------------- */
+
+struct timespec sfs_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts;
+}
+
+static void init_dinode(struct sfs *fs, struct sfs_dinode *d, uint64_t ino, uint32_t mode,
+                        uint32_t uid, uint32_t gid, uint64_t rdev)
+{
+    struct timespec now = sfs_now();
+    memset(d, 0, sizeof(*d));
+    d->ino = ino;
+    d->mode = mode;
+    d->uid = uid;
+    d->gid = gid;
+    d->rdev = rdev;
+    d->nlink = S_ISDIR(mode) ? 2 : 1;
+    d->generation = atomic_fetch_add(&fs->gen_next, 1);
+    d->atime = d->mtime = d->ctime = d->btime = now.tv_sec;
+    d->atime_ns = d->mtime_ns = d->ctime_ns = d->btime_ns = (uint32_t)now.tv_nsec;
+    if (S_ISREG(mode) || S_ISDIR(mode) || S_ISLNK(mode))
+        bt_root_init(d->data, ino);
+}
+
+int inode_create(struct sfs *fs, struct jnl_handle *h, uint64_t goal, uint32_t mode,
+                 uint32_t uid, uint32_t gid, uint64_t rdev, struct sfs_inode **out)
+{
+    uint64_t ino;
+    int r = alloc_inode(fs, h, goal, &ino);
+    if (r)
+        return r;
+    pthread_mutex_lock(&fs->ic->mu);
+    struct sfs_inode *ip = new_struct(fs->ic, ino);
+    if (ip)
+        ip->state = I_VALID;
+    pthread_mutex_unlock(&fs->ic->mu);
+    if (!ip) {
+        alloc_free_inode(fs, h, ino);
+        return -ENOMEM;
+    }
+    init_dinode(fs, &ip->d, ino, mode, uid, gid, rdev);
+    r = inode_dirty(h, ip);
+    if (r) {
+        inode_free_number(fs, h, ip);
+        inode_put(fs, ip);
+        return r;
+    }
+    *out = ip;
+    return 0;
+}
+
+int inode_dirty(struct jnl_handle *h, struct sfs_inode *ip)
+{
+    return jnl_dirty_inode(h, ip);
+}
+
+void inode_commit_encode(struct sfs *fs, struct sfs_inode *ip)
+{
+    struct bbuf *b;
+    /* The block is pinned by the transaction: this is a cache hit. */
+    if (bcache_get(fs->bc, sfs_itable_blk(fs, ip->ino), SFS_MAGIC_NONE, &b))
+        return;
+    uint8_t *p = b->data + (ip->ino % SFS_INODES_PER_BLOCK) * SFS_INODE_SIZE;
+    pthread_mutex_lock(&fs->ic->slot_mu);
+    if (ip->deleted)
+        memset(p, 0, SFS_INODE_SIZE);
+    else
+        sfs_inode_encode(&ip->d, p);
+    pthread_mutex_unlock(&fs->ic->slot_mu);
+    bcache_put(fs->bc, b);
+}
+
+int inode_free_number(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip)
+{
+    int r = inode_dirty(h, ip);
+    if (r)
+        return r;
+    pthread_mutex_lock(&fs->ic->mu);
+    ip->deleted = true;
+    unhash(fs->ic, ip);
+    pthread_mutex_unlock(&fs->ic->mu);
+    alloc_free_inode(fs, h, ip->ino);
+    return 0;
+}
+
+/* ---- orphan list ------------------------------------------------------------- */
+
+static void set_orphan_head(struct sfs *fs, struct jnl_handle *h, uint64_t ino)
+{
+    fs->sb.orphan_head = ino;
+    le64_put(fs->sbb->data + SB_ORPHAN_HEAD, ino);
+    jnl_dirty_buf(h, fs->sbb);
+}
+
+static void list_insert_after(struct sfs_inode *pos, struct sfs_inode *ip)
+{
+    ip->oprev = pos;
+    ip->onext = pos->onext;
+    pos->onext->oprev = ip;
+    pos->onext = ip;
+    ip->orphan = true;
+}
+
+int orphan_add(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip)
+{
+    int r = inode_dirty(h, ip);
+    if (r || ip->orphan)
+        return r;
+    inode_hold(fs, ip);
+    pthread_mutex_lock(&fs->orphan_mu);
+    ip->d.orphan_next = fs->sb.orphan_head;
+    set_orphan_head(fs, h, ip->ino);
+    list_insert_after(&fs->orphans, ip);
+    pthread_mutex_unlock(&fs->orphan_mu);
+    return 0;
+}
+
+int orphan_remove(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip)
+{
+    if (!ip->orphan)
+        return 0;
+    pthread_mutex_lock(&fs->orphan_mu);
+    struct sfs_inode *prev = ip->oprev;
+    int r = prev == &fs->orphans ? 0 : inode_dirty(h, prev);
+    if (r == 0)
+        r = inode_dirty(h, ip);
+    if (r == 0) {
+        if (prev == &fs->orphans)
+            set_orphan_head(fs, h, ip->d.orphan_next);
+        else
+            prev->d.orphan_next = ip->d.orphan_next;
+        ip->d.orphan_next = 0;
+        prev->onext = ip->onext;
+        ip->onext->oprev = prev;
+        ip->onext = ip->oprev = NULL;
+        ip->orphan = false;
+    }
+    pthread_mutex_unlock(&fs->orphan_mu);
+    if (r == 0)
+        inode_put(fs, ip);
+    return r;
+}
+
+int orphan_load(struct sfs *fs)
+{
+    uint64_t ino = fs->sb.orphan_head, n = 0;
+    while (ino) {
+        struct sfs_inode *ip;
+        int r = inode_get(fs, ino, &ip);
+        if (r == -ENOENT)
+            return CISC_CORRUPT("orphan list: inode %llu is not in use",
+                                (unsigned long long)ino);
+        if (r)
+            return r;
+        if (ip->d.nlink != 0 || ip->orphan || ++n > fs->sb.ninodes) {
+            inode_put(fs, ip);
+            return CISC_CORRUPT("orphan list: inode %llu %s", (unsigned long long)ino,
+                                ip->orphan ? "appears twice (cycle)" : "still has links");
+        }
+        list_insert_after(fs->orphans.oprev, ip);    /* keep on-image order */
+        ino = ip->d.orphan_next;
+        if (ino >= fs->sb.ninodes)
+            return CISC_CORRUPT("orphan list: inode %llu points to %llu, out of range",
+                                (unsigned long long)ip->ino, (unsigned long long)ino);
+    }
+    return 0;
+}
+
+struct sfs_inode *orphan_next_unopened(struct sfs *fs, struct sfs_inode *after)
+{
+    struct sfs_inode *found = NULL;
+    pthread_mutex_lock(&fs->orphan_mu);
+    pthread_mutex_lock(&fs->ic->mu);
+    struct sfs_inode *ip = after ? after->onext : fs->orphans.onext;
+    for (; ip && ip != &fs->orphans; ip = ip->onext) {
+        if (ip->opens == 0 && !ip->reaping) {
+            found = ip;
+            found->refs++;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&fs->ic->mu);
+    pthread_mutex_unlock(&fs->orphan_mu);
+    return found;
+}

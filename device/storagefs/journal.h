@@ -1,0 +1,110 @@
+/*
+ * device/storagefs/journal.h - the redo journal: transactions, handles,
+ * group commit and checkpoint (jbd2-like, in the ring described in
+ * docs/FORMAT.md).
+ *
+ * Every change to metadata happens inside a handle. Handles join the one
+ * running transaction; a background thread commits it every interval (or
+ * when asked: fsync, space, size) and later checkpoints committed images
+ * in place, which frees ring space.
+ *
+ * Transaction states: RUNNING (handles join) -> LOCKED (no new handles;
+ * waiting for active ones to stop) -> snapshot taken, a new RUNNING
+ * transaction opens -> written to the ring -> COMMITTED (durable) ->
+ * checkpointed (images written in place, ring space freed).
+ *
+ * Invariants:
+ *   1. A transaction is snapshotted only when no handle of it is active,
+ *      so its images hold whole operations, never half of one.
+ *   2. Ring order: descriptor(s) + images, media flush (which also makes
+ *      ordered data written before it durable), commit record, flush. A
+ *      transaction counts as committed only after the second flush.
+ *   3. Checkpoint: images in place, flush, journal header moved past them,
+ *      flush; only then are blocks freed by those transactions reusable
+ *      as metadata (alloc_txn_checkpointed), and data blocks freed by a
+ *      transaction become reusable once it is committed
+ *      (alloc_txn_committed). So replay never overwrites a reused block.
+ *   4. Lock order: handle (held across an operation) -> inode locks ->
+ *      allocator / orphan locks -> journal mutex -> cache shard mutex.
+ *      A thread holding a handle never waits for a commit; starting a
+ *      handle waits only while holding no inode lock (callers start the
+ *      handle first). A thread that already holds a handle on this
+ *      journal joins it instead of starting another.
+ *   5. An I/O error while committing or checkpointing is sticky: the
+ *      journal refuses new handles (-EIO) and never checkpoints again, so
+ *      the image keeps its last consistent state.
+ */
+#ifndef CISC_SFS_JOURNAL_H
+#define CISC_SFS_JOURNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "device/storagefs/bcache.h"
+
+struct sfs;
+struct sfs_inode;
+struct jnl;
+struct jnl_txn;
+
+struct jnl_handle {
+    struct jnl *j;
+    struct jnl_txn *t;
+    uint64_t seq;                /* sequence number of t */
+    uint32_t credits;            /* blocks reserved for this handle */
+    int nest;                    /* joins by nested starts */
+    struct jnl_handle *saved;    /* the thread's previous handle */
+};
+
+/* Opens the journal of fs over an empty ring: the next transaction gets
+ * sequence number seq and starts at ring position pos. Writes the journal
+ * header accordingly (flushed) unless fs is read-only, then starts the
+ * commit thread (interval_ms between background commits).
+ * Returns 0 or -errno. */
+int jnl_open(struct sfs *fs, uint64_t seq, uint32_t pos, uint32_t interval_ms,
+             struct jnl **out);
+
+/* Commits and checkpoints everything, stops the thread and frees the
+ * journal. Returns 0 or the journal's sticky error. */
+int jnl_close(struct jnl *j);
+
+/* Starts a handle reserving `credits` blocks (an upper bound on the
+ * metadata blocks and inodes the operation dirties). Waits for room in
+ * the ring. Returns 0 or -errno (-EIO after an I/O error). */
+int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle **out);
+
+/* Reserves more credits without waiting for a commit (the caller holds a
+ * handle). Returns 0 or -ENOSPC when the ring has no room. */
+int jnl_extend(struct jnl_handle *h, uint32_t credits);
+
+/* Stops a handle (or undoes one nested start). */
+void jnl_stop(struct jnl_handle *h);
+
+/* Adds a buffer to the running transaction (after the caller changed or
+ * is about to change it under its owner's lock). */
+void jnl_dirty_buf(struct jnl_handle *h, struct bbuf *b);
+
+/* Adds an inode to the running transaction: its in-memory fields are
+ * encoded into its inode-table block at commit. Returns 0 or -errno. */
+int jnl_dirty_inode(struct jnl_handle *h, struct sfs_inode *ip);
+
+/* Commits the running transaction, waits until it is durable, then
+ * flushes the media (so data written in place is durable too).
+ * Returns 0 or -errno (-EDEADLK if the caller holds a handle). */
+int jnl_sync(struct jnl *j);
+
+/* Like jnl_sync, then checkpoints every committed transaction (used on
+ * ENOSPC to release freed blocks). Returns 0 or -errno. */
+int jnl_sync_checkpoint(struct jnl *j);
+
+/* True when the calling thread holds a handle on j. */
+bool jnl_held(struct jnl *j);
+
+/* Statistics. */
+struct jnl_stats {
+    uint64_t commits, checkpoints, blocks_logged, ring_blocks, ring_used;
+    uint64_t next_seq;
+};
+void jnl_get_stats(struct jnl *j, struct jnl_stats *st);
+
+#endif

@@ -1,0 +1,98 @@
+/*
+ * device/storagefs/sfs_internal.h - the mounted file system and in-memory
+ * inode, shared by the StorageFS modules (never included outside
+ * device/storagefs/).
+ *
+ * Invariants:
+ *   1. fs->sb's geometry never changes after mount; sb.orphan_head (and
+ *      every inode's d.orphan_next) is protected by fs->orphan_mu and
+ *      written to the superblock buffer inside a handle.
+ *   2. An inode's `d` is protected by its rwlock `rw`: shared for readers
+ *      (read, readdir, lookup, getattr), exclusive for writers. Inodes
+ *      are locked in ascending inode order; cross-directory renames of
+ *      directories take fs->rename_mu first (like the VFS).
+ *   3. Lock order: journal handle -> fs->rename_mu -> inode rw locks ->
+ *      allocator / orphan / icache locks -> journal mutex -> cache shards.
+ *   4. Every mutating operation runs inside one journal handle (its own,
+ *      or that of the caller's sfs_txn).
+ */
+#ifndef CISC_SFS_INTERNAL_H
+#define CISC_SFS_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "device/storagefs/bcache.h"
+#include "device/storagefs/format.h"
+#include "device/storagefs/journal.h"
+#include "device/storagefs/storagefs.h"
+
+struct sfs_alloc;
+struct icache;
+
+struct sfs_inode {
+    uint64_t ino;
+    pthread_rwlock_t rw;
+    struct sfs_dinode d;           /* on-image fields (rw; orphan_next: orphan_mu) */
+    /* icache-owned */
+    int refs;                      /* in-memory pins */
+    int opens;                     /* sfs_iget references */
+    int state;
+    bool unhashed;                 /* freed, no longer findable by number */
+    bool reaping;                  /* someone is freeing it (nlink 0, no opens) */
+    struct sfs_inode *hnext, *lru_prev, *lru_next;
+    /* journal-owned */
+    _Atomic uint64_t tseq;         /* running transaction it is dirty in */
+    bool deleted;                  /* freed: its slot is zeroed at commit */
+    /* orphan list (orphan_mu) */
+    bool orphan;
+    struct sfs_inode *oprev, *onext;
+};
+
+struct sfs {
+    struct media *m;
+    struct sfs_sb sb;
+    bool rdonly;
+    struct bbuf *sbb;              /* superblock buffer, pinned while mounted */
+    struct bcache *bc;
+    struct jnl *j;
+    struct sfs_alloc *al;
+    struct icache *ic;
+    pthread_mutex_t orphan_mu;
+    struct sfs_inode orphans;      /* sentinel of the in-memory orphan list */
+    pthread_mutex_t rename_mu;
+    _Atomic uint64_t gen_next;
+};
+
+struct sfs_txn {
+    struct sfs *fs;
+    struct jnl_handle *h;
+};
+
+/* Starts the handle an operation runs in: joins tx's when tx is non-NULL
+ * (extending its credits), else starts one. Returns 0 or -errno. */
+int sfs_op_begin(struct sfs *fs, struct sfs_txn *tx, uint32_t credits,
+                 struct jnl_handle **h);
+
+/* Ends what sfs_op_begin started. */
+void sfs_op_end(struct sfs *fs, struct jnl_handle *h);
+
+/* Reads, verifies and checks the superblock at blk (0 or the backup).
+ * Returns 0 or -EUCLEAN naming the problem, or -errno. */
+int sfs_read_super(struct media *m, uint64_t blk, struct sfs_sb *sb);
+
+/* Current time, for timestamps. */
+struct timespec sfs_now(void);
+
+/* Fills attr from ip (caller holds ip->rw). */
+void sfs_fill_attr(const struct sfs_inode *ip, struct sfs_attr *attr);
+
+/* Block number of the inode-table block holding ino. */
+static inline uint64_t sfs_itable_blk(const struct sfs *fs, uint64_t ino)
+{
+    return fs->sb.itable_start + ino / SFS_INODES_PER_BLOCK;
+}
+
+#endif
