@@ -107,10 +107,12 @@ protected:
         Sh("rm -rf " + dir);
     }
 
+    // CISC_E2E_UP_ARGS adds options to every `cisc up` (e.g. "--dispatch queue").
     std::string UpCmd(const std::string &extra = "")
     {
-        return cisc + " up --size 256M --cores 2 --log " + log + " " + extra + " " + img + " " +
-               mnt;
+        const char *more = getenv("CISC_E2E_UP_ARGS");
+        return cisc + " up --size 256M --cores 2 --log " + log + " " + (more ? more : "") + " " +
+               extra + " " + img + " " + mnt;
     }
 
     void Up(const std::string &extra = "")
