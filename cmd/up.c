@@ -290,13 +290,22 @@ static int start(const struct up_opts *o)
     }
     close(pfd[0]);
     setsid();
+    /* Hold no directory busy: every path is absolute by now. */
+    if (chdir("/"))
+        perror("cisc up: chdir /");
     exit(run_device(o, img, mnt, sock, create, pfd[1]));
 }
 
 static int run_up(int argc, char **argv)
 {
     struct up_opts o = { 0 };
+    char log[PATH_MAX];
     int r = parse_args(argc, argv, &o);
+    if (!r && o.log) {
+        if (mnt_absolute(o.log, log, sizeof(log)))
+            return cmd_fail("up", "bad log path %s", o.log);
+        o.log = log;
+    }
     return r ? r : start(&o);
 }
 
@@ -374,5 +383,8 @@ int cmd_mount_helper(int argc, char **argv)
     o.image = pos[0];
     o.mnt = pos[1];
     o.quiet = true;
+    char log[PATH_MAX];
+    if (o.log && !mnt_absolute(o.log, log, sizeof(log)))
+        o.log = log;
     return start(&o);
 }
