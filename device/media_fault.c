@@ -106,10 +106,11 @@ static int store_block(struct media_fault *f, uint64_t blk, const uint8_t *src, 
             f->vol_list = l;
             f->vol_cap = cap;
         }
-        s->vol = malloc(MEDIA_BLOCK_SIZE);
-        if (!s->vol)
+        uint8_t *v = malloc(MEDIA_BLOCK_SIZE);
+        if (!v)
             return -ENOMEM;
-        read_block(f, blk, s->vol);     /* a torn write keeps the old tail */
+        read_block(f, blk, v);          /* a torn write keeps the old tail */
+        s->vol = v;
         f->vol_list[f->vol_n++] = blk;
     }
     memcpy(s->vol, src, len);

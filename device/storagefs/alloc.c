@@ -375,9 +375,12 @@ int alloc_inode(struct sfs *fs, struct jnl_handle *h, uint64_t goal, uint64_t *i
         pthread_mutex_unlock(&a->mu);
         return -ENOSPC;
     }
-    if (goal == 0 || goal >= n)
-        goal = a->ihint;
-    uint64_t i = find_clear(a->ibusy, goal, n);
+    /* Near the goal (the parent directory) if that is cheap, else from
+     * where the last allocation ended: never a long scan per inode. */
+    uint64_t near_end = goal && goal < n ? (goal + 64 < n ? goal + 64 : n) : 0;
+    uint64_t i = near_end ? find_clear(a->ibusy, goal, near_end) : n;
+    if (i >= near_end)
+        i = find_clear(a->ibusy, a->ihint, n);
     if (i == n)
         i = find_clear(a->ibusy, 1, n);
     set_range(a->ibusy, i, 1, true);

@@ -177,6 +177,28 @@ static int keep_images(struct jscan *s, const uint8_t *buf, uint32_t total)
     return 0;
 }
 
+/* A first descriptor that fails its checksum but names this journal and
+ * sequence: if a valid commit record sits where its (untrusted) length
+ * says the transaction ends, the transaction was committed and the
+ * descriptor is corrupt; otherwise it is a torn tail. */
+static void check_bad_first_desc(const struct ring *rg, struct jscan *s, const uint8_t *d,
+                                 uint64_t pos, uint64_t seq)
+{
+    if (le32_get(d + BH_MAGIC) != SFS_MAGIC_JDESC || le64_get(d + BH_BLKNO) != pos_blk(rg, pos) ||
+        le64_get(d + JD_JID) != rg->sb->journal_id || le64_get(d + JD_SEQ) != seq)
+        return;
+    uint64_t nblk = sfs_txn_blocks(le32_get(d + JD_TOTAL));
+    uint8_t *c = nblk <= rg->size ? malloc(SFS_BSIZE) : NULL;
+    if (c && ring_read(rg, pos + nblk - 1, 1, c) == 0 && commit_ok(rg, c, pos + nblk - 1, seq))
+        stop(s, JSCAN_CORRUPT, "transaction %llu at journal block %llu is committed but its "
+             "descriptor fails its checksum (corrupt), discarded", (unsigned long long)seq,
+             (unsigned long long)pos_blk(rg, pos));
+    else
+        stop(s, JSCAN_TORN, "transaction %llu at journal block %llu has a torn descriptor, "
+             "discarded", (unsigned long long)seq, (unsigned long long)pos_blk(rg, pos));
+    free(c);
+}
+
 /* Reads the transaction seq at pos. Returns 1 and *nblk if complete, 0
  * when the scan ends here (s->stop says why), or -errno. */
 static int scan_txn(const struct ring *rg, struct jscan *s, uint64_t pos, uint64_t seq,
@@ -189,9 +211,11 @@ static int scan_txn(const struct ring *rg, struct jscan *s, uint64_t pos, uint64
     if (r || sfs_block_verify(buf, SFS_MAGIC_JDESC, pos_blk(rg, pos)) ||
         le64_get(buf + JD_JID) != rg->sb->journal_id || le64_get(buf + JD_SEQ) != seq ||
         le16_get(buf + JD_INDEX) != 0) {
+        if (!r)
+            check_bad_first_desc(rg, s, buf, pos, seq);
         free(buf);
         cisc_corrupt_clear();
-        return r ? r : stop(s, JSCAN_END, "", 0, 0);
+        return r ? r : 0;
     }
     uint32_t total = le32_get(buf + JD_TOTAL);
     *nblk = sfs_txn_blocks(total);

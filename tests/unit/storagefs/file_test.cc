@@ -1,0 +1,227 @@
+// File data: extents, holes, sparse growth, truncate, fallocate, punch
+// hole, zero range, SEEK_DATA/SEEK_HOLE, big and fragmented files.
+#include "sfs_fixture.h"
+
+#include <random>
+
+class File : public SfsFixture {
+  protected:
+    void SetUp() override { Format(16384); }   // 64 MiB disk
+    uint64_t f = 0;
+
+    std::string Pattern(size_t n, int seed)
+    {
+        std::string s(n, '\0');
+        std::mt19937 rng(seed);
+        for (auto &c : s)
+            c = (char)(rng() & 0xff);
+        return s;
+    }
+
+    uint64_t Blocks(uint64_t ino)
+    {
+        struct sfs_attr a;
+        EXPECT_EQ(sfs_getattr(fs, ino, &a), 0);
+        return a.blocks / 8;
+    }
+};
+
+TEST_F(File, UnalignedWritesAndReads)
+{
+    f = Create(SFS_ROOT_INO, "f");
+    std::string data = Pattern(3 * 4096 + 123, 1);
+    Write(f, 100, data);
+    EXPECT_EQ(Size(f), 100 + data.size());
+    EXPECT_EQ(Read(f, 0, 100), std::string(100, '\0'));
+    EXPECT_EQ(Read(f, 100, data.size()), data);
+    Write(f, 5000, "abc");
+    data.replace(4900, 3, "abc");
+    EXPECT_EQ(Read(f, 100, data.size()), data);
+    EXPECT_EQ(Read(f, Size(f), 10), "");
+    EXPECT_EQ(Read(f, Size(f) - 2, 10).size(), 2u);
+    Remount();
+    EXPECT_EQ(Read(f, 100, data.size()), data);
+}
+
+TEST_F(File, HolesReadAsZerosAndTakeNoSpace)
+{
+    f = Create(SFS_ROOT_INO, "sparse");
+    Write(f, 0, "head");
+    Write(f, 10 * 4096 + 7, "tail");
+    EXPECT_EQ(Blocks(f), 2u);
+    EXPECT_EQ(Read(f, 4, 10 * 4096), std::string(10 * 4096, '\0'));
+    EXPECT_EQ(Read(f, 10 * 4096 + 7, 4), "tail");
+}
+
+TEST_F(File, DataAtZeroAndSixtyGiB)
+{
+    f = Create(SFS_ROOT_INO, "big");
+    const uint64_t far = 60ull << 30;
+    Write(f, 0, "start");
+    Write(f, far, "sixty");
+    EXPECT_EQ(Size(f), far + 5);
+    EXPECT_EQ(Blocks(f), 2u);
+    EXPECT_EQ(Read(f, far - 3, 8), std::string("\0\0\0sixty", 8));
+    struct sfs_attr in = {};
+    in.size = 64ull << 30;
+    ASSERT_EQ(sfs_setattr(fs, nullptr, f, &in, SFS_SET_SIZE, nullptr), 0);
+    EXPECT_EQ(Size(f), 64ull << 30);
+    EXPECT_EQ(sfs_seek(fs, f, 4096, SFS_SEEK_DATA), (int64_t)(far & ~4095ull));
+    Remount();
+    EXPECT_EQ(Read(f, far, 5), "sixty");
+    EXPECT_EQ(Read(f, 0, 5), "start");
+    Unmount();
+    ExpectClean();
+    Mount();
+}
+
+TEST_F(File, TruncateDownAndUpShowsZeros)
+{
+    f = Create(SFS_ROOT_INO, "t");
+    std::string data = Pattern(10000, 2);
+    Write(f, 0, data);
+    struct sfs_attr in = {};
+    in.size = 5000;
+    ASSERT_EQ(sfs_setattr(fs, nullptr, f, &in, SFS_SET_SIZE, nullptr), 0);
+    EXPECT_EQ(Blocks(f), 2u);
+    in.size = 12000;
+    ASSERT_EQ(sfs_setattr(fs, nullptr, f, &in, SFS_SET_SIZE, nullptr), 0);
+    EXPECT_EQ(Read(f, 0, 5000), data.substr(0, 5000));
+    EXPECT_EQ(Read(f, 5000, 7000), std::string(7000, '\0'));
+    in.size = 0;
+    ASSERT_EQ(sfs_setattr(fs, nullptr, f, &in, SFS_SET_SIZE, nullptr), 0);
+    EXPECT_EQ(Blocks(f), 0u);
+    Write(f, 8000, "x");       // extension past a truncated tail
+    EXPECT_EQ(Read(f, 0, 8001), std::string(8000, '\0') + "x");
+    Unmount();
+    ExpectClean();
+    Mount();
+}
+
+TEST_F(File, WritePastEofZeroesStaleTail)
+{
+    f = Create(SFS_ROOT_INO, "t");
+    Write(f, 0, std::string(4096, 'a'));
+    struct sfs_attr in = {};
+    in.size = 10;                  // bytes 10..4095 of block 0 stay on the media
+    ASSERT_EQ(sfs_setattr(fs, nullptr, f, &in, SFS_SET_SIZE, nullptr), 0);
+    Write(f, 3000, "b");
+    EXPECT_EQ(Read(f, 0, 3001), std::string(10, 'a') + std::string(2990, '\0') + "b");
+}
+
+TEST_F(File, FallocateReservesAndReadsZeros)
+{
+    f = Create(SFS_ROOT_INO, "fa");
+    ASSERT_EQ(sfs_fallocate(fs, nullptr, f, 0, 0, 1 << 20), 0);
+    EXPECT_EQ(Size(f), 1u << 20);
+    EXPECT_EQ(Blocks(f), 256u);
+    EXPECT_EQ(Read(f, 0, 8192), std::string(8192, '\0'));
+    Write(f, 4096 * 10 + 5, "mid");
+    EXPECT_EQ(Read(f, 4096 * 10, 10), std::string(5, '\0') + "mid" + std::string(2, '\0'));
+    EXPECT_EQ(Blocks(f), 256u);
+    ASSERT_EQ(sfs_fallocate(fs, nullptr, f, SFS_FALLOC_KEEP_SIZE, 1 << 20, 1 << 20), 0);
+    EXPECT_EQ(Size(f), 1u << 20);
+    EXPECT_EQ(Blocks(f), 512u);
+    Remount();
+    EXPECT_EQ(Read(f, 4096 * 10 + 5, 3), "mid");
+    Unmount();
+    ExpectClean();
+    Mount();
+}
+
+TEST_F(File, PunchHoleAndZeroRange)
+{
+    f = Create(SFS_ROOT_INO, "p");
+    std::string data = Pattern(20 * 4096, 3);
+    Write(f, 0, data);
+    EXPECT_EQ(sfs_fallocate(fs, nullptr, f, SFS_FALLOC_PUNCH_HOLE, 0, 10), -EOPNOTSUPP);
+    ASSERT_EQ(sfs_fallocate(fs, nullptr, f, SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_KEEP_SIZE,
+                            4096 + 100, 5 * 4096), 0);
+    data.replace(4096 + 100, 5 * 4096, 5 * 4096, '\0');
+    EXPECT_EQ(Read(f, 0, data.size()), data);
+    EXPECT_EQ(Blocks(f), 16u);     // blocks 2..5 freed, 1 and 6 partly zeroed
+    EXPECT_EQ(Size(f), data.size());
+    ASSERT_EQ(sfs_fallocate(fs, nullptr, f, SFS_FALLOC_ZERO_RANGE, 10 * 4096 - 1, 3 * 4096 + 2), 0);
+    data.replace(10 * 4096 - 1, 3 * 4096 + 2, 3 * 4096 + 2, '\0');
+    EXPECT_EQ(Read(f, 0, data.size()), data);
+    ASSERT_EQ(sfs_fallocate(fs, nullptr, f, SFS_FALLOC_ZERO_RANGE, data.size(), 8192), 0);
+    EXPECT_EQ(Size(f), data.size() + 8192);
+    Remount();
+    data += std::string(8192, '\0');
+    EXPECT_EQ(Read(f, 0, data.size()), data);
+    Unmount();
+    ExpectClean();
+    Mount();
+}
+
+TEST_F(File, SeekDataAndHole)
+{
+    f = Create(SFS_ROOT_INO, "s");
+    Write(f, 4 * 4096, std::string(2 * 4096, 'x'));      // data in blocks 4-5
+    Write(f, 20 * 4096, std::string(100, 'y'));          // block 20
+    ASSERT_EQ(sfs_fallocate(fs, nullptr, f, SFS_FALLOC_KEEP_SIZE, 8 * 4096, 4096), 0);
+    EXPECT_EQ(sfs_seek(fs, f, 0, SFS_SEEK_DATA), 4 * 4096);
+    EXPECT_EQ(sfs_seek(fs, f, 4 * 4096 + 10, SFS_SEEK_DATA), 4 * 4096 + 10);
+    EXPECT_EQ(sfs_seek(fs, f, 0, SFS_SEEK_HOLE), 0);
+    EXPECT_EQ(sfs_seek(fs, f, 4 * 4096, SFS_SEEK_HOLE), 6 * 4096);
+    EXPECT_EQ(sfs_seek(fs, f, 6 * 4096, SFS_SEEK_DATA), 20 * 4096);   // unwritten = hole
+    EXPECT_EQ(sfs_seek(fs, f, 20 * 4096 + 5, SFS_SEEK_HOLE), 20 * 4096 + 100);
+    EXPECT_EQ(sfs_seek(fs, f, 20 * 4096 + 100, SFS_SEEK_DATA), -ENXIO);
+    EXPECT_EQ(sfs_seek(fs, f, 1 << 30, SFS_SEEK_HOLE), -ENXIO);
+}
+
+TEST_F(File, SequentialWriteStaysOneExtent)
+{
+    f = Create(SFS_ROOT_INO, "seq");
+    std::string chunk = Pattern(1 << 20, 4);
+    for (int i = 0; i < 16; i++)
+        Write(f, (uint64_t)i << 20, chunk);
+    EXPECT_EQ(Blocks(f), 16u * 256);   // no tree node needed: contiguous
+    EXPECT_EQ(Read(f, 7ull << 20, 1 << 20), chunk);
+}
+
+TEST_F(File, FragmentedFileGrowsAnExtentTree)
+{
+    f = Create(SFS_ROOT_INO, "frag");
+    uint64_t g = Create(SFS_ROOT_INO, "other");
+    // Interleave two files so neither gets contiguous blocks.
+    for (int i = 0; i < 600; i++) {
+        Write(f, (uint64_t)i * 4096, std::string(4096, (char)('a' + i % 26)));
+        Write(g, (uint64_t)i * 4096, "g");
+    }
+    EXPECT_GT(Blocks(f), 600u);        // data plus extent-tree nodes
+    for (int i = 0; i < 600; i += 37)
+        EXPECT_EQ(Read(f, (uint64_t)i * 4096, 1), std::string(1, (char)('a' + i % 26)));
+    Remount();
+    for (int i = 0; i < 600; i += 41)
+        EXPECT_EQ(Read(f, (uint64_t)i * 4096 + 4095, 1), std::string(1, (char)('a' + i % 26)));
+    // Punch every other block: splits hundreds of extents.
+    for (int i = 1; i < 600; i += 2)
+        ASSERT_EQ(sfs_fallocate(fs, nullptr, f, SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_KEEP_SIZE,
+                                (uint64_t)i * 4096, 4096), 0);
+    EXPECT_EQ(Read(f, 4096, 4096), std::string(4096, '\0'));
+    EXPECT_EQ(Read(f, 2 * 4096, 1), "c");
+    Unmount();
+    ExpectClean();
+    Mount();
+    struct sfs_attr in = {};
+    in.size = 0;
+    ASSERT_EQ(sfs_setattr(fs, nullptr, f, &in, SFS_SET_SIZE, nullptr), 0);
+    EXPECT_EQ(Blocks(f), 0u);
+    Unmount();
+    ExpectClean();
+    Mount();
+}
+
+TEST_F(File, WrongTypesAreRefused)
+{
+    uint64_t d = Mkdir(SFS_ROOT_INO, "d");
+    char buf[4];
+    EXPECT_EQ(sfs_read(fs, d, 0, buf, 4), -EISDIR);
+    EXPECT_EQ(sfs_write(fs, nullptr, d, 0, buf, 4), -EISDIR);
+    EXPECT_EQ(sfs_read(fs, 12345, 0, buf, 4), -ENOENT);
+    f = Create(SFS_ROOT_INO, "f");
+    EXPECT_EQ(sfs_write(fs, nullptr, f, (1ull << 62), buf, 4), -EFBIG);
+    EXPECT_EQ(sfs_fallocate(fs, nullptr, f, 0, 0, 0), -EINVAL);
+    EXPECT_EQ(sfs_seek(fs, f, 0, 7), -EINVAL);
+}
