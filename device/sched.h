@@ -2,8 +2,8 @@
  * device/sched.h - device cores (worker threads) and the scheduler that
  * feeds them.
  *
- * The device runs every command on one of `cores` worker threads. Which
- * pending command a free core takes next is the policy's choice, behind
+ * The device runs every command in one of `cores` core slots (below).
+ * Which pending command a free core takes next is the policy's choice, behind
  * struct sched_policy: "fifo" now; a CFS policy (per-tenant virtual
  * runtime, FusionFS §4.5) slots in later without touching callers. The
  * policy is chosen by name when the device starts.
