@@ -27,6 +27,7 @@ struct device {
     uint64_t started_ns;
     pthread_mutex_t hook_lock;       /* protects the hook and `stopping` */
     bool stopping;                   /* dev_stop began: no more status */
+    bool stop_requested;             /* a SHUTDOWN arrived (maybe before the hook) */
     void (*stop_hook)(void *arg);
     void *stop_arg;
 };
@@ -152,6 +153,8 @@ void dev_set_stop_hook(struct device *d, void (*hook)(void *arg), void *arg)
     pthread_mutex_lock(&d->hook_lock);
     d->stop_hook = hook;
     d->stop_arg = arg;
+    if (hook && d->stop_requested)   /* asked to stop before the front end was up */
+        hook(arg);
     pthread_mutex_unlock(&d->hook_lock);
 }
 
@@ -230,6 +233,7 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
 static void request_stop(struct device *d)
 {
     pthread_mutex_lock(&d->hook_lock);
+    d->stop_requested = true;
     if (d->stop_hook)
         d->stop_hook(d->stop_arg);
     pthread_mutex_unlock(&d->hook_lock);

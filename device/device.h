@@ -55,7 +55,8 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
 struct engine *dev_engine(struct device *d);
 
 /* Registers the hook a control-socket SHUTDOWN request calls (from the
- * control thread): it must make the front end's loop return soon. */
+ * control thread): it must make the front end's loop return soon. If a
+ * SHUTDOWN came before, the hook is called at once. */
 void dev_set_stop_hook(struct device *d, void (*hook)(void *arg), void *arg);
 
 /* Drains and stops the engine, unmounts StorageFS (commit, checkpoint),

@@ -105,6 +105,7 @@ def main():
     ap.add_argument("--runtime", type=int, default=20)
     ap.add_argument("--out", default="bench/out")
     ap.add_argument("--image-dir", default="/dev/shm")
+    ap.add_argument("--dispatch", default="direct", choices=["direct", "queue"])
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="ciscfs-bench-", dir="/var/tmp")
     tmp = tempfile.mkdtemp(prefix="ciscfs-bench-", dir="/dev/shm")
@@ -112,10 +113,10 @@ def main():
     os.mkdir(mnt)
     imgdir = tempfile.mkdtemp(prefix="ciscfs-bench-img-", dir=a.image_dir)
     img = os.path.join(imgdir, "img")
-    sh([a.cisc, "up", "--size", "6G", "--cores", a.cores, img, mnt])
+    sh([a.cisc, "up", "--size", "6G", "--cores", a.cores, "--dispatch", a.dispatch, img, mnt])
     try:
-        print("device model: cores %s, sched fifo, media unthrottled; image %s (on %s)"
-              % (a.cores, img, sh(["df", "--output=fstype", imgdir]).stdout.split()[-1]))
+        print("device model: cores %s, sched fifo, dispatch %s, media unthrottled; image %s (on %s)"
+              % (a.cores, a.dispatch, img, sh(["df", "--output=fstype", imgdir]).stdout.split()[-1]))
         print("%-22s %-6s %12s %12s %9s" % ("job", "unit", "ciscfs", "tmpfs", "ratio"))
         rows = run_all(mnt, tmp, a.mdstorm, a.runtime)
         status = sh([a.cisc, "status", mnt]).stdout
