@@ -71,21 +71,27 @@ def mdstorm(tool, directory):
     return float(kv["ops_per_s"]), kv
 
 
-def run_all(mnt, tmp, tool, runtime):
+def best_fio(d, name, opts, metric, runtime, repeat):
+    best = float("nan")
+    for _ in range(repeat):
+        try:
+            bw, iops = fio(d, name, opts, runtime)
+        except subprocess.CalledProcessError as e:
+            print("  %s on %s failed: %s" % (name, d, e.stderr.strip()[-200:]), file=sys.stderr)
+            continue
+        v = bw if metric == "bw" else iops
+        best = v if best != best or v > best else best
+    return best
+
+
+def run_all(mnt, tmp, tool, runtime, repeat):
+    """Best of `repeat` runs per job and place: the host is shared."""
     rows = []
     for name, opts, metric in JOBS:
-        res = []
-        for d in (mnt, tmp):
-            try:
-                bw, iops = fio(d, name, opts, runtime)
-                res.append(bw if metric == "bw" else iops)
-            except subprocess.CalledProcessError as e:
-                print("  %s on %s failed: %s" % (name, d, e.stderr.strip()[-200:]),
-                      file=sys.stderr)
-                res.append(float("nan"))
+        res = [best_fio(d, name, opts, metric, runtime, repeat) for d in (mnt, tmp)]
         rows.append((name, "MiB/s" if metric == "bw" else "IOPS", res[0], res[1]))
         print_row(rows[-1])
-    res = [mdstorm(tool, d)[0] for d in (mnt, tmp)]
+    res = [max(mdstorm(tool, d)[0] for _ in range(repeat)) for d in (mnt, tmp)]
     rows.append(("metadata-storm-10k", "ops/s", res[0], res[1]))
     print_row(rows[-1])
     return rows
@@ -106,6 +112,7 @@ def main():
     ap.add_argument("--out", default="bench/out")
     ap.add_argument("--image-dir", default="/dev/shm")
     ap.add_argument("--dispatch", default="direct", choices=["direct", "queue"])
+    ap.add_argument("--repeat", type=int, default=1, help="best of N runs per job")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="ciscfs-bench-", dir="/var/tmp")
     tmp = tempfile.mkdtemp(prefix="ciscfs-bench-", dir="/dev/shm")
@@ -118,7 +125,7 @@ def main():
         print("device model: cores %s, sched fifo, dispatch %s, media unthrottled; image %s (on %s)"
               % (a.cores, a.dispatch, img, sh(["df", "--output=fstype", imgdir]).stdout.split()[-1]))
         print("%-22s %-6s %12s %12s %9s" % ("job", "unit", "ciscfs", "tmpfs", "ratio"))
-        rows = run_all(mnt, tmp, a.mdstorm, a.runtime)
+        rows = run_all(mnt, tmp, a.mdstorm, a.runtime, max(1, a.repeat))
         status = sh([a.cisc, "status", mnt]).stdout
     finally:
         subprocess.run([a.cisc, "down", mnt])
