@@ -150,12 +150,10 @@ static int wait_for_room(struct jnl *j, uint32_t credits)
 int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle **out)
 {
     if (jnl_held(j)) {
-        int r = jnl_extend(tls_handle, credits);
-        if (r)
-            return r;
-        tls_handle->nest++;
-        *out = tls_handle;
-        return 0;
+        int r = jnl_join(tls_handle, credits);
+        if (r == 0)
+            *out = tls_handle;
+        return r;
     }
     struct jnl_handle *h = calloc(1, sizeof(*h));
     if (!h)
@@ -183,10 +181,12 @@ int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle **out)
     return 0;
 }
 
-int jnl_extend(struct jnl_handle *h, uint32_t credits)
+int jnl_join(struct jnl_handle *h, uint32_t credits)
 {
     struct jnl *j = h->j;
     struct jnl_txn *t = h->t;
+    if (h->nest == JNL_MAX_NEST)
+        return -EDEADLK;         /* runaway recursion: a programming error */
     pthread_mutex_lock(&j->mu);
     int r = 0;
     while (!j->error && j->used + need(t, credits) > room_limit(j) && j->used > 0) {
@@ -204,7 +204,7 @@ int jnl_extend(struct jnl_handle *h, uint32_t credits)
         r = reserve_lists(t, credits);
     if (!r) {
         t->reserved += credits;
-        h->credits += credits;
+        h->nest_credits[h->nest++] = credits;
     }
     pthread_mutex_unlock(&j->mu);
     return r;
@@ -212,11 +212,13 @@ int jnl_extend(struct jnl_handle *h, uint32_t credits)
 
 void jnl_stop(struct jnl_handle *h)
 {
+    struct jnl *j = h->j;
     if (h->nest > 0) {
-        h->nest--;
+        pthread_mutex_lock(&j->mu);
+        h->t->reserved -= h->nest_credits[--h->nest];
+        pthread_mutex_unlock(&j->mu);
         return;
     }
-    struct jnl *j = h->j;
     pthread_mutex_lock(&j->mu);
     h->t->handles--;
     h->t->reserved -= h->credits;
@@ -581,7 +583,8 @@ static void do_commit(struct jnl *j)
     pthread_mutex_lock(&j->mu);
     if (r || j->error) {
         set_error(j, r ? r : j->error);
-        return;                  /* t leaks its pins on purpose: never written */
+        txn_free(t);             /* its pins stay: teardown frees everything */
+        return;
     }
     finish_commit(j, t, nblk);
 }
