@@ -139,10 +139,12 @@ static int wait_for_room(struct jnl *j, uint32_t credits)
             return -EROFS;
         if (t->state == T_RUNNING && j->used + need(t, credits) <= room_limit(j))
             return 0;
-        if (t->state == T_RUNNING && (t->nbufs || t->handles))
-            request_commit(j, t->seq);
-        j->want_space = true;
-        pthread_cond_broadcast(&j->cv);
+        if (t->state == T_RUNNING) {         /* no room: commit, then checkpoint */
+            if (t->nbufs || t->handles)
+                request_commit(j, t->seq);
+            j->want_space = true;
+            pthread_cond_broadcast(&j->cv);
+        }                                    /* else a commit is draining: wait */
         pthread_cond_wait(&j->cv, &j->mu);
     }
 }
@@ -563,11 +565,15 @@ static void do_commit(struct jnl *j)
         return;
     }
     drain(j, t);
-    if (t->nbufs == 0 && t->ninodes == 0) {       /* nothing to log */
-        j->committed = t->seq;
-        j->running = nt;
+    if (t->nbufs == 0 && t->ninodes == 0) {
+        /* Nothing to log: reopen it under the same number. Sequence
+         * numbers on the ring must stay consecutive, or replay would
+         * stop at the gap and lose every later commit. */
+        t->state = T_RUNNING;
+        if (j->commit_target >= t->seq)
+            j->commit_target = t->seq - 1;
         pthread_cond_broadcast(&j->cv);
-        txn_free(t);
+        txn_free(nt);
         return;
     }
     encode_inodes(j, t);
@@ -742,12 +748,13 @@ int jnl_sync(struct jnl *j)
     if (jnl_held(j))
         return -EDEADLK;
     pthread_mutex_lock(&j->mu);
-    struct jnl_txn *t = j->running;
-    uint64_t target = running_dirty(j) ? t->seq : t->seq - 1;
-    if (target > j->committed)
+    for (;;) {                   /* re-evaluated: an empty txn reopens */
+        uint64_t target = running_dirty(j) ? j->running->seq : j->running->seq - 1;
+        if (j->committed >= target || j->error)
+            break;
         request_commit(j, target);
-    while (j->committed < target && !j->error)
         pthread_cond_wait(&j->cv, &j->mu);
+    }
     int r = j->error;
     pthread_mutex_unlock(&j->mu);
     return r ? r : media_flush(j->m);

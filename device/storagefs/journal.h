@@ -30,7 +30,10 @@
  *      handle waits only while holding no inode lock (callers start the
  *      handle first). A thread that already holds a handle on this
  *      journal joins it instead of starting another.
- *   5. An I/O error while committing or checkpointing is sticky: the
+ *   5. Sequence numbers on the ring are consecutive: a transaction with
+ *      nothing to log is never written and reopens under its number
+ *      (replay stops at the first gap).
+ *   6. An I/O error while committing or checkpointing is sticky: the
  *      journal refuses new handles (-EIO) and never checkpoints again, so
  *      the image keeps its last consistent state.
  */
