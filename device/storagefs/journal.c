@@ -139,10 +139,12 @@ static int wait_for_room(struct jnl *j, uint32_t credits)
             return -EROFS;
         if (t->state == T_RUNNING && j->used + need(t, credits) <= room_limit(j))
             return 0;
-        if (t->state == T_RUNNING && (t->nbufs || t->handles))
-            request_commit(j, t->seq);
-        j->want_space = true;
-        pthread_cond_broadcast(&j->cv);
+        if (t->state == T_RUNNING) {         /* no room: commit, then checkpoint */
+            if (t->nbufs || t->handles)
+                request_commit(j, t->seq);
+            j->want_space = true;
+            pthread_cond_broadcast(&j->cv);
+        }                                    /* else a commit is draining: wait */
         pthread_cond_wait(&j->cv, &j->mu);
     }
 }
@@ -150,12 +152,10 @@ static int wait_for_room(struct jnl *j, uint32_t credits)
 int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle **out)
 {
     if (jnl_held(j)) {
-        int r = jnl_extend(tls_handle, credits);
-        if (r)
-            return r;
-        tls_handle->nest++;
-        *out = tls_handle;
-        return 0;
+        int r = jnl_join(tls_handle, credits);
+        if (r == 0)
+            *out = tls_handle;
+        return r;
     }
     struct jnl_handle *h = calloc(1, sizeof(*h));
     if (!h)
@@ -183,10 +183,12 @@ int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle **out)
     return 0;
 }
 
-int jnl_extend(struct jnl_handle *h, uint32_t credits)
+int jnl_join(struct jnl_handle *h, uint32_t credits)
 {
     struct jnl *j = h->j;
     struct jnl_txn *t = h->t;
+    if (h->nest == JNL_MAX_NEST)
+        return -EDEADLK;         /* runaway recursion: a programming error */
     pthread_mutex_lock(&j->mu);
     int r = 0;
     while (!j->error && j->used + need(t, credits) > room_limit(j) && j->used > 0) {
@@ -204,7 +206,7 @@ int jnl_extend(struct jnl_handle *h, uint32_t credits)
         r = reserve_lists(t, credits);
     if (!r) {
         t->reserved += credits;
-        h->credits += credits;
+        h->nest_credits[h->nest++] = credits;
     }
     pthread_mutex_unlock(&j->mu);
     return r;
@@ -212,11 +214,13 @@ int jnl_extend(struct jnl_handle *h, uint32_t credits)
 
 void jnl_stop(struct jnl_handle *h)
 {
+    struct jnl *j = h->j;
     if (h->nest > 0) {
-        h->nest--;
+        pthread_mutex_lock(&j->mu);
+        h->t->reserved -= h->nest_credits[--h->nest];
+        pthread_mutex_unlock(&j->mu);
         return;
     }
-    struct jnl *j = h->j;
     pthread_mutex_lock(&j->mu);
     h->t->handles--;
     h->t->reserved -= h->credits;
@@ -561,11 +565,15 @@ static void do_commit(struct jnl *j)
         return;
     }
     drain(j, t);
-    if (t->nbufs == 0 && t->ninodes == 0) {       /* nothing to log */
-        j->committed = t->seq;
-        j->running = nt;
+    if (t->nbufs == 0 && t->ninodes == 0) {
+        /* Nothing to log: reopen it under the same number. Sequence
+         * numbers on the ring must stay consecutive, or replay would
+         * stop at the gap and lose every later commit. */
+        t->state = T_RUNNING;
+        if (j->commit_target >= t->seq)
+            j->commit_target = t->seq - 1;
         pthread_cond_broadcast(&j->cv);
-        txn_free(t);
+        txn_free(nt);
         return;
     }
     encode_inodes(j, t);
@@ -581,7 +589,8 @@ static void do_commit(struct jnl *j)
     pthread_mutex_lock(&j->mu);
     if (r || j->error) {
         set_error(j, r ? r : j->error);
-        return;                  /* t leaks its pins on purpose: never written */
+        txn_free(t);             /* its pins stay: teardown frees everything */
+        return;
     }
     finish_commit(j, t, nblk);
 }
@@ -739,12 +748,13 @@ int jnl_sync(struct jnl *j)
     if (jnl_held(j))
         return -EDEADLK;
     pthread_mutex_lock(&j->mu);
-    struct jnl_txn *t = j->running;
-    uint64_t target = running_dirty(j) ? t->seq : t->seq - 1;
-    if (target > j->committed)
+    for (;;) {                   /* re-evaluated: an empty txn reopens */
+        uint64_t target = running_dirty(j) ? j->running->seq : j->running->seq - 1;
+        if (j->committed >= target || j->error)
+            break;
         request_commit(j, target);
-    while (j->committed < target && !j->error)
         pthread_cond_wait(&j->cv, &j->mu);
+    }
     int r = j->error;
     pthread_mutex_unlock(&j->mu);
     return r ? r : media_flush(j->m);

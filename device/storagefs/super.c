@@ -435,12 +435,10 @@ int sfs_op_begin(struct sfs *fs, struct sfs_txn *tx, uint32_t credits,
         return jnl_start(fs->j, credits, h);
     if (tx->fs != fs)
         return -EINVAL;
-    int r = jnl_extend(tx->h, credits);
-    if (r)
-        return r;
-    tx->h->nest++;
-    *h = tx->h;
-    return 0;
+    int r = jnl_join(tx->h, credits);
+    if (r == 0)
+        *h = tx->h;
+    return r;
 }
 
 void sfs_op_end(struct sfs *fs, struct jnl_handle *h)

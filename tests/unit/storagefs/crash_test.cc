@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <unistd.h>
 
 using State = std::map<std::string, std::string>;
 
@@ -278,6 +279,31 @@ TEST_F(PowerCut, EveryWriteIndexAcrossCheckpointsAndRingWrap)
         else
             CutAt(k, 1000, MEDIA_FAULT_KEEP_RANDOM, k);
     }
+}
+
+TEST_F(PowerCut, EmptyTransactionsDoNotBreakReplay)
+{
+    // An open transaction with no changes is caught by the 1 ms
+    // background commit, which waits for it and then finds nothing to
+    // log. That must not leave a gap in the sequence numbers on the ring:
+    // replay stops at the first gap and would lose every later commit.
+    ASSERT_EQ(media_fault_create(8192, &disk), 0);
+    ASSERT_EQ(sfs_mkfs(disk, nullptr), 0);
+    ASSERT_EQ(TryMount(false, 1), 0);
+    for (int i = 0; i < 5; i++) {
+        struct sfs_txn *tx;
+        ASSERT_EQ(sfs_txn_begin(fs, &tx), 0);
+        usleep(20000);           // the commit thread now waits for tx
+        ASSERT_EQ(sfs_txn_commit(tx, false), 0);
+        Create(SFS_ROOT_INO, ("f" + std::to_string(i)).c_str());
+        ASSERT_EQ(sfs_sync(fs), 0);
+    }
+    Crash(MEDIA_FAULT_KEEP_NONE);
+    Mount();
+    for (int i = 0; i < 5; i++)
+        EXPECT_NE(Lookup(SFS_ROOT_INO, ("f" + std::to_string(i)).c_str()), 0u) << i;
+    Unmount();
+    ExpectClean();
 }
 
 TEST_F(PowerCut, TornCommitRecordIsDiscarded)
