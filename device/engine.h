@@ -13,9 +13,10 @@
  *
  * A command is a plain struct with no hidden state the submitter must
  * set up beyond eng_cmd_init(), so a shared-memory decoder can fill one
- * after validating a client's request. ENG_OP_CISC (a vector of steps
- * that pass buffers along, FusionFS §4.3) has its opcode reserved; it
- * returns -EOPNOTSUPP until issue 5.
+ * after validating a client's request. ENG_OP_CISC runs a vector of steps
+ * that pass buffers along (FusionFS §4.3), decoded and validated
+ * beforehand by cisc_decode() (device/cisc.h); ENG_OP_CISC_PART is the
+ * engine's own: a share of an op's independent steps run on another core.
  *
  * Operand use per op (unlisted fields are ignored):
  *   LOOKUP      ino=dir name                    -> attr, takes 1 reference
@@ -49,6 +50,8 @@
  *   LSEEK       fh off flags=SEEK_DATA|SEEK_HOLE -> ret=offset
  *   COPY_RANGE  fh off fh2 off2 len             -> ret=bytes
  *   SYNC                                        whole file system durable
+ *   CISC        cisc=decoded vector             -> ret=status, cisc->res
+ *   CISC_PART   (internal: submitted by CISC to spread independent steps)
  *
  * Invariants:
  *   1. Each submitted command completes exactly once: done(cmd) is called
@@ -91,7 +94,8 @@ extern "C" {   /* also for the StorageFS header included here */
     X(RELEASEDIR, releasedir) X(FSYNCDIR, fsyncdir) X(STATFS, statfs) \
     X(SETXATTR, setxattr) X(GETXATTR, getxattr) X(LISTXATTR, listxattr) \
     X(REMOVEXATTR, removexattr) X(ACCESS, access) X(FALLOCATE, fallocate) \
-    X(LSEEK, lseek) X(COPY_RANGE, copy_range) X(SYNC, sync) X(CISC, cisc)
+    X(LSEEK, lseek) X(COPY_RANGE, copy_range) X(SYNC, sync) X(CISC, cisc) \
+    X(CISC_PART, cisc_part)
 
 enum eng_op {
 #define X(N, n) ENG_OP_##N,
@@ -132,6 +136,7 @@ typedef int (*eng_fill_fn)(void *arg, const struct sfs_dirent *de,
                            const struct sfs_attr *attr);
 
 struct eng_cmd;
+struct eng_cisc;
 typedef void (*eng_done_fn)(struct eng_cmd *cmd);
 
 struct eng_cmd {
@@ -153,6 +158,8 @@ struct eng_cmd {
     eng_fill_fn fill;         /* READDIR */
     void *fill_arg;
     bool plus;                /* READDIR: readdirplus */
+    struct eng_cisc *cisc;    /* CISC: the decoded vector (results in it) */
+    void *part;               /* CISC_PART: the shared work (cisc_exec.c) */
     /* results */
     int64_t ret;              /* 0, a count/offset, or -errno */
     struct sfs_attr attr;
@@ -171,6 +178,7 @@ struct eng_config {
     const char *sched;        /* policy name, "fifo" */
     bool trace;               /* log every command to stderr (off by default) */
     bool direct;              /* scheduler direct dispatch (sched.h) */
+    uint64_t dev_ram;         /* device memory budget for CISC buffers; 0 = 2 GiB */
 };
 
 /* Starts the engine on a mounted StorageFS (not owned: the caller unmounts
