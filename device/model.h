@@ -38,6 +38,16 @@ struct dm_model {
     double core_speed;            /* slowdown factor, 1.0 = as fast as the host */
 };
 
+/* Tells the CPU we are spinning (saves power, yields to a sibling thread). */
+static inline void dm_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 /* Sets the process's model. Returns 0 or -EINVAL (out of range). */
 int dm_configure(const struct dm_model *m);
 

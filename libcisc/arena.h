@@ -5,8 +5,10 @@
  * the application - cannot corrupt the allocator).
  *
  * The arena (a power of two, 64 KiB .. 1 GiB) is split into blocks of
- * 2^k * LC_ARENA_MIN bytes. A free block of order k is on free list k; a
- * block handed out is recorded in `head` with its order.
+ * 2^k units; a unit is LC_ARENA_MIN bytes, or size / LC_ARENA_UNITS for
+ * large arenas (so the metadata stays under 1 MiB). A free block of order
+ * k is on free list k; a block handed out is recorded in `head` with its
+ * order.
  *
  * Invariants:
  *   1. Every byte of the arena is in exactly one block, free or in use.
@@ -22,12 +24,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LC_ARENA_MIN 256u          /* bytes per unit (smallest block) */
-#define LC_ARENA_MAX_ORDER 23u     /* 256 B << 22 = 1 GiB */
+#define LC_ARENA_MIN 256u          /* smallest unit (block) in bytes */
+#define LC_ARENA_UNITS 65536u      /* at most this many units */
+#define LC_ARENA_MAX_ORDER 16u     /* log2(LC_ARENA_UNITS) */
 
 struct lc_arena {
     uint64_t size;                 /* arena bytes (power of two) */
-    uint32_t units;                /* size / LC_ARENA_MIN */
+    uint64_t unit;                 /* bytes per unit (power of two) */
+    uint32_t units;                /* size / unit */
     uint32_t top;                  /* order of the whole arena */
     uint8_t *head;                 /* per unit: order + 1 of a used block starting here */
     uint8_t *freeo;                /* per unit: order + 1 of a free block starting here */
