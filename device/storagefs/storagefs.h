@@ -172,12 +172,16 @@ void sfs_iput(struct sfs *fs, uint64_t ino);
 /* ---- data --------------------------------------------------------- */
 
 /* Reads up to len bytes at off; returns bytes read (0 at or past EOF).
- * Holes read as zeros. */
+ * Holes read as zeros. Reads do not update atime (noatime); setattr
+ * does. */
 ssize_t sfs_read(struct sfs *fs, uint64_t ino, uint64_t off, void *buf, size_t len);
 
 /* Writes len bytes at off, extending the file as needed; returns len or
  * -errno (-ENOSPC leaves the file as it was before the call for the part
- * not written and returns the bytes written if some were). */
+ * not written and returns the bytes written if some were). Ordered mode:
+ * data written into new blocks becomes visible after a crash only with
+ * the metadata that points at it; overwrites of existing blocks go in
+ * place and are not atomic (as in ext4 data=ordered). */
 ssize_t sfs_write(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t off,
                   const void *buf, size_t len);
 
@@ -217,6 +221,8 @@ typedef int (*sfs_dirent_fn)(void *arg, const struct sfs_dirent *de);
 /* Lists dir from cookie (0 = start, which yields "." and ".." first).
  * Cookies are stable: entries present during the whole listing are
  * returned exactly once even if others are added or removed meanwhile.
+ * fn runs with dir read-locked: it may call read-only functions
+ * (sfs_lookup, sfs_getattr, sfs_iget) but must not change dir.
  * Returns 0 at the end or when fn stopped, or -errno. */
 int sfs_readdir(struct sfs *fs, uint64_t dir, uint64_t cookie, sfs_dirent_fn fn, void *arg);
 
