@@ -5,6 +5,7 @@
 #include "device/cisc_int.h"
 
 #include "device/compute/compute.h"
+#include "device/model.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,17 +20,6 @@ void eng_cisc_limits(struct engine *e, struct cisc_limits *out)
     uint64_t b = e->mem_budget;
     out->step_bytes = b < CISC_STEP_BYTES_MAX ? b : CISC_STEP_BYTES_MAX;
     out->op_bytes = b < CISC_OP_BYTES_MAX ? b : CISC_OP_BYTES_MAX;
-}
-
-/* ---- device model ------------------------------------------------------ */
-
-/* Compute time goes through the device model's core-speed charge. The
- * model (link latency, core speed) belongs to the queue-pair layer; until
- * it is merged this is the identity (core speed 1.0). */
-static void charge_compute(struct engine *e, uint64_t ns)
-{
-    (void)e;
-    (void)ns;
 }
 
 /* ---- device memory budget ---------------------------------------------- */
@@ -286,7 +276,7 @@ static int64_t ex_compute(struct cisc_run *x, unsigned i)
     io.out_cap = s->cap;
     uint64_t t0 = sched_now_ns();
     r = cmp_run(s->kind, &io);
-    charge_compute(x->e, sched_now_ns() - t0);
+    dm_compute_charge(sched_now_ns() - t0);   /* the device model's core speed */
     free(copy);
     x->olen[i] = io.out_len;
     return r ? r : (int64_t)io.out_len;
@@ -460,7 +450,8 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
     struct cisc_run *x = calloc(1, sizeof(*x));
     if (!x)
         return -ENOMEM;
-    *x = (struct cisc_run){ .e = e, .cred = &c->cred, .v = v };
+    *x = (struct cisc_run){ .e = e, .cred = &c->cred, .hdl = eng_hdl(e, c), .cmd = c,
+                            .v = v };
     eng_cisc_limits(e, &x->lim);
     int r = cisc_prepare(x);
     if (!r) {

@@ -156,7 +156,7 @@ static int bind_file(struct cisc_run *x, unsigned i)
         return 0;
     }
     struct hdl h;
-    int r = fh_closed(x, s->fh) ? -EBADF : hdl_get(x->e->hdl, s->fh, &h);
+    int r = fh_closed(x, s->fh) ? -EBADF : hdl_get(x->hdl, s->fh, &h);
     if (r)
         return r;
     if (h.dir)

@@ -63,6 +63,8 @@ static void run(void *arg, struct sched_item *it, unsigned core)
     struct eng_cmd *c = (struct eng_cmd *)((char *)it - offsetof(struct eng_cmd, item));
     unsigned op = c->op;
     c->ret = op < ENG_OP_COUNT ? op_table[op](e, c) : -EINVAL;
+    if (c->chg && c->ret >= 0)
+        eng_note_changes(e, c);
     uint64_t ns = sched_now_ns() - it->t_submit_ns;
     if (e->trace)
         trace(c, core, ns);
@@ -77,6 +79,7 @@ static void free_locks(struct engine *e)
         pthread_rwlock_destroy(&e->ino_lock[i]);
     pthread_mutex_destroy(&e->mem_mu);
     pthread_cond_destroy(&e->mem_cv);
+    pthread_rwlock_destroy(&e->watch_lock);
     free(e);
 }
 
@@ -96,6 +99,7 @@ int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out
     pthread_mutex_init(&e->mem_mu, NULL);
     pthread_cond_init(&e->mem_cv, NULL);
     e->mem_budget = cfg->dev_ram ? cfg->dev_ram : ENG_DEV_RAM_DEFAULT;
+    pthread_rwlock_init(&e->watch_lock, NULL);
     int r = stats_create(ENG_OP_COUNT, cfg->cores, &e->stats);
     if (!r)
         r = hdl_table_create(&e->hdl);
@@ -148,8 +152,8 @@ int eng_submit(struct engine *e, struct eng_cmd *cmd)
 
 int eng_submit_handoff(struct engine *e, struct eng_cmd *cmd)
 {
-    cmd->item.tenant = cmd->cred.uid;
-    return sched_submit_handoff(e->sched, &cmd->item);
+    cmd->item.no_direct = true;
+    return eng_submit(e, cmd);
 }
 
 int64_t eng_call(struct engine *e, struct eng_cmd *cmd)
@@ -178,4 +182,11 @@ void eng_sched_stats(struct engine *e, struct sched_stats *st)
 uint64_t eng_open_handles(struct engine *e)
 {
     return hdl_count(e->hdl);
+}
+
+void eng_release_handles(struct engine *e, struct hdl_table *t)
+{
+    struct hdl h;
+    while (hdl_drain(t, &h))
+        sfs_iput(e->fs, h.ino);
 }

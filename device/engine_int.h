@@ -32,6 +32,11 @@ struct engine {
     pthread_mutex_t mem_mu;
     pthread_cond_t mem_cv;
     uint64_t mem_budget, mem_used;
+    /* The watcher (eng_set_watch): calls into it hold watch_lock for
+     * reading, so clearing it waits for them. */
+    pthread_rwlock_t watch_lock;
+    struct eng_watch watch;
+    bool watching;            /* protected by watch_lock; also read relaxed as a hint */
 };
 
 /* Queues cmd for another core (never run by the caller: no direct
@@ -42,6 +47,16 @@ static inline unsigned eng_stripe(uint64_t ino)
 {
     return (unsigned)((ino * 0x9E3779B97F4A7C15ull) >> 56) % ENG_INO_STRIPES;
 }
+
+
+/* The handle table a command uses: its session's, or the engine's. */
+static inline struct hdl_table *eng_hdl(struct engine *e, const struct eng_cmd *c)
+{
+    return c->hdl ? c->hdl : e->hdl;
+}
+
+/* Records in c->chg (when set) what command c changed (engine_path.c). */
+void eng_note_changes(struct engine *e, struct eng_cmd *c);
 
 /* Executes one command; returns its result (0, count, or -errno). */
 typedef int64_t (*eng_op_fn)(struct engine *e, struct eng_cmd *c);

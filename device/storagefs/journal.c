@@ -39,7 +39,10 @@ struct jnl {
     struct media *m;
     struct bcache *bc;
     pthread_mutex_t mu;
-    pthread_cond_t cv;           /* broadcast on every state change */
+    pthread_cond_t work;         /* the commit thread waits here: signalled
+                                    only when it has something to do */
+    pthread_cond_t cv;           /* everyone else waits here: broadcast by
+                                    the commit thread on every state change */
     struct jnl_txn *running;
     uint64_t committed;          /* last durable transaction */
     uint64_t commit_target;      /* commit until committed >= this */
@@ -112,11 +115,17 @@ static int reserve_lists(struct jnl_txn *t, uint64_t more)
     return 0;
 }
 
+static void kick(struct jnl *j)
+{
+    pthread_cond_signal(&j->work);
+}
+
 static void request_commit(struct jnl *j, uint64_t seq)
 {
-    if (j->commit_target < seq)
+    if (j->commit_target < seq) {
         j->commit_target = seq;
-    pthread_cond_broadcast(&j->cv);
+        kick(j);
+    }
 }
 
 /* ---- handles ----------------------------------------------------------- */
@@ -143,7 +152,7 @@ static int wait_for_room(struct jnl *j, uint32_t credits)
             if (t->nbufs || t->handles)
                 request_commit(j, t->seq);
             j->want_space = true;
-            pthread_cond_broadcast(&j->cv);
+            kick(j);
         }                                    /* else a commit is draining: wait */
         pthread_cond_wait(&j->cv, &j->mu);
     }
@@ -195,7 +204,7 @@ int jnl_join(struct jnl_handle *h, uint32_t credits)
         /* Only a checkpoint can make room: we hold a handle of the
          * running transaction, so it cannot commit before we stop. */
         j->want_ckpt = true;
-        pthread_cond_broadcast(&j->cv);
+        kick(j);
         pthread_cond_wait(&j->cv, &j->mu);
     }
     if (j->error)
@@ -224,8 +233,8 @@ void jnl_stop(struct jnl_handle *h)
     pthread_mutex_lock(&j->mu);
     h->t->handles--;
     h->t->reserved -= h->credits;
-    if (h->t->handles == 0 || h->t->nbufs > j->ring / 4)
-        pthread_cond_broadcast(&j->cv);
+    if (h->t->handles == 0 && h->t->state == T_LOCKED)
+        kick(j);                 /* the commit thread is draining */
     pthread_mutex_unlock(&j->mu);
     if (tls_handle == h)
         tls_handle = h->saved;
@@ -428,6 +437,7 @@ static void set_error(struct jnl *j, int r)
                 strerror(-r));
     }
     pthread_cond_broadcast(&j->cv);
+    kick(j);
 }
 
 /* Checkpoints every committed transaction (mu held; dropped for I/O). */
@@ -552,7 +562,7 @@ static void drain(struct jnl *j, struct jnl_txn *t)
             do_checkpoint(j);
             continue;
         }
-        pthread_cond_wait(&j->cv, &j->mu);
+        pthread_cond_wait(&j->work, &j->mu);
     }
 }
 
@@ -649,7 +659,7 @@ static void *commit_thread(void *arg)
     deadline_after(&dl, j->interval_ms);
     for (;;) {
         while (!has_work(j)) {
-            if (pthread_cond_timedwait(&j->cv, &j->mu, &dl) == ETIMEDOUT) {
+            if (pthread_cond_timedwait(&j->work, &j->mu, &dl) == ETIMEDOUT) {
                 deadline_after(&dl, j->interval_ms);
                 if (running_dirty(j))
                     request_commit(j, j->running->seq);
@@ -660,7 +670,7 @@ static void *commit_thread(void *arg)
         if (j->error && j->stop)
             break;
         if (j->error)
-            pthread_cond_wait(&j->cv, &j->mu);
+            pthread_cond_wait(&j->work, &j->mu);
     }
     pthread_mutex_unlock(&j->mu);
     return NULL;
@@ -680,6 +690,7 @@ static int jnl_alloc(struct sfs *fs, uint64_t seq, uint32_t pos, uint32_t interv
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&j->cv, &ca);
+    pthread_cond_init(&j->work, &ca);
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&j->mu, NULL);
     j->fs = fs;
@@ -703,6 +714,7 @@ static void jnl_free(struct jnl *j)
     txn_free(j->running);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
+    pthread_cond_destroy(&j->work);
     free(j);
 }
 
@@ -732,6 +744,7 @@ int jnl_close(struct jnl *j)
     pthread_mutex_lock(&j->mu);
     j->stop = true;
     request_commit(j, j->running->seq);
+    kick(j);
     pthread_mutex_unlock(&j->mu);
     pthread_join(j->thread, NULL);
     pthread_mutex_lock(&j->mu);
@@ -768,7 +781,7 @@ int jnl_sync_checkpoint(struct jnl *j)
     pthread_mutex_lock(&j->mu);
     if (j->used > 0) {
         j->want_ckpt = true;
-        pthread_cond_broadcast(&j->cv);
+        kick(j);
     }
     while (j->used > 0 && !j->error)
         pthread_cond_wait(&j->cv, &j->mu);
