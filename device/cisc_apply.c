@@ -203,6 +203,21 @@ static int apply_one(struct apply *ap, unsigned k)
     }
 }
 
+/* Removes the file the op created; its reference is dropped after the
+ * transaction (an inode is freed outside any handle). */
+static int undo_create(struct apply *ap, unsigned fi)
+{
+    struct cisc_run *x = ap->x;
+    struct cfile *f = &x->files[fi];
+    int r = sfs_unlink(x->e->fs, ap->tx, f->parent, f->name);
+    if (f->ref && x->ndead < WIRE_MAX_STEPS) {
+        x->dead[x->ndead++] = f->ino;
+        f->ref = false;
+    }
+    f->ino = 0;
+    return r;
+}
+
 /* Restores the size, then the saved bytes. */
 static int undo_data(struct apply *ap, const struct cfile *f, const struct undo *u)
 {
@@ -223,7 +238,7 @@ static int undo_one(struct apply *ap, unsigned k)
     if (!u->armed)
         return 0;
     switch (m->kind) {
-    case MUT_CREATE: return sfs_unlink(ap->x->e->fs, ap->tx, f->parent, f->name);
+    case MUT_CREATE: return undo_create(ap, m->file);
     case MUT_WRITE: case MUT_TRUNC: return undo_data(ap, f, u);
     case MUT_UNLINK: return sfs_link(ap->x->e->fs, ap->tx, f->ino, m->parent, m->name, NULL);
     default: return 0;
@@ -378,26 +393,47 @@ static int apply_tx(struct apply *ap)
     return 0;
 }
 
-int cisc_apply(struct cisc_run *x)
+/* One attempt: a transaction, every mutation, undo on failure. */
+static int attempt(struct cisc_run *x)
 {
+    struct apply *ap = calloc(1, sizeof(*ap));
+    if (!ap)
+        return -ENOMEM;
     unsigned nreal = 0;
     for (unsigned k = 0; k < x->nmuts; k++)
         nreal += x->muts[k].kind != MUT_CLOSE_FH;
+    ap->x = x;
+    ap->cow = need_cow(x, nreal);
+    int r = apply_tx(ap);
+    for (unsigned k = 0; k < x->nmuts; k++)
+        free(ap->u[k].old);
+    free(ap);
+    return r;
+}
+
+int cisc_apply(struct cisc_run *x)
+{
+    bool any = false;
+    for (unsigned k = 0; k < x->nmuts; k++)
+        any |= x->muts[k].kind != MUT_CLOSE_FH;
     int r = 0;
-    if (nreal) {
-        struct apply *ap = calloc(1, sizeof(*ap));
-        if (!ap) {
-            cisc_fail(x->v, x->muts[0].step, -ENOMEM);
-            return -ENOMEM;
+    if (any) {
+        struct wire_step_res saved[WIRE_MAX_STEPS];
+        memcpy(saved, x->v->res, sizeof(saved));
+        r = attempt(x);
+        if (r == -ENOSPC && x->v->bad_step < x->v->n) {
+            /* Blocks freed by transactions not committed yet are not
+             * reusable: commit everything once (the op was undone) and
+             * try again. */
+            memcpy(x->v->res, saved, sizeof(saved));
+            x->v->status = 0;
+            if (sfs_sync(x->e->fs) == 0)
+                r = attempt(x);
+            else
+                cisc_fail(x->v, x->muts[0].step, r);
         }
-        ap->x = x;
-        ap->cow = need_cow(x, nreal);
-        r = apply_tx(ap);
-        for (unsigned k = 0; k < x->nmuts; k++)
-            free(ap->u[k].old);
-        free(ap);
     }
-    if (!r && (r = finish(x, nreal > 0)) != 0)
+    if (!r && (r = finish(x, any)) != 0)
         cisc_fail(x->v, fsync_step(x), r);
     return r;
 }

@@ -80,6 +80,8 @@ struct cisc_run {
     uint8_t *buf[WIRE_MAX_STEPS];       /* output buffers (device memory) */
     uint64_t olen[WIRE_MAX_STEPS];
     bool fsync;                         /* some step asked for durability */
+    uint64_t dead[WIRE_MAX_STEPS];      /* references of undone creates, dropped at the end */
+    unsigned ndead;
 };
 
 /* Phase 2: resolves files and checks every step's permission; on failure

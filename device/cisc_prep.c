@@ -239,5 +239,7 @@ void cisc_unprepare(struct cisc_run *x)
     for (unsigned i = 0; i < x->nfiles; i++)
         if (x->files[i].ref)
             sfs_iput(x->e->fs, x->files[i].ino);
-    x->nfiles = 0;
+    for (unsigned i = 0; i < x->ndead; i++)
+        sfs_iput(x->e->fs, x->dead[i]);
+    x->nfiles = x->ndead = 0;
 }
