@@ -32,6 +32,10 @@
  *                    memfd in SCM_RIGHTS (layout: device/wire.h)
  *   CTL_QP_DESTROY u32 qp id -> s32 status, after the queue's commands
  *                    completed
+ *   CTL_KEY_ADD   u32 alg, u32 len, key bytes -> s32 status, u32 key id:
+ *                    registers an encryption key with the session for
+ *                    ENCRYPT/DECRYPT steps (device/compute/keys.h)
+ *   CTL_KEY_REMOVE u32 key id -> s32 status
  *
  * A connection's session (its queue pairs and open file handles) ends
  * with the connection.
@@ -73,6 +77,8 @@ enum ctl_type {
     CTL_SESSION = 4,
     CTL_QP_CREATE = 5,
     CTL_QP_DESTROY = 6,
+    CTL_KEY_ADD = 7,
+    CTL_KEY_REMOVE = 8,
 };
 
 struct ctl_hdr {
@@ -97,7 +103,7 @@ struct ctl_req {
     const struct ctl_peer *peer;
     uint16_t type;
     uint32_t id;
-    const uint8_t *payload;
+    uint8_t *payload;         /* writable: a handler may wipe secrets in it */
     size_t len;
     void **session;   /* the connection's slot for the handler's state (NULL at first) */
     int fd;   /* private */

@@ -3,6 +3,7 @@
 
 #include "common/corrupt.h"
 #include "common/le.h"
+#include "device/compute/keys.h"
 #include "device/control.h"
 #include "device/stats.h"
 
@@ -353,10 +354,26 @@ static int reply_qp_destroy(struct device *d, struct ctl_req *req)
     return ctl_reply(req, r, NULL, 0), 0;
 }
 
+/* Encryption keys: kept by the connection's session, never in commands. */
+static int reply_key(struct device *d, struct ctl_req *req)
+{
+    struct qp_session *s;
+    uint8_t id[4] = { 0 };
+    int r = get_session(d, req, &s);
+    if (!r && req->type == CTL_KEY_ADD)
+        r = ckey_ctl_add(qp_session_keys(s), req->payload, req->len, id);
+    else if (!r)
+        r = ckey_ctl_remove(qp_session_keys(s), req->payload, req->len);
+    return ctl_reply(req, r, id, !r && req->type == CTL_KEY_ADD ? sizeof(id) : 0), 0;
+}
+
 static int handle_ctl(void *arg, struct ctl_req *req)
 {
     struct device *d = arg;
     switch (req->type) {
+    case CTL_KEY_ADD:
+    case CTL_KEY_REMOVE:
+        return reply_key(d, req);
     case CTL_SESSION:
         return reply_session(d, req);
     case CTL_QP_CREATE:

@@ -13,9 +13,10 @@
  *
  * A command is a plain struct with no hidden state the submitter must
  * set up beyond eng_cmd_init(), so a shared-memory decoder can fill one
- * after validating a client's request. ENG_OP_CISC is a vector of steps
- * that pass buffers along (FusionFS §4.3); until its executor is merged it
- * returns -EOPNOTSUPP.
+ * after validating a client's request. ENG_OP_CISC runs a vector of steps
+ * that pass buffers along (FusionFS §4.3), decoded and validated
+ * beforehand by cisc_decode() (device/cisc.h); ENG_OP_CISC_PART is the
+ * engine's own: a share of an op's independent steps run on another core.
  *
  * Operand use per op (unlisted fields are ignored):
  *   LOOKUP      ino=dir name                    -> attr, takes 1 reference
@@ -49,17 +50,13 @@
  *   LSEEK       fh off flags=SEEK_DATA|SEEK_HOLE -> ret=offset
  *   COPY_RANGE  fh off fh2 off2 len             -> ret=bytes
  *   SYNC                                        whole file system durable
+ *   CISC        cisc=decoded vector             -> ret=status, cisc->res
+ *   CISC_PART   (internal: submitted by CISC to spread independent steps)
  *
- * CISC (from a libcisc queue; the executor is device/cisc.*):
- *   CISC        in=steps size=nsteps flags=op flags (SQE flags) arena
- *               off,len=the step-result area in the arena (nsteps struct
- *               wire_step_res)              -> ret=overall status,
- *                                              out_off=steps run (CQE aux)
- *               `in` is the door's private copy of the client's step
- *               array (device/wire.h), read once from the arena; its
- *               offset/length fields are not checked yet: the executor
- *               validates every step (kinds, references to earlier steps
- *               only, arena ranges with qp_arena_*) before the first runs.
+ * A CISC command from a libcisc queue carries the vector its door
+ * decoded (cisc_decode, from the door's one private copy of the client's
+ * steps), the session's handle table (hdl: F_FH steps use the session's
+ * handles) and chg (the executor records what it changed).
  *
  * The libcisc door (engine_path.c) names files by path and uses the
  * submitting session's handle table (cmd->hdl); paths are resolved from
@@ -121,6 +118,7 @@ extern "C" {   /* also for the StorageFS header included here */
     X(SETXATTR, setxattr) X(GETXATTR, getxattr) X(LISTXATTR, listxattr) \
     X(REMOVEXATTR, removexattr) X(ACCESS, access) X(FALLOCATE, fallocate) \
     X(LSEEK, lseek) X(COPY_RANGE, copy_range) X(SYNC, sync) X(CISC, cisc) \
+    X(CISC_PART, cisc_part) \
     X(NOP, nop) X(OPEN_PATH, open_path) X(STAT_PATH, stat_path) X(FSTAT, fstat) \
     X(UNLINK_PATH, unlink_path) X(MKDIR_PATH, mkdir_path) X(RMDIR_PATH, rmdir_path) \
     X(RENAME_PATH, rename_path) X(READDIR_PATH, readdir_path) X(APPEND, append) \
@@ -165,13 +163,17 @@ typedef int (*eng_fill_fn)(void *arg, const struct sfs_dirent *de,
                            const struct sfs_attr *attr);
 
 struct eng_cmd;
+struct eng_cisc;
 typedef void (*eng_done_fn)(struct eng_cmd *cmd);
 
-/* What a command changed, for a watcher's caches (see eng_set_watch). */
+/* What a command changed, for a watcher's caches (see eng_set_watch). The
+ * door owns the first record (zeroed) and frees the rest with
+ * eng_chg_release(). */
 #define ENG_CHG_INODES  4u
 #define ENG_CHG_ENTRIES 2u
 
 struct eng_chg {
+    struct eng_chg *next;         /* more records when this one is full (heap) */
     unsigned ninodes, nentries;
     struct {
         uint64_t ino;
@@ -184,7 +186,6 @@ struct eng_chg {
 };
 
 struct hdl_table;
-struct qp_arena;
 
 struct eng_cmd {
     struct sched_item item;   /* scheduler link; tenant = cred.uid */
@@ -205,11 +206,12 @@ struct eng_cmd {
     eng_fill_fn fill;         /* READDIR */
     void *fill_arg;
     bool plus;                /* READDIR: readdirplus */
+    struct eng_cisc *cisc;    /* CISC: the decoded vector (results in it) */
+    void *part;               /* CISC_PART: the shared work (cisc_exec.c) */
     /* libcisc door */
     const char *path, *path2; /* *_PATH ops */
     struct hdl_table *hdl;    /* the session's handles; NULL = the engine's (FUSE) */
     struct eng_chg *chg;      /* non-NULL: record changes here */
-    const struct qp_arena *arena;   /* CISC: the client's arena */
     /* results */
     int64_t ret;              /* 0, a count/offset, or -errno */
     struct sfs_attr attr;
@@ -229,6 +231,7 @@ struct eng_config {
     const char *sched;        /* policy name, "fifo" */
     bool trace;               /* log every command to stderr (off by default) */
     bool direct;              /* scheduler direct dispatch (sched.h) */
+    uint64_t dev_ram;         /* device memory budget for CISC buffers; 0 = 2 GiB */
 };
 
 /* Starts the engine on a mounted StorageFS (not owned: the caller unmounts
@@ -251,6 +254,12 @@ void eng_cmd_init(struct eng_cmd *cmd, unsigned op, const struct eng_cred *cred)
 /* Queues cmd; cmd->done(cmd) runs on a device core when it completes.
  * Returns 0, or -errno if it was not queued (done is then not called). */
 int eng_submit(struct engine *e, struct eng_cmd *cmd);
+
+/* Like eng_submit, but never runs cmd on the calling thread (no direct
+ * dispatch): a device core handing work to other cores, a poller handing
+ * over all but the last command of a batch. Returns 0 or -errno (done is
+ * then not called). */
+int eng_submit_handoff(struct engine *e, struct eng_cmd *cmd);
 
 /* Queues cmd and waits for it. Returns cmd->ret. */
 int64_t eng_call(struct engine *e, struct eng_cmd *cmd);
@@ -290,6 +299,9 @@ bool eng_chg_pending(struct engine *e, const struct eng_chg *chg);
 /* Sends the invalidations for chg to the watcher (blocking; not on a
  * device core). */
 void eng_chg_flush(struct engine *e, const struct eng_chg *chg);
+
+/* Frees the records chained to chg (not chg itself) and empties it. */
+void eng_chg_release(struct eng_chg *chg);
 
 /* Record into c->chg (no-op when NULL) that inode ino changed: its data in
  * [off, off + len) (len 0: to the end), or only its attributes (off < 0).

@@ -3,6 +3,7 @@
  * in queue_done.c. */
 #include "device/queue_int.h"
 
+#include "device/compute/keys.h"
 #include "device/handle.h"
 
 #include <errno.h>
@@ -110,6 +111,8 @@ int qp_session_create(struct qp_service *svc, const struct eng_cred *cred,
     if (!s)
         return -ENOMEM;
     int r = hdl_table_create(&s->hdl);
+    if (!r && (r = ckey_table_create(&s->keys)) != 0)
+        hdl_table_destroy(s->hdl);
     if (r) {
         free(s);
         return r;
@@ -163,6 +166,7 @@ void qp_session_destroy(struct qp_session *s)
     /* No command of the session is in flight now: its handles can go. */
     eng_release_handles(s->svc->eng, s->hdl);
     hdl_table_destroy(s->hdl);
+    ckey_table_destroy(s->keys);
     session_unlink(s);
     __atomic_sub_fetch(&s->svc->nsessions, 1, __ATOMIC_RELAXED);
     pthread_mutex_destroy(&s->lock);
@@ -172,6 +176,11 @@ void qp_session_destroy(struct qp_session *s)
 const struct eng_cred *qp_session_cred(const struct qp_session *s)
 {
     return &s->cred;
+}
+
+struct ckey_table *qp_session_keys(struct qp_session *s)
+{
+    return s->keys;
 }
 
 /* ---- queue pairs ----------------------------------------------------------- */

@@ -6,6 +6,7 @@
  */
 #include "device/queue_int.h"
 
+#include "device/cisc.h"
 #include "device/model.h"
 
 #include <errno.h>
@@ -60,8 +61,14 @@ static void finish(struct qp_cmd *qc)
     memset(q, 0, sizeof(*q));
     q->user_data = qc->user_data;
     q->res = c->ret;
-    if (qc->wop == WIRE_OP_CISC)
-        q->aux = c->out_off;   /* steps run, also when the op failed */
+    if (qc->cisc) {   /* status, steps completed, each step's result */
+        struct eng_cisc *v = qc->cisc;
+        q->res = c->ret < 0 ? c->ret : v->status;
+        q->aux = v->ran;
+        qp_arena_write(&qc->qp->arena, qc->res_off, v->res,
+                       (uint64_t)v->n * sizeof(struct wire_step_res));
+        return;
+    }
     if (c->ret < 0)
         return;
     switch (qc->wop) {
@@ -108,7 +115,11 @@ void qp_post_error(struct qp *qp, uint64_t user_data, int err)
 
 static void cmd_free(struct qp_cmd *qc)
 {
-    free(qc->priv);
+    eng_chg_release(&qc->chg);
+    if (qc->cisc) {
+        cisc_release(qc->cisc);
+        free(qc->cisc);
+    }
     free(qc);
 }
 
