@@ -60,7 +60,8 @@
  *
  * The libcisc door (engine_path.c) names files by path and uses the
  * submitting session's handle table (cmd->hdl); paths are resolved from
- * the root with search permission checked on every directory:
+ * the root by path_walk (device/path.h) with search permission checked on
+ * every directory:
  *   NOP                                         -> 0 (a round trip)
  *   OPEN_PATH   path flags=O_* mode             -> fh (O_CREAT/EXCL/TRUNC/APPEND,
  *                                                  O_DIRECTORY, O_NOFOLLOW)
