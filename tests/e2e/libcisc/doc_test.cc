@@ -54,6 +54,8 @@ TEST_F(Doc, GuideExamplesBuildAndRunAgainstTheInstalledLibrary)
         r = Sh("LD_LIBRARY_PATH=" + libdir + " " + exe + " " + mnt);
         EXPECT_EQ(r.status, 0) << "example " << i << ":\n" << r.out;
     }
+    r = Sh("env -u LD_LIBRARY_PATH $(find " + stage + " -path '*/bin/cisc') --version");
+    EXPECT_EQ(r.status, 0) << "the installed cisc finds its libraries: " << r.out;
     EXPECT_EQ(ReadFile(P("hello.log")), "hello, device\n");
     EXPECT_EQ(ReadFile(P("copy")), "some data\n");
 }
