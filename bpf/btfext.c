@@ -54,17 +54,17 @@ static int check_btf_header(const struct vm_elf_sec *s, struct vm_diag *d)
 {
     const uint8_t *p = s->data;
     if (!p || s->size < BTF_HDR_SIZE || s->size > UINT32_MAX)
-        return vm_diag(d, -EINVAL, "section .BTF: %llu bytes is not a valid size",
+        return vm_diagf(d, -EINVAL, "section .BTF: %llu bytes is not a valid size",
                        (unsigned long long)s->size);
     uint32_t hdr = le32_get(p + 4);
     uint64_t body = s->size - (hdr <= s->size ? hdr : s->size);
     if (le16_get(p) != BTF_MAGIC || p[2] != 1 || hdr < BTF_HDR_SIZE || hdr > s->size)
-        return vm_diag(d, -EINVAL, "section .BTF: bad header (magic 0x%x, version %u, "
+        return vm_diagf(d, -EINVAL, "section .BTF: bad header (magic 0x%x, version %u, "
                        "header length %u)", le16_get(p), p[2], hdr);
     uint64_t toff = le32_get(p + 8), tlen = le32_get(p + 12);
     uint64_t soff = le32_get(p + 16), slen = le32_get(p + 20);
     if (toff + tlen > body || soff + slen > body)
-        return vm_diag(d, -EINVAL, "section .BTF: type or string area lies outside "
+        return vm_diagf(d, -EINVAL, "section .BTF: type or string area lies outside "
                        "the section");
     return 0;
 }
@@ -80,7 +80,7 @@ static int parse_btf(struct vm_btf_info *bi, const struct vm_elf_sec *s, struct 
     struct btf *btf = btf__new(s->data, (uint32_t)s->size);
     long err = libbpf_get_error(btf);
     if (!btf || err)
-        return vm_diag(d, -EINVAL, "section .BTF: libbpf could not parse it (%s)",
+        return vm_diagf(d, -EINVAL, "section .BTF: libbpf could not parse it (%s)",
                        libbpf_last[0] ? libbpf_last : strerror(err ? (int)-err : EINVAL));
     bi->btf = btf;
     return 0;
@@ -108,13 +108,13 @@ static int area_open(const uint8_t *base, uint64_t size, uint32_t off, uint32_t 
     if (len == 0)
         return 0;
     if ((uint64_t)off + len > size || len < 4)
-        return vm_diag(d, -EINVAL, "section .BTF.ext: %s area lies outside the section",
+        return vm_diagf(d, -EINVAL, "section .BTF.ext: %s area lies outside the section",
                        a->what);
     a->p = base + off + 4;
     a->len = len - 4;
     a->rec_size = le32_get(base + off);
     if (a->rec_size < min_rec || a->rec_size % 4 || a->rec_size > 1024)
-        return vm_diag(d, -EINVAL, "section .BTF.ext: %s record size %u is invalid",
+        return vm_diagf(d, -EINVAL, "section .BTF.ext: %s record size %u is invalid",
                        a->what, a->rec_size);
     return 0;
 }
@@ -133,20 +133,20 @@ static int block_next(const struct vm_btf_info *bi, const struct vm_elf *e,
                       struct vm_diag *d)
 {
     if (a->len - *pos < 8)
-        return vm_diag(d, -EINVAL, "section .BTF.ext: truncated %s block", a->what);
+        return vm_diagf(d, -EINVAL, "section .BTF.ext: truncated %s block", a->what);
     const uint8_t *p = a->p + *pos;
     b->n = le32_get(p + 4);
     b->recs = p + 8;
     b->sec_name = btf__name_by_offset(bi->btf, le32_get(p));
     if ((uint64_t)b->n * a->rec_size > a->len - *pos - 8)
-        return vm_diag(d, -EINVAL, "section .BTF.ext: %s block of %u records overruns "
+        return vm_diagf(d, -EINVAL, "section .BTF.ext: %s block of %u records overruns "
                        "the section", a->what, b->n);
     if (!b->sec_name)
-        return vm_diag(d, -EINVAL, "section .BTF.ext: %s block names no section",
+        return vm_diagf(d, -EINVAL, "section .BTF.ext: %s block names no section",
                        a->what);
     b->sec = exec_section_by_name(e, b->sec_name);
     if (!b->sec)
-        return vm_diag(d, -EINVAL, "section .BTF.ext: %s for section '%s', which holds "
+        return vm_diagf(d, -EINVAL, "section .BTF.ext: %s for section '%s', which holds "
                        "no code", a->what, b->sec_name);
     *pos += 8 + (uint64_t)b->n * a->rec_size;
     return 0;
@@ -160,10 +160,10 @@ static int add_line(struct vm_btf_info *bi, const struct vm_elf *e,
     const char *src = btf__name_by_offset(bi->btf, le32_get(r + 8));
     uint32_t lc = le32_get(r + 12);
     if (off % 8 || off >= e->secs[b->sec].size)
-        return vm_diag(d, -EINVAL, "section .BTF.ext: line info at byte %u is outside "
+        return vm_diagf(d, -EINVAL, "section .BTF.ext: line info at byte %u is outside "
                        "section %s", off, b->sec_name);
     if (!file || !src)
-        return vm_diag(d, -EINVAL, "section .BTF.ext: line info string offset is "
+        return vm_diagf(d, -EINVAL, "section .BTF.ext: line info string offset is "
                        "outside .BTF strings");
     bi->lines[bi->nlines++] = (struct vm_btf_line){b->sec, off / 8, lc >> 10, lc & 0x3ff,
                                                    file, src};
@@ -201,7 +201,7 @@ static int read_lines(struct vm_btf_info *bi, const struct vm_elf *e,
         return rc;
     bi->lines = calloc(count, sizeof(*bi->lines));
     if (!bi->lines)
-        return vm_diag(d, -ENOMEM, "out of memory");
+        return vm_diagf(d, -ENOMEM, "out of memory");
     struct ext_block b;
     for (uint64_t pos = 0; pos < a->len;) {
         rc = block_next(bi, e, a, &pos, &b, d);
@@ -214,11 +214,14 @@ static int read_lines(struct vm_btf_info *bi, const struct vm_elf *e,
     return 0;
 }
 
-static const char *type_name(const struct btf *btf, uint32_t id)
+/* "struct task", "union u", "int" or "<anonymous>" for messages. */
+static const char *type_name(const struct btf *btf, uint32_t id, char *buf, size_t size)
 {
     const struct btf_type *t = btf__type_by_id(btf, id);
     const char *n = t ? btf__name_by_offset(btf, t->name_off) : NULL;
-    return n && *n ? n : "<anonymous>";
+    const char *kind = t && btf_is_struct(t) ? "struct " : t && btf_is_union(t) ? "union " : "";
+    snprintf(buf, size, "%s%s", kind, n && *n ? n : "<anonymous>");
+    return buf;
 }
 
 /* ABI v1 has no CO-RE: the first record found is the rejection. */
@@ -233,9 +236,11 @@ static int reject_core(const struct vm_btf_info *bi, const struct vm_elf *e,
         if (b.n == 0)
             continue;
         const char *acc = btf__name_by_offset(bi->btf, le32_get(b.recs + 8));
-        return vm_diag(d, -EOPNOTSUPP, "section %s, insn %u: CO-RE relocation against "
-                       "type '%s' (access %s) is not supported", b.sec_name,
-                       le32_get(b.recs) / 8, type_name(bi->btf, le32_get(b.recs + 4)),
+        char tn[96];
+        return vm_diagf(d, -EOPNOTSUPP, "section %s, insn %u: CO-RE relocation against "
+                       "'%s' (access %s) is not supported", b.sec_name,
+                       le32_get(b.recs) / 8,
+                       type_name(bi->btf, le32_get(b.recs + 4), tn, sizeof(tn)),
                        acc ? acc : "?");
     }
     return 0;
@@ -246,11 +251,11 @@ static int parse_ext(struct vm_btf_info *bi, const struct vm_elf *e,
 {
     const uint8_t *p = s->data;
     if (!p || s->size < EXT_HDR_MIN || s->size > UINT32_MAX)
-        return vm_diag(d, -EINVAL, "section .BTF.ext: %llu bytes is not a valid size",
+        return vm_diagf(d, -EINVAL, "section .BTF.ext: %llu bytes is not a valid size",
                        (unsigned long long)s->size);
     uint32_t hdr = le32_get(p + 4);
     if (le16_get(p) != BTF_MAGIC || p[2] != 1 || hdr < EXT_HDR_MIN || hdr > s->size)
-        return vm_diag(d, -EINVAL, "section .BTF.ext: bad header (magic 0x%x, version "
+        return vm_diagf(d, -EINVAL, "section .BTF.ext: bad header (magic 0x%x, version "
                        "%u, header length %u)", le16_get(p), p[2], hdr);
     struct ext_area lines = {.what = "line info"}, core = {.what = "CO-RE relocation"};
     int rc = area_open(p + hdr, s->size - hdr, le32_get(p + 16), le32_get(p + 20),
@@ -272,7 +277,7 @@ int vm_btf_info_load(struct vm_btf_info *bi, const struct vm_elf *e, struct vm_d
     uint32_t ext_sec = vm_elf_find_sec(e, ".BTF.ext");
     if (!btf_sec) {
         if (ext_sec)
-            return vm_diag(d, -EINVAL, "object has .BTF.ext but no .BTF");
+            return vm_diagf(d, -EINVAL, "object has .BTF.ext but no .BTF");
         return 0;
     }
     int rc = parse_btf(bi, &e->secs[btf_sec], d);

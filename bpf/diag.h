@@ -7,7 +7,7 @@
  * the message, so the text names the innermost problem.
  * Invariants:
  *   1. The message is always NUL-terminated (truncated if needed).
- *   2. Only the first report is kept; vm_diag() never fails.
+ *   2. Only the first report is kept; vm_diagf() never fails.
  */
 #ifndef CISC_BPF_DIAG_H
 #define CISC_BPF_DIAG_H
@@ -23,10 +23,10 @@ struct vm_diag {
     bool set;
 };
 
-/* Records "fmt ..." as the failure reason unless one is already recorded.
- * Returns code (a negative errno) so callers can `return vm_diag(...)`. */
+/* Records the formatted message as the failure reason unless one is already recorded.
+ * Returns code (a negative errno) so callers can `return vm_diagf(...)`. */
 static inline int __attribute__((format(printf, 3, 4)))
-vm_diag(struct vm_diag *d, int code, const char *fmt, ...)
+vm_diagf(struct vm_diag *d, int code, const char *fmt, ...)
 {
     if (d && !d->set && d->buf && d->len) {
         va_list ap;

@@ -36,19 +36,19 @@ static const char *str_at(const struct vm_elf *e, uint32_t sec, uint64_t off)
 static int check_ident(const uint8_t *b, size_t size, struct vm_diag *d)
 {
     if (size < EHDR_SIZE || memcmp(b, "\177ELF", 4) != 0)
-        return vm_diag(d, -ENOEXEC, "not an ELF object (%s)",
+        return vm_diagf(d, -ENOEXEC, "not an ELF object (%s)",
                        size < EHDR_SIZE ? "shorter than an ELF header" : "bad magic");
     if (b[4] != 2)
-        return vm_diag(d, -ENOEXEC, "ELF class %u is not 64-bit (ELFCLASS64)", b[4]);
+        return vm_diagf(d, -ENOEXEC, "ELF class %u is not 64-bit (ELFCLASS64)", b[4]);
     if (b[5] != 1)
-        return vm_diag(d, -ENOEXEC,
+        return vm_diagf(d, -ENOEXEC,
                        "ELF data encoding %u is not little-endian (built with "
                        "-target bpfeb? use -target bpf)", b[5]);
     if (le16_get(b + 16) != ET_REL)
-        return vm_diag(d, -ENOEXEC, "ELF type %u is not a relocatable object (ET_REL)",
+        return vm_diagf(d, -ENOEXEC, "ELF type %u is not a relocatable object (ET_REL)",
                        le16_get(b + 16));
     if (le16_get(b + 18) != EM_BPF)
-        return vm_diag(d, -ENOEXEC,
+        return vm_diagf(d, -ENOEXEC,
                        "ELF machine %u is not eBPF (247): compile with clang -target bpf",
                        le16_get(b + 18));
     return 0;
@@ -76,7 +76,7 @@ static int read_sections(struct vm_elf *e, uint32_t *name_offs, struct vm_diag *
         if (s->type == VM_ELF_SHT_NOBITS || s->size == 0)
             continue;
         if (s->offset > e->size || s->size > e->size - s->offset)
-            return vm_diag(d, -EINVAL,
+            return vm_diagf(d, -EINVAL,
                            "section %u: data [%llu, +%llu) lies outside the %zu-byte file",
                            i, (unsigned long long)s->offset, (unsigned long long)s->size,
                            e->size);
@@ -89,12 +89,12 @@ static int name_sections(struct vm_elf *e, const uint32_t *name_offs, struct vm_
 {
     uint32_t shstrndx = le16_get(e->buf + 62);
     if (shstrndx >= e->nsecs || e->secs[shstrndx].type != VM_ELF_SHT_STRTAB)
-        return vm_diag(d, -EINVAL, "section name table index %u is not a string table",
+        return vm_diagf(d, -EINVAL, "section name table index %u is not a string table",
                        shstrndx);
     for (uint32_t i = 0; i < e->nsecs; i++) {
         e->secs[i].name = str_at(e, shstrndx, name_offs[i]);
         if (!e->secs[i].name)
-            return vm_diag(d, -EINVAL, "section %u: name offset %u is outside .shstrtab",
+            return vm_diagf(d, -EINVAL, "section %u: name offset %u is outside .shstrtab",
                            i, name_offs[i]);
     }
     return 0;
@@ -121,7 +121,7 @@ static int check_overlaps(const struct vm_elf *e, struct vm_diag *d)
 {
     struct region *r = calloc(e->nsecs + 2, sizeof(*r));
     if (!r)
-        return vm_diag(d, -ENOMEM, "out of memory");
+        return vm_diagf(d, -ENOMEM, "out of memory");
     uint32_t n = 0;
     uint64_t shoff = le64_get(e->buf + 40);
     r[n++] = (struct region){0, EHDR_SIZE, UINT32_MAX};
@@ -134,7 +134,7 @@ static int check_overlaps(const struct vm_elf *e, struct vm_diag *d)
     int rc = 0;
     for (uint32_t i = 1; i < n && !rc; i++)
         if (r[i].start < r[i - 1].end)
-            rc = vm_diag(d, -EINVAL, "sections %s and %s overlap in the file",
+            rc = vm_diagf(d, -EINVAL, "sections %s and %s overlap in the file",
                          region_name(e, &r[i - 1]), region_name(e, &r[i]));
     free(r);
     return rc;
@@ -145,15 +145,15 @@ static int check_header_table(const struct vm_elf *e, struct vm_diag *d)
     uint64_t shoff = le64_get(e->buf + 40);
     uint16_t shentsize = le16_get(e->buf + 58);
     if (e->nsecs == 0)
-        return vm_diag(d, -EINVAL, "object has no section headers");
+        return vm_diagf(d, -EINVAL, "object has no section headers");
     if (e->nsecs >= SHN_LORESERVE || e->nsecs > VM_ELF_MAX_SECTIONS)
-        return vm_diag(d, -E2BIG, "object has %u sections (limit %u)", e->nsecs,
+        return vm_diagf(d, -E2BIG, "object has %u sections (limit %u)", e->nsecs,
                        VM_ELF_MAX_SECTIONS);
     if (shentsize != SHDR_SIZE)
-        return vm_diag(d, -EINVAL, "section header size %u is not %u", shentsize,
+        return vm_diagf(d, -EINVAL, "section header size %u is not %u", shentsize,
                        SHDR_SIZE);
     if (shoff > e->size || (uint64_t)e->nsecs * SHDR_SIZE > e->size - shoff)
-        return vm_diag(d, -EINVAL, "section header table [%llu, +%u) lies outside the "
+        return vm_diagf(d, -EINVAL, "section header table [%llu, +%u) lies outside the "
                        "%zu-byte file", (unsigned long long)shoff,
                        e->nsecs * SHDR_SIZE, e->size);
     return 0;
@@ -164,7 +164,7 @@ static int check_shndx(const struct vm_elf *e, uint32_t i, uint16_t shndx, struc
     if (shndx == VM_ELF_SHN_UNDEF || shndx == VM_ELF_SHN_ABS ||
         shndx == VM_ELF_SHN_COMMON || shndx < e->nsecs)
         return 0;
-    return vm_diag(d, -EINVAL, "symbol %u (%s): section index %u does not exist", i,
+    return vm_diagf(d, -EINVAL, "symbol %u (%s): section index %u does not exist", i,
                    e->syms[i].name, shndx);
 }
 
@@ -177,7 +177,7 @@ static int decode_symbols(struct vm_elf *e, uint32_t symsec, struct vm_diag *d)
         struct vm_elf_sym *y = &e->syms[i];
         y->name = str_at(e, strsec, le32_get(p));
         if (!y->name)
-            return vm_diag(d, -EINVAL, "symbol %u: name offset %u is outside %s", i,
+            return vm_diagf(d, -EINVAL, "symbol %u: name offset %u is outside %s", i,
                            le32_get(p), e->secs[strsec].name);
         y->bind = p[4] >> 4;
         y->type = p[4] & 0xf;
@@ -195,20 +195,20 @@ static int read_symtab(struct vm_elf *e, uint32_t symsec, struct vm_diag *d)
 {
     const struct vm_elf_sec *s = &e->secs[symsec];
     if (s->entsize != SYM_SIZE || s->size % SYM_SIZE || !s->data)
-        return vm_diag(d, -EINVAL, "symbol table %s: entry size %llu, size %llu (want "
+        return vm_diagf(d, -EINVAL, "symbol table %s: entry size %llu, size %llu (want "
                        "a non-empty multiple of %u)", s->name,
                        (unsigned long long)s->entsize, (unsigned long long)s->size,
                        SYM_SIZE);
     if (s->link >= e->nsecs || e->secs[s->link].type != VM_ELF_SHT_STRTAB)
-        return vm_diag(d, -EINVAL, "symbol table %s: linked section %u is not a string "
+        return vm_diagf(d, -EINVAL, "symbol table %s: linked section %u is not a string "
                        "table", s->name, s->link);
     if (s->size / SYM_SIZE > VM_ELF_MAX_SYMBOLS)
-        return vm_diag(d, -E2BIG, "symbol table %s has %llu symbols (limit %u)", s->name,
+        return vm_diagf(d, -E2BIG, "symbol table %s has %llu symbols (limit %u)", s->name,
                        (unsigned long long)(s->size / SYM_SIZE), VM_ELF_MAX_SYMBOLS);
     e->nsyms = (uint32_t)(s->size / SYM_SIZE);
     e->syms = calloc(e->nsyms, sizeof(*e->syms));
     if (!e->syms)
-        return vm_diag(d, -ENOMEM, "out of memory");
+        return vm_diagf(d, -ENOMEM, "out of memory");
     return decode_symbols(e, symsec, d);
 }
 
@@ -219,7 +219,7 @@ static int find_symtab(struct vm_elf *e, struct vm_diag *d)
         if (e->secs[i].type != VM_ELF_SHT_SYMTAB)
             continue;
         if (symsec)
-            return vm_diag(d, -EINVAL, "object has two symbol tables (%s and %s)",
+            return vm_diagf(d, -EINVAL, "object has two symbol tables (%s and %s)",
                            e->secs[symsec].name, e->secs[i].name);
         symsec = i;
     }
@@ -234,7 +234,7 @@ static int check_rel_entries(const struct vm_elf *e, uint32_t sec, struct vm_dia
     for (uint32_t i = 0; i < n; i++) {
         uint64_t info = le64_get(e->secs[sec].data + (uint64_t)i * REL_SIZE + 8);
         if ((info >> 32) >= e->nsyms)
-            return vm_diag(d, -EINVAL, "%s: relocation %u refers to symbol %llu, but "
+            return vm_diagf(d, -EINVAL, "%s: relocation %u refers to symbol %llu, but "
                            "there are %u", e->secs[sec].name, i,
                            (unsigned long long)(info >> 32), e->nsyms);
     }
@@ -245,15 +245,15 @@ static int check_rel_section(const struct vm_elf *e, uint32_t i, struct vm_diag 
 {
     const struct vm_elf_sec *s = &e->secs[i];
     if (s->entsize != REL_SIZE || s->size % REL_SIZE)
-        return vm_diag(d, -EINVAL, "%s: entry size %llu, size %llu (want a multiple of "
+        return vm_diagf(d, -EINVAL, "%s: entry size %llu, size %llu (want a multiple of "
                        "%u)", s->name, (unsigned long long)s->entsize,
                        (unsigned long long)s->size, REL_SIZE);
     if (s->info == 0 || s->info >= e->nsecs)
-        return vm_diag(d, -EINVAL, "%s: target section %u does not exist", s->name,
+        return vm_diagf(d, -EINVAL, "%s: target section %u does not exist", s->name,
                        s->info);
     if (s->size && (!e->nsyms || s->link >= e->nsecs ||
                     e->secs[s->link].type != VM_ELF_SHT_SYMTAB))
-        return vm_diag(d, -EINVAL, "%s: linked section %u is not the symbol table",
+        return vm_diagf(d, -EINVAL, "%s: linked section %u is not the symbol table",
                        s->name, s->link);
     return check_rel_entries(e, i, d);
 }
@@ -278,7 +278,7 @@ static int open_sections(struct vm_elf *e, struct vm_diag *d)
     e->secs = calloc(e->nsecs, sizeof(*e->secs));
     uint32_t *name_offs = calloc(e->nsecs, sizeof(*name_offs));
     if (!e->secs || !name_offs)
-        rc = vm_diag(d, -ENOMEM, "out of memory");
+        rc = vm_diagf(d, -ENOMEM, "out of memory");
     if (!rc)
         rc = read_sections(e, name_offs, d);
     if (!rc)

@@ -95,9 +95,17 @@ static bool is_map_section(const char *name)
     return !strcmp(name, ".maps") || !strcmp(name, "maps") || !strncmp(name, "maps/", 5);
 }
 
+/* libbpf's metadata sections (`char LICENSE[] SEC("license")`): accepted
+ * so that programs written for the kernel load unchanged, and ignored. */
+static bool is_metadata(const struct vm_elf_sec *s)
+{
+    return !strcmp(s->name, "license") || !strcmp(s->name, "version");
+}
+
 static bool is_writable_data(const struct vm_elf_sec *s)
 {
-    return (s->flags & VM_ELF_SHF_ALLOC) && (s->flags & VM_ELF_SHF_WRITE) && !is_code(s);
+    return (s->flags & VM_ELF_SHF_ALLOC) && (s->flags & VM_ELF_SHF_WRITE) && !is_code(s) &&
+           !is_metadata(s);
 }
 
 static bool is_rodata(const struct vm_elf_sec *s)
@@ -121,11 +129,11 @@ static int check_abi_marker(const struct objctx *o)
         return 0;
     const struct vm_elf_sec *s = sec_of(o, i);
     if (s->size != 4 || !s->data)
-        return vm_diag(o->d, -EINVAL, "section cisc.abi: %llu bytes, want a 4-byte "
+        return vm_diagf(o->d, -EINVAL, "section cisc.abi: %llu bytes, want a 4-byte "
                        "version", (unsigned long long)s->size);
     uint32_t v = le32_get(s->data);
     if (v != VM_ABI_VERSION)
-        return vm_diag(o->d, -EOPNOTSUPP, "object was built for cisc ABI version %u; "
+        return vm_diagf(o->d, -EOPNOTSUPP, "object was built for cisc ABI version %u; "
                        "this runtime implements version %u", v, VM_ABI_VERSION);
     return 0;
 }
@@ -140,11 +148,11 @@ static int check_data_symbols(const struct objctx *o)
             continue;
         const struct vm_elf_sec *s = sec_of(o, y->shndx);
         if (is_map_section(s->name))
-            return vm_diag(o->d, -EOPNOTSUPP, "map '%s' in section %s: maps are not "
+            return vm_diagf(o->d, -EOPNOTSUPP, "map '%s' in section %s: maps are not "
                            "supported (use cisc_state() to keep data across blocks)",
                            y->name, s->name);
         if (is_writable_data(s))
-            return vm_diag(o->d, -EOPNOTSUPP, "writable global '%s' in section %s is not "
+            return vm_diagf(o->d, -EOPNOTSUPP, "writable global '%s' in section %s is not "
                            "supported (make it const, or use cisc_state())", y->name,
                            s->name);
     }
@@ -168,7 +176,7 @@ static int check_code_sections(const struct objctx *o)
         if (!is_code(s) || s->size == 0)
             continue;
         if (s->type != VM_ELF_SHT_PROGBITS || s->size % 8)
-            return vm_diag(o->d, -EINVAL, "code section %s: size %llu is not a whole "
+            return vm_diagf(o->d, -EINVAL, "code section %s: size %llu is not a whole "
                            "number of instructions", s->name,
                            (unsigned long long)s->size);
     }
@@ -180,7 +188,7 @@ static int add_func(struct objctx *o, uint32_t symi)
     const struct vm_elf_sym *y = &o->e->syms[symi];
     const struct vm_elf_sec *s = sec_of(o, y->shndx);
     if (y->value % 8 || y->size % 8 || y->value > s->size || y->size > s->size - y->value)
-        return vm_diag(o->d, -EINVAL, "function '%s': [%llu, +%llu) is not whole "
+        return vm_diagf(o->d, -EINVAL, "function '%s': [%llu, +%llu) is not whole "
                        "instructions inside section %s", y->name,
                        (unsigned long long)y->value, (unsigned long long)y->size, s->name);
     o->funcs[o->nfuncs++] = (struct func){y->shndx, (uint32_t)(y->value / 8),
@@ -203,7 +211,7 @@ static int size_funcs(struct objctx *o)
             }
         f->n = end - f->start;
         if (!f->n)
-            return vm_diag(o->d, -EINVAL, "function '%s' in section %s is empty",
+            return vm_diagf(o->d, -EINVAL, "function '%s' in section %s is empty",
                            o->e->syms[f->sym].name, sec_of(o, f->sec)->name);
     }
     return 0;
@@ -213,7 +221,7 @@ static int collect_funcs(struct objctx *o)
 {
     o->funcs = calloc(o->e->nsyms ? o->e->nsyms : 1, sizeof(*o->funcs));
     if (!o->funcs)
-        return vm_diag(o->d, -ENOMEM, "out of memory");
+        return vm_diagf(o->d, -ENOMEM, "out of memory");
     for (uint32_t i = 1; i < o->e->nsyms; i++) {
         const struct vm_elf_sym *y = &o->e->syms[i];
         if (y->type != VM_ELF_STT_FUNC || y->shndx == 0 || y->shndx >= o->e->nsecs ||
@@ -240,12 +248,12 @@ static int append_rels(struct objctx *o, uint32_t relsec)
     struct sec_rels *sr = &o->rels[target];
     struct vm_elf_rel *r = realloc(sr->r, ((size_t)sr->n + n + 1) * sizeof(*r));
     if (!r)
-        return vm_diag(o->d, -ENOMEM, "out of memory");
+        return vm_diagf(o->d, -ENOMEM, "out of memory");
     sr->r = r;
     for (uint32_t i = 0; i < n; i++) {
         struct vm_elf_rel rel = vm_elf_rel_get(e, relsec, i);
         if (rel.offset % 8 || rel.offset >= e->secs[target].size)
-            return vm_diag(o->d, -EINVAL, "%s: relocation %u at byte %llu is not on an "
+            return vm_diagf(o->d, -EINVAL, "%s: relocation %u at byte %llu is not on an "
                            "instruction of %s", e->secs[relsec].name, i,
                            (unsigned long long)rel.offset, e->secs[target].name);
         sr->r[sr->n++] = rel;
@@ -259,7 +267,7 @@ static int sort_rels(struct objctx *o, uint32_t sec)
     qsort(sr->r, sr->n, sizeof(*sr->r), cmp_rel);
     for (uint32_t i = 1; i < sr->n; i++)
         if (sr->r[i].offset == sr->r[i - 1].offset)
-            return vm_diag(o->d, -EINVAL, "section %s, insn %llu: two relocations",
+            return vm_diagf(o->d, -EINVAL, "section %s, insn %llu: two relocations",
                            sec_of(o, sec)->name, (unsigned long long)(sr->r[i].offset / 8));
     return 0;
 }
@@ -268,14 +276,14 @@ static int index_rels(struct objctx *o)
 {
     o->rels = calloc(o->e->nsecs, sizeof(*o->rels));
     if (!o->rels)
-        return vm_diag(o->d, -ENOMEM, "out of memory");
+        return vm_diagf(o->d, -ENOMEM, "out of memory");
     for (uint32_t i = 1; i < o->e->nsecs; i++) {
         const struct vm_elf_sec *s = sec_of(o, i);
         if ((s->type != VM_ELF_SHT_REL && s->type != VM_ELF_SHT_RELA) || s->info == 0 ||
             s->info >= o->e->nsecs || !is_code(sec_of(o, s->info)))
             continue;
         if (s->type == VM_ELF_SHT_RELA)
-            return vm_diag(o->d, -EINVAL, "%s: RELA relocations of code are not supported",
+            return vm_diagf(o->d, -EINVAL, "%s: RELA relocations of code are not supported",
                            s->name);
         int rc = append_rels(o, i);
         if (rc)
@@ -329,7 +337,7 @@ static int grow_insns(struct linker *l, uint32_t extra)
 {
     struct objctx *o = l->o;
     if ((uint64_t)l->n + extra > o->max_insns)
-        return vm_diag(o->d, -E2BIG, "program '%s' has more than %u instructions after "
+        return vm_diagf(o->d, -E2BIG, "program '%s' has more than %u instructions after "
                        "linking its subprograms", o->e->syms[o->funcs[l->order[0]].sym].name,
                        o->max_insns);
     if (l->n + extra <= l->cap)
@@ -339,7 +347,7 @@ static int grow_insns(struct linker *l, uint32_t extra)
         cap *= 2;
     struct vm_insn *p = realloc(l->insns, (size_t)cap * sizeof(*p));
     if (!p)
-        return vm_diag(o->d, -ENOMEM, "out of memory");
+        return vm_diagf(o->d, -ENOMEM, "out of memory");
     l->insns = p;
     l->cap = cap;
     return 0;
@@ -375,13 +383,13 @@ static int reloc_call_target(const struct objctx *o, uint32_t fi, uint32_t k,
     const struct vm_elf_sym *y = &o->e->syms[r->sym];
     const char *name = vm_elf_sym_name(o->e, r->sym);
     if (r->type != VM_R_BPF_64_32)
-        return vm_diag(o->d, -EINVAL, "%s: call has relocation type %u (want R_BPF_64_32)",
+        return vm_diagf(o->d, -EINVAL, "%s: call has relocation type %u (want R_BPF_64_32)",
                        where(o, fi, k, w, sizeof(w)), r->type);
     if (y->shndx == VM_ELF_SHN_UNDEF)
-        return vm_diag(o->d, -EOPNOTSUPP, "%s: call to extern function '%s' (kfunc) is "
+        return vm_diagf(o->d, -EOPNOTSUPP, "%s: call to extern function '%s' (kfunc) is "
                        "not supported", where(o, fi, k, w, sizeof(w)), name);
     if (y->shndx >= o->e->nsecs || !is_code(sec_of(o, y->shndx)) || y->value % 8)
-        return vm_diag(o->d, -EINVAL, "%s: call relocated against '%s', which is not code",
+        return vm_diagf(o->d, -EINVAL, "%s: call relocated against '%s', which is not code",
                        where(o, fi, k, w, sizeof(w)), name);
     *sec = y->shndx;
     *target = (int64_t)(y->value / 8) + imm + 1;
@@ -403,12 +411,12 @@ static int link_call(struct linker *l, uint32_t fi, uint32_t k, uint32_t pc)
     if (rc)
         return rc;
     if (vm_src(in) != VM_PSEUDO_CALL)
-        return vm_diag(o->d, -EINVAL, "%s: call with source register %u is not a helper "
+        return vm_diagf(o->d, -EINVAL, "%s: call with source register %u is not a helper "
                        "or local call", where(o, fi, k, w, sizeof(w)), vm_src(in));
     uint32_t callee = target >= 0 && target <= UINT32_MAX ?
                       find_func(o, sec, (uint32_t)target) : NONE;
     if (callee == NONE)
-        return vm_diag(o->d, -EINVAL, "%s: call target %s+%lld is not the start of a "
+        return vm_diagf(o->d, -EINVAL, "%s: call target %s+%lld is not the start of a "
                        "function", where(o, fi, k, w, sizeof(w)), sec_of(o, sec)->name,
                        (long long)target);
     uint32_t at;
@@ -428,11 +436,11 @@ static int rodata_of(struct linker *l, uint32_t sec, uint32_t *base)
     }
     uint64_t at = ((uint64_t)l->rodata_size + 7) & ~7ull;
     if (at + s->size > MAX_RODATA)
-        return vm_diag(l->o->d, -E2BIG, "program references more than %u bytes of "
+        return vm_diagf(l->o->d, -E2BIG, "program references more than %u bytes of "
                        "read-only data", MAX_RODATA);
     uint8_t *p = realloc(l->rodata, at + s->size ? at + s->size : 1);
     if (!p)
-        return vm_diag(l->o->d, -ENOMEM, "out of memory");
+        return vm_diagf(l->o->d, -ENOMEM, "out of memory");
     memset(p + l->rodata_size, 0, at - l->rodata_size);
     if (s->size)
         memcpy(p + at, s->data, s->size);
@@ -442,28 +450,36 @@ static int rodata_of(struct linker *l, uint32_t sec, uint32_t *base)
     return 0;
 }
 
-/* Why symbol r->sym cannot be the target of an ld_imm64, or 0. */
-static int check_data_target(const struct objctx *o, const char *w, uint32_t symi)
+/* The name of the function at byte off of code section sec, for messages. */
+static const char *func_name_at(const struct objctx *o, uint32_t sec, uint64_t off)
+{
+    uint32_t fi = off % 8 || off / 8 > UINT32_MAX ? NONE : find_func(o, sec, (uint32_t)(off / 8));
+    return fi == NONE ? sec_of(o, sec)->name : o->e->syms[o->funcs[fi].sym].name;
+}
+
+/* Why symbol symi (+ addend) cannot be the target of an ld_imm64, or 0. */
+static int check_data_target(const struct objctx *o, const char *w, uint32_t symi,
+                             uint64_t addend)
 {
     const struct vm_elf_sym *y = &o->e->syms[symi];
     const char *name = vm_elf_sym_name(o->e, symi);
     if (y->shndx == VM_ELF_SHN_UNDEF)
-        return vm_diag(o->d, -EOPNOTSUPP, "%s: extern variable '%s' is not supported",
+        return vm_diagf(o->d, -EOPNOTSUPP, "%s: extern variable '%s' is not supported",
                        w, name);
     if (y->shndx >= o->e->nsecs)
-        return vm_diag(o->d, -EINVAL, "%s: '%s' is not in a section", w, name);
+        return vm_diagf(o->d, -EINVAL, "%s: '%s' is not in a section", w, name);
     const struct vm_elf_sec *s = sec_of(o, y->shndx);
     if (is_map_section(s->name))
-        return vm_diag(o->d, -EOPNOTSUPP, "%s: map '%s' in section %s: maps are not "
+        return vm_diagf(o->d, -EOPNOTSUPP, "%s: map '%s' in section %s: maps are not "
                        "supported", w, name, s->name);
     if (is_writable_data(s))
-        return vm_diag(o->d, -EOPNOTSUPP, "%s: writable global '%s' in section %s is not "
+        return vm_diagf(o->d, -EOPNOTSUPP, "%s: writable global '%s' in section %s is not "
                        "supported", w, name, s->name);
     if (is_code(s))
-        return vm_diag(o->d, -EOPNOTSUPP, "%s: address of function '%s' (callbacks are "
-                       "not supported)", w, name);
+        return vm_diagf(o->d, -EOPNOTSUPP, "%s: address of function '%s' taken (callbacks "
+                       "are not supported)", w, func_name_at(o, y->shndx, y->value + addend));
     if (!is_rodata(s))
-        return vm_diag(o->d, -EOPNOTSUPP, "%s: '%s' in section %s is not read-only data",
+        return vm_diagf(o->d, -EOPNOTSUPP, "%s: '%s' in section %s is not read-only data",
                        w, name, s->name);
     return 0;
 }
@@ -475,17 +491,17 @@ static int link_rodata(struct linker *l, uint32_t fi, uint32_t k, uint32_t pc,
     struct objctx *o = l->o;
     where(o, fi, k, w, sizeof(w));
     if (r->type != VM_R_BPF_64_64)
-        return vm_diag(o->d, -EINVAL, "%s: ld_imm64 has relocation type %u (want "
+        return vm_diagf(o->d, -EINVAL, "%s: ld_imm64 has relocation type %u (want "
                        "R_BPF_64_64)", w, r->type);
-    int rc = check_data_target(o, w, r->sym);
+    uint64_t addend = (uint32_t)l->insns[pc].imm | (uint64_t)(uint32_t)l->insns[pc + 1].imm
+                                                       << 32;
+    int rc = check_data_target(o, w, r->sym, addend);
     if (rc)
         return rc;
     const struct vm_elf_sym *y = &o->e->syms[r->sym];
     const struct vm_elf_sec *s = sec_of(o, y->shndx);
-    uint64_t addend = (uint32_t)l->insns[pc].imm | (uint64_t)(uint32_t)l->insns[pc + 1].imm
-                                                       << 32;
     if (y->value > s->size || addend > s->size - y->value)
-        return vm_diag(o->d, -EINVAL, "%s: reference to '%s'+%llu is outside section %s "
+        return vm_diagf(o->d, -EINVAL, "%s: reference to '%s'+%llu is outside section %s "
                        "(%llu bytes)", w, vm_elf_sym_name(o->e, r->sym),
                        (unsigned long long)addend, s->name, (unsigned long long)s->size);
     uint32_t base = 0;
@@ -504,16 +520,16 @@ static int link_ld_imm64(struct linker *l, uint32_t fi, uint32_t k, uint32_t pc)
     struct objctx *o = l->o;
     const struct func *f = &o->funcs[fi];
     if (k + 1 >= f->n)
-        return vm_diag(o->d, -EINVAL, "%s: ld_imm64 is cut off by the end of the function",
+        return vm_diagf(o->d, -EINVAL, "%s: ld_imm64 is cut off by the end of the function",
                        where(o, fi, k, w, sizeof(w)));
     if (find_rel(o, f->sec, f->start + k + 1))
-        return vm_diag(o->d, -EINVAL, "%s: relocation on the second half of an ld_imm64",
+        return vm_diagf(o->d, -EINVAL, "%s: relocation on the second half of an ld_imm64",
                        where(o, fi, k + 1, w, sizeof(w)));
     const struct vm_elf_rel *r = find_rel(o, f->sec, f->start + k);
     if (r)
         return link_rodata(l, fi, k, pc, r);
     if (vm_src(&l->insns[pc]) != 0)
-        return vm_diag(o->d, -EINVAL, "%s: ld_imm64 with pseudo source %u and no "
+        return vm_diagf(o->d, -EINVAL, "%s: ld_imm64 with pseudo source %u and no "
                        "relocation", where(o, fi, k, w, sizeof(w)), vm_src(&l->insns[pc]));
     return 0;
 }
@@ -533,7 +549,7 @@ static int check_jump(const struct linker *l, uint32_t fi, uint32_t k, uint32_t 
     if (t >= 0 && t < l->o->funcs[fi].n)
         return 0;
     char w[160];
-    return vm_diag(l->o->d, -EINVAL, "%s: jump to %+lld leaves the function",
+    return vm_diagf(l->o->d, -EINVAL, "%s: jump to %+lld leaves the function",
                    where(l->o, fi, k, w, sizeof(w)), (long long)(gotol ? in->imm : in->off));
 }
 
@@ -547,7 +563,7 @@ static int link_insn(struct linker *l, uint32_t fi, uint32_t k, uint32_t pc)
         return link_call(l, fi, k, pc);
     if (find_rel(l->o, f->sec, f->start + k)) {
         char w[160];
-        return vm_diag(l->o->d, -EINVAL, "%s: relocation on an instruction that is not a "
+        return vm_diagf(l->o->d, -EINVAL, "%s: relocation on an instruction that is not a "
                        "call or ld_imm64", where(l->o, fi, k, w, sizeof(w)));
     }
     return is_jump(in) ? check_jump(l, fi, k, pc) : 0;
@@ -617,7 +633,7 @@ static int gather_lines(const struct linker *l, struct vm_prog *p)
             }
         }
         if (pass == 0 && n && !(p->lines = calloc(n, sizeof(*p->lines))))
-            return vm_diag(l->o->d, -ENOMEM, "out of memory");
+            return vm_diagf(l->o->d, -ENOMEM, "out of memory");
         p->nlines = n;
     }
     return 0;
@@ -635,7 +651,7 @@ static int own_strings(struct vm_prog *p, struct vm_diag *d)
     const char **u = calloc((size_t)p->nlines * 2 + 1, sizeof(*u));
     size_t nu = 0, total = 0;
     if (!u)
-        return vm_diag(d, -ENOMEM, "out of memory");
+        return vm_diagf(d, -ENOMEM, "out of memory");
     for (uint32_t i = 0; i < p->nlines; i++) {
         u[nu++] = p->lines[i].file;
         u[nu++] = p->lines[i].src;
@@ -652,7 +668,7 @@ static int own_strings(struct vm_prog *p, struct vm_diag *d)
     if (!p->strings || !at) {
         free(u);
         free(at);
-        return vm_diag(d, -ENOMEM, "out of memory");
+        return vm_diagf(d, -ENOMEM, "out of memory");
     }
     for (size_t i = 0, pos = 0; i < w; i++) {
         at[i] = pos;
@@ -680,7 +696,7 @@ static int linker_init(struct linker *l, struct objctx *o)
     l->order = malloc((size_t)(o->nfuncs + 1) * sizeof(*l->order));
     l->rodata_base = malloc((size_t)o->e->nsecs * sizeof(*l->rodata_base));
     if (!l->placed || !l->order || !l->rodata_base)
-        return vm_diag(o->d, -ENOMEM, "out of memory");
+        return vm_diagf(o->d, -ENOMEM, "out of memory");
     memset(l->placed, 0xff, (size_t)(o->nfuncs + 1) * sizeof(*l->placed));
     memset(l->rodata_base, 0xff, (size_t)o->e->nsecs * sizeof(*l->rodata_base));
     return 0;
@@ -714,7 +730,7 @@ static int build_prog(struct objctx *o, uint32_t fi, struct vm_prog **out)
 {
     struct linker l;
     struct vm_prog *p = calloc(1, sizeof(*p));
-    int rc = p ? linker_init(&l, o) : vm_diag(o->d, -ENOMEM, "out of memory");
+    int rc = p ? linker_init(&l, o) : vm_diagf(o->d, -ENOMEM, "out of memory");
     if (!rc)
         rc = link_all(&l, fi);
     if (!rc)
@@ -742,7 +758,7 @@ static int check_program_names(const struct objctx *o, const struct func *f)
 {
     const char *name = o->e->syms[f->sym].name, *sec = sec_of(o, f->sec)->name;
     if (strlen(name) >= VM_NAME_MAX || strlen(sec) >= VM_NAME_MAX)
-        return vm_diag(o->d, -ENAMETOOLONG, "program '%.40s...' in section '%.40s': names "
+        return vm_diagf(o->d, -ENAMETOOLONG, "program '%.40s...' in section '%.40s': names "
                        "are limited to %d bytes", name, sec, VM_NAME_MAX - 1);
     return 0;
 }
@@ -752,9 +768,9 @@ static int add_program(struct objctx *o, struct vm_object *obj, uint32_t fi)
     const char *name = o->e->syms[o->funcs[fi].sym].name;
     for (unsigned i = 0; i < obj->nprogs; i++)
         if (!strcmp(obj->progs[i]->name, name))
-            return vm_diag(o->d, -EINVAL, "two programs are called '%s'", name);
+            return vm_diagf(o->d, -EINVAL, "two programs are called '%s'", name);
     if (obj->nprogs == MAX_PROGS)
-        return vm_diag(o->d, -E2BIG, "object has more than %u programs", MAX_PROGS);
+        return vm_diagf(o->d, -E2BIG, "object has more than %u programs", MAX_PROGS);
     int rc = check_program_names(o, &o->funcs[fi]);
     struct vm_prog *p = NULL;
     if (!rc)
@@ -768,7 +784,7 @@ static int build_programs(struct objctx *o, struct vm_object *obj)
 {
     obj->progs = calloc(MAX_PROGS, sizeof(*obj->progs));
     if (!obj->progs)
-        return vm_diag(o->d, -ENOMEM, "out of memory");
+        return vm_diagf(o->d, -ENOMEM, "out of memory");
     for (uint32_t i = 0; i < o->nfuncs; i++) {
         if (!is_program(o, &o->funcs[i]))
             continue;
@@ -777,7 +793,7 @@ static int build_programs(struct objctx *o, struct vm_object *obj)
             return rc;
     }
     if (obj->nprogs == 0)
-        return vm_diag(o->d, -ENOENT, "no programs: no global function in a code section "
+        return vm_diagf(o->d, -ENOENT, "no programs: no global function in a code section "
                        "other than .text (declare one with SEC(\"cisc\"))");
     return 0;
 }
@@ -817,7 +833,7 @@ int vm_object_load(const void *buf, size_t size, const struct vm_load_opts *opts
                                                     : DEFAULT_MAX_OBJECT;
     *out = NULL;
     if (size > max_size)
-        return vm_diag(&d, -E2BIG, "object is %zu bytes (limit %zu)", size, max_size);
+        return vm_diagf(&d, -E2BIG, "object is %zu bytes (limit %zu)", size, max_size);
     struct vm_elf e;
     int rc = vm_elf_open(&e, buf, size, &d);
     if (rc)
@@ -825,7 +841,7 @@ int vm_object_load(const void *buf, size_t size, const struct vm_load_opts *opts
     struct objctx o = {.e = &e, .d = &d};
     o.max_insns = opts && opts->max_insns ? opts->max_insns : DEFAULT_MAX_INSNS;
     struct vm_object *obj = calloc(1, sizeof(*obj));
-    rc = obj ? analyse(&o, obj) : vm_diag(&d, -ENOMEM, "out of memory");
+    rc = obj ? analyse(&o, obj) : vm_diagf(&d, -ENOMEM, "out of memory");
     objctx_free(&o);
     vm_elf_close(&e);
     if (rc) {
@@ -862,11 +878,11 @@ int vm_object_load_file(const char *path, const struct vm_load_opts *opts,
         int rc = -errno;
         if (fd >= 0)
             close(fd);
-        return vm_diag(&d, rc, "%s: %s", path, strerror(-rc));
+        return vm_diagf(&d, rc, "%s: %s", path, strerror(-rc));
     }
     if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max_size) {
         close(fd);
-        return vm_diag(&d, S_ISREG(st.st_mode) ? -E2BIG : -EINVAL, "%s: %s", path,
+        return vm_diagf(&d, S_ISREG(st.st_mode) ? -E2BIG : -EINVAL, "%s: %s", path,
                        S_ISREG(st.st_mode) ? "object is larger than the limit"
                                            : "not a regular file");
     }
@@ -876,7 +892,7 @@ int vm_object_load_file(const char *path, const struct vm_load_opts *opts,
     if (!rc)
         rc = vm_object_load(buf, (size_t)st.st_size, opts, out, err, errlen);
     else
-        vm_diag(&d, rc, "%s: %s", path, strerror(-rc));
+        vm_diagf(&d, rc, "%s: %s", path, strerror(-rc));
     free(buf);
     return rc;
 }

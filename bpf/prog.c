@@ -206,9 +206,12 @@ static int dis_ld(struct out *o, const struct vm_prog *p, uint32_t pc)
     const struct vm_insn *in = &p->insns[pc];
     if (VM_MODE(in->code) == VM_ABS || VM_MODE(in->code) == VM_IND) {
         put(o, "r0 = *(%s *)skb[", size_name(in->code, 0));
-        if (VM_MODE(in->code) == VM_IND)
-            put(o, "r%u + ", vm_src(in));
-        put(o, "%d]", in->imm);
+        if (VM_MODE(in->code) == VM_ABS)
+            put(o, "%d]", in->imm);
+        else if (in->imm)
+            put(o, "r%u + %d]", vm_src(in), in->imm);
+        else
+            put(o, "r%u]", vm_src(in));
         return 1;
     }
     if (in->code != VM_OPC_LD_IMM64) {
