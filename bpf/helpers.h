@@ -50,6 +50,9 @@ struct vm_helper {
 /* The helper with this id, or NULL. */
 const struct vm_helper *vm_helper_find(uint32_t id);
 
+/* Longest trace message, including the NUL; longer ones are truncated. */
+#define VM_TRACE_MSG_MAX 256
+
 /* Receives each trace message (NUL-terminated, no trailing newline). */
 typedef void (*vm_trace_fn)(void *arg, const char *msg);
 
@@ -60,7 +63,12 @@ typedef void (*vm_trace_fn)(void *arg, const char *msg);
 struct vm_env {
     uint64_t budget;          /* in: instructions allowed; 0 = default */
     uint64_t used;            /* out: instructions executed */
-    void *state;              /* VM_STATE_SIZE bytes (cisc_state()), may be NULL */
+    /* VM_STATE_SIZE bytes returned by cisc_state(), kept by the caller
+     * across the blocks of one step. May be NULL: then vm_run() points it,
+     * for that one run only, at a zeroed area on the interpreter's own
+     * stack (zeroed at the first helper call), and sets it back to NULL
+     * before returning, so nothing persists between runs. */
+    void *state;
     vm_trace_fn trace;        /* may be NULL: messages dropped */
     void *trace_arg;
     bool checked;             /* debug mode: bounds-check every access */

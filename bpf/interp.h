@@ -26,9 +26,16 @@
  * before the program is shared between threads. Returns 0 or -errno. */
 int vm_prepare(struct vm_prog *prog);
 
+/* Frees what vm_prepare() allocated (prog->exec) and sets it to NULL.
+ * No-op when the program was never prepared. vm_prog_free() calls it. */
+void vm_unprepare(struct vm_prog *prog);
+
 /* Runs prog with r1 = ctx. Returns 0 and sets *ret to r0, or -ETIME
- * (budget exhausted), -EFAULT (checked-mode fault), -EINVAL (invalid
- * instruction reached, only possible in unverified programs). */
+ * (budget exhausted), -EFAULT (checked-mode fault, or local calls nested
+ * deeper than VM_MAX_CALL_DEPTH), -EINVAL (invalid instruction reached,
+ * only possible in unverified programs), -ENOEXEC (not prepared).
+ * env->used is set in every case; env->fault_pc/fault on -EFAULT and
+ * -EINVAL. */
 int vm_run(const struct vm_prog *prog, struct vm_ctx *ctx, struct vm_env *env,
            uint64_t *ret);
 
