@@ -9,7 +9,7 @@ export CXX := clang++
 
 CISC := $(BUILD)/cmd/cisc
 
-.PHONY: all deps build build-asan test test-release test-asan run bench clean
+.PHONY: all deps build build-asan test test-release test-asan run bench bench-bpf clean
 
 all: build
 
@@ -42,6 +42,10 @@ test-asan: build-asan
 # The main job: make the default image if there is none, check it, show it.
 run: build
 	@./scripts/run.sh $(CISC)
+
+# eBPF runtime speed: interpreter ns/instruction vs native C (optimised build).
+bench-bpf: build
+	$(BUILD)/bench/bpf/cisc-bench-bpf
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)

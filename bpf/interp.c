@@ -415,9 +415,17 @@ static const char *access_name(enum vm_access kind)
     }
 }
 
-/* Names addr relative to the closest region starting at or below it
- * ("input+4094", "stack fp-520"), or as a plain address. Copies that
- * region to *found and returns true, or returns false. */
+/* How far addr is from region r (0 inside). */
+static uint64_t region_dist(const struct vm_region *r, uint64_t addr)
+{
+    if (addr < r->start)
+        return r->start - addr;
+    return addr < r->end ? 0 : addr - r->end + 1;
+}
+
+/* Names addr relative to the nearest region ("input+4094", "input-1",
+ * "stack fp-520"), or as a plain address when none is within 4 GiB.
+ * Copies that region to *found and returns true, or returns false. */
 static bool name_addr(const struct vm_run *rs, int depth, uint64_t addr, char *buf, size_t len,
                       struct vm_region *found)
 {
@@ -426,17 +434,17 @@ static bool name_addr(const struct vm_run *rs, int depth, uint64_t addr, char *b
     const struct vm_region *best = NULL;
 
     for (unsigned i = 0; i < k; i++)
-        if (addr >= r[i].start && (!best || r[i].start > best->start))
+        if (!best || region_dist(&r[i], addr) < region_dist(best, addr))
             best = &r[i];
-    if (best && !strcmp(best->name, "stack")) {
-        int64_t rel = (int64_t)(addr - (stack_top(rs) - (uint64_t)depth * VM_STACK_SIZE));
-        snprintf(buf, len, "stack fp%+" PRId64, rel);
-    } else if (best && addr - best->start < (1ull << 32)) {
-        snprintf(buf, len, "%s+%" PRIu64, best->name, addr - best->start);
-    } else {
+    if (!best || region_dist(best, addr) >= (1ull << 32)) {
         snprintf(buf, len, "0x%" PRIx64, addr);
         return false;
     }
+    uint64_t base = best->start;
+    if (!strcmp(best->name, "stack"))
+        base = stack_top(rs) - (uint64_t)depth * VM_STACK_SIZE;   /* this frame's r10 */
+    snprintf(buf, len, "%s%s%+" PRId64, best->name, strcmp(best->name, "stack") ? "" : " fp",
+             (int64_t)(addr - base));
     *found = *best;
     return true;
 }

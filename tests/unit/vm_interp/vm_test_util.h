@@ -23,7 +23,11 @@ class TestProg
     {
         init();
     }
-    explicit TestProg(std::vector<vm_insn> code) : insns_(std::move(code)) { init(); }
+    explicit TestProg(std::vector<vm_insn> code, std::vector<uint8_t> rodata = {})
+        : insns_(std::move(code)), rodata_(std::move(rodata))
+    {
+        init();
+    }
     ~TestProg() { vm_unprepare(&p_); }
     TestProg(const TestProg &) = delete;
     TestProg &operator=(const TestProg &) = delete;
