@@ -299,13 +299,17 @@ std::vector<Case> cases()
         ok("wc", "wc", "wc", text_input, equals(wc_ref)),
         ok("wc_blocks_100", "wc", "wc", text_input, equals(wc_ref), 100),
         ok("zstd", "zstd", "zstd", text_input, zstd_roundtrip),
-        reject("oob_by_one", "outside"),
-        reject("unchecked_input", "input"),
-        reject("uninit_stack", "uninit"),
-        reject("ptr_leak", "pointer"),
-        reject("helper_size", "size"),
-        reject("jump_into_ldimm64", "ld_imm64"),
-        reject("ctx_write", "ctx"),
+        reject("oob_by_one", "oob_by_one.c:10: R2 points to input buffer, offset 4 size 1 is "
+                             "outside the checked range [0, 4)"),
+        reject("unchecked_input", "unchecked_input.c:8: R1 points to input buffer, offset 0 "
+                                  "size 1 is outside the checked range [0, 0)"),
+        reject("uninit_stack", "uninit_stack.c:9: R10 reads uninitialised stack byte fp-8"),
+        reject("ptr_leak", "ptr_leak.c:10: pointer leak: storing a pointer to input buffer "
+                           "into output buffer"),
+        reject("helper_size", "helper_size.c:10: R2 points to input buffer, offset 0 size 32 is "
+                              "outside the checked range [0, 16)"),
+        reject("jump_into_ldimm64", "jump into the middle of an ld_imm64 at pc 2"),
+        reject("ctx_write", "ctx_write.c:7: R1 points to the context, which is read-only"),
         Case{"infinite_loop", "infinite_loop", "infinite_loop", Expect::RunError, nullptr,
              [] { return Bytes("x"); }, nullptr, {0, 0, 0, 0}, 0, -ETIME},
     };
