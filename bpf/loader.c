@@ -37,6 +37,7 @@
 #define DEFAULT_MAX_OBJECT (64u << 20)
 #define MAX_PROGS          256u
 #define MAX_RODATA         (16u << 20)
+#define MAX_TOTAL          (256ull << 20)  /* all programs' insns + rodata */
 #define NONE               UINT32_MAX
 
 struct vm_object {
@@ -64,6 +65,7 @@ struct objctx {
     uint32_t nfuncs;
     struct sec_rels *rels; /* per section index */
     uint32_t max_insns;
+    uint64_t total;        /* bytes of insns and rodata of the programs so far */
     struct vm_diag *d;
 };
 
@@ -713,7 +715,11 @@ static void linker_free(struct linker *l)
 
 static int fill_prog(struct linker *l, uint32_t fi, struct vm_prog *p)
 {
-    const struct objctx *o = l->o;
+    struct objctx *o = l->o;
+    o->total += (uint64_t)l->n * sizeof(struct vm_insn) + l->rodata_size;
+    if (o->total > MAX_TOTAL)
+        return vm_diagf(o->d, -E2BIG, "the programs of this object need more than %llu MiB",
+                        MAX_TOTAL >> 20);
     snprintf(p->name, sizeof(p->name), "%s", o->e->syms[o->funcs[fi].sym].name);
     snprintf(p->section, sizeof(p->section), "%s", sec_of(o, o->funcs[fi].sec)->name);
     p->insns = l->insns;
