@@ -159,7 +159,7 @@ static int stack_read(struct venv *env, unsigned regno, struct vframe *fr, int64
             return 0;
         }
         if (sp->type == VT_SCALAR && via_fp) {
-            *val = *sp;
+            vm_mark_scalar(val, sp->v);
             sx ? vs_sext(&val->v, size * 8) : vs_trunc(&val->v, size);
             return 0;
         }
