@@ -59,6 +59,10 @@ static int ptr_add(struct venv *env, unsigned dst, struct vreg ptr, const struct
     bool konst = vs_is_const(s);
     bool fixed_only = ptr.type == VT_CTX || ptr.type == VT_IN_END || ptr.type == VT_OUT_END;
     char t[96];
+    if (ptr.sflags & VS_WILD) {   /* stays wild, whatever is added */
+        *vm_reg(env, dst) = ptr;
+        return 0;
+    }
     if (!sane_scalar(s)) {
         vs_format(s, t, sizeof(t));
         return vm_verr(env, bit(dst), "R%u: adding an unbounded value %s to a pointer to %s "
@@ -107,7 +111,8 @@ static int ptr_diff(struct venv *env, unsigned dst, const struct vreg *a, const 
     if (family(a) != family(b))
         return vm_verr(env, bit(dst), "R%u: subtracting pointers into different regions (%s "
                        "minus %s)", dst, vm_vtype_desc(a->type), vm_vtype_desc(b->type));
-    bool same_var = a->type == b->type && vs_is_const(&a->v) && vs_is_const(&b->v) &&
+    bool same_var = a->type == b->type && !((a->sflags | b->sflags) & VS_WILD) &&
+                    vs_is_const(&a->v) && vs_is_const(&b->v) &&
                     ((a->type != VT_IN && a->type != VT_OUT) || a->id == b->id);
     struct vreg *d = vm_reg(env, dst);
     if (same_var)

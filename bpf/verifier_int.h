@@ -22,7 +22,10 @@
  *      are meaningful as documented on struct vreg.
  *   2. Pointer registers have |off| <= VM_MAX_VAR_OFF and a variable part
  *      v whose signed range lies within [-VM_MAX_VAR_OFF, VM_MAX_VAR_OFF],
- *      so that base + off + v never wraps around.
+ *      so that base + off + v never wraps around - except "wild" pointers
+ *      (sflags VS_WILD, made only by joins when a loop keeps moving a
+ *      pointer): their offset is unknown and they are never dereferenced,
+ *      passed to helpers or used to learn ranges.
  *   3. A stack slot with spill set holds the full state of an 8-byte
  *      aligned register store (its init mask is then 0xff).
  *   4. Registers and spilled slots of type VT_IN/VT_OUT with equal id have
@@ -54,6 +57,7 @@
 #define VM_MAX_PENDING 32768          /* branch states waiting, at most */
 #define VS_ZEXT 1                     /* scalar link kinds (invariant 5) */
 #define VS_SHL32 2
+#define VS_WILD 4                     /* pointer with an unbounded offset */
 
 enum vtype {
     VT_NONE = 0,   /* not initialised */
@@ -71,7 +75,7 @@ enum vtype {
 struct vreg {
     uint8_t type;          /* enum vtype */
     uint8_t frame;         /* VT_STACK: index of the frame it points into */
-    uint8_t sflags;        /* VT_SCALAR with id: VS_ZEXT, VS_SHL32 */
+    uint8_t sflags;        /* scalars with id: VS_ZEXT, VS_SHL32; pointers: VS_WILD */
     uint8_t pad;
     uint32_t id;           /* VT_IN/VT_OUT: same id = same variable part;
                               VT_SCALAR: same id = linked values (below) */
@@ -166,6 +170,8 @@ struct venv {
 
     struct vseen **seen;   /* per pc: stored states */
     uint32_t *arrivals;    /* per pc: states that were not subsumed */
+    bool join_loop;        /* the join under way is at a loop head ... */
+    uint32_t join_count;   /* ... into a state joined this many times */
     uint64_t *thr_u;       /* widening thresholds, sorted */
     int64_t *thr_s;
     size_t nthr;

@@ -88,6 +88,8 @@ static void learn_range(struct venv *env, const struct vreg *p, const struct vre
                         unsigned op)
 {
     int64_t range;
+    if ((p->sflags | e->sflags) & VS_WILD)
+        return;
     if (op == VM_JLE || op == VM_JEQ)
         range = (int64_t)p->off - e->off;
     else if (op == VM_JLT)

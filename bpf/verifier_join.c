@@ -217,15 +217,34 @@ static bool sane(const struct vm_scalar *s)
     return s->smin >= -VM_MAX_VAR_OFF && s->smax <= VM_MAX_VAR_OFF;
 }
 
+/* A pointer whose offset is no longer bounded (it drifts in a loop): it
+ * may not be dereferenced, but states holding it still converge. */
+static void make_wild(struct venv *env, struct vreg *o)
+{
+    o->sflags = VS_WILD;
+    o->off = 0;
+    o->v = vs_unknown();
+    o->range = 0;
+    if (o->type == VT_IN || o->type == VT_OUT)
+        o->id = ++env->id_gen;
+}
+
 static bool join_ptr(struct venv *env, struct vreg *o, const struct vreg *c, bool wide,
                      struct jmap *m)
 {
     bool buf = o->type == VT_IN || o->type == VT_OUT;
-    if (o->type == VT_CTX || o->type == VT_IN_END || o->type == VT_OUT_END)
-        return o->off == c->off;
+    bool fixed = o->type == VT_CTX || o->type == VT_IN_END || o->type == VT_OUT_END;
     if ((o->type == VT_STACK && o->frame != c->frame) ||
         (o->type == VT_MEM && o->range != c->range))
         return false;
+    if ((o->sflags | c->sflags) & VS_WILD) {
+        make_wild(env, o);
+        return true;
+    }
+    if (fixed && o->off != c->off && env->join_loop)
+        make_wild(env, o);   /* a context/end pointer moving in a loop */
+    if (fixed)
+        return o->off == c->off || (o->sflags & VS_WILD);
     if (o->off == c->off) {
         o->v = join_scalar(env, &o->v, &c->v, wide, true);
         if (buf) {
@@ -234,9 +253,18 @@ static bool join_ptr(struct venv *env, struct vreg *o, const struct vreg *c, boo
             if (o->id == 0 && !vs_is_const(&o->v))
                 o->id = ++env->id_gen;
         }
-        return sane(&o->v);
+        if (!sane(&o->v))
+            make_wild(env, o);
+        return true;
     }
+    /* Different fixed offsets: rebase both on the smaller one. A base that
+     * keeps moving down at a loop head (a pointer walking backwards
+     * without end) would never converge: after a few joins it goes wild. */
     int32_t base = o->off < c->off ? o->off : c->off;
+    if (wide && c->off < o->off && env->join_count > 8) {
+        make_wild(env, o);
+        return true;
+    }
     struct vm_scalar dov = vs_const((uint64_t)(int64_t)(o->off - base));
     struct vm_scalar dcv = vs_const((uint64_t)(int64_t)(c->off - base));
     struct vm_scalar vo = o->v, vc = c->v;
@@ -250,7 +278,9 @@ static bool join_ptr(struct venv *env, struct vreg *o, const struct vreg *c, boo
         o->id = ++env->id_gen;
     }
     o->off = base;
-    return sane(&o->v);
+    if (!sane(&o->v))
+        make_wild(env, o);
+    return true;
 }
 
 static bool join_reg(struct venv *env, struct vreg *o, const struct vreg *c, bool wide,

@@ -130,7 +130,12 @@ static bool reg_subsumed(const struct vreg *o, const struct vreg *c, bool precis
         return o->sflags == c->sflags && o->off == c->off &&
                idmap_check(m, o->id, c->id ? c->id : 0xc0000000u + m->temp++);
     }
-    if (o->type != c->type || o->off != c->off || !vs_subset(&o->v, &c->v))
+    if (o->type != c->type)
+        return false;
+    if (o->sflags & VS_WILD)   /* any offset: only the region must match */
+        return (o->type != VT_STACK || o->frame == c->frame) &&
+               (o->type != VT_MEM || o->range == c->range);
+    if ((c->sflags & VS_WILD) || o->off != c->off || !vs_subset(&o->v, &c->v))
         return false;
     switch (o->type) {
     case VT_STACK: return o->frame == c->frame;
@@ -222,8 +227,10 @@ static bool state_subsumed(const struct venv *env, const struct vsnap *old)
 static bool try_join(struct venv *env)
 {
     bool loop = env->info[env->pc].flags & VI_LOOP;
+    env->join_loop = loop;
     for (struct vseen *sl = env->seen[env->pc]; sl; sl = sl->next) {
         vm_snap_restore(env->tmp, sl->snap);
+        env->join_count = sl->joins;
         if (!vm_join(env, env->tmp, env->cur, loop && sl->joins > 0))
             continue;
         struct vsnap *snap = vm_snap_take(env->tmp);
