@@ -194,8 +194,9 @@ static void init_state(struct venv *env)
 static int explore(struct venv *env)
 {
     env->cur = malloc(sizeof(*env->cur));
+    env->tmp = malloc(sizeof(*env->tmp));
     env->seen = calloc(env->n, sizeof(*env->seen));
-    if (!env->cur || !env->seen)
+    if (!env->cur || !env->tmp || !env->seen || vm_join_init(env))
         return -ENOMEM;
     init_state(env);
     if (vm_vlogging(env))
@@ -242,6 +243,10 @@ static void env_free(struct venv *env)
     free(env->info);
     free(env->funcs);
     free(env->cur);
+    free(env->tmp);
+    free(env->arrivals);
+    free(env->thr_u);
+    free(env->thr_s);
 }
 
 int vm_verify(struct vm_prog *prog, const struct vm_verify_opts *opts,

@@ -59,6 +59,10 @@ static int ptr_add(struct venv *env, unsigned dst, struct vreg ptr, const struct
     bool konst = vs_is_const(s);
     bool fixed_only = ptr.type == VT_CTX || ptr.type == VT_IN_END || ptr.type == VT_OUT_END;
     char t[96];
+    if (ptr.sflags & VS_WILD) {   /* stays wild, whatever is added */
+        *vm_reg(env, dst) = ptr;
+        return 0;
+    }
     if (!sane_scalar(s)) {
         vs_format(s, t, sizeof(t));
         return vm_verr(env, bit(dst), "R%u: adding an unbounded value %s to a pointer to %s "
@@ -76,8 +80,11 @@ static int ptr_add(struct venv *env, unsigned dst, struct vreg ptr, const struct
     } else {
         vs_alu(&ptr.v, s, sub ? VM_SUB : VM_ADD, true, false);
         if (ptr.type == VT_IN || ptr.type == VT_OUT) {
+            /* The base moves by s: what was proved beyond the old base
+             * still holds beyond the new one, less the most s can be. */
+            bool keep = !sub && s->smin >= 0 && ptr.range > s->umax;
+            ptr.range = keep ? ptr.range - (uint32_t)s->umax : 0;
             ptr.id = ++env->id_gen;
-            ptr.range = 0;
         }
     }
     int err = check_offset_ok(env, dst, &ptr);
@@ -104,7 +111,8 @@ static int ptr_diff(struct venv *env, unsigned dst, const struct vreg *a, const 
     if (family(a) != family(b))
         return vm_verr(env, bit(dst), "R%u: subtracting pointers into different regions (%s "
                        "minus %s)", dst, vm_vtype_desc(a->type), vm_vtype_desc(b->type));
-    bool same_var = a->type == b->type && vs_is_const(&a->v) && vs_is_const(&b->v) &&
+    bool same_var = a->type == b->type && !((a->sflags | b->sflags) & VS_WILD) &&
+                    vs_is_const(&a->v) && vs_is_const(&b->v) &&
                     ((a->type != VT_IN && a->type != VT_OUT) || a->id == b->id);
     struct vreg *d = vm_reg(env, dst);
     if (same_var)
@@ -144,6 +152,16 @@ static int ptr_alu(struct venv *env, const struct vm_insn *insn, const struct vr
     return ptr_add(env, dst, *s, &dv, false);
 }
 
+/* Gives src a link id (if it has none) that a copy will share. */
+static void link_src(struct venv *env, struct vreg *s)
+{
+    if (s->type == VT_SCALAR && s->id == 0) {
+        s->id = ++env->id_gen;
+        s->sflags = 0;
+        s->off = 0;
+    }
+}
+
 static int alu_mov(struct venv *env, const struct vm_insn *insn)
 {
     bool is64 = VM_CLS(insn->code) == VM_CLS_ALU64;
@@ -156,6 +174,8 @@ static int alu_mov(struct venv *env, const struct vm_insn *insn)
     int err = vm_check_reg_init(env, src);
     if (err)
         return err;
+    if (insn->off == 0 && !(vm_reg(env, src)->sflags & VS_SHL32))
+        link_src(env, vm_reg(env, src));
     struct vreg s = *vm_reg(env, src);
     if (is64 && insn->off == 0) {
         *d = s;
@@ -171,6 +191,11 @@ static int alu_mov(struct venv *env, const struct vm_insn *insn)
     if (!is64)
         vs_trunc(&s.v, 4);
     vm_mark_scalar(d, s.v);
+    if (insn->off == 0 && s.id) {   /* w-move: the zero-extended low half */
+        d->id = s.id;
+        d->sflags = VS_ZEXT;
+        d->off = s.off;
+    }
     return 0;
 }
 
@@ -182,6 +207,9 @@ static int alu_unary(struct venv *env, const struct vm_insn *insn)
     if (vm_is_ptr(d))
         return vm_verr(env, bit(dst), "%s of a pointer to %s is not allowed", op_name(op),
                        vm_vtype_desc(d->type));
+    d->id = 0;
+    d->sflags = 0;
+    d->off = 0;
     if (op == VM_NEG) {
         vs_neg(&d->v, is64);
         return 0;
@@ -192,6 +220,28 @@ static int alu_unary(struct venv *env, const struct vm_insn *insn)
     else
         vs_bswap(&d->v, bits);
     return 0;
+}
+
+/* After an ALU operation on a linked scalar: `x <<= 32` then `x >>= 32`
+ * keeps the link as a zero-extension; anything else breaks it. */
+static void relink(struct vreg *d, const struct vm_insn *insn)
+{
+    bool k64 = VM_CLS(insn->code) == VM_CLS_ALU64 && VM_SRC(insn->code) == VM_K;
+    bool k32 = k64 && insn->imm == 32;
+    unsigned op = VM_OP(insn->code);
+    int64_t delta = op == VM_ADD ? (int64_t)d->off + insn->imm : (int64_t)d->off - insn->imm;
+    if (k64 && (op == VM_ADD || op == VM_SUB) && d->id && d->sflags == 0 &&
+        delta >= INT32_MIN && delta <= INT32_MAX) {
+        d->off = (int32_t)delta;   /* still base + a constant */
+    } else if (k32 && VM_OP(insn->code) == VM_LSH && d->id && d->sflags == 0) {
+        d->sflags = VS_SHL32;
+    } else if (k32 && VM_OP(insn->code) == VM_RSH && d->id && d->sflags == VS_SHL32) {
+        d->sflags = VS_ZEXT;
+    } else {
+        d->id = 0;
+        d->sflags = 0;
+        d->off = 0;
+    }
 }
 
 int vm_check_alu(struct venv *env, const struct vm_insn *insn)
@@ -212,5 +262,6 @@ int vm_check_alu(struct venv *env, const struct vm_insn *insn)
     if (vm_is_ptr(d) || vm_is_ptr(&s))
         return ptr_alu(env, insn, &s);
     vs_alu(&d->v, &s.v, op, is64, insn->off == 1);
+    relink(d, insn);
     return 0;
 }

@@ -364,10 +364,12 @@ static void mark_prune_points(struct venv *env)
             continue;
         if (env->info[pc].flags & VI_FUNC)
             env->info[pc].flags |= VI_PRUNE;
-        unsigned cls = VM_CLS(i->code);
+        unsigned cls = VM_CLS(i->code), ns = vm_cfg_succ(env, pc, succ);
+        for (unsigned k = 0; k < ns; k++)
+            if (env->info[succ[k]].rpo <= env->info[pc].rpo)
+                env->info[succ[k]].flags |= VI_LOOP | VI_PRUNE;
         if (cls != VM_CLS_JMP && cls != VM_CLS_JMP32)
             continue;
-        unsigned ns = vm_cfg_succ(env, pc, succ);
         if (VM_OP(i->code) == VM_CALL && vm_src(i) == VM_PSEUDO_CALL)
             env->info[pc + 1].flags |= VI_PRUNE;
         else if (VM_OP(i->code) != VM_CALL)

@@ -10,6 +10,7 @@
  *   verifier_cfg.c    structural pass: encodings, jumps, functions, calls
  *   verifier_flow.c   static analyses: pointer kinds, liveness, precision
  *   verifier_state.c  snapshots, pruning (subsumption), the worklist
+ *   verifier_join.c   joining states (and widening at loop heads)
  *   verifier_mem.c    loads, stores, atomics; memory regions
  *   verifier_alu.c    ALU instructions incl. pointer arithmetic
  *   verifier_jmp.c    jumps and branch refinement incl. packet ranges
@@ -21,11 +22,19 @@
  *      are meaningful as documented on struct vreg.
  *   2. Pointer registers have |off| <= VM_MAX_VAR_OFF and a variable part
  *      v whose signed range lies within [-VM_MAX_VAR_OFF, VM_MAX_VAR_OFF],
- *      so that base + off + v never wraps around.
+ *      so that base + off + v never wraps around - except "wild" pointers
+ *      (sflags VS_WILD, made only by joins when a loop keeps moving a
+ *      pointer): their offset is unknown and they are never dereferenced,
+ *      passed to helpers or used to learn ranges.
  *   3. A stack slot with spill set holds the full state of an 8-byte
  *      aligned register store (its init mask is then 0xff).
  *   4. Registers and spilled slots of type VT_IN/VT_OUT with equal id have
  *      the same variable part v; `range` is shared by all of them.
+ *   5. Scalars with equal non-zero id are linked to one unknown base b:
+ *      each holds b + off (sflags 0), zext32(b + off) (VS_ZEXT) or
+ *      (b + off) << 32 (VS_SHL32, the first half of clang's zero-extension
+ *      idiom), off being the scalar's `off` field; refining one refines
+ *      the others (verifier_jmp.c).
  */
 #ifndef CISC_BPF_VERIFIER_INT_H
 #define CISC_BPF_VERIFIER_INT_H
@@ -41,8 +50,14 @@
 #include "bpf/vscalar.h"
 
 #define VM_MAX_VAR_OFF (1 << 29)      /* bound on pointer offsets */
+#ifndef VM_MAX_BUF_SIZE
+#define VM_MAX_BUF_SIZE (1 << 28)     /* input/output buffers are never larger */
+#endif
 #define VM_NSLOTS (VM_STACK_SIZE / 8)
 #define VM_MAX_PENDING 32768          /* branch states waiting, at most */
+#define VS_ZEXT 1                     /* scalar link kinds (invariant 5) */
+#define VS_SHL32 2
+#define VS_WILD 4                     /* pointer with an unbounded offset */
 
 enum vtype {
     VT_NONE = 0,   /* not initialised */
@@ -60,9 +75,11 @@ enum vtype {
 struct vreg {
     uint8_t type;          /* enum vtype */
     uint8_t frame;         /* VT_STACK: index of the frame it points into */
-    uint16_t pad;
-    uint32_t id;           /* VT_IN/VT_OUT: same id = same variable part */
-    int32_t off;           /* pointers: fixed offset */
+    uint8_t sflags;        /* scalars with id: VS_ZEXT, VS_SHL32; pointers: VS_WILD */
+    uint8_t pad;
+    uint32_t id;           /* VT_IN/VT_OUT: same id = same variable part;
+                              VT_SCALAR: same id = linked values (below) */
+    int32_t off;           /* pointers: fixed offset; linked scalars: delta */
     uint32_t range;        /* VT_IN/VT_OUT: [0, range) from base+v checked;
                               VT_MEM: region size */
     struct vm_scalar v;    /* VT_SCALAR: the value; pointers: variable offset */
@@ -99,6 +116,7 @@ enum {
     VI_PRUNE = 1 << 1,     /* pruning point: states are stored here */
     VI_LDIMM2 = 1 << 2,    /* second slot of an ld_imm64 */
     VI_FUNC = 1 << 3,      /* first instruction of a function */
+    VI_LOOP = 1 << 4,      /* target of a back edge (a loop head) */
 };
 
 struct vinfo {
@@ -121,6 +139,7 @@ struct vfunc {
 struct vseen {
     struct vsnap *snap;
     uint32_t hits, misses;
+    uint32_t joins;        /* states joined into this one */
     struct vseen *next;
 };
 
@@ -144,11 +163,18 @@ struct venv {
     uint32_t nfuncs;
 
     struct vstate *cur;    /* the state being explored */
+    struct vstate *tmp;    /* scratch state for joins */
     uint32_t pc;
     uint32_t id_gen;       /* last packet-pointer id handed out */
     uint32_t max_depth;    /* deepest stack use seen, bytes */
 
     struct vseen **seen;   /* per pc: stored states */
+    uint32_t *arrivals;    /* per pc: states that were not subsumed */
+    bool join_loop;        /* the join under way is at a loop head ... */
+    uint32_t join_count;   /* ... into a state joined this many times */
+    uint64_t *thr_u;       /* widening thresholds, sorted */
+    int64_t *thr_s;
+    size_t nthr;
     struct vpending *heap;
     uint32_t nheap, capheap;
     uint64_t seq;
@@ -199,6 +225,21 @@ bool vm_state_pop(struct venv *env);
 /* True if a waiting state should run before the current one. */
 bool vm_state_should_yield(const struct venv *env);
 void vm_state_free_all(struct venv *env);
+
+/* What matters in frame f of the current state at env->pc: live and
+ * precise registers, precise stack slots (verifier_state.c). */
+struct vm_masks {
+    uint16_t live, prec;
+    uint64_t slots;
+};
+struct vm_masks vm_frame_masks(const struct venv *env, uint32_t f);
+
+/* --- verifier_join.c ----------------------------------------------------- */
+/* Collects widening thresholds; allocates per-pc counters. */
+int vm_join_init(struct venv *env);
+/* Joins cur into old (in place): old then covers both. With wide, bounds
+ * that grew are widened. Returns false if the states cannot be joined. */
+bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, bool wide);
 
 /* --- verifier_mem.c ------------------------------------------------------ */
 int vm_check_ldx(struct venv *env, const struct vm_insn *insn);
@@ -254,6 +295,7 @@ static inline void vm_mark_unknown(struct vreg *r)
 {
     r->type = VT_SCALAR;
     r->frame = 0;
+    r->sflags = 0;
     r->id = 0;
     r->off = 0;
     r->range = 0;

@@ -63,11 +63,33 @@ static void mark_range(struct venv *env, uint8_t type, uint32_t id, uint32_t ran
     }
 }
 
+/* P <= E also bounds P's variable part: a buffer is at most
+ * VM_MAX_BUF_SIZE bytes (the runtime's promise, bpf/abi.h), so
+ * var + P.off <= VM_MAX_BUF_SIZE + E.off. */
+static void bound_var(struct venv *env, const struct vreg *p, int64_t limit)
+{
+    struct vm_scalar lim = vs_const((uint64_t)limit), v = p->v;
+    if (vs_is_const(&v) || !vs_refine(&v, &lim, VM_JSLE, true, true))
+        return;
+    for (uint32_t f = 0; f < env->cur->nframes; f++) {
+        struct vframe *fr = &env->cur->frames[f];
+        for (unsigned r = 0; r < VM_NREGS; r++)
+            if (fr->regs[r].type == p->type && fr->regs[r].id == p->id)
+                fr->regs[r].v = v;
+        for (uint32_t s = 0; s < fr->nslots; s++)
+            if (fr->slots[s].spill && fr->slots[s].r.type == p->type &&
+                fr->slots[s].r.id == p->id)
+                fr->slots[s].r.v = v;
+    }
+}
+
 /* Applies what "P op E" (P a buffer pointer, E its end) proves. */
 static void learn_range(struct venv *env, const struct vreg *p, const struct vreg *e,
                         unsigned op)
 {
     int64_t range;
+    if ((p->sflags | e->sflags) & VS_WILD)
+        return;
     if (op == VM_JLE || op == VM_JEQ)
         range = (int64_t)p->off - e->off;
     else if (op == VM_JLT)
@@ -76,6 +98,8 @@ static void learn_range(struct venv *env, const struct vreg *p, const struct vre
         return;
     if (range > 0 && range <= VM_MAX_VAR_OFF)
         mark_range(env, p->type, p->id, (uint32_t)range);
+    if (p->id != 0)
+        bound_var(env, p, (int64_t)VM_MAX_BUF_SIZE + e->off - p->off);
 }
 
 static bool is_end(const struct vreg *r)
@@ -171,6 +195,74 @@ static int pointer_cond(struct venv *env, const struct vm_insn *insn, uint32_t t
     return err;
 }
 
+/* Narrows x with the fact that it lies in `fact` (ignored if that
+ * contradicts, which only an imprecise fact could). */
+static void narrow(struct vm_scalar *x, struct vm_scalar fact)
+{
+    struct vm_scalar y = *x;
+    if (vs_refine(&y, &fact, VM_JEQ, true, true))
+        *x = y;
+}
+
+/* What refining m tells about x, another member of m's link group. */
+static void refine_linked(struct vreg *x, const struct vreg *m)
+{
+    if (m->sflags == 0 && (x->sflags == 0 || x->sflags == VS_ZEXT)) {
+        struct vm_scalar b = m->v, d = vs_const((uint64_t)((int64_t)x->off - m->off));
+        vs_alu(&b, &d, VM_ADD, true, false);   /* b + x's delta */
+        if (x->sflags == VS_ZEXT)
+            vs_trunc(&b, 4);
+        narrow(&x->v, b);
+    } else if (m->sflags == VS_ZEXT && x->off == m->off) {
+        if (x->sflags == VS_ZEXT) {
+            narrow(&x->v, m->v);
+        } else if (x->sflags == 0) {
+            bool empty = false;
+            if (m->v.umin > x->v.u32min)
+                x->v.u32min = (uint32_t)m->v.umin;
+            if (m->v.umax < x->v.u32max)
+                x->v.u32max = (uint32_t)m->v.umax;
+            x->v.t = tn_with_low32(x->v.t, tn_intersect(tn_trunc(x->v.t, 4), m->v.t, &empty));
+            vs_sync(&x->v);
+        }
+    }
+}
+
+static void refine_regs(struct vreg *regs, unsigned n, const struct vreg *m)
+{
+    for (unsigned r = 0; r < n; r++)
+        if (&regs[r] != m && regs[r].type == VT_SCALAR && regs[r].id == m->id)
+            refine_linked(&regs[r], m);
+}
+
+/* Passes a refinement of register m on to the registers and spilled
+ * slots linked with it (verifier_int.h invariant 5). */
+static void propagate(struct venv *env, const struct vreg *m)
+{
+    if (m->type != VT_SCALAR || m->id == 0 || (m->sflags & VS_SHL32))
+        return;
+    for (uint32_t f = 0; f < env->cur->nframes; f++) {
+        struct vframe *fr = &env->cur->frames[f];
+        refine_regs(fr->regs, VM_NREGS, m);
+        for (uint32_t s = 0; s < fr->nslots; s++)
+            if (fr->slots[s].spill)
+                refine_regs(&fr->slots[s].r, 1, m);
+    }
+}
+
+static void set_side(struct venv *env, const struct vm_insn *insn, const struct vm_scalar *a,
+                     const struct vm_scalar *b)
+{
+    struct vreg *d = vm_reg(env, vm_dst(insn));
+    d->v = *a;
+    if (VM_SRC(insn->code) == VM_X && vm_src(insn) != vm_dst(insn)) {
+        struct vreg *s = vm_reg(env, vm_src(insn));
+        s->v = *b;
+        propagate(env, s);
+    }
+    propagate(env, d);
+}
+
 static int scalar_cond(struct venv *env, const struct vm_insn *insn, uint32_t target)
 {
     unsigned op = VM_OP(insn->code), dst = vm_dst(insn), src = vm_src(insn);
@@ -183,24 +275,27 @@ static int scalar_cond(struct venv *env, const struct vm_insn *insn, uint32_t ta
     bool can_take = vs_refine(&at, same ? &at : &bt, op, is64, true);
     bool can_fall = vs_refine(&af, same ? &af : &bf, op, is64, false);
     if (can_take && can_fall) {
-        d->v = at;
-        if (x && !same)
-            vm_reg(env, src)->v = bt;
+        /* both sides change linked registers: queue a copy of the taken
+         * side made from a snapshot of the state before refinement */
+        bool linked = d->id || (x && vm_reg(env, src)->id);
+        struct vsnap *before = linked ? vm_snap_take(env->cur) : NULL;
+        if (linked && !before)
+            return -ENOMEM;
+        set_side(env, insn, &at, &bt);
         int err = push_side(env, target);
+        if (before)
+            vm_snap_restore(env->cur, before);
+        vm_snap_free(before);
         if (err)
             return err;
     }
     if (can_fall) {
-        d->v = af;
-        if (x && !same)
-            vm_reg(env, src)->v = bf;
+        set_side(env, insn, &af, &bf);
         go(env, env->pc + 1);
         return 0;
     }
     if (can_take) {
-        d->v = at;
-        if (x && !same)
-            vm_reg(env, src)->v = bt;
+        set_side(env, insn, &at, &bt);
         go(env, target);
         return 0;
     }

@@ -159,7 +159,7 @@ static int stack_read(struct venv *env, unsigned regno, struct vframe *fr, int64
             return 0;
         }
         if (sp->type == VT_SCALAR && via_fp) {
-            *val = *sp;
+            vm_mark_scalar(val, sp->v);
             sx ? vs_sext(&val->v, size * 8) : vs_trunc(&val->v, size);
             return 0;
         }
@@ -348,10 +348,18 @@ static int data_access(struct venv *env, unsigned regno, int16_t off, unsigned s
     return err;
 }
 
+static int wild(struct venv *env, unsigned regno, const struct vreg *reg)
+{
+    return vm_verr(env, bit(regno), "R%u points to %s at an offset the verifier cannot bound "
+                   "(the pointer keeps moving in a loop)", regno, vm_vtype_desc(reg->type));
+}
+
 static int mem_access(struct venv *env, unsigned regno, int16_t off, unsigned size,
                       enum acc kind, bool sx, struct vreg *val)
 {
     const struct vreg *reg = vm_reg(env, regno);
+    if (vm_is_ptr(reg) && (reg->sflags & VS_WILD))
+        return wild(env, regno, reg);
     switch (reg->type) {
     case VT_NONE:
         return vm_verr(env, bit(regno), "R%u is used before it is initialised", regno);
@@ -487,6 +495,8 @@ int vm_check_helper_mem(struct venv *env, unsigned regno, uint64_t min_size,
                              : "readable (stack, buffers, read-only data or state)",
                        vm_vtype_desc(reg->type));
     (void)min_size;
+    if (reg->sflags & VS_WILD)
+        return wild(env, regno, reg);
     if (max_size == 0)
         return 0;
     if (reg->type == VT_STACK)

@@ -55,6 +55,10 @@ void vm_reg_format(const struct vreg *r, char *buf, size_t size)
 {
     char var[112];
     var_text(r, var, sizeof(var));
+    if (r->type > VT_SCALAR && (r->sflags & VS_WILD)) {
+        snprintf(buf, size, "%s(wild)", vm_vtype_name(r->type));
+        return;
+    }
     switch (r->type) {
     case VT_NONE: snprintf(buf, size, "?"); break;
     case VT_SCALAR: vs_format(&r->v, buf, size); break;

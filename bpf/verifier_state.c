@@ -93,7 +93,7 @@ void vm_snap_free(struct vsnap *snap)
 
 /* Packet ids must correspond one to one between the two states. */
 struct idmap {
-    uint32_t n;
+    uint32_t n, temp;
     uint32_t old[64], cur[64];
 };
 
@@ -117,9 +117,25 @@ static bool reg_subsumed(const struct vreg *o, const struct vreg *c, bool precis
 {
     if (o->type == VT_NONE)
         return true;
-    if (o->type == VT_SCALAR)
-        return c->type == VT_SCALAR && (!precise || vs_subset(&o->v, &c->v));
-    if (o->type != c->type || o->off != c->off || !vs_subset(&o->v, &c->v))
+    if (o->type == VT_SCALAR) {
+        if (c->type != VT_SCALAR)
+            return false;
+        if (!precise)
+            return true;
+        if (!vs_subset(&o->v, &c->v))
+            return false;
+        /* links the old state relied on must exist in the current one */
+        if (o->id == 0)
+            return true;
+        return o->sflags == c->sflags && o->off == c->off &&
+               idmap_check(m, o->id, c->id ? c->id : 0xc0000000u + m->temp++);
+    }
+    if (o->type != c->type)
+        return false;
+    if (o->sflags & VS_WILD)   /* any offset: only the region must match */
+        return (o->type != VT_STACK || o->frame == c->frame) &&
+               (o->type != VT_MEM || o->range == c->range);
+    if ((c->sflags & VS_WILD) || o->off != c->off || !vs_subset(&o->v, &c->v))
         return false;
     switch (o->type) {
     case VT_STACK: return o->frame == c->frame;
@@ -152,28 +168,23 @@ static bool slot_subsumed(const struct vslot *o, const struct vslot *c, bool pre
     return c->spill && reg_subsumed(&o->r, &c->r, true, m);
 }
 
-struct masks {
-    uint16_t live, prec;
-    uint64_t slots;
-};
-
-/* What matters in frame f: the current instruction's facts for the top
- * frame, the return site's (minus what the return overwrites) below. */
-static struct masks frame_masks(const struct venv *env, uint32_t f)
+struct vm_masks vm_frame_masks(const struct venv *env, uint32_t f)
 {
     const struct vstate *st = env->cur;
     if (f == st->nframes - 1) {
         const struct vinfo *vi = &env->info[env->pc];
-        return (struct masks){vi->live, vi->prec, vi->slot_prec};
+        return (struct vm_masks){vi->live, vi->prec, vi->slot_prec};
     }
+    /* below the top: the return site's facts, minus what the return
+     * overwrites */
     const struct vinfo *vi = &env->info[st->frames[f + 1].callsite + 1];
-    return (struct masks){(uint16_t)(vi->live & ~CALLER_SAVED),
-                          (uint16_t)(vi->prec & ~CALLER_SAVED), vi->slot_prec};
+    return (struct vm_masks){(uint16_t)(vi->live & ~CALLER_SAVED),
+                             (uint16_t)(vi->prec & ~CALLER_SAVED), vi->slot_prec};
 }
 
 static bool frame_subsumed(const struct venv *env, const struct sframe *o,
                            const struct vslot *oslots, const struct vframe *c,
-                           struct masks mk, struct idmap *m)
+                           struct vm_masks mk, struct idmap *m)
 {
     for (unsigned r = 0; r < VM_REG_FP; r++) {
         if (!(mk.live & (1u << r)))
@@ -201,11 +212,48 @@ static bool state_subsumed(const struct venv *env, const struct vsnap *old)
     const struct vslot *oslots = snap_slots(old);
     for (uint32_t f = 0; f < cur->nframes; f++) {
         if (!frame_subsumed(env, &old->frames[f], oslots, &cur->frames[f],
-                            frame_masks(env, f), &m))
+                            vm_frame_masks(env, f), &m))
             return false;
         oslots += old->frames[f].nslots;
     }
     return true;
+}
+
+#define JOIN_LOOP_AFTER 16  /* exact iterations of a loop before joining */
+#define JOIN_FWD_AFTER 8    /* separate states at a merge point before joining */
+
+/* Joins the current state into a stored one at env->pc; on success the
+ * joined state replaces it and becomes the current state. */
+static bool try_join(struct venv *env)
+{
+    bool loop = env->info[env->pc].flags & VI_LOOP;
+    env->join_loop = loop;
+    for (struct vseen *sl = env->seen[env->pc]; sl; sl = sl->next) {
+        vm_snap_restore(env->tmp, sl->snap);
+        env->join_count = sl->joins;
+        if (!vm_join(env, env->tmp, env->cur, loop && sl->joins > 0))
+            continue;
+        struct vsnap *snap = vm_snap_take(env->tmp);
+        if (!snap)
+            return false;
+        vm_snap_free(sl->snap);
+        sl->snap = snap;
+        sl->joins++;
+        sl->misses = 0;
+        struct vstate *t = env->cur;
+        env->cur = env->tmp;
+        env->tmp = t;
+        return true;
+    }
+    return false;
+}
+
+static void evict(struct vseen **link)
+{
+    struct vseen *sl = *link;
+    *link = sl->next;
+    vm_snap_free(sl->snap);
+    free(sl);
 }
 
 int vm_state_visit(struct venv *env)
@@ -219,13 +267,18 @@ int vm_state_visit(struct venv *env)
                 vm_vlog(env, "%u: safe (subsumed by a stored state)", env->pc);
             return 1;
         }
-        if (++sl->misses > sl->hits * 3 + 3) {
-            *link = sl->next;
-            vm_snap_free(sl->snap);
-            free(sl);
+        if (++sl->misses > sl->hits * 3 + 3 && sl->joins == 0) {
+            evict(link);
             continue;
         }
         link = &sl->next;
+    }
+    bool loop = env->info[env->pc].flags & VI_LOOP;
+    if (++env->arrivals[env->pc] > (loop ? JOIN_LOOP_AFTER : JOIN_FWD_AFTER) &&
+        try_join(env)) {
+        if (vm_vlogging(env))
+            vm_vlog(env, "%u: joined with a stored state", env->pc);
+        return 0;
     }
     if (env->res->states >= env->max_states)
         return vm_verr_at(env, env->pc, -E2BIG, "program too complex: more than %llu "

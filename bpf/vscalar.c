@@ -446,6 +446,13 @@ static void op_lsh(struct vm_scalar *d, const struct vm_scalar *s, unsigned widt
     uint64_t umn = d->umin << lo, umx = d->umax << hi;
     int64_t smn = (int64_t)((uint64_t)d->smin << lo);
     int64_t smx = (int64_t)((uint64_t)d->smax << lo);
+    if (exact && lo == 32) {   /* the low half moves up, whatever the high half was */
+        ufits = sfits = true;
+        umn = (uint64_t)d->u32min << 32;
+        umx = (uint64_t)d->u32max << 32;
+        smn = (int64_t)((uint64_t)(int64_t)d->s32min << 32);
+        smx = (int64_t)((uint64_t)(int64_t)d->s32max << 32);
+    }
     *d = vs_unknown();
     d->t = t;
     if (ufits) {
