@@ -21,24 +21,30 @@ int count(struct cisc_ctx *ctx)
     for (int i = 0; i < BLOCK_MAX; i++) {
         if (data + i + 1 > end)     /* proves that data[i] is inside the input */
             break;
-        n += ((__u64)(data[i] ^ want) - 1) >> 63;   /* 1 if equal, no branch */
+        if (data[i] == want)
+            n++;
     }
     st->total += n;
     if (!(ctx->flags & CISC_F_LAST_BLOCK))
         return 0;                   /* output only after the last block */
 
-    __u64 v = st->total;
-    int digits = 1;
-    for (__u64 t = v; t >= 10 && digits < 20; t /= 10)
-        digits++;
-    __u8 *out = ctx->out;
-    if (out + 21 > (__u8 *)ctx->out_end)
-        return -CISC_ENOSPC;
-    for (int k = digits - 1; k >= 0; k--) {
-        out[k] = '0' + v % 10;
-        v /= 10;
+    __u64 v = st->total, div = 1;
+    for (int d = 0; d < 19 && v / div >= 10; d++)
+        div *= 10;                  /* the largest power of 10 <= v */
+    __u8 *out = ctx->out, *out_end = ctx->out_end;
+    int k;
+    for (k = 0; k < 20; k++) {      /* the digits, most significant first */
+        if (out + k + 1 > out_end)  /* proves that out[k] is inside the output */
+            return -CISC_ENOSPC;
+        out[k] = '0' + v / div % 10;
+        if (div == 1)
+            break;
+        div /= 10;
     }
-    out[digits] = '\n';
+    __u8 *nl = out + k + 1;
+    if (nl + 1 > out_end)
+        return -CISC_ENOSPC;
+    *nl = '\n';
     cisc_printk("counted %llu bytes equal to %d", st->total, want);
-    return digits + 1;
+    return k + 2;
 }

@@ -8,12 +8,6 @@
  * Output: for every record of type 1 with at least 4 payload bytes, its
  * first 4 payload bytes (a little-endian u32 value). Other records are
  * skipped.
- *
- * The output length lives in cisc_state() (volatile, so the compiler
- * keeps it there) rather than in a local: the verifier does not track
- * memory contents, so the loop head sees one state per iteration instead
- * of one per possible output length; the bound is checked where the
- * length is used.
  */
 #include <cisc_bpf.h>
 
@@ -21,20 +15,14 @@
 #define MAX_RECORDS 2048     /* a record is at least 2 bytes */
 #define OUT_MAX     (4 * MAX_RECORDS)
 
-struct rec_state {
-    volatile __u32 olen;
-};
-
 SEC("cisc")
 int records(struct cisc_ctx *ctx)
 {
     const __u8 *data = ctx->data, *end = ctx->data_end;
-    struct rec_state *st = cisc_state();
-    __u32 off = 0;
+    __u32 off = 0, olen = 0;
 
     if (ctx->len > BLOCK_MAX)
         return -CISC_E2BIG;
-    st->olen = 0;
     for (int n = 0; n < MAX_RECORDS; n++) {
         if (off > BLOCK_MAX)
             break;                       /* keeps the offset bounded */
@@ -47,16 +35,15 @@ int records(struct cisc_ctx *ctx)
         if (p + 2 + len > end)
             return -CISC_EBADMSG;        /* record runs past the block */
         if (type == 1 && len >= 4) {
-            __u32 olen = st->olen;
             if (p + 6 > end || olen > OUT_MAX - 4)
                 return -CISC_EBADMSG;
             __u8 *q = (__u8 *)ctx->out + olen;
             if (q + 4 > (__u8 *)ctx->out_end)
                 return -CISC_ENOSPC;
             __builtin_memcpy(q, p + 2, 4);
-            st->olen = olen + 4;
+            olen += 4;
         }
         off += 2 + len;
     }
-    return st->olen;
+    return olen;
 }
