@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -250,6 +251,31 @@ TEST(Loader, AbiMarkerOfTheCorpusIsVersion1AndChecked)
     char err[256];
     EXPECT_EQ(vm_object_load(b.data(), b.size(), nullptr, &obj, err, sizeof(err)), -EOPNOTSUPP);
     EXPECT_NE(std::string(err).find("version 7"), std::string::npos) << err;
+}
+
+// Loads may run on many threads at once (loader.h invariant 4): every
+// thread gets the same programs and, for a bad object, the same message.
+TEST(Loader, ConcurrentLoadsAgree)
+{
+    std::vector<std::thread> threads;
+    std::vector<int> ok(4, 0);
+    for (int t = 0; t < 4; t++)
+        threads.emplace_back([t, &ok] {
+            for (int i = 0; i < 25; i++) {
+                Obj good(corpus_path("grep"));
+                Obj bad(obj_path("core"));
+                vm_prog *p = vm_object_find(good.obj, "grep");
+                bool same = good.rc == 0 && p && p->nlines > 10 &&
+                            !strcmp(vm_prog_line(p, 0)->file, "grep.c") &&
+                            bad.err.find("CO-RE relocation against 'struct task'") !=
+                                std::string::npos;
+                ok[t] += same;
+            }
+        });
+    for (auto &th : threads)
+        th.join();
+    for (int t = 0; t < 4; t++)
+        EXPECT_EQ(ok[t], 25) << "thread " << t;
 }
 
 }  // namespace
