@@ -237,16 +237,57 @@ static void format_error(struct venv *env, struct vm_verify_result *res)
     res->error_pc = env->err_pc;
 }
 
-static void env_free(struct venv *env)
+/* Frees what one exploration allocated (the static analyses stay). */
+static void explore_free(struct venv *env)
 {
     vm_state_free_all(env);
-    free(env->info);
-    free(env->funcs);
     free(env->cur);
     free(env->tmp);
     free(env->arrivals);
     free(env->thr_u);
     free(env->thr_s);
+    env->cur = env->tmp = NULL;
+    env->arrivals = NULL;
+    env->thr_u = NULL;
+    env->thr_s = NULL;
+    env->nthr = 0;
+}
+
+static void env_free(struct venv *env)
+{
+    explore_free(env);
+    free(env->info);
+    free(env->funcs);
+}
+
+/* A rejection by the joining exploration may come from its loss of
+ * precision: explore again without joins (the kernel's way: every loop
+ * iteration separately, up to the limits). Returns the final error;
+ * res holds the message of the run that explains it best. */
+static int explore_exact(struct venv *env, struct vm_verify_result *res)
+{
+    char first[sizeof(res->msg)];
+    uint32_t first_pc = res->error_pc;
+    uint64_t processed = res->insns_processed, states = res->states;
+    memcpy(first, res->msg, sizeof(first));
+    explore_free(env);
+    vm_vlog(env, "rejected while joining states; exploring again without joins");
+    env->exact = true;
+    env->err_code = 0;
+    env->max_depth = 0;
+    env->id_gen = 0;
+    res->insns_processed = 0;
+    int err = explore(env);
+    if (err && err != -E2BIG)
+        format_error(env, res);
+    if (err == -E2BIG) {   /* the first reason is the useful one */
+        memcpy(res->msg, first, sizeof(first));
+        res->error_pc = first_pc;
+        err = -EACCES;
+    }
+    res->insns_processed += processed;
+    res->states += states;
+    return err;
 }
 
 int vm_verify(struct vm_prog *prog, const struct vm_verify_opts *opts,
@@ -270,12 +311,15 @@ int vm_verify(struct vm_prog *prog, const struct vm_verify_opts *opts,
     int err = env.info ? vm_cfg_check(&env) : -ENOMEM;
     if (!err)
         err = vm_flow_analyse(&env);
+    bool explored = !err;
     if (!err)
         err = explore(&env);
     if (err == -ENOMEM && !env.err_code)
         snprintf(res->msg, sizeof(res->msg), "out of memory while verifying");
     else if (err)
         format_error(&env, res);
+    if (explored && err == -EACCES)
+        err = explore_exact(&env, res);
     if (err && vm_vlogging(&env))
         vm_vlog(&env, "rejected: %s", res->msg);
     if (!err) {

@@ -170,6 +170,7 @@ struct venv {
 
     struct vseen **seen;   /* per pc: stored states */
     uint32_t *arrivals;    /* per pc: states that were not subsumed */
+    bool exact;            /* no joins (the second, kernel-like exploration) */
     bool join_loop;        /* the join under way is at a loop head ... */
     uint32_t join_count;   /* ... into a state joined this many times */
     uint64_t *thr_u;       /* widening thresholds, sorted */

@@ -222,6 +222,26 @@ static bool state_subsumed(const struct venv *env, const struct vsnap *old)
 #define JOIN_LOOP_AFTER 16  /* exact iterations of a loop before joining */
 #define JOIN_FWD_AFTER 8    /* separate states at a merge point before joining */
 
+/* Cheap test before a join: same frames, and no live register that is a
+ * pointer in one state and something else in the other. */
+static bool maybe_joinable(const struct venv *env, const struct vsnap *old)
+{
+    const struct vstate *cur = env->cur;
+    if (old->nframes != cur->nframes)
+        return false;
+    for (uint32_t f = 0; f < cur->nframes; f++) {
+        if (old->frames[f].callsite != cur->frames[f].callsite)
+            return false;
+        uint16_t live = vm_frame_masks(env, f).live;
+        for (unsigned r = 0; r < VM_REG_FP; r++) {
+            uint8_t a = old->frames[f].regs[r].type, b = cur->frames[f].regs[r].type;
+            if ((live & (1u << r)) && a != VT_NONE && b != VT_NONE && a != b)
+                return false;
+        }
+    }
+    return true;
+}
+
 /* Joins the current state into a stored one at env->pc; on success the
  * joined state replaces it and becomes the current state. */
 static bool try_join(struct venv *env)
@@ -229,6 +249,8 @@ static bool try_join(struct venv *env)
     bool loop = env->info[env->pc].flags & VI_LOOP;
     env->join_loop = loop;
     for (struct vseen *sl = env->seen[env->pc]; sl; sl = sl->next) {
+        if (!maybe_joinable(env, sl->snap))
+            continue;
         vm_snap_restore(env->tmp, sl->snap);
         env->join_count = sl->joins;
         if (!vm_join(env, env->tmp, env->cur, loop && sl->joins > 0))
@@ -274,7 +296,8 @@ int vm_state_visit(struct venv *env)
         link = &sl->next;
     }
     bool loop = env->info[env->pc].flags & VI_LOOP;
-    if (++env->arrivals[env->pc] > (loop ? JOIN_LOOP_AFTER : JOIN_FWD_AFTER) &&
+    if (!env->exact &&
+        ++env->arrivals[env->pc] > (loop ? JOIN_LOOP_AFTER : JOIN_FWD_AFTER) &&
         try_join(env)) {
         if (vm_vlogging(env))
             vm_vlog(env, "%u: joined with a stored state", env->pc);

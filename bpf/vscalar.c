@@ -841,6 +841,9 @@ bool vs_refine(struct vm_scalar *a, struct vm_scalar *b, unsigned op, bool is64,
 
 /* --- formatting ------------------------------------------------------------ */
 
+/* Constants as numbers; otherwise the most telling range (unsigned when
+ * the value is never negative, else signed), then known bits when they
+ * say more than the range (e.g. "even"). */
 void vs_format(const struct vm_scalar *s, char *buf, size_t size)
 {
     if (vs_is_const(s)) {
@@ -850,13 +853,19 @@ void vs_format(const struct vm_scalar *s, char *buf, size_t size)
             snprintf(buf, size, "%llu", (unsigned long long)s->t.value);
         return;
     }
-    if (s->smin >= 0 && (uint64_t)s->smax == s->umax) {
-        snprintf(buf, size, "[%llu,%llu]", (unsigned long long)s->umin,
-                 (unsigned long long)s->umax);
-        return;
-    }
-    char t[64];
-    tn_format(s->t, t, sizeof(t));
-    snprintf(buf, size, "u[%llu,%llu] s[%lld,%lld] var=%s", (unsigned long long)s->umin,
-             (unsigned long long)s->umax, (long long)s->smin, (long long)s->smax, t);
+    int n;
+    if (s->smin >= 0)
+        n = snprintf(buf, size, "[%llu,%llu]", (unsigned long long)s->umin,
+                     (unsigned long long)s->umax);
+    else if (s->smin != INT64_MIN || s->smax != INT64_MAX)
+        n = snprintf(buf, size, "s[%lld,%lld]", (long long)s->smin, (long long)s->smax);
+    else if (s->umin != 0 || s->umax != UINT64_MAX)
+        n = snprintf(buf, size, "u[%llu,%llu]", (unsigned long long)s->umin,
+                     (unsigned long long)s->umax);
+    else
+        n = snprintf(buf, size, "unknown");
+    struct vm_tnum r = tn_range(s->umin, s->umax);
+    if (n > 0 && (size_t)n < size && s->t.mask != r.mask && s->t.mask != ~0ull)
+        snprintf(buf + n, size - (size_t)n, " bits %#llx/%#llx", (unsigned long long)s->t.value,
+                 (unsigned long long)s->t.mask);
 }
