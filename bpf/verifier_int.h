@@ -50,9 +50,6 @@
 #include "bpf/vscalar.h"
 
 #define VM_MAX_VAR_OFF (1 << 29)      /* bound on pointer offsets */
-#ifndef VM_MAX_BUF_SIZE
-#define VM_MAX_BUF_SIZE (1 << 28)     /* input/output buffers are never larger */
-#endif
 #define VM_NSLOTS (VM_STACK_SIZE / 8)
 #define VM_MAX_PENDING 32768          /* branch states waiting, at most */
 #define VS_ZEXT 1                     /* scalar link kinds (invariant 5) */

@@ -343,7 +343,8 @@ static bool join_frame(struct venv *env, struct vframe *o, const struct vframe *
 
 bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, bool wide)
 {
-    struct jmap m = {0};
+    struct jmap m;
+    m.n = 0;
     if (old->nframes != cur->nframes)
         return false;
     for (uint32_t f = 0; f < cur->nframes; f++)

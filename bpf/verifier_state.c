@@ -208,7 +208,8 @@ static bool state_subsumed(const struct venv *env, const struct vsnap *old)
     for (uint32_t f = 0; f < cur->nframes; f++)
         if (old->frames[f].callsite != cur->frames[f].callsite)
             return false;
-    struct idmap m = {0};
+    struct idmap m;
+    m.n = m.temp = 0;
     const struct vslot *oslots = snap_slots(old);
     for (uint32_t f = 0; f < cur->nframes; f++) {
         if (!frame_subsumed(env, &old->frames[f], oslots, &cur->frames[f],
