@@ -74,6 +74,7 @@ static int record(struct venv *env, uint32_t pc, int code, uint16_t regs, const 
         return env->err_code;
     vsnprintf(env->err, sizeof(env->err), fmt, ap);
     env->err_code = code;
+    env->err_joined = env->cur && env->cur->joined;
     env->err_pc = pc;
     env->err_regs = regs;
     return code;
@@ -190,6 +191,7 @@ static void init_state(struct venv *env)
     struct vframe *fr = &env->cur->frames[0];
     env->cur->nframes = 1;
     env->cur->backedges = 0;
+    env->cur->joined = 0;
     for (unsigned r = 0; r < VM_NREGS; r++)
         vm_mark_none(&fr->regs[r]);
     vm_mark_scalar(&fr->regs[1], vs_const(0));
@@ -271,8 +273,8 @@ static void env_free(struct venv *env)
     free(env->funcs);
 }
 
-/* A rejection by the joining exploration may come from its loss of
- * precision: explore again without joins (the kernel's way: every loop
+/* A rejection of a path that went through a join may come from the
+ * join's loss of precision: explore again without joins (the kernel's way: every loop
  * iteration separately, up to the limits). Returns the final error;
  * res holds the message of the run that explains it best. */
 static int explore_exact(struct venv *env, struct vm_verify_result *res)
@@ -329,7 +331,7 @@ int vm_verify(struct vm_prog *prog, const struct vm_verify_opts *opts,
         snprintf(res->msg, sizeof(res->msg), "out of memory while verifying");
     else if (err)
         format_error(&env, res);
-    if (explored && err == -EACCES)
+    if (explored && err == -EACCES && env.err_joined)
         err = explore_exact(&env, res);
     if (err && vm_vlogging(&env))
         vm_vlog(&env, "rejected: %s", res->msg);

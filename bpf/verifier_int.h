@@ -101,6 +101,7 @@ struct vframe {
 struct vstate {
     uint32_t nframes;      /* frames[nframes-1] is the current one */
     uint32_t backedges;    /* loop back edges taken on this path */
+    uint32_t joined;       /* this path went through a join */
     struct vframe frames[VM_MAX_CALL_DEPTH];
 };
 
@@ -182,6 +183,7 @@ struct venv {
     int err_code;
     uint32_t err_pc;
     uint16_t err_regs;     /* registers to show with the error */
+    bool err_joined;       /* the rejected path went through a join */
 };
 
 /* --- verifier.c --------------------------------------------------------- */

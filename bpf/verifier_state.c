@@ -35,7 +35,7 @@ struct sframe {
 };
 
 struct vsnap {
-    uint32_t nframes, backedges;
+    uint32_t nframes, backedges, joined, pad;
     struct sframe frames[];   /* then every frame's slots, in order */
 };
 
@@ -55,6 +55,7 @@ struct vsnap *vm_snap_take(const struct vstate *st)
         return NULL;
     s->nframes = st->nframes;
     s->backedges = st->backedges;
+    s->joined = st->joined;
     struct vslot *slots = snap_slots(s);
     for (uint32_t f = 0; f < st->nframes; f++) {
         const struct vframe *fr = &st->frames[f];
@@ -73,6 +74,7 @@ void vm_snap_restore(struct vstate *st, const struct vsnap *s)
     const struct vslot *slots = snap_slots(s);
     st->nframes = s->nframes;
     st->backedges = s->backedges;
+    st->joined = s->joined;
     for (uint32_t f = 0; f < s->nframes; f++) {
         struct vframe *fr = &st->frames[f];
         memcpy(fr->regs, s->frames[f].regs, sizeof(fr->regs));
@@ -266,6 +268,7 @@ static bool try_join(struct venv *env)
         struct vstate *t = env->cur;
         env->cur = env->tmp;
         env->tmp = t;
+        env->cur->joined = 1;
         return true;
     }
     return false;

@@ -443,7 +443,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     p.rodata = rodata;
     p.rodata_size = RODATA_SIZE;
     struct vm_verify_result res;
-    struct vm_verify_opts opts = {.max_insns = 200000};
+    struct vm_verify_opts opts = {.max_insns = 50000};   /* keeps the fuzzer fast */
     unsigned nlog = 0;
     if (getenv("FUZZ_VM_DUMP")) {
         dump(&p);

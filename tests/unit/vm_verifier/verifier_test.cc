@@ -235,6 +235,14 @@ const Case kCases[] = {
       JMP_IMM(VM_JGE, 6, 15, 5), ALU64_REG(VM_ADD, 2, 7), MOV64_REG(4, 2), ALU64_IMM(VM_ADD, 4, 1),
       JMP_REG(VM_JGT, 4, 3, 1), LDX(VM_B, 0, 2, 0), RET0()},
      0, nullptr, {}},
+    {"w_move_of_shifted_value_is_not_linked",
+     // r7 = r6 << 32 (linked as a shift); w8 = w7 is 0, not the low half of
+     // r6: bounding w8 must not bound r6
+     {LDX(VM_DW, 6, 1, CTX_ARG0), MOV64_REG(7, 6), ALU64_IMM(VM_LSH, 7, 32), MOV32_REG(8, 7),
+      JMP_IMM(VM_JGE, 8, 8, 6), MOV32_REG(6, 6), ST(VM_DW, 10, -8, 0), MOV64_REG(9, 10),
+      ALU64_IMM(VM_ADD, 9, -8), ALU64_REG(VM_ADD, 9, 6), LDX(VM_B, 0, 9, 0), MOV64_IMM(0, 0),
+      EXIT()},
+     -EACCES, "adding an unbounded value", {}},
     {"unlinked_copy_is_not_refined",
      // r7 = r6; r7 += r8 breaks the link: r6 stays unbounded
      {LOAD_IN(), LDX(VM_DW, 6, 1, CTX_ARG0), MOV64_IMM(8, 0), MOV64_REG(7, 6),
