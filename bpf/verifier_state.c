@@ -164,8 +164,9 @@ static bool slot_subsumed(const struct vslot *o, const struct vslot *c, bool pre
             return false;
         if (!o->spill || !precise)
             return true;
-        struct vm_scalar unknown = vs_unknown();
-        return vs_subset(&o->r.v, c->spill ? &c->r.v : &unknown);
+        struct vreg unknown;
+        vm_mark_unknown(&unknown);   /* what data bytes read back as */
+        return reg_subsumed(&o->r, c->spill ? &c->r : &unknown, true, m);
     }
     return c->spill && reg_subsumed(&o->r, &c->r, true, m);
 }

@@ -318,6 +318,15 @@ const Case kCases[] = {
       MOV64_REG(9, 10), ALU64_IMM(VM_ADD, 9, -8), ALU64_REG(VM_ADD, 9, 6), LDX(VM_B, 0, 9, 0),
       EXIT(), MOV64_IMM(0, 0), EXIT()},
      -EACCES, "adding an unbounded value", {}},
+    {"prune_respects_links_of_spilled_scalars",
+     // A: fp-8 holds a copy of r6, so "r6 < 8" bounds it; B: fp-8 holds
+     // an unrelated number. A reaches the merge first.
+     {LDX(VM_DW, 6, 1, CTX_ARG0), LDX(VM_DW, 8, 1, CTX_ARG0 + 8), LDX(VM_DW, 5, 1, CTX_ARG0 + 16),
+      JMP_IMM(VM_JNE, 5, 0, 3), MOV64_REG(7, 6), STX(VM_DW, 10, 7, -8), JA(1), STX(VM_DW, 10, 8, -8),
+      JMP_IMM(VM_JGE, 6, 8, 6), LDX(VM_DW, 8, 10, -8), ST(VM_DW, 10, -16, 0), MOV64_REG(9, 10),
+      ALU64_IMM(VM_ADD, 9, -16), ALU64_REG(VM_ADD, 9, 8), LDX(VM_B, 0, 9, 0), MOV64_IMM(0, 0),
+      EXIT()},
+     -EACCES, "adding an unbounded value", {}},
     {"merge_of_safe_paths_is_accepted",
      {LOAD_IN(), LDX(VM_DW, 6, 1, CTX_ARG0), MOV64_REG(4, 2), ALU64_IMM(VM_ADD, 4, 8),
       JMP_REG(VM_JGT, 4, 3, 4), JMP_IMM(VM_JEQ, 6, 0, 1), LDX(VM_B, 7, 2, 7), LDX(VM_B, 0, 2, 0),
