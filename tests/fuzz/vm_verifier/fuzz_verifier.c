@@ -192,6 +192,46 @@ static void gen_index(struct gen *g)
     emit(g, (uint8_t)(VM_CLS_LDX | VM_MEM | size_code(g)), 0, 8, (int16_t)(byte(g) % 8), 0);
 }
 
+/* Copies of a number (64-bit, 32-bit, plus a constant, zero-extension
+ * idiom, through a spill), one of them bounded by a branch, another used
+ * as an index into the state area: exercises linked scalars. */
+static void gen_linked(struct gen *g)
+{
+    uint8_t b = byte(g);
+    unsigned a = 6, c = 7;
+    emit(g, VM_CLS_LDX | VM_MEM | VM_DW, a, 9, (int16_t)(64 + 8 * (b % 4)), 0);
+    switch ((b >> 2) % 5) {
+    case 0: emit(g, VM_CLS_ALU64 | VM_MOV | VM_X, c, a, 0, 0); break;
+    case 1: emit(g, VM_CLS_ALU | VM_MOV | VM_X, c, a, 0, 0); break;
+    case 2:
+        emit(g, VM_CLS_ALU64 | VM_MOV | VM_X, c, a, 0, 0);
+        emit(g, VM_CLS_ALU64 | VM_ADD, c, 0, 0, (int32_t)(byte(g) % 9) - 4);
+        break;
+    case 3:
+        emit(g, VM_CLS_ALU64 | VM_MOV | VM_X, c, a, 0, 0);
+        emit(g, VM_CLS_ALU64 | VM_LSH, c, 0, 0, 32);
+        if (b & 0x80)
+            emit(g, VM_CLS_ALU64 | VM_RSH, c, 0, 0, 32);
+        break;
+    default:
+        emit(g, VM_CLS_STX | VM_MEM | VM_DW, VM_REG_FP, a, -8, 0);
+        emit(g, VM_CLS_LDX | VM_MEM | VM_DW, c, VM_REG_FP, -8, 0);
+        break;
+    }
+    if (b & 0x40) {   /* swap roles: bound a, use c */
+        unsigned t = a;
+        a = c;
+        c = t;
+    }
+    static const uint8_t ops[] = {VM_JGE, VM_JGT, VM_JSGE, VM_JSGT, VM_JNE};
+    uint8_t cls = byte(g) & 1 ? VM_CLS_JMP32 : VM_CLS_JMP;
+    emit(g, (uint8_t)(cls | ops[byte(g) % 5]), c, 0, 4, 1 + byte(g) % 4095);
+    emit(g, VM_CLS_JMP | VM_CALL, 0, 0, 0, 9);
+    emit(g, VM_CLS_ALU64 | VM_ADD | VM_X, 0, a, 0, 0);
+    emit(g, VM_CLS_LDX | VM_MEM | VM_B, 8, 0, 0, 0);
+    emit(g, VM_CLS_ALU64 | VM_MOV, 0, 0, 0, 0);
+}
+
 static void gen_jump(struct gen *g)
 {
     static const uint8_t ops[] = {VM_JEQ, VM_JGT, VM_JGE, VM_JSET, VM_JNE, VM_JSGT, VM_JSGE,
@@ -233,11 +273,12 @@ static void gen_call(struct gen *g)
 static void gen_body(struct gen *g, uint32_t limit)
 {
     while (g->pos < g->n && g->len < limit) {
-        switch (byte(g) % 11) {
+        switch (byte(g) % 12) {
         case 0:
         case 1:
         case 2: gen_alu(g); break;
         case 10: gen_index(g); break;
+        case 11: gen_linked(g); break;
         case 3:
         case 4: gen_mem(g); break;
         case 5:
