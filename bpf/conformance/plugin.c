@@ -3,7 +3,7 @@
  * public eBPF conformance suite (Alan-Jowett/bpf_conformance).
  *
  * Protocol (the suite's runner starts one process per test):
- *   cisc-bpf-conformance [MEMORY-HEX] [--interp | --jit] [--checked]
+ *   cisc-bpf-conformance [MEMORY-HEX] [--interp | --jit] [--checked | --fast]
  *   - the program arrives on stdin as hex bytes (whitespace allowed);
  *   - the optional first argument is the initial memory, also hex; the
  *     program runs with r1 = memory, r2 = its length;
@@ -13,12 +13,22 @@
  * (every access bounds-checked); --fast runs the unchecked fast path.
  * --jit reports "not implemented" until the JIT exists.
  *
- * Helpers and runtime functions: the suite's tests call no helper (its
- * former helper test now uses a local call), so programs see the device's
- * own helper table. One test calls a runtime function (CALL with src 2,
- * a kfunc in Linux terms), `call runtime 0x2a`, and expects r0 = 0. The
- * device has no runtime functions, so the plugin alone provides them: it
- * rewrites each such call into `mov64 r0, 0` before preparing the program.
+ * Helpers and runtime functions: the suite knows nothing of the device's
+ * helpers (cisc_bpf.h). The one helper the suite calls, `call 5`
+ * (tests/call_unwind_fail.data; tests/callx.data makes the same call
+ * through a register), is uBPF's test helper 5, "unwind": it returns
+ * its first argument (uBPF also stops the program when that is 0; no suite
+ * test relies on that, and the Linux helper 5 never stops, so the plugin
+ * does not). One test calls a runtime function (CALL with src 2, a kfunc
+ * in Linux terms), `call runtime 0x2a`, and expects r0 = 0. The device has
+ * neither, so the plugin alone provides them by rewriting each call before
+ * preparing the program: `call 5` becomes `mov64 r0, r1`, a runtime call
+ * becomes `mov64 r0, 0`. Other helper ids reach the device's helpers,
+ * bounds-checked in the default checked mode.
+ *
+ * Not supported: CALL|X ("callx", a conformance group the suite leaves out
+ * unless --include_groups callx) and ELF input (--elf); both are reported
+ * as errors.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -109,6 +119,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
             o->fast = true;
         else if (!strcmp(argv[i], "--checked"))
             o->fast = false;
+        else if (!strcmp(argv[i], "--elf"))
+            return fprintf(stderr, "cisc-bpf-conformance: --elf: ELF input is not supported; "
+                                   "run the suite without --elf\n"), -EINVAL;
         else if (!strncmp(argv[i], "--", 2))
             return fprintf(stderr, "cisc-bpf-conformance: unknown option %s\n", argv[i]), -EINVAL;
         else if (!o->mem_hex)
@@ -128,16 +141,23 @@ static void print_failure(int rc, const struct vm_env *env)
         fprintf(stderr, "run failed: %s\n", strerror(-rc));
 }
 
-/* The plugin's runtime functions (see the header): each returns 0. */
-static void rewrite_runtime_calls(struct vm_insn *insns, uint32_t n)
+/* The suite's helper and runtime functions (see the header). */
+#define SUITE_HELPER_UNWIND 5
+
+static void rewrite_suite_calls(struct vm_insn *insns, uint32_t n)
 {
-    for (uint32_t i = 0; i < n; i++)
-        if (insns[i].code == (VM_CLS_JMP | VM_CALL) && vm_src(&insns[i]) == 2) {
-            insns[i].code = VM_CLS_ALU64 | VM_K | VM_MOV;
-            insns[i].regs = 0;
-            insns[i].off = 0;
-            insns[i].imm = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        struct vm_insn *in = &insns[i];
+        if (in->code != (VM_CLS_JMP | VM_CALL))
+            continue;
+        if (vm_src(in) == 2) {
+            *in = (struct vm_insn){.code = VM_CLS_ALU64 | VM_K | VM_MOV};
+        } else if (vm_src(in) == 0 && in->imm == SUITE_HELPER_UNWIND && vm_dst(in) == 0 &&
+                   in->off == 0) {
+            *in = (struct vm_insn){.code = VM_CLS_ALU64 | VM_X | VM_MOV};
+            in->regs = 1 << 4;   /* dst r0, src r1 */
         }
+    }
 }
 
 /* Runs the program in code[0..nbytes) over mem; prints r0. Returns 0/1. */
@@ -146,7 +166,7 @@ static int run_program(uint8_t *code, long nbytes, uint8_t *mem, long memlen, bo
     struct vm_prog prog = {.insns = (struct vm_insn *)code, .ninsns = (uint32_t)(nbytes / 8)};
     struct vm_env env = {.budget = 100000000ull, .checked = !fast};
     uint64_t r0 = 0;
-    rewrite_runtime_calls(prog.insns, prog.ninsns);
+    rewrite_suite_calls(prog.insns, prog.ninsns);
     int rc = vm_prepare(&prog);
     if (rc == 0)
         rc = vm_run_raw(&prog, memlen ? mem : NULL, (uint64_t)memlen, &env, &r0);
