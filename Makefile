@@ -43,11 +43,10 @@ test-asan: build-asan
 run: build
 	@./scripts/run.sh $(CISC)
 
-# eBPF runtime speed: interpreter ns/instruction vs native C (optimised build),
-# then verification time of every corpus program.
+# eBPF runtime speed: interpreter ns/instruction vs native C, verification
+# time of every corpus program (optimised build).
 bench-bpf: build
 	$(BUILD)/bench/bpf/cisc-bench-bpf
-	$(BUILD)/bench/verify/cisc-bench-verify $(BUILD)/tests/bpf/progs $(BUILD)/tests/unit/vm_verifier/progs
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)

@@ -37,7 +37,7 @@ static __thread char libbpf_last[160];
 
 static int libbpf_capture(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-    if (level == LIBBPF_WARN) {
+    if (level != LIBBPF_INFO) {      /* parse errors come as WARN or DEBUG */
         vsnprintf(libbpf_last, sizeof(libbpf_last), fmt, ap);
         libbpf_last[strcspn(libbpf_last, "\n")] = '\0';
     }

@@ -6,7 +6,9 @@
  * every caller up the stack returns the same -errno without overwriting
  * the message, so the text names the innermost problem.
  * Invariants:
- *   1. The message is always NUL-terminated (truncated if needed).
+ *   1. The message is always NUL-terminated (truncated if needed) and one
+ *      line: control characters (names from a hostile object may hold
+ *      any byte) are replaced by '?'.
  *   2. Only the first report is kept; vm_diagf() never fails.
  */
 #ifndef CISC_BPF_DIAG_H
@@ -33,6 +35,9 @@ vm_diagf(struct vm_diag *d, int code, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(d->buf, d->len, fmt, ap);
         va_end(ap);
+        for (char *c = d->buf; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                *c = '?';
         d->set = true;
     }
     return code;

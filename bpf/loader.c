@@ -37,6 +37,7 @@
 #define DEFAULT_MAX_OBJECT (64u << 20)
 #define MAX_PROGS          256u
 #define MAX_RODATA         (16u << 20)
+#define MAX_TOTAL          (256ull << 20)  /* all programs' insns + rodata */
 #define NONE               UINT32_MAX
 
 struct vm_object {
@@ -64,6 +65,7 @@ struct objctx {
     uint32_t nfuncs;
     struct sec_rels *rels; /* per section index */
     uint32_t max_insns;
+    uint64_t total;        /* bytes of insns and rodata of the programs so far */
     struct vm_diag *d;
 };
 
@@ -122,19 +124,23 @@ static struct vm_insn decode_insn(const uint8_t *p)
 
 /* ---- Step 2 and 3: object-wide checks ------------------------------------ */
 
+/* One u32 per compilation unit: objects linked with `bpftool gen object`
+ * carry one marker for each object that went in, and all must agree. */
 static int check_abi_marker(const struct objctx *o)
 {
     uint32_t i = vm_elf_find_sec(o->e, "cisc.abi");
     if (!i)
         return 0;
     const struct vm_elf_sec *s = sec_of(o, i);
-    if (s->size != 4 || !s->data)
-        return vm_diagf(o->d, -EINVAL, "section cisc.abi: %llu bytes, want a 4-byte "
-                       "version", (unsigned long long)s->size);
-    uint32_t v = le32_get(s->data);
-    if (v != VM_ABI_VERSION)
-        return vm_diagf(o->d, -EOPNOTSUPP, "object was built for cisc ABI version %u; "
-                       "this runtime implements version %u", v, VM_ABI_VERSION);
+    if (s->size == 0 || s->size % 4 || !s->data)
+        return vm_diagf(o->d, -EINVAL, "section cisc.abi: %llu bytes, want 4-byte "
+                        "versions", (unsigned long long)s->size);
+    for (uint64_t at = 0; at < s->size; at += 4) {
+        uint32_t v = le32_get(s->data + at);
+        if (v != VM_ABI_VERSION)
+            return vm_diagf(o->d, -EOPNOTSUPP, "object was built for cisc ABI version %u; "
+                            "this runtime implements version %u", v, VM_ABI_VERSION);
+    }
     return 0;
 }
 
@@ -151,6 +157,10 @@ static int check_data_symbols(const struct objctx *o)
             return vm_diagf(o->d, -EOPNOTSUPP, "map '%s' in section %s: maps are not "
                            "supported (use cisc_state() to keep data across blocks)",
                            y->name, s->name);
+        if (is_writable_data(s) && !strncmp(y->name, "cisc_", 5))
+            return vm_diagf(o->d, -EOPNOTSUPP, "helper '%s' is a variable in section %s: "
+                            "build with optimisation (clang -O2 -g -target bpf)", y->name,
+                            s->name);
         if (is_writable_data(s))
             return vm_diagf(o->d, -EOPNOTSUPP, "writable global '%s' in section %s is not "
                            "supported (make it const, or use cisc_state())", y->name,
@@ -713,7 +723,11 @@ static void linker_free(struct linker *l)
 
 static int fill_prog(struct linker *l, uint32_t fi, struct vm_prog *p)
 {
-    const struct objctx *o = l->o;
+    struct objctx *o = l->o;
+    o->total += (uint64_t)l->n * sizeof(struct vm_insn) + l->rodata_size;
+    if (o->total > MAX_TOTAL)
+        return vm_diagf(o->d, -E2BIG, "the programs of this object need more than %llu MiB",
+                        MAX_TOTAL >> 20);
     snprintf(p->name, sizeof(p->name), "%s", o->e->syms[o->funcs[fi].sym].name);
     snprintf(p->section, sizeof(p->section), "%s", sec_of(o, o->funcs[fi].sec)->name);
     p->insns = l->insns;

@@ -13,11 +13,6 @@
 #include <sstream>
 #include <string>
 
-extern "C" {
-#include "bpf/loader.h"
-#include "bpf/verifier.h"
-}
-
 namespace {
 
 struct Result {
@@ -65,19 +60,6 @@ class Cli : public ::testing::Test
     }
     static std::string obj(const char *name) { return std::string(OBJS_DIR) + "/" + name + ".o"; }
 
-    // True while this branch links the temporary verifier stand-in.
-    static bool verifier_stub()
-    {
-        vm_object *o = nullptr;
-        char err[256];
-        if (vm_object_load_file(corpus("wc").c_str(), nullptr, &o, err, sizeof(err)))
-            return false;
-        vm_verify_result res{};
-        vm_verify(vm_object_prog(o, 0), nullptr, &res);
-        vm_object_free(o);
-        return std::string(res.msg) == "stub";
-    }
-
     std::string dir_;
 };
 
@@ -103,8 +85,6 @@ TEST_F(Cli, VerifyPrintsOneSummaryLinePerProgram)
 
 TEST_F(Cli, VerifyRejectionExitsOneWithReasonAndSourceLine)
 {
-    if (verifier_stub())
-        GTEST_SKIP() << "the verifier is not merged into this branch yet";
     Result r = bpf("verify " + corpus("oob_by_one"));
     EXPECT_EQ(r.status, 1);
     EXPECT_TRUE(r.out.empty()) << r.out;
@@ -114,8 +94,6 @@ TEST_F(Cli, VerifyRejectionExitsOneWithReasonAndSourceLine)
 
 TEST_F(Cli, VerifyLogPrintsTheTrace)
 {
-    if (verifier_stub())
-        GTEST_SKIP() << "the verifier is not merged into this branch yet";
     Result plain = bpf("verify " + corpus("wc"));
     Result log = bpf("verify " + corpus("wc") + " --log");
     EXPECT_EQ(log.status, 0) << log.err;
@@ -143,6 +121,10 @@ TEST_F(Cli, RunWritesConcatenatedOutputAndReport)
         want += "line " + std::to_string(i) + " ERROR here\n";
     EXPECT_EQ(slurp(out), want);
     EXPECT_TRUE(r.out.empty());
+    Result checked = bpf("run " + corpus("grep") + " --input " + in +
+                         " --arg 0=str:ERROR --checked");
+    EXPECT_EQ(checked.status, 0) << checked.err;
+    EXPECT_EQ(checked.out, want) << "the bounds-checking run differs";
     size_t blocks = (text.size() + 4095) / 4096;
     EXPECT_NE(r.err.find("grep: " + std::to_string(blocks) + " blocks, " +
                          std::to_string(text.size()) + " bytes in, " +

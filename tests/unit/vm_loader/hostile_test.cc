@@ -431,8 +431,14 @@ TEST(Hostile, AbiMarker)
     EXPECT_EQ(ok.rc, 0) << ok.err;
     le32_put(e.secs_[abi - 1].data.data(), 2);
     refused(e.build(), -EOPNOTSUPP, "cisc ABI version 2");
-    e.secs_[abi - 1].data.resize(8);
-    refused(e.build(), -EINVAL, "want a 4-byte version");
+    e.secs_[abi - 1].data = {1, 0, 0, 0, 1, 0, 0, 0};    // two linked objects
+    Loaded linked;
+    load(e.build(), linked);
+    EXPECT_EQ(linked.rc, 0) << linked.err;
+    e.secs_[abi - 1].data = {1, 0, 0, 0, 3, 0, 0, 0};
+    refused(e.build(), -EOPNOTSUPP, "cisc ABI version 3");
+    e.secs_[abi - 1].data.resize(6);
+    refused(e.build(), -EINVAL, "want 4-byte versions");
 }
 
 TEST(Hostile, BtfSections)

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -220,8 +221,34 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{"core", -EOPNOTSUPP,
                 "section cisc, insn 1: CO-RE relocation against 'struct task'"},
         Refusal{"callback", -EOPNOTSUPP,
-                "(function take_address): address of function 'twice' taken"}),
+                "(function take_address): address of function 'twice' taken"},
+        Refusal{"unoptimised", -EOPNOTSUPP,
+                "helper 'cisc_state' is a variable in section .data: build with "
+                "optimisation"}),
     [](const ::testing::TestParamInfo<Refusal> &i) { return std::string(i.param.obj); });
+
+// Objects linked by `bpftool gen object` carry several ABI markers and
+// functions, data and line info from several source files.
+TEST(Loader, StaticallyLinkedObject)
+{
+    Obj o(obj_path("linked"));
+    ASSERT_EQ(o.rc, 0) << o.err;
+    vm_prog *p = vm_object_find(o.obj, "linked_first");
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(vm_test_prog_check(p), nullptr);
+    const vm_insn *call = nullptr;
+    uint32_t pc = 0;
+    for (; pc < p->ninsns && !call; pc++)
+        if (p->insns[pc].code == (VM_CLS_JMP | VM_CALL) && vm_src(&p->insns[pc]) == 1)
+            call = &p->insns[pc];
+    ASSERT_NE(call, nullptr);
+    const vm_line_info *callee = vm_prog_line(p, (uint32_t)(pc + call->imm));
+    ASSERT_NE(callee, nullptr);
+    EXPECT_STREQ(callee->file, "linked_b.c");
+    EXPECT_STREQ(vm_prog_line(p, 0)->file, "linked_a.c");
+    EXPECT_GE(p->rodata_size, 2u);
+    EXPECT_NE(vm_object_find(o.obj, "linked_second"), nullptr);
+}
 
 TEST(Loader, FileErrors)
 {
@@ -250,6 +277,31 @@ TEST(Loader, AbiMarkerOfTheCorpusIsVersion1AndChecked)
     char err[256];
     EXPECT_EQ(vm_object_load(b.data(), b.size(), nullptr, &obj, err, sizeof(err)), -EOPNOTSUPP);
     EXPECT_NE(std::string(err).find("version 7"), std::string::npos) << err;
+}
+
+// Loads may run on many threads at once (loader.h invariant 4): every
+// thread gets the same programs and, for a bad object, the same message.
+TEST(Loader, ConcurrentLoadsAgree)
+{
+    std::vector<std::thread> threads;
+    std::vector<int> ok(4, 0);
+    for (int t = 0; t < 4; t++)
+        threads.emplace_back([t, &ok] {
+            for (int i = 0; i < 25; i++) {
+                Obj good(corpus_path("grep"));
+                Obj bad(obj_path("core"));
+                vm_prog *p = vm_object_find(good.obj, "grep");
+                bool same = good.rc == 0 && p && p->nlines > 10 &&
+                            !strcmp(vm_prog_line(p, 0)->file, "grep.c") &&
+                            bad.err.find("CO-RE relocation against 'struct task'") !=
+                                std::string::npos;
+                ok[t] += same;
+            }
+        });
+    for (auto &th : threads)
+        th.join();
+    for (int t = 0; t < 4; t++)
+        EXPECT_EQ(ok[t], 25) << "thread " << t;
 }
 
 }  // namespace
