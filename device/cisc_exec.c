@@ -3,6 +3,7 @@
  * and read-your-writes, the spreading of independent compute steps over
  * free cores (ENG_OP_CISC_PART), and the in-process entry point. */
 #include "device/cisc_int.h"
+#include "device/model.h"
 
 #include "device/compute/compute.h"
 
@@ -23,13 +24,12 @@ void eng_cisc_limits(struct engine *e, struct cisc_limits *out)
 
 /* ---- device model ------------------------------------------------------ */
 
-/* Compute time goes through the device model's core-speed charge. The
- * model (link latency, core speed) belongs to the queue-pair layer; until
- * it is merged this is the identity (core speed 1.0). */
+/* Compute time goes through the device model's core-speed charge
+ * (device/model.h): a core F times slower spins (F - 1) * ns more. */
 static void charge_compute(struct engine *e, uint64_t ns)
 {
     (void)e;
-    (void)ns;
+    dm_compute_charge(ns);
 }
 
 /* ---- device memory budget ---------------------------------------------- */
