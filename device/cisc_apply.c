@@ -293,10 +293,30 @@ static int space_check(struct cisc_run *x)
     return 0;
 }
 
+/* Records what the op changed, for the FUSE mount's caches (a watcher
+ * that invalidates them; engine.h eng_chg). Files beyond the record's
+ * capacity widen its first entry only. */
+static void note_changes(struct cisc_run *x)
+{
+    for (unsigned k = 0; k < x->nmuts; k++) {
+        const struct cisc_mut *m = &x->muts[k];
+        const struct cfile *f = &x->files[m->file];
+        if (m->kind == MUT_CREATE)
+            eng_chg_entry(x->cmd, f->parent, f->name);
+        else if (m->kind == MUT_UNLINK)
+            eng_chg_entry(x->cmd, m->parent, m->name);
+        if (m->kind == MUT_WRITE)
+            eng_chg_inode(x->cmd, f->ino, (int64_t)m->off, (int64_t)m->len);
+        else if (m->kind != MUT_CLOSE_FH)
+            eng_chg_inode(x->cmd, f->ino, m->kind == MUT_TRUNC ? 0 : -1, 0);
+    }
+}
+
 /* After success: durability without a transaction, session handles. */
 static int finish(struct cisc_run *x, bool had_tx)
 {
     int r = 0;
+    note_changes(x);
     for (unsigned i = 0; !had_tx && !r && i < x->nfiles; i++)
         if (x->files[i].fsync && x->files[i].ino)
             r = sfs_fsync(x->e->fs, x->files[i].ino, x->files[i].datasync);

@@ -3,9 +3,9 @@
  * and read-your-writes, the spreading of independent compute steps over
  * free cores (ENG_OP_CISC_PART), and the in-process entry point. */
 #include "device/cisc_int.h"
-#include "device/model.h"
 
 #include "device/compute/compute.h"
+#include "device/model.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,16 +20,6 @@ void eng_cisc_limits(struct engine *e, struct cisc_limits *out)
     uint64_t b = e->mem_budget;
     out->step_bytes = b < CISC_STEP_BYTES_MAX ? b : CISC_STEP_BYTES_MAX;
     out->op_bytes = b < CISC_OP_BYTES_MAX ? b : CISC_OP_BYTES_MAX;
-}
-
-/* ---- device model ------------------------------------------------------ */
-
-/* Compute time goes through the device model's core-speed charge
- * (device/model.h): a core F times slower spins (F - 1) * ns more. */
-static void charge_compute(struct engine *e, uint64_t ns)
-{
-    (void)e;
-    dm_compute_charge(ns);
 }
 
 /* ---- device memory budget ---------------------------------------------- */
@@ -286,7 +276,7 @@ static int64_t ex_compute(struct cisc_run *x, unsigned i)
     io.out_cap = s->cap;
     uint64_t t0 = sched_now_ns();
     r = cmp_run(s->kind, &io);
-    charge_compute(x->e, sched_now_ns() - t0);
+    dm_compute_charge(sched_now_ns() - t0);   /* the device model's core speed */
     free(copy);
     x->olen[i] = io.out_len;
     return r ? r : (int64_t)io.out_len;
@@ -450,24 +440,6 @@ static int run_locked(struct cisc_run *x)
     return r ? r : cisc_apply(x);
 }
 
-/* Tells the command's change record (FUSE caches) what the op changed:
- * every file it mutated, every name it created or removed. */
-static void note_changes(struct cisc_run *x)
-{
-    for (unsigned k = 0; k < x->nmuts; k++) {
-        const struct cisc_mut *m = &x->muts[k];
-        const struct cfile *f = m->file < x->nfiles ? &x->files[m->file] : NULL;
-        if (m->kind == MUT_UNLINK)
-            eng_chg_entry(x->cmd, m->parent, m->name);
-        else if (m->kind == MUT_CREATE && f)
-            eng_chg_entry(x->cmd, f->parent, f->name);
-        else if (m->kind == MUT_WRITE && f && f->ino)
-            eng_chg_inode(x->cmd, f->ino, (int64_t)m->off, (int64_t)m->len);
-        else if (m->kind == MUT_TRUNC && f && f->ino)
-            eng_chg_inode(x->cmd, f->ino, 0, 0);
-    }
-}
-
 int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
 {
     struct eng_cisc *v = c->cisc;
@@ -478,7 +450,8 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
     struct cisc_run *x = calloc(1, sizeof(*x));
     if (!x)
         return -ENOMEM;
-    *x = (struct cisc_run){ .e = e, .cmd = c, .hdl = eng_hdl(e, c), .cred = &c->cred, .v = v };
+    *x = (struct cisc_run){ .e = e, .cred = &c->cred, .hdl = eng_hdl(e, c), .cmd = c,
+                            .v = v };
     eng_cisc_limits(e, &x->lim);
     int r = cisc_prepare(x);
     if (!r) {
@@ -497,8 +470,6 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
         free_bufs(x);
         mem_release(e, v->mem);
     }
-    if (!r)
-        note_changes(x);   /* before unprepare forgets the files */
     cisc_unprepare(x);
     v->ran = 0;
     for (unsigned i = 0; i < v->n; i++)

@@ -59,9 +59,9 @@ struct cisc_ns {
 
 struct cisc_run {
     struct engine *e;
-    struct eng_cmd *cmd;                /* the ENG_OP_CISC command (hdl, chg) */
-    struct hdl_table *hdl;              /* the session's handles (eng_hdl) */
     struct eng_cred *cred;
+    struct hdl_table *hdl;              /* the session's handles (or the engine's) */
+    struct eng_cmd *cmd;                /* the CISC command (change records) */
     struct eng_cisc *v;
     struct cisc_limits lim;
     struct cfile files[WIRE_MAX_STEPS];
