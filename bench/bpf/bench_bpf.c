@@ -6,6 +6,7 @@
  *   interpreter  ns per eBPF instruction for a filter loop and a checksum
  *                loop over 1 MiB, against the same work in native C in the
  *                same run, in fast and checked (debug) mode.
+ *   verifier     verification time of every corpus program (verify_bench.c).
  *
  * Not a test: nothing here asserts a time. Every workload checks that the
  * interpreter and native C computed the same value, so a broken run is
@@ -198,9 +199,11 @@ struct section {
     int (*run)(void);
 };
 
+int bench_verifier(void);   /* verify_bench.c */
+
 static const struct section sections[] = {
     {"interpreter", bench_interpreter},
-    /* verification time per corpus program goes here */
+    {"verifier", bench_verifier},
 };
 
 int main(int argc, char **argv)

@@ -51,6 +51,10 @@ typedef long long          __s64;
 #define __always_inline inline __attribute__((always_inline))
 #endif
 
+/* The ABI version this object was built against, in section "cisc.abi";
+ * the loader refuses objects built for a version it does not implement. */
+static const __u32 __cisc_abi_version SEC("cisc.abi") = CISC_BPF_ABI_VERSION;
+
 /* The context: 96 bytes, every field 8 bytes wide, read-only. */
 struct cisc_ctx {
     const void *data;      /*  0: first input byte */

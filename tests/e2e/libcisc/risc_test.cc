@@ -383,8 +383,11 @@ TEST_F(Risc, SessionErrors)
 TEST_F(Risc, StatusShowsModelAndQueues)
 {
     RunResult r = Sh(cisc + " status " + mnt);
-    EXPECT_NE(r.out.find("link_latency_ns 900"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("core_speed 1.00"), std::string::npos) << r.out;
+    if (!getenv("CISC_E2E_UP_ARGS")) {   // the defaults
+        EXPECT_NE(r.out.find("link_latency_ns 900"), std::string::npos) << r.out;
+        EXPECT_NE(r.out.find("core_speed 1.00"), std::string::npos) << r.out;
+    }
+    EXPECT_GE(Status("model", "link_latency_ns"), 0) << r.out;
     EXPECT_EQ(Status("qp", "queues"), 1);
     EXPECT_EQ(Status("qp", "sessions"), 1);
 }

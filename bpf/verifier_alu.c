@@ -1,0 +1,267 @@
+/*
+ * bpf/verifier_alu.c - ALU and ALU64 instructions.
+ *
+ * Scalars go through the abstract domain of vscalar.c. Pointers allow
+ * only: 64-bit mov, pointer +/- a bounded scalar (a constant changes the
+ * fixed offset; anything else the variable part, and a buffer pointer
+ * then gets a fresh id with nothing checked yet), and the difference of
+ * two pointers into the same region (a scalar). Everything else on a
+ * pointer - 32-bit operations, multiplication, masking, negation, byte
+ * swaps, sign extension - is rejected, so a pointer's bits never become a
+ * scalar the program could leak.
+ */
+#include <errno.h>
+
+#include "bpf/verifier_int.h"
+
+static uint16_t bit(unsigned r)
+{
+    return (uint16_t)(1u << r);
+}
+
+static const char *op_name(unsigned op)
+{
+    static const char *const names[16] = {
+        "add", "sub", "mul", "div", "or", "and", "lsh", "rsh",
+        "neg", "mod", "xor", "mov", "arsh", "byte swap", "?", "?",
+    };
+    return names[op >> 4];
+}
+
+/* The second operand: a register, or the immediate (sign-extended to 64
+ * bits; 32-bit operations use its low half). */
+static struct vreg operand(struct venv *env, const struct vm_insn *insn)
+{
+    struct vreg r;
+    if (VM_SRC(insn->code) == VM_X)
+        return *vm_reg(env, vm_src(insn));
+    vm_mark_scalar(&r, vs_const((uint64_t)(int64_t)insn->imm));
+    return r;
+}
+
+static bool sane_scalar(const struct vm_scalar *s)
+{
+    return s->smin >= -VM_MAX_VAR_OFF && s->smax <= VM_MAX_VAR_OFF;
+}
+
+static int check_offset_ok(struct venv *env, unsigned dst, const struct vreg *p)
+{
+    if (p->off < -VM_MAX_VAR_OFF || p->off > VM_MAX_VAR_OFF || !sane_scalar(&p->v))
+        return vm_verr(env, bit(dst), "R%u: pointer offset out of range (more than %d bytes "
+                       "from the start of %s)", dst, VM_MAX_VAR_OFF, vm_vtype_desc(p->type));
+    return 0;
+}
+
+/* ptr (+|-) scalar into dst. */
+static int ptr_add(struct venv *env, unsigned dst, struct vreg ptr, const struct vm_scalar *s,
+                   bool sub)
+{
+    bool konst = vs_is_const(s);
+    bool fixed_only = ptr.type == VT_CTX || ptr.type == VT_IN_END || ptr.type == VT_OUT_END;
+    char t[96];
+    if (ptr.sflags & VS_WILD) {   /* stays wild, whatever is added */
+        *vm_reg(env, dst) = ptr;
+        return 0;
+    }
+    if (!sane_scalar(s)) {
+        vs_format(s, t, sizeof(t));
+        return vm_verr(env, bit(dst), "R%u: adding an unbounded value %s to a pointer to %s "
+                       "is not allowed (bound it with a comparison first)", dst, t,
+                       vm_vtype_desc(ptr.type));
+    }
+    if (!konst && fixed_only) {
+        vs_format(s, t, sizeof(t));
+        return vm_verr(env, bit(dst), "R%u: variable offset %s into %s is not allowed", dst, t,
+                       vm_vtype_desc(ptr.type));
+    }
+    if (konst) {
+        int64_t c = (int64_t)s->t.value;
+        ptr.off = (int32_t)(sub ? ptr.off - c : ptr.off + c);
+    } else {
+        vs_alu(&ptr.v, s, sub ? VM_SUB : VM_ADD, true, false);
+        if (ptr.type == VT_IN || ptr.type == VT_OUT) {
+            /* The base moves by s: what was proved beyond the old base
+             * still holds beyond the new one, less the most s can be. */
+            bool keep = !sub && s->smin >= 0 && ptr.range > s->umax;
+            ptr.range = keep ? ptr.range - (uint32_t)s->umax : 0;
+            ptr.id = ++env->id_gen;
+        }
+    }
+    int err = check_offset_ok(env, dst, &ptr);
+    if (!err)
+        *vm_reg(env, dst) = ptr;
+    return err;
+}
+
+static int family(const struct vreg *r)
+{
+    switch (r->type) {
+    case VT_IN:
+    case VT_IN_END: return VT_IN;
+    case VT_OUT:
+    case VT_OUT_END: return VT_OUT;
+    case VT_STACK: return VT_STACK + 16 * r->frame;
+    default: return r->type;
+    }
+}
+
+/* a - b for two pointers into the same region: a scalar. */
+static int ptr_diff(struct venv *env, unsigned dst, const struct vreg *a, const struct vreg *b)
+{
+    if (family(a) != family(b))
+        return vm_verr(env, bit(dst), "R%u: subtracting pointers into different regions (%s "
+                       "minus %s)", dst, vm_vtype_desc(a->type), vm_vtype_desc(b->type));
+    bool same_var = a->type == b->type && !((a->sflags | b->sflags) & VS_WILD) &&
+                    vs_is_const(&a->v) && vs_is_const(&b->v) &&
+                    ((a->type != VT_IN && a->type != VT_OUT) || a->id == b->id);
+    struct vreg *d = vm_reg(env, dst);
+    if (same_var)
+        vm_mark_scalar(d, vs_const((uint64_t)((int64_t)a->off + (int64_t)a->v.t.value -
+                                              (int64_t)b->off - (int64_t)b->v.t.value)));
+    else
+        vm_mark_unknown(d);
+    return 0;
+}
+
+static int ptr_alu(struct venv *env, const struct vm_insn *insn, const struct vreg *s)
+{
+    unsigned dst = vm_dst(insn), op = VM_OP(insn->code);
+    struct vreg *d = vm_reg(env, dst);
+    const struct vreg *p = vm_is_ptr(d) ? d : s;
+    if (VM_CLS(insn->code) == VM_CLS_ALU)
+        return vm_verr(env, bit(dst), "32-bit %s on a pointer to %s is not allowed",
+                       op_name(op), vm_vtype_desc(p->type));
+    if (op != VM_ADD && op != VM_SUB)
+        return vm_verr(env, bit(dst), "pointer arithmetic with %s is not allowed (R%u points "
+                       "to %s)", op_name(op), vm_is_ptr(d) ? dst : vm_src(insn),
+                       vm_vtype_desc(p->type));
+    if (VM_SRC(insn->code) == VM_X &&
+        !(env->info[env->pc].ptr & (bit(dst) | bit(vm_src(insn)))))
+        return vm_verr_at(env, env->pc, -EACCES, "internal error: pointer in R%u where the "
+                          "static analysis found none", vm_is_ptr(d) ? dst : vm_src(insn));
+    if (vm_is_ptr(d) && vm_is_ptr(s)) {
+        if (op == VM_ADD)
+            return vm_verr(env, bit(dst), "adding two pointers is not allowed");
+        return ptr_diff(env, dst, d, s);
+    }
+    if (!vm_is_ptr(d) && op == VM_SUB)
+        return vm_verr(env, bit(dst), "subtracting a pointer from a scalar is not allowed");
+    if (vm_is_ptr(d))
+        return ptr_add(env, dst, *d, &s->v, op == VM_SUB);
+    struct vm_scalar dv = d->v;
+    return ptr_add(env, dst, *s, &dv, false);
+}
+
+/* Gives src a link id (if it has none) that a copy will share. */
+static void link_src(struct venv *env, struct vreg *s)
+{
+    if (s->type == VT_SCALAR && s->id == 0) {
+        s->id = ++env->id_gen;
+        s->sflags = 0;
+        s->off = 0;
+    }
+}
+
+static int alu_mov(struct venv *env, const struct vm_insn *insn)
+{
+    bool is64 = VM_CLS(insn->code) == VM_CLS_ALU64;
+    struct vreg *d = vm_reg(env, vm_dst(insn));
+    if (VM_SRC(insn->code) == VM_K) {
+        vm_mark_scalar(d, vs_const(is64 ? (uint64_t)(int64_t)insn->imm : (uint32_t)insn->imm));
+        return 0;
+    }
+    unsigned src = vm_src(insn);
+    int err = vm_check_reg_init(env, src);
+    if (err)
+        return err;
+    if (insn->off == 0 && !(vm_reg(env, src)->sflags & VS_SHL32))
+        link_src(env, vm_reg(env, src));
+    struct vreg s = *vm_reg(env, src);
+    if (is64 && insn->off == 0) {
+        *d = s;
+        return 0;
+    }
+    if (vm_is_ptr(&s))
+        return vm_verr(env, bit(src), "R%u: a %s of a pointer to %s is not allowed (it would "
+                       "expose part of the address)", src,
+                       insn->off ? "sign-extending move" : "32-bit move",
+                       vm_vtype_desc(s.type));
+    if (insn->off)
+        vs_sext(&s.v, (unsigned)insn->off);
+    if (!is64)
+        vs_trunc(&s.v, 4);
+    vm_mark_scalar(d, s.v);
+    if (insn->off == 0 && s.id && !(s.sflags & VS_SHL32)) {   /* w-move: the low half */
+        d->id = s.id;
+        d->sflags = VS_ZEXT;
+        d->off = s.off;
+    }
+    return 0;
+}
+
+static int alu_unary(struct venv *env, const struct vm_insn *insn)
+{
+    unsigned dst = vm_dst(insn), op = VM_OP(insn->code);
+    bool is64 = VM_CLS(insn->code) == VM_CLS_ALU64;
+    struct vreg *d = vm_reg(env, dst);
+    if (vm_is_ptr(d))
+        return vm_verr(env, bit(dst), "%s of a pointer to %s is not allowed", op_name(op),
+                       vm_vtype_desc(d->type));
+    d->id = 0;
+    d->sflags = 0;
+    d->off = 0;
+    if (op == VM_NEG) {
+        vs_neg(&d->v, is64);
+        return 0;
+    }
+    unsigned bits = (unsigned)insn->imm;
+    if (!is64 && VM_SRC(insn->code) == VM_K)
+        vs_trunc(&d->v, bits / 8);   /* to little-endian: the host order */
+    else
+        vs_bswap(&d->v, bits);
+    return 0;
+}
+
+/* After an ALU operation on a linked scalar: `x <<= 32` then `x >>= 32`
+ * keeps the link as a zero-extension; anything else breaks it. */
+static void relink(struct vreg *d, const struct vm_insn *insn)
+{
+    bool k64 = VM_CLS(insn->code) == VM_CLS_ALU64 && VM_SRC(insn->code) == VM_K;
+    bool k32 = k64 && insn->imm == 32;
+    unsigned op = VM_OP(insn->code);
+    int64_t delta = op == VM_ADD ? (int64_t)d->off + insn->imm : (int64_t)d->off - insn->imm;
+    if (k64 && (op == VM_ADD || op == VM_SUB) && d->id && d->sflags == 0 &&
+        delta >= INT32_MIN && delta <= INT32_MAX) {
+        d->off = (int32_t)delta;   /* still base + a constant */
+    } else if (k32 && VM_OP(insn->code) == VM_LSH && d->id && d->sflags == 0) {
+        d->sflags = VS_SHL32;
+    } else if (k32 && VM_OP(insn->code) == VM_RSH && d->id && d->sflags == VS_SHL32) {
+        d->sflags = VS_ZEXT;
+    } else {
+        d->id = 0;
+        d->sflags = 0;
+        d->off = 0;
+    }
+}
+
+int vm_check_alu(struct venv *env, const struct vm_insn *insn)
+{
+    unsigned op = VM_OP(insn->code), dst = vm_dst(insn);
+    bool is64 = VM_CLS(insn->code) == VM_CLS_ALU64;
+    if (op == VM_MOV)
+        return alu_mov(env, insn);
+    int err = vm_check_reg_init(env, dst);
+    if (!err && VM_SRC(insn->code) == VM_X)
+        err = vm_check_reg_init(env, vm_src(insn));
+    if (err)
+        return err;
+    if (op == VM_NEG || op == VM_END)
+        return alu_unary(env, insn);
+    struct vreg s = operand(env, insn);
+    struct vreg *d = vm_reg(env, dst);
+    if (vm_is_ptr(d) || vm_is_ptr(&s))
+        return ptr_alu(env, insn, &s);
+    vs_alu(&d->v, &s.v, op, is64, insn->off == 1);
+    relink(d, insn);
+    return 0;
+}

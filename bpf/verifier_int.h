@@ -1,0 +1,320 @@
+/*
+ * bpf/verifier_int.h - internals shared by the verifier's files; nothing
+ * outside bpf/verifier*.c includes this.
+ *
+ * The nesting follows the kernel verifier: env (one verification) ->
+ * state (one abstract machine state on one path) -> frame (one call
+ * level) -> register / stack slot.
+ *
+ *   verifier.c        driver: exploration loop, limits, messages
+ *   verifier_cfg.c    structural pass: encodings, jumps, functions, calls
+ *   verifier_flow.c   static analyses: pointer kinds, liveness, precision
+ *   verifier_state.c  snapshots, pruning (subsumption), the worklist
+ *   verifier_join.c   joining states (and widening at loop heads)
+ *   verifier_mem.c    loads, stores, atomics; memory regions
+ *   verifier_alu.c    ALU instructions incl. pointer arithmetic
+ *   verifier_jmp.c    jumps and branch refinement incl. packet ranges
+ *   verifier_call.c   helper calls, local calls, exit
+ *   verifier_print.c  register/state text for messages and the log
+ *
+ * Invariants:
+ *   1. A register of type VT_NONE is never read; every other type's fields
+ *      are meaningful as documented on struct vreg.
+ *   2. Pointer registers have |off| <= VM_MAX_VAR_OFF and a variable part
+ *      v whose signed range lies within [-VM_MAX_VAR_OFF, VM_MAX_VAR_OFF],
+ *      so that base + off + v never wraps around - except "wild" pointers
+ *      (sflags VS_WILD, made only by joins when a loop keeps moving a
+ *      pointer): their offset is unknown and they are never dereferenced,
+ *      passed to helpers or used to learn ranges.
+ *   3. A stack slot with spill set holds the full state of an 8-byte
+ *      aligned register store (its init mask is then 0xff).
+ *   4. Registers and spilled slots of type VT_IN/VT_OUT with equal id have
+ *      the same variable part v; `range` is shared by all of them.
+ *   5. Scalars with equal non-zero id are linked to one unknown base b:
+ *      each holds b + off (sflags 0), zext32(b + off) (VS_ZEXT) or
+ *      (b + off) << 32 (VS_SHL32, the first half of clang's zero-extension
+ *      idiom), off being the scalar's `off` field; refining one refines
+ *      the others (verifier_jmp.c).
+ */
+#ifndef CISC_BPF_VERIFIER_INT_H
+#define CISC_BPF_VERIFIER_INT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bpf/helpers.h"
+#include "bpf/insn.h"
+#include "bpf/prog.h"
+#include "bpf/verifier.h"
+#include "bpf/vscalar.h"
+
+#define VM_MAX_VAR_OFF (1 << 29)      /* bound on pointer offsets */
+#define VM_NSLOTS (VM_STACK_SIZE / 8)
+#define VM_MAX_PENDING 32768          /* branch states waiting, at most */
+#define VS_ZEXT 1                     /* scalar link kinds (invariant 5) */
+#define VS_SHL32 2
+#define VS_WILD 4                     /* pointer with an unbounded offset */
+
+enum vtype {
+    VT_NONE = 0,   /* not initialised */
+    VT_SCALAR,
+    VT_CTX,        /* the context (struct cisc_ctx) */
+    VT_STACK,      /* a frame's stack: frame, off (from the frame top) */
+    VT_IN,         /* input buffer: id, off, range */
+    VT_IN_END,
+    VT_OUT,        /* output buffer: id, off, range */
+    VT_OUT_END,
+    VT_RODATA,     /* read-only data: off from rodata start */
+    VT_MEM,        /* helper-returned memory: range = its size */
+};
+
+struct vreg {
+    uint8_t type;          /* enum vtype */
+    uint8_t frame;         /* VT_STACK: index of the frame it points into */
+    uint8_t sflags;        /* scalars with id: VS_ZEXT, VS_SHL32; pointers: VS_WILD */
+    uint8_t pad;
+    uint32_t id;           /* VT_IN/VT_OUT: same id = same variable part;
+                              VT_SCALAR: same id = linked values (below) */
+    int32_t off;           /* pointers: fixed offset; linked scalars: delta */
+    uint32_t range;        /* VT_IN/VT_OUT: [0, range) from base+v checked;
+                              VT_MEM: region size */
+    struct vm_scalar v;    /* VT_SCALAR: the value; pointers: variable offset */
+};
+
+struct vslot {
+    uint8_t init;          /* bit b: byte b of the slot initialised */
+    uint8_t spill;         /* r holds a spilled register (invariant 3) */
+    uint8_t pad[6];
+    struct vreg r;
+};
+
+struct vframe {
+    struct vreg regs[VM_NREGS];
+    uint32_t callsite;     /* pc of the call that made this frame (frame 0: 0) */
+    uint32_t func;         /* index into env->funcs */
+    uint32_t nslots;       /* slots [0, nslots) may be initialised */
+    struct vslot slots[VM_NSLOTS];   /* slot i: bytes [-(i+1)*8, -i*8) */
+};
+
+/* The working state (large, one per env); stored copies are snapshots. */
+struct vstate {
+    uint32_t nframes;      /* frames[nframes-1] is the current one */
+    uint32_t backedges;    /* loop back edges taken on this path */
+    uint32_t joined;       /* this path went through a join */
+    struct vframe frames[VM_MAX_CALL_DEPTH];
+};
+
+/* A compact copy of a vstate: only used slots (verifier_state.c). */
+struct vsnap;
+
+/* Per-instruction facts from the static passes. */
+enum {
+    VI_REACHED = 1 << 0,   /* reachable in the control-flow graph */
+    VI_PRUNE = 1 << 1,     /* pruning point: states are stored here */
+    VI_LDIMM2 = 1 << 2,    /* second slot of an ld_imm64 */
+    VI_FUNC = 1 << 3,      /* first instruction of a function */
+    VI_LOOP = 1 << 4,      /* target of a back edge (a loop head) */
+};
+
+struct vinfo {
+    uint32_t func;         /* function this instruction belongs to */
+    uint32_t rpo;          /* reverse post-order position in its function */
+    uint16_t flags;
+    uint16_t live;         /* registers read before written on some path */
+    uint16_t prec;         /* registers whose exact value matters */
+    uint16_t ptr;          /* registers that may hold a pointer */
+    uint64_t slot_prec;    /* own stack slots whose exact value matters */
+};
+
+struct vfunc {
+    uint32_t start, end;   /* [start, end) */
+    uint32_t depth;        /* frames on the deepest call chain from here */
+    uint16_t entry_live, entry_prec;   /* r1..r5 live/precise at entry */
+};
+
+/* A state stored at a pruning point. */
+struct vseen {
+    struct vsnap *snap;
+    uint32_t hits, misses;
+    uint32_t joins;        /* states joined into this one */
+    struct vseen *next;
+};
+
+/* A branch state waiting to be explored (a heap ordered by key). */
+struct vpending {
+    uint64_t key, seq;
+    uint32_t pc;
+    struct vsnap *snap;
+};
+
+struct venv {
+    struct vm_prog *prog;
+    const struct vm_insn *insns;
+    uint32_t n;
+    const struct vm_verify_opts *opts;
+    struct vm_verify_result *res;
+    uint64_t max_states, max_insns;
+
+    struct vinfo *info;
+    struct vfunc *funcs;
+    uint32_t nfuncs;
+
+    struct vstate *cur;    /* the state being explored */
+    struct vstate *tmp;    /* scratch state for joins */
+    uint32_t pc;
+    uint32_t id_gen;       /* last packet-pointer id handed out */
+    uint32_t max_depth;    /* deepest stack use seen, bytes */
+
+    struct vseen **seen;   /* per pc: stored states */
+    uint32_t *arrivals;    /* per pc: states that were not subsumed */
+    bool exact;            /* no joins (the second, kernel-like exploration) */
+    bool join_loop;        /* the join under way is at a loop head ... */
+    uint32_t join_count;   /* ... into a state joined this many times */
+    uint64_t *thr_u;       /* widening thresholds, sorted */
+    int64_t *thr_s;
+    size_t nthr;
+    struct vpending *heap;
+    uint32_t nheap, capheap;
+    uint64_t seq;
+
+    /* the rejection being reported */
+    char err[512];
+    int err_code;
+    uint32_t err_pc;
+    uint16_t err_regs;     /* registers to show with the error */
+    bool err_joined;       /* the rejected path went through a join */
+};
+
+/* --- verifier.c --------------------------------------------------------- */
+/* Records a rejection at env->pc (first one wins); returns -EACCES. */
+int vm_verr(struct venv *env, uint16_t regs, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Same with an explicit pc and error code (structural problems). */
+int vm_verr_at(struct venv *env, uint32_t pc, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Emits a line to the trace log if there is one. */
+void vm_vlog(struct venv *env, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline bool vm_vlogging(const struct venv *env)
+{
+    return env->opts && env->opts->log;
+}
+
+/* --- verifier_cfg.c ------------------------------------------------------ */
+/* Checks encodings, jumps, functions, call graph; fills info and funcs. */
+int vm_cfg_check(struct venv *env);
+/* Successors of pc in its function (local calls fall through); returns
+ * their number (0..2). */
+unsigned vm_cfg_succ(const struct venv *env, uint32_t pc, uint32_t succ[2]);
+
+/* --- verifier_flow.c ----------------------------------------------------- */
+/* Computes ptr, live, prec and slot_prec for every instruction. */
+int vm_flow_analyse(struct venv *env);
+
+/* --- verifier_state.c ---------------------------------------------------- */
+struct vsnap *vm_snap_take(const struct vstate *st);
+void vm_snap_restore(struct vstate *st, const struct vsnap *snap);
+void vm_snap_free(struct vsnap *snap);
+/* Pruning at pc: returns 1 if the current state is subsumed by a stored
+ * one, 0 if it was stored (or not worth storing), -errno on limits. */
+int vm_state_visit(struct venv *env);
+/* Queues a copy of the current state to continue at pc. */
+int vm_state_push(struct venv *env, uint32_t pc);
+/* Takes the next waiting state into env->cur/env->pc; false when none. */
+bool vm_state_pop(struct venv *env);
+/* True if a waiting state should run before the current one. */
+bool vm_state_should_yield(const struct venv *env);
+void vm_state_free_all(struct venv *env);
+
+/* What matters in frame f of the current state at env->pc: live and
+ * precise registers, precise stack slots (verifier_state.c). */
+struct vm_masks {
+    uint16_t live, prec;
+    uint64_t slots;
+};
+struct vm_masks vm_frame_masks(const struct venv *env, uint32_t f);
+
+/* --- verifier_join.c ----------------------------------------------------- */
+/* Collects widening thresholds; allocates per-pc counters. */
+int vm_join_init(struct venv *env);
+/* Joins cur into old (in place): old then covers both. With wide, bounds
+ * that grew are widened. Returns false if the states cannot be joined. */
+bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, bool wide);
+
+/* --- verifier_mem.c ------------------------------------------------------ */
+int vm_check_ldx(struct venv *env, const struct vm_insn *insn);
+int vm_check_st(struct venv *env, const struct vm_insn *insn);
+int vm_check_atomic(struct venv *env, const struct vm_insn *insn);
+int vm_check_ld_imm64(struct venv *env, const struct vm_insn *insn);
+/* Checks that [reg + 0, reg + size) may be read (write=false) or written
+ * by a helper, for sizes in [min_size, max_size]. */
+int vm_check_helper_mem(struct venv *env, unsigned regno, uint64_t min_size,
+                        uint64_t max_size, bool write);
+/* Marks as scalar data the stack bytes a helper may have written. */
+void vm_helper_wrote_stack(struct venv *env, const struct vreg *ptr, uint64_t max_size);
+
+/* --- verifier_alu.c ------------------------------------------------------ */
+int vm_check_alu(struct venv *env, const struct vm_insn *insn);
+
+/* --- verifier_jmp.c ------------------------------------------------------ */
+/* Handles a jump at env->pc: updates env->pc (and may push the other
+ * side). Returns 0, or 1 when the path ends (both sides impossible). */
+int vm_check_jmp(struct venv *env, const struct vm_insn *insn);
+
+/* --- verifier_call.c ----------------------------------------------------- */
+int vm_check_call(struct venv *env, const struct vm_insn *insn);
+/* Handles exit: returns 0 to continue in the caller, 1 when the path ends. */
+int vm_check_exit(struct venv *env);
+
+/* --- verifier_print.c ---------------------------------------------------- */
+const char *vm_vtype_name(enum vtype t);
+/* "input buffer", "stack", ... for messages. */
+const char *vm_vtype_desc(enum vtype t);
+void vm_reg_format(const struct vreg *r, char *buf, size_t size);
+/* Appends " R1=... R2=..." for the registers in mask (all initialised
+ * ones when mask is 0xffff) of the current frame. */
+void vm_regs_format(const struct venv *env, uint16_t mask, char *buf, size_t size);
+
+/* --- small shared helpers --------------------------------------------------- */
+static inline struct vframe *vm_curframe(struct venv *env)
+{
+    return &env->cur->frames[env->cur->nframes - 1];
+}
+
+static inline struct vreg *vm_reg(struct venv *env, unsigned regno)
+{
+    return &vm_curframe(env)->regs[regno];
+}
+
+static inline bool vm_is_ptr(const struct vreg *r)
+{
+    return r->type > VT_SCALAR;
+}
+
+static inline void vm_mark_unknown(struct vreg *r)
+{
+    r->type = VT_SCALAR;
+    r->frame = 0;
+    r->sflags = 0;
+    r->id = 0;
+    r->off = 0;
+    r->range = 0;
+    r->v = vs_unknown();
+}
+
+static inline void vm_mark_scalar(struct vreg *r, struct vm_scalar v)
+{
+    vm_mark_unknown(r);
+    r->v = v;
+}
+
+static inline void vm_mark_none(struct vreg *r)
+{
+    vm_mark_unknown(r);
+    r->type = VT_NONE;
+}
+
+/* Rejects reading an uninitialised register. */
+int vm_check_reg_init(struct venv *env, unsigned regno);
+
+#endif

@@ -1,0 +1,323 @@
+/*
+ * bpf/verifier_jmp.c - jumps: both sides of every conditional.
+ *
+ * Scalar comparisons refine both operands on each side (vs_refine); a side
+ * that is impossible is not explored. Pointer comparisons are allowed only
+ * between pointers into the same region, 64-bit and unsigned; comparing a
+ * buffer pointer P with its end pointer E proves, on the side where
+ * P <= E (or P < E) holds, that the bytes [0, P.off - E.off) (one more
+ * for <) after P's base are inside the buffer. That range is given to
+ * every register and spilled slot with P's id (the same variable part),
+ * exactly like the kernel's packet ranges.
+ */
+#include <errno.h>
+
+#include "bpf/verifier_int.h"
+
+static uint16_t bit(unsigned r)
+{
+    return (uint16_t)(1u << r);
+}
+
+static unsigned negate(unsigned op)
+{
+    switch (op) {
+    case VM_JEQ: return VM_JNE;
+    case VM_JNE: return VM_JEQ;
+    case VM_JGT: return VM_JLE;
+    case VM_JGE: return VM_JLT;
+    case VM_JLT: return VM_JGE;
+    case VM_JLE: return VM_JGT;
+    default: return op;
+    }
+}
+
+/* a OP b  ==  b swap(OP) a */
+static unsigned swap_sides(unsigned op)
+{
+    switch (op) {
+    case VM_JGT: return VM_JLT;
+    case VM_JGE: return VM_JLE;
+    case VM_JLT: return VM_JGT;
+    case VM_JLE: return VM_JGE;
+    default: return op;
+    }
+}
+
+static void mark_range_regs(struct vreg *regs, unsigned n, uint8_t type, uint32_t id,
+                            uint32_t range)
+{
+    for (unsigned r = 0; r < n; r++)
+        if (regs[r].type == type && regs[r].id == id && regs[r].range < range)
+            regs[r].range = range;
+}
+
+static void mark_range(struct venv *env, uint8_t type, uint32_t id, uint32_t range)
+{
+    for (uint32_t f = 0; f < env->cur->nframes; f++) {
+        struct vframe *fr = &env->cur->frames[f];
+        mark_range_regs(fr->regs, VM_NREGS, type, id, range);
+        for (uint32_t s = 0; s < fr->nslots; s++)
+            if (fr->slots[s].spill)
+                mark_range_regs(&fr->slots[s].r, 1, type, id, range);
+    }
+}
+
+/* P <= E also bounds P's variable part: a buffer is at most
+ * VM_MAX_BUF_SIZE bytes (the runtime's promise, bpf/abi.h), so
+ * var + P.off <= VM_MAX_BUF_SIZE + E.off. */
+static void bound_var(struct venv *env, const struct vreg *p, int64_t limit)
+{
+    struct vm_scalar lim = vs_const((uint64_t)limit), v = p->v;
+    if (vs_is_const(&v) || !vs_refine(&v, &lim, VM_JSLE, true, true))
+        return;
+    for (uint32_t f = 0; f < env->cur->nframes; f++) {
+        struct vframe *fr = &env->cur->frames[f];
+        for (unsigned r = 0; r < VM_NREGS; r++)
+            if (fr->regs[r].type == p->type && fr->regs[r].id == p->id)
+                fr->regs[r].v = v;
+        for (uint32_t s = 0; s < fr->nslots; s++)
+            if (fr->slots[s].spill && fr->slots[s].r.type == p->type &&
+                fr->slots[s].r.id == p->id)
+                fr->slots[s].r.v = v;
+    }
+}
+
+/* Applies what "P op E" (P a buffer pointer, E its end) proves. */
+static void learn_range(struct venv *env, const struct vreg *p, const struct vreg *e,
+                        unsigned op)
+{
+    int64_t range;
+    if ((p->sflags | e->sflags) & VS_WILD)
+        return;
+    if (op == VM_JLE || op == VM_JEQ)
+        range = (int64_t)p->off - e->off;
+    else if (op == VM_JLT)
+        range = (int64_t)p->off - e->off + 1;
+    else
+        return;
+    if (range > 0 && range <= VM_MAX_VAR_OFF)
+        mark_range(env, p->type, p->id, (uint32_t)range);
+    if (p->id != 0)
+        bound_var(env, p, (int64_t)VM_MAX_BUF_SIZE + e->off - p->off);
+}
+
+static bool is_end(const struct vreg *r)
+{
+    return r->type == VT_IN_END || r->type == VT_OUT_END;
+}
+
+static int region(const struct vreg *r)
+{
+    if (r->type == VT_IN_END)
+        return VT_IN;
+    if (r->type == VT_OUT_END)
+        return VT_OUT;
+    return r->type == VT_STACK ? VT_STACK + 16 * r->frame : r->type;
+}
+
+/* Learns ranges for the side where `a op b` holds. */
+static void pointer_side(struct venv *env, const struct vreg *a, const struct vreg *b,
+                         unsigned op)
+{
+    if (is_end(b) && !is_end(a))
+        learn_range(env, a, b, op);
+    else if (is_end(a) && !is_end(b))
+        learn_range(env, b, a, swap_sides(op));
+}
+
+static bool side_learns(const struct vreg *a, const struct vreg *b, unsigned op)
+{
+    if (is_end(a) == is_end(b))
+        return false;
+    if (is_end(a))
+        op = swap_sides(op);
+    return op == VM_JLE || op == VM_JLT || op == VM_JEQ;
+}
+
+static int push_side(struct venv *env, uint32_t target)
+{
+    uint32_t saved_pc = env->pc, saved_be = env->cur->backedges;
+    if (env->info[target].rpo <= env->info[saved_pc].rpo)
+        env->cur->backedges++;
+    int err = vm_state_push(env, target);
+    env->cur->backedges = saved_be;
+    return err;
+}
+
+static void go(struct venv *env, uint32_t target)
+{
+    if (env->info[target].rpo <= env->info[env->pc].rpo)
+        env->cur->backedges++;
+    env->pc = target;
+}
+
+static int pointer_cond(struct venv *env, const struct vm_insn *insn, uint32_t target)
+{
+    unsigned op = VM_OP(insn->code), dst = vm_dst(insn), src = vm_src(insn);
+    bool x = VM_SRC(insn->code) == VM_X;
+    const struct vreg *a = vm_reg(env, dst);
+    struct vreg kb;
+    const struct vreg *b = x ? vm_reg(env, src) : &kb;
+    if (!x)
+        vm_mark_scalar(&kb, vs_const((uint64_t)(int64_t)insn->imm));
+    unsigned p = vm_is_ptr(a) ? dst : src;
+    if (!vm_is_ptr(a) || !vm_is_ptr(b))
+        return vm_verr(env, bit(p) | (x ? bit(src) | bit(dst) : 0), "R%u (pointer to %s) is "
+                       "compared with a scalar: pointers may only be compared with pointers "
+                       "into the same region", p, vm_vtype_desc(vm_reg(env, p)->type));
+    if (VM_CLS(insn->code) == VM_CLS_JMP32)
+        return vm_verr(env, bit(dst) | bit(src), "32-bit comparison of pointers is not "
+                       "allowed");
+    if (region(a) != region(b))
+        return vm_verr(env, bit(dst) | bit(src), "comparing a pointer to %s with a pointer "
+                       "to %s is not allowed", vm_vtype_desc(a->type), vm_vtype_desc(b->type));
+    if (op != VM_JEQ && op != VM_JNE && op != VM_JGT && op != VM_JGE && op != VM_JLT &&
+        op != VM_JLE)
+        return vm_verr(env, bit(dst) | bit(src), "pointers may only be compared with "
+                       "unsigned comparisons (==, !=, <, <=, >, >=)");
+    struct vreg ca = *a, cb = *b;
+    /* At most one side learns a range (<=, < or ==): that side continues
+     * after the other, unchanged, is queued. */
+    if (side_learns(&ca, &cb, op)) {
+        int err = push_side(env, env->pc + 1);
+        if (!err) {
+            pointer_side(env, &ca, &cb, op);
+            go(env, target);
+        }
+        return err;
+    }
+    int err = push_side(env, target);
+    if (!err) {
+        pointer_side(env, &ca, &cb, negate(op));
+        go(env, env->pc + 1);
+    }
+    return err;
+}
+
+/* Narrows x with the fact that it lies in `fact` (ignored if that
+ * contradicts, which only an imprecise fact could). */
+static void narrow(struct vm_scalar *x, struct vm_scalar fact)
+{
+    struct vm_scalar y = *x;
+    if (vs_refine(&y, &fact, VM_JEQ, true, true))
+        *x = y;
+}
+
+/* What refining m tells about x, another member of m's link group. */
+static void refine_linked(struct vreg *x, const struct vreg *m)
+{
+    if (m->sflags == 0 && (x->sflags == 0 || x->sflags == VS_ZEXT)) {
+        struct vm_scalar b = m->v, d = vs_const((uint64_t)((int64_t)x->off - m->off));
+        vs_alu(&b, &d, VM_ADD, true, false);   /* b + x's delta */
+        if (x->sflags == VS_ZEXT)
+            vs_trunc(&b, 4);
+        narrow(&x->v, b);
+    } else if (m->sflags == VS_ZEXT && x->off == m->off) {
+        if (x->sflags == VS_ZEXT) {
+            narrow(&x->v, m->v);
+        } else if (x->sflags == 0) {
+            bool empty = false;
+            if (m->v.umin > x->v.u32min)
+                x->v.u32min = (uint32_t)m->v.umin;
+            if (m->v.umax < x->v.u32max)
+                x->v.u32max = (uint32_t)m->v.umax;
+            x->v.t = tn_with_low32(x->v.t, tn_intersect(tn_trunc(x->v.t, 4), m->v.t, &empty));
+            vs_sync(&x->v);
+        }
+    }
+}
+
+static void refine_regs(struct vreg *regs, unsigned n, const struct vreg *m)
+{
+    for (unsigned r = 0; r < n; r++)
+        if (&regs[r] != m && regs[r].type == VT_SCALAR && regs[r].id == m->id)
+            refine_linked(&regs[r], m);
+}
+
+/* Passes a refinement of register m on to the registers and spilled
+ * slots linked with it (verifier_int.h invariant 5). */
+static void propagate(struct venv *env, const struct vreg *m)
+{
+    if (m->type != VT_SCALAR || m->id == 0 || (m->sflags & VS_SHL32))
+        return;
+    for (uint32_t f = 0; f < env->cur->nframes; f++) {
+        struct vframe *fr = &env->cur->frames[f];
+        refine_regs(fr->regs, VM_NREGS, m);
+        for (uint32_t s = 0; s < fr->nslots; s++)
+            if (fr->slots[s].spill)
+                refine_regs(&fr->slots[s].r, 1, m);
+    }
+}
+
+static void set_side(struct venv *env, const struct vm_insn *insn, const struct vm_scalar *a,
+                     const struct vm_scalar *b)
+{
+    struct vreg *d = vm_reg(env, vm_dst(insn));
+    d->v = *a;
+    if (VM_SRC(insn->code) == VM_X && vm_src(insn) != vm_dst(insn)) {
+        struct vreg *s = vm_reg(env, vm_src(insn));
+        s->v = *b;
+        propagate(env, s);
+    }
+    propagate(env, d);
+}
+
+static int scalar_cond(struct venv *env, const struct vm_insn *insn, uint32_t target)
+{
+    unsigned op = VM_OP(insn->code), dst = vm_dst(insn), src = vm_src(insn);
+    bool x = VM_SRC(insn->code) == VM_X, is64 = VM_CLS(insn->code) == VM_CLS_JMP;
+    struct vreg *d = vm_reg(env, dst);
+    struct vm_scalar imm = vs_const(is64 ? (uint64_t)(int64_t)insn->imm : (uint32_t)insn->imm);
+    struct vm_scalar a0 = d->v, b0 = x ? vm_reg(env, src)->v : imm;
+    struct vm_scalar at = a0, bt = b0, af = a0, bf = b0;
+    bool same = x && src == dst;
+    bool can_take = vs_refine(&at, same ? &at : &bt, op, is64, true);
+    bool can_fall = vs_refine(&af, same ? &af : &bf, op, is64, false);
+    if (can_take && can_fall) {
+        /* both sides change linked registers: queue a copy of the taken
+         * side made from a snapshot of the state before refinement */
+        bool linked = d->id || (x && vm_reg(env, src)->id);
+        struct vsnap *before = linked ? vm_snap_take(env->cur) : NULL;
+        if (linked && !before)
+            return -ENOMEM;
+        set_side(env, insn, &at, &bt);
+        int err = push_side(env, target);
+        if (before)
+            vm_snap_restore(env->cur, before);
+        vm_snap_free(before);
+        if (err)
+            return err;
+    }
+    if (can_fall) {
+        set_side(env, insn, &af, &bf);
+        go(env, env->pc + 1);
+        return 0;
+    }
+    if (can_take) {
+        set_side(env, insn, &at, &bt);
+        go(env, target);
+        return 0;
+    }
+    return 1;
+}
+
+int vm_check_jmp(struct venv *env, const struct vm_insn *insn)
+{
+    unsigned op = VM_OP(insn->code);
+    bool is32 = VM_CLS(insn->code) == VM_CLS_JMP32;
+    if (op == VM_JA) {
+        go(env, env->pc + 1 + (uint32_t)(is32 ? insn->imm : insn->off));
+        return 0;
+    }
+    uint32_t target = env->pc + 1 + (uint32_t)(int32_t)insn->off;
+    int err = vm_check_reg_init(env, vm_dst(insn));
+    if (!err && VM_SRC(insn->code) == VM_X)
+        err = vm_check_reg_init(env, vm_src(insn));
+    if (err)
+        return err;
+    bool x = VM_SRC(insn->code) == VM_X;
+    if (vm_is_ptr(vm_reg(env, vm_dst(insn))) || (x && vm_is_ptr(vm_reg(env, vm_src(insn)))))
+        return pointer_cond(env, insn, target);
+    return scalar_cond(env, insn, target);
+}

@@ -1,0 +1,368 @@
+/*
+ * bpf/verifier_join.c - joining two states into one that covers both.
+ *
+ * Exact path exploration is precise but can explode: a loop over a 4 KiB
+ * block runs its body 4096 times, and a chain of independent branches
+ * doubles the paths at every step. So once a pruning point has seen more
+ * than a few states that were not subsumed, the next one is joined with a
+ * stored state: every register and stack slot becomes the least value we
+ * can express that covers both (ranges: the hull; known bits: the common
+ * ones; buffer pointers: the hull of their offsets and the smaller proved
+ * range), and the joined state replaces the stored one and is explored.
+ * At loop heads, from the second join on, bounds that still grow are
+ * widened to the next constant of the program (or to the type's limit), so
+ * a loop converges in a few iterations: `i < 4096` makes 4096 a threshold,
+ * and refinement by the loop condition then keeps i within it.
+ *
+ * Soundness: the joined state contains every concrete state of both
+ * inputs, so exploring it covers both. Registers whose types differ make
+ * the states unjoinable (they stay separate); slots holding a pointer in
+ * one state and data in the other become uninitialised (never readable).
+ *
+ * Invariants:
+ *   1. The result satisfies verifier_int.h's invariants (pointer offsets
+ *      stay sane, registers sharing a buffer-pointer id share it in both
+ *      inputs).
+ *   2. Widening only ever enlarges a value (termination: thresholds are a
+ *      finite set, known bits only become unknown).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpf/verifier_int.h"
+
+/* --- widening thresholds ------------------------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_s64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void add_thr(struct venv *env, int64_t v)
+{
+    for (int64_t d = -1; d <= 1; d++) {
+        int64_t s;
+        if (__builtin_add_overflow(v, d, &s))
+            continue;
+        env->thr_u[env->nthr] = (uint64_t)s;
+        env->thr_s[env->nthr++] = s;
+    }
+}
+
+int vm_join_init(struct venv *env)
+{
+    size_t cap = (size_t)env->n * 3 + 32;
+    env->thr_u = malloc(cap * sizeof(*env->thr_u));
+    env->thr_s = malloc(cap * sizeof(*env->thr_s));
+    env->arrivals = calloc(env->n, sizeof(*env->arrivals));
+    if (!env->thr_u || !env->thr_s || !env->arrivals)
+        return -1;
+    static const int64_t limits[] = {0, 255, 65535, VM_MAX_BUF_SIZE, VM_MAX_VAR_OFF, INT32_MAX,
+                                     UINT32_MAX, INT64_MAX};
+    for (size_t k = 0; k < sizeof(limits) / sizeof(limits[0]); k++)
+        add_thr(env, limits[k]);
+    for (uint32_t pc = 0; pc < env->n; pc++) {
+        const struct vm_insn *i = &env->insns[pc];
+        unsigned cls = VM_CLS(i->code);
+        bool k = cls == VM_CLS_ST ||
+                 ((cls == VM_CLS_ALU || cls == VM_CLS_ALU64 || cls == VM_CLS_JMP ||
+                   cls == VM_CLS_JMP32) && VM_SRC(i->code) == VM_K);
+        if (k && !(env->info[pc].flags & VI_LDIMM2))
+            add_thr(env, i->imm);
+    }
+    qsort(env->thr_u, env->nthr, sizeof(*env->thr_u), cmp_u64);
+    qsort(env->thr_s, env->nthr, sizeof(*env->thr_s), cmp_s64);
+    return 0;
+}
+
+static uint64_t up_u(const struct venv *env, uint64_t x, uint64_t limit)
+{
+    size_t lo = 0, hi = env->nthr;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (env->thr_u[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < env->nthr && env->thr_u[lo] <= limit ? env->thr_u[lo] : limit;
+}
+
+static uint64_t down_u(const struct venv *env, uint64_t x)
+{
+    size_t lo = 0, hi = env->nthr;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (env->thr_u[mid] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 ? env->thr_u[lo - 1] : 0;
+}
+
+static int64_t up_s(const struct venv *env, int64_t x, int64_t limit)
+{
+    size_t lo = 0, hi = env->nthr;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (env->thr_s[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < env->nthr && env->thr_s[lo] <= limit ? env->thr_s[lo] : limit;
+}
+
+static int64_t down_s(const struct venv *env, int64_t x, int64_t limit)
+{
+    size_t lo = 0, hi = env->nthr;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (env->thr_s[mid] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && env->thr_s[lo - 1] >= limit ? env->thr_s[lo - 1] : limit;
+}
+
+/* --- values ----------------------------------------------------------------------- */
+
+static struct vm_tnum tn_union(struct vm_tnum a, struct vm_tnum b)
+{
+    uint64_t mu = a.mask | b.mask | (a.value ^ b.value);
+    return (struct vm_tnum){a.value & ~mu, mu};
+}
+
+/* Known bits are left alone: they only ever get fewer (at most 64
+ * steps), and they keep facts like "always even" that a loop exit test
+ * such as `i != 8192` with i += 2 needs. */
+static void widen(const struct venv *env, const struct vm_scalar *o, struct vm_scalar *r,
+                  bool ptr)
+{
+    /* a pointer's variable part widens at most to the sane limit */
+    uint64_t ulim = ptr ? VM_MAX_VAR_OFF : UINT64_MAX;
+    int64_t shi = ptr ? VM_MAX_VAR_OFF : INT64_MAX, slo = ptr ? -VM_MAX_VAR_OFF : INT64_MIN;
+    if (r->umax > o->umax)
+        r->umax = r->umax > ulim ? r->umax : up_u(env, r->umax, ulim);
+    if (r->umin < o->umin)
+        r->umin = down_u(env, r->umin);
+    if (r->smax > o->smax)
+        r->smax = r->smax > shi ? r->smax : up_s(env, r->smax, shi);
+    if (r->smin < o->smin)
+        r->smin = r->smin < slo ? r->smin : down_s(env, r->smin, slo);
+    if (r->u32max > o->u32max)
+        r->u32max = (uint32_t)up_u(env, r->u32max, UINT32_MAX);
+    if (r->u32min < o->u32min)
+        r->u32min = (uint32_t)down_u(env, r->u32min);
+    if (r->s32max > o->s32max)
+        r->s32max = (int32_t)up_s(env, r->s32max, INT32_MAX);
+    if (r->s32min < o->s32min)
+        r->s32min = (int32_t)down_s(env, r->s32min, INT32_MIN);
+}
+
+static struct vm_scalar join_scalar(const struct venv *env, const struct vm_scalar *o,
+                                    const struct vm_scalar *c, bool wide, bool ptr)
+{
+    struct vm_scalar r;
+    r.t = tn_union(o->t, c->t);
+    r.umin = o->umin < c->umin ? o->umin : c->umin;
+    r.umax = o->umax > c->umax ? o->umax : c->umax;
+    r.smin = o->smin < c->smin ? o->smin : c->smin;
+    r.smax = o->smax > c->smax ? o->smax : c->smax;
+    r.u32min = o->u32min < c->u32min ? o->u32min : c->u32min;
+    r.u32max = o->u32max > c->u32max ? o->u32max : c->u32max;
+    r.s32min = o->s32min < c->s32min ? o->s32min : c->s32min;
+    r.s32max = o->s32max > c->s32max ? o->s32max : c->s32max;
+    if (wide)
+        widen(env, o, &r, ptr);
+    vs_sync(&r);
+    return r;
+}
+
+struct jmap {
+    uint32_t n;
+    uint32_t old[64], cur[64];
+};
+
+/* The joined id of a register with ids (o, c): o when the pairing is
+ * consistent so far, else a fresh one. */
+static uint32_t join_id(struct venv *env, struct jmap *m, uint32_t o, uint32_t c)
+{
+    if (o == 0 && c == 0)
+        return 0;
+    for (uint32_t k = 0; k < m->n; k++) {
+        if (m->old[k] == o && m->cur[k] == c)
+            return o;
+        if (m->old[k] == o || m->cur[k] == c)
+            return ++env->id_gen;
+    }
+    if (o == 0 || m->n == 64)
+        return ++env->id_gen;
+    m->old[m->n] = o;
+    m->cur[m->n++] = c;
+    return o;
+}
+
+static bool sane(const struct vm_scalar *s)
+{
+    return s->smin >= -VM_MAX_VAR_OFF && s->smax <= VM_MAX_VAR_OFF;
+}
+
+/* A pointer whose offset is no longer bounded (it drifts in a loop): it
+ * may not be dereferenced, but states holding it still converge. */
+static void make_wild(struct venv *env, struct vreg *o)
+{
+    o->sflags = VS_WILD;
+    o->off = 0;
+    o->v = vs_unknown();
+    o->range = 0;
+    if (o->type == VT_IN || o->type == VT_OUT)
+        o->id = ++env->id_gen;
+}
+
+static void join_rebased(struct venv *env, struct vreg *o, const struct vreg *c, bool wide);
+
+static bool join_ptr(struct venv *env, struct vreg *o, const struct vreg *c, bool wide,
+                     struct jmap *m)
+{
+    bool buf = o->type == VT_IN || o->type == VT_OUT;
+    bool fixed = o->type == VT_CTX || o->type == VT_IN_END || o->type == VT_OUT_END;
+    if ((o->type == VT_STACK && o->frame != c->frame) ||
+        (o->type == VT_MEM && o->range != c->range))
+        return false;
+    if ((o->sflags | c->sflags) & VS_WILD) {
+        make_wild(env, o);
+        return true;
+    }
+    if (fixed && o->off != c->off && env->join_loop)
+        make_wild(env, o);   /* a context/end pointer moving in a loop */
+    if (fixed)
+        return o->off == c->off || (o->sflags & VS_WILD);
+    if (o->off == c->off) {
+        o->v = join_scalar(env, &o->v, &c->v, wide, true);
+        if (buf) {
+            o->id = join_id(env, m, o->id, c->id);
+            o->range = o->range < c->range ? o->range : c->range;
+            if (o->id == 0 && !vs_is_const(&o->v))
+                o->id = ++env->id_gen;
+        }
+        if (!sane(&o->v))
+            make_wild(env, o);
+        return true;
+    }
+    join_rebased(env, o, c, wide);
+    return true;
+}
+
+/* Different fixed offsets: rebase both on the smaller one. A base that
+ * keeps moving down at a loop head (a pointer walking backwards without
+ * end) would never converge: after a few joins it goes wild. */
+static void join_rebased(struct venv *env, struct vreg *o, const struct vreg *c, bool wide)
+{
+    bool buf = o->type == VT_IN || o->type == VT_OUT;
+    int32_t base = o->off < c->off ? o->off : c->off;
+    if (wide && c->off < o->off && env->join_count > 8) {
+        make_wild(env, o);
+        return;
+    }
+    struct vm_scalar dov = vs_const((uint64_t)(int64_t)(o->off - base));
+    struct vm_scalar dcv = vs_const((uint64_t)(int64_t)(c->off - base));
+    struct vm_scalar vo = o->v, vc = c->v;
+    vs_alu(&vo, &dov, VM_ADD, true, false);
+    vs_alu(&vc, &dcv, VM_ADD, true, false);
+    o->v = join_scalar(env, &vo, &vc, wide, true);
+    if (buf) {
+        int64_t ro = (int64_t)o->range - (o->off - base), rc = (int64_t)c->range - (c->off - base);
+        int64_t r = ro < rc ? ro : rc;
+        o->range = r > 0 ? (uint32_t)r : 0;
+        o->id = ++env->id_gen;
+    }
+    o->off = base;
+    if (!sane(&o->v))
+        make_wild(env, o);
+}
+
+static bool join_reg(struct venv *env, struct vreg *o, const struct vreg *c, bool wide,
+                     struct jmap *m)
+{
+    if (o->type == VT_NONE || c->type == VT_NONE) {
+        vm_mark_none(o);
+        return true;
+    }
+    if (o->type != c->type)
+        return false;
+    if (o->type == VT_SCALAR) {
+        o->v = join_scalar(env, &o->v, &c->v, wide, false);
+        if (o->id && c->id && o->sflags == c->sflags && o->off == c->off) {
+            o->id = join_id(env, m, o->id, c->id);
+        } else {
+            o->id = 0;
+            o->sflags = 0;
+            o->off = 0;
+        }
+        return true;
+    }
+    return join_ptr(env, o, c, wide, m);
+}
+
+static void join_slot(struct venv *env, struct vslot *o, const struct vslot *c, bool wide,
+                      struct jmap *m)
+{
+    o->init &= c->init;
+    bool optr = o->spill && o->r.type != VT_SCALAR, cptr = c->spill && c->r.type != VT_SCALAR;
+    if (optr || cptr) {
+        if (!(optr && cptr && o->init == 0xff && join_reg(env, &o->r, &c->r, wide, m)))
+            o->init = 0, o->spill = 0;
+        return;
+    }
+    if (o->spill && c->spill && o->init == 0xff)
+        join_reg(env, &o->r, &c->r, wide, m);
+    else
+        o->spill = 0;
+}
+
+static bool join_frame(struct venv *env, struct vframe *o, const struct vframe *c,
+                       struct vm_masks mk, bool wide, struct jmap *m)
+{
+    for (unsigned r = 0; r < VM_REG_FP; r++) {
+        if (!(mk.live & (1u << r)))
+            vm_mark_none(&o->regs[r]);
+        else if (!join_reg(env, &o->regs[r], &c->regs[r], wide, m))
+            return false;
+    }
+    static const struct vslot empty;
+    if (c->nslots > o->nslots) {
+        memset(&o->slots[o->nslots], 0, (c->nslots - o->nslots) * sizeof(struct vslot));
+        o->nslots = c->nslots;
+    }
+    for (uint32_t k = 0; k < o->nslots; k++)
+        join_slot(env, &o->slots[k], k < c->nslots ? &c->slots[k] : &empty, wide, m);
+    return true;
+}
+
+bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, bool wide)
+{
+    struct jmap m;
+    m.n = 0;
+    if (old->nframes != cur->nframes)
+        return false;
+    for (uint32_t f = 0; f < cur->nframes; f++)
+        if (old->frames[f].callsite != cur->frames[f].callsite)
+            return false;
+    for (uint32_t f = 0; f < cur->nframes; f++)
+        if (!join_frame(env, &old->frames[f], &cur->frames[f], vm_frame_masks(env, f), wide,
+                        &m))
+            return false;
+    old->backedges = cur->backedges;
+    old->joined = 1;
+    return true;
+}

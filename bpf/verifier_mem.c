@@ -1,0 +1,519 @@
+/*
+ * bpf/verifier_mem.c - loads, stores and atomics: which memory a pointer
+ * may touch, and what a load gives back.
+ *
+ * Regions: the context (field by field, read-only), a frame's stack
+ * (512 bytes, byte-granular initialisation, 8-byte aligned spills keep a
+ * register's full state), the input buffer (read-only) and output buffer
+ * (both within the range proved by comparisons with their end pointers),
+ * read-only data and helper-returned memory (known sizes).
+ *
+ * Rules that keep pointers from leaking: a pointer may only be stored
+ * into the stack, whole and aligned; bytes of a spilled pointer are never
+ * read as a scalar (a partial overwrite makes the rest unreadable); a
+ * scalar stored through a pointer other than r10 is remembered as unknown
+ * data, and a scalar spill read through such a pointer comes back
+ * unknown (see verifier_flow.c for why precision needs that).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bpf/abi.h"
+#include "bpf/verifier_int.h"
+
+enum acc { ACC_READ, ACC_WRITE, ACC_ATOMIC };
+
+static const char *acc_verb(enum acc a)
+{
+    return a == ACC_READ ? "read" : a == ACC_WRITE ? "write" : "atomic update";
+}
+
+static struct vreg loaded_scalar(unsigned size, bool sx)
+{
+    struct vreg r;
+    vm_mark_unknown(&r);
+    if (size < 8) {
+        unsigned bits = size * 8;
+        r.v = sx ? vs_srange(-(1ll << (bits - 1)), (1ll << (bits - 1)) - 1)
+                 : vs_urange(0, (1ull << bits) - 1);
+    }
+    return r;
+}
+
+static void off_text(char *buf, size_t n, int64_t fixed, const struct vm_scalar *var)
+{
+    if (vs_is_const(var)) {
+        snprintf(buf, n, "%lld", (long long)(fixed + (int64_t)var->t.value));
+        return;
+    }
+    char v[96];
+    vs_format(var, v, sizeof(v));
+    snprintf(buf, n, "%lld+%s", (long long)fixed, v);
+}
+
+static uint16_t bit(unsigned r)
+{
+    return (uint16_t)(1u << r);
+}
+
+/* --- context ------------------------------------------------------------------ */
+
+static const struct vm_ctx_field *ctx_field_at(int64_t o)
+{
+    for (unsigned k = 0; k < vm_ctx_nfields; k++)
+        if (o >= vm_ctx_fields[k].offset &&
+            o < (int64_t)(vm_ctx_fields[k].offset + vm_ctx_fields[k].size))
+            return &vm_ctx_fields[k];
+    return NULL;
+}
+
+static void ctx_value(const struct vm_ctx_field *f, unsigned size, bool sx, struct vreg *val)
+{
+    static const uint8_t types[] = {
+        [VM_CTXF_INPUT] = VT_IN, [VM_CTXF_INPUT_END] = VT_IN_END,
+        [VM_CTXF_OUTPUT] = VT_OUT, [VM_CTXF_OUTPUT_END] = VT_OUT_END,
+    };
+    if (f->kind == VM_CTXF_SCALAR) {
+        *val = loaded_scalar(size, sx);
+        return;
+    }
+    vm_mark_scalar(val, vs_const(0));
+    val->type = types[f->kind];
+}
+
+static int ctx_access(struct venv *env, unsigned regno, int16_t off, unsigned size,
+                      enum acc kind, bool sx, struct vreg *val)
+{
+    const struct vreg *reg = vm_reg(env, regno);
+    if (kind != ACC_READ)
+        return vm_verr(env, bit(regno), "R%u points to the context, which is read-only",
+                       regno);
+    int64_t o = (int64_t)reg->off + off + (int64_t)reg->v.t.value;
+    const struct vm_ctx_field *f = ctx_field_at(o);
+    if (!f)
+        return vm_verr(env, bit(regno), "R%u context access at offset %lld size %u is "
+                       "outside the %zu-byte context", regno, (long long)o, size,
+                       sizeof(struct vm_ctx));
+    if (o != f->offset)
+        return vm_verr(env, bit(regno), "R%u context access at offset %lld is not at the "
+                       "start of field %s (offset %u)", regno, (long long)o, f->name,
+                       f->offset);
+    bool scalar = f->kind == VM_CTXF_SCALAR;
+    if (!(size == f->size || (scalar && size == 4)) || (sx && !scalar))
+        return vm_verr(env, bit(regno), "R%u context field %s is %u bytes: a %u-byte %sread "
+                       "is not allowed", regno, f->name, f->size, size,
+                       sx ? "sign-extending " : "");
+    ctx_value(f, size, sx, val);
+    return 0;
+}
+
+/* --- stack ---------------------------------------------------------------------- */
+
+static unsigned slot_of(int64_t o)
+{
+    return (unsigned)((-o - 1) / 8);
+}
+
+static unsigned byte_of(int64_t o)
+{
+    return (unsigned)(o + (int64_t)(slot_of(o) + 1) * 8);
+}
+
+static void grow_slots(struct venv *env, struct vframe *fr, int64_t lo)
+{
+    unsigned need = slot_of(lo) + 1;
+    if (need > fr->nslots) {
+        memset(&fr->slots[fr->nslots], 0, (need - fr->nslots) * sizeof(struct vslot));
+        fr->nslots = need;
+    }
+    if ((uint32_t)(-lo) > env->max_depth)
+        env->max_depth = (uint32_t)(-lo);
+}
+
+/* Every byte of [lo, end) initialised and not part of a spilled pointer. */
+static int stack_readable(struct venv *env, unsigned regno, const struct vframe *fr,
+                          int64_t lo, int64_t end)
+{
+    for (int64_t o = lo; o < end; o++) {
+        unsigned s = slot_of(o), b = byte_of(o);
+        if (s >= fr->nslots || !(fr->slots[s].init & (1u << b)))
+            return vm_verr(env, bit(regno), "R%u reads uninitialised stack byte fp%lld",
+                           regno, (long long)o);
+        if (fr->slots[s].spill && fr->slots[s].r.type != VT_SCALAR)
+            return vm_verr(env, bit(regno), "R%u reads part of a pointer spilled at fp%lld "
+                           "as data", regno, -(long long)(s + 1) * 8);
+    }
+    return 0;
+}
+
+static int stack_read(struct venv *env, unsigned regno, struct vframe *fr, int64_t o,
+                      unsigned size, bool sx, struct vreg *val)
+{
+    unsigned s = slot_of(o);
+    bool via_fp = regno == VM_REG_FP, at_start = o == -(int64_t)(s + 1) * 8;
+    if (s < fr->nslots && fr->slots[s].spill && at_start) {
+        const struct vreg *sp = &fr->slots[s].r;
+        if (size == 8 && (sp->type != VT_SCALAR || via_fp)) {
+            *val = *sp;
+            return 0;
+        }
+        if (sp->type == VT_SCALAR && via_fp) {
+            vm_mark_scalar(val, sp->v);
+            sx ? vs_sext(&val->v, size * 8) : vs_trunc(&val->v, size);
+            return 0;
+        }
+    }
+    int err = stack_readable(env, regno, fr, o, o + size);
+    if (!err)
+        *val = loaded_scalar(size, sx);
+    return err;
+}
+
+static void clobber_slot(struct vslot *sl)
+{
+    if (sl->spill && sl->r.type != VT_SCALAR)
+        sl->init = 0;   /* the rest of a pointer must never be read */
+    sl->spill = 0;
+}
+
+static int stack_write(struct venv *env, unsigned regno, unsigned fno, int64_t o,
+                       unsigned size, const struct vreg *val)
+{
+    struct vframe *fr = &env->cur->frames[fno];
+    struct vslot *sl = &fr->slots[slot_of(o)];
+    bool whole = size == 8 && o % 8 == 0;
+    grow_slots(env, fr, o);
+    if (vm_is_ptr(val)) {
+        if (!whole)
+            return vm_verr(env, bit(regno), "storing a pointer needs a whole aligned 8-byte "
+                           "stack slot (fp%lld size %u)", (long long)o, size);
+        if (val->type == VT_STACK && val->frame > fno)
+            return vm_verr(env, bit(regno), "a pointer to a callee's stack cannot be stored "
+                           "in a caller's stack");
+    }
+    if (whole) {
+        sl->init = 0xff;
+        sl->spill = vm_is_ptr(val) || regno == VM_REG_FP;
+        sl->r = *val;
+        return 0;
+    }
+    for (int64_t b = o; b < o + size; b++)
+        clobber_slot(&fr->slots[slot_of(b)]);
+    for (int64_t b = o; b < o + size; b++)
+        fr->slots[slot_of(b)].init |= (uint8_t)(1u << byte_of(b));
+    return 0;
+}
+
+static int stack_var_write(struct venv *env, unsigned regno, struct vframe *fr, int64_t lo,
+                           int64_t end, const struct vreg *val)
+{
+    if (vm_is_ptr(val))
+        return vm_verr(env, bit(regno), "storing a pointer at a variable stack offset");
+    for (int64_t o = lo; o < end; o++) {
+        unsigned s = slot_of(o);
+        if (s >= fr->nslots || !(fr->slots[s].init & (1u << byte_of(o))))
+            return vm_verr(env, bit(regno), "variable-offset stack write may reach "
+                           "uninitialised byte fp%lld (range fp%lld..fp%lld): initialise the "
+                           "buffer first", (long long)o, (long long)lo, (long long)end);
+    }
+    for (int64_t o = lo; o < end; o++)
+        clobber_slot(&fr->slots[slot_of(o)]);
+    return 0;
+}
+
+static int stack_atomic(struct venv *env, unsigned regno, struct vframe *fr, int64_t o,
+                        unsigned size)
+{
+    int err = stack_readable(env, regno, fr, o, o + size);
+    if (err)
+        return err;
+    for (int64_t b = o; b < o + size; b++)
+        clobber_slot(&fr->slots[slot_of(b)]);
+    return 0;
+}
+
+static int stack_access(struct venv *env, unsigned regno, int16_t off, unsigned size,
+                        enum acc kind, bool sx, struct vreg *val)
+{
+    const struct vreg *reg = vm_reg(env, regno);
+    unsigned fno = reg->frame;
+    struct vframe *fr = &env->cur->frames[fno];
+    int64_t base = (int64_t)reg->off + off;
+    int64_t lo = base + reg->v.smin, hi = base + reg->v.smax;
+    if (lo < -VM_STACK_SIZE || hi + size > 0) {
+        char t[128];
+        off_text(t, sizeof(t), base, &reg->v);
+        return vm_verr(env, bit(regno), "R%u stack %s at fp%s%s size %u is outside the "
+                       "frame [-%d, 0)", regno, acc_verb(kind), base < 0 ? "" : "+", t, size,
+                       VM_STACK_SIZE);
+    }
+    bool var = !vs_is_const(&reg->v);
+    if (var && kind != ACC_READ)
+        return kind == ACC_ATOMIC
+                   ? vm_verr(env, bit(regno), "atomic operation at a variable stack offset")
+                   : stack_var_write(env, regno, fr, lo, hi + size, val);
+    if (var) {
+        int err = stack_readable(env, regno, fr, lo, hi + size);
+        if (!err)
+            *val = loaded_scalar(size, sx);
+        return err;
+    }
+    if (kind == ACC_READ)
+        return stack_read(env, regno, fr, lo, size, sx, val);
+    if (kind == ACC_ATOMIC)
+        return stack_atomic(env, regno, fr, lo, size);
+    return stack_write(env, regno, fno, lo, size, val);
+}
+
+/* --- buffers, read-only data, helper memory --------------------------------------- */
+
+static int check_buf(struct venv *env, unsigned regno, const struct vreg *reg, int64_t o,
+                     uint64_t size, const char *what)
+{
+    if (reg->v.smin < 0) {
+        char t[96];
+        vs_format(&reg->v, t, sizeof(t));
+        return vm_verr(env, bit(regno), "R%u points to %s with a variable offset %s that may "
+                       "be negative", regno, vm_vtype_desc(reg->type), t);
+    }
+    if (o < 0 || o + (int64_t)size > (int64_t)reg->range)
+        return vm_verr(env, bit(regno), "R%u points to %s, offset %lld size %llu is outside "
+                       "the checked range [0, %u)%s", regno, vm_vtype_desc(reg->type),
+                       (long long)o, (unsigned long long)size, reg->range,
+                       reg->range ? "" : what);
+    return 0;
+}
+
+static int check_sized(struct venv *env, unsigned regno, const struct vreg *reg, int64_t base,
+                       uint64_t size, uint64_t limit)
+{
+    int64_t lo = base + reg->v.smin, hi = base + reg->v.smax;
+    if (lo < 0 || hi + (int64_t)size > (int64_t)limit) {
+        char t[128];
+        off_text(t, sizeof(t), base, &reg->v);
+        return vm_verr(env, bit(regno), "R%u points to %s, offset %s size %llu is outside "
+                       "[0, %llu)", regno, vm_vtype_desc(reg->type), t,
+                       (unsigned long long)size, (unsigned long long)limit);
+    }
+    return 0;
+}
+
+static uint64_t rodata_value(const struct vm_prog *p, int64_t o, unsigned size)
+{
+    uint64_t v = 0;
+    for (unsigned k = 0; k < size; k++)
+        v |= (uint64_t)p->rodata[o + k] << (8 * k);
+    return v;
+}
+
+static int rodata_access(struct venv *env, unsigned regno, int16_t off, unsigned size,
+                         enum acc kind, bool sx, struct vreg *val)
+{
+    const struct vreg *reg = vm_reg(env, regno);
+    int64_t base = (int64_t)reg->off + off;
+    if (kind != ACC_READ)
+        return vm_verr(env, bit(regno), "R%u points to read-only data, which cannot be "
+                       "written", regno);
+    int err = check_sized(env, regno, reg, base, size, env->prog->rodata_size);
+    if (err)
+        return err;
+    *val = loaded_scalar(size, sx);
+    if (vs_is_const(&reg->v)) {
+        val->v = vs_const(rodata_value(env->prog, base + (int64_t)reg->v.t.value, size));
+        if (sx)
+            vs_sext(&val->v, size * 8);
+    }
+    return 0;
+}
+
+static int data_access(struct venv *env, unsigned regno, int16_t off, unsigned size,
+                       enum acc kind, bool sx, struct vreg *val)
+{
+    const struct vreg *reg = vm_reg(env, regno);
+    int64_t o = (int64_t)reg->off + off;
+    if (kind != ACC_READ && reg->type == VT_IN)
+        return vm_verr(env, bit(regno), "R%u points to the input buffer, which is read-only",
+                       regno);
+    if (kind == ACC_WRITE && vm_is_ptr(val))
+        return vm_verr(env, bit(regno), "pointer leak: storing a pointer to %s into %s is not "
+                       "allowed", vm_vtype_desc(val->type), vm_vtype_desc(reg->type));
+    int err = reg->type == VT_MEM
+                  ? check_sized(env, regno, reg, o, size, reg->range)
+                  : check_buf(env, regno, reg, o, size,
+                              reg->type == VT_IN ? " (compare with data_end first)"
+                                                 : " (compare with out_end first)");
+    if (!err && kind == ACC_READ)
+        *val = loaded_scalar(size, sx);
+    return err;
+}
+
+static int wild(struct venv *env, unsigned regno, const struct vreg *reg)
+{
+    return vm_verr(env, bit(regno), "R%u points to %s at an offset the verifier cannot bound "
+                   "(the pointer keeps moving in a loop)", regno, vm_vtype_desc(reg->type));
+}
+
+static int mem_access(struct venv *env, unsigned regno, int16_t off, unsigned size,
+                      enum acc kind, bool sx, struct vreg *val)
+{
+    const struct vreg *reg = vm_reg(env, regno);
+    if (vm_is_ptr(reg) && (reg->sflags & VS_WILD))
+        return wild(env, regno, reg);
+    switch (reg->type) {
+    case VT_NONE:
+        return vm_verr(env, bit(regno), "R%u is used before it is initialised", regno);
+    case VT_SCALAR:
+        return vm_verr(env, bit(regno), "R%u is a scalar, not a pointer: memory %s through "
+                       "it is not allowed", regno, acc_verb(kind));
+    case VT_CTX: return ctx_access(env, regno, off, size, kind, sx, val);
+    case VT_STACK: return stack_access(env, regno, off, size, kind, sx, val);
+    case VT_RODATA: return rodata_access(env, regno, off, size, kind, sx, val);
+    case VT_IN_END:
+    case VT_OUT_END:
+        return vm_verr(env, bit(regno), "R%u points to %s and cannot be dereferenced", regno,
+                       vm_vtype_desc(reg->type));
+    default: return data_access(env, regno, off, size, kind, sx, val);
+    }
+}
+
+int vm_check_ldx(struct venv *env, const struct vm_insn *insn)
+{
+    struct vreg val;
+    int err = mem_access(env, vm_src(insn), insn->off, vm_size_bytes(insn->code), ACC_READ,
+                         VM_MODE(insn->code) == VM_MEMSX, &val);
+    if (!err)
+        *vm_reg(env, vm_dst(insn)) = val;
+    return err;
+}
+
+int vm_check_st(struct venv *env, const struct vm_insn *insn)
+{
+    struct vreg val;
+    unsigned size = vm_size_bytes(insn->code);
+    if (VM_CLS(insn->code) == VM_CLS_STX) {
+        int err = vm_check_reg_init(env, vm_src(insn));
+        if (err)
+            return err;
+        val = *vm_reg(env, vm_src(insn));
+    } else {
+        vm_mark_scalar(&val, vs_const((uint64_t)(int64_t)insn->imm));
+    }
+    if (!vm_is_ptr(&val) && size < 8)
+        vs_trunc(&val.v, size);
+    if (vm_is_ptr(&val) && size < 8)
+        return vm_verr(env, bit(vm_src(insn)), "storing part of a pointer (R%u, %u bytes) "
+                       "is not allowed", vm_src(insn), size);
+    return mem_access(env, vm_dst(insn), insn->off, size, ACC_WRITE, false, &val);
+}
+
+static int atomic_operands(struct venv *env, const struct vm_insn *insn)
+{
+    unsigned src = vm_src(insn);
+    int err = vm_check_reg_init(env, src);
+    if (!err && vm_is_ptr(vm_reg(env, src)))
+        return vm_verr(env, bit(src), "R%u: atomic operations take a scalar operand, not a "
+                       "pointer", src);
+    if (!err && insn->imm == VM_CMPXCHG) {
+        err = vm_check_reg_init(env, 0);
+        if (!err && vm_is_ptr(vm_reg(env, 0)))
+            return vm_verr(env, bit(0), "R0: cmpxchg compares with a scalar, not a pointer");
+    }
+    return err;
+}
+
+int vm_check_atomic(struct venv *env, const struct vm_insn *insn)
+{
+    unsigned dst = vm_dst(insn), size = vm_size_bytes(insn->code);
+    int err = atomic_operands(env, insn);
+    if (err)
+        return err;
+    const struct vreg *reg = vm_reg(env, dst);
+    if (reg->type == VT_OUT || reg->type == VT_MEM || reg->type == VT_STACK) {
+        struct vm_tnum t = reg->v.t;
+        if (((uint64_t)((int64_t)reg->off + insn->off) | t.value | t.mask) & (size - 1))
+            return vm_verr(env, bit(dst), "R%u atomic access of %u bytes is not aligned",
+                           dst, size);
+    }
+    struct vreg val;
+    vm_mark_unknown(&val);
+    err = mem_access(env, dst, insn->off, size, ACC_ATOMIC, false, &val);
+    if (err)
+        return err;
+    if (insn->imm & VM_FETCH) {
+        unsigned r = insn->imm == VM_CMPXCHG ? 0 : vm_src(insn);
+        *vm_reg(env, r) = loaded_scalar(size, false);
+    }
+    return 0;
+}
+
+int vm_check_ld_imm64(struct venv *env, const struct vm_insn *insn)
+{
+    struct vreg *dst = vm_reg(env, vm_dst(insn));
+    if (vm_src(insn) == VM_PSEUDO_RODATA) {
+        vm_mark_scalar(dst, vs_const(0));
+        dst->type = VT_RODATA;
+        dst->off = insn->imm;
+        return 0;
+    }
+    uint64_t v = (uint32_t)insn[0].imm | (uint64_t)(uint32_t)insn[1].imm << 32;
+    vm_mark_scalar(dst, vs_const(v));
+    return 0;
+}
+
+/* --- helper memory arguments -------------------------------------------------------- */
+
+static int helper_stack(struct venv *env, unsigned regno, uint64_t max_size, bool write)
+{
+    const struct vreg *reg = vm_reg(env, regno);
+    struct vframe *fr = &env->cur->frames[reg->frame];
+    int64_t lo = (int64_t)reg->off + reg->v.smin;
+    int64_t end = (int64_t)reg->off + reg->v.smax + (int64_t)max_size;
+    if (lo < -VM_STACK_SIZE || end > 0) {
+        char t[128];
+        off_text(t, sizeof(t), reg->off, &reg->v);
+        return vm_verr(env, bit(regno), "R%u points to the stack at fp%s, size %llu is "
+                       "outside the frame [-%d, 0)", regno, t, (unsigned long long)max_size,
+                       VM_STACK_SIZE);
+    }
+    if (write) {
+        grow_slots(env, fr, lo);
+        return 0;
+    }
+    return stack_readable(env, regno, fr, lo, end);
+}
+
+int vm_check_helper_mem(struct venv *env, unsigned regno, uint64_t min_size,
+                        uint64_t max_size, bool write)
+{
+    const struct vreg *reg = vm_reg(env, regno);
+    bool writable = reg->type == VT_STACK || reg->type == VT_OUT || reg->type == VT_MEM;
+    bool readable = writable || reg->type == VT_IN || reg->type == VT_RODATA;
+    if (!(write ? writable : readable))
+        return vm_verr(env, bit(regno), "R%u must point to %s memory, but it is %s", regno,
+                       write ? "writable (stack, output buffer or state)"
+                             : "readable (stack, buffers, read-only data or state)",
+                       vm_vtype_desc(reg->type));
+    (void)min_size;
+    if (reg->sflags & VS_WILD)
+        return wild(env, regno, reg);
+    if (max_size == 0)
+        return 0;
+    if (reg->type == VT_STACK)
+        return helper_stack(env, regno, max_size, write);
+    if (reg->type == VT_RODATA)
+        return check_sized(env, regno, reg, reg->off, max_size, env->prog->rodata_size);
+    if (reg->type == VT_MEM)
+        return check_sized(env, regno, reg, reg->off, max_size, reg->range);
+    return check_buf(env, regno, reg, reg->off, max_size, "");
+}
+
+void vm_helper_wrote_stack(struct venv *env, const struct vreg *ptr, uint64_t max_size)
+{
+    struct vframe *fr = &env->cur->frames[ptr->frame];
+    int64_t lo = (int64_t)ptr->off + ptr->v.smin;
+    int64_t end = (int64_t)ptr->off + ptr->v.smax + (int64_t)max_size;
+    for (int64_t o = lo; o < end; o++)
+        if (slot_of(o) < fr->nslots)
+            clobber_slot(&fr->slots[slot_of(o)]);
+}

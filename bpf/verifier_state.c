@@ -1,0 +1,426 @@
+/*
+ * bpf/verifier_state.c - state snapshots, pruning and the worklist.
+ *
+ * Pruning: at a pruning point the current state is compared with the
+ * states stored there. If one of them subsumes it - every register and
+ * stack slot of the current state stands for a subset of what the stored
+ * one stood for, ignoring what the static analyses say cannot matter
+ * (dead registers, the exact value of imprecise scalars) - every path
+ * from the current state is a path the stored state's exploration covers,
+ * so the current path stops. This holds even while the stored state's
+ * exploration is still under way (a loop reaching its own head again):
+ * when the worklist drains, every successor of every stored state has
+ * been explored or subsumed, and no explored state was unsafe.
+ *
+ * Stored states that keep failing to match are evicted (the kernel's
+ * heuristic: more than 3 misses per hit, plus 3); eviction only costs
+ * pruning opportunities, never soundness.
+ *
+ * The worklist is a heap ordered by (back edges taken, reverse-post-order
+ * position): all paths of one loop iteration reach a join point before
+ * the next iteration starts, so they meet the states stored there while
+ * those are fresh. Ties go to the most recently queued state.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpf/verifier_int.h"
+
+#define CALLER_SAVED 0x3fu
+
+struct sframe {
+    struct vreg regs[VM_NREGS];
+    uint32_t callsite, func, nslots, pad;
+};
+
+struct vsnap {
+    uint32_t nframes, backedges, joined, pad;
+    struct sframe frames[];   /* then every frame's slots, in order */
+};
+
+static struct vslot *snap_slots(const struct vsnap *s)
+{
+    return (struct vslot *)(void *)&((struct sframe *)(uintptr_t)s->frames)[s->nframes];
+}
+
+struct vsnap *vm_snap_take(const struct vstate *st)
+{
+    size_t nslots = 0;
+    for (uint32_t f = 0; f < st->nframes; f++)
+        nslots += st->frames[f].nslots;
+    struct vsnap *s = malloc(sizeof(*s) + st->nframes * sizeof(struct sframe) +
+                             nslots * sizeof(struct vslot));
+    if (!s)
+        return NULL;
+    s->nframes = st->nframes;
+    s->backedges = st->backedges;
+    s->joined = st->joined;
+    struct vslot *slots = snap_slots(s);
+    for (uint32_t f = 0; f < st->nframes; f++) {
+        const struct vframe *fr = &st->frames[f];
+        memcpy(s->frames[f].regs, fr->regs, sizeof(fr->regs));
+        s->frames[f].callsite = fr->callsite;
+        s->frames[f].func = fr->func;
+        s->frames[f].nslots = fr->nslots;
+        memcpy(slots, fr->slots, fr->nslots * sizeof(struct vslot));
+        slots += fr->nslots;
+    }
+    return s;
+}
+
+void vm_snap_restore(struct vstate *st, const struct vsnap *s)
+{
+    const struct vslot *slots = snap_slots(s);
+    st->nframes = s->nframes;
+    st->backedges = s->backedges;
+    st->joined = s->joined;
+    for (uint32_t f = 0; f < s->nframes; f++) {
+        struct vframe *fr = &st->frames[f];
+        memcpy(fr->regs, s->frames[f].regs, sizeof(fr->regs));
+        fr->callsite = s->frames[f].callsite;
+        fr->func = s->frames[f].func;
+        fr->nslots = s->frames[f].nslots;
+        memcpy(fr->slots, slots, fr->nslots * sizeof(struct vslot));
+        slots += fr->nslots;
+    }
+}
+
+void vm_snap_free(struct vsnap *snap)
+{
+    free(snap);
+}
+
+/* --- subsumption ------------------------------------------------------------ */
+
+/* Packet ids must correspond one to one between the two states. */
+struct idmap {
+    uint32_t n, temp;
+    uint32_t old[64], cur[64];
+};
+
+static bool idmap_check(struct idmap *m, uint32_t o, uint32_t c)
+{
+    if (o == 0 || c == 0)
+        return o == c;
+    for (uint32_t k = 0; k < m->n; k++) {
+        if (m->old[k] == o || m->cur[k] == c)
+            return m->old[k] == o && m->cur[k] == c;
+    }
+    if (m->n == 64)
+        return false;
+    m->old[m->n] = o;
+    m->cur[m->n++] = c;
+    return true;
+}
+
+static bool reg_subsumed(const struct vreg *o, const struct vreg *c, bool precise,
+                         struct idmap *m)
+{
+    if (o->type == VT_NONE)
+        return true;
+    if (o->type == VT_SCALAR) {
+        if (c->type != VT_SCALAR)
+            return false;
+        if (!precise)
+            return true;
+        if (!vs_subset(&o->v, &c->v))
+            return false;
+        /* links the old state relied on must exist in the current one */
+        if (o->id == 0)
+            return true;
+        return o->sflags == c->sflags && o->off == c->off &&
+               idmap_check(m, o->id, c->id ? c->id : 0xc0000000u + m->temp++);
+    }
+    if (o->type != c->type)
+        return false;
+    if (o->sflags & VS_WILD)   /* any offset: only the region must match */
+        return (o->type != VT_STACK || o->frame == c->frame) &&
+               (o->type != VT_MEM || o->range == c->range);
+    if ((c->sflags & VS_WILD) || o->off != c->off || !vs_subset(&o->v, &c->v))
+        return false;
+    switch (o->type) {
+    case VT_STACK: return o->frame == c->frame;
+    case VT_IN:
+    case VT_OUT: return o->range <= c->range && idmap_check(m, o->id, c->id);
+    case VT_MEM: return o->range == c->range;
+    default: return true;
+    }
+}
+
+static bool slot_subsumed(const struct vslot *o, const struct vslot *c, bool precise,
+                          struct idmap *m)
+{
+    static const struct vslot empty;
+    if (!c)
+        c = &empty;
+    if (o->init == 0)
+        return true;
+    if ((c->init & o->init) != o->init)
+        return false;
+    bool c_ptr = c->spill && c->r.type != VT_SCALAR;
+    if (!o->spill || o->r.type == VT_SCALAR) {
+        if (c_ptr)
+            return false;
+        if (!o->spill || !precise)
+            return true;
+        struct vreg unknown;
+        vm_mark_unknown(&unknown);   /* what data bytes read back as */
+        return reg_subsumed(&o->r, c->spill ? &c->r : &unknown, true, m);
+    }
+    return c->spill && reg_subsumed(&o->r, &c->r, true, m);
+}
+
+struct vm_masks vm_frame_masks(const struct venv *env, uint32_t f)
+{
+    const struct vstate *st = env->cur;
+    if (f == st->nframes - 1) {
+        const struct vinfo *vi = &env->info[env->pc];
+        return (struct vm_masks){vi->live, vi->prec, vi->slot_prec};
+    }
+    /* below the top: the return site's facts, minus what the return
+     * overwrites */
+    const struct vinfo *vi = &env->info[st->frames[f + 1].callsite + 1];
+    return (struct vm_masks){(uint16_t)(vi->live & ~CALLER_SAVED),
+                             (uint16_t)(vi->prec & ~CALLER_SAVED), vi->slot_prec};
+}
+
+static bool frame_subsumed(const struct venv *env, const struct sframe *o,
+                           const struct vslot *oslots, const struct vframe *c,
+                           struct vm_masks mk, struct idmap *m)
+{
+    for (unsigned r = 0; r < VM_REG_FP; r++) {
+        if (!(mk.live & (1u << r)))
+            continue;
+        if (!reg_subsumed(&o->regs[r], &c->regs[r], mk.prec & (1u << r), m))
+            return false;
+    }
+    for (uint32_t k = 0; k < o->nslots; k++) {
+        const struct vslot *cs = k < c->nslots ? &c->slots[k] : NULL;
+        if (!slot_subsumed(&oslots[k], cs, (mk.slots >> k) & 1, m))
+            return false;
+    }
+    return true;
+}
+
+static bool state_subsumed(const struct venv *env, const struct vsnap *old)
+{
+    const struct vstate *cur = env->cur;
+    if (old->nframes != cur->nframes)
+        return false;
+    for (uint32_t f = 0; f < cur->nframes; f++)
+        if (old->frames[f].callsite != cur->frames[f].callsite)
+            return false;
+    struct idmap m;
+    m.n = m.temp = 0;
+    const struct vslot *oslots = snap_slots(old);
+    for (uint32_t f = 0; f < cur->nframes; f++) {
+        if (!frame_subsumed(env, &old->frames[f], oslots, &cur->frames[f],
+                            vm_frame_masks(env, f), &m))
+            return false;
+        oslots += old->frames[f].nslots;
+    }
+    return true;
+}
+
+#define JOIN_LOOP_AFTER 16  /* exact iterations of a loop before joining */
+#define JOIN_FWD_AFTER 8    /* separate states at a merge point before joining */
+
+/* Cheap test before a join: same frames, and no live register that is a
+ * pointer in one state and something else in the other. */
+static bool maybe_joinable(const struct venv *env, const struct vsnap *old)
+{
+    const struct vstate *cur = env->cur;
+    if (old->nframes != cur->nframes)
+        return false;
+    for (uint32_t f = 0; f < cur->nframes; f++) {
+        if (old->frames[f].callsite != cur->frames[f].callsite)
+            return false;
+        uint16_t live = vm_frame_masks(env, f).live;
+        for (unsigned r = 0; r < VM_REG_FP; r++) {
+            uint8_t a = old->frames[f].regs[r].type, b = cur->frames[f].regs[r].type;
+            if ((live & (1u << r)) && a != VT_NONE && b != VT_NONE && a != b)
+                return false;
+        }
+    }
+    return true;
+}
+
+/* Joins the current state into a stored one at env->pc; on success the
+ * joined state replaces it and becomes the current state. */
+static bool try_join(struct venv *env)
+{
+    bool loop = env->info[env->pc].flags & VI_LOOP;
+    env->join_loop = loop;
+    for (struct vseen *sl = env->seen[env->pc]; sl; sl = sl->next) {
+        if (!maybe_joinable(env, sl->snap))
+            continue;
+        vm_snap_restore(env->tmp, sl->snap);
+        env->join_count = sl->joins;
+        if (!vm_join(env, env->tmp, env->cur, loop && sl->joins > 0))
+            continue;
+        struct vsnap *snap = vm_snap_take(env->tmp);
+        if (!snap)
+            return false;
+        vm_snap_free(sl->snap);
+        sl->snap = snap;
+        sl->joins++;
+        sl->misses = 0;
+        struct vstate *t = env->cur;
+        env->cur = env->tmp;
+        env->tmp = t;
+        env->cur->joined = 1;
+        return true;
+    }
+    return false;
+}
+
+static void evict(struct vseen **link)
+{
+    struct vseen *sl = *link;
+    *link = sl->next;
+    vm_snap_free(sl->snap);
+    free(sl);
+}
+
+int vm_state_visit(struct venv *env)
+{
+    struct vseen **link = &env->seen[env->pc];
+    while (*link) {
+        struct vseen *sl = *link;
+        if (state_subsumed(env, sl->snap)) {
+            sl->hits++;
+            if (vm_vlogging(env))
+                vm_vlog(env, "%u: safe (subsumed by a stored state)", env->pc);
+            return 1;
+        }
+        if (++sl->misses > sl->hits * 3 + 3 && sl->joins == 0) {
+            evict(link);
+            continue;
+        }
+        link = &sl->next;
+    }
+    bool loop = env->info[env->pc].flags & VI_LOOP;
+    if (!env->exact &&
+        ++env->arrivals[env->pc] > (loop ? JOIN_LOOP_AFTER : JOIN_FWD_AFTER) &&
+        try_join(env)) {
+        if (vm_vlogging(env))
+            vm_vlog(env, "%u: joined with a stored state", env->pc);
+        return 0;
+    }
+    if (env->res->states >= env->max_states)
+        return vm_verr_at(env, env->pc, -E2BIG, "program too complex: more than %llu "
+                          "states stored for pruning", (unsigned long long)env->max_states);
+    struct vseen *sl = calloc(1, sizeof(*sl));
+    if (!sl || !(sl->snap = vm_snap_take(env->cur))) {
+        free(sl);
+        return -ENOMEM;
+    }
+    sl->next = env->seen[env->pc];
+    env->seen[env->pc] = sl;
+    env->res->states++;
+    return 0;
+}
+
+/* --- worklist ---------------------------------------------------------------- */
+
+static uint64_t state_key(const struct venv *env, const struct vstate *st, uint32_t pc)
+{
+    uint32_t outer = st->nframes > 1 ? st->frames[1].callsite : pc;
+    uint64_t r0 = env->info[outer].rpo, r1 = st->nframes > 1 ? env->info[pc].rpo : 0;
+    uint64_t be = st->backedges;
+    if (r0 > 0xfffff)
+        r0 = 0xfffff;
+    if (r1 > 0xfffff)
+        r1 = 0xfffff;
+    if (be > 0xffffff)
+        be = 0xffffff;
+    return be << 40 | r0 << 20 | r1;
+}
+
+static bool before(const struct vpending *a, const struct vpending *b)
+{
+    return a->key < b->key || (a->key == b->key && a->seq > b->seq);
+}
+
+static void swap_pending(struct vpending *a, struct vpending *b)
+{
+    struct vpending t = *a;
+    *a = *b;
+    *b = t;
+}
+
+int vm_state_push(struct venv *env, uint32_t pc)
+{
+    if (env->nheap >= VM_MAX_PENDING)
+        return vm_verr_at(env, env->pc, -E2BIG, "program too complex: more than %u "
+                          "branches waiting to be explored", VM_MAX_PENDING);
+    if (env->nheap == env->capheap) {
+        uint32_t cap = env->capheap ? env->capheap * 2 : 64;
+        struct vpending *h = realloc(env->heap, cap * sizeof(*h));
+        if (!h)
+            return -ENOMEM;
+        env->heap = h;
+        env->capheap = cap;
+    }
+    struct vpending p = {state_key(env, env->cur, pc), ++env->seq, pc, vm_snap_take(env->cur)};
+    if (!p.snap)
+        return -ENOMEM;
+    uint32_t i = env->nheap++;
+    env->heap[i] = p;
+    while (i > 0 && before(&env->heap[i], &env->heap[(i - 1) / 2])) {
+        swap_pending(&env->heap[i], &env->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    return 0;
+}
+
+bool vm_state_pop(struct venv *env)
+{
+    if (env->nheap == 0)
+        return false;
+    struct vpending top = env->heap[0];
+    env->heap[0] = env->heap[--env->nheap];
+    for (uint32_t i = 0;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < env->nheap && before(&env->heap[l], &env->heap[m]))
+            m = l;
+        if (r < env->nheap && before(&env->heap[r], &env->heap[m]))
+            m = r;
+        if (m == i)
+            break;
+        swap_pending(&env->heap[i], &env->heap[m]);
+        i = m;
+    }
+    vm_snap_restore(env->cur, top.snap);
+    vm_snap_free(top.snap);
+    env->pc = top.pc;
+    return true;
+}
+
+bool vm_state_should_yield(const struct venv *env)
+{
+    return env->nheap > 0 && env->heap[0].key < state_key(env, env->cur, env->pc);
+}
+
+void vm_state_free_all(struct venv *env)
+{
+    for (uint32_t i = 0; i < env->nheap; i++)
+        vm_snap_free(env->heap[i].snap);
+    free(env->heap);
+    env->heap = NULL;
+    env->nheap = env->capheap = 0;
+    if (!env->seen)
+        return;
+    for (uint32_t pc = 0; pc < env->n; pc++) {
+        struct vseen *sl = env->seen[pc];
+        while (sl) {
+            struct vseen *next = sl->next;
+            vm_snap_free(sl->snap);
+            free(sl);
+            sl = next;
+        }
+    }
+    free(env->seen);
+    env->seen = NULL;
+}
