@@ -20,10 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bpf/abi.h"
 #include "bpf/prog.h"
-
-/* Largest input or output buffer a verified program may be given. */
-#define VM_MAX_BUF_SIZE (1 << 28)
 
 struct vm_verify_opts {
     uint64_t max_states;       /* explored states before giving up; 0 = 1,000,000 */
