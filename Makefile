@@ -9,7 +9,7 @@ export CXX := clang++
 
 CISC := $(BUILD)/cmd/cisc
 
-.PHONY: all deps build build-asan test test-release test-asan run bench bench-bpf bench-fs bench-qp clean
+.PHONY: all deps build build-asan test test-release test-asan run bench bench-bpf bench-fs bench-qp bench-cisc clean
 
 all: build
 
@@ -55,6 +55,12 @@ bench-fs: build
 
 # libcisc transport: round trip of a NOP and a 4 KiB read through a queue
 # pair at link latency 0 and 900 ns, beside a FUSE O_DIRECT read.
+# Fused ops: the FusionFS microbenchmarks over POSIX (tmpfs, the mount),
+# libcisc RISC ops, fused ops and fused ops batched ten per doorbell;
+# 1, 2, 4 threads; link latency 900 ns and 0. CSV and PNG in bench/out/.
+bench-cisc: build
+	@python3 bench/cisc/bench_cisc.py --cisc $(CISC) --bench $(BUILD)/bench/cisc/cisc-bench-cisc $(BENCH_CISC_ARGS)
+
 bench-qp: build
 	@./bench/qp/rtt.sh $(CISC) $(BUILD)/bench/qp/cisc-bench-rtt
 

@@ -396,9 +396,11 @@ static int apply_tx(struct apply *ap)
 /* One attempt: a transaction, every mutation, undo on failure. */
 static int attempt(struct cisc_run *x)
 {
-    struct apply *ap = calloc(1, sizeof(*ap));
+    struct apply *ap = malloc(sizeof(*ap));
     if (!ap)
         return -ENOMEM;
+    ap->tx = NULL;
+    memset(ap->u, 0, x->nmuts * sizeof(ap->u[0]));
     unsigned nreal = 0;
     for (unsigned k = 0; k < x->nmuts; k++)
         nreal += x->muts[k].kind != MUT_CLOSE_FH;

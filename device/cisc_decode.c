@@ -220,9 +220,15 @@ int cisc_decode(struct eng_cisc *v, const struct wire_step *steps, unsigned n,
                 const struct eng_arena *a, const struct cisc_limits *lim,
                 struct ckey_table *keys)
 {
-    memset(v, 0, sizeof(*v));
+    /* Only the fields read before written: the step array is large. */
+    v->n = 0;
+    v->status = 0;
+    v->ran = v->bad_step = 0;
+    v->mem = 0;
     v->keys = keys;
     cisc_res_fill(v, -ECANCELED);
+    for (unsigned i = 0; i < n && i < WIRE_MAX_STEPS; i++)
+        v->st[i].path = NULL;   /* cisc_release frees the decoded ones */
     if (n == 0 || n > WIRE_MAX_STEPS) {
         v->n = 0;
         v->status = -EINVAL;

@@ -43,36 +43,50 @@ static void mem_release(struct engine *e, uint64_t n)
 
 /* ---- inode stripes ------------------------------------------------------ */
 
-/* Stripe modes: 0 untouched, 1 shared, 2 exclusive. */
-static void stripes_collect(const struct cisc_run *x, uint8_t mode[ENG_INO_STRIPES])
+/* The stripes an op holds: ascending, each once, with its mode. */
+struct stripes {
+    unsigned n;
+    uint16_t idx[WIRE_MAX_STEPS];
+    bool excl[WIRE_MAX_STEPS];
+};
+
+static void stripes_collect(const struct cisc_run *x, struct stripes *sp)
 {
-    memset(mode, 0, ENG_INO_STRIPES);
+    sp->n = 0;
     for (unsigned i = 0; i < x->nfiles; i++) {
         const struct cfile *f = &x->files[i];
         if (!f->ino)
             continue;
-        unsigned s = eng_stripe(f->ino);
-        uint8_t want = f->mutated ? 2 : 1;
-        if (mode[s] < want)
-            mode[s] = want;
+        uint16_t s = (uint16_t)eng_stripe(f->ino);
+        unsigned k = 0;
+        while (k < sp->n && sp->idx[k] < s)
+            k++;
+        if (k < sp->n && sp->idx[k] == s) {
+            sp->excl[k] |= f->mutated;
+            continue;
+        }
+        memmove(&sp->idx[k + 1], &sp->idx[k], (sp->n - k) * sizeof(sp->idx[0]));
+        memmove(&sp->excl[k + 1], &sp->excl[k], (sp->n - k) * sizeof(sp->excl[0]));
+        sp->idx[k] = s;
+        sp->excl[k] = f->mutated;
+        sp->n++;
     }
 }
 
-static void stripes_lock(struct engine *e, const uint8_t mode[ENG_INO_STRIPES])
+static void stripes_lock(struct engine *e, const struct stripes *sp)
 {
-    for (unsigned s = 0; s < ENG_INO_STRIPES; s++) {
-        if (mode[s] == 2)
-            pthread_rwlock_wrlock(&e->ino_lock[s]);
-        else if (mode[s] == 1)
-            pthread_rwlock_rdlock(&e->ino_lock[s]);
+    for (unsigned k = 0; k < sp->n; k++) {
+        if (sp->excl[k])
+            pthread_rwlock_wrlock(&e->ino_lock[sp->idx[k]]);
+        else
+            pthread_rwlock_rdlock(&e->ino_lock[sp->idx[k]]);
     }
 }
 
-static void stripes_unlock(struct engine *e, const uint8_t mode[ENG_INO_STRIPES])
+static void stripes_unlock(struct engine *e, const struct stripes *sp)
 {
-    for (unsigned s = ENG_INO_STRIPES; s-- > 0;)
-        if (mode[s])
-            pthread_rwlock_unlock(&e->ino_lock[s]);
+    for (unsigned k = sp->n; k-- > 0;)
+        pthread_rwlock_unlock(&e->ino_lock[sp->idx[k]]);
 }
 
 /* Base sizes, read once the stripes are held. */
@@ -214,8 +228,8 @@ static int64_t ex_open(struct cisc_run *x, unsigned i)
         r = add_mut(x, (struct cisc_mut){ .kind = MUT_CREATE, .step = (uint8_t)i,
                                           .file = x->sfile[i] });
     }
-    if (!r && (s->oflags & O_TRUNC) && (s->oflags & O_ACCMODE) != O_RDONLY)
-        r = (int)ex_truncate(x, i, 0);
+    if (!r && (s->oflags & O_TRUNC) && (s->oflags & O_ACCMODE) != O_RDONLY && f->vsize)
+        r = (int)ex_truncate(x, i, 0);   /* an empty file stays as it is (as eop_open) */
     return r;
 }
 
@@ -274,9 +288,11 @@ static int64_t ex_compute(struct cisc_run *x, unsigned i)
         return r;
     io.out = x->buf[i];
     io.out_cap = s->cap;
-    uint64_t t0 = sched_now_ns();
+    bool slow = dm_get().core_speed > 1.0;   /* the device model's core speed */
+    uint64_t t0 = slow ? sched_now_ns() : 0;
     r = cmp_run(s->kind, &io);
-    dm_compute_charge(sched_now_ns() - t0);   /* the device model's core speed */
+    if (slow)
+        dm_compute_charge(sched_now_ns() - t0);
     free(copy);
     x->olen[i] = io.out_len;
     return r ? r : (int64_t)io.out_len;
@@ -440,6 +456,29 @@ static int run_locked(struct cisc_run *x)
     return r ? r : cisc_apply(x);
 }
 
+/* Fresh execution state for v (only what the phases read before they
+ * write: the struct is large and most of it stays unused). */
+static void run_init(struct cisc_run *x, struct engine *e, struct eng_cmd *c,
+                     struct eng_cisc *v)
+{
+    x->e = e;
+    x->cred = &c->cred;
+    x->hdl = eng_hdl(e, c);
+    x->cmd = c;
+    x->v = v;
+    eng_cisc_limits(e, &x->lim);
+    x->nfiles = x->nclosed_fh = x->nns = x->nmuts = x->ndead = 0;
+    x->fsync = false;
+    for (unsigned i = 0; i < v->n; i++) {
+        x->sfile[i] = CISC_NOFILE;
+        x->sacc[i] = 0;
+        x->closed[i] = false;
+        x->uparent[i] = 0;
+        x->buf[i] = NULL;
+        x->olen[i] = 0;
+    }
+}
+
 int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
 {
     struct eng_cisc *v = c->cisc;
@@ -447,26 +486,18 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
         return -EINVAL;
     if (v->status)
         return v->status;   /* decode refused it */
-    struct cisc_run *x = calloc(1, sizeof(*x));
+    struct cisc_run *x = malloc(sizeof(*x));
     if (!x)
         return -ENOMEM;
-    *x = (struct cisc_run){ .e = e, .cred = &c->cred, .hdl = eng_hdl(e, c), .cmd = c,
-                            .v = v };
-    eng_cisc_limits(e, &x->lim);
+    run_init(x, e, c, v);
     int r = cisc_prepare(x);
     if (!r) {
-        uint8_t *mode = malloc(ENG_INO_STRIPES);
+        struct stripes sp;
         mem_reserve(e, v->mem);
-        if (mode) {
-            stripes_collect(x, mode);
-            stripes_lock(e, mode);
-            r = run_locked(x);
-            stripes_unlock(e, mode);
-        } else {
-            cisc_res_fill(v, -ECANCELED);
-            cisc_fail(v, 0, r = -ENOMEM);
-        }
-        free(mode);
+        stripes_collect(x, &sp);
+        stripes_lock(e, &sp);
+        r = run_locked(x);
+        stripes_unlock(e, &sp);
         free_bufs(x);
         mem_release(e, v->mem);
     }

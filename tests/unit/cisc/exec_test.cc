@@ -575,7 +575,7 @@ TEST_F(Cisc, OtherClientsNeverSeeHalfAnOp)
     std::atomic<bool> stop{false};
     std::atomic<int> torn{0}, reads{0};
     std::thread writer([&] {
-        for (int i = 0; i < 300; i++) {
+        for (int i = 0; i < 300 || reads.load() < 100; i++) {   // overlap the reader
             Arena a(1 << 16);
             Vec v(a);
             std::string blk(4096, (char)('a' + i % 26));

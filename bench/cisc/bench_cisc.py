@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""bench/cisc/bench_cisc.py - `make bench-cisc`: the FusionFS (FAST'22
+§5.2.1) microbenchmarks over five paths, for 1, 2 and 4 client threads,
+with the device's link latency at 900 ns and at 0.
+
+  A  POSIX system calls on a tmpfs directory, compute on the host
+  B  the same on the ciscfs FUSE mount
+  C  libcisc RISC ops (one round trip per call), compute on the host
+  D  libcisc fused ops (one round trip per sequence, compute in the device)
+  E  fused ops, ten per doorbell
+
+Workloads: append-CRC-write (acw: 4 KiB appends, each followed by its
+CRC-32C), read-modify-write (rmw: random 4 KiB blocks of a per-thread file
+of --rmw-mib MiB, 256 by default, so 1 GiB over 4 threads), open-write-
+close (owc: 2,000 files of 256 KiB), read-compress-write (rcw: 64 KiB
+chunks, zstd level 1) and read-encrypt-write (rew: 64 KiB chunks,
+XChaCha20-Poly1305).
+
+The device image lives in /dev/shm (the media model is "unthrottled"):
+every path runs from memory, so the comparison is of the software paths
+(system calls, FUSE, queue pairs, the engine, StorageFS), not of a disk.
+The rmw files (and the rcw/rew inputs) are read through the kernel's page
+cache on paths A (tmpfs is the page cache) and B (the FUSE mount caches
+file pages between reads; writes go through to the device), while C-E
+read StorageFS blocks from the image, itself in /dev/shm.
+
+Writes CSV to bench/out/cisc.csv, a plot to bench/out/cisc.png, prints the
+device model and a table of ratios (D/B, E/A, D/C, E/D). Not a test:
+nothing here asserts a number.
+"""
+import argparse
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+
+WORKLOADS = ["acw", "rmw", "owc", "rcw", "rew"]
+NAMES = {"acw": "append-CRC-write", "rmw": "read-modify-write", "owc": "open-write-close",
+         "rcw": "read-compress-write", "rew": "read-encrypt-write"}
+PATHS = ["A", "B", "C", "D", "E"]
+PATH_NAMES = {"A": "POSIX tmpfs", "B": "POSIX FUSE", "C": "libcisc RISC",
+              "D": "fused", "E": "fused x10/doorbell"}
+
+
+def sh(cmd, check=True):
+    return subprocess.run(cmd, check=check, text=True, capture_output=True)
+
+
+def device_up(cisc, img, mnt, lat, cores):
+    sh([cisc, "up", "--size", "8G", "--cores", str(cores), "--link-latency-ns", str(lat),
+        img, mnt])
+    st = sh([cisc, "status", "--raw", mnt]).stdout
+    return [l for l in st.splitlines() if l.startswith(("model", "qp"))]
+
+
+def device_down(cisc, mnt):
+    sh([cisc, "down", mnt], check=False)
+
+
+def run_one(bench, wl, path, threads, directory, seconds, rmw_mib, in_mib, repeat):
+    best = None
+    for _ in range(repeat):
+        out = sh([bench, wl, path, str(threads), directory, str(seconds), str(rmw_mib),
+                  str(in_mib)])
+        row = out.stdout.strip().split(",")
+        rec = {"workload": row[0], "path": row[1], "threads": int(row[2]), "ops": int(row[3]),
+               "bytes": int(row[4]), "seconds": float(row[5]), "mib_s": float(row[6]),
+               "kops_s": float(row[7]), "errors": int(row[8])}
+        if best is None or rec["mib_s"] > best["mib_s"]:
+            best = rec
+    return best
+
+
+def ratios(rows):
+    by = {(r["latency_ns"], r["workload"], r["threads"], r["path"]): r["mib_s"] for r in rows}
+    out = []
+    for lat in sorted({r["latency_ns"] for r in rows}, reverse=True):
+        for wl in WORKLOADS:
+            for t in sorted({r["threads"] for r in rows}):
+                g = lambda p: by.get((lat, wl, t, p))
+                if g("D") is None:
+                    continue
+                div = lambda a, b: (a / b) if a and b else float("nan")
+                out.append((lat, wl, t, div(g("D"), g("B")), div(g("E"), g("A")),
+                            div(g("D"), g("C")), div(g("E"), g("D"))))
+    return out
+
+
+def plot(rows, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(matplotlib missing: no plot)")
+        return
+    lats = sorted({r["latency_ns"] for r in rows}, reverse=True)
+    threads = sorted({r["threads"] for r in rows})
+    fig, axes = plt.subplots(len(lats), len(WORKLOADS), figsize=(4 * len(WORKLOADS),
+                                                                3.4 * len(lats)), squeeze=False)
+    width = 0.8 / len(PATHS)
+    for i, lat in enumerate(lats):
+        for j, wl in enumerate(WORKLOADS):
+            ax = axes[i][j]
+            for k, p in enumerate(PATHS):
+                ys = [next((r["mib_s"] for r in rows if r["latency_ns"] == lat and
+                            r["workload"] == wl and r["threads"] == t and r["path"] == p), 0)
+                      for t in threads]
+                ax.bar([x + k * width for x in range(len(threads))], ys, width,
+                       label=p + " " + PATH_NAMES[p])
+            ax.set_xticks([x + 0.4 - width / 2 for x in range(len(threads))])
+            ax.set_xticklabels([str(t) for t in threads])
+            ax.set_xlabel("client threads")
+            ax.set_title("%s, link %d ns" % (NAMES[wl], lat), fontsize=9)
+            if j == 0:
+                ax.set_ylabel("MiB/s")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print("plot: %s" % path)
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cisc", required=True)
+    ap.add_argument("--bench", required=True)
+    ap.add_argument("--out", default=os.path.join(here, "..", "out"))
+    ap.add_argument("--seconds", type=float, default=1.0, help="per run (time-based workloads)")
+    ap.add_argument("--repeat", type=int, default=1, help="best of N per run")
+    ap.add_argument("--threads", default="1,2,4")
+    ap.add_argument("--latencies", default="900,0")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--paths", default="".join(PATHS))
+    ap.add_argument("--cores", type=int, default=4, help="device cores")
+    ap.add_argument("--rmw-mib", type=int, default=256, help="rmw file per thread")
+    ap.add_argument("--input-mib", type=int, default=32, help="rcw/rew input per thread")
+    a = ap.parse_args()
+    threads = [int(t) for t in a.threads.split(",")]
+    wls = a.workloads.split(",")
+    os.makedirs(a.out, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="ciscfs-bench-cisc-", dir="/dev/shm")
+    tmpfs, mnt, img = os.path.join(work, "a"), os.path.join(work, "m"), os.path.join(work, "img")
+    os.makedirs(tmpfs)
+    os.makedirs(mnt)
+    rows, models = [], []
+    try:
+        for lat in [int(x) for x in a.latencies.split(",")]:
+            model = device_up(a.cisc, img, mnt, lat, a.cores)
+            models.append(model)
+            print("# device model (link latency %d ns):" % lat)
+            for l in model:
+                print("#   " + l)
+            for wl in wls:
+                for t in threads:
+                    for p in a.paths:
+                        d = tmpfs if p == "A" else mnt
+                        r = run_one(a.bench, wl, p, t, d, a.seconds, a.rmw_mib, a.input_mib,
+                                    a.repeat)
+                        r["latency_ns"] = lat
+                        rows.append(r)
+                        print("%-20s %s %-18s t=%d  %9.1f MiB/s  %8.2f kops/s%s" % (
+                            NAMES[wl], p, PATH_NAMES[p], t, r["mib_s"], r["kops_s"],
+                            "  (%d errors)" % r["errors"] if r["errors"] else ""), flush=True)
+            device_down(a.cisc, mnt)
+            os.unlink(img)
+            for f in os.listdir(tmpfs):
+                os.unlink(os.path.join(tmpfs, f))
+    finally:
+        device_down(a.cisc, mnt)
+        subprocess.run(["rm", "-rf", work])
+    csv_path = os.path.join(a.out, "cisc.csv")
+    with open(csv_path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["latency_ns", "workload", "path", "threads", "ops",
+                                          "bytes", "seconds", "mib_s", "kops_s", "errors"])
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+    print("csv: %s" % csv_path)
+    print("\nratios (throughput): D/B = fused vs FUSE syscalls, E/A = batched fused vs tmpfs "
+          "syscalls, D/C = fused vs RISC, E/D = batching")
+    print("%8s %-20s %3s %7s %7s %7s %7s" % ("link_ns", "workload", "thr", "D/B", "E/A", "D/C",
+                                            "E/D"))
+    for lat, wl, t, db, ea, dc, ed in ratios(rows):
+        print("%8d %-20s %3d %7.2f %7.2f %7.2f %7.2f" % (lat, NAMES[wl], t, db, ea, dc, ed))
+    plot(rows, os.path.join(a.out, "cisc.png"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
