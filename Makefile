@@ -8,6 +8,8 @@ export CC  := clang
 export CXX := clang++
 
 CISC := $(BUILD)/cmd/cisc
+# The distribution's python3 (python3-matplotlib) for benchmarks that plot.
+PYTHON_PLOT ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
 .PHONY: all deps build build-asan test test-release test-asan run bench bench-bpf bench-fs bench-qp bench-cisc clean
 
@@ -59,7 +61,7 @@ bench-fs: build
 # libcisc RISC ops, fused ops and fused ops batched ten per doorbell;
 # 1, 2, 4 threads; link latency 900 ns and 0. CSV and PNG in bench/out/.
 bench-cisc: build
-	@python3 bench/cisc/bench_cisc.py --cisc $(CISC) --bench $(BUILD)/bench/cisc/cisc-bench-cisc $(BENCH_CISC_ARGS)
+	@$(PYTHON_PLOT) bench/cisc/bench_cisc.py --cisc $(CISC) --bench $(BUILD)/bench/cisc/cisc-bench-cisc $(BENCH_CISC_ARGS)
 
 bench-qp: build
 	@./bench/qp/rtt.sh $(CISC) $(BUILD)/bench/qp/cisc-bench-rtt

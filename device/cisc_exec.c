@@ -479,6 +479,25 @@ static void run_init(struct cisc_run *x, struct engine *e, struct eng_cmd *c,
     }
 }
 
+/* Execution state is large (tens of KiB): each thread that runs ops keeps
+ * one, freed when the thread exits, instead of a malloc/free per op. */
+static pthread_key_t run_key;
+static pthread_once_t run_once = PTHREAD_ONCE_INIT;
+
+static void make_run_key(void)
+{
+    pthread_key_create(&run_key, free);
+}
+
+static struct cisc_run *thread_run(void)
+{
+    pthread_once(&run_once, make_run_key);
+    struct cisc_run *x = pthread_getspecific(run_key);
+    if (!x && (x = malloc(sizeof(*x))) != NULL)
+        pthread_setspecific(run_key, x);
+    return x;
+}
+
 int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
 {
     struct eng_cisc *v = c->cisc;
@@ -486,7 +505,7 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
         return -EINVAL;
     if (v->status)
         return v->status;   /* decode refused it */
-    struct cisc_run *x = malloc(sizeof(*x));
+    struct cisc_run *x = thread_run();
     if (!x)
         return -ENOMEM;
     run_init(x, e, c, v);
@@ -506,7 +525,6 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
     for (unsigned i = 0; i < v->n; i++)
         v->ran += v->res[i].ret >= 0;
     v->status = r;
-    free(x);
     return r;
 }
 
