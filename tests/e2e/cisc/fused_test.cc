@@ -64,6 +64,33 @@ TEST_F(Fused, OpenWriteCloseAndOpenReadClose)
     EXPECT_EQ(cisc_open_write_close(q, "owc", O_CREAT | O_EXCL, 0644, "x", 1, 0), -EEXIST);
 }
 
+TEST_F(Fused, FusedChangesInvalidateTheMountsCaches)
+{
+    Put("cached", std::string(8192, 'o'));
+    ASSERT_EQ(ReadFile(P("cached")), std::string(8192, 'o'));   // pages and attributes cached
+    struct stat st;
+    ASSERT_EQ(stat(P("cached").c_str(), &st), 0);
+    uint64_t fh = Open("cached", O_RDWR);
+    ASSERT_EQ(cisc_read_modify_write(q, fh, 4096, 4096, "NEW", 3, 10), 4096);
+    std::string want(8192, 'o');
+    want.replace(4096 + 10, 3, "NEW");
+    EXPECT_EQ(ReadFile(P("cached")), want);
+    ASSERT_EQ(cisc_append_crc_write(q, fh, "tail", 4, nullptr), 4);
+    ASSERT_EQ(stat(P("cached").c_str(), &st), 0);
+    EXPECT_EQ(st.st_size, 8192 + 8);
+    // A name the op creates and one it removes show up at once.
+    ASSERT_EQ(access(P("born").c_str(), F_OK), -1);
+    struct cisc_vec v;
+    ASSERT_EQ(cisc_vec_init(&v, q), 0);
+    int f = cisc_vec_open(&v, "born", O_WRONLY | O_CREAT, 0644);
+    cisc_vec_write(&v, f, 0, CISC_IN_BUF("x", 1));
+    cisc_vec_unlink(&v, "cached");
+    ASSERT_EQ(cisc_vec_submit(&v), 0);
+    cisc_vec_free(&v);
+    EXPECT_EQ(ReadFile(P("born")), "x");
+    EXPECT_EQ(access(P("cached").c_str(), F_OK), -1);
+}
+
 TEST_F(Fused, WriteFsync)
 {
     uint64_t fh = Open("wf", O_CREAT | O_RDWR);
