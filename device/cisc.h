@@ -56,6 +56,16 @@
  *     truncate      old size + the cut tail bytes -> extend and rewrite
  *     create        -> unlink the new name
  *     unlink        the op holds a reference on the inode -> link back
+ *   Unlinks are applied after every other mutation (StorageFS cannot link
+ *   back an inode whose last name is gone, so only another unlink may
+ *   fail after one; moving them is invisible, the op's own OPENs already
+ *   saw the name removed and its handles keep the inode).
+ *   Space: before the transaction, an upper bound of the blocks and
+ *   inodes the mutations and their undo may need is checked against the
+ *   free counts (-ENOSPC at the step that crosses it, nothing changed).
+ *   An op that still hits ENOSPC (blocks freed by transactions not yet
+ *   committed are not reusable) is undone, everything is committed once,
+ *   and the op is applied again.
  *   FSYNC makes the op's transaction commit durably (or fsyncs the file
  *   when the op changed nothing).
  *
