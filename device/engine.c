@@ -63,6 +63,8 @@ static void run(void *arg, struct sched_item *it, unsigned core)
     struct eng_cmd *c = (struct eng_cmd *)((char *)it - offsetof(struct eng_cmd, item));
     unsigned op = c->op;
     c->ret = op < ENG_OP_COUNT ? op_table[op](e, c) : -EINVAL;
+    if (c->chg && c->ret >= 0)
+        eng_note_changes(e, c);
     uint64_t ns = sched_now_ns() - it->t_submit_ns;
     if (e->trace)
         trace(c, core, ns);
@@ -83,6 +85,7 @@ int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out
     e->trace = cfg->trace;
     for (unsigned i = 0; i < ENG_APPEND_LOCKS; i++)
         pthread_mutex_init(&e->append_lock[i], NULL);
+    pthread_rwlock_init(&e->watch_lock, NULL);
     int r = stats_create(ENG_OP_COUNT, cfg->cores, &e->stats);
     if (!r)
         r = hdl_table_create(&e->hdl);
@@ -92,6 +95,7 @@ int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out
     if (r) {
         hdl_table_destroy(e->hdl);
         stats_destroy(e->stats);
+        pthread_rwlock_destroy(&e->watch_lock);
         free(e);
         return r;
     }
@@ -111,6 +115,7 @@ void eng_destroy(struct engine *e)
     stats_destroy(e->stats);
     for (unsigned i = 0; i < ENG_APPEND_LOCKS; i++)
         pthread_mutex_destroy(&e->append_lock[i]);
+    pthread_rwlock_destroy(&e->watch_lock);
     free(e);
 }
 
@@ -161,4 +166,11 @@ void eng_sched_stats(struct engine *e, struct sched_stats *st)
 uint64_t eng_open_handles(struct engine *e)
 {
     return hdl_count(e->hdl);
+}
+
+void eng_release_handles(struct engine *e, struct hdl_table *t)
+{
+    struct hdl h;
+    while (hdl_drain(t, &h))
+        sfs_iput(e->fs, h.ino);
 }

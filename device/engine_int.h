@@ -23,7 +23,21 @@ struct engine {
     /* O_APPEND writes read the size and write under the lock of their
      * inode's stripe, so two appenders never write at the same offset. */
     pthread_mutex_t append_lock[ENG_APPEND_LOCKS];
+    /* The watcher (eng_set_watch): calls into it hold watch_lock for
+     * reading, so clearing it waits for them. */
+    pthread_rwlock_t watch_lock;
+    struct eng_watch watch;
+    bool watching;            /* protected by watch_lock; also read relaxed as a hint */
 };
+
+/* The handle table a command uses: its session's, or the engine's. */
+static inline struct hdl_table *eng_hdl(struct engine *e, const struct eng_cmd *c)
+{
+    return c->hdl ? c->hdl : e->hdl;
+}
+
+/* Records in c->chg (when set) what command c changed (engine_path.c). */
+void eng_note_changes(struct engine *e, struct eng_cmd *c);
 
 /* Executes one command; returns its result (0, count, or -errno). */
 typedef int64_t (*eng_op_fn)(struct engine *e, struct eng_cmd *c);

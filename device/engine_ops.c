@@ -38,9 +38,10 @@ static int dir_attr(struct engine *e, uint64_t ino, struct sfs_attr *a)
 }
 
 /* Handle fh, which must be a file (not a directory) open for `mask`. */
-static int file_handle(struct engine *e, uint64_t fh, int mask, struct hdl *h)
+static int file_handle(struct engine *e, struct eng_cmd *c, uint64_t fh, int mask,
+                       struct hdl *h)
 {
-    int r = hdl_get(e->hdl, fh, h);
+    int r = hdl_get(eng_hdl(e, c), fh, h);
     if (r)
         return r;
     if (h->dir)
@@ -95,7 +96,7 @@ int64_t eop_setattr(struct engine *e, struct eng_cmd *c)
     struct sfs_attr cur;
     struct hdl h = { 0 };
     bool wr = false;
-    if (c->fh && !file_handle(e, c->fh, W_OK, &h) && h.ino == c->ino)
+    if (c->fh && !file_handle(e, c, c->fh, W_OK, &h) && h.ino == c->ino)
         wr = true;
     int r = sfs_getattr(e->fs, c->ino, &cur);
     if (r)
@@ -267,7 +268,7 @@ static int open_handle(struct engine *e, struct eng_cmd *c, uint64_t ino, bool d
     if (r)
         return r;
     struct hdl h = { .ino = ino, .flags = c->flags, .dir = dir };
-    r = hdl_open(e->hdl, &h, &c->out_fh);
+    r = hdl_open(eng_hdl(e, c), &h, &c->out_fh);
     if (r)
         sfs_iput(e->fs, ino);
     return r;
@@ -314,7 +315,7 @@ int64_t eop_create(struct engine *e, struct eng_cmd *c)
 int64_t eop_read(struct engine *e, struct eng_cmd *c)
 {
     struct hdl h;
-    int r = file_handle(e, c->fh, R_OK, &h);
+    int r = file_handle(e, c, c->fh, R_OK, &h);
     return r ? r : sfs_read(e->fs, h.ino, c->off, c->out, c->size);
 }
 
@@ -327,13 +328,15 @@ static int64_t append(struct engine *e, struct eng_cmd *c, uint64_t ino)
     if (!r)
         r = sfs_write(e->fs, NULL, ino, a.size, c->in, c->size);
     pthread_mutex_unlock(l);
+    if (r >= 0)
+        c->out_off = a.size;
     return r;
 }
 
 int64_t eop_write(struct engine *e, struct eng_cmd *c)
 {
     struct hdl h;
-    int r = file_handle(e, c->fh, W_OK, &h);
+    int r = file_handle(e, c, c->fh, W_OK, &h);
     if (r)
         return r;
     if (h.flags & O_APPEND)
@@ -341,16 +344,39 @@ int64_t eop_write(struct engine *e, struct eng_cmd *c)
     return sfs_write(e->fs, NULL, h.ino, c->off, c->in, c->size);
 }
 
+/* Atomic append whatever the handle's flags (libcisc). */
+int64_t eop_append(struct engine *e, struct eng_cmd *c)
+{
+    struct hdl h;
+    int r = file_handle(e, c, c->fh, W_OK, &h);
+    return r ? r : append(e, c, h.ino);
+}
+
+/* ftruncate(2): the handle must be a file open for writing (-EINVAL). */
+int64_t eop_ftruncate(struct engine *e, struct eng_cmd *c)
+{
+    struct hdl h;
+    int r = file_handle(e, c, c->fh, W_OK, &h);
+    if (r == -EBADF && hdl_get(eng_hdl(e, c), c->fh, &h) == 0)
+        r = -EINVAL;   /* open, but not for writing */
+    if (r)
+        return r == -EISDIR ? -EINVAL : r;
+    c->ino = h.ino;
+    c->sattr.size = c->off;
+    c->valid = SFS_SET_SIZE;
+    return eop_setattr(e, c);
+}
+
 int64_t eop_flush(struct engine *e, struct eng_cmd *c)
 {
     struct hdl h;
-    return hdl_get(e->hdl, c->fh, &h);
+    return hdl_get(eng_hdl(e, c), c->fh, &h);
 }
 
 int64_t eop_release(struct engine *e, struct eng_cmd *c)
 {
     struct hdl h;
-    int r = hdl_close(e->hdl, c->fh, &h);
+    int r = hdl_close(eng_hdl(e, c), c->fh, &h);
     if (!r)
         sfs_iput(e->fs, h.ino);
     return r;
@@ -359,7 +385,7 @@ int64_t eop_release(struct engine *e, struct eng_cmd *c)
 int64_t eop_fsync(struct engine *e, struct eng_cmd *c)
 {
     struct hdl h;
-    int r = hdl_get(e->hdl, c->fh, &h);
+    int r = hdl_get(eng_hdl(e, c), c->fh, &h);
     return r ? r : sfs_fsync(e->fs, h.ino, c->flags & 1);
 }
 
@@ -432,7 +458,7 @@ static int rd_emit(struct engine *e, struct eng_cmd *c, const struct rd_ent *x)
 int64_t eop_readdir(struct engine *e, struct eng_cmd *c)
 {
     struct hdl h;
-    int r = hdl_get(e->hdl, c->fh, &h);
+    int r = hdl_get(eng_hdl(e, c), c->fh, &h);
     if (!r && !h.dir)
         r = -ENOTDIR;
     if (r || !c->fill)
@@ -564,7 +590,7 @@ int64_t eop_fallocate(struct engine *e, struct eng_cmd *c)
         return -EOPNOTSUPP;
     if (c->len == 0 || c->off + c->len < c->off)
         return -EINVAL;
-    int r = file_handle(e, c->fh, W_OK, &h);
+    int r = file_handle(e, c, c->fh, W_OK, &h);
     if (r)
         return r;
     unsigned m = (c->flags & FALLOC_FL_KEEP_SIZE ? SFS_FALLOC_KEEP_SIZE : 0) |
@@ -578,7 +604,7 @@ int64_t eop_lseek(struct engine *e, struct eng_cmd *c)
     struct hdl h;
     if (c->flags != SEEK_DATA && c->flags != SEEK_HOLE)
         return -EINVAL;
-    int r = file_handle(e, c->fh, 0, &h);
+    int r = file_handle(e, c, c->fh, 0, &h);
     if (r)
         return r;
     return sfs_seek(e->fs, h.ino, c->off,
@@ -612,9 +638,9 @@ static int64_t copy_loop(struct engine *e, uint64_t src, uint64_t soff, uint64_t
 int64_t eop_copy_range(struct engine *e, struct eng_cmd *c)
 {
     struct hdl in, out;
-    int r = file_handle(e, c->fh, R_OK, &in);
+    int r = file_handle(e, c, c->fh, R_OK, &in);
     if (!r)
-        r = file_handle(e, c->fh2, W_OK, &out);
+        r = file_handle(e, c, c->fh2, W_OK, &out);
     if (!r && (out.flags & O_APPEND))
         r = -EBADF;
     if (r)

@@ -242,7 +242,7 @@ int sched_submit(struct sched *s, struct sched_item *it)
     s->submitted++;
     /* Direct dispatch: nothing waits and a core is free, so the submitter
      * runs the item in that core's slot instead of waking a worker. */
-    if (s->direct && s->depth == 0 && s->busy < s->cores) {
+    if (s->direct && !it->no_direct && s->depth == 0 && s->busy < s->cores) {
         unsigned slot = slot_get(s);
         s->direct_runs++;
         pthread_mutex_unlock(&s->lock);

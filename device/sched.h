@@ -44,6 +44,8 @@ struct sched_item {
     struct sched_item *next;   /* policy's link; owned by the scheduler while queued */
     uint32_t tenant;           /* who to be fair to (uid) */
     uint32_t queue;            /* which submission queue it came from */
+    bool no_direct;            /* never run by the submitter (a poller handing a
+                                  batch to the cores) */
     uint64_t t_submit_ns;      /* set by sched_submit (CLOCK_MONOTONIC) */
 };
 

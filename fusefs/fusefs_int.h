@@ -11,8 +11,15 @@
 
 #include "fusefs/fusefs.h"
 
+#define FUSEFS_KNOWN_STRIPES 64u
+#define FUSEFS_KNOWN_BUCKETS 256u
+
+struct known_stripe;
+
 struct fusefs {
     struct engine *eng;
+    struct known_stripe *known;   /* inodes the kernel holds (known.c) */
+    bool watching;                /* registered with the engine (eng_set_watch) */
     struct fuse_session *se;
     char *mountpoint;
     pthread_t loop_thread;        /* the thread in fusefs_loop */
@@ -28,5 +35,14 @@ struct fusefs {
 void fusefs_raise_readahead(struct fusefs *f);
 
 extern const struct fuse_lowlevel_ops fusefs_ops;
+
+/* known.c: the kernel's lookup references, counted, and the engine watch
+ * (eng_set_watch) that invalidates the kernel's caches when another door
+ * changes something the kernel may cache. */
+int fusefs_known_init(struct fusefs *f);
+void fusefs_known_fini(struct fusefs *f);
+void fusefs_known_add(struct fusefs *f, uint64_t ino);
+void fusefs_known_sub(struct fusefs *f, uint64_t ino, uint64_t n);
+void fusefs_watch(struct fusefs *f, bool on);
 
 #endif
