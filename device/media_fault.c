@@ -322,6 +322,15 @@ uint64_t media_fault_writes(struct media *m)
     return n;
 }
 
+uint64_t media_fault_reads(struct media *m)
+{
+    struct media_fault *f = to_f(m);
+    pthread_mutex_lock(&f->mu);
+    uint64_t n = f->reads;
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
 uint64_t media_fault_flushes(struct media *m)
 {
     struct media_fault *f = to_f(m);

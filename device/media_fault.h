@@ -59,6 +59,9 @@ void media_fault_cut_after(struct media *m, uint64_t n, uint64_t tear_bytes);
 /* Number of write (and discard) calls so far, including dropped ones. */
 uint64_t media_fault_writes(struct media *m);
 
+/* Number of read calls so far. */
+uint64_t media_fault_reads(struct media *m);
+
 /* Number of flush calls so far. */
 uint64_t media_fault_flushes(struct media *m);
 

@@ -33,7 +33,7 @@ struct bbuf {
     uint64_t blk;
     uint8_t *data;               /* SFS_BSIZE bytes */
     uint32_t magic;              /* kind it was loaded or created as */
-    bool checked;                /* node structure validated since load */
+    _Atomic bool checked;        /* node structure validated since load */
     /* journal-owned */
     _Atomic uint64_t tseq;       /* running transaction it is dirty in, 0 = none */
     uint8_t *ckpt;               /* committed image awaiting checkpoint */

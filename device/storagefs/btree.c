@@ -138,7 +138,7 @@ static int check_index(const struct bt *t, const struct node *n)
 
 static int check_node(const struct bt *t, const struct node *n, unsigned level)
 {
-    if (n->b && n->b->checked)
+    if (n->b && atomic_load_explicit(&n->b->checked, memory_order_acquire))
         return 0;
     if (n_level(n) != level || level > SFS_BT_MAX_LEVEL)
         return bad_node(t, n, "wrong level");
@@ -149,8 +149,9 @@ static int check_node(const struct bt *t, const struct node *n, unsigned level)
     int r = level ? check_index(t, n) : check_leaf(t, n);
     if (!r)
         r = check_keys(t, n);
-    if (!r && n->b)
-        n->b->checked = true;
+    if (!r && n->b)        /* pairs with the acquire above: a reader that sees
+                            * true also sees the block contents it checked */
+        atomic_store_explicit(&n->b->checked, true, memory_order_release);
     return r;
 }
 

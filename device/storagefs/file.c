@@ -377,12 +377,14 @@ static int prealloc(struct wctx *w, uint64_t lblk, uint64_t end, uint64_t *next)
 }
 
 /* Zeroes the partial blocks at both ends of [off, end) and unmaps the
- * whole blocks between, at most max extents. 1 if more remain. */
+ * whole blocks [fb, lb) between, at most max extents. 1 if more remain. */
 static int punch(struct wctx *w, uint64_t off, uint64_t end, unsigned max)
 {
     uint64_t fb = (off + BS - 1) / BS, lb = end / BS;
-    int r = zero_range_in_block(w->fs, w->ip, off, min64(end, fb * BS));
-    if (!r && lb * BS > off && lb >= fb)
+    if (fb > lb)                 /* inside one block, touching neither edge */
+        return zero_range_in_block(w->fs, w->ip, off, end);
+    int r = zero_range_in_block(w->fs, w->ip, off, fb * BS);
+    if (!r)
         r = zero_range_in_block(w->fs, w->ip, lb * BS, end);
     if (!r && fb < lb)
         r = ext_remove(w->fs, w->h, w->ip, fb, lb - fb, true, max);

@@ -15,26 +15,40 @@
 #include "device/storagefs/btree.h"
 #include "device/storagefs/sfs_internal.h"
 
-#define NBUCKETS   16384u
-#define MAX_UNUSED 32768u
+#define NSHARDS    64u
+#define NBUCKETS   512u          /* per shard */
+#define MAX_UNUSED 512u          /* per shard: 32768 cached unused inodes */
 
 enum { I_LOADING = 1, I_VALID = 2 };
 
-struct icache {
-    pthread_mutex_t mu;          /* everything below and refs/opens/state */
+/* One shard of the cache: inodes whose number hashes here. Its mutex
+ * protects the hash chains, the LRU and each of its inodes' refs, opens,
+ * state, unhashed and reaping fields. A leaf lock: nothing else is taken
+ * under it, and no I/O. */
+struct ishard {
+    pthread_mutex_t mu;
     pthread_cond_t loaded;
-    pthread_mutex_t slot_mu;     /* encode/decode of inode slots */
     struct sfs_inode *buckets[NBUCKETS];
     struct sfs_inode lru;        /* sentinel; lru.lru_next = most recent */
     uint64_t count, unused;
 };
 
-static struct sfs_inode **bucket(struct icache *c, uint64_t ino)
+struct icache {
+    struct ishard sh[NSHARDS];
+    pthread_mutex_t slot_mu;     /* encode/decode of inode slots */
+};
+
+static struct ishard *shard(const struct sfs *fs, uint64_t ino)
 {
-    return &c->buckets[(ino * 0x9E3779B97F4A7C15ull) >> 50];
+    return &fs->ic->sh[(ino * 0x9E3779B97F4A7C15ull) >> 58];
 }
 
-static void lru_unlink(struct icache *c, struct sfs_inode *ip)
+static struct sfs_inode **bucket(struct ishard *c, uint64_t ino)
+{
+    return &c->buckets[(ino / NSHARDS) % NBUCKETS];
+}
+
+static void lru_unlink(struct ishard *c, struct sfs_inode *ip)
 {
     if (!ip->lru_next)
         return;
@@ -44,7 +58,7 @@ static void lru_unlink(struct icache *c, struct sfs_inode *ip)
     c->unused--;
 }
 
-static void lru_push(struct icache *c, struct sfs_inode *ip)
+static void lru_push(struct ishard *c, struct sfs_inode *ip)
 {
     ip->lru_next = c->lru.lru_next;
     ip->lru_prev = &c->lru;
@@ -53,7 +67,7 @@ static void lru_push(struct icache *c, struct sfs_inode *ip)
     c->unused++;
 }
 
-static void unhash(struct icache *c, struct sfs_inode *ip)
+static void unhash(struct ishard *c, struct sfs_inode *ip)
 {
     if (ip->unhashed)
         return;
@@ -71,7 +85,7 @@ static void inode_free_struct(struct sfs_inode *ip)
     free(ip);
 }
 
-static void trim(struct icache *c)
+static void trim(struct ishard *c)
 {
     while (c->unused > MAX_UNUSED) {
         struct sfs_inode *ip = c->lru.lru_prev;
@@ -86,10 +100,12 @@ int icache_create(struct sfs *fs)
     struct icache *c = calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
-    pthread_mutex_init(&c->mu, NULL);
+    for (unsigned i = 0; i < NSHARDS; i++) {
+        pthread_mutex_init(&c->sh[i].mu, NULL);
+        pthread_cond_init(&c->sh[i].loaded, NULL);
+        c->sh[i].lru.lru_next = c->sh[i].lru.lru_prev = &c->sh[i].lru;
+    }
     pthread_mutex_init(&c->slot_mu, NULL);
-    pthread_cond_init(&c->loaded, NULL);
-    c->lru.lru_next = c->lru.lru_prev = &c->lru;
     fs->ic = c;
     return 0;
 }
@@ -99,20 +115,22 @@ void icache_destroy(struct sfs *fs)
     struct icache *c = fs->ic;
     if (!c)
         return;
-    for (unsigned i = 0; i < NBUCKETS; i++) {
-        for (struct sfs_inode *ip = c->buckets[i], *n; ip; ip = n) {
-            n = ip->hnext;
-            inode_free_struct(ip);
+    for (unsigned i = 0; i < NSHARDS; i++) {
+        for (unsigned k = 0; k < NBUCKETS; k++) {
+            for (struct sfs_inode *ip = c->sh[i].buckets[k], *n; ip; ip = n) {
+                n = ip->hnext;
+                inode_free_struct(ip);
+            }
         }
+        pthread_mutex_destroy(&c->sh[i].mu);
+        pthread_cond_destroy(&c->sh[i].loaded);
     }
-    pthread_mutex_destroy(&c->mu);
     pthread_mutex_destroy(&c->slot_mu);
-    pthread_cond_destroy(&c->loaded);
     free(c);
     fs->ic = NULL;
 }
 
-static struct sfs_inode *find(struct icache *c, uint64_t ino)
+static struct sfs_inode *find(struct ishard *c, uint64_t ino)
 {
     for (struct sfs_inode *ip = *bucket(c, ino); ip; ip = ip->hnext)
         if (ip->ino == ino)
@@ -120,7 +138,7 @@ static struct sfs_inode *find(struct icache *c, uint64_t ino)
     return NULL;
 }
 
-static struct sfs_inode *new_struct(struct icache *c, uint64_t ino)
+static struct sfs_inode *new_struct(struct ishard *c, uint64_t ino)
 {
     struct sfs_inode *ip = calloc(1, sizeof(*ip));
     if (!ip)
@@ -153,14 +171,13 @@ static int read_slot(struct sfs *fs, struct sfs_inode *ip)
 
 static int finish_load(struct sfs *fs, struct sfs_inode *ip)
 {
-    struct icache *c = fs->ic;
+    struct ishard *c = shard(fs, ip->ino);
     int r = read_slot(fs, ip);
     pthread_mutex_lock(&c->mu);
-    if (r == 0) {
+    if (r == 0)
         ip->state = I_VALID;
-    } else {
+    else
         unhash(c, ip);
-    }
     pthread_cond_broadcast(&c->loaded);
     pthread_mutex_unlock(&c->mu);
     if (r)
@@ -168,23 +185,35 @@ static int finish_load(struct sfs *fs, struct sfs_inode *ip)
     return r;
 }
 
-int inode_get(struct sfs *fs, uint64_t ino, struct sfs_inode **out)
+static void take_ref(struct ishard *c, struct sfs_inode *ip)
 {
-    struct icache *c = fs->ic;
-    if (ino == 0 || ino >= fs->sb.ninodes)
-        return -ENOENT;
-    pthread_mutex_lock(&c->mu);
+    if (ip->refs++ == 0 && ip->opens == 0)
+        lru_unlink(c, ip);
+}
+
+/* Cache hit (waiting out a load): the inode with a ref, or NULL. */
+static struct sfs_inode *lookup_cached(struct ishard *c, uint64_t ino)
+{
     struct sfs_inode *ip;
+    pthread_mutex_lock(&c->mu);
     while ((ip = find(c, ino)) && ip->state == I_LOADING)
         pthread_cond_wait(&c->loaded, &c->mu);
+    if (ip)
+        take_ref(c, ip);
+    pthread_mutex_unlock(&c->mu);
+    return ip;
+}
+
+int inode_get(struct sfs *fs, uint64_t ino, struct sfs_inode **out)
+{
+    if (ino == 0 || ino >= fs->sb.ninodes)
+        return -ENOENT;
+    struct ishard *c = shard(fs, ino);
+    struct sfs_inode *ip = lookup_cached(c, ino);
     if (ip) {
-        if (ip->refs++ == 0 && ip->opens == 0)
-            lru_unlink(c, ip);
-        pthread_mutex_unlock(&c->mu);
         *out = ip;
         return 0;
     }
-    pthread_mutex_unlock(&c->mu);
     if (!alloc_inode_used(fs, ino))
         return -ENOENT;
     pthread_mutex_lock(&c->mu);
@@ -206,21 +235,21 @@ int inode_get(struct sfs *fs, uint64_t ino, struct sfs_inode **out)
 
 void inode_hold(struct sfs *fs, struct sfs_inode *ip)
 {
-    pthread_mutex_lock(&fs->ic->mu);
-    if (ip->refs++ == 0 && ip->opens == 0)
-        lru_unlink(fs->ic, ip);
-    pthread_mutex_unlock(&fs->ic->mu);
+    struct ishard *c = shard(fs, ip->ino);
+    pthread_mutex_lock(&c->mu);
+    take_ref(c, ip);
+    pthread_mutex_unlock(&c->mu);
 }
 
 void inode_put(struct sfs *fs, struct sfs_inode *ip)
 {
-    struct icache *c = fs->ic;
+    struct ishard *c = shard(fs, ip->ino);
     bool free_it = false;
     pthread_mutex_lock(&c->mu);
     if (--ip->refs == 0 && ip->opens == 0) {
-        if (ip->unhashed)
+        if (ip->unhashed) {
             free_it = true;
-        else {
+        } else {
             lru_push(c, ip);
             trim(c);
         }
@@ -236,36 +265,42 @@ int inode_open(struct sfs *fs, uint64_t ino)
     int r = inode_get(fs, ino, &ip);
     if (r)
         return r;
-    pthread_mutex_lock(&fs->ic->mu);
+    struct ishard *c = shard(fs, ino);
+    pthread_mutex_lock(&c->mu);
     ip->opens++;
-    pthread_mutex_unlock(&fs->ic->mu);
+    pthread_mutex_unlock(&c->mu);
     inode_put(fs, ip);
     return 0;
 }
 
 bool inode_close(struct sfs *fs, struct sfs_inode *ip)
 {
-    pthread_mutex_lock(&fs->ic->mu);
+    struct ishard *c = shard(fs, ip->ino);
+    pthread_mutex_lock(&c->mu);
     bool last = ip->opens > 0 && --ip->opens == 0;
-    pthread_mutex_unlock(&fs->ic->mu);
+    pthread_mutex_unlock(&c->mu);
     return last;
 }
 
 bool inode_claim_reap(struct sfs *fs, struct sfs_inode *ip)
 {
-    pthread_mutex_lock(&fs->ic->mu);
+    struct ishard *c = shard(fs, ip->ino);
+    pthread_mutex_lock(&c->mu);
     bool mine = ip->opens == 0 && !ip->reaping;
     if (mine)
         ip->reaping = true;
-    pthread_mutex_unlock(&fs->ic->mu);
+    pthread_mutex_unlock(&c->mu);
     return mine;
 }
 
 uint64_t icache_count(struct sfs *fs)
 {
-    pthread_mutex_lock(&fs->ic->mu);
-    uint64_t n = fs->ic->count;
-    pthread_mutex_unlock(&fs->ic->mu);
+    uint64_t n = 0;
+    for (unsigned i = 0; i < NSHARDS; i++) {
+        pthread_mutex_lock(&fs->ic->sh[i].mu);
+        n += fs->ic->sh[i].count;
+        pthread_mutex_unlock(&fs->ic->sh[i].mu);
+    }
     return n;
 }
 
@@ -303,11 +338,12 @@ int inode_create(struct sfs *fs, struct jnl_handle *h, uint64_t goal, uint32_t m
     int r = alloc_inode(fs, h, goal, &ino);
     if (r)
         return r;
-    pthread_mutex_lock(&fs->ic->mu);
-    struct sfs_inode *ip = new_struct(fs->ic, ino);
+    struct ishard *c = shard(fs, ino);
+    pthread_mutex_lock(&c->mu);
+    struct sfs_inode *ip = new_struct(c, ino);
     if (ip)
         ip->state = I_VALID;
-    pthread_mutex_unlock(&fs->ic->mu);
+    pthread_mutex_unlock(&c->mu);
     if (!ip) {
         alloc_free_inode(fs, h, ino);
         return -ENOMEM;
@@ -349,10 +385,11 @@ int inode_free_number(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip
     int r = inode_dirty(h, ip);
     if (r)
         return r;
-    pthread_mutex_lock(&fs->ic->mu);
+    struct ishard *c = shard(fs, ip->ino);
+    pthread_mutex_lock(&c->mu);
     ip->deleted = true;
-    unhash(fs->ic, ip);
-    pthread_mutex_unlock(&fs->ic->mu);
+    unhash(c, ip);
+    pthread_mutex_unlock(&c->mu);
     alloc_free_inode(fs, h, ip->ino);
     return 0;
 }
@@ -444,16 +481,16 @@ struct sfs_inode *orphan_next_unopened(struct sfs *fs, struct sfs_inode *after)
 {
     struct sfs_inode *found = NULL;
     pthread_mutex_lock(&fs->orphan_mu);
-    pthread_mutex_lock(&fs->ic->mu);
     struct sfs_inode *ip = after ? after->onext : fs->orphans.onext;
-    for (; ip && ip != &fs->orphans; ip = ip->onext) {
+    for (; !found && ip && ip != &fs->orphans; ip = ip->onext) {
+        struct ishard *c = shard(fs, ip->ino);
+        pthread_mutex_lock(&c->mu);
         if (ip->opens == 0 && !ip->reaping) {
             found = ip;
-            found->refs++;
-            break;
+            take_ref(c, ip);     /* on the list: already referenced */
         }
+        pthread_mutex_unlock(&c->mu);
     }
-    pthread_mutex_unlock(&fs->ic->mu);
     pthread_mutex_unlock(&fs->orphan_mu);
     return found;
 }

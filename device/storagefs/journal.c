@@ -39,7 +39,10 @@ struct jnl {
     struct media *m;
     struct bcache *bc;
     pthread_mutex_t mu;
-    pthread_cond_t cv;           /* broadcast on every state change */
+    pthread_cond_t work;         /* the commit thread waits here: signalled
+                                    only when it has something to do */
+    pthread_cond_t cv;           /* everyone else waits here: broadcast by
+                                    the commit thread on every state change */
     struct jnl_txn *running;
     uint64_t committed;          /* last durable transaction */
     uint64_t commit_target;      /* commit until committed >= this */
@@ -112,11 +115,17 @@ static int reserve_lists(struct jnl_txn *t, uint64_t more)
     return 0;
 }
 
+static void kick(struct jnl *j)
+{
+    pthread_cond_signal(&j->work);
+}
+
 static void request_commit(struct jnl *j, uint64_t seq)
 {
-    if (j->commit_target < seq)
+    if (j->commit_target < seq) {
         j->commit_target = seq;
-    pthread_cond_broadcast(&j->cv);
+        kick(j);
+    }
 }
 
 /* ---- handles ----------------------------------------------------------- */
@@ -139,10 +148,12 @@ static int wait_for_room(struct jnl *j, uint32_t credits)
             return -EROFS;
         if (t->state == T_RUNNING && j->used + need(t, credits) <= room_limit(j))
             return 0;
-        if (t->state == T_RUNNING && (t->nbufs || t->handles))
-            request_commit(j, t->seq);
-        j->want_space = true;
-        pthread_cond_broadcast(&j->cv);
+        if (t->state == T_RUNNING) {         /* no room: commit, then checkpoint */
+            if (t->nbufs || t->handles)
+                request_commit(j, t->seq);
+            j->want_space = true;
+            kick(j);
+        }                                    /* else a commit is draining: wait */
         pthread_cond_wait(&j->cv, &j->mu);
     }
 }
@@ -150,12 +161,10 @@ static int wait_for_room(struct jnl *j, uint32_t credits)
 int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle **out)
 {
     if (jnl_held(j)) {
-        int r = jnl_extend(tls_handle, credits);
-        if (r)
-            return r;
-        tls_handle->nest++;
-        *out = tls_handle;
-        return 0;
+        int r = jnl_join(tls_handle, credits);
+        if (r == 0)
+            *out = tls_handle;
+        return r;
     }
     struct jnl_handle *h = calloc(1, sizeof(*h));
     if (!h)
@@ -183,17 +192,19 @@ int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle **out)
     return 0;
 }
 
-int jnl_extend(struct jnl_handle *h, uint32_t credits)
+int jnl_join(struct jnl_handle *h, uint32_t credits)
 {
     struct jnl *j = h->j;
     struct jnl_txn *t = h->t;
+    if (h->nest == JNL_MAX_NEST)
+        return -EDEADLK;         /* runaway recursion: a programming error */
     pthread_mutex_lock(&j->mu);
     int r = 0;
     while (!j->error && j->used + need(t, credits) > room_limit(j) && j->used > 0) {
         /* Only a checkpoint can make room: we hold a handle of the
          * running transaction, so it cannot commit before we stop. */
         j->want_ckpt = true;
-        pthread_cond_broadcast(&j->cv);
+        kick(j);
         pthread_cond_wait(&j->cv, &j->mu);
     }
     if (j->error)
@@ -204,7 +215,7 @@ int jnl_extend(struct jnl_handle *h, uint32_t credits)
         r = reserve_lists(t, credits);
     if (!r) {
         t->reserved += credits;
-        h->credits += credits;
+        h->nest_credits[h->nest++] = credits;
     }
     pthread_mutex_unlock(&j->mu);
     return r;
@@ -212,16 +223,18 @@ int jnl_extend(struct jnl_handle *h, uint32_t credits)
 
 void jnl_stop(struct jnl_handle *h)
 {
+    struct jnl *j = h->j;
     if (h->nest > 0) {
-        h->nest--;
+        pthread_mutex_lock(&j->mu);
+        h->t->reserved -= h->nest_credits[--h->nest];
+        pthread_mutex_unlock(&j->mu);
         return;
     }
-    struct jnl *j = h->j;
     pthread_mutex_lock(&j->mu);
     h->t->handles--;
     h->t->reserved -= h->credits;
-    if (h->t->handles == 0 || h->t->nbufs > j->ring / 4)
-        pthread_cond_broadcast(&j->cv);
+    if (h->t->handles == 0 && h->t->state == T_LOCKED)
+        kick(j);                 /* the commit thread is draining */
     pthread_mutex_unlock(&j->mu);
     if (tls_handle == h)
         tls_handle = h->saved;
@@ -424,6 +437,7 @@ static void set_error(struct jnl *j, int r)
                 strerror(-r));
     }
     pthread_cond_broadcast(&j->cv);
+    kick(j);
 }
 
 /* Checkpoints every committed transaction (mu held; dropped for I/O). */
@@ -548,7 +562,7 @@ static void drain(struct jnl *j, struct jnl_txn *t)
             do_checkpoint(j);
             continue;
         }
-        pthread_cond_wait(&j->cv, &j->mu);
+        pthread_cond_wait(&j->work, &j->mu);
     }
 }
 
@@ -561,11 +575,15 @@ static void do_commit(struct jnl *j)
         return;
     }
     drain(j, t);
-    if (t->nbufs == 0 && t->ninodes == 0) {       /* nothing to log */
-        j->committed = t->seq;
-        j->running = nt;
+    if (t->nbufs == 0 && t->ninodes == 0) {
+        /* Nothing to log: reopen it under the same number. Sequence
+         * numbers on the ring must stay consecutive, or replay would
+         * stop at the gap and lose every later commit. */
+        t->state = T_RUNNING;
+        if (j->commit_target >= t->seq)
+            j->commit_target = t->seq - 1;
         pthread_cond_broadcast(&j->cv);
-        txn_free(t);
+        txn_free(nt);
         return;
     }
     encode_inodes(j, t);
@@ -581,7 +599,8 @@ static void do_commit(struct jnl *j)
     pthread_mutex_lock(&j->mu);
     if (r || j->error) {
         set_error(j, r ? r : j->error);
-        return;                  /* t leaks its pins on purpose: never written */
+        txn_free(t);             /* its pins stay: teardown frees everything */
+        return;
     }
     finish_commit(j, t, nblk);
 }
@@ -640,7 +659,7 @@ static void *commit_thread(void *arg)
     deadline_after(&dl, j->interval_ms);
     for (;;) {
         while (!has_work(j)) {
-            if (pthread_cond_timedwait(&j->cv, &j->mu, &dl) == ETIMEDOUT) {
+            if (pthread_cond_timedwait(&j->work, &j->mu, &dl) == ETIMEDOUT) {
                 deadline_after(&dl, j->interval_ms);
                 if (running_dirty(j))
                     request_commit(j, j->running->seq);
@@ -651,7 +670,7 @@ static void *commit_thread(void *arg)
         if (j->error && j->stop)
             break;
         if (j->error)
-            pthread_cond_wait(&j->cv, &j->mu);
+            pthread_cond_wait(&j->work, &j->mu);
     }
     pthread_mutex_unlock(&j->mu);
     return NULL;
@@ -671,6 +690,7 @@ static int jnl_alloc(struct sfs *fs, uint64_t seq, uint32_t pos, uint32_t interv
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&j->cv, &ca);
+    pthread_cond_init(&j->work, &ca);
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&j->mu, NULL);
     j->fs = fs;
@@ -694,6 +714,7 @@ static void jnl_free(struct jnl *j)
     txn_free(j->running);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
+    pthread_cond_destroy(&j->work);
     free(j);
 }
 
@@ -723,6 +744,7 @@ int jnl_close(struct jnl *j)
     pthread_mutex_lock(&j->mu);
     j->stop = true;
     request_commit(j, j->running->seq);
+    kick(j);
     pthread_mutex_unlock(&j->mu);
     pthread_join(j->thread, NULL);
     pthread_mutex_lock(&j->mu);
@@ -739,12 +761,13 @@ int jnl_sync(struct jnl *j)
     if (jnl_held(j))
         return -EDEADLK;
     pthread_mutex_lock(&j->mu);
-    struct jnl_txn *t = j->running;
-    uint64_t target = running_dirty(j) ? t->seq : t->seq - 1;
-    if (target > j->committed)
+    for (;;) {                   /* re-evaluated: an empty txn reopens */
+        uint64_t target = running_dirty(j) ? j->running->seq : j->running->seq - 1;
+        if (j->committed >= target || j->error)
+            break;
         request_commit(j, target);
-    while (j->committed < target && !j->error)
         pthread_cond_wait(&j->cv, &j->mu);
+    }
     int r = j->error;
     pthread_mutex_unlock(&j->mu);
     return r ? r : media_flush(j->m);
@@ -758,7 +781,7 @@ int jnl_sync_checkpoint(struct jnl *j)
     pthread_mutex_lock(&j->mu);
     if (j->used > 0) {
         j->want_ckpt = true;
-        pthread_cond_broadcast(&j->cv);
+        kick(j);
     }
     while (j->used > 0 && !j->error)
         pthread_cond_wait(&j->cv, &j->mu);

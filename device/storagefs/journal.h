@@ -30,7 +30,10 @@
  *      handle waits only while holding no inode lock (callers start the
  *      handle first). A thread that already holds a handle on this
  *      journal joins it instead of starting another.
- *   5. An I/O error while committing or checkpointing is sticky: the
+ *   5. Sequence numbers on the ring are consecutive: a transaction with
+ *      nothing to log is never written and reopens under its number
+ *      (replay stops at the first gap).
+ *   6. An I/O error while committing or checkpointing is sticky: the
  *      journal refuses new handles (-EIO) and never checkpoints again, so
  *      the image keeps its last consistent state.
  */
@@ -47,12 +50,15 @@ struct sfs_inode;
 struct jnl;
 struct jnl_txn;
 
+#define JNL_MAX_NEST 16
+
 struct jnl_handle {
     struct jnl *j;
     struct jnl_txn *t;
     uint64_t seq;                /* sequence number of t */
     uint32_t credits;            /* blocks reserved for this handle */
     int nest;                    /* joins by nested starts */
+    uint32_t nest_credits[JNL_MAX_NEST];  /* given back as each join stops */
     struct jnl_handle *saved;    /* the thread's previous handle */
 };
 
@@ -73,11 +79,14 @@ int jnl_close(struct jnl *j);
  * the ring. Returns 0 or -errno (-EIO after an I/O error). */
 int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle **out);
 
-/* Reserves more credits without waiting for a commit (the caller holds a
- * handle). Returns 0 or -ENOSPC when the ring has no room. */
-int jnl_extend(struct jnl_handle *h, uint32_t credits);
+/* Joins an existing handle for one more operation (a call made inside a
+ * multi-call transaction, or a nested start), reserving `credits` more
+ * until the matching jnl_stop. Never waits for a commit (the running
+ * transaction cannot commit while h is held); may wait for a checkpoint.
+ * Returns 0 or -ENOSPC when the ring has no room. */
+int jnl_join(struct jnl_handle *h, uint32_t credits);
 
-/* Stops a handle (or undoes one nested start). */
+/* Stops a handle, or ends the latest join (returning its credits). */
 void jnl_stop(struct jnl_handle *h);
 
 /* Adds a buffer to the running transaction (after the caller changed or

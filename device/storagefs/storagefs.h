@@ -117,6 +117,8 @@ struct sfs_attr {
  * -ENOTDIR when dir is not a directory. */
 int sfs_lookup(struct sfs *fs, uint64_t dir, const char *name, struct sfs_attr *attr);
 
+/* Fills *attr for inode ino. -ENOENT if ino is not in use, -EUCLEAN if
+ * its inode is corrupt. (Directories report their entry count as size.) */
 int sfs_getattr(struct sfs *fs, uint64_t ino, struct sfs_attr *attr);
 
 /* Changes the attributes selected by `valid` from *in; ctime is updated
@@ -133,13 +135,18 @@ int sfs_mknod(struct sfs *fs, struct sfs_txn *tx, uint64_t dir, const char *name
               uint32_t mode, uint64_t rdev, uint32_t uid, uint32_t gid,
               struct sfs_attr *attr);
 
+/* Creates a directory (permission bits from mode). -EEXIST if name
+ * exists, -EMLINK if dir has too many subdirectories. Fills *attr. */
 int sfs_mkdir(struct sfs *fs, struct sfs_txn *tx, uint64_t dir, const char *name,
               uint32_t mode, uint32_t uid, uint32_t gid, struct sfs_attr *attr);
 
+/* Creates a symlink to target (1..SFS_SYMLINK_MAX bytes; up to 256 are
+ * kept inside the inode). -ENAMETOOLONG for a longer target. */
 int sfs_symlink(struct sfs *fs, struct sfs_txn *tx, uint64_t dir, const char *name,
                 const char *target, uint32_t uid, uint32_t gid, struct sfs_attr *attr);
 
-/* Hard link: new name newname in newdir for inode ino (not a directory). */
+/* Hard link: new name newname in newdir for inode ino (not a directory:
+ * -EPERM; no links left: -ENOENT). Fills *attr (with the new nlink). */
 int sfs_link(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t newdir,
              const char *newname, struct sfs_attr *attr);
 
@@ -172,12 +179,16 @@ void sfs_iput(struct sfs *fs, uint64_t ino);
 /* ---- data --------------------------------------------------------- */
 
 /* Reads up to len bytes at off; returns bytes read (0 at or past EOF).
- * Holes read as zeros. */
+ * Holes read as zeros. Reads do not update atime (noatime); setattr
+ * does. */
 ssize_t sfs_read(struct sfs *fs, uint64_t ino, uint64_t off, void *buf, size_t len);
 
 /* Writes len bytes at off, extending the file as needed; returns len or
  * -errno (-ENOSPC leaves the file as it was before the call for the part
- * not written and returns the bytes written if some were). */
+ * not written and returns the bytes written if some were). Ordered mode:
+ * data written into new blocks becomes visible after a crash only with
+ * the metadata that points at it; overwrites of existing blocks go in
+ * place and are not atomic (as in ext4 data=ordered). */
 ssize_t sfs_write(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t off,
                   const void *buf, size_t len);
 
@@ -185,6 +196,10 @@ ssize_t sfs_write(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t off
 #define SFS_FALLOC_PUNCH_HOLE (1u << 1)   /* requires KEEP_SIZE, as in Linux */
 #define SFS_FALLOC_ZERO_RANGE (1u << 2)
 
+/* mode 0 / KEEP_SIZE: allocates blocks for the holes in [off, off+len)
+ * (they read as zeros; size grows unless KEEP_SIZE). PUNCH_HOLE|KEEP_SIZE:
+ * deallocates, the range reads as zeros. ZERO_RANGE: the range reads as
+ * zeros and stays allocated. Other combinations: -EOPNOTSUPP. */
 int sfs_fallocate(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, unsigned mode,
                   uint64_t off, uint64_t len);
 
@@ -217,6 +232,8 @@ typedef int (*sfs_dirent_fn)(void *arg, const struct sfs_dirent *de);
 /* Lists dir from cookie (0 = start, which yields "." and ".." first).
  * Cookies are stable: entries present during the whole listing are
  * returned exactly once even if others are added or removed meanwhile.
+ * fn runs with dir read-locked: it may call read-only functions
+ * (sfs_lookup, sfs_getattr, sfs_iget) but must not change dir.
  * Returns 0 at the end or when fn stopped, or -errno. */
 int sfs_readdir(struct sfs *fs, uint64_t dir, uint64_t cookie, sfs_dirent_fn fn, void *arg);
 
@@ -238,6 +255,7 @@ ssize_t sfs_getxattr(struct sfs *fs, uint64_t ino, const char *name, void *value
 /* NUL-separated names; same size conventions as getxattr. */
 ssize_t sfs_listxattr(struct sfs *fs, uint64_t ino, char *list, size_t size);
 
+/* Removes an attribute; -ENODATA if absent. */
 int sfs_removexattr(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, const char *name);
 
 /* ---- whole file system -------------------------------------------- */
@@ -249,6 +267,8 @@ struct sfs_statfs {
     uint32_t name_max;
 };
 
+/* Fills *st: sizes in blocks of block_size (blocks includes metadata;
+ * blocks_free counts free data blocks as the bitmaps say). Returns 0. */
 int sfs_statfs(struct sfs *fs, struct sfs_statfs *st);
 
 /* ---- transactions ---------------------------------------------------- */

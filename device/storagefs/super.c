@@ -312,16 +312,19 @@ static int write_sb_direct(struct sfs *fs)
     return r ? r : media_flush(fs->m);
 }
 
-/* Frees orphans nobody holds open (at mount: all of them). */
+/* Frees orphans nobody holds open (at mount: all of them). One that
+ * cannot be freed (corrupt, I/O error) stays on the list for fsck and the
+ * next mount; the first error is returned. */
 static int reap_orphans(struct sfs *fs)
 {
     struct sfs_inode *ip;
-    int r = 0;
-    while (!r && (ip = orphan_next_unopened(fs, NULL)) != NULL) {
-        r = inode_claim_reap(fs, ip) ? file_reap(fs, ip) : 0;
+    int first = 0;
+    while ((ip = orphan_next_unopened(fs, NULL)) != NULL) {
+        int r = inode_claim_reap(fs, ip) ? file_reap(fs, ip) : 0;
+        first = first ? first : r;
         inode_put(fs, ip);
     }
-    return r;
+    return first;
 }
 
 static int mount_write(struct sfs *fs, const struct sfs_mount_opts *o, const struct jscan *s,
@@ -344,7 +347,9 @@ static int mount_write(struct sfs *fs, const struct sfs_mount_opts *o, const str
     r = jnl_open(fs, s->next_seq + 1, s->end_pos, o ? o->commit_interval_ms : 0, &fs->j);
     if (!r)
         r = orphan_load(fs);
-    return r ? r : reap_orphans(fs);
+    if (!r)
+        reap_orphans(fs);        /* a bad orphan must not make the image unmountable */
+    return r;
 }
 
 int sfs_mount(struct media *m, const struct sfs_mount_opts *o, struct sfs **out)
@@ -435,12 +440,10 @@ int sfs_op_begin(struct sfs *fs, struct sfs_txn *tx, uint32_t credits,
         return jnl_start(fs->j, credits, h);
     if (tx->fs != fs)
         return -EINVAL;
-    int r = jnl_extend(tx->h, credits);
-    if (r)
-        return r;
-    tx->h->nest++;
-    *h = tx->h;
-    return 0;
+    int r = jnl_join(tx->h, credits);
+    if (r == 0)
+        *h = tx->h;
+    return r;
 }
 
 void sfs_op_end(struct sfs *fs, struct jnl_handle *h)

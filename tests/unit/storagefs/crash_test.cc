@@ -9,6 +9,8 @@
 #include <map>
 #include <random>
 #include <set>
+#include <thread>
+#include <unistd.h>
 
 using State = std::map<std::string, std::string>;
 
@@ -280,6 +282,31 @@ TEST_F(PowerCut, EveryWriteIndexAcrossCheckpointsAndRingWrap)
     }
 }
 
+TEST_F(PowerCut, EmptyTransactionsDoNotBreakReplay)
+{
+    // An open transaction with no changes is caught by the 1 ms
+    // background commit, which waits for it and then finds nothing to
+    // log. That must not leave a gap in the sequence numbers on the ring:
+    // replay stops at the first gap and would lose every later commit.
+    ASSERT_EQ(media_fault_create(8192, &disk), 0);
+    ASSERT_EQ(sfs_mkfs(disk, nullptr), 0);
+    ASSERT_EQ(TryMount(false, 1), 0);
+    for (int i = 0; i < 5; i++) {
+        struct sfs_txn *tx;
+        ASSERT_EQ(sfs_txn_begin(fs, &tx), 0);
+        usleep(20000);           // the commit thread now waits for tx
+        ASSERT_EQ(sfs_txn_commit(tx, false), 0);
+        Create(SFS_ROOT_INO, ("f" + std::to_string(i)).c_str());
+        ASSERT_EQ(sfs_sync(fs), 0);
+    }
+    Crash(MEDIA_FAULT_KEEP_NONE);
+    Mount();
+    for (int i = 0; i < 5; i++)
+        EXPECT_NE(Lookup(SFS_ROOT_INO, ("f" + std::to_string(i)).c_str()), 0u) << i;
+    Unmount();
+    ExpectClean();
+}
+
 TEST_F(PowerCut, TornCommitRecordIsDiscarded)
 {
     ASSERT_EQ(media_fault_create(4096, &disk), 0);
@@ -411,6 +438,102 @@ TEST_F(PowerCut, RandomWorkloadRandomCuts)
             if (ino)
                 EXPECT_GE(Size(ino), kv.second) << kv.first;
         }
+        Unmount();
+        ExpectClean();
+        media_close(disk);
+        disk = nullptr;
+    }
+}
+
+TEST_F(PowerCut, CutDuringReplayAtMountIsRecoverable)
+{
+    // An image with committed, unreplayed transactions and an orphan.
+    ASSERT_EQ(media_fault_create(8192, &disk), 0);
+    ASSERT_EQ(sfs_mkfs(disk, nullptr), 0);
+    ASSERT_EQ(TryMount(false, 3600 * 1000), 0);
+    for (int i = 0; i < 20; i++) {
+        uint64_t f = Create(SFS_ROOT_INO, ("r" + std::to_string(i)).c_str());
+        Write(f, 0, std::string(3000 + i * 100, (char)('a' + i)));
+    }
+    uint64_t o = Create(SFS_ROOT_INO, "orphan");
+    Write(o, 0, std::string(50000, 'o'));
+    ASSERT_EQ(sfs_iget(fs, o), 0);
+    ASSERT_EQ(sfs_unlink(fs, nullptr, SFS_ROOT_INO, "orphan"), 0);
+    ASSERT_EQ(sfs_sync(fs), 0);
+    Crash(MEDIA_FAULT_KEEP_NONE);
+    struct media *image = disk;
+    disk = nullptr;
+    // Count the writes a mount makes, then cut at each of them.
+    ASSERT_EQ(media_fault_snapshot(image, MEDIA_FAULT_KEEP_ALL, 0, &disk), 0);
+    uint64_t w0 = media_fault_writes(disk);
+    Mount();
+    uint64_t n = media_fault_writes(disk) - w0;
+    Unmount();
+    media_close(disk);
+    disk = nullptr;
+    ASSERT_GT(n, 5u);            // replayed images, superblock, journal header
+    for (uint64_t k = 1; k <= n && !HasFailure(); k++) {
+        SCOPED_TRACE("cut at mount write " + std::to_string(k));
+        ASSERT_EQ(media_fault_snapshot(image, MEDIA_FAULT_KEEP_ALL, 0, &disk), 0);
+        media_fault_cut_after(disk, media_fault_writes(disk) + k, k % 2 ? UINT64_MAX : 700);
+        if (TryMount() == 0)
+            Crash(k % 3 ? MEDIA_FAULT_KEEP_RANDOM : MEDIA_FAULT_KEEP_NONE, k);
+        else
+            Crash(MEDIA_FAULT_KEEP_NONE);
+        ASSERT_EQ(TryMount(), 0) << cisc_corrupt_last();
+        for (int i = 0; i < 20; i++) {
+            uint64_t f = Lookup(SFS_ROOT_INO, ("r" + std::to_string(i)).c_str());
+            ASSERT_NE(f, 0u) << i;
+            EXPECT_EQ(Size(f), 3000u + i * 100);
+        }
+        struct sfs_attr a;
+        EXPECT_EQ(sfs_getattr(fs, o, &a), -ENOENT);   // the orphan is gone
+        Unmount();
+        ExpectClean();
+        media_close(disk);
+        disk = nullptr;
+    }
+    media_close(image);
+}
+
+TEST_F(PowerCut, ConcurrentWritersRandomCuts)
+{
+    const char *env = getenv("SFS_CRASH_SEED");
+    uint64_t seed = env ? strtoull(env, nullptr, 0) : 777;
+    std::mt19937_64 rng(seed);
+    for (int trial = 0; trial < 8 && !HasFailure(); trial++) {
+        SCOPED_TRACE("trial " + std::to_string(trial) + " seed " + std::to_string(seed));
+        ASSERT_EQ(media_fault_create(16384, &disk), 0);
+        ASSERT_EQ(sfs_mkfs(disk, nullptr), 0);
+        ASSERT_EQ(TryMount(false, 1), 0);
+        media_fault_cut_after(disk, media_fault_writes(disk) + 20 + rng() % 400, rng() % 5000);
+        std::vector<std::thread> th;
+        for (int t = 0; t < 4; t++)
+            th.emplace_back([this, t]() {
+                struct sfs_attr a, d;
+                std::string dn = "d" + std::to_string(t);
+                sfs_mkdir(fs, nullptr, SFS_ROOT_INO, dn.c_str(), 0755, 0, 0, &d);
+                for (int i = 0; i < 60; i++) {
+                    std::string n = "f" + std::to_string(i % 17);
+                    if (sfs_mknod(fs, nullptr, d.ino, n.c_str(), S_IFREG | 0644, 0, 0, 0, &a) ==
+                        0) {
+                        std::string data(2000 + i * 300, (char)('a' + t));
+                        sfs_write(fs, nullptr, a.ino, 0, data.data(), data.size());
+                    } else if (i % 3 == 0) {
+                        sfs_unlink(fs, nullptr, d.ino, n.c_str());
+                    } else {
+                        sfs_rename(fs, nullptr, d.ino, n.c_str(), SFS_ROOT_INO,
+                                   (dn + n).c_str(), 0);
+                    }
+                }
+            });
+        for (auto &x : th)
+            x.join();
+        Crash(MEDIA_FAULT_KEEP_RANDOM, rng());
+        auto p = Fsck();
+        for (auto &l : p)
+            ADD_FAILURE() << l;
+        ASSERT_EQ(TryMount(), 0) << cisc_corrupt_last();
         Unmount();
         ExpectClean();
         media_close(disk);

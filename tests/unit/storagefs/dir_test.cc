@@ -25,7 +25,7 @@ int collect(void *arg, const struct sfs_dirent *de)
 
 TEST_F(Dir, HundredThousandEntries)
 {
-    Format(65536, 120000);
+    Format(65536, 120000, 8192);
     const int N = 100000;
     uint64_t d = Mkdir(SFS_ROOT_INO, "big");
     char name[32];

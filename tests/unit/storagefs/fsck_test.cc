@@ -264,3 +264,32 @@ TEST_F(Fsck, DirectoryEntryToFreeInode)
     ASSERT_EQ(media_write(disk, sb.ibitmap_start, 1, b), 0);
     ExpectProblem("entry 'victim' names inode " + std::to_string(f) + ", which is not in use");
 }
+
+TEST_F(Fsck, CorruptOrphanDoesNotBlockMount)
+{
+    Format(16384);
+    uint64_t f = Create(SFS_ROOT_INO, "f"), g = Create(SFS_ROOT_INO, "g");
+    for (int i = 0; i < 400; i++) {       // fragmented: an extent node block
+        Write(f, (uint64_t)i * 4096, "f");
+        Write(g, (uint64_t)i * 4096, "g");
+    }
+    ASSERT_EQ(sfs_iget(fs, f), 0);
+    ASSERT_EQ(sfs_unlink(fs, nullptr, SFS_ROOT_INO, "f"), 0);    // an open orphan
+    Unmount();                 // still open: it stays on the orphan list
+    ReadSb();
+    ASSERT_EQ(sb.orphan_head, f);
+    // Break one of f's extent nodes.
+    uint8_t b[4096];
+    uint64_t node = 0;
+    for (uint64_t blk = sb.data_start; blk < sb.backup_blkno && !node; blk++) {
+        ASSERT_EQ(media_read(disk, blk, 1, b), 0);
+        if (le32_get(b + BH_MAGIC) == SFS_MAGIC_EXTENT && le64_get(b + BH_END + ND_OWNER) == f)
+            node = blk;
+    }
+    ASSERT_NE(node, 0u);
+    Flip(node, 3000);
+    Mount();                              // the orphan cannot be freed, mount still works
+    EXPECT_NE(Lookup(SFS_ROOT_INO, "g"), 0u);
+    Unmount();
+    ExpectProblem("block " + std::to_string(node) + " (extent node): checksum mismatch");
+}

@@ -1,0 +1,183 @@
+// The media seam: the file backend (whole-block I/O, short files read as
+// -EIO, exclusive lock, hole punching, read-only) and the fault backend
+// (failed, sticky, torn writes, power cuts, what survives a snapshot).
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern "C" {
+#include "device/media.h"
+#include "device/media_fault.h"
+}
+
+namespace {
+
+std::string TempPath(const char *tag)
+{
+    const char *dir = getenv("TMPDIR");
+    return std::string(dir ? dir : "/tmp") + "/cisc-media-" + tag + "-" +
+           std::to_string(getpid()) + ".img";
+}
+
+std::string Block(char c)
+{
+    return std::string(MEDIA_BLOCK_SIZE, c);
+}
+
+std::string ReadBlocks(struct media *m, uint64_t blk, uint32_t n)
+{
+    std::string s((size_t)n * MEDIA_BLOCK_SIZE, '\0');
+    EXPECT_EQ(media_read(m, blk, n, &s[0]), 0);
+    return s;
+}
+
+}  // namespace
+
+TEST(MediaFile, CreateWriteReadFlushDiscard)
+{
+    std::string p = TempPath("rw");
+    struct media *m;
+    ASSERT_EQ(media_create_file(p.c_str(), 64 * MEDIA_BLOCK_SIZE + 100, 0, &m), 0);
+    EXPECT_EQ(m->nblocks, 64u);
+    struct stat st;
+    ASSERT_EQ(stat(p.c_str(), &st), 0);
+    EXPECT_EQ(st.st_size, 64 * MEDIA_BLOCK_SIZE);
+    EXPECT_LT(st.st_blocks, 64);                 // sparse
+    std::string two = Block('a') + Block('b');
+    ASSERT_EQ(media_write(m, 10, 2, two.data()), 0);
+    EXPECT_EQ(ReadBlocks(m, 10, 2), two);
+    EXPECT_EQ(ReadBlocks(m, 0, 1), Block('\0'));
+    EXPECT_EQ(media_flush(m), 0);
+    ASSERT_EQ(media_discard(m, 10, 1), 0);
+    EXPECT_EQ(ReadBlocks(m, 10, 2), Block('\0') + Block('b'));
+    char buf[MEDIA_BLOCK_SIZE];
+    EXPECT_EQ(media_read(m, 63, 2, buf), -EINVAL);   // past the end
+    EXPECT_EQ(media_write(m, 64, 1, buf), -EINVAL);
+    media_close(m);
+    unlink(p.c_str());
+}
+
+TEST(MediaFile, SecondOpenerGetsEbusyAndReadOnlyRefusesWrites)
+{
+    std::string p = TempPath("lock");
+    struct media *m, *m2;
+    ASSERT_EQ(media_create_file(p.c_str(), 8 * MEDIA_BLOCK_SIZE, 0, &m), 0);
+    EXPECT_EQ(media_open_file(p.c_str(), 0, &m2), -EBUSY);
+    EXPECT_EQ(media_open_file(p.c_str(), MEDIA_RDONLY, &m2), -EBUSY);
+    EXPECT_EQ(media_create_file(p.c_str(), 8 * MEDIA_BLOCK_SIZE, 0, &m2), -EBUSY);
+    ASSERT_EQ(media_open_file(p.c_str(), MEDIA_RDONLY | MEDIA_NOLOCK, &m2), 0);
+    char buf[MEDIA_BLOCK_SIZE] = {0};
+    EXPECT_EQ(media_write(m2, 0, 1, buf), -EROFS);
+    EXPECT_EQ(media_read(m2, 0, 1, buf), 0);
+    media_close(m2);
+    media_close(m);
+    ASSERT_EQ(media_open_file(p.c_str(), 0, &m), 0);   // lock released on close
+    media_close(m);
+    EXPECT_EQ(media_create_file(p.c_str(), 4096, MEDIA_CREATE_EXCL, &m), -EEXIST);
+    unlink(p.c_str());
+    EXPECT_EQ(media_open_file(p.c_str(), 0, &m), -ENOENT);
+}
+
+TEST(MediaFile, ShortFileReadsAsEio)
+{
+    std::string p = TempPath("short");
+    struct media *m;
+    ASSERT_EQ(media_create_file(p.c_str(), 8 * MEDIA_BLOCK_SIZE, 0, &m), 0);
+    ASSERT_EQ(truncate(p.c_str(), 3 * MEDIA_BLOCK_SIZE + 10), 0);   // shrunk under us
+    char buf[2 * MEDIA_BLOCK_SIZE];
+    EXPECT_EQ(media_read(m, 3, 2, buf), -EIO);
+    EXPECT_EQ(media_read(m, 2, 1, buf), 0);
+    media_close(m);
+    unlink(p.c_str());
+}
+
+TEST(MediaFault, FailNthWriteOnceOrForever)
+{
+    struct media *m;
+    ASSERT_EQ(media_fault_create(16, &m), 0);
+    std::string a = Block('a');
+    media_fault_fail_write(m, 2, EIO, false);
+    EXPECT_EQ(media_write(m, 0, 1, a.data()), 0);
+    EXPECT_EQ(media_write(m, 1, 1, a.data()), -EIO);
+    EXPECT_EQ(ReadBlocks(m, 1, 1), Block('\0'));       // not applied
+    EXPECT_EQ(media_write(m, 1, 1, a.data()), 0);
+    media_fault_fail_write(m, 5, ENOSPC, true);
+    EXPECT_EQ(media_write(m, 2, 1, a.data()), 0);
+    EXPECT_EQ(media_write(m, 3, 1, a.data()), -ENOSPC);
+    EXPECT_EQ(media_write(m, 4, 1, a.data()), -ENOSPC);
+    EXPECT_EQ(media_flush(m), -ENOSPC);
+    EXPECT_EQ(media_fault_writes(m), 6u);
+    media_fault_fail_read(m, media_fault_reads(m) + 1, EIO);
+    char buf[MEDIA_BLOCK_SIZE];
+    EXPECT_EQ(media_read(m, 0, 1, buf), -EIO);
+    EXPECT_EQ(media_read(m, 0, 1, buf), 0);
+    media_close(m);
+}
+
+TEST(MediaFault, PowerCutDropsLaterWritesAndUnflushedOnes)
+{
+    struct media *m;
+    ASSERT_EQ(media_fault_create(16, &m), 0);
+    ASSERT_EQ(media_write(m, 0, 1, Block('1').data()), 0);
+    ASSERT_EQ(media_flush(m), 0);
+    media_fault_cut_after(m, 3, UINT64_MAX);
+    ASSERT_EQ(media_write(m, 1, 1, Block('2').data()), 0);   // write 2: unflushed
+    ASSERT_EQ(media_write(m, 2, 1, Block('3').data()), 0);   // write 3: the last to land
+    EXPECT_TRUE(media_fault_is_cut(m));
+    ASSERT_EQ(media_write(m, 3, 1, Block('4').data()), 0);   // accepted, dropped
+    EXPECT_EQ(ReadBlocks(m, 3, 1), Block('\0'));
+    EXPECT_EQ(media_flush(m), 0);                            // power is off
+    struct media *none, *all;
+    ASSERT_EQ(media_fault_snapshot(m, MEDIA_FAULT_KEEP_NONE, 0, &none), 0);
+    ASSERT_EQ(media_fault_snapshot(m, MEDIA_FAULT_KEEP_ALL, 0, &all), 0);
+    EXPECT_EQ(ReadBlocks(none, 0, 3), Block('1') + Block('\0') + Block('\0'));
+    EXPECT_EQ(ReadBlocks(all, 0, 4), Block('1') + Block('2') + Block('3') + Block('\0'));
+    int kept = 0;
+    for (uint64_t seed = 0; seed < 64; seed++) {
+        struct media *r;
+        ASSERT_EQ(media_fault_snapshot(m, MEDIA_FAULT_KEEP_RANDOM, seed, &r), 0);
+        std::string b = ReadBlocks(r, 1, 1);
+        EXPECT_TRUE(b == Block('2') || b == Block('\0'));
+        kept += b == Block('2');
+        media_close(r);
+    }
+    EXPECT_GT(kept, 0);
+    EXPECT_LT(kept, 64);
+    media_close(none);
+    media_close(all);
+    media_close(m);
+}
+
+TEST(MediaFault, TornWriteKeepsTheOldTail)
+{
+    struct media *m;
+    ASSERT_EQ(media_fault_create(8, &m), 0);
+    std::string old = Block('o') + Block('o');
+    ASSERT_EQ(media_write(m, 0, 2, old.data()), 0);
+    ASSERT_EQ(media_flush(m), 0);
+    media_fault_cut_after(m, 2, MEDIA_BLOCK_SIZE + 100);
+    std::string nw = Block('n') + Block('n');
+    ASSERT_EQ(media_write(m, 0, 2, nw.data()), 0);
+    struct media *s;
+    ASSERT_EQ(media_fault_snapshot(m, MEDIA_FAULT_KEEP_ALL, 0, &s), 0);
+    std::string want = Block('n') + std::string(100, 'n') + std::string(MEDIA_BLOCK_SIZE - 100, 'o');
+    EXPECT_EQ(ReadBlocks(s, 0, 2), want);
+    media_close(s);
+    media_close(m);
+}
+
+TEST(MediaFault, HandlesShareOneDisk)
+{
+    struct media *m, *h;
+    ASSERT_EQ(media_fault_create(8, &m), 0);
+    ASSERT_EQ(media_fault_open_again(m, &h), 0);
+    ASSERT_EQ(media_write(h, 5, 1, Block('h').data()), 0);
+    media_close(h);
+    EXPECT_EQ(ReadBlocks(m, 5, 1), Block('h'));
+    ASSERT_EQ(media_discard(m, 5, 1), 0);
+    EXPECT_EQ(ReadBlocks(m, 5, 1), Block('\0'));
+    media_close(m);
+}
