@@ -19,6 +19,7 @@
  */
 #include "device/engine_int.h"
 #include "device/perm.h"
+#include "device/sysdir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -104,6 +105,8 @@ static int walk_step(struct engine *e, struct eng_cmd *c, struct walk *w, const 
     struct sfs_attr a;
     int r = walk_search(e, c, w);
     if (!r)
+        r = sysdir_check(w->dir, name, -ENOENT);   /* device/sysdir.h */
+    if (!r)
         r = sfs_lookup(e->fs, w->dir, name, &a);
     if (r)
         return r;
@@ -125,6 +128,8 @@ static int walk_final(struct engine *e, struct eng_cmd *c, struct walk *w, unsig
         return sfs_getattr(e->fs, w->dir, &w->attr);
     }
     int r = walk_search(e, c, w);
+    if (!r)
+        r = sysdir_check(w->dir, w->last, -ENOENT);   /* device/sysdir.h */
     if (!r)
         r = sfs_lookup(e->fs, w->dir, w->last, &w->attr);
     if (r)
