@@ -36,7 +36,8 @@ struct up_opts {
 };
 
 static const char up_usage[] =
-    "usage: cisc up [-f] [--cores N] [--sched fifo] [--log FILE] [-o OPTS] [IMAGE [MOUNTPOINT]]\n"
+    "usage: cisc up [-f] [--cores N] [--sched fifo] [--link-latency-ns N] [--core-speed F]\n"
+    "               [--log FILE] [-o OPTS] [IMAGE [MOUNTPOINT]]\n"
     "\n"
     "Starts a device on IMAGE and mounts its file system on MOUNTPOINT.\n"
     "With no IMAGE, uses $XDG_DATA_HOME/ciscfs/default.img (1 GiB, made on\n"

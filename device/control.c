@@ -222,7 +222,8 @@ static ssize_t call(int fd, uint16_t type, const void *req, size_t reqlen, int p
     if (ret == 0) {
         *status = (int32_t)le32_get(frame + CTL_HDR_SIZE);
         ret = (ssize_t)h.len - 4;
-        memcpy(buf, frame + CTL_HDR_SIZE + 4, (size_t)ret < size ? (size_t)ret : size);
+        if (size)
+            memcpy(buf, frame + CTL_HDR_SIZE + 4, (size_t)ret < size ? (size_t)ret : size);
     } else if (*rfd >= 0) {
         close(*rfd);
         *rfd = -1;

@@ -109,6 +109,11 @@ static int start_control(struct device *d, const char *path, char *err, size_t e
     int r = ctl_create(path, handle_ctl, d, &d->ctl);
     if (!r)
         ctl_set_close_hook(d->ctl, close_session);
+    /* Connecting needs write permission on the socket. A device run by
+     * root serves every user (like its allow_other mount): each request
+     * acts with the caller's own credentials from SO_PEERCRED. */
+    if (!r && chmod(path, geteuid() == 0 ? 0666 : 0600))
+        r = -errno;
     if (r == -EADDRINUSE)
         return fail(err, errlen, r, "control socket %s belongs to a running device", path);
     if (r)
@@ -268,9 +273,10 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
     put(&o, "model cores %u sched %s dispatch %s link_latency_ns %llu core_speed %.2f\n",
         ss.cores, ss.policy, ss.direct ? "direct" : "queue",
         (unsigned long long)dm.link_latency_ns, dm.core_speed);
-    put(&o, "qp sessions %llu queues %llu pollers %u poll_us %u fetched %llu refused %llu "
-            "completed %llu invalidated %llu dead %llu sleeps %llu\n",
-        (unsigned long long)qs.sessions, (unsigned long long)qs.queues, qs.pollers, qs.poll_us,
+    put(&o, "qp sessions %llu queues %llu handles %llu pollers %u poll_us %u fetched %llu "
+            "refused %llu completed %llu invalidated %llu dead %llu sleeps %llu\n",
+        (unsigned long long)qs.sessions, (unsigned long long)qs.queues,
+        (unsigned long long)qs.handles, qs.pollers, qs.poll_us,
         (unsigned long long)qs.fetched, (unsigned long long)qs.refused,
         (unsigned long long)qs.completed, (unsigned long long)qs.invalidated,
         (unsigned long long)qs.dead, (unsigned long long)qs.sleeps);

@@ -13,9 +13,9 @@
  *
  * A command is a plain struct with no hidden state the submitter must
  * set up beyond eng_cmd_init(), so a shared-memory decoder can fill one
- * after validating a client's request. ENG_OP_CISC (a vector of steps
- * that pass buffers along, FusionFS §4.3) has its opcode reserved; it
- * returns -EOPNOTSUPP until issue 5.
+ * after validating a client's request. ENG_OP_CISC is a vector of steps
+ * that pass buffers along (FusionFS §4.3); until its executor is merged it
+ * returns -EOPNOTSUPP.
  *
  * Operand use per op (unlisted fields are ignored):
  *   LOOKUP      ino=dir name                    -> attr, takes 1 reference
@@ -49,6 +49,17 @@
  *   LSEEK       fh off flags=SEEK_DATA|SEEK_HOLE -> ret=offset
  *   COPY_RANGE  fh off fh2 off2 len             -> ret=bytes
  *   SYNC                                        whole file system durable
+ *
+ * CISC (from a libcisc queue; the executor is device/cisc.*):
+ *   CISC        in=steps size=nsteps flags=op flags (SQE flags) arena
+ *               off,len=the step-result area in the arena (nsteps struct
+ *               wire_step_res)              -> ret=overall status,
+ *                                              out_off=steps run (CQE aux)
+ *               `in` is the door's private copy of the client's step
+ *               array (device/wire.h), read once from the arena; its
+ *               offset/length fields are not checked yet: the executor
+ *               validates every step (kinds, references to earlier steps
+ *               only, arena ranges with qp_arena_*) before the first runs.
  *
  * The libcisc door (engine_path.c) names files by path and uses the
  * submitting session's handle table (cmd->hdl); paths are resolved from

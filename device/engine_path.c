@@ -84,11 +84,11 @@ static int walk_splice(struct engine *e, struct walk *w, uint64_t ino, const cha
         return (int)n;
     if (n == 0)
         return -ENOENT;
-    size_t rl = strlen(rest);
-    if ((size_t)n + 1 + rl >= WALK_BUF)
+    size_t rl = strlen(rest), sep = rl ? 1 : 0;
+    if ((size_t)n + sep + rl >= WALK_BUF)
         return -ENAMETOOLONG;
-    w->tmp[n] = '/';
-    memcpy(w->tmp + n + 1, rest, rl + 1);
+    w->tmp[n] = '/';   /* overwritten by the NUL when rest is empty */
+    memcpy(w->tmp + n + sep, rest, rl + 1);
     char *t = w->buf;
     w->buf = w->tmp;
     w->tmp = t;

@@ -88,6 +88,10 @@ void qp_service_stats(struct qp_service *svc, struct qp_stats *st)
     st->pollers = svc->npollers;
     st->poll_us = svc->poll_us;
     st->sessions = LOAD(svc->nsessions);
+    pthread_mutex_lock(&svc->lock);
+    for (struct qp_session *s = svc->sessions; s; s = s->next)
+        st->handles += hdl_count(s->hdl);
+    pthread_mutex_unlock(&svc->lock);
     st->queues = LOAD(svc->nqueues);
     st->fetched = LOAD(svc->fetched);
     st->refused = LOAD(svc->refused);

@@ -116,6 +116,7 @@ struct qp_config {
 struct qp_stats {
     unsigned pollers, poll_us;
     uint64_t sessions, queues;        /* live now */
+    uint64_t handles;                 /* open in all sessions now */
     uint64_t fetched;                 /* SQEs copied */
     uint64_t refused;                 /* SQEs that failed validation */
     uint64_t completed;               /* CQEs posted */

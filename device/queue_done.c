@@ -60,6 +60,8 @@ static void finish(struct qp_cmd *qc)
     memset(q, 0, sizeof(*q));
     q->user_data = qc->user_data;
     q->res = c->ret;
+    if (qc->wop == WIRE_OP_CISC)
+        q->aux = c->out_off;   /* steps run, also when the op failed */
     if (c->ret < 0)
         return;
     switch (qc->wop) {

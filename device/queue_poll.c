@@ -234,9 +234,9 @@ static int dec_rename(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **o
 }
 
 /* CISC: the step array and the result array inside the arena; the steps
- * are copied once into private memory. Execution belongs to the CISC
- * engine (device/cisc.*, cisc branch); until it is merged the command is
- * refused with -EOPNOTSUPP after validation. */
+ * are copied once into private memory (qc->priv) and the command goes to
+ * the engine as ENG_OP_CISC (engine.h), whose executor (device/cisc.*)
+ * decodes and checks every step before the first one runs. */
 static int dec_cisc(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out)
 {
     uint64_t n = s->nsteps;
@@ -247,7 +247,21 @@ static int dec_cisc(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out
         return -EFAULT;
     if (s->res_len < n * sizeof(struct wire_step_res))
         return -EINVAL;
-    return -EOPNOTSUPP;
+    struct qp_cmd *qc = cmd_new(qp, s, ENG_OP_CISC, 0);
+    void *steps = qc ? malloc(s->len) : NULL;
+    if (!steps) {
+        free(qc);
+        return -ENOMEM;
+    }
+    memcpy(steps, qp->arena.base + s->addr, s->len);   /* the one fetch */
+    qc->priv = steps;
+    qc->c.in = steps;
+    qc->c.size = n;
+    qc->c.flags = s->flags;
+    qc->c.off = s->res_off;
+    qc->c.len = s->res_len;
+    *out = qc;
+    return 0;
 }
 
 /* Validates the private copy s into a command. Returns 0 or -errno. */

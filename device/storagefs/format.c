@@ -135,7 +135,7 @@ static uint64_t div_up(uint64_t a, uint64_t b)
     return a / b + (a % b != 0);
 }
 
-#define MIN_JOURNAL 64u
+#define MIN_JOURNAL 256u    /* room for the largest single operation */
 #define MIN_DATA    16u
 
 int sfs_sb_layout(struct sfs_sb *sb, uint64_t nblocks, uint64_t ninodes,

@@ -181,16 +181,21 @@ static void load_bitmap(struct fck *f, uint64_t start, uint64_t nblk, uint32_t m
     }
 }
 
-static int alloc_state(struct fck *f)
+/* Bitmaps and the read cache (enough for sfs_info); with `full`, also
+ * the claim map and the per-inode table fsck needs. */
+static int alloc_state(struct fck *f, bool full)
 {
     const struct sfs_sb *sb = &f->sb;
     f->bbm = calloc(sb->nblocks / 8 + 1, 1);
-    f->claimed = calloc(sb->nblocks / 8 + 1, 1);
     f->ibm = calloc(sb->ninodes / 8 + 1, 1);
     f->bbm_ok = calloc(sb->bbitmap_blocks, sizeof(bool));
-    f->in = calloc(sb->ninodes, sizeof(*f->in));
     f->cache = malloc(FCK_CACHE * SFS_BSIZE);
-    return f->bbm && f->claimed && f->ibm && f->bbm_ok && f->in && f->cache ? 0 : -ENOMEM;
+    if (full) {
+        f->claimed = calloc(sb->nblocks / 8 + 1, 1);
+        f->in = calloc(sb->ninodes, sizeof(*f->in));
+    }
+    bool ok = f->bbm && f->ibm && f->bbm_ok && f->cache && (!full || (f->claimed && f->in));
+    return ok ? 0 : -ENOMEM;
 }
 
 static void free_state(struct fck *f)
@@ -368,7 +373,7 @@ int sfs_fsck(struct media *m, sfs_problem_fn fn, void *arg, struct sfs_fsck_resu
         r = -EUCLEAN;
     }
     if (!r)
-        r = alloc_state(&f);
+        r = alloc_state(&f, true);
     if (!r) {
         load_journal(&f, res);
         load_bitmap(&f, f.sb.bbitmap_start, f.sb.bbitmap_blocks, SFS_MAGIC_BBITMAP,
@@ -430,7 +435,7 @@ int sfs_info(struct media *m, struct sfs_info *o)
     f.fn = discard_problem;
     int r = sfs_read_super(m, 0, &f.sb);
     if (!r)
-        r = alloc_state(&f);
+        r = alloc_state(&f, false);
     if (!r)
         r = jscan_run(m, &f.sb, &f.js);
     if (!r) {

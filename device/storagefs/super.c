@@ -53,8 +53,6 @@ static int geometry(struct sfs_sb *sb, uint64_t nblocks, const struct sfs_mkfs_o
     ninodes = (ninodes + SFS_INODES_PER_BLOCK - 1) / SFS_INODES_PER_BLOCK *
               SFS_INODES_PER_BLOCK;
     uint64_t jb = o->journal_blocks ? o->journal_blocks : clamp64(nblocks / 32, 256, 32768);
-    if (!o->journal_blocks && jb > nblocks / 4)
-        jb = clamp64(nblocks / 4, 64, jb);
     return sfs_sb_layout(sb, nblocks, ninodes, jb);
 }
 

@@ -24,6 +24,9 @@
  * their session: another session cannot use them, and closing the
  * session (or the process dying) closes them all.
  *
+ * A session does not survive fork(): a child process opens its own (and
+ * gets its own credentials).
+ *
  * Queues. A queue pair is a region of memory shared with the device: a
  * submission ring, a completion ring and a data arena. A session may have
  * many; the normal use is one per thread. A queue is not thread-safe: one
@@ -140,8 +143,8 @@ CISC_API void cisc_buf_free(struct cisc_queue *q, void *buf);
 
 /* Opens (flags O_RDONLY / O_WRONLY / O_RDWR, plus O_CREAT, O_EXCL,
  * O_TRUNC, O_APPEND, O_DIRECTORY, O_NOFOLLOW; others are ignored) the file
- * at path, creating it with `mode` (before the device's umask-free
- * rules: mode is used as given) when O_CREAT is set and it is missing.
+ * at path, creating it with permission bits `mode` when O_CREAT is set and
+ * it is missing (no umask applies: mode is used as given).
  * The handle *fh belongs to the session until cisc_close(); its file
  * position starts at 0 (used by cisc_read / cisc_write). O_APPEND handles
  * write at the end, atomically. Returns 0 and sets *fh, or -errno

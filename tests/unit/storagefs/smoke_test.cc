@@ -48,3 +48,18 @@ TEST_F(Smoke, FreshImageIsClean)
     ExpectClean();
     Mount();
 }
+
+TEST_F(Smoke, TinyImageSupportsEveryOperation)
+{
+    Format(512);          // 2 MiB: the journal takes half of it
+    uint64_t d = Mkdir(SFS_ROOT_INO, "d");
+    uint64_t f = Create(d, "f");
+    Write(f, 0, std::string(20000, 't'));
+    EXPECT_EQ(sfs_rename(fs, nullptr, d, "f", SFS_ROOT_INO, "g", 0), 0);
+    EXPECT_EQ(sfs_setxattr(fs, nullptr, f, "user.x", "1", 1, 0), 0);
+    EXPECT_EQ(sfs_unlink(fs, nullptr, SFS_ROOT_INO, "g"), 0);
+    EXPECT_EQ(sfs_rmdir(fs, nullptr, SFS_ROOT_INO, "d"), 0);
+    Unmount();
+    ExpectClean();
+    Mount();
+}
