@@ -240,4 +240,38 @@ struct wire_step_res {
 };
 _Static_assert(sizeof(struct wire_step_res) == 16, "wire_step_res is 16 bytes");
 
+/* ---- the bpf step (issue 6; docs/BPF.md "Programs in the device") -------
+ *
+ * WIRE_STEP_BPF runs a program loaded into the device (CTL_PROG_LOAD)
+ * over its input in blocks; the blocks' outputs, concatenated, are the
+ * step's output. Fields:
+ *   key_id     the program's id (libcisc resolves names: cisc_prog_id)
+ *   in_step    input: an earlier step's output, or arena (addr, alen)
+ *   off        ctx->offset of the input's first byte (its file offset)
+ *   len        block size: bytes per invocation (0 = 4096; at most 64 MiB)
+ *   out_cap    output capacity (0 = blocks * bytes per invocation's output)
+ *   arg[0..1]  ctx->arg[0..1] (arg[2..3] are 0) unless an argument block
+ *   flags2     WIRE_BPF_* below
+ *   fh         with WIRE_BPF_ARGS: arena offset of a struct wire_bpf_args
+ *              (read once when the vector is decoded)
+ * Errors of the step: the program's own negative return value as it
+ * returned it; -ETIME when an invocation exhausted the instruction budget
+ * (cisc up --prog-budget); -ERANGE when an invocation returned more than
+ * its output buffer; -EOVERFLOW when the outputs exceed out_cap; -ENOENT
+ * (no such program), -EACCES (not the owner's and not shared), -ENOEXEC
+ * (stored but no longer verifies), -EBUSY (stream in use) before any step
+ * runs.
+ */
+#define WIRE_BPF_ARGS (1u << 0)   /* fh names a struct wire_bpf_args */
+#define WIRE_BPF_MORE (1u << 1)   /* stream: input continues in a later op (no LAST_BLOCK) */
+
+struct wire_bpf_args {
+    uint64_t arg[4];     /* ctx->arg[0..3] */
+    uint64_t stream;     /* a stream (CTL_PROG_STREAM) carrying state and block count; 0 = none */
+    uint32_t block_out;  /* output bytes per invocation; 0 = 2 * block size */
+    uint32_t reserved;   /* 0 */
+    uint64_t reserved2[2];
+};
+_Static_assert(sizeof(struct wire_bpf_args) == 64, "wire_bpf_args is 64 bytes");
+
 #endif

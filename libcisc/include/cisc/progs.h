@@ -21,6 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,6 +32,7 @@ extern "C" {
 #endif
 
 struct cisc_session;
+struct cisc_queue;
 
 #define CISC_PROG_NAME_MAX 64      /* with the NUL */
 #define CISC_PROG_SHARED   (1u << 0)
@@ -106,6 +108,45 @@ CISC_API int cisc_prog_stream_open(struct cisc_session *s, uint64_t *stream);
 
 /* Closes a stream. Returns 0 or -ENOENT. */
 CISC_API int cisc_prog_stream_close(struct cisc_session *s, uint64_t stream);
+
+/* ---- running a program over a whole file ------------------------------ */
+
+struct cisc_prog_run_opts {
+    const char *prog;              /* name or id */
+    uint64_t arg[4];               /* the program's ctx->arg[0..3] */
+    uint32_t block_size;           /* bytes per invocation; 0 = 4096 */
+    uint32_t block_out;            /* output buffer per invocation; 0 = 2 * block_size */
+    uint64_t chunk;                /* input bytes per fused op; 0 = 4 MiB (whole blocks) */
+    uint64_t out_cap;              /* output bytes one op may produce; 0 = chunk + 2 blocks' */
+    const char *output;            /* file in the device for the result; NULL: sink */
+    mode_t mode;                   /* output's mode when created; 0 = 0644 */
+    /* With no output: receives the result, in order; nonzero stops the run
+     * (its value is returned). */
+    int (*sink)(void *arg, const void *buf, size_t len);
+    void *sink_arg;
+};
+
+struct cisc_prog_run_stats {
+    uint64_t in_bytes;             /* input bytes the device read */
+    uint64_t out_bytes;            /* result bytes (written in the device, or sent to sink) */
+    uint64_t ops;                  /* fused ops submitted */
+    int failed_step;               /* on failure in an op: 0 read, 1 program, 2 write; else -1 */
+};
+
+/* Runs program o->prog over the file `input` (a path in the device) as
+ * a read -> program -> write fused op per chunk, in the device: the data
+ * never leaves it, only the result does when there is no output file. A
+ * stream (cisc_prog_stream_open) carries the program's state from chunk
+ * to chunk, so it sees one continuous input in blocks.
+ * With o->output, the result goes to a new file beside it that replaces
+ * o->output only when the whole run succeeded: a failing run leaves every
+ * file as it was. st (may be NULL) gets what happened.
+ * Returns 0 or -errno: the program's own negative return value, -ETIME
+ * (an invocation exhausted its instruction budget), -EOVERFLOW (one op's
+ * result exceeded out_cap: use a smaller chunk or a larger out_cap), the
+ * errors of cisc_prog_id, cisc_open and the fused op, or sink's value. */
+CISC_API int cisc_prog_run(struct cisc_queue *q, const char *input,
+                           const struct cisc_prog_run_opts *o, struct cisc_prog_run_stats *st);
 
 #ifdef __cplusplus
 }
