@@ -32,6 +32,14 @@
  *                    memfd in SCM_RIGHTS (layout: device/wire.h)
  *   CTL_QP_DESTROY u32 qp id -> s32 status, after the queue's commands
  *                    completed
+ *   CTL_KEY_ADD   u32 alg (1 = XChaCha20-Poly1305 IETF), u32 len, key bytes
+ *                    -> s32 status, u32 key id for ENCRYPT/DECRYPT steps
+ *                    (device/compute/keys.h; the device wipes the request
+ *                    buffer's copy of the key)
+ *   CTL_KEY_REMOVE u32 key id -> s32 status (-ENOKEY if unknown)
+ *   CTL_PROG_LOAD, _LIST, _SHOW, _UNLOAD, _STREAM (16..20): eBPF programs;
+ *                    payloads in device/progs_wire.h (a load passes the
+ *                    object as a sealed memfd in SCM_RIGHTS: see rfd below)
  *
  * A connection's session (its queue pairs and open file handles) ends
  * with the connection.
@@ -73,6 +81,8 @@ enum ctl_type {
     CTL_SESSION = 4,
     CTL_QP_CREATE = 5,
     CTL_QP_DESTROY = 6,
+    CTL_KEY_ADD = 7,
+    CTL_KEY_REMOVE = 8,
     /* 16..31: eBPF programs (device/progs_wire.h has the payloads) */
     CTL_PROG_LOAD = 16,
     CTL_PROG_LIST = 17,

@@ -3,10 +3,12 @@
 
 #include "common/corrupt.h"
 #include "common/le.h"
+#include "device/compute/keys.h"
 #include "device/control.h"
 #include "device/stats.h"
 
 #include <errno.h>
+#include <sodium.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -399,6 +401,28 @@ static int reply_progs(struct device *d, struct ctl_req *req)
     return 0;
 }
 
+/* CTL_KEY_ADD: the key goes to the session's registry; the frame buffer
+ * (the control thread's, writable) is wiped of it. */
+static int reply_key_add(struct device *d, struct ctl_req *req)
+{
+    struct qp_session *s;
+    uint8_t p[4] = { 0 };
+    int r = get_session(d, req, &s);
+    if (!r)
+        r = ckey_ctl_add(qp_session_keys(s), (uint8_t *)req->payload, req->len, p);
+    else
+        sodium_memzero((uint8_t *)req->payload, req->len);
+    return ctl_reply(req, r, p, r ? 0 : sizeof(p)), 0;
+}
+
+static int reply_key_remove(struct device *d, struct ctl_req *req)
+{
+    int r = !*req->session ? -ENOKEY
+                           : ckey_ctl_remove(qp_session_keys(*req->session), req->payload,
+                                             req->len);
+    return ctl_reply(req, r, NULL, 0), 0;
+}
+
 static int handle_ctl(void *arg, struct ctl_req *req)
 {
     struct device *d = arg;
@@ -411,6 +435,10 @@ static int handle_ctl(void *arg, struct ctl_req *req)
         return reply_qp_create(d, req);
     case CTL_QP_DESTROY:
         return reply_qp_destroy(d, req);
+    case CTL_KEY_ADD:
+        return reply_key_add(d, req);
+    case CTL_KEY_REMOVE:
+        return reply_key_remove(d, req);
     case CTL_PING: {
         uint8_t p[8];
         le32_put(p, (uint32_t)getpid());

@@ -72,6 +72,17 @@ static void run(void *arg, struct sched_item *it, unsigned core)
     complete(c);   /* c may be gone after this */
 }
 
+/* Destroys the engine's locks and frees it. */
+static void free_locks(struct engine *e)
+{
+    for (unsigned i = 0; i < ENG_INO_STRIPES; i++)
+        pthread_rwlock_destroy(&e->ino_lock[i]);
+    pthread_mutex_destroy(&e->mem_mu);
+    pthread_cond_destroy(&e->mem_cv);
+    pthread_rwlock_destroy(&e->watch_lock);
+    free(e);
+}
+
 int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out)
 {
     const struct sched_policy *pol = sched_policy_find(cfg->sched ? cfg->sched : "fifo");
@@ -83,8 +94,11 @@ int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out
     e->fs = fs;
     e->cores = cfg->cores;
     e->trace = cfg->trace;
-    for (unsigned i = 0; i < ENG_APPEND_LOCKS; i++)
-        pthread_mutex_init(&e->append_lock[i], NULL);
+    for (unsigned i = 0; i < ENG_INO_STRIPES; i++)
+        pthread_rwlock_init(&e->ino_lock[i], NULL);
+    pthread_mutex_init(&e->mem_mu, NULL);
+    pthread_cond_init(&e->mem_cv, NULL);
+    e->mem_budget = cfg->dev_ram ? cfg->dev_ram : ENG_DEV_RAM_DEFAULT;
     pthread_rwlock_init(&e->watch_lock, NULL);
     int r = stats_create(ENG_OP_COUNT, cfg->cores, &e->stats);
     if (!r)
@@ -95,8 +109,7 @@ int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out
     if (r) {
         hdl_table_destroy(e->hdl);
         stats_destroy(e->stats);
-        pthread_rwlock_destroy(&e->watch_lock);
-        free(e);
+        free_locks(e);
         return r;
     }
     *out = e;
@@ -113,10 +126,7 @@ void eng_destroy(struct engine *e)
         sfs_iput(e->fs, h.ino);
     hdl_table_destroy(e->hdl);
     stats_destroy(e->stats);
-    for (unsigned i = 0; i < ENG_APPEND_LOCKS; i++)
-        pthread_mutex_destroy(&e->append_lock[i]);
-    pthread_rwlock_destroy(&e->watch_lock);
-    free(e);
+    free_locks(e);
 }
 
 void eng_drain(struct engine *e)
@@ -138,6 +148,12 @@ int eng_submit(struct engine *e, struct eng_cmd *cmd)
 {
     cmd->item.tenant = cmd->cred.uid;
     return sched_submit(e->sched, &cmd->item);
+}
+
+int eng_submit_handoff(struct engine *e, struct eng_cmd *cmd)
+{
+    cmd->item.no_direct = true;
+    return eng_submit(e, cmd);
 }
 
 int64_t eng_call(struct engine *e, struct eng_cmd *cmd)

@@ -13,9 +13,10 @@
  *
  * A command is a plain struct with no hidden state the submitter must
  * set up beyond eng_cmd_init(), so a shared-memory decoder can fill one
- * after validating a client's request. ENG_OP_CISC is a vector of steps
- * that pass buffers along (FusionFS §4.3); until its executor is merged it
- * returns -EOPNOTSUPP.
+ * after validating a client's request. ENG_OP_CISC runs a vector of steps
+ * that pass buffers along (FusionFS §4.3), decoded and validated
+ * beforehand by cisc_decode() (device/cisc.h); ENG_OP_CISC_PART is the
+ * engine's own: a share of an op's independent steps run on another core.
  *
  * Operand use per op (unlisted fields are ignored):
  *   LOOKUP      ino=dir name                    -> attr, takes 1 reference
@@ -49,6 +50,8 @@
  *   LSEEK       fh off flags=SEEK_DATA|SEEK_HOLE -> ret=offset
  *   COPY_RANGE  fh off fh2 off2 len             -> ret=bytes
  *   SYNC                                        whole file system durable
+ *   CISC        cisc=decoded vector             -> ret=status, cisc->res
+ *   CISC_PART   (internal: submitted by CISC to spread independent steps)
  *
  * CISC (from a libcisc queue; the executor is device/cisc.*):
  *   CISC        in=steps size=nsteps flags=op flags (SQE flags) arena
@@ -124,7 +127,8 @@ extern "C" {   /* also for the StorageFS header included here */
     X(NOP, nop) X(OPEN_PATH, open_path) X(STAT_PATH, stat_path) X(FSTAT, fstat) \
     X(UNLINK_PATH, unlink_path) X(MKDIR_PATH, mkdir_path) X(RMDIR_PATH, rmdir_path) \
     X(RENAME_PATH, rename_path) X(READDIR_PATH, readdir_path) X(APPEND, append) \
-    X(FTRUNCATE, ftruncate)
+    X(FTRUNCATE, ftruncate) \
+    X(CISC_PART, cisc_part)
 
 enum eng_op {
 #define X(N, n) ENG_OP_##N,
@@ -165,11 +169,12 @@ typedef int (*eng_fill_fn)(void *arg, const struct sfs_dirent *de,
                            const struct sfs_attr *attr);
 
 struct eng_cmd;
+struct eng_cisc;
 typedef void (*eng_done_fn)(struct eng_cmd *cmd);
 
 /* What a command changed, for a watcher's caches (see eng_set_watch). */
-#define ENG_CHG_INODES  4u
-#define ENG_CHG_ENTRIES 2u
+#define ENG_CHG_INODES  8u   /* a fused op may change several files */
+#define ENG_CHG_ENTRIES 4u
 
 struct eng_chg {
     unsigned ninodes, nentries;
@@ -210,6 +215,8 @@ struct eng_cmd {
     struct hdl_table *hdl;    /* the session's handles; NULL = the engine's (FUSE) */
     struct eng_chg *chg;      /* non-NULL: record changes here */
     const struct qp_arena *arena;   /* CISC: the client's arena */
+    struct eng_cisc *cisc;    /* CISC: the decoded vector (results in it) */
+    void *part;               /* CISC_PART: the shared work (cisc_exec.c) */
     /* results */
     int64_t ret;              /* 0, a count/offset, or -errno */
     struct sfs_attr attr;
@@ -229,6 +236,7 @@ struct eng_config {
     const char *sched;        /* policy name, "fifo" */
     bool trace;               /* log every command to stderr (off by default) */
     bool direct;              /* scheduler direct dispatch (sched.h) */
+    uint64_t dev_ram;         /* device memory budget for CISC buffers; 0 = 2 GiB */
 };
 
 /* Starts the engine on a mounted StorageFS (not owned: the caller unmounts

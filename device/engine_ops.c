@@ -57,6 +57,23 @@ static int file_handle(struct engine *e, struct eng_cmd *c, uint64_t fh, int mas
     return 0;
 }
 
+/* Striped inode locks (engine_int.h): shared for data reads and writes,
+ * exclusive for appends and size changes, so a fused op that holds a
+ * stripe exclusive is never observed half done. */
+static void stripe_lock(struct engine *e, uint64_t ino, bool excl)
+{
+    pthread_rwlock_t *l = &e->ino_lock[eng_stripe(ino)];
+    if (excl)
+        pthread_rwlock_wrlock(l);
+    else
+        pthread_rwlock_rdlock(l);
+}
+
+static void stripe_unlock(struct engine *e, uint64_t ino)
+{
+    pthread_rwlock_unlock(&e->ino_lock[eng_stripe(ino)]);
+}
+
 /* A new entry's reply hands one reference to the door (invariant 3). */
 static int64_t entry_ref(struct engine *e, struct eng_cmd *c, int r)
 {
@@ -111,7 +128,13 @@ int64_t eop_setattr(struct engine *e, struct eng_cmd *c)
     r = perm_setattr(&c->cred, &cur, &c->sattr, &c->valid, wr);
     if (r)
         return r;
-    return sfs_setattr(e->fs, NULL, c->ino, &c->sattr, c->valid, &c->attr);
+    bool size = c->valid & SFS_SET_SIZE;
+    if (size)
+        stripe_lock(e, c->ino, true);
+    r = sfs_setattr(e->fs, NULL, c->ino, &c->sattr, c->valid, &c->attr);
+    if (size)
+        stripe_unlock(e, c->ino);
+    return r;
 }
 
 int64_t eop_readlink(struct engine *e, struct eng_cmd *c)
@@ -284,7 +307,10 @@ static int truncate_on_open(struct engine *e, uint64_t ino, const struct sfs_att
     if (!S_ISREG(a->mode) || a->size == 0)
         return 0;
     struct sfs_attr in = { .size = 0 };
-    return sfs_setattr(e->fs, NULL, ino, &in, SFS_SET_SIZE, NULL);
+    stripe_lock(e, ino, true);
+    int r = sfs_setattr(e->fs, NULL, ino, &in, SFS_SET_SIZE, NULL);
+    stripe_unlock(e, ino);
+    return r;
 }
 
 int64_t eop_open(struct engine *e, struct eng_cmd *c)
@@ -321,18 +347,24 @@ int64_t eop_read(struct engine *e, struct eng_cmd *c)
 {
     struct hdl h;
     int r = file_handle(e, c, c->fh, R_OK, &h);
-    return r ? r : sfs_read(e->fs, h.ino, c->off, c->out, c->size);
+    if (r)
+        return r;
+    stripe_lock(e, h.ino, false);
+    ssize_t n = sfs_read(e->fs, h.ino, c->off, c->out, c->size);
+    stripe_unlock(e, h.ino);
+    return n;
 }
 
+/* O_APPEND: size read and write under the stripe held exclusive, so two
+ * appenders never write at the same offset. */
 static int64_t append(struct engine *e, struct eng_cmd *c, uint64_t ino)
 {
-    pthread_mutex_t *l = &e->append_lock[ino % ENG_APPEND_LOCKS];
     struct sfs_attr a;
-    pthread_mutex_lock(l);
+    stripe_lock(e, ino, true);
     int64_t r = sfs_getattr(e->fs, ino, &a);
     if (!r)
         r = sfs_write(e->fs, NULL, ino, a.size, c->in, c->size);
-    pthread_mutex_unlock(l);
+    stripe_unlock(e, ino);
     if (r >= 0)
         c->out_off = a.size;
     return r;
@@ -346,7 +378,10 @@ int64_t eop_write(struct engine *e, struct eng_cmd *c)
         return r;
     if (h.flags & O_APPEND)
         return append(e, c, h.ino);
-    return sfs_write(e->fs, NULL, h.ino, c->off, c->in, c->size);
+    stripe_lock(e, h.ino, false);
+    ssize_t n = sfs_write(e->fs, NULL, h.ino, c->off, c->in, c->size);
+    stripe_unlock(e, h.ino);
+    return n;
 }
 
 /* Atomic append whatever the handle's flags (libcisc). */
@@ -604,7 +639,10 @@ int64_t eop_fallocate(struct engine *e, struct eng_cmd *c)
     unsigned m = (c->flags & FALLOC_FL_KEEP_SIZE ? SFS_FALLOC_KEEP_SIZE : 0) |
                  (c->flags & FALLOC_FL_PUNCH_HOLE ? SFS_FALLOC_PUNCH_HOLE : 0) |
                  (c->flags & FALLOC_FL_ZERO_RANGE ? SFS_FALLOC_ZERO_RANGE : 0);
-    return sfs_fallocate(e->fs, NULL, h.ino, m, c->off, c->len);
+    stripe_lock(e, h.ino, true);
+    r = sfs_fallocate(e->fs, NULL, h.ino, m, c->off, c->len);
+    stripe_unlock(e, h.ino);
+    return r;
 }
 
 int64_t eop_lseek(struct engine *e, struct eng_cmd *c)
@@ -657,7 +695,16 @@ int64_t eop_copy_range(struct engine *e, struct eng_cmd *c)
         return -EOVERFLOW;
     if (in.ino == out.ino && c->off < c->off2 + c->len && c->off2 < c->off + c->len)
         return -EINVAL;
-    return copy_loop(e, in.ino, c->off, out.ino, c->off2, c->len);
+    unsigned a = eng_stripe(in.ino), b = eng_stripe(out.ino);
+    uint64_t first = a <= b ? in.ino : out.ino, second = a <= b ? out.ino : in.ino;
+    stripe_lock(e, first, false);
+    if (a != b)
+        stripe_lock(e, second, false);
+    int64_t n = copy_loop(e, in.ino, c->off, out.ino, c->off2, c->len);
+    if (a != b)
+        stripe_unlock(e, second);
+    stripe_unlock(e, first);
+    return n;
 }
 
 int64_t eop_sync(struct engine *e, struct eng_cmd *c)
@@ -665,7 +712,3 @@ int64_t eop_sync(struct engine *e, struct eng_cmd *c)
     return sfs_sync(e->fs);
 }
 
-int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
-{
-    return -EOPNOTSUPP;   /* CISC vectors arrive with issue 5 */
-}

@@ -3,6 +3,8 @@
  * in queue_done.c. */
 #include "device/queue_int.h"
 
+#include "device/compute/keys.h"
+
 #include "device/handle.h"
 
 #include <errno.h>
@@ -110,6 +112,8 @@ int qp_session_create(struct qp_service *svc, const struct eng_cred *cred,
     if (!s)
         return -ENOMEM;
     int r = hdl_table_create(&s->hdl);
+    if (!r && (r = ckey_table_create(&s->keys)) != 0)
+        hdl_table_destroy(s->hdl);
     if (r) {
         free(s);
         return r;
@@ -160,13 +164,21 @@ void qp_session_destroy(struct qp_session *s)
         list = qp->next;
         qp_free(qp);
     }
-    /* No command of the session is in flight now: its handles can go. */
+    /* No command of the session is in flight now: its handles can go,
+     * and its keys are wiped. */
     eng_release_handles(s->svc->eng, s->hdl);
+    ckey_table_destroy(s->keys);
+    s->keys = NULL;
     hdl_table_destroy(s->hdl);
     session_unlink(s);
     __atomic_sub_fetch(&s->svc->nsessions, 1, __ATOMIC_RELAXED);
     pthread_mutex_destroy(&s->lock);
     free(s);
+}
+
+struct ckey_table *qp_session_keys(struct qp_session *s)
+{
+    return s->keys;
 }
 
 const struct eng_cred *qp_session_cred(const struct qp_session *s)

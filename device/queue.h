@@ -148,6 +148,11 @@ int qp_session_create(struct qp_service *svc, const struct eng_cred *cred,
  * handles and frees it. */
 void qp_session_destroy(struct qp_session *s);
 
+/* The session's key registry (device/compute/keys.h): keys registered
+ * with CTL_KEY_ADD, named by ENCRYPT/DECRYPT steps, wiped when the
+ * session ends. */
+struct ckey_table *qp_session_keys(struct qp_session *s);
+
 /* The credentials a session acts with. */
 const struct eng_cred *qp_session_cred(const struct qp_session *s);
 

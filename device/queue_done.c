@@ -6,6 +6,7 @@
  */
 #include "device/queue_int.h"
 
+#include "device/cisc.h"
 #include "device/model.h"
 
 #include <errno.h>
@@ -52,6 +53,17 @@ static void put_stat(struct qp_cmd *qc)
     qp_arena_write(&qc->qp->arena, qc->res_off, &st, sizeof(st));
 }
 
+/* CISC: every step's result into the result array (one copy), the
+ * op's status and the number of steps that completed into the CQE. */
+static void put_cisc(struct qp_cmd *qc)
+{
+    struct eng_cisc *v = qc->c.cisc;
+    cisc_release(v);
+    qp_arena_write(&qc->qp->arena, qc->res_off, v->res, v->n * sizeof(v->res[0]));
+    qc->cqe.res = v->status;
+    qc->cqe.aux = v->ran;
+}
+
 /* Builds the CQE from the engine's results (and writes STAT output). */
 static void finish(struct qp_cmd *qc)
 {
@@ -60,8 +72,8 @@ static void finish(struct qp_cmd *qc)
     memset(q, 0, sizeof(*q));
     q->user_data = qc->user_data;
     q->res = c->ret;
-    if (qc->wop == WIRE_OP_CISC)
-        q->aux = c->out_off;   /* steps run, also when the op failed */
+    if (qc->wop == WIRE_OP_CISC && c->cisc)
+        put_cisc(qc);
     if (c->ret < 0)
         return;
     switch (qc->wop) {

@@ -47,6 +47,7 @@ struct qp_session {
     struct qp_session *next;       /* service's list (service lock) */
     struct eng_cred cred;
     struct hdl_table *hdl;
+    struct ckey_table *keys;       /* encryption keys (device/compute/keys.h) */
     pthread_mutex_t lock;          /* protects qps, nqps, next_id */
     struct qp *qps;
     unsigned nqps;

@@ -6,6 +6,7 @@
  */
 #include "device/queue_int.h"
 
+#include "device/cisc.h"
 #include "device/model.h"
 #include "device/sched.h"
 
@@ -233,10 +234,11 @@ static int dec_rename(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **o
     return 0;
 }
 
-/* CISC: the step array and the result array inside the arena; the steps
- * are copied once into private memory (qc->priv) and the command goes to
- * the engine as ENG_OP_CISC (engine.h), whose executor (device/cisc.*)
- * decodes and checks every step before the first one runs. */
+/* CISC: the step array and the result array inside the arena. The steps
+ * are copied once into private memory and decoded there (device/cisc.h);
+ * a vector the decoder refuses still becomes a command, which completes
+ * at once with the decoder's per-step results (the bad step's errno, the
+ * others -ECANCELED), so the client learns which step was wrong. */
 static int dec_cisc(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out)
 {
     uint64_t n = s->nsteps;
@@ -247,19 +249,24 @@ static int dec_cisc(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out
         return -EFAULT;
     if (s->res_len < n * sizeof(struct wire_step_res))
         return -EINVAL;
-    struct qp_cmd *qc = cmd_new(qp, s, ENG_OP_CISC, 0);
-    void *steps = qc ? malloc(s->len) : NULL;
-    if (!steps) {
-        free(qc);
+    struct wire_step *steps = malloc(s->len);
+    struct eng_cisc *v = malloc(sizeof(*v));
+    struct qp_cmd *qc = steps && v ? cmd_new(qp, s, ENG_OP_CISC, 0) : NULL;
+    if (!qc) {
+        free(steps);
+        free(v);
         return -ENOMEM;
     }
     memcpy(steps, qp->arena.base + s->addr, s->len);   /* the one fetch */
-    qc->priv = steps;
-    qc->c.in = steps;
-    qc->c.size = n;
-    qc->c.flags = s->flags;
-    qc->c.off = s->res_off;
-    qc->c.len = s->res_len;
+    struct cisc_limits lim;
+    eng_cisc_limits(qp->sess->svc->eng, &lim);
+    struct eng_arena a = { qp->arena.base, qp->arena.size };
+    cisc_decode(v, steps, (unsigned)n, &a, &lim, qp->sess->keys);
+    free(steps);
+    qc->c.cisc = v;
+    qc->priv = v;
+    qc->res_off = s->res_off;
+    qc->res_len = s->res_len;
     *out = qc;
     return 0;
 }

@@ -188,25 +188,48 @@ _Static_assert(sizeof(struct wire_dirent) == 24, "wire_dirent header is 24 bytes
 /* ---- CISC steps ------------------------------------------------------- */
 
 enum wire_step_kind {
-    WIRE_STEP_OPEN = 1,    /* addr,len = path; flags = O_*; mode. Output: none; file for later steps */
-    WIRE_STEP_CLOSE,       /* file */
+    WIRE_STEP_OPEN = 1,    /* addr,alen = path; flags2 = O_*; mode. Output: none; file for later steps */
+    WIRE_STEP_CLOSE,       /* file (F_FH: closes the session handle when the op succeeds) */
     WIRE_STEP_READ,        /* file off len -> output buffer of <= len bytes */
-    WIRE_STEP_WRITE,       /* file off; input -> res = bytes */
-    WIRE_STEP_APPEND,      /* file; input -> res = bytes; output: none */
+    WIRE_STEP_WRITE,       /* file off; input -> res = bytes (O_APPEND file: appends) */
+    WIRE_STEP_APPEND,      /* file; input -> res = bytes; out_len = file offset written */
     WIRE_STEP_TRUNCATE,    /* file; off = size */
-    WIRE_STEP_FSYNC,       /* file; flags = datasync */
-    WIRE_STEP_UNLINK,      /* addr,len = path */
+    WIRE_STEP_FSYNC,       /* file; flags2 = datasync: the op commits durably */
+    WIRE_STEP_UNLINK,      /* addr,alen = path */
     WIRE_STEP_CRC32C,      /* input -> 4-byte output (LE), arg0 = seed */
     WIRE_STEP_XXH3,        /* input -> 8-byte output (LE), arg0 = seed */
-    WIRE_STEP_ZSTD_COMPRESS,    /* input -> output; arg0 = level */
-    WIRE_STEP_ZSTD_DECOMPRESS,  /* input -> output; out_cap bounds it */
+    WIRE_STEP_ZSTD_COMPRESS,    /* input -> output; arg0 = level (signed) */
+    WIRE_STEP_ZSTD_DECOMPRESS,  /* input -> output; out_cap (required) bounds it */
     WIRE_STEP_ENCRYPT,     /* input -> nonce||ciphertext||tag; key_id */
     WIRE_STEP_DECRYPT,     /* nonce||ciphertext||tag -> plaintext; key_id; -EBADMSG if forged */
-    WIRE_STEP_VERIFY,      /* input must equal arena (addr,len) or the in2 step output: -EBADMSG otherwise */
-    WIRE_STEP_PATCH,       /* input with arena (addr,len) copied over it at arg0 -> output */
-    WIRE_STEP_CONCAT,      /* input followed by the in2 step output -> output */
-    WIRE_STEP_BPF,         /* issue 6: prog_id; input -> output; arg0..arg3 */
+    WIRE_STEP_VERIFY,      /* in_step output must equal the second operand: -EBADMSG otherwise; no output */
+    WIRE_STEP_PATCH,       /* in_step output with the second operand copied over it at arg0 -> output */
+    WIRE_STEP_CONCAT,      /* in_step output followed by the second operand -> output */
+    WIRE_STEP_BPF,         /* issue 6: prog_id in key_id; input -> output of out_cap; arg0..arg3 */
 };
+
+/*
+ * Step operands (the device's decoder, device/cisc_decode.c, enforces
+ * these; anything else refuses the whole vector with the step's errno):
+ *   - Data input of WRITE, APPEND and compute steps: the output of step
+ *     in_step (< this step, of a kind that produces output: READ or a
+ *     compute step other than VERIFY), or arena bytes (addr, alen) when
+ *     in_step is WIRE_NO_STEP.
+ *   - VERIFY, PATCH, CONCAT take their first operand from in_step
+ *     (required) and their second from in2_step, or from (addr, alen)
+ *     when in2_step is WIRE_NO_STEP. Other kinds must leave in2_step none.
+ *   - File steps (CLOSE READ WRITE APPEND TRUNCATE FSYNC) name an earlier
+ *     OPEN step in file_step, or set F_FH and give a session handle in fh
+ *     (file_step none). Other kinds must leave both unset.
+ *   - out_cap: output capacity of compute steps (0 = what the kind needs
+ *     for its input's capacity; required for ZSTD_DECOMPRESS and BPF);
+ *     with F_OUT_ARENA also the size of the arena range (out_off,
+ *     out_cap), which must hold the step's whole output capacity.
+ *   - reserved must be 0.
+ * Results: ret is >= 0 (bytes for READ/WRITE/APPEND, output bytes for
+ * compute steps, 0 otherwise) or -errno; the CQE's res is the op's status
+ * and aux the number of steps that completed (ret >= 0).
+ */
 
 /* Step flags. */
 #define WIRE_STEP_F_INDEPENDENT (1u << 0)  /* may run in parallel with neighbours */
@@ -228,7 +251,8 @@ struct wire_step {
     uint64_t out_off;    /* F_OUT_ARENA: arena destination */
     uint32_t out_cap;    /* output capacity (also bounds device memory use) */
     uint32_t flags2;     /* O_* for OPEN, datasync for FSYNC */
-    uint64_t arg[2];     /* seed, level, patch offset; BPF args (more via BPF arg block later) */
+    uint64_t arg[2];     /* seed, level, patch offset; BPF arg0, arg1 (arg2, arg3 are 0
+                            until a BPF argument block is added) */
     uint32_t mode;       /* OPEN create mode */
     uint32_t reserved;
 };
