@@ -198,14 +198,16 @@ static int run_on(struct cisc_queue *q, struct run_args *a, const char *in)
     return 0;
 }
 
-/* Arena room for one op's result (when it comes back) and the steps. */
+/* Arena room for one op's result (when it comes back) and the steps: the
+ * arena hands out power-of-two blocks, so twice the result's block. */
 static uint64_t arena_for(const struct cisc_prog_run_opts *o)
 {
     uint64_t bs = o->block_size ? o->block_size : 4096, chunk = o->chunk ? o->chunk : 4u << 20;
-    uint64_t need = (o->out_cap ? o->out_cap : chunk + 4 * bs) + (64u << 10), a = 8u << 20;
-    while (a < need && a < (1ull << 30))
+    uint64_t need = o->out_cap ? o->out_cap : chunk + 4 * bs, a = 1u << 20;
+    while (a < need)
         a <<= 1;
-    return a;
+    a *= 2;
+    return a < (8u << 20) ? 8u << 20 : a > (1ull << 30) ? 1ull << 30 : a;
 }
 
 static int run_run(int argc, char **argv)

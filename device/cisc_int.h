@@ -80,6 +80,8 @@ struct cisc_run {
     uint8_t *buf[WIRE_MAX_STEPS];       /* output buffers (device memory) */
     uint64_t olen[WIRE_MAX_STEPS];
     bool fsync;                         /* some step asked for durability */
+    struct progs_prog *prog[WIRE_MAX_STEPS];     /* BPF steps' programs (cisc_bpf.h) */
+    struct progs_stream *stream[WIRE_MAX_STEPS]; /* and their claimed streams */
 };
 
 /* Phase 2: resolves files and checks every step's permission; on failure

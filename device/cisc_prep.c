@@ -3,6 +3,7 @@
  * before any step runs. */
 #include "device/cisc_int.h"
 
+#include "device/cisc_bpf.h"
 #include "device/compute/keys.h"
 #include "device/path.h"
 #include "device/perm.h"
@@ -212,6 +213,8 @@ static int prep_step(struct cisc_run *x, unsigned i)
         return prep_unlink(x, i);
     case WIRE_STEP_ENCRYPT: case WIRE_STEP_DECRYPT:
         return ckey_with(x->v->keys, s->key_id, no_op, NULL);
+    case WIRE_STEP_BPF:
+        return cisc_bpf_prep(x, i);   /* the program and its stream */
     case WIRE_STEP_CLOSE: case WIRE_STEP_READ: case WIRE_STEP_WRITE:
     case WIRE_STEP_APPEND: case WIRE_STEP_TRUNCATE: case WIRE_STEP_FSYNC:
         r = bind_file(x, i);
@@ -236,6 +239,7 @@ int cisc_prepare(struct cisc_run *x)
 
 void cisc_unprepare(struct cisc_run *x)
 {
+    cisc_bpf_unprep(x);
     for (unsigned i = 0; i < x->nfiles; i++)
         if (x->files[i].ref)
             sfs_iput(x->e->fs, x->files[i].ino);

@@ -158,6 +158,7 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
     int r = open_fs(o, &d->fs, err, errlen);
     if (!r)
         r = open_progs(d, o, err, errlen);
+    ec.progs = d->progs;
     if (!r && (r = eng_create(d->fs, &ec, &d->eng)))
         fail(err, errlen, r, "cannot start the engine: %s", strerror(-r));
     if (!r && (r = qp_service_create(d->eng, &qc, &d->qps)))

@@ -37,6 +37,7 @@ struct engine {
     pthread_rwlock_t watch_lock;
     struct eng_watch watch;
     bool watching;            /* protected by watch_lock; also read relaxed as a hint */
+    struct progs *progs;      /* bpf steps' programs (device/progs.h); may be NULL */
 };
 
 /* Queues cmd for another core (never run by the caller: no direct

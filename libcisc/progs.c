@@ -283,3 +283,44 @@ CISC_API int cisc_prog_stream_close(struct cisc_session *s, uint64_t stream)
 {
     return s ? stream_req(s, PW_STREAM_CLOSE, &stream) : -EINVAL;
 }
+
+/* ---- the bpf step builder -------------------------------------------------------- */
+
+/* The step's argument block (struct wire_bpf_args) in the arena. */
+static int bpf_args(struct cisc_vec *v, struct wire_step *s, const struct cisc_bpf_opts *o)
+{
+    struct wire_bpf_args a;
+    memset(&a, 0, sizeof(a));
+    memcpy(a.arg, o->arg, sizeof(a.arg));
+    a.stream = o->stream;
+    a.block_out = o->block_out;
+    uint64_t off;
+    int r = lc_vec_stage(v, &a, sizeof(a), &off);
+    if (!r) {
+        s->fh = off;
+        s->flags2 |= WIRE_BPF_ARGS;
+    }
+    return r;
+}
+
+CISC_API int cisc_vec_bpf(struct cisc_vec *v, uint32_t prog_id, struct cisc_src in,
+                          const struct cisc_bpf_opts *o)
+{
+    static const struct cisc_bpf_opts none;
+    int i;
+    struct wire_step *s = lc_vec_add(v, WIRE_STEP_BPF, &i);
+    if (!s)
+        return lc_vec_bad(v);
+    o = o ? o : &none;
+    if (!prog_id || o->out_cap > UINT32_MAX || (o->more && !o->stream))
+        return lc_vec_drop(v, -EINVAL);
+    s->key_id = prog_id;
+    s->off = o->offset;
+    s->len = o->block_size;
+    s->out_cap = (uint32_t)o->out_cap;
+    s->flags2 = o->more ? WIRE_BPF_MORE : 0;
+    int r = bpf_args(v, s, o);
+    if (!r)
+        r = lc_vec_set_in(v, s, i, in);
+    return r ? lc_vec_drop(v, r) : i;
+}

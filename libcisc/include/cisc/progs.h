@@ -109,6 +109,32 @@ CISC_API int cisc_prog_stream_open(struct cisc_session *s, uint64_t *stream);
 /* Closes a stream. Returns 0 or -ENOENT. */
 CISC_API int cisc_prog_stream_close(struct cisc_session *s, uint64_t stream);
 
+/* ---- a program as a step of a fused op (<cisc/fused.h>) ----------------- */
+
+struct cisc_vec;
+struct cisc_src;
+
+struct cisc_bpf_opts {
+    uint64_t arg[4];               /* ctx->arg[0..3] */
+    uint32_t block_size;           /* bytes per invocation; 0 = 4096 (at most 64 MiB) */
+    uint32_t block_out;            /* output buffer per invocation; 0 = 2 * block_size */
+    uint64_t offset;               /* ctx->offset of the input's first byte (its file offset) */
+    size_t out_cap;                /* the step's output capacity; 0 = every block's buffer */
+    uint64_t stream;               /* from cisc_prog_stream_open: state carried across ops; 0 = none */
+    int more;                      /* with a stream: the input goes on in a later op, so
+                                      its last block is not CISC_F_LAST_BLOCK */
+};
+
+/* BPF step: runs program prog_id (cisc_prog_id) over `in` in blocks (one
+ * invocation per block, docs/BPF.md "Blocks"); the blocks' outputs, in
+ * order, are the step's output, an input for later steps. o may be NULL
+ * (defaults). The step fails with the program's own negative return
+ * value, -ETIME when an invocation exhausts the device's instruction
+ * budget, -EOVERFLOW when the output exceeds out_cap; the op then
+ * applies none of its changes. Returns the step index or -errno. */
+CISC_API int cisc_vec_bpf(struct cisc_vec *v, uint32_t prog_id, struct cisc_src in,
+                          const struct cisc_bpf_opts *o);
+
 /* ---- running a program over a whole file ------------------------------ */
 
 struct cisc_prog_run_opts {
