@@ -144,6 +144,14 @@ static int open_files(struct run *r, const char *input)
     return e;
 }
 
+static uint64_t pow2_at_least(uint64_t n)
+{
+    uint64_t p = 1;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
 static int setup(struct run *r, const char *input)
 {
     const struct cisc_prog_run_opts *o = r->o;
@@ -151,6 +159,9 @@ static int setup(struct run *r, const char *input)
     uint64_t bo = o->block_out ? o->block_out : 2ull * r->bs;
     uint64_t c = o->chunk ? o->chunk : RUN_CHUNK_DEFAULT;
     r->chunk = c < r->bs ? r->bs : c - c % r->bs;
+    while (!o->output && !o->chunk && !o->out_cap && r->chunk > r->bs &&
+           pow2_at_least(r->chunk + 2 * bo) > r->q->arena_size / 2)
+        r->chunk = (r->chunk / 2) - (r->chunk / 2) % r->bs;   /* the result must fit the arena */
     r->out_cap = o->out_cap ? o->out_cap : r->chunk + 2 * bo;
     if (r->out_cap > UINT32_MAX || r->chunk > UINT32_MAX)
         return -EINVAL;

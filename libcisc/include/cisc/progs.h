@@ -142,7 +142,9 @@ struct cisc_prog_run_opts {
     uint64_t arg[4];               /* the program's ctx->arg[0..3] */
     uint32_t block_size;           /* bytes per invocation; 0 = 4096 */
     uint32_t block_out;            /* output buffer per invocation; 0 = 2 * block_size */
-    uint64_t chunk;                /* input bytes per fused op; 0 = 4 MiB (whole blocks) */
+    uint64_t chunk;                /* input bytes per fused op; 0 = 4 MiB (whole blocks),
+                                      less when the result comes back and the queue's
+                                      arena is small */
     uint64_t out_cap;              /* output bytes one op may produce; 0 = chunk + 2 blocks' */
     const char *output;            /* file in the device for the result; NULL: sink */
     mode_t mode;                   /* output's mode when created; 0 = 0644 */

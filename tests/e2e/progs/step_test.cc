@@ -332,4 +332,39 @@ TEST_F(ProgStep, TracesReachShowAndTheDeviceLog)
               std::string::npos);
 }
 
+// The C callers in examples/ do what docs/BPF.md says.
+TEST_F(ProgStep, ExamplesRunAsDocumented)
+{
+    std::string bin = std::string(getenv("CISC_BINARY_DIR") ? getenv("CISC_BINARY_DIR")
+                                                            : CISC_BINARY_DIR) + "/examples/";
+    std::string text = Lines(200 << 10);
+    ASSERT_TRUE(WriteFile(P("t.log"), text));
+    RunResult r = Sh("(" + bin + "prog-grep " + mnt + " " + ExampleObj("grep") +
+                     " needle /t.log 2>/dev/null)");
+    EXPECT_EQ(r.status, 0);
+    EXPECT_TRUE(r.out == GrepLines(text, "needle"));
+    r = Sh(bin + "prog-wc " + mnt + " " + ExampleObj("wc") + " /t.log");
+    EXPECT_EQ(r.status, 0) << r.out;
+    RunResult wc = Sh("wc < " + P("t.log") + " | awk '{print $1, $2, $3}'");
+    EXPECT_EQ(r.out, wc.out);
+    ASSERT_TRUE(WriteFile(P("t.csv"), "a,b,c\n1,\"x,y\",3\n4,5,6\n"));
+    r = Sh(bin + "prog-csv " + mnt + " " + ExampleObj("csv") + " 0,2 /t.csv /t2.csv");
+    EXPECT_EQ(r.status, 0) << r.out;
+    EXPECT_EQ(ReadFile(P("t2.csv")), "a,c\n1,3\n4,6\n");
+    r = Sh(bin + "prog-cksum " + mnt + " " + ExampleObj("cksum") + " /t.log /copy");
+    EXPECT_EQ(r.status, 0) << r.out;
+    EXPECT_EQ(ReadFile(P("copy")), text);
+    // the source changes between the checksum and the copy: no copy at all
+    FILE *p = popen(("PROG_CKSUM_PAUSE=1 " + bin + "prog-cksum " + mnt + " " +
+                     ExampleObj("cksum") + " /t.log /copy2 >/dev/null 2>&1").c_str(), "w");
+    ASSERT_NE(p, nullptr);
+    sleep(1);
+    ASSERT_TRUE(WriteFile(P("t.log"), text + "one more line\n"));
+    fputs("\n", p);
+    int st = pclose(p);
+    EXPECT_EQ(WEXITSTATUS(st), 1);
+    struct stat sb;
+    EXPECT_EQ(stat(P("copy2").c_str(), &sb), -1);
+}
+
 }  // namespace e2e
