@@ -9,7 +9,7 @@ export CXX := clang++
 
 CISC := $(BUILD)/cmd/cisc
 
-.PHONY: all deps build build-asan test test-release test-asan run bench bench-bpf bench-fs bench-qp clean
+.PHONY: all deps build build-asan test test-release test-asan run bench bench-bpf bench-fs bench-qp bench-offload clean
 
 all: build
 
@@ -55,6 +55,11 @@ bench-fs: build
 
 # libcisc transport: round trip of a NOP and a 4 KiB read through a queue
 # pair at link latency 0 and 900 ns, beside a FUSE O_DIRECT read.
+# Offload: grep a 1 GiB log (1% of lines match) through the FUSE mount and
+# with examples/bpf/grep.c inside the device; time and bytes moved for both.
+bench-offload: build
+	@python3 bench/offload/bench_offload.py --cisc $(CISC) --grep-obj $(BUILD)/examples/bpf/grep.o
+
 bench-qp: build
 	@./bench/qp/rtt.sh $(CISC) $(BUILD)/bench/qp/cisc-bench-rtt
 

@@ -17,7 +17,7 @@
 
 static const char run_usage[] =
     "usage: cisc run MOUNT --prog NAME --input PATH [--output PATH] [--arg N=V]...\n"
-    "                [--block-size N] [--chunk SIZE] [--out-cap SIZE] [-v]\n"
+    "                [--block-size N] [--block-out N] [--chunk SIZE] [--out-cap SIZE] [-v]\n"
     "\n"
     "Runs the device program NAME (cisc prog load) over the whole file PATH\n"
     "inside the device serving MOUNT: the file is read, processed and the\n"
@@ -35,6 +35,7 @@ static const char run_usage[] =
     "  --arg N=V        ctx->arg[N] (N = 0..3): a number (123, -5, 0x1f), or\n"
     "                   str:TEXT, TEXT's bytes spread over arg[N], arg[N+1] ...\n"
     "  --block-size N   bytes per program invocation (default 4096)\n"
+    "  --block-out N    output buffer of one invocation (default 2 x block size)\n"
     "  --chunk SIZE     input bytes per fused op (default 4M)\n"
     "  --out-cap SIZE   result bytes one fused op may produce (default: chunk + 2 blocks)\n"
     "  -v               report bytes moved and time on standard error\n"
@@ -85,7 +86,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         { "prog", required_argument, NULL, 'p' }, { "input", required_argument, NULL, 'i' },
         { "output", required_argument, NULL, 'o' }, { "arg", required_argument, NULL, 'a' },
         { "block-size", required_argument, NULL, 'b' }, { "chunk", required_argument, NULL, 'c' },
-        { "out-cap", required_argument, NULL, 'O' }, { NULL, 0, NULL, 0 },
+        { "out-cap", required_argument, NULL, 'O' },
+        { "block-out", required_argument, NULL, 'B' }, { NULL, 0, NULL, 0 },
     };
     uint64_t v;
     int ch;
@@ -103,6 +105,11 @@ static int parse_args(int argc, char **argv, struct run_args *a)
             a->o.block_size = (uint32_t)v;
             break;
         case 'c': if (parse_size_opt("--chunk", optarg, 1u << 30, &a->o.chunk)) return 2; break;
+        case 'B':
+            if (parse_size_opt("--block-out", optarg, 128u << 20, &v))
+                return 2;
+            a->o.block_out = (uint32_t)v;
+            break;
         case 'O': if (parse_size_opt("--out-cap", optarg, 1u << 30, &a->o.out_cap)) return 2; break;
         default: fputs(run_usage, stderr); return 2;
         }
@@ -203,7 +210,8 @@ static int run_on(struct cisc_queue *q, struct run_args *a, const char *in)
 static uint64_t arena_for(const struct cisc_prog_run_opts *o)
 {
     uint64_t bs = o->block_size ? o->block_size : 4096, chunk = o->chunk ? o->chunk : 4u << 20;
-    uint64_t need = o->out_cap ? o->out_cap : chunk + 4 * bs, a = 1u << 20;
+    uint64_t bo = o->block_out ? o->block_out : 2 * bs;
+    uint64_t need = o->out_cap ? o->out_cap : chunk + 2 * bo, a = 1u << 20;
     while (a < need)
         a <<= 1;
     a *= 2;

@@ -205,7 +205,7 @@ enum wire_step_kind {
     WIRE_STEP_VERIFY,      /* in_step output must equal the second operand: -EBADMSG otherwise; no output */
     WIRE_STEP_PATCH,       /* in_step output with the second operand copied over it at arg0 -> output */
     WIRE_STEP_CONCAT,      /* in_step output followed by the second operand -> output */
-    WIRE_STEP_BPF,         /* issue 6: prog_id in key_id; input -> output of out_cap; arg0..arg3 */
+    WIRE_STEP_BPF,         /* program key_id over the input in blocks -> output (see below) */
 };
 
 /*
@@ -222,7 +222,7 @@ enum wire_step_kind {
  *     OPEN step in file_step, or set F_FH and give a session handle in fh
  *     (file_step none). Other kinds must leave both unset.
  *   - out_cap: output capacity of compute steps (0 = what the kind needs
- *     for its input's capacity; required for ZSTD_DECOMPRESS and BPF);
+ *     for its input's capacity; required for ZSTD_DECOMPRESS);
  *     with F_OUT_ARENA also the size of the arena range (out_off,
  *     out_cap), which must hold the step's whole output capacity.
  *   - reserved must be 0.
@@ -242,17 +242,17 @@ struct wire_step {
     uint16_t in_step;    /* earlier step whose output is the input, or WIRE_NO_STEP */
     uint16_t in2_step;   /* second input (VERIFY, CONCAT), or WIRE_NO_STEP */
     uint16_t file_step;  /* earlier OPEN step, or WIRE_NO_STEP (see F_FH) */
-    uint64_t fh;         /* session file handle when F_FH */
+    uint64_t fh;         /* session file handle when F_FH; BPF: argument block */
     uint64_t off;        /* file offset / new size */
-    uint64_t len;        /* READ length */
+    uint64_t len;        /* READ length; BPF block size */
     uint64_t addr;       /* arena input (when in_step is none) or path/patch/expected */
     uint32_t alen;       /* its length */
     uint32_t key_id;     /* ENCRYPT/DECRYPT key, BPF program id */
     uint64_t out_off;    /* F_OUT_ARENA: arena destination */
     uint32_t out_cap;    /* output capacity (also bounds device memory use) */
-    uint32_t flags2;     /* O_* for OPEN, datasync for FSYNC */
-    uint64_t arg[2];     /* seed, level, patch offset; BPF arg0, arg1 (arg2, arg3 are 0
-                            until a BPF argument block is added) */
+    uint32_t flags2;     /* O_* for OPEN, datasync for FSYNC, WIRE_BPF_* for BPF */
+    uint64_t arg[2];     /* seed, level, patch offset; BPF arg0, arg1 (all four in
+                            the BPF argument block, struct wire_bpf_args) */
     uint32_t mode;       /* OPEN create mode */
     uint32_t reserved;
 };
