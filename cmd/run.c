@@ -175,9 +175,12 @@ static int report(const struct run_args *a, const struct cisc_prog_run_stats *st
                 "smaller --chunk or a larger --out-cap)\n");
     else if (st->failed_step == 1)
         fprintf(stderr, "cisc run: program '%s' failed: %s (%d)\n", p, strerror(-r), r);
-    else
-        fprintf(stderr, "cisc run: %s: %s\n", st->failed_step == 2 ? a->output : a->input,
+    else if (st->failed_file || st->failed_step == 0 || st->failed_step == 2)
+        fprintf(stderr, "cisc run: %s: %s\n",
+                st->failed_file == 2 || st->failed_step == 2 ? a->output : a->input,
                 strerror(-r));
+    else
+        fprintf(stderr, "cisc run: %s\n", strerror(-r));
     fputs(a->output ? "cisc run: the output file is unchanged\n" : "", stderr);
     return st->failed_step == 1 || r == -ETIME ? 1 : 2;
 }

@@ -131,6 +131,7 @@ static int open_files(struct run *r, const char *input)
         e = cisc_fstat(r->q, r->fh_in, &st);
     if (!e && S_ISDIR(st.st_mode))
         e = -EISDIR;
+    r->st->failed_file = e ? 1 : 0;
     if (e)
         return e;
     r->size = (uint64_t)st.st_size;
@@ -141,6 +142,7 @@ static int open_files(struct run *r, const char *input)
         e = cisc_open(r->q, r->tmp, O_WRONLY | O_CREAT | O_TRUNC,
                       r->o->mode ? r->o->mode : 0644, &r->fh_out);
     r->out_open = e == 0;
+    r->st->failed_file = e ? 2 : 0;
     return e;
 }
 
@@ -189,8 +191,8 @@ static int finish(struct run *r, int rc)
     if (r->out_open) {
         int c = cisc_close(r->q, r->fh_out);
         rc = rc ? rc : c;
-        if (!rc)
-            rc = cisc_rename(r->q, r->tmp, r->o->output, 0);
+        if (!rc && (rc = cisc_rename(r->q, r->tmp, r->o->output, 0)))
+            r->st->failed_file = 2;
         if (rc)
             cisc_unlink(r->q, r->tmp);
     }

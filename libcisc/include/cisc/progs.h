@@ -159,6 +159,7 @@ struct cisc_prog_run_stats {
     uint64_t out_bytes;            /* result bytes (written in the device, or sent to sink) */
     uint64_t ops;                  /* fused ops submitted */
     int failed_step;               /* on failure in an op: 0 read, 1 program, 2 write; else -1 */
+    int failed_file;               /* on failure opening or replacing: 1 input, 2 output; else 0 */
 };
 
 /* Runs program o->prog over the file `input` (a path in the device) as
