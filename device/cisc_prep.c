@@ -4,6 +4,7 @@
 #include "device/cisc_int.h"
 
 #include "device/cisc_bpf.h"
+#include "device/sysdir.h"
 #include "device/compute/keys.h"
 #include "device/path.h"
 #include "device/perm.h"
@@ -69,7 +70,9 @@ static int open_create(struct cisc_run *x, unsigned i, const struct path_res *pr
 {
     const struct cisc_step *s = &x->v->st[i];
     struct sfs_attr dir = pr->dir;
-    int r = perm_may_create(x->cred, &dir);
+    int r = sysdir_check(pr->parent, pr->name, -EPERM);   /* device/sysdir.h */
+    if (!r)
+        r = perm_may_create(x->cred, &dir);
     if (r)
         return r;
     struct cfile *f = &x->files[x->nfiles];

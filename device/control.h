@@ -32,11 +32,10 @@
  *                    memfd in SCM_RIGHTS (layout: device/wire.h)
  *   CTL_QP_DESTROY u32 qp id -> s32 status, after the queue's commands
  *                    completed
- *   CTL_KEY_ADD   u32 alg (1 = XChaCha20-Poly1305 IETF), u32 len, key bytes
- *                    -> s32 status, u32 key id for ENCRYPT/DECRYPT steps
- *                    (device/compute/keys.h; the device wipes the request
- *                    buffer's copy of the key)
- *   CTL_KEY_REMOVE u32 key id -> s32 status (-ENOKEY if unknown)
+ *   CTL_KEY_ADD   u32 alg, u32 len, key bytes -> s32 status, u32 key id:
+ *                    registers an encryption key with the session for
+ *                    ENCRYPT/DECRYPT steps (device/compute/keys.h)
+ *   CTL_KEY_REMOVE u32 key id -> s32 status
  *   CTL_PROG_LOAD, _LIST, _SHOW, _UNLOAD, _STREAM (16..20): eBPF programs;
  *                    payloads in device/progs_wire.h (a load passes the
  *                    object as a sealed memfd in SCM_RIGHTS: see rfd below)
@@ -113,7 +112,7 @@ struct ctl_req {
     const struct ctl_peer *peer;
     uint16_t type;
     uint32_t id;
-    const uint8_t *payload;
+    uint8_t *payload;         /* writable: a handler may wipe secrets in it */
     size_t len;
     void **session;   /* the connection's slot for the handler's state (NULL at first) */
     int fd;   /* private */

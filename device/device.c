@@ -8,7 +8,6 @@
 #include "device/stats.h"
 
 #include <errno.h>
-#include <sodium.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -402,26 +401,17 @@ static int reply_progs(struct device *d, struct ctl_req *req)
     return 0;
 }
 
-/* CTL_KEY_ADD: the key goes to the session's registry; the frame buffer
- * (the control thread's, writable) is wiped of it. */
-static int reply_key_add(struct device *d, struct ctl_req *req)
+/* Encryption keys: kept by the connection's session, never in commands. */
+static int reply_key(struct device *d, struct ctl_req *req)
 {
     struct qp_session *s;
-    uint8_t p[4] = { 0 };
+    uint8_t id[4] = { 0 };
     int r = get_session(d, req, &s);
-    if (!r)
-        r = ckey_ctl_add(qp_session_keys(s), (uint8_t *)req->payload, req->len, p);
-    else
-        sodium_memzero((uint8_t *)req->payload, req->len);
-    return ctl_reply(req, r, p, r ? 0 : sizeof(p)), 0;
-}
-
-static int reply_key_remove(struct device *d, struct ctl_req *req)
-{
-    int r = !*req->session ? -ENOKEY
-                           : ckey_ctl_remove(qp_session_keys(*req->session), req->payload,
-                                             req->len);
-    return ctl_reply(req, r, NULL, 0), 0;
+    if (!r && req->type == CTL_KEY_ADD)
+        r = ckey_ctl_add(qp_session_keys(s), req->payload, req->len, id);
+    else if (!r)
+        r = ckey_ctl_remove(qp_session_keys(s), req->payload, req->len);
+    return ctl_reply(req, r, id, !r && req->type == CTL_KEY_ADD ? sizeof(id) : 0), 0;
 }
 
 static int handle_ctl(void *arg, struct ctl_req *req)
@@ -430,16 +420,15 @@ static int handle_ctl(void *arg, struct ctl_req *req)
     if (req->type >= CTL_PROG_LOAD && req->type <= CTL_PROG_STREAM)
         return reply_progs(d, req);
     switch (req->type) {
+    case CTL_KEY_ADD:
+    case CTL_KEY_REMOVE:
+        return reply_key(d, req);
     case CTL_SESSION:
         return reply_session(d, req);
     case CTL_QP_CREATE:
         return reply_qp_create(d, req);
     case CTL_QP_DESTROY:
         return reply_qp_destroy(d, req);
-    case CTL_KEY_ADD:
-        return reply_key_add(d, req);
-    case CTL_KEY_REMOVE:
-        return reply_key_remove(d, req);
     case CTL_PING: {
         uint8_t p[8];
         le32_put(p, (uint32_t)getpid());

@@ -99,8 +99,8 @@ int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out
         pthread_rwlock_init(&e->ino_lock[i], NULL);
     pthread_mutex_init(&e->mem_mu, NULL);
     pthread_cond_init(&e->mem_cv, NULL);
-    e->mem_budget = cfg->dev_ram ? cfg->dev_ram : ENG_DEV_RAM_DEFAULT;
     pthread_rwlock_init(&e->watch_lock, NULL);
+    e->mem_budget = cfg->dev_ram ? cfg->dev_ram : ENG_DEV_RAM_DEFAULT;
     int r = stats_create(ENG_OP_COUNT, cfg->cores, &e->stats);
     if (!r)
         r = hdl_table_create(&e->hdl);
@@ -153,8 +153,8 @@ int eng_submit(struct engine *e, struct eng_cmd *cmd)
 
 int eng_submit_handoff(struct engine *e, struct eng_cmd *cmd)
 {
-    cmd->item.no_direct = true;
-    return eng_submit(e, cmd);
+    cmd->item.tenant = cmd->cred.uid;
+    return sched_submit_handoff(e->sched, &cmd->item);
 }
 
 int64_t eng_call(struct engine *e, struct eng_cmd *cmd)

@@ -53,20 +53,15 @@
  *   CISC        cisc=decoded vector             -> ret=status, cisc->res
  *   CISC_PART   (internal: submitted by CISC to spread independent steps)
  *
- * CISC (from a libcisc queue; the executor is device/cisc.*):
- *   CISC        in=steps size=nsteps flags=op flags (SQE flags) arena
- *               off,len=the step-result area in the arena (nsteps struct
- *               wire_step_res)              -> ret=overall status,
- *                                              out_off=steps run (CQE aux)
- *               `in` is the door's private copy of the client's step
- *               array (device/wire.h), read once from the arena; its
- *               offset/length fields are not checked yet: the executor
- *               validates every step (kinds, references to earlier steps
- *               only, arena ranges with qp_arena_*) before the first runs.
+ * A CISC command from a libcisc queue carries the vector its door
+ * decoded (cisc_decode, from the door's one private copy of the client's
+ * steps), the session's handle table (hdl: F_FH steps use the session's
+ * handles) and chg (the executor records what it changed).
  *
  * The libcisc door (engine_path.c) names files by path and uses the
  * submitting session's handle table (cmd->hdl); paths are resolved from
- * the root with search permission checked on every directory:
+ * the root by path_walk (device/path.h) with search permission checked on
+ * every directory:
  *   NOP                                         -> 0 (a round trip)
  *   OPEN_PATH   path flags=O_* mode             -> fh (O_CREAT/EXCL/TRUNC/APPEND,
  *                                                  O_DIRECTORY, O_NOFOLLOW)
@@ -124,11 +119,11 @@ extern "C" {   /* also for the StorageFS header included here */
     X(SETXATTR, setxattr) X(GETXATTR, getxattr) X(LISTXATTR, listxattr) \
     X(REMOVEXATTR, removexattr) X(ACCESS, access) X(FALLOCATE, fallocate) \
     X(LSEEK, lseek) X(COPY_RANGE, copy_range) X(SYNC, sync) X(CISC, cisc) \
+    X(CISC_PART, cisc_part) \
     X(NOP, nop) X(OPEN_PATH, open_path) X(STAT_PATH, stat_path) X(FSTAT, fstat) \
     X(UNLINK_PATH, unlink_path) X(MKDIR_PATH, mkdir_path) X(RMDIR_PATH, rmdir_path) \
     X(RENAME_PATH, rename_path) X(READDIR_PATH, readdir_path) X(APPEND, append) \
-    X(FTRUNCATE, ftruncate) \
-    X(CISC_PART, cisc_part)
+    X(FTRUNCATE, ftruncate)
 
 enum eng_op {
 #define X(N, n) ENG_OP_##N,
@@ -172,11 +167,14 @@ struct eng_cmd;
 struct eng_cisc;
 typedef void (*eng_done_fn)(struct eng_cmd *cmd);
 
-/* What a command changed, for a watcher's caches (see eng_set_watch). */
-#define ENG_CHG_INODES  8u   /* a fused op may change several files */
-#define ENG_CHG_ENTRIES 4u
+/* What a command changed, for a watcher's caches (see eng_set_watch). The
+ * door owns the first record (zeroed) and frees the rest with
+ * eng_chg_release(). */
+#define ENG_CHG_INODES  4u
+#define ENG_CHG_ENTRIES 2u
 
 struct eng_chg {
+    struct eng_chg *next;         /* more records when this one is full (heap) */
     unsigned ninodes, nentries;
     struct {
         uint64_t ino;
@@ -189,7 +187,6 @@ struct eng_chg {
 };
 
 struct hdl_table;
-struct qp_arena;
 
 struct eng_cmd {
     struct sched_item item;   /* scheduler link; tenant = cred.uid */
@@ -210,13 +207,12 @@ struct eng_cmd {
     eng_fill_fn fill;         /* READDIR */
     void *fill_arg;
     bool plus;                /* READDIR: readdirplus */
+    struct eng_cisc *cisc;    /* CISC: the decoded vector (results in it) */
+    void *part;               /* CISC_PART: the shared work (cisc_exec.c) */
     /* libcisc door */
     const char *path, *path2; /* *_PATH ops */
     struct hdl_table *hdl;    /* the session's handles; NULL = the engine's (FUSE) */
     struct eng_chg *chg;      /* non-NULL: record changes here */
-    const struct qp_arena *arena;   /* CISC: the client's arena */
-    struct eng_cisc *cisc;    /* CISC: the decoded vector (results in it) */
-    void *part;               /* CISC_PART: the shared work (cisc_exec.c) */
     /* results */
     int64_t ret;              /* 0, a count/offset, or -errno */
     struct sfs_attr attr;
@@ -262,6 +258,12 @@ void eng_cmd_init(struct eng_cmd *cmd, unsigned op, const struct eng_cred *cred)
  * Returns 0, or -errno if it was not queued (done is then not called). */
 int eng_submit(struct engine *e, struct eng_cmd *cmd);
 
+/* Like eng_submit, but never runs cmd on the calling thread (no direct
+ * dispatch): a device core handing work to other cores, a poller handing
+ * over all but the last command of a batch. Returns 0 or -errno (done is
+ * then not called). */
+int eng_submit_handoff(struct engine *e, struct eng_cmd *cmd);
+
 /* Queues cmd and waits for it. Returns cmd->ret. */
 int64_t eng_call(struct engine *e, struct eng_cmd *cmd);
 
@@ -300,6 +302,9 @@ bool eng_chg_pending(struct engine *e, const struct eng_chg *chg);
 /* Sends the invalidations for chg to the watcher (blocking; not on a
  * device core). */
 void eng_chg_flush(struct engine *e, const struct eng_chg *chg);
+
+/* Frees the records chained to chg (not chg itself) and empties it. */
+void eng_chg_release(struct eng_chg *chg);
 
 /* Record into c->chg (no-op when NULL) that inode ino changed: its data in
  * [off, off + len) (len 0: to the end), or only its attributes (off < 0).

@@ -40,24 +40,19 @@ struct engine {
     struct progs *progs;      /* bpf steps' programs (device/progs.h); may be NULL */
 };
 
-/* Queues cmd for another core (never run by the caller: no direct
- * dispatch). Returns 0 or -errno (done is then not called). */
-int eng_submit_handoff(struct engine *e, struct eng_cmd *cmd);
-
-static inline unsigned eng_stripe(uint64_t ino)
-{
-    return (unsigned)((ino * 0x9E3779B97F4A7C15ull) >> 56) % ENG_INO_STRIPES;
-}
-
-
 /* The handle table a command uses: its session's, or the engine's. */
 static inline struct hdl_table *eng_hdl(struct engine *e, const struct eng_cmd *c)
 {
     return c->hdl ? c->hdl : e->hdl;
 }
 
-/* Records in c->chg (when set) what command c changed (engine_path.c). */
+/* Records in c->chg (when set) what command c changed (engine_watch.c). */
 void eng_note_changes(struct engine *e, struct eng_cmd *c);
+
+static inline unsigned eng_stripe(uint64_t ino)
+{
+    return (unsigned)((ino * 0x9E3779B97F4A7C15ull) >> 56) % ENG_INO_STRIPES;
+}
 
 /* Executes one command; returns its result (0, count, or -errno). */
 typedef int64_t (*eng_op_fn)(struct engine *e, struct eng_cmd *c);

@@ -1,226 +1,88 @@
 /*
  * device/engine_path.c - the engine's path-based operations for the
- * libcisc door: path resolution, then the inode-based operations of
+ * libcisc door: resolve the path with path_walk() (device/path.c, shared
+ * with the CISC steps: search permission on every directory, symlinks,
+ * ".." stops at the root), then run the inode-based operations of
  * engine_ops.c (their permission checks, their StorageFS calls).
  *
- * Resolution walks from the root one component at a time. Every
- * directory searched needs execute (search) permission for the caller;
- * "." stays, ".." goes up and stops at the root; a symlink met on the way
- * (or at the end, when following) is replaced by its target - a relative
- * one from the directory holding it, an absolute one from the root (the
- * device is the caller's whole world) - at most WALK_MAX_LINKS times
- * (-ELOOP). The directory being searched holds an inode reference, so it
- * cannot be freed and its number reused under the walk; the walk ends
- * with a reference on the final component's parent, which the operation
- * drops when done.
+ * The directory holding the final component is pinned with an inode
+ * reference between the walk and the operation, so it cannot be freed and
+ * its number reused under the operation; a directory removed in between
+ * makes the operation fail with -ENOENT, as if it came first.
+ *
+ * POSIX details the walk leaves to its callers: an empty path is -ENOENT;
+ * a missing final component followed by '/' is -ENOENT except when
+ * creating (-EISDIR), and is fine for mkdir and rename of directories;
+ * "." and ".." as the final component of a namespace operation get that
+ * operation's errno.
  *
  * These operations record what they change in cmd->chg (when set) for
  * the FUSE front end's kernel caches.
  */
 #include "device/engine_int.h"
-#include "device/perm.h"
-#include "device/sysdir.h"
+#include "device/path.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define WALK_MAX_LINKS 40
-#define WALK_BUF (2 * PATH_MAX)
-
-#define WALK_FOLLOW (1u << 0)   /* follow a symlink in the final component */
-#define WALK_PARENT (1u << 1)   /* do not look the final component up */
-
-struct walk {
-    uint64_t dir;                   /* parent of the final component (referenced) */
-    char last[SFS_NAME_MAX + 1];    /* final component; "" when the path is "/" */
-    bool slash;                     /* the path ended with '/' */
-    bool found;                     /* final component exists (not WALK_PARENT) */
-    struct sfs_attr attr;           /* its attributes when found */
-    char *buf, *tmp;                /* remaining path, and room to splice a symlink in */
-    const char *rem;
-    unsigned links;
+/* A resolved path whose parent directory is pinned. */
+struct rpath {
+    struct path_res r;
+    bool slash;                 /* the path ended with '/' */
 };
 
-static bool is_dot(const char *n)
+static bool ends_with_slash(const char *p)
 {
-    return n[0] == '.' && (n[1] == '\0' || (n[1] == '.' && n[2] == '\0'));
+    size_t n = strlen(p);
+    return n > 1 && p[n - 1] == '/';
 }
 
-/* Moves the walk's reference from w->dir to ino (a directory). */
-static int walk_enter(struct engine *e, struct walk *w, uint64_t ino)
+/* Walks path and pins the parent. Returns 0 or -errno. */
+static int resolve(struct engine *e, struct eng_cmd *c, const char *path, bool follow,
+                   struct rpath *rp)
 {
-    if (ino == w->dir)
-        return 0;
-    int r = sfs_iget(e->fs, ino);
-    if (r)
-        return r;
-    sfs_iput(e->fs, w->dir);
-    w->dir = ino;
-    return 0;
-}
-
-/* Search permission on the current directory. */
-static int walk_search(struct engine *e, struct eng_cmd *c, struct walk *w)
-{
-    struct sfs_attr d;
-    int r = sfs_getattr(e->fs, w->dir, &d);
-    if (!r && !S_ISDIR(d.mode))
-        r = -ENOTDIR;
-    return r ? r : perm_check(&c->cred, &d, X_OK);
-}
-
-/* Replaces the symlink `ino` by its target followed by `rest`. */
-static int walk_splice(struct engine *e, struct walk *w, uint64_t ino, const char *rest)
-{
-    if (++w->links > WALK_MAX_LINKS)
-        return -ELOOP;
-    ssize_t n = sfs_readlink(e->fs, ino, w->tmp, PATH_MAX);
-    if (n < 0)
-        return (int)n;
-    if (n == 0)
-        return -ENOENT;
-    size_t rl = strlen(rest), sep = rl ? 1 : 0;
-    if ((size_t)n + sep + rl >= WALK_BUF)
-        return -ENAMETOOLONG;
-    w->tmp[n] = '/';   /* overwritten by the NUL when rest is empty */
-    memcpy(w->tmp + n + sep, rest, rl + 1);
-    char *t = w->buf;
-    w->buf = w->tmp;
-    w->tmp = t;
-    w->rem = w->buf;
-    if (w->buf[0] == '/')
-        return walk_enter(e, w, SFS_ROOT_INO);
-    return 0;
-}
-
-/* Steps into the intermediate component `name` (rest follows it). */
-static int walk_step(struct engine *e, struct eng_cmd *c, struct walk *w, const char *name,
-                     const char *rest)
-{
-    struct sfs_attr a;
-    int r = walk_search(e, c, w);
-    if (!r)
-        r = sysdir_check(w->dir, name, -ENOENT);   /* device/sysdir.h */
-    if (!r)
-        r = sfs_lookup(e->fs, w->dir, name, &a);
-    if (r)
-        return r;
-    if (S_ISLNK(a.mode))
-        return walk_splice(e, w, a.ino, rest);
-    if (!S_ISDIR(a.mode))
-        return -ENOTDIR;
-    w->rem = rest;
-    return walk_enter(e, w, a.ino);
-}
-
-/* Looks the final component up; may splice a symlink in (returns 1). */
-static int walk_final(struct engine *e, struct eng_cmd *c, struct walk *w, unsigned flags)
-{
-    if (flags & WALK_PARENT)
-        return 0;
-    if (!w->last[0]) {   /* "/": the directory itself */
-        w->found = true;
-        return sfs_getattr(e->fs, w->dir, &w->attr);
-    }
-    int r = walk_search(e, c, w);
-    if (!r)
-        r = sysdir_check(w->dir, w->last, -ENOENT);   /* device/sysdir.h */
-    if (!r)
-        r = sfs_lookup(e->fs, w->dir, w->last, &w->attr);
-    if (r)
-        return r == -ENOENT ? 0 : r;
-    w->found = true;
-    if (S_ISLNK(w->attr.mode) && ((flags & WALK_FOLLOW) || w->slash)) {
-        w->found = false;
-        r = walk_splice(e, w, w->attr.ino, w->slash ? "/" : "");
-        return r ? r : 1;
-    }
-    if (w->slash && !S_ISDIR(w->attr.mode))
-        return -ENOTDIR;
-    return 0;
-}
-
-/* Copies out the next component of w->rem; returns its length (0: none
- * left, the path names the current directory) and sets *rest past it
- * and the slashes after it. */
-static int next_name(struct walk *w, char *name, const char **rest, bool *slash)
-{
-    const char *p = w->rem;
-    while (*p == '/')
-        p++;
-    size_t n = strcspn(p, "/");
-    if (n > SFS_NAME_MAX)
-        return -ENAMETOOLONG;
-    memcpy(name, p, n);
-    name[n] = '\0';
-    const char *q = p + n;
-    *slash = *q == '/';
-    while (*q == '/')
-        q++;
-    *rest = q;
-    return (int)n;
-}
-
-static int walk_loop(struct engine *e, struct eng_cmd *c, struct walk *w, unsigned flags)
-{
-    char name[SFS_NAME_MAX + 1];
-    for (;;) {
-        const char *rest;
-        bool slash;
-        int n = next_name(w, name, &rest, &slash);
-        if (n < 0)
-            return n;
-        if (n > 0 && *rest) {   /* an intermediate component */
-            int r = walk_step(e, c, w, name, rest);
-            if (r)
-                return r;
-            continue;
-        }
-        memcpy(w->last, name, (size_t)n + 1);
-        w->slash = slash;
-        int r = walk_final(e, c, w, flags);
-        if (r <= 0)
-            return r;
-    }
-}
-
-/* Resolves c's path `path`: on success (0) w->dir holds a reference the
- * caller drops with walk_done. */
-static int walk(struct engine *e, struct eng_cmd *c, const char *path, unsigned flags,
-                struct walk *w)
-{
-    memset(w, 0, sizeof(*w));
     if (!path || !*path)
         return -ENOENT;
-    size_t len = strlen(path);
-    if (len >= PATH_MAX)
-        return -ENAMETOOLONG;
-    w->buf = malloc(2 * WALK_BUF);
-    if (!w->buf)
-        return -ENOMEM;
-    w->tmp = w->buf + WALK_BUF;
-    memcpy(w->buf, path, len + 1);
-    w->rem = w->buf;
-    w->dir = SFS_ROOT_INO;
-    int r = sfs_iget(e->fs, w->dir);
-    if (!r) {
-        r = walk_loop(e, c, w, flags);
-        if (r)
-            sfs_iput(e->fs, w->dir);
-    }
-    free(w->buf < w->tmp ? w->buf : w->tmp);
-    w->buf = w->tmp = NULL;
-    return r;
+    rp->slash = ends_with_slash(path);
+    int r = path_walk(e->fs, &c->cred, path, follow, &rp->r);
+    return r ? r : sfs_iget(e->fs, rp->r.parent);
 }
 
-static void walk_done(struct engine *e, struct walk *w)
+static void unpin(struct engine *e, struct rpath *rp)
 {
-    sfs_iput(e->fs, w->dir);
+    sfs_iput(e->fs, rp->r.parent);
+}
+
+/* The final component of path as written ("" for "/"), trailing slashes
+ * ignored: namespace operations refuse "." and ".." by name. */
+static void last_name(const char *path, char *out)
+{
+    size_t n = strlen(path);
+    while (n > 0 && path[n - 1] == '/')
+        n--;
+    size_t b = n;
+    while (b > 0 && path[b - 1] != '/')
+        b--;
+    size_t l = n - b > SFS_NAME_MAX ? SFS_NAME_MAX : n - b;
+    memcpy(out, path + b, l);
+    out[l] = '\0';
+}
+
+/* Copies path without its trailing slashes ("/" stays "/"). */
+static int strip_slashes(const char *path, char *out)
+{
+    size_t n = path ? strlen(path) : 0;
+    if (n >= PATH_MAX)
+        return -ENAMETOOLONG;
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    memcpy(out, path ? path : "", n);
+    out[n] = '\0';
+    return 0;
 }
 
 /* ---- operations --------------------------------------------------------- */
@@ -230,71 +92,74 @@ int64_t eop_nop(struct engine *e, struct eng_cmd *c)
     return 0;
 }
 
-/* Creates w->last in w->dir and opens it (c->flags, c->mode). */
-static int create_open(struct engine *e, struct eng_cmd *c, struct walk *w)
+/* Creates the missing final component and opens it (c->flags, c->mode). */
+static int create_open(struct engine *e, struct eng_cmd *c, struct rpath *rp)
 {
-    if (w->slash || !w->last[0] || is_dot(w->last))
-        return w->slash ? -EISDIR : -EEXIST;
-    c->ino = w->dir;
-    c->name = w->last;
+    c->ino = rp->r.parent;
+    c->name = rp->r.name;
     int r = (int)eop_create(e, c);
     if (r)
         return r;
     sfs_iput(e->fs, c->attr.ino);   /* the door keeps no lookup reference */
-    eng_chg_entry(c, w->dir, w->last);
+    eng_chg_entry(c, rp->r.parent, rp->r.name);
     return 0;
 }
 
-/* Opens the existing file w found. */
-static int open_found(struct engine *e, struct eng_cmd *c, struct walk *w)
+/* Opens the existing file the walk found. */
+static int open_found(struct engine *e, struct eng_cmd *c, const struct sfs_attr *a)
 {
     uint32_t fl = c->flags;
     if ((fl & O_CREAT) && (fl & O_EXCL))
         return -EEXIST;
-    if (S_ISLNK(w->attr.mode))
+    if (S_ISLNK(a->mode))
         return -ELOOP;   /* O_NOFOLLOW */
-    if ((fl & O_DIRECTORY) && !S_ISDIR(w->attr.mode))
+    if ((fl & O_DIRECTORY) && !S_ISDIR(a->mode))
         return -ENOTDIR;
-    if ((fl & O_CREAT) && S_ISDIR(w->attr.mode))
+    if ((fl & O_CREAT) && S_ISDIR(a->mode))
         return -EISDIR;
-    c->ino = w->attr.ino;
+    c->ino = a->ino;
     int r = (int)eop_open(e, c);
-    if (!r && (fl & O_TRUNC) && (fl & O_ACCMODE) != O_RDONLY && S_ISREG(w->attr.mode))
-        eng_chg_inode(c, w->attr.ino, 0, 0);
+    if (!r && (fl & O_TRUNC) && (fl & O_ACCMODE) != O_RDONLY && S_ISREG(a->mode))
+        eng_chg_inode(c, a->ino, 0, 0);
     return r;
 }
 
 int64_t eop_open_path(struct engine *e, struct eng_cmd *c)
 {
     uint32_t fl = c->flags;
-    bool excl = (fl & O_CREAT) && (fl & O_EXCL);
-    unsigned wf = (fl & O_NOFOLLOW) || excl ? 0 : WALK_FOLLOW;
+    bool creat = fl & O_CREAT, excl = creat && (fl & O_EXCL);
     for (int tries = 0; tries < 3; tries++) {
-        struct walk w;
-        int r = walk(e, c, c->path, wf, &w);
+        struct rpath rp;
+        int r = resolve(e, c, c->path, !(fl & O_NOFOLLOW) && !excl, &rp);
+        if (r == -EISDIR && !creat)
+            r = -ENOENT;   /* "missing/" */
         if (r)
             return r;
-        if (w.found)
-            r = open_found(e, c, &w);
-        else
-            r = (fl & O_CREAT) ? create_open(e, c, &w) : -ENOENT;
-        walk_done(e, &w);
-        if (r != -EEXIST || w.found || excl)
+        bool found = rp.r.exists;
+        r = found ? open_found(e, c, &rp.r.attr) : creat ? create_open(e, c, &rp) : -ENOENT;
+        unpin(e, &rp);
+        if (r != -EEXIST || found || excl)
             return r;   /* -EEXIST without O_EXCL: created meanwhile, open it */
     }
     return -EEXIST;
 }
 
+/* Walks a path that must exist (symlinks followed): STAT, READDIR. */
+static int existing(struct engine *e, struct eng_cmd *c, struct sfs_attr *a)
+{
+    struct rpath rp;
+    int r = resolve(e, c, c->path, true, &rp);
+    if (r)
+        return r == -EISDIR ? -ENOENT : r;
+    if (rp.r.exists)
+        *a = rp.r.attr;
+    unpin(e, &rp);
+    return rp.r.exists ? 0 : -ENOENT;
+}
+
 int64_t eop_stat_path(struct engine *e, struct eng_cmd *c)
 {
-    struct walk w;
-    int r = walk(e, c, c->path, WALK_FOLLOW, &w);
-    if (r)
-        return r;
-    if (w.found)
-        c->attr = w.attr;
-    walk_done(e, &w);
-    return w.found ? 0 : -ENOENT;
+    return existing(e, c, &c->attr);
 }
 
 int64_t eop_fstat(struct engine *e, struct eng_cmd *c)
@@ -307,133 +172,133 @@ int64_t eop_fstat(struct engine *e, struct eng_cmd *c)
 /* The error for a namespace op whose final component is "", "." or "..". */
 static int dot_error(unsigned op, const char *last)
 {
+    bool root = !last[0], dot = !strcmp(last, "."), dotdot = !strcmp(last, "..");
+    if (!root && !dot && !dotdot)
+        return 0;
     switch (op) {
     case ENG_OP_MKDIR_PATH: return -EEXIST;
     case ENG_OP_UNLINK_PATH: return -EISDIR;
-    case ENG_OP_RMDIR_PATH:
-        return !last[0] ? -EBUSY : !strcmp(last, ".") ? -EINVAL : -ENOTEMPTY;
+    case ENG_OP_RMDIR_PATH: return root ? -EBUSY : dot ? -EINVAL : -ENOTEMPTY;
     default: return -EBUSY;
     }
 }
 
-/* Resolves the parent for a namespace op; *victim gets the final
- * component's inode (0 if none). */
+/* Resolves the parent of a namespace op's final component (not
+ * followed); rp->r.exists / attr describe that component. */
 static int parent_walk(struct engine *e, struct eng_cmd *c, const char *path,
-                       struct walk *w, uint64_t *victim)
+                       struct rpath *rp)
 {
-    int r = walk(e, c, path, WALK_PARENT, w);
+    char last[SFS_NAME_MAX + 1];
+    if (!path || !*path)
+        return -ENOENT;
+    last_name(path, last);
+    int r = dot_error(c->op, last);
     if (r)
         return r;
-    struct sfs_attr a;
-    *victim = 0;
-    if (!w->last[0] || is_dot(w->last))
-        r = dot_error(c->op, w->last);
-    else if (!sfs_lookup(e->fs, w->dir, w->last, &a))
-        *victim = a.ino;
-    if (!r && w->slash && *victim && !S_ISDIR(a.mode))
-        r = -ENOTDIR;
-    if (r)
-        walk_done(e, w);
-    return r;
+    r = resolve(e, c, path, false, rp);
+    return r == -EISDIR ? -ENOENT : r;   /* "missing/" */
 }
 
 int64_t eop_unlink_path(struct engine *e, struct eng_cmd *c)
 {
-    struct walk w;
-    uint64_t victim;
-    int r = parent_walk(e, c, c->path, &w, &victim);
+    struct rpath rp;
+    int r = parent_walk(e, c, c->path, &rp);
     if (r)
         return r;
-    c->ino = w.dir;
-    c->name = w.last;
-    r = w.slash && victim ? -EISDIR : (int)eop_unlink(e, c);
+    c->ino = rp.r.parent;
+    c->name = rp.r.name;
+    r = (int)eop_unlink(e, c);
     if (!r) {
-        eng_chg_entry(c, w.dir, w.last);
-        eng_chg_inode(c, victim, -1, 0);
+        eng_chg_entry(c, rp.r.parent, rp.r.name);
+        eng_chg_inode(c, rp.r.attr.ino, -1, 0);
     }
-    walk_done(e, &w);
+    unpin(e, &rp);
+    return r;
+}
+
+/* MKDIR and RMDIR: directories, so "dir/" names "dir". */
+static int dir_op(struct engine *e, struct eng_cmd *c, int64_t (*op)(struct engine *,
+                                                                   struct eng_cmd *))
+{
+    char path[PATH_MAX];
+    struct rpath rp;
+    int r = strip_slashes(c->path, path);
+    if (!r)
+        r = parent_walk(e, c, path, &rp);
+    if (r)
+        return r;
+    c->ino = rp.r.parent;
+    c->name = rp.r.name;
+    r = (int)op(e, c);
+    if (!r && c->op == ENG_OP_MKDIR_PATH)
+        sfs_iput(e->fs, c->attr.ino);   /* the door keeps no lookup reference */
+    if (!r) {
+        eng_chg_entry(c, rp.r.parent, rp.r.name);
+        if (rp.r.exists)
+            eng_chg_inode(c, rp.r.attr.ino, -1, 0);
+    }
+    unpin(e, &rp);
     return r;
 }
 
 int64_t eop_mkdir_path(struct engine *e, struct eng_cmd *c)
 {
-    struct walk w;
-    uint64_t victim;
-    int r = parent_walk(e, c, c->path, &w, &victim);
-    if (r)
-        return r;
-    c->ino = w.dir;
-    c->name = w.last;
-    r = (int)eop_mkdir(e, c);
-    if (!r) {
-        sfs_iput(e->fs, c->attr.ino);   /* the door keeps no lookup reference */
-        eng_chg_entry(c, w.dir, w.last);
-    }
-    walk_done(e, &w);
-    return r;
+    return dir_op(e, c, eop_mkdir);
 }
 
 int64_t eop_rmdir_path(struct engine *e, struct eng_cmd *c)
 {
-    struct walk w;
-    uint64_t victim;
-    int r = parent_walk(e, c, c->path, &w, &victim);
-    if (r)
-        return r;
-    c->ino = w.dir;
-    c->name = w.last;
-    r = (int)eop_rmdir(e, c);
+    return dir_op(e, c, eop_rmdir);
+}
+
+/* The rename itself, both parents pinned. */
+static int rename_pinned(struct engine *e, struct eng_cmd *c, struct rpath *a,
+                         struct rpath *b)
+{
+    c->ino = a->r.parent;
+    c->name = a->r.name;
+    c->ino2 = b->r.parent;
+    c->name2 = b->r.name;
+    int r = (int)eop_rename(e, c);
     if (!r) {
-        eng_chg_entry(c, w.dir, w.last);
-        eng_chg_inode(c, victim, -1, 0);
+        eng_chg_entry(c, a->r.parent, a->r.name);
+        eng_chg_entry(c, b->r.parent, b->r.name);
+        eng_chg_inode(c, a->r.attr.ino, -1, 0);
+        if (b->r.exists)
+            eng_chg_inode(c, b->r.attr.ino, -1, 0);
     }
-    walk_done(e, &w);
     return r;
 }
 
 int64_t eop_rename_path(struct engine *e, struct eng_cmd *c)
 {
-    struct walk a, b;
-    uint64_t va, vb;
-    int r = parent_walk(e, c, c->path, &a, &va);
+    struct rpath a, b;
+    char to[PATH_MAX];
+    int r = parent_walk(e, c, c->path, &a);
     if (r)
         return r;
-    r = parent_walk(e, c, c->path2, &b, &vb);
-    if (r) {
-        walk_done(e, &a);
-        return r;
-    }
-    c->ino = a.dir;
-    c->name = a.last;
-    c->ino2 = b.dir;
-    c->name2 = b.last;
-    r = (int)eop_rename(e, c);
+    /* a directory may be renamed to "new/", anything else may not */
+    bool dir = a.r.exists && S_ISDIR(a.r.attr.mode);
+    r = !dir && c->path2 && ends_with_slash(c->path2) ? -ENOTDIR : strip_slashes(c->path2, to);
+    if (!r)
+        r = parent_walk(e, c, to, &b);
     if (!r) {
-        eng_chg_entry(c, a.dir, a.last);
-        eng_chg_entry(c, b.dir, b.last);
-        eng_chg_inode(c, va, -1, 0);
-        if (vb)
-            eng_chg_inode(c, vb, -1, 0);
+        r = a.r.exists ? rename_pinned(e, c, &a, &b) : -ENOENT;
+        unpin(e, &b);
     }
-    walk_done(e, &b);
-    walk_done(e, &a);
+    unpin(e, &a);
     return r;
 }
 
 int64_t eop_readdir_path(struct engine *e, struct eng_cmd *c)
 {
-    struct walk w;
-    int r = walk(e, c, c->path, WALK_FOLLOW, &w);
-    if (r)
-        return r;
-    if (!w.found)
-        r = -ENOENT;
-    else if (!S_ISDIR(w.attr.mode))
+    struct sfs_attr a;
+    int r = existing(e, c, &a);
+    if (!r && !S_ISDIR(a.mode))
         r = -ENOTDIR;
-    walk_done(e, &w);
     if (r)
         return r;
-    c->ino = w.attr.ino;
+    c->ino = a.ino;
     r = (int)eop_opendir(e, c);   /* read permission; a handle for the listing */
     if (r)
         return r;

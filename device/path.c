@@ -68,7 +68,7 @@ static int component(struct walk *w, struct sfs_attr *cur, const char *c, size_t
     struct sfs_attr a;
     int r = searchable(w, cur);
     if (!r)   /* the device's own directory: device/sysdir.h */
-        r = sysdir_check(cur->ino, name, last ? -EPERM : -ENOENT);
+        r = sysdir_check(cur->ino, name, -ENOENT);   /* looks absent */
     if (!r)
         r = sfs_lookup(w->fs, cur->ino, name, &a);
     if (r == -ENOENT && last) {

@@ -4,7 +4,6 @@
 #include "device/queue_int.h"
 
 #include "device/compute/keys.h"
-
 #include "device/handle.h"
 
 #include <errno.h>
@@ -164,26 +163,24 @@ void qp_session_destroy(struct qp_session *s)
         list = qp->next;
         qp_free(qp);
     }
-    /* No command of the session is in flight now: its handles can go,
-     * and its keys are wiped. */
+    /* No command of the session is in flight now: its handles can go. */
     eng_release_handles(s->svc->eng, s->hdl);
-    ckey_table_destroy(s->keys);
-    s->keys = NULL;
     hdl_table_destroy(s->hdl);
+    ckey_table_destroy(s->keys);
     session_unlink(s);
     __atomic_sub_fetch(&s->svc->nsessions, 1, __ATOMIC_RELAXED);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }
 
-struct ckey_table *qp_session_keys(struct qp_session *s)
-{
-    return s->keys;
-}
-
 const struct eng_cred *qp_session_cred(const struct qp_session *s)
 {
     return &s->cred;
+}
+
+struct ckey_table *qp_session_keys(struct qp_session *s)
+{
+    return s->keys;
 }
 
 /* ---- queue pairs ----------------------------------------------------------- */

@@ -6,7 +6,7 @@
  * Sessions. One per control-socket connection that asks for queues. It
  * holds the client's credentials (SO_PEERCRED + SO_PEERGROUPS, from the
  * kernel only), its own table of file handles (so no client can use
- * another's handles) and its queue pairs. Destroying the session (the
+ * another's handles), its encryption keys and its queue pairs. Destroying the session (the
  * connection ended) destroys its queues and closes its handles.
  *
  * Queue pairs. A memfd, sealed against shrinking and growing (a client
@@ -148,13 +148,13 @@ int qp_session_create(struct qp_service *svc, const struct eng_cred *cred,
  * handles and frees it. */
 void qp_session_destroy(struct qp_session *s);
 
-/* The session's key registry (device/compute/keys.h): keys registered
- * with CTL_KEY_ADD, named by ENCRYPT/DECRYPT steps, wiped when the
- * session ends. */
-struct ckey_table *qp_session_keys(struct qp_session *s);
-
 /* The credentials a session acts with. */
 const struct eng_cred *qp_session_cred(const struct qp_session *s);
+
+/* The session's encryption-key registry (device/compute/keys.h), for the
+ * CTL_KEY_ADD / CTL_KEY_REMOVE requests of its connection. */
+struct ckey_table;
+struct ckey_table *qp_session_keys(struct qp_session *s);
 
 /* Queue geometry requested by a client (0 = default). */
 struct qp_geom {

@@ -53,17 +53,6 @@ static void put_stat(struct qp_cmd *qc)
     qp_arena_write(&qc->qp->arena, qc->res_off, &st, sizeof(st));
 }
 
-/* CISC: every step's result into the result array (one copy), the
- * op's status and the number of steps that completed into the CQE. */
-static void put_cisc(struct qp_cmd *qc)
-{
-    struct eng_cisc *v = qc->c.cisc;
-    cisc_release(v);
-    qp_arena_write(&qc->qp->arena, qc->res_off, v->res, v->n * sizeof(v->res[0]));
-    qc->cqe.res = v->status;
-    qc->cqe.aux = v->ran;
-}
-
 /* Builds the CQE from the engine's results (and writes STAT output). */
 static void finish(struct qp_cmd *qc)
 {
@@ -72,8 +61,14 @@ static void finish(struct qp_cmd *qc)
     memset(q, 0, sizeof(*q));
     q->user_data = qc->user_data;
     q->res = c->ret;
-    if (qc->wop == WIRE_OP_CISC && c->cisc)
-        put_cisc(qc);
+    if (qc->cisc) {   /* status, steps completed, each step's result */
+        struct eng_cisc *v = qc->cisc;
+        q->res = c->ret < 0 ? c->ret : v->status;
+        q->aux = v->ran;
+        qp_arena_write(&qc->qp->arena, qc->res_off, v->res,
+                       (uint64_t)v->n * sizeof(struct wire_step_res));
+        return;
+    }
     if (c->ret < 0)
         return;
     switch (qc->wop) {
@@ -120,7 +115,11 @@ void qp_post_error(struct qp *qp, uint64_t user_data, int err)
 
 static void cmd_free(struct qp_cmd *qc)
 {
-    free(qc->priv);
+    eng_chg_release(&qc->chg);
+    if (qc->cisc) {
+        cisc_release(qc->cisc);
+        free(qc->cisc);
+    }
     free(qc);
 }
 

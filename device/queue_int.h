@@ -42,12 +42,14 @@ struct qp {
     uint32_t inflight;             /* fetched, CQE not posted; atomic */
 };
 
+struct ckey_table;
+
 struct qp_session {
     struct qp_service *svc;
     struct qp_session *next;       /* service's list (service lock) */
     struct eng_cred cred;
     struct hdl_table *hdl;
-    struct ckey_table *keys;       /* encryption keys (device/compute/keys.h) */
+    struct ckey_table *keys;       /* encryption keys for CISC steps (compute/keys.h) */
     pthread_mutex_t lock;          /* protects qps, nqps, next_id */
     struct qp *qps;
     unsigned nqps;
@@ -84,7 +86,7 @@ struct qp_cmd {
     bool rd_small;                 /* READDIR: the first entry did not fit */
     struct wire_cqe cqe;           /* built by qp_finish */
     struct eng_chg chg;
-    void *priv;                    /* private copies (steps) freed with the command */
+    struct eng_cisc *cisc;         /* CISC: the decoded vector, released with the command */
     char paths[];                  /* private copies of the paths */
 };
 

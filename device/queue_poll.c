@@ -42,7 +42,6 @@ static struct qp_cmd *cmd_new(struct qp *qp, const struct wire_sqe *s, unsigned 
     eng_cmd_init(&qc->c, op, &qp->sess->cred);
     qc->c.hdl = qp->sess->hdl;
     qc->c.chg = &qc->chg;
-    qc->c.arena = &qp->arena;
     qc->c.done = qp_cmd_done;
     qc->c.item.queue = qp->id;
     qc->qp = qp;
@@ -54,8 +53,9 @@ static struct qp_cmd *cmd_new(struct qp *qp, const struct wire_sqe *s, unsigned 
     qc->rd_used = 0;
     qc->rd_next = 0;
     qc->rd_small = false;
+    qc->chg.next = NULL;
     qc->chg.ninodes = qc->chg.nentries = 0;
-    qc->priv = NULL;
+    qc->cisc = NULL;
     return qc;
 }
 
@@ -234,11 +234,11 @@ static int dec_rename(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **o
     return 0;
 }
 
-/* CISC: the step array and the result array inside the arena. The steps
- * are copied once into private memory and decoded there (device/cisc.h);
- * a vector the decoder refuses still becomes a command, which completes
- * at once with the decoder's per-step results (the bad step's errno, the
- * others -ECANCELED), so the client learns which step was wrong. */
+/* CISC: the step array and the result array inside the arena; the steps
+ * are copied once into private memory and decoded (cisc_decode checks
+ * every step) into the command's vector. A vector the decoder refuses
+ * still goes to the engine, which completes it with the decoder's status
+ * and per-step results (and counts it). */
 static int dec_cisc(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out)
 {
     uint64_t n = s->nsteps;
@@ -247,24 +247,24 @@ static int dec_cisc(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out
     if (!qp_arena_ok(&qp->arena, s->addr, s->len) ||
         !qp_arena_ok(&qp->arena, s->res_off, s->res_len))
         return -EFAULT;
-    if (s->res_len < n * sizeof(struct wire_step_res))
+    if (s->res_len < n * sizeof(struct wire_step_res) || s->flags)
         return -EINVAL;
-    struct wire_step *steps = malloc(s->len);
-    struct eng_cisc *v = malloc(sizeof(*v));
-    struct qp_cmd *qc = steps && v ? cmd_new(qp, s, ENG_OP_CISC, 0) : NULL;
-    if (!qc) {
+    struct qp_cmd *qc = cmd_new(qp, s, ENG_OP_CISC, 0);
+    struct wire_step *steps = qc ? malloc(s->len) : NULL;
+    if (qc)
+        qc->cisc = steps ? malloc(sizeof(struct eng_cisc)) : NULL;
+    if (!qc || !qc->cisc) {
         free(steps);
-        free(v);
+        free(qc);
         return -ENOMEM;
     }
     memcpy(steps, qp->arena.base + s->addr, s->len);   /* the one fetch */
+    struct eng_arena a = { qp->arena.base, qp->arena.size };
     struct cisc_limits lim;
     eng_cisc_limits(qp->sess->svc->eng, &lim);
-    struct eng_arena a = { qp->arena.base, qp->arena.size };
-    cisc_decode(v, steps, (unsigned)n, &a, &lim, qp->sess->keys);
-    free(steps);
-    qc->c.cisc = v;
-    qc->priv = v;
+    cisc_decode(qc->cisc, steps, (unsigned)n, &a, &lim, qp->sess->keys);
+    free(steps);   /* the vector keeps what it needs (paths copied) */
+    qc->c.cisc = qc->cisc;
     qc->res_off = s->res_off;
     qc->res_len = s->res_len;
     *out = qc;
@@ -402,8 +402,7 @@ static void dispatch(struct engine *e, struct qp_cmd *list)
         struct qp_cmd *qc = list;
         list = qc->next;
         qc->next = NULL;
-        qc->c.item.no_direct = list != NULL;
-        int r = eng_submit(e, &qc->c);
+        int r = list ? eng_submit_handoff(e, &qc->c) : eng_submit(e, &qc->c);
         if (r) {
             qc->c.ret = r;
             qp_cmd_done(&qc->c);

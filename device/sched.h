@@ -44,8 +44,6 @@ struct sched_item {
     struct sched_item *next;   /* policy's link; owned by the scheduler while queued */
     uint32_t tenant;           /* who to be fair to (uid) */
     uint32_t queue;            /* which submission queue it came from */
-    bool no_direct;            /* never run by the submitter (a poller handing a
-                                  batch to the cores) */
     uint64_t t_submit_ns;      /* set by sched_submit (CLOCK_MONOTONIC) */
 };
 
@@ -101,6 +99,11 @@ int sched_create(const struct sched_policy *pol, const struct sched_config *cfg,
 /* Queues an item, or with direct dispatch may run it before returning.
  * Returns 0, or -ESHUTDOWN once sched_destroy has begun. */
 int sched_submit(struct sched *s, struct sched_item *it);
+
+/* Like sched_submit, but never runs the item on the calling thread (no
+ * direct dispatch): for work a device core hands to the other cores, and
+ * for the commands a queue-pair poller hands over in a batch. */
+int sched_submit_handoff(struct sched *s, struct sched_item *it);
 
 /* Copies current statistics. */
 void sched_get_stats(struct sched *s, struct sched_stats *st);

@@ -5,6 +5,10 @@
 // only argument.
 #include "tests/e2e/libcisc/cisc_fixture.h"
 
+extern "C" {
+#include "common/crc32c.h"
+}
+
 namespace e2e {
 namespace {
 
@@ -54,7 +58,12 @@ TEST_F(Doc, GuideExamplesBuildAndRunAgainstTheInstalledLibrary)
         r = Sh("LD_LIBRARY_PATH=" + libdir + " " + exe + " " + mnt);
         EXPECT_EQ(r.status, 0) << "example " << i << ":\n" << r.out;
     }
-    EXPECT_EQ(ReadFile(P("hello.log")), "hello, device\n");
+    r = Sh("env -u LD_LIBRARY_PATH $(find " + stage + " -path '*/bin/cisc') --version");
+    EXPECT_EQ(r.status, 0) << "the installed cisc finds its libraries: " << r.out;
+    std::string log = ReadFile(P("hello.log"));   // the record, then its CRC-32C
+    ASSERT_EQ(log.size(), 14u + 4u);
+    EXPECT_EQ(log.substr(0, 14), "hello, device\n");
+    EXPECT_EQ(le32_get(log.data() + 14), crc32c(0, "hello, device\n", 14));
     EXPECT_EQ(ReadFile(P("copy")), "some data\n");
 }
 

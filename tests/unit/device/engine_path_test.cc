@@ -54,6 +54,7 @@ protected:
 
     void TearDown() override
     {
+        eng_chg_release(&chg);
         eng_release_handles(eng, tbl);
         hdl_table_destroy(tbl);
         eng_destroy(eng);
@@ -68,6 +69,7 @@ protected:
         eng_cmd_init(&c, op, &cr);
         c.path = p;
         c.hdl = tbl;
+        eng_chg_release(&chg);
         chg = {};
         c.chg = &chg;
     }
