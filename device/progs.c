@@ -8,6 +8,7 @@
 #include "device/sysdir.h"
 
 #include <errno.h>
+#include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -534,7 +535,7 @@ static struct progs *alloc_registry(struct sfs *fs, const struct progs_config *c
 int progs_open(struct sfs *fs, const struct progs_config *cfg, struct progs **out,
                char *err, size_t errlen)
 {
-    struct progs *p = alloc_registry(fs, cfg);
+    struct progs *p = sodium_init() < 0 ? NULL : alloc_registry(fs, cfg);   /* hashes, tokens */
     if (!p)
         return snprintf(err, errlen, "out of memory"), -ENOMEM;
     int r = sysdir_open(fs, "progs", &p->dir);
