@@ -11,7 +11,7 @@ CISC := $(BUILD)/cmd/cisc
 # The distribution's python3 (python3-matplotlib) for benchmarks that plot.
 PYTHON_PLOT ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
-.PHONY: all deps build build-asan test test-release test-asan run bench bench-bpf bench-fs bench-qp bench-cisc clean
+.PHONY: all deps build build-asan test test-release test-asan run bench bench-bpf bench-fs bench-qp bench-cisc bench-offload clean
 
 all: build
 
@@ -62,6 +62,11 @@ bench-fs: build
 # 1, 2, 4 threads; link latency 900 ns and 0. CSV and PNG in bench/out/.
 bench-cisc: build
 	@$(PYTHON_PLOT) bench/cisc/bench_cisc.py --cisc $(CISC) --bench $(BUILD)/bench/cisc/cisc-bench-cisc $(BENCH_CISC_ARGS)
+
+# Offload: grep a 1 GiB log (1% of lines match) through the FUSE mount and
+# with examples/bpf/grep.c inside the device; time and bytes moved for both.
+bench-offload: build
+	@python3 bench/offload/bench_offload.py --cisc $(CISC) --grep-obj $(BUILD)/examples/bpf/grep.o
 
 bench-qp: build
 	@./bench/qp/rtt.sh $(CISC) $(BUILD)/bench/qp/cisc-bench-rtt

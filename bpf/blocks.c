@@ -35,19 +35,22 @@ static int check_opts(const struct vm_prog *prog, const struct vm_blocks_opts *o
     return 0;
 }
 
-static int run_block(struct run *r, uint64_t k, const uint8_t *src, uint32_t len, bool last)
+/* Block j of this run; k = first_block + j is its index in the input. */
+static int run_block(struct run *r, uint64_t j, const uint8_t *src, uint32_t len, bool last)
 {
+    uint64_t k = r->o->first_block + j;
     memcpy(r->in, src, len);
     memset(r->out, 0, r->out_cap);
     struct vm_ctx ctx = {
         .data = (uintptr_t)r->in, .data_end = (uintptr_t)r->in + len,
         .out = (uintptr_t)r->out, .out_end = (uintptr_t)r->out + r->out_cap,
-        .offset = r->o->offset + k * r->block_size, .len = len, .block = k,
-        .flags = (k == 0 ? VM_F_FIRST_BLOCK : 0) | (last ? VM_F_LAST_BLOCK : 0),
+        .offset = r->o->offset + j * r->block_size, .len = len, .block = k,
+        .flags = (k == 0 ? VM_F_FIRST_BLOCK : 0) |
+                 (last && !r->o->more ? VM_F_LAST_BLOCK : 0),
     };
     memcpy(ctx.arg, r->o->arg, sizeof(ctx.arg));
     struct vm_env env = {.budget = r->o->budget ? r->o->budget : VM_DEFAULT_BUDGET,
-                         .state = r->state, .trace = r->o->trace,
+                         .state = r->o->state ? r->o->state : r->state, .trace = r->o->trace,
                          .trace_arg = r->o->trace_arg, .checked = r->o->checked};
     uint64_t r0 = 0;
     int rc = vm_run(r->prog, &ctx, &env, &r0);
@@ -95,10 +98,10 @@ int vm_blocks_run(const struct vm_prog *prog, const void *input, size_t len,
     /* +1: malloc(0) may return NULL; a zero-length block still has a buffer. */
     r.in = malloc((size_t)r.block_size + 1);
     r.out = malloc((size_t)r.out_cap + 1);
-    r.state = calloc(1, VM_STATE_SIZE);
+    r.state = r.o->state ? NULL : calloc(1, VM_STATE_SIZE);
     if (!input)
         input = &empty;      /* only with len 0; keeps pointer arithmetic defined */
-    rc = r.in && r.out && r.state ? run_all(&r, input, len) : -ENOMEM;
+    rc = r.in && r.out && (r.state || r.o->state) ? run_all(&r, input, len) : -ENOMEM;
     free(r.in);
     free(r.out);
     free(r.state);

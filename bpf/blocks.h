@@ -7,6 +7,9 @@
  * step. For an input of L bytes and block size B:
  *   - blocks are input[k*B, min((k+1)*B, L)), k = 0, 1, ...; an empty input
  *     is one empty block;
+ *   - (a continued run, opts.first_block / state / more, numbers its blocks
+ *     from first_block, keeps the caller's state, and leaves the flags off
+ *     where the input goes on before or after it);
  *   - ctx.offset = base offset + k*B, ctx.len = block length, ctx.block = k,
  *     ctx.flags has CISC_F_FIRST_BLOCK on k = 0 and CISC_F_LAST_BLOCK on the
  *     final block (both on a single block);
@@ -60,6 +63,14 @@ struct vm_blocks_opts {
      * A non-zero return stops the run and becomes its result. */
     int (*on_block)(void *arg, const struct vm_block_result *r);
     void *on_block_arg;
+    /* Continuation: one input split over several runs (the device's bpf
+     * streams). All zero means a run of its own, as described above. */
+    void *state;             /* VM_STATE_SIZE bytes kept by the caller, used as
+                                they are (not zeroed); NULL = fresh zeroed area */
+    uint64_t first_block;    /* ctx.block of input[0]'s block; CISC_F_FIRST_BLOCK
+                                is set only when it is 0 */
+    bool more;               /* the input continues in a later run: its final
+                                block does not get CISC_F_LAST_BLOCK */
 };
 
 struct vm_blocks_stats {

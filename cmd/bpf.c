@@ -449,7 +449,7 @@ static int run_prog(struct run_ctx *c, const uint8_t *input, size_t len)
     return rc ? 1 : 0;
 }
 
-static int cmd_run(const struct bpf_opts *o, struct vm_prog *p)
+static int run_cmd(const struct bpf_opts *o, struct vm_prog *p)
 {
     int rc = verify_one(o, p, true);
     if (rc)
@@ -589,7 +589,7 @@ static int run_bpf(int argc, char **argv)
     else if (!strcmp(o.verb, "verify"))
         rc = cmd_verify(&o, progs, n);
     else if (!strcmp(o.verb, "run"))
-        rc = cmd_run(&o, progs[0]);
+        rc = run_cmd(&o, progs[0]);
     else
         rc = cmd_disasm(progs, n);
     free(progs);

@@ -30,6 +30,7 @@ struct up_opts {
     struct dm_model model;    /* --link-latency-ns, --core-speed */
     unsigned pollers;         /* --pollers */
     int poll_us;              /* --poll-us, -1 = default */
+    struct progs_limits progs;  /* --max-progs, --max-prog-insns, --prog-budget */
     char fuse_opts[1024];     /* passed through to the FUSE mount */
     const char *image, *mnt;
 };
@@ -59,6 +60,10 @@ static const char up_usage[] =
     "                     compute steps (>= 1.0, default 1.0)\n"
     "  --pollers N        threads polling libcisc queue pairs (1..16, default 1)\n"
     "  --poll-us N        pollers spin N microseconds before sleeping (default 50)\n"
+    "  --max-progs N      eBPF programs the device may hold (default 64)\n"
+    "  --max-prog-insns N instructions of all its programs together (default 1000000)\n"
+    "  --prog-budget N    instructions a program may run per invocation (one block)\n"
+    "                     before it is stopped (default 1000000)\n"
     "  -o OPTS            extra FUSE mount options (e.g. ro)\n"
     "\n"
     "Stop it with: cisc down MOUNTPOINT (or SIGTERM/SIGINT to the device).\n";
@@ -92,6 +97,24 @@ static int parse_ulong(const char *s, unsigned long max, unsigned long *out)
     if (*s == '\0' || *s == '-' || *end != '\0' || errno || v > max)
         return -1;
     *out = v;
+    return 0;
+}
+
+/* The program limits (letters M I B); 0 is refused (it would mean "default"). */
+static int progs_opt(struct up_opts *o, int ch, const char *arg)
+{
+    unsigned long v;
+    static const char *const names[] = { "--max-progs", "--max-prog-insns", "--prog-budget" };
+    int which = ch == 'M' ? 0 : ch == 'I' ? 1 : 2;
+    unsigned long max = which == 0 ? 65536 : which == 1 ? 1ul << 32 : PROGS_MAX_BUDGET;
+    if (parse_ulong(arg, max, &v) || v == 0)
+        return cmd_fail("up", "%s wants 1..%lu, not '%s'", names[which], max, arg);
+    if (which == 0)
+        o->progs.max_progs = (uint32_t)v;
+    else if (which == 1)
+        o->progs.max_insns = v;
+    else
+        o->progs.budget = v;
     return 0;
 }
 
@@ -137,6 +160,9 @@ static int parse_args(int argc, char **argv, struct up_opts *o)
         { "core-speed", required_argument, NULL, 'S' },
         { "pollers", required_argument, NULL, 'P' },
         { "poll-us", required_argument, NULL, 'U' },
+        { "max-progs", required_argument, NULL, 'M' },
+        { "max-prog-insns", required_argument, NULL, 'I' },
+        { "prog-budget", required_argument, NULL, 'B' },
         { NULL, 0, NULL, 0 },
     };
     int ch;
@@ -160,6 +186,10 @@ static int parse_args(int argc, char **argv, struct up_opts *o)
             break;
         case 'L': case 'S': case 'P': case 'U':
             if (model_opt(o, ch, optarg))
+                return 2;
+            break;
+        case 'M': case 'I': case 'B':
+            if (progs_opt(o, ch, optarg))
                 return 2;
             break;
         default: fputs(up_usage, stderr); return 2;
@@ -272,7 +302,7 @@ static int run_device(const struct up_opts *o, const char *img, const char *mnt,
     char err[PATH_MAX + 256];
     struct device *dev;
     struct dev_opts dopts = { img, create, mnt, sock, o->cores, o->sched, o->trace,
-                              o->queue_only, &o->model, o->pollers, o->poll_us };
+                              o->queue_only, &o->model, o->pollers, o->poll_us, &o->progs };
     int r = dev_start(&dopts, &dev, err, sizeof(err));
     if (r) {
         cmd_fail("up", "%s", err);
@@ -292,8 +322,10 @@ static int run_device(const struct up_opts *o, const char *img, const char *mnt,
     if (ready_fd < 0)
         print_ready(img, mnt, sock, o);
     report_ready(ready_fd, 0);
-    if (ready_fd >= 0)
+    if (ready_fd >= 0) {
         detach_stdio(o->log);
+        dev_log_notes(dev);
+    }
     int lr = fusefs_loop(fs);
     dev_set_stop_hook(dev, NULL, NULL);
     eng_drain(dev_engine(dev));   /* device cores reply through the session */
@@ -425,6 +457,12 @@ static int helper_opt(struct up_opts *o, char *opt)
         return model_opt(o, 'P', opt + 8);
     else if (!strncmp(opt, "poll_us=", 8))
         return model_opt(o, 'U', opt + 8);
+    else if (!strncmp(opt, "max_progs=", 10))
+        return progs_opt(o, 'M', opt + 10);
+    else if (!strncmp(opt, "max_prog_insns=", 15))
+        return progs_opt(o, 'I', opt + 15);
+    else if (!strncmp(opt, "prog_budget=", 12))
+        return progs_opt(o, 'B', opt + 12);
     else if (!ignored_opt(opt))
         add_fuse_opt(o, opt);
     return 0;

@@ -165,6 +165,8 @@ struct cisc_step {
     uint64_t dst_cap;
     uint64_t arg[4];
     uint64_t cap;              /* device buffer for the output */
+    uint64_t stream;           /* BPF: stream token (device/cisc_bpf.h), 0 = none */
+    uint32_t block_out;        /* BPF: output bytes per invocation, 0 = 2 * block size */
 };
 
 struct eng_cisc {
@@ -187,7 +189,7 @@ void eng_cisc_limits(struct engine *e, struct cisc_limits *out);
  * -ECANCELED for the others) describe it. Call cisc_release() in every
  * case. Returns 0 or -errno: -EINVAL (bad kind, flags, reserved field,
  * reference, path), -EFAULT (range outside the arena), -E2BIG (memory
- * limits), -EOPNOTSUPP (BPF until issue 6). */
+ * limits). */
 int cisc_decode(struct eng_cisc *v, const struct wire_step *steps, unsigned n,
                 const struct eng_arena *a, const struct cisc_limits *lim,
                 struct ckey_table *keys);

@@ -3,6 +3,7 @@
  * step (v->bad_step) and returns an errno; nothing here trusts a field. */
 #include "device/cisc.h"
 
+#include "device/cisc_bpf.h"
 #include "device/compute/compute.h"
 
 #include <errno.h>
@@ -182,8 +183,6 @@ static int kind_fields(const struct wire_step *w)
         return -EINVAL;
     if (w->kind == WIRE_STEP_TRUNCATE && w->off > (1ull << 60))
         return -EFBIG;
-    if (w->kind == WIRE_STEP_BPF)
-        return -EOPNOTSUPP;   /* issue 6 */
     return 0;
 }
 
@@ -201,7 +200,9 @@ static int decode_one(struct eng_cisc *v, unsigned i, const struct wire_step *w,
         r = check_file_ref(v, i, w);
     if (!r)
         r = operands(v, i, w, a, s);
-    if (!r)
+    if (!r && w->kind == WIRE_STEP_BPF)   /* its own fields and capacity: cisc_bpf.c */
+        r = cisc_bpf_decode(w, a, s, in_cap(v, w->in_step, s), lim);
+    else if (!r)
         r = out_cap(v, w, s, lim);
     if (!r)
         r = out_arena(w, s, a);

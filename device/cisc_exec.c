@@ -4,6 +4,7 @@
  * free cores (ENG_OP_CISC_PART), and the in-process entry point. */
 #include "device/cisc_int.h"
 
+#include "device/cisc_bpf.h"
 #include "device/compute/compute.h"
 #include "device/model.h"
 
@@ -267,6 +268,8 @@ static void input2(const struct cisc_run *x, unsigned i, const uint8_t **p, uint
 static int64_t ex_compute(struct cisc_run *x, unsigned i)
 {
     const struct cisc_step *s = &x->v->st[i];
+    if (s->kind == WIRE_STEP_BPF)
+        return cisc_bpf_exec(x, i);   /* a program of the registry */
     struct cmp_io io = { .key_id = s->key_id, .keys = x->v->keys };
     uint64_t n;
     input(x, i, &io.in, &n);
@@ -476,6 +479,8 @@ static void run_init(struct cisc_run *x, struct engine *e, struct eng_cmd *c,
         x->uparent[i] = 0;
         x->buf[i] = NULL;
         x->olen[i] = 0;
+        x->prog[i] = NULL;
+        x->stream[i] = NULL;
     }
 }
 

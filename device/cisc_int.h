@@ -82,6 +82,8 @@ struct cisc_run {
     bool fsync;                         /* some step asked for durability */
     uint64_t dead[WIRE_MAX_STEPS];      /* references of undone creates, dropped at the end */
     unsigned ndead;
+    struct progs_prog *prog[WIRE_MAX_STEPS];     /* BPF steps' programs (cisc_bpf.h) */
+    struct progs_stream *stream[WIRE_MAX_STEPS]; /* and their claimed streams */
 };
 
 /* Phase 2: resolves files and checks every step's permission; on failure

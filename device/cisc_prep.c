@@ -3,6 +3,8 @@
  * before any step runs. */
 #include "device/cisc_int.h"
 
+#include "device/cisc_bpf.h"
+#include "device/sysdir.h"
 #include "device/compute/keys.h"
 #include "device/path.h"
 #include "device/perm.h"
@@ -68,7 +70,9 @@ static int open_create(struct cisc_run *x, unsigned i, const struct path_res *pr
 {
     const struct cisc_step *s = &x->v->st[i];
     struct sfs_attr dir = pr->dir;
-    int r = perm_may_create(x->cred, &dir);
+    int r = sysdir_check(pr->parent, pr->name, -EPERM);   /* device/sysdir.h */
+    if (!r)
+        r = perm_may_create(x->cred, &dir);
     if (r)
         return r;
     struct cfile *f = &x->files[x->nfiles];
@@ -212,6 +216,8 @@ static int prep_step(struct cisc_run *x, unsigned i)
         return prep_unlink(x, i);
     case WIRE_STEP_ENCRYPT: case WIRE_STEP_DECRYPT:
         return ckey_with(x->v->keys, s->key_id, no_op, NULL);
+    case WIRE_STEP_BPF:
+        return cisc_bpf_prep(x, i);   /* the program and its stream */
     case WIRE_STEP_CLOSE: case WIRE_STEP_READ: case WIRE_STEP_WRITE:
     case WIRE_STEP_APPEND: case WIRE_STEP_TRUNCATE: case WIRE_STEP_FSYNC:
         r = bind_file(x, i);
@@ -236,6 +242,7 @@ int cisc_prepare(struct cisc_run *x)
 
 void cisc_unprepare(struct cisc_run *x)
 {
+    cisc_bpf_unprep(x);
     for (unsigned i = 0; i < x->nfiles; i++)
         if (x->files[i].ref)
             sfs_iput(x->e->fs, x->files[i].ino);

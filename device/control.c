@@ -167,7 +167,7 @@ static int send_frame(int fd, uint16_t type, uint32_t id, const void *p1, size_t
 
 /* Receives one frame into frame; a passed descriptor goes to *rfd (others
  * are closed). Returns the frame length or -errno. */
-static ssize_t recv_frame(int fd, uint8_t *frame, size_t size, int *rfd)
+static ssize_t recv_frame(int fd, uint8_t *frame, size_t size, int *rfd, int flags)
 {
     union {
         char buf[CMSG_SPACE(4 * sizeof(int))];
@@ -178,7 +178,7 @@ static ssize_t recv_frame(int fd, uint8_t *frame, size_t size, int *rfd)
                           .msg_controllen = sizeof(cm.buf) };
     ssize_t n;
     do
-        n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+        n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC | flags);
     while (n < 0 && errno == EINTR);
     *rfd = -1;
     if (n < 0)
@@ -199,19 +199,21 @@ static ssize_t recv_frame(int fd, uint8_t *frame, size_t size, int *rfd)
     return n == 0 ? -ECONNRESET : n;
 }
 
-ssize_t ctl_call_fd(int fd, uint16_t type, const void *req, size_t reqlen, int32_t *status,
-                    void *buf, size_t size, int *rfd)
+/* One request/reply exchange; pass_fd (or -1) rides with the request, a
+ * descriptor in the reply lands in *rfd. */
+static ssize_t call(int fd, uint16_t type, const void *req, size_t reqlen, int pass_fd,
+                    int32_t *status, void *buf, size_t size, int *rfd)
 {
     static uint32_t next_id;
     uint32_t id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
     *rfd = -1;
-    int r = send_frame(fd, type, id, req, reqlen, NULL, 0);
+    int r = send_frame_fd(fd, type, id, req, reqlen, NULL, 0, pass_fd);
     if (r)
         return r;
     uint8_t *frame = malloc(CTL_HDR_SIZE + CTL_MAX_PAYLOAD);
     if (!frame)
         return -ENOMEM;
-    ssize_t n = recv_frame(fd, frame, CTL_HDR_SIZE + CTL_MAX_PAYLOAD, rfd);
+    ssize_t n = recv_frame(fd, frame, CTL_HDR_SIZE + CTL_MAX_PAYLOAD, rfd, 0);
     struct ctl_hdr h;
     ssize_t ret = n < 0 ? n : 0;
     if (ret == 0 && (ret = ctl_hdr_decode(frame, (size_t)n, &h)) == 0 &&
@@ -228,6 +230,22 @@ ssize_t ctl_call_fd(int fd, uint16_t type, const void *req, size_t reqlen, int32
     }
     free(frame);
     return ret;
+}
+
+ssize_t ctl_call_fd(int fd, uint16_t type, const void *req, size_t reqlen, int32_t *status,
+                    void *buf, size_t size, int *rfd)
+{
+    return call(fd, type, req, reqlen, -1, status, buf, size, rfd);
+}
+
+ssize_t ctl_call_pass(int fd, uint16_t type, const void *req, size_t reqlen, int pass_fd,
+                      int32_t *status, void *buf, size_t size)
+{
+    int rfd;
+    ssize_t r = call(fd, type, req, reqlen, pass_fd, status, buf, size, &rfd);
+    if (rfd >= 0)
+        close(rfd);
+    return r;
 }
 
 ssize_t ctl_call(int fd, uint16_t type, const void *req, size_t reqlen, int32_t *status,
@@ -301,15 +319,22 @@ static void accept_conn(struct ctl *c)
 /* Reads and handles one frame; returns false to drop the connection. */
 static bool serve(struct ctl *c, struct conn *cn, uint8_t *frame)
 {
-    ssize_t n = recv(cn->fd, frame, CTL_HDR_SIZE + CTL_MAX_PAYLOAD, MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    int rfd;
+    ssize_t n = recv_frame(cn->fd, frame, CTL_HDR_SIZE + CTL_MAX_PAYLOAD, &rfd, MSG_DONTWAIT);
+    if (n == -EAGAIN || n == -EINTR)
         return true;
     struct ctl_hdr h;
-    if (n <= 0 || cn->deferred || ctl_hdr_decode(frame, (size_t)n, &h))
+    if (n <= 0 || cn->deferred || ctl_hdr_decode(frame, (size_t)n, &h)) {
+        if (rfd >= 0)
+            close(rfd);
         return false;
+    }
     struct ctl_req req = { &cn->peer, h.type, h.id, frame + CTL_HDR_SIZE, h.len, &cn->session,
-                           cn->fd };
-    if (c->fn(c->arg, &req) == CTL_DEFER) {
+                           cn->fd, rfd };
+    int hr = c->fn(c->arg, &req);
+    if (req.rfd >= 0)
+        close(req.rfd);   /* the handler did not keep it */
+    if (hr == CTL_DEFER) {
         cn->deferred = true;
         cn->dtype = h.type;
         cn->did = h.id;
@@ -434,7 +459,7 @@ void ctl_destroy(struct ctl *c, int32_t status)
     for (unsigned i = 0; i < c->nconns; i++) {
         struct conn *cn = &c->conns[i];
         if (cn->deferred) {
-            struct ctl_req req = { &cn->peer, cn->dtype, cn->did, NULL, 0, NULL, cn->fd };
+            struct ctl_req req = { &cn->peer, cn->dtype, cn->did, NULL, 0, NULL, cn->fd, -1 };
             ctl_reply(&req, status, NULL, 0);
         }
         close(cn->fd);

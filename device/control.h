@@ -36,6 +36,9 @@
  *                    registers an encryption key with the session for
  *                    ENCRYPT/DECRYPT steps (device/compute/keys.h)
  *   CTL_KEY_REMOVE u32 key id -> s32 status
+ *   CTL_PROG_LOAD, _LIST, _SHOW, _UNLOAD, _STREAM (16..20): eBPF programs;
+ *                    payloads in device/progs_wire.h (a load passes the
+ *                    object as a sealed memfd in SCM_RIGHTS: see rfd below)
  *
  * A connection's session (its queue pairs and open file handles) ends
  * with the connection.
@@ -79,6 +82,12 @@ enum ctl_type {
     CTL_QP_DESTROY = 6,
     CTL_KEY_ADD = 7,
     CTL_KEY_REMOVE = 8,
+    /* 16..31: eBPF programs (device/progs_wire.h has the payloads) */
+    CTL_PROG_LOAD = 16,
+    CTL_PROG_LIST = 17,
+    CTL_PROG_SHOW = 18,
+    CTL_PROG_UNLOAD = 19,
+    CTL_PROG_STREAM = 20,
 };
 
 struct ctl_hdr {
@@ -107,6 +116,10 @@ struct ctl_req {
     size_t len;
     void **session;   /* the connection's slot for the handler's state (NULL at first) */
     int fd;   /* private */
+    /* A descriptor the client passed with the request (SCM_RIGHTS), or -1.
+     * A handler that keeps it sets rfd to -1; otherwise it is closed after
+     * the handler returns. */
+    int rfd;
 };
 
 #define CTL_DEFER 1
@@ -160,6 +173,11 @@ int ctl_connect(const char *path);
  * (after the status) or -errno (-ECONNRESET if the device went away). */
 ssize_t ctl_call(int fd, uint16_t type, const void *req, size_t reqlen, int32_t *status,
                  void *buf, size_t size);
+
+/* Like ctl_call, and passes descriptor pass_fd along with the request
+ * (SCM_RIGHTS; the caller still owns it). */
+ssize_t ctl_call_pass(int fd, uint16_t type, const void *req, size_t reqlen, int pass_fd,
+                      int32_t *status, void *buf, size_t size);
 
 /* Like ctl_call; a descriptor passed with the reply is stored in *rfd
  * (close-on-exec), else *rfd = -1. */

@@ -22,6 +22,7 @@ struct device {
     struct sfs *fs;
     struct engine *eng;
     struct qp_service *qps;          /* libcisc queue pairs */
+    struct progs *progs;             /* eBPF program registry */
     struct ctl *ctl;
     char *image, *mountpoint;
     unsigned cores;
@@ -92,6 +93,16 @@ static int open_fs(const struct dev_opts *o, struct sfs **fs, char *err, size_t 
 }
 
 static int handle_ctl(void *arg, struct ctl_req *req);
+
+/* The program registry, with the programs stored in the image (device
+ * log: stderr). */
+static int open_progs(struct device *d, const struct dev_opts *o, char *err, size_t errlen)
+{
+    struct progs_config pc = { .trace = o->trace };
+    if (o->progs)
+        pc.lim = *o->progs;
+    return progs_open(d->fs, &pc, &d->progs, err, errlen);
+}
 static void close_session(void *arg, void *session);
 
 static int start_control(struct device *d, const char *path, char *err, size_t errlen)
@@ -144,6 +155,9 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
     }
     struct qp_config qc = { o->pollers, o->poll_us < 0 ? QP_DEFAULT_POLL_US : (unsigned)o->poll_us };
     int r = open_fs(o, &d->fs, err, errlen);
+    if (!r)
+        r = open_progs(d, o, err, errlen);
+    ec.progs = d->progs;
     if (!r && (r = eng_create(d->fs, &ec, &d->eng)))
         fail(err, errlen, r, "cannot start the engine: %s", strerror(-r));
     if (!r && (r = qp_service_create(d->eng, &qc, &d->qps)))
@@ -153,6 +167,7 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
     if (r) {
         qp_service_destroy(d->qps);
         eng_destroy(d->eng);
+        progs_close(d->progs);
         if (d->fs)
             sfs_unmount(d->fs);
         free_device(d);
@@ -160,6 +175,11 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
     }
     *out = d;
     return 0;
+}
+
+void dev_log_notes(struct device *d)
+{
+    progs_log_broken(d->progs);
 }
 
 struct engine *dev_engine(struct device *d)
@@ -185,6 +205,7 @@ int dev_stop(struct device *d)
     ctl_quiesce(d->ctl);  /* no request or session change after this */
     qp_service_destroy(d->qps);
     eng_destroy(d->eng);
+    progs_close(d->progs);
     int r = sfs_unmount(d->fs);
     ctl_destroy(d->ctl, r);
     free_device(d);
@@ -226,6 +247,18 @@ static void status_ops(struct device *d, struct out *o)
     }
 }
 
+static void status_progs(struct device *d, struct out *o)
+{
+    uint32_t n, broken;
+    uint64_t insns;
+    struct progs_limits l;
+    progs_totals(d->progs, &n, &broken, &insns);
+    progs_limits_get(d->progs, &l);
+    put(o, "progs count %u broken %u insns %llu max_progs %u max_insns %llu budget %llu\n", n,
+        broken, (unsigned long long)insns, l.max_progs, (unsigned long long)l.max_insns,
+        (unsigned long long)l.budget);
+}
+
 size_t dev_status_text(struct device *d, char *buf, size_t size)
 {
     struct out o = { buf, size, 0 };
@@ -258,6 +291,7 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
             (unsigned long long)ss.core[i].executed,
             (unsigned long long)(ss.core[i].busy_ns / 1000000u));
     put(&o, "handles %llu\n", (unsigned long long)eng_open_handles(d->eng));
+    status_progs(d, &o);
     status_ops(d, &o);
     return o.len;
 }
@@ -291,6 +325,8 @@ static int reply_status(struct device *d, struct ctl_req *req)
 
 static void close_session(void *arg, void *session)
 {
+    struct device *d = arg;
+    progs_owner_gone(d->progs, session);   /* its bpf streams */
     qp_session_destroy(session);
 }
 
@@ -354,6 +390,17 @@ static int reply_qp_destroy(struct device *d, struct ctl_req *req)
     return ctl_reply(req, r, NULL, 0), 0;
 }
 
+/* CTL_PROG_*: device/progs_ctl.c; streams belong to the session. */
+static int reply_progs(struct device *d, struct ctl_req *req)
+{
+    struct qp_session *s = NULL;
+    int r = req->type == CTL_PROG_STREAM ? get_session(d, req, &s) : 0;
+    if (r)
+        return ctl_reply(req, r, NULL, 0), 0;
+    progs_ctl_handle(d->progs, req, s);
+    return 0;
+}
+
 /* Encryption keys: kept by the connection's session, never in commands. */
 static int reply_key(struct device *d, struct ctl_req *req)
 {
@@ -370,6 +417,8 @@ static int reply_key(struct device *d, struct ctl_req *req)
 static int handle_ctl(void *arg, struct ctl_req *req)
 {
     struct device *d = arg;
+    if (req->type >= CTL_PROG_LOAD && req->type <= CTL_PROG_STREAM)
+        return reply_progs(d, req);
     switch (req->type) {
     case CTL_KEY_ADD:
     case CTL_KEY_REMOVE:

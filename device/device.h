@@ -33,6 +33,7 @@ extern "C" {   /* also for the StorageFS header included here */
 
 #include "device/engine.h"
 #include "device/model.h"
+#include "device/progs.h"
 #include "device/queue.h"
 
 #define DEV_DEFAULT_CORES 4u
@@ -50,6 +51,7 @@ struct dev_opts {
     const struct dm_model *model;  /* link latency, core speed; NULL = defaults */
     unsigned pollers;         /* queue-pair pollers; 0 = QP_DEFAULT_POLLERS */
     int poll_us;              /* pollers spin this long before sleeping; < 0 = default */
+    const struct progs_limits *progs;  /* eBPF program limits; NULL = defaults */
 };
 
 struct device;
@@ -57,6 +59,10 @@ struct device;
 /* Starts a device. On failure writes a one-line reason into err and
  * returns -errno (-EBUSY: the image is in use by another device). */
 int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t errlen);
+
+/* Repeats into the device log what start-up found worth keeping there
+ * (programs that are not run); for a daemon whose log starts late. */
+void dev_log_notes(struct device *d);
 
 /* The engine every front end submits to. */
 struct engine *dev_engine(struct device *d);

@@ -94,6 +94,7 @@ int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out
     e->fs = fs;
     e->cores = cfg->cores;
     e->trace = cfg->trace;
+    e->progs = cfg->progs;
     for (unsigned i = 0; i < ENG_INO_STRIPES; i++)
         pthread_rwlock_init(&e->ino_lock[i], NULL);
     pthread_mutex_init(&e->mem_mu, NULL);

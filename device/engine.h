@@ -226,6 +226,7 @@ struct eng_cmd {
 };
 
 struct engine;
+struct progs;
 
 struct eng_config {
     unsigned cores;           /* device cores, 1..SCHED_MAX_CORES */
@@ -233,6 +234,7 @@ struct eng_config {
     bool trace;               /* log every command to stderr (off by default) */
     bool direct;              /* scheduler direct dispatch (sched.h) */
     uint64_t dev_ram;         /* device memory budget for CISC buffers; 0 = 2 GiB */
+    struct progs *progs;      /* eBPF program registry for bpf steps (not owned); NULL = none */
 };
 
 /* Starts the engine on a mounted StorageFS (not owned: the caller unmounts

@@ -37,6 +37,7 @@ struct engine {
     pthread_rwlock_t watch_lock;
     struct eng_watch watch;
     bool watching;            /* protected by watch_lock; also read relaxed as a hint */
+    struct progs *progs;      /* bpf steps' programs (device/progs.h); may be NULL */
 };
 
 /* The handle table a command uses: its session's, or the engine's. */

@@ -9,6 +9,7 @@
  */
 #include "device/engine_int.h"
 #include "device/perm.h"
+#include "device/sysdir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,13 +21,15 @@
 
 #define COPY_CHUNK (1u << 20)
 
-static int check_name(const char *name)
+/* A name a client may use in directory dir: hidden_err for the device's
+ * system directory (device/sysdir.h). */
+static int check_name(uint64_t dir, const char *name, int hidden_err)
 {
     if (!name || !*name || strchr(name, '/'))
         return -EINVAL;
     if (strlen(name) > SFS_NAME_MAX)
         return -ENAMETOOLONG;
-    return 0;
+    return sysdir_check(dir, name, hidden_err);
 }
 
 static int dir_attr(struct engine *e, uint64_t ino, struct sfs_attr *a)
@@ -80,7 +83,7 @@ static int64_t entry_ref(struct engine *e, struct eng_cmd *c, int r)
 int64_t eop_lookup(struct engine *e, struct eng_cmd *c)
 {
     struct sfs_attr dir;
-    int r = check_name(c->name);
+    int r = check_name(c->ino, c->name, -ENOENT);
     if (!r)
         r = dir_attr(e, c->ino, &dir);
     if (!r)
@@ -144,7 +147,7 @@ static int prepare_create(struct engine *e, struct eng_cmd *c, uint32_t *mode,
                           uint32_t *uid, uint32_t *gid)
 {
     struct sfs_attr dir;
-    int r = check_name(c->name);
+    int r = check_name(c->ino, c->name, -EPERM);
     if (!r)
         r = dir_attr(e, c->ino, &dir);
     if (!r)
@@ -198,7 +201,7 @@ int64_t eop_symlink(struct engine *e, struct eng_cmd *c)
 int64_t eop_link(struct engine *e, struct eng_cmd *c)
 {
     struct sfs_attr a, dir;
-    int r = check_name(c->name);
+    int r = check_name(c->ino2, c->name, -EPERM);
     if (!r)
         r = sfs_getattr(e->fs, c->ino, &a);
     if (!r && S_ISDIR(a.mode))
@@ -217,7 +220,7 @@ static int prepare_delete(struct engine *e, struct eng_cmd *c, uint64_t dirino,
                           const char *name, struct sfs_attr *victim)
 {
     struct sfs_attr dir;
-    int r = check_name(name);
+    int r = check_name(dirino, name, -ENOENT);
     if (!r)
         r = dir_attr(e, dirino, &dir);
     if (!r)
@@ -266,7 +269,9 @@ int64_t eop_rename(struct engine *e, struct eng_cmd *c)
     fl |= (c->flags & ENG_RENAME_NOREPLACE) ? SFS_RENAME_NOREPLACE : 0;
     fl |= (c->flags & ENG_RENAME_EXCHANGE) ? SFS_RENAME_EXCHANGE : 0;
     struct sfs_attr src, dst;
-    int r = prepare_delete(e, c, c->ino, c->name, &src);
+    int r = sysdir_check(c->ino2, c->name2, -EPERM);   /* never a target */
+    if (!r)
+        r = prepare_delete(e, c, c->ino, c->name, &src);
     if (!r)
         r = check_reparent(c, &src);
     if (r)
@@ -449,6 +454,7 @@ struct rd_ent {
 struct rd_batch {
     struct rd_ent *ents;
     unsigned n;
+    uint64_t dir;
 };
 
 static int rd_collect(void *arg, const struct sfs_dirent *de)
@@ -456,6 +462,8 @@ static int rd_collect(void *arg, const struct sfs_dirent *de)
     struct rd_batch *b = arg;
     if (b->n == RD_BATCH)
         return 1;
+    if (sysdir_hidden(b->dir, de->name, de->namelen))
+        return 0;   /* the device's own directory is not listed */
     if (de->namelen > SFS_NAME_MAX)
         return 0;   /* cannot happen for a valid image; skip it */
     struct rd_ent *x = &b->ents[b->n++];
@@ -498,7 +506,7 @@ int64_t eop_readdir(struct engine *e, struct eng_cmd *c)
         r = -ENOTDIR;
     if (r || !c->fill)
         return r ? r : -EINVAL;
-    struct rd_batch b = { malloc(RD_BATCH * sizeof(struct rd_ent)), 0 };
+    struct rd_batch b = { malloc(RD_BATCH * sizeof(struct rd_ent)), 0, h.ino };
     if (!b.ents)
         return -ENOMEM;
     uint64_t cookie = c->off;

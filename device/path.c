@@ -1,6 +1,7 @@
 /* device/path.c - path walk from the device root with search-permission
  * checks and symbolic links (see path.h). */
 #include "device/path.h"
+#include "device/sysdir.h"
 
 #include "device/perm.h"
 
@@ -66,6 +67,8 @@ static int component(struct walk *w, struct sfs_attr *cur, const char *c, size_t
     name[len] = '\0';
     struct sfs_attr a;
     int r = searchable(w, cur);
+    if (!r)   /* the device's own directory: device/sysdir.h */
+        r = sysdir_check(cur->ino, name, -ENOENT);   /* looks absent */
     if (!r)
         r = sfs_lookup(w->fs, cur->ino, name, &a);
     if (r == -ENOENT && last) {

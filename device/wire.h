@@ -205,7 +205,7 @@ enum wire_step_kind {
     WIRE_STEP_VERIFY,      /* in_step output must equal the second operand: -EBADMSG otherwise; no output */
     WIRE_STEP_PATCH,       /* in_step output with the second operand copied over it at arg0 -> output */
     WIRE_STEP_CONCAT,      /* in_step output followed by the second operand -> output */
-    WIRE_STEP_BPF,         /* issue 6: prog_id in key_id; input -> output of out_cap; arg0..arg3 */
+    WIRE_STEP_BPF,         /* program key_id over the input in blocks -> output (see below) */
 };
 
 /*
@@ -222,7 +222,7 @@ enum wire_step_kind {
  *     OPEN step in file_step, or set F_FH and give a session handle in fh
  *     (file_step none). Other kinds must leave both unset.
  *   - out_cap: output capacity of compute steps (0 = what the kind needs
- *     for its input's capacity; required for ZSTD_DECOMPRESS and BPF);
+ *     for its input's capacity; required for ZSTD_DECOMPRESS);
  *     with F_OUT_ARENA also the size of the arena range (out_off,
  *     out_cap), which must hold the step's whole output capacity.
  *   - reserved must be 0.
@@ -242,17 +242,17 @@ struct wire_step {
     uint16_t in_step;    /* earlier step whose output is the input, or WIRE_NO_STEP */
     uint16_t in2_step;   /* second input (VERIFY, CONCAT), or WIRE_NO_STEP */
     uint16_t file_step;  /* earlier OPEN step, or WIRE_NO_STEP (see F_FH) */
-    uint64_t fh;         /* session file handle when F_FH */
+    uint64_t fh;         /* session file handle when F_FH; BPF: argument block */
     uint64_t off;        /* file offset / new size */
-    uint64_t len;        /* READ length */
+    uint64_t len;        /* READ length; BPF block size */
     uint64_t addr;       /* arena input (when in_step is none) or path/patch/expected */
     uint32_t alen;       /* its length */
     uint32_t key_id;     /* ENCRYPT/DECRYPT key, BPF program id */
     uint64_t out_off;    /* F_OUT_ARENA: arena destination */
     uint32_t out_cap;    /* output capacity (also bounds device memory use) */
-    uint32_t flags2;     /* O_* for OPEN, datasync for FSYNC */
-    uint64_t arg[2];     /* seed, level, patch offset; BPF arg0, arg1 (arg2, arg3 are 0
-                            until a BPF argument block is added) */
+    uint32_t flags2;     /* O_* for OPEN, datasync for FSYNC, WIRE_BPF_* for BPF */
+    uint64_t arg[2];     /* seed, level, patch offset; BPF arg0, arg1 (all four in
+                            the BPF argument block, struct wire_bpf_args) */
     uint32_t mode;       /* OPEN create mode */
     uint32_t reserved;
 };
@@ -263,5 +263,39 @@ struct wire_step_res {
     uint64_t out_len;    /* bytes of output produced (copied if F_OUT_ARENA) */
 };
 _Static_assert(sizeof(struct wire_step_res) == 16, "wire_step_res is 16 bytes");
+
+/* ---- the bpf step (issue 6; docs/BPF.md "Programs in the device") -------
+ *
+ * WIRE_STEP_BPF runs a program loaded into the device (CTL_PROG_LOAD)
+ * over its input in blocks; the blocks' outputs, concatenated, are the
+ * step's output. Fields:
+ *   key_id     the program's id (libcisc resolves names: cisc_prog_id)
+ *   in_step    input: an earlier step's output, or arena (addr, alen)
+ *   off        ctx->offset of the input's first byte (its file offset)
+ *   len        block size: bytes per invocation (0 = 4096; at most 64 MiB)
+ *   out_cap    output capacity (0 = blocks * bytes per invocation's output)
+ *   arg[0..1]  ctx->arg[0..1] (arg[2..3] are 0) unless an argument block
+ *   flags2     WIRE_BPF_* below
+ *   fh         with WIRE_BPF_ARGS: arena offset of a struct wire_bpf_args
+ *              (read once when the vector is decoded)
+ * Errors of the step: the program's own negative return value as it
+ * returned it; -ETIME when an invocation exhausted the instruction budget
+ * (cisc up --prog-budget); -ERANGE when an invocation returned more than
+ * its output buffer; -EOVERFLOW when the outputs exceed out_cap; -ENOENT
+ * (no such program), -EACCES (not the owner's and not shared), -ENOEXEC
+ * (stored but no longer verifies), -EBUSY (stream in use) before any step
+ * runs.
+ */
+#define WIRE_BPF_ARGS (1u << 0)   /* fh names a struct wire_bpf_args */
+#define WIRE_BPF_MORE (1u << 1)   /* stream: input continues in a later op (no LAST_BLOCK) */
+
+struct wire_bpf_args {
+    uint64_t arg[4];     /* ctx->arg[0..3] */
+    uint64_t stream;     /* a stream (CTL_PROG_STREAM) carrying state and block count; 0 = none */
+    uint32_t block_out;  /* output bytes per invocation; 0 = 2 * block size */
+    uint32_t reserved;   /* 0 */
+    uint64_t reserved2[2];
+};
+_Static_assert(sizeof(struct wire_bpf_args) == 64, "wire_bpf_args is 64 bytes");
 
 #endif

@@ -639,3 +639,30 @@ CISC_API int cisc_key_remove(struct cisc_session *s, uint32_t id)
     int r = n < 0 ? (int)n : st;
     return r == -ECONNRESET ? -ENOTCONN : r;
 }
+
+/* ---- for step builders in other files (internal.h) ---------------------------- */
+
+struct wire_step *lc_vec_add(struct cisc_vec *v, uint8_t kind, int *idx)
+{
+    return add(v, kind, idx);
+}
+
+int lc_vec_drop(struct cisc_vec *v, int err)
+{
+    return drop(v, err);
+}
+
+int lc_vec_bad(const struct cisc_vec *v)
+{
+    return bad(v);
+}
+
+int lc_vec_stage(struct cisc_vec *v, const void *buf, size_t len, uint64_t *off)
+{
+    return stage(v, buf, len, off);
+}
+
+int lc_vec_set_in(struct cisc_vec *v, struct wire_step *s, int self, struct cisc_src in)
+{
+    return set_in(v, s, self, in);
+}

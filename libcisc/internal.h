@@ -144,6 +144,21 @@ unsigned lc_reap(struct cisc_queue *q);
  * the device) or a transport -errno; *out (may be NULL) gets the CQE. */
 int64_t lc_call(struct cisc_queue *q, const struct wire_sqe *sqe, struct wire_cqe *out);
 
+/* ---- step builders (fused.c), for builders in other files (progs) ------ */
+
+/* Appends an empty step of kind to v (in_step, in2_step, file_step none);
+ * NULL when v cannot take one (the error is recorded in v). */
+struct wire_step *lc_vec_add(struct cisc_vec *v, uint8_t kind, int *idx);
+/* Takes back the step just added and records err; returns it. */
+int lc_vec_drop(struct cisc_vec *v, int err);
+/* The error to return when lc_vec_add gave NULL. */
+int lc_vec_bad(const struct cisc_vec *v);
+/* Arena bytes for buf (zero-copy if it is an arena buffer, else a copy
+ * freed with the vector). Returns 0 or -errno. */
+int lc_vec_stage(struct cisc_vec *v, const void *buf, size_t len, uint64_t *off);
+/* Sets step s's (index self) first input. Returns 0 or -errno. */
+int lc_vec_set_in(struct cisc_vec *v, struct wire_step *s, int self, struct cisc_src in);
+
 /* ---- session helpers (session.c) ---------------------------------------- */
 
 /* Whether the device end of the control socket is still there. */

@@ -240,5 +240,6 @@ CISC_API int cisc_nop(struct cisc_queue *q);
 #endif
 
 #include <cisc/fused.h>
+#include <cisc/progs.h>
 
 #endif
