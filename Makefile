@@ -9,7 +9,7 @@ export CXX := clang++
 
 CISC := $(BUILD)/cmd/cisc
 
-.PHONY: all deps build build-asan test test-release test-asan run bench bench-bpf bench-fs clean
+.PHONY: all deps build build-asan test test-release test-asan run bench bench-bpf bench-fs bench-qp clean
 
 all: build
 
@@ -52,6 +52,11 @@ bench-bpf: build
 # and on tmpfs; prints both and their ratio, saves CSV in bench/out/.
 bench-fs: build
 	@python3 bench/fs/bench_fs.py --cisc $(CISC) --mdstorm $(BUILD)/bench/fs/cisc-mdstorm
+
+# libcisc transport: round trip of a NOP and a 4 KiB read through a queue
+# pair at link latency 0 and 900 ns, beside a FUSE O_DIRECT read.
+bench-qp: build
+	@./bench/qp/rtt.sh $(CISC) $(BUILD)/bench/qp/cisc-bench-rtt
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)

@@ -18,6 +18,10 @@
 #define VM_ABI_VERSION 1
 #define VM_STATE_SIZE 4096     /* CISC_STATE_SIZE */
 
+/* Largest input or output buffer a program may be given; vm_run() refuses
+ * larger ones, and the verifier's range arithmetic relies on the bound. */
+#define VM_MAX_BUF_SIZE (1 << 28)
+
 struct vm_ctx {
     uint64_t data;        /* host address of the input */
     uint64_t data_end;

@@ -616,10 +616,27 @@ static int run(struct vm_run *rs, uint64_t r1, uint64_t r2, uint64_t *ret)
     return rc;
 }
 
+/* The runtime's side of the verifier's contract (bpf/verifier.h): both
+ * buffers well-formed and at most VM_MAX_BUF_SIZE bytes, the output
+ * 8-byte aligned (atomics). */
+static bool ctx_buffers_ok(const struct vm_ctx *ctx)
+{
+    return ctx->data <= ctx->data_end && ctx->data_end - ctx->data <= VM_MAX_BUF_SIZE &&
+           ctx->out <= ctx->out_end && ctx->out_end - ctx->out <= VM_MAX_BUF_SIZE &&
+           ctx->out % 8 == 0;
+}
+
 int vm_run(const struct vm_prog *prog, struct vm_ctx *ctx, struct vm_env *env, uint64_t *ret)
 {
     struct vm_run rs;
     uintptr_t c = (uintptr_t)ctx;
+
+    if (!ctx_buffers_ok(ctx)) {
+        snprintf(env->fault, sizeof(env->fault),
+                 "context buffers break the runtime contract (size > %u or misaligned output)",
+                 (unsigned)VM_MAX_BUF_SIZE);
+        return -EINVAL;
+    }
 
     rs.prog = prog;
     rs.env = env;

@@ -33,7 +33,9 @@ void vm_unprepare(struct vm_prog *prog);
 /* Runs prog with r1 = ctx. Returns 0 and sets *ret to r0, or -ETIME
  * (budget exhausted), -EFAULT (checked-mode fault, or local calls nested
  * deeper than VM_MAX_CALL_DEPTH), -EINVAL (invalid instruction reached,
- * only possible in unverified programs), -ENOEXEC (not prepared).
+ * only possible in unverified programs; or ctx buffers that break the
+ * verifier's runtime contract: larger than VM_MAX_BUF_SIZE, end before
+ * start, output not 8-byte aligned), -ENOEXEC (not prepared).
  * env->used is set in every case; env->fault_pc/fault on -EFAULT and
  * -EINVAL. */
 int vm_run(const struct vm_prog *prog, struct vm_ctx *ctx, struct vm_env *env,

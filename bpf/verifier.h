@@ -3,6 +3,15 @@
  *
  * See verifier.c's header comment for the algorithm. On success sets
  * prog->verified and prog->stack_depth.
+ *
+ * What a verified program may rely on at run time (the runtime's side of
+ * the contract): r1 points to a struct vm_ctx; [data, data_end) and
+ * [out, out_end) are readable (out also writable) buffers of at most
+ * VM_MAX_BUF_SIZE (256 MiB) bytes each, out 8-byte aligned for atomics;
+ * each frame has VM_STACK_SIZE bytes of stack; rodata is prog->rodata;
+ * cisc_state() returns VM_STATE_SIZE writable bytes. Stack bytes a program
+ * reads were written by it first; no pointer value reaches the output,
+ * the state area, r0 of the main function or a helper's scalar argument.
  */
 #ifndef CISC_BPF_VERIFIER_H
 #define CISC_BPF_VERIFIER_H
@@ -11,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bpf/abi.h"
 #include "bpf/prog.h"
 
 struct vm_verify_opts {

@@ -191,7 +191,7 @@ static int alu_mov(struct venv *env, const struct vm_insn *insn)
     if (!is64)
         vs_trunc(&s.v, 4);
     vm_mark_scalar(d, s.v);
-    if (insn->off == 0 && s.id) {   /* w-move: the zero-extended low half */
+    if (insn->off == 0 && s.id && !(s.sflags & VS_SHL32)) {   /* w-move: the low half */
         d->id = s.id;
         d->sflags = VS_ZEXT;
         d->off = s.off;

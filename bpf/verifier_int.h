@@ -50,9 +50,6 @@
 #include "bpf/vscalar.h"
 
 #define VM_MAX_VAR_OFF (1 << 29)      /* bound on pointer offsets */
-#ifndef VM_MAX_BUF_SIZE
-#define VM_MAX_BUF_SIZE (1 << 28)     /* input/output buffers are never larger */
-#endif
 #define VM_NSLOTS (VM_STACK_SIZE / 8)
 #define VM_MAX_PENDING 32768          /* branch states waiting, at most */
 #define VS_ZEXT 1                     /* scalar link kinds (invariant 5) */
@@ -104,6 +101,7 @@ struct vframe {
 struct vstate {
     uint32_t nframes;      /* frames[nframes-1] is the current one */
     uint32_t backedges;    /* loop back edges taken on this path */
+    uint32_t joined;       /* this path went through a join */
     struct vframe frames[VM_MAX_CALL_DEPTH];
 };
 
@@ -185,6 +183,7 @@ struct venv {
     int err_code;
     uint32_t err_pc;
     uint16_t err_regs;     /* registers to show with the error */
+    bool err_joined;       /* the rejected path went through a join */
 };
 
 /* --- verifier.c --------------------------------------------------------- */

@@ -229,6 +229,8 @@ static void make_wild(struct venv *env, struct vreg *o)
         o->id = ++env->id_gen;
 }
 
+static void join_rebased(struct venv *env, struct vreg *o, const struct vreg *c, bool wide);
+
 static bool join_ptr(struct venv *env, struct vreg *o, const struct vreg *c, bool wide,
                      struct jmap *m)
 {
@@ -257,13 +259,20 @@ static bool join_ptr(struct venv *env, struct vreg *o, const struct vreg *c, boo
             make_wild(env, o);
         return true;
     }
-    /* Different fixed offsets: rebase both on the smaller one. A base that
-     * keeps moving down at a loop head (a pointer walking backwards
-     * without end) would never converge: after a few joins it goes wild. */
+    join_rebased(env, o, c, wide);
+    return true;
+}
+
+/* Different fixed offsets: rebase both on the smaller one. A base that
+ * keeps moving down at a loop head (a pointer walking backwards without
+ * end) would never converge: after a few joins it goes wild. */
+static void join_rebased(struct venv *env, struct vreg *o, const struct vreg *c, bool wide)
+{
+    bool buf = o->type == VT_IN || o->type == VT_OUT;
     int32_t base = o->off < c->off ? o->off : c->off;
     if (wide && c->off < o->off && env->join_count > 8) {
         make_wild(env, o);
-        return true;
+        return;
     }
     struct vm_scalar dov = vs_const((uint64_t)(int64_t)(o->off - base));
     struct vm_scalar dcv = vs_const((uint64_t)(int64_t)(c->off - base));
@@ -280,7 +289,6 @@ static bool join_ptr(struct venv *env, struct vreg *o, const struct vreg *c, boo
     o->off = base;
     if (!sane(&o->v))
         make_wild(env, o);
-    return true;
 }
 
 static bool join_reg(struct venv *env, struct vreg *o, const struct vreg *c, bool wide,
@@ -343,7 +351,8 @@ static bool join_frame(struct venv *env, struct vframe *o, const struct vframe *
 
 bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, bool wide)
 {
-    struct jmap m = {0};
+    struct jmap m;
+    m.n = 0;
     if (old->nframes != cur->nframes)
         return false;
     for (uint32_t f = 0; f < cur->nframes; f++)
@@ -354,5 +363,6 @@ bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, boo
                         &m))
             return false;
     old->backedges = cur->backedges;
+    old->joined = 1;
     return true;
 }

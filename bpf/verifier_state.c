@@ -35,7 +35,7 @@ struct sframe {
 };
 
 struct vsnap {
-    uint32_t nframes, backedges;
+    uint32_t nframes, backedges, joined, pad;
     struct sframe frames[];   /* then every frame's slots, in order */
 };
 
@@ -55,6 +55,7 @@ struct vsnap *vm_snap_take(const struct vstate *st)
         return NULL;
     s->nframes = st->nframes;
     s->backedges = st->backedges;
+    s->joined = st->joined;
     struct vslot *slots = snap_slots(s);
     for (uint32_t f = 0; f < st->nframes; f++) {
         const struct vframe *fr = &st->frames[f];
@@ -73,6 +74,7 @@ void vm_snap_restore(struct vstate *st, const struct vsnap *s)
     const struct vslot *slots = snap_slots(s);
     st->nframes = s->nframes;
     st->backedges = s->backedges;
+    st->joined = s->joined;
     for (uint32_t f = 0; f < s->nframes; f++) {
         struct vframe *fr = &st->frames[f];
         memcpy(fr->regs, s->frames[f].regs, sizeof(fr->regs));
@@ -162,8 +164,9 @@ static bool slot_subsumed(const struct vslot *o, const struct vslot *c, bool pre
             return false;
         if (!o->spill || !precise)
             return true;
-        struct vm_scalar unknown = vs_unknown();
-        return vs_subset(&o->r.v, c->spill ? &c->r.v : &unknown);
+        struct vreg unknown;
+        vm_mark_unknown(&unknown);   /* what data bytes read back as */
+        return reg_subsumed(&o->r, c->spill ? &c->r : &unknown, true, m);
     }
     return c->spill && reg_subsumed(&o->r, &c->r, true, m);
 }
@@ -208,7 +211,8 @@ static bool state_subsumed(const struct venv *env, const struct vsnap *old)
     for (uint32_t f = 0; f < cur->nframes; f++)
         if (old->frames[f].callsite != cur->frames[f].callsite)
             return false;
-    struct idmap m = {0};
+    struct idmap m;
+    m.n = m.temp = 0;
     const struct vslot *oslots = snap_slots(old);
     for (uint32_t f = 0; f < cur->nframes; f++) {
         if (!frame_subsumed(env, &old->frames[f], oslots, &cur->frames[f],
@@ -265,6 +269,7 @@ static bool try_join(struct venv *env)
         struct vstate *t = env->cur;
         env->cur = env->tmp;
         env->tmp = t;
+        env->cur->joined = 1;
         return true;
     }
     return false;

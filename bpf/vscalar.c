@@ -214,6 +214,13 @@ static bool tnum_from_bounds(struct vm_scalar *s)
 /* Returns false if the facts contradict each other (empty set). */
 static bool sync_ok(struct vm_scalar *s)
 {
+    if (tn_is_const(s->t)) {   /* one value: every fact follows, if it fits */
+        uint64_t v = s->t.value;
+        if (!vs_contains(s, v))
+            return false;
+        *s = vs_const(v);
+        return true;
+    }
     for (int round = 0; round < 2; round++) {
         bounds_from_tnum(s);
         cross_sign(s);
@@ -532,9 +539,39 @@ static struct vm_scalar widen32(const struct vm_scalar *s, bool sign)
     return r;
 }
 
+/* The concrete operation (RFC 9669), for constant operands. */
+static uint64_t alu_exact(unsigned op, bool is64, bool sgn, uint64_t a, uint64_t b)
+{
+    if (!is64) {
+        bool sx = op == VM_ARSH || (sgn && (op == VM_DIV || op == VM_MOD));
+        a = sx ? (uint64_t)(int64_t)(int32_t)a : (uint32_t)a;
+        b = sx ? (uint64_t)(int64_t)(int32_t)b : (uint32_t)b;
+        b = (op == VM_LSH || op == VM_RSH || op == VM_ARSH) ? (b & 31) : b;
+    }
+    uint64_t r;
+    switch (op) {
+    case VM_ADD: r = a + b; break;
+    case VM_SUB: r = a - b; break;
+    case VM_MUL: r = a * b; break;
+    case VM_DIV: r = sgn ? (uint64_t)sdiv_exact((int64_t)a, (int64_t)b) : b ? a / b : 0; break;
+    case VM_MOD: r = sgn ? (uint64_t)smod_exact((int64_t)a, (int64_t)b) : b ? a % b : a; break;
+    case VM_OR: r = a | b; break;
+    case VM_AND: r = a & b; break;
+    case VM_XOR: r = a ^ b; break;
+    case VM_LSH: r = a << (b & 63); break;
+    case VM_RSH: r = a >> (b & 63); break;
+    default: r = (uint64_t)((int64_t)a >> (b & 63)); break;
+    }
+    return is64 ? r : (uint32_t)r;
+}
+
 void vs_alu(struct vm_scalar *dst, const struct vm_scalar *src, unsigned op, bool is64,
             bool is_signed)
 {
+    if (vs_is_const(dst) && vs_is_const(src)) {
+        *dst = vs_const(alu_exact(op, is64, is_signed, dst->t.value, src->t.value));
+        return;
+    }
     if (is64) {
         alu64(dst, src, op, is_signed, 64);
         return;

@@ -27,12 +27,16 @@ struct up_opts {
     bool quiet;               /* mount helper: no "mounted" message */
     bool trace;               /* --trace: log every command */
     bool queue_only;          /* --dispatch queue */
+    struct dm_model model;    /* --link-latency-ns, --core-speed */
+    unsigned pollers;         /* --pollers */
+    int poll_us;              /* --poll-us, -1 = default */
     char fuse_opts[1024];     /* passed through to the FUSE mount */
     const char *image, *mnt;
 };
 
 static const char up_usage[] =
-    "usage: cisc up [-f] [--cores N] [--sched fifo] [--log FILE] [-o OPTS] [IMAGE [MOUNTPOINT]]\n"
+    "usage: cisc up [-f] [--cores N] [--sched fifo] [--link-latency-ns N] [--core-speed F]\n"
+    "               [--log FILE] [-o OPTS] [IMAGE [MOUNTPOINT]]\n"
     "\n"
     "Starts a device on IMAGE and mounts its file system on MOUNTPOINT.\n"
     "With no IMAGE, uses $XDG_DATA_HOME/ciscfs/default.img (1 GiB, made on\n"
@@ -48,6 +52,13 @@ static const char up_usage[] =
     "  --dispatch MODE    direct (default): an idle device runs a command on the\n"
     "                     thread that submitted it, in a free core's slot;\n"
     "                     queue: every command is handed to a core thread\n"
+    "  --link-latency-ns N  host<->device link latency, charged per crossing\n"
+    "                     (libcisc submission fetch, completion post); default 900,\n"
+    "                     0 disables\n"
+    "  --core-speed F     device cores are F times slower than the host for\n"
+    "                     compute steps (>= 1.0, default 1.0)\n"
+    "  --pollers N        threads polling libcisc queue pairs (1..16, default 1)\n"
+    "  --poll-us N        pollers spin N microseconds before sleeping (default 50)\n"
     "  -o OPTS            extra FUSE mount options (e.g. ro)\n"
     "\n"
     "Stop it with: cisc down MOUNTPOINT (or SIGTERM/SIGINT to the device).\n";
@@ -73,6 +84,48 @@ static void add_fuse_opt(struct up_opts *o, const char *opt)
     strcat(o->fuse_opts, opt);
 }
 
+static int parse_ulong(const char *s, unsigned long max, unsigned long *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (*s == '\0' || *s == '-' || *end != '\0' || errno || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* The device-model options (command line letters L S P U). */
+static int model_opt(struct up_opts *o, int ch, const char *arg)
+{
+    unsigned long v;
+    char *end;
+    switch (ch) {
+    case 'L':
+        if (parse_ulong(arg, DM_LINK_MAX_NS, &v))
+            return cmd_fail("up", "--link-latency-ns wants 0..%u, not '%s'", DM_LINK_MAX_NS, arg);
+        o->model.link_latency_ns = v;
+        return 0;
+    case 'S':
+        o->model.core_speed = strtod(arg, &end);
+        if (*arg == '\0' || *end != '\0' || !(o->model.core_speed >= 1.0) ||
+            o->model.core_speed > DM_CORE_SPEED_MAX)
+            return cmd_fail("up", "--core-speed wants a factor from 1.0 to %g, not '%s'",
+                            DM_CORE_SPEED_MAX, arg);
+        return 0;
+    case 'P':
+        if (parse_ulong(arg, QP_MAX_POLLERS, &v) || v == 0)
+            return cmd_fail("up", "--pollers wants 1..%u, not '%s'", QP_MAX_POLLERS, arg);
+        o->pollers = (unsigned)v;
+        return 0;
+    default:
+        if (parse_ulong(arg, 1000000, &v))
+            return cmd_fail("up", "--poll-us wants 0..1000000, not '%s'", arg);
+        o->poll_us = (int)v;
+        return 0;
+    }
+}
+
 static int parse_args(int argc, char **argv, struct up_opts *o)
 {
     static const struct option lo[] = {
@@ -80,6 +133,10 @@ static int parse_args(int argc, char **argv, struct up_opts *o)
         { "sched", required_argument, NULL, 's' }, { "log", required_argument, NULL, 'l' },
         { "size", required_argument, NULL, 'z' }, { "trace", no_argument, NULL, 't' },
         { "dispatch", required_argument, NULL, 'd' },
+        { "link-latency-ns", required_argument, NULL, 'L' },
+        { "core-speed", required_argument, NULL, 'S' },
+        { "pollers", required_argument, NULL, 'P' },
+        { "poll-us", required_argument, NULL, 'U' },
         { NULL, 0, NULL, 0 },
     };
     int ch;
@@ -100,6 +157,10 @@ static int parse_args(int argc, char **argv, struct up_opts *o)
         case 'z':
             if (cmd_parse_size(optarg, &o->size) || o->size < (1u << 20))
                 return cmd_fail("up", "--size wants a size of at least 1M, not '%s'", optarg);
+            break;
+        case 'L': case 'S': case 'P': case 'U':
+            if (model_opt(o, ch, optarg))
+                return 2;
             break;
         default: fputs(up_usage, stderr); return 2;
         }
@@ -196,9 +257,10 @@ static void print_ready(const char *img, const char *mnt, const char *sock,
 {
     if (o->quiet)
         return;
-    printf("ciscfs: %s mounted on %s (%u cores, sched %s, dispatch %s)\n", img, mnt,
-           o->cores ? o->cores : DEV_DEFAULT_CORES, o->sched ? o->sched : "fifo",
-           o->queue_only ? "queue" : "direct");
+    printf("ciscfs: %s mounted on %s (%u cores, sched %s, dispatch %s, link latency %llu ns, "
+           "core speed %.2f)\n", img, mnt, o->cores ? o->cores : DEV_DEFAULT_CORES,
+           o->sched ? o->sched : "fifo", o->queue_only ? "queue" : "direct",
+           (unsigned long long)o->model.link_latency_ns, o->model.core_speed);
     printf("control socket: %s\n", sock);
     printf("status: cisc status %s    stop: cisc down %s\n", mnt, mnt);
     fflush(stdout);
@@ -210,7 +272,7 @@ static int run_device(const struct up_opts *o, const char *img, const char *mnt,
     char err[PATH_MAX + 256];
     struct device *dev;
     struct dev_opts dopts = { img, create, mnt, sock, o->cores, o->sched, o->trace,
-                              o->queue_only };
+                              o->queue_only, &o->model, o->pollers, o->poll_us };
     int r = dev_start(&dopts, &dev, err, sizeof(err));
     if (r) {
         cmd_fail("up", "%s", err);
@@ -296,9 +358,18 @@ static int start(const struct up_opts *o)
     exit(run_device(o, img, mnt, sock, create, pfd[1]));
 }
 
+/* Defaults of the options a zeroed struct does not express. */
+static void up_defaults(struct up_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->model = (struct dm_model){ DM_DEFAULT_LINK_NS, 1.0 };
+    o->poll_us = -1;
+}
+
 static int run_up(int argc, char **argv)
 {
-    struct up_opts o = { 0 };
+    struct up_opts o;
+    up_defaults(&o);
     char log[PATH_MAX];
     int r = parse_args(argc, argv, &o);
     if (!r && o.log) {
@@ -346,6 +417,14 @@ static int helper_opt(struct up_opts *o, char *opt)
         o->queue_only = true;
     else if (!strcmp(opt, "foreground"))
         o->foreground = true;
+    else if (!strncmp(opt, "link_latency_ns=", 16))
+        return model_opt(o, 'L', opt + 16);
+    else if (!strncmp(opt, "core_speed=", 11))
+        return model_opt(o, 'S', opt + 11);
+    else if (!strncmp(opt, "pollers=", 8))
+        return model_opt(o, 'P', opt + 8);
+    else if (!strncmp(opt, "poll_us=", 8))
+        return model_opt(o, 'U', opt + 8);
     else if (!ignored_opt(opt))
         add_fuse_opt(o, opt);
     return 0;
@@ -362,7 +441,8 @@ static int helper_opts(struct up_opts *o, char *list)
 
 int cmd_mount_helper(int argc, char **argv)
 {
-    struct up_opts o = { 0 };
+    struct up_opts o;
+    up_defaults(&o);
     const char *pos[2] = { NULL, NULL };
     int npos = 0;
     for (int i = 1; i < argc; i++) {

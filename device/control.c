@@ -19,10 +19,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define CTL_MAX_CONNS 64
+#define CTL_MAX_CONNS 1024   /* libcisc sessions are connections too */
 
 struct conn {
     int fd;
+    void *session;            /* the handler's per-connection state */
     struct ctl_peer peer;
     bool deferred;            /* holds a request waiting for ctl_destroy */
     uint16_t dtype;
@@ -35,7 +36,9 @@ struct ctl {
     int stop_pipe[2];
     pthread_t thread;
     ctl_handler_fn fn;
+    ctl_close_fn close_fn;
     void *arg;
+    bool joined;              /* the control thread has been stopped */
     struct conn conns[CTL_MAX_CONNS];   /* owned by the control thread until joined */
     unsigned nconns;
 };
@@ -127,8 +130,9 @@ int ctl_connect(const char *path)
     return r;
 }
 
-static int send_frame(int fd, uint16_t type, uint32_t id, const void *p1, size_t l1,
-                      const void *p2, size_t l2)
+/* Sends one frame; pass_fd >= 0 rides along in SCM_RIGHTS. */
+static int send_frame_fd(int fd, uint16_t type, uint32_t id, const void *p1, size_t l1,
+                         const void *p2, size_t l2, int pass_fd)
 {
     uint8_t hdr[CTL_HDR_SIZE];
     if (l1 + l2 > CTL_MAX_PAYLOAD)
@@ -137,39 +141,103 @@ static int send_frame(int fd, uint16_t type, uint32_t id, const void *p1, size_t
     ctl_hdr_encode(&h, hdr);
     struct iovec iov[3] = { { hdr, sizeof(hdr) }, { (void *)p1, l1 }, { (void *)p2, l2 } };
     struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 3 };
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } cm;
+    if (pass_fd >= 0) {
+        memset(&cm, 0, sizeof(cm));
+        msg.msg_control = cm.buf;
+        msg.msg_controllen = sizeof(cm.buf);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+    }
     ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
     return n < 0 ? -errno : 0;
 }
 
-ssize_t ctl_call(int fd, uint16_t type, const void *req, size_t reqlen, int32_t *status,
-                 void *buf, size_t size)
+static int send_frame(int fd, uint16_t type, uint32_t id, const void *p1, size_t l1,
+                      const void *p2, size_t l2)
+{
+    return send_frame_fd(fd, type, id, p1, l1, p2, l2, -1);
+}
+
+/* Receives one frame into frame; a passed descriptor goes to *rfd (others
+ * are closed). Returns the frame length or -errno. */
+static ssize_t recv_frame(int fd, uint8_t *frame, size_t size, int *rfd)
+{
+    union {
+        char buf[CMSG_SPACE(4 * sizeof(int))];
+        struct cmsghdr align;
+    } cm;
+    struct iovec iov = { frame, size };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+                          .msg_controllen = sizeof(cm.buf) };
+    ssize_t n;
+    do
+        n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    while (n < 0 && errno == EINTR);
+    *rfd = -1;
+    if (n < 0)
+        return -errno;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < nfd; i++) {
+            int f;
+            memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+            if (*rfd < 0)
+                *rfd = f;
+            else
+                close(f);
+        }
+    }
+    return n == 0 ? -ECONNRESET : n;
+}
+
+ssize_t ctl_call_fd(int fd, uint16_t type, const void *req, size_t reqlen, int32_t *status,
+                    void *buf, size_t size, int *rfd)
 {
     static uint32_t next_id;
     uint32_t id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
+    *rfd = -1;
     int r = send_frame(fd, type, id, req, reqlen, NULL, 0);
     if (r)
         return r;
     uint8_t *frame = malloc(CTL_HDR_SIZE + CTL_MAX_PAYLOAD);
     if (!frame)
         return -ENOMEM;
-    ssize_t n;
-    do
-        n = recv(fd, frame, CTL_HDR_SIZE + CTL_MAX_PAYLOAD, 0);
-    while (n < 0 && errno == EINTR);
+    ssize_t n = recv_frame(fd, frame, CTL_HDR_SIZE + CTL_MAX_PAYLOAD, rfd);
     struct ctl_hdr h;
-    ssize_t ret;
-    if (n <= 0)
-        ret = n == 0 ? -ECONNRESET : -errno;
-    else if ((ret = ctl_hdr_decode(frame, (size_t)n, &h)) == 0 &&
-             (h.type != (type | CTL_REPLY) || h.id != id || h.len < 4))
+    ssize_t ret = n < 0 ? n : 0;
+    if (ret == 0 && (ret = ctl_hdr_decode(frame, (size_t)n, &h)) == 0 &&
+        (h.type != (type | CTL_REPLY) || h.id != id || h.len < 4))
         ret = -EPROTO;
     if (ret == 0) {
         *status = (int32_t)le32_get(frame + CTL_HDR_SIZE);
         ret = (ssize_t)h.len - 4;
-        memcpy(buf, frame + CTL_HDR_SIZE + 4, (size_t)ret < size ? (size_t)ret : size);
+        if (size)
+            memcpy(buf, frame + CTL_HDR_SIZE + 4, (size_t)ret < size ? (size_t)ret : size);
+    } else if (*rfd >= 0) {
+        close(*rfd);
+        *rfd = -1;
     }
     free(frame);
     return ret;
+}
+
+ssize_t ctl_call(int fd, uint16_t type, const void *req, size_t reqlen, int32_t *status,
+                 void *buf, size_t size)
+{
+    int rfd;
+    ssize_t r = ctl_call_fd(fd, type, req, reqlen, status, buf, size, &rfd);
+    if (rfd >= 0)
+        close(rfd);   /* nobody asked for one */
+    return r;
 }
 
 int ctl_reply(struct ctl_req *req, int32_t status, const void *payload, size_t len)
@@ -179,10 +247,39 @@ int ctl_reply(struct ctl_req *req, int32_t status, const void *payload, size_t l
     return send_frame(req->fd, req->type | CTL_REPLY, req->id, st, 4, payload, len);
 }
 
+int ctl_reply_fd(struct ctl_req *req, int32_t status, const void *payload, size_t len,
+                 int fd)
+{
+    uint8_t st[4];
+    le32_put(st, (uint32_t)status);
+    return send_frame_fd(req->fd, req->type | CTL_REPLY, req->id, st, 4, payload, len, fd);
+}
+
+int ctl_peer_groups(const struct ctl_req *req, uint32_t *groups, unsigned max)
+{
+    gid_t g[256];
+    socklen_t l = sizeof(g);
+    if (getsockopt(req->fd, SOL_SOCKET, SO_PEERGROUPS, g, &l))
+        return errno == ERANGE ? -E2BIG : -errno;
+    unsigned n = (unsigned)(l / sizeof(gid_t));
+    if (n > max)
+        n = max;
+    for (unsigned i = 0; i < n; i++)
+        groups[i] = g[i];
+    return (int)n;
+}
+
+void ctl_set_close_hook(struct ctl *c, ctl_close_fn fn)
+{
+    c->close_fn = fn;
+}
+
 /* ---- the control thread --------------------------------------------- */
 
 static void drop_conn(struct ctl *c, unsigned i)
 {
+    if (c->conns[i].session && c->close_fn)
+        c->close_fn(c->arg, c->conns[i].session);
     close(c->conns[i].fd);
     c->conns[i] = c->conns[--c->nconns];
 }
@@ -198,7 +295,7 @@ static void accept_conn(struct ctl *c)
         close(fd);
         return;
     }
-    c->conns[c->nconns++] = (struct conn){ fd, { uc.pid, uc.uid, uc.gid }, false, 0, 0 };
+    c->conns[c->nconns++] = (struct conn){ fd, NULL, { uc.pid, uc.uid, uc.gid }, false, 0, 0 };
 }
 
 /* Reads and handles one frame; returns false to drop the connection. */
@@ -210,7 +307,8 @@ static bool serve(struct ctl *c, struct conn *cn, uint8_t *frame)
     struct ctl_hdr h;
     if (n <= 0 || cn->deferred || ctl_hdr_decode(frame, (size_t)n, &h))
         return false;
-    struct ctl_req req = { &cn->peer, h.type, h.id, frame + CTL_HDR_SIZE, h.len, cn->fd };
+    struct ctl_req req = { &cn->peer, h.type, h.id, frame + CTL_HDR_SIZE, h.len, &cn->session,
+                           cn->fd };
     if (c->fn(c->arg, &req) == CTL_DEFER) {
         cn->deferred = true;
         cn->dtype = h.type;
@@ -314,13 +412,21 @@ int ctl_create(const char *path, ctl_handler_fn fn, void *arg, struct ctl **out)
     return 0;
 }
 
-void ctl_destroy(struct ctl *c, int32_t status)
+void ctl_quiesce(struct ctl *c)
 {
-    if (!c)
+    if (!c || c->joined)
         return;
     if (write(c->stop_pipe[1], "x", 1) < 0)
         perror("cisc device: control stop");
     pthread_join(c->thread, NULL);
+    c->joined = true;
+}
+
+void ctl_destroy(struct ctl *c, int32_t status)
+{
+    if (!c)
+        return;
+    ctl_quiesce(c);
     /* Gone from the file system before anyone hears "stopped", so a new
      * device can bind the same path right away. */
     close(c->lfd);
@@ -328,7 +434,7 @@ void ctl_destroy(struct ctl *c, int32_t status)
     for (unsigned i = 0; i < c->nconns; i++) {
         struct conn *cn = &c->conns[i];
         if (cn->deferred) {
-            struct ctl_req req = { &cn->peer, cn->dtype, cn->did, NULL, 0, cn->fd };
+            struct ctl_req req = { &cn->peer, cn->dtype, cn->did, NULL, 0, NULL, cn->fd };
             ctl_reply(&req, status, NULL, 0);
         }
         close(cn->fd);

@@ -24,6 +24,21 @@
  *   CTL_SHUTDOWN  -> s32 status, sent when the device has unmounted,
  *                    checkpointed and is about to exit; only the device's
  *                    own uid or root may ask (-EPERM otherwise)
+ *   CTL_SESSION   -> s32 status, u32 uid, u32 gid, u32 pid: opens the
+ *                    connection's libcisc session (credentials from
+ *                    SO_PEERCRED / SO_PEERGROUPS) if it has none yet
+ *   CTL_QP_CREATE u32 sq_entries, u32 cq_entries, u64 arena_size (0 =
+ *                    default) -> s32 status, u32 qp id, and the region's
+ *                    memfd in SCM_RIGHTS (layout: device/wire.h)
+ *   CTL_QP_DESTROY u32 qp id -> s32 status, after the queue's commands
+ *                    completed
+ *   CTL_KEY_ADD   u32 alg, u32 len, key bytes -> s32 status, u32 key id:
+ *                    registers an encryption key with the session for
+ *                    ENCRYPT/DECRYPT steps (device/compute/keys.h)
+ *   CTL_KEY_REMOVE u32 key id -> s32 status
+ *
+ * A connection's session (its queue pairs and open file handles) ends
+ * with the connection.
  *
  * Unknown types get status -EOPNOTSUPP; a malformed frame closes the
  * connection. New requests are new type numbers; payloads only grow at
@@ -59,6 +74,11 @@ enum ctl_type {
     CTL_PING = 1,
     CTL_STATUS = 2,
     CTL_SHUTDOWN = 3,
+    CTL_SESSION = 4,
+    CTL_QP_CREATE = 5,
+    CTL_QP_DESTROY = 6,
+    CTL_KEY_ADD = 7,
+    CTL_KEY_REMOVE = 8,
 };
 
 struct ctl_hdr {
@@ -83,8 +103,9 @@ struct ctl_req {
     const struct ctl_peer *peer;
     uint16_t type;
     uint32_t id;
-    const uint8_t *payload;
+    uint8_t *payload;         /* writable: a handler may wipe secrets in it */
     size_t len;
+    void **session;   /* the connection's slot for the handler's state (NULL at first) */
     int fd;   /* private */
 };
 
@@ -105,8 +126,30 @@ int ctl_create(const char *path, ctl_handler_fn fn, void *arg, struct ctl **out)
  * Returns 0 or -errno. */
 int ctl_reply(struct ctl_req *req, int32_t status, const void *payload, size_t len);
 
-/* Stops the control thread, replies `status` to every deferred request,
- * closes all connections and removes the socket file. */
+/* Called on the control thread when a connection whose session slot is
+ * non-NULL ends (the client closed it or died). Not called by
+ * ctl_quiesce / ctl_destroy: the owner ends its sessions itself then. */
+typedef void (*ctl_close_fn)(void *arg, void *session);
+
+/* Sets the close hook (before clients connect). */
+void ctl_set_close_hook(struct ctl *c, ctl_close_fn fn);
+
+/* Like ctl_reply, and passes descriptor fd along (SCM_RIGHTS); the caller
+ * still owns fd. Returns 0 or -errno. */
+int ctl_reply_fd(struct ctl_req *req, int32_t status, const void *payload, size_t len,
+                 int fd);
+
+/* Supplementary groups of the peer (SO_PEERGROUPS, as at connect time):
+ * fills up to max, returns the count (at most max) or -errno. */
+int ctl_peer_groups(const struct ctl_req *req, uint32_t *groups, unsigned max);
+
+/* Stops the control thread: no handler or close hook runs after it
+ * returns; connections stay open until ctl_destroy. */
+void ctl_quiesce(struct ctl *c);
+
+/* Stops the control thread (if ctl_quiesce did not), replies `status` to
+ * every deferred request, closes all connections and removes the socket
+ * file. */
 void ctl_destroy(struct ctl *c, int32_t status);
 
 /* Client side: connects to path. Returns an fd or -errno. */
@@ -117,6 +160,11 @@ int ctl_connect(const char *path);
  * (after the status) or -errno (-ECONNRESET if the device went away). */
 ssize_t ctl_call(int fd, uint16_t type, const void *req, size_t reqlen, int32_t *status,
                  void *buf, size_t size);
+
+/* Like ctl_call; a descriptor passed with the reply is stored in *rfd
+ * (close-on-exec), else *rfd = -1. */
+ssize_t ctl_call_fd(int fd, uint16_t type, const void *req, size_t reqlen, int32_t *status,
+                    void *buf, size_t size, int *rfd);
 
 /* The socket path for a mount point: "<dir>/.<base>.cisc.sock" beside it.
  * mnt must be absolute. Returns 0 or -ENAMETOOLONG. */

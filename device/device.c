@@ -3,6 +3,7 @@
 
 #include "common/corrupt.h"
 #include "common/le.h"
+#include "device/compute/keys.h"
 #include "device/control.h"
 #include "device/stats.h"
 
@@ -20,6 +21,7 @@
 struct device {
     struct sfs *fs;
     struct engine *eng;
+    struct qp_service *qps;          /* libcisc queue pairs */
     struct ctl *ctl;
     char *image, *mountpoint;
     unsigned cores;
@@ -90,10 +92,18 @@ static int open_fs(const struct dev_opts *o, struct sfs **fs, char *err, size_t 
 }
 
 static int handle_ctl(void *arg, struct ctl_req *req);
+static void close_session(void *arg, void *session);
 
 static int start_control(struct device *d, const char *path, char *err, size_t errlen)
 {
     int r = ctl_create(path, handle_ctl, d, &d->ctl);
+    if (!r)
+        ctl_set_close_hook(d->ctl, close_session);
+    /* Connecting needs write permission on the socket. A device run by
+     * root serves every user (like its allow_other mount): each request
+     * acts with the caller's own credentials from SO_PEERCRED. */
+    if (!r && chmod(path, geteuid() == 0 ? 0666 : 0600))
+        r = -errno;
     if (r == -EADDRINUSE)
         return fail(err, errlen, r, "control socket %s belongs to a running device", path);
     if (r)
@@ -122,17 +132,26 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
     d->started_ns = sched_now_ns();
     struct eng_config ec = { .cores = d->cores, .sched = d->sched, .trace = o->trace,
                              .direct = !o->queue_only };
-    if (!sched_policy_find(d->sched) || d->cores > SCHED_MAX_CORES) {
+    struct dm_model dm = o->model ? *o->model : (struct dm_model){ DM_DEFAULT_LINK_NS, 1.0 };
+    if (!sched_policy_find(d->sched) || d->cores > SCHED_MAX_CORES || dm_configure(&dm) ||
+        o->pollers > QP_MAX_POLLERS) {
         free_device(d);
-        return fail(err, errlen, -EINVAL, "bad device model: cores %u (1..%u), sched '%s' (fifo)",
-                    d->cores, SCHED_MAX_CORES, d->sched);
+        return fail(err, errlen, -EINVAL,
+                    "bad device model: cores %u (1..%u), sched '%s' (fifo), link latency %llu ns "
+                    "(0..%u), core speed %g (1..%g), pollers %u (1..%u)",
+                    d->cores, SCHED_MAX_CORES, d->sched, (unsigned long long)dm.link_latency_ns,
+                    DM_LINK_MAX_NS, dm.core_speed, DM_CORE_SPEED_MAX, o->pollers, QP_MAX_POLLERS);
     }
+    struct qp_config qc = { o->pollers, o->poll_us < 0 ? QP_DEFAULT_POLL_US : (unsigned)o->poll_us };
     int r = open_fs(o, &d->fs, err, errlen);
     if (!r && (r = eng_create(d->fs, &ec, &d->eng)))
         fail(err, errlen, r, "cannot start the engine: %s", strerror(-r));
+    if (!r && (r = qp_service_create(d->eng, &qc, &d->qps)))
+        fail(err, errlen, r, "cannot start the queue pollers: %s", strerror(-r));
     if (!r && o->control_path)
         r = start_control(d, o->control_path, err, errlen);
     if (r) {
+        qp_service_destroy(d->qps);
         eng_destroy(d->eng);
         if (d->fs)
             sfs_unmount(d->fs);
@@ -163,6 +182,8 @@ int dev_stop(struct device *d)
     pthread_mutex_lock(&d->hook_lock);
     d->stopping = true;   /* the control thread stops reading the engine */
     pthread_mutex_unlock(&d->hook_lock);
+    ctl_quiesce(d->ctl);  /* no request or session change after this */
+    qp_service_destroy(d->qps);
     eng_destroy(d->eng);
     int r = sfs_unmount(d->fs);
     ctl_destroy(d->ctl, r);
@@ -215,8 +236,19 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
     put(&o, "device pid %d uptime_s %llu\n", (int)getpid(),
         (unsigned long long)((sched_now_ns() - d->started_ns) / 1000000000u));
     put(&o, "image %s\nmountpoint %s\n", d->image, d->mountpoint);
-    put(&o, "model cores %u sched %s dispatch %s link_latency_ns 0 core_speed 1.0\n", ss.cores,
-        ss.policy, ss.direct ? "direct" : "queue");
+    struct dm_model dm = dm_get();
+    struct qp_stats qs;
+    qp_service_stats(d->qps, &qs);
+    put(&o, "model cores %u sched %s dispatch %s link_latency_ns %llu core_speed %.2f\n",
+        ss.cores, ss.policy, ss.direct ? "direct" : "queue",
+        (unsigned long long)dm.link_latency_ns, dm.core_speed);
+    put(&o, "qp sessions %llu queues %llu handles %llu pollers %u poll_us %u fetched %llu "
+            "refused %llu completed %llu invalidated %llu dead %llu sleeps %llu\n",
+        (unsigned long long)qs.sessions, (unsigned long long)qs.queues,
+        (unsigned long long)qs.handles, qs.pollers, qs.poll_us,
+        (unsigned long long)qs.fetched, (unsigned long long)qs.refused,
+        (unsigned long long)qs.completed, (unsigned long long)qs.invalidated,
+        (unsigned long long)qs.dead, (unsigned long long)qs.sleeps);
     put(&o, "queue depth %llu max_depth %llu busy_cores %u submitted %llu completed %llu "
             "direct %llu\n", (unsigned long long)ss.depth, (unsigned long long)ss.max_depth,
         ss.busy, (unsigned long long)ss.submitted, (unsigned long long)ss.completed,
@@ -255,10 +287,99 @@ static int reply_status(struct device *d, struct ctl_req *req)
     return 0;
 }
 
+/* ---- libcisc sessions and queue pairs ------------------------------------ */
+
+static void close_session(void *arg, void *session)
+{
+    qp_session_destroy(session);
+}
+
+/* The connection's session, opened on first use with the kernel's
+ * credentials for the peer. */
+static int get_session(struct device *d, struct ctl_req *req, struct qp_session **out)
+{
+    if (*req->session) {
+        *out = *req->session;
+        return 0;
+    }
+    struct eng_cred cred = { .uid = req->peer->uid, .gid = req->peer->gid,
+                             .pid = req->peer->pid };
+    int n = ctl_peer_groups(req, cred.groups, ENG_GROUPS_MAX);
+    cred.ngroups = n < 0 ? 0 : n;
+    int r = qp_session_create(d->qps, &cred, out);
+    if (!r)
+        *req->session = *out;
+    return r;
+}
+
+static int reply_session(struct device *d, struct ctl_req *req)
+{
+    struct qp_session *s;
+    int r = get_session(d, req, &s);
+    uint8_t p[12] = { 0 };
+    if (!r) {
+        const struct eng_cred *c = qp_session_cred(s);
+        le32_put(p, c->uid);
+        le32_put(p + 4, c->gid);
+        le32_put(p + 8, (uint32_t)c->pid);
+    }
+    return ctl_reply(req, r, p, r ? 0 : sizeof(p)), 0;
+}
+
+static int reply_qp_create(struct device *d, struct ctl_req *req)
+{
+    struct qp_session *s;
+    int r = req->len < 16 ? -EINVAL : get_session(d, req, &s);
+    struct qp_geom g = { 0 };
+    int fd = -1;
+    uint32_t id = 0;
+    if (!r) {
+        g.sq_entries = le32_get(req->payload);
+        g.cq_entries = le32_get(req->payload + 4);
+        g.arena_size = le64_get(req->payload + 8);
+        r = qp_create(s, &g, &fd, &id);
+    }
+    uint8_t p[4];
+    le32_put(p, id);
+    ctl_reply_fd(req, r, p, r ? 0 : sizeof(p), fd);
+    if (fd >= 0)
+        close(fd);
+    return 0;
+}
+
+static int reply_qp_destroy(struct device *d, struct ctl_req *req)
+{
+    int r = req->len < 4 || !*req->session ? -ENOENT
+                                           : qp_destroy(*req->session, le32_get(req->payload));
+    return ctl_reply(req, r, NULL, 0), 0;
+}
+
+/* Encryption keys: kept by the connection's session, never in commands. */
+static int reply_key(struct device *d, struct ctl_req *req)
+{
+    struct qp_session *s;
+    uint8_t id[4] = { 0 };
+    int r = get_session(d, req, &s);
+    if (!r && req->type == CTL_KEY_ADD)
+        r = ckey_ctl_add(qp_session_keys(s), req->payload, req->len, id);
+    else if (!r)
+        r = ckey_ctl_remove(qp_session_keys(s), req->payload, req->len);
+    return ctl_reply(req, r, id, !r && req->type == CTL_KEY_ADD ? sizeof(id) : 0), 0;
+}
+
 static int handle_ctl(void *arg, struct ctl_req *req)
 {
     struct device *d = arg;
     switch (req->type) {
+    case CTL_KEY_ADD:
+    case CTL_KEY_REMOVE:
+        return reply_key(d, req);
+    case CTL_SESSION:
+        return reply_session(d, req);
+    case CTL_QP_CREATE:
+        return reply_qp_create(d, req);
+    case CTL_QP_DESTROY:
+        return reply_qp_destroy(d, req);
     case CTL_PING: {
         uint8_t p[8];
         le32_put(p, (uint32_t)getpid());

@@ -2,8 +2,10 @@
  * device/device.h - the device process's lifecycle: image -> StorageFS ->
  * engine (cores, scheduler) -> control socket, and back down.
  *
- * Front ends (the FUSE mount, later libcisc queue pairs) are clients of
- * the engine that dev_engine() returns. The device does not know FUSE: a
+ * Front ends are clients of the engine that dev_engine() returns: the
+ * FUSE mount (run by the caller), and libcisc's queue pairs (device/queue.*,
+ * run by the device itself: a control connection that asks for a session
+ * gets one, and loses it, with its queues and handles, when it closes). The device does not know FUSE: a
  * front end registers a stop hook, which the control socket's SHUTDOWN
  * request calls; the front end then returns from its loop and the owner
  * calls dev_stop().
@@ -30,6 +32,8 @@ extern "C" {   /* also for the StorageFS header included here */
 #endif
 
 #include "device/engine.h"
+#include "device/model.h"
+#include "device/queue.h"
 
 #define DEV_DEFAULT_CORES 4u
 #define DEV_DEFAULT_SIZE  (1ull << 30)
@@ -43,6 +47,9 @@ struct dev_opts {
     const char *sched;        /* NULL = "fifo" */
     bool trace;               /* log every command (engine trace) */
     bool queue_only;          /* no direct dispatch: every command is handed over */
+    const struct dm_model *model;  /* link latency, core speed; NULL = defaults */
+    unsigned pollers;         /* queue-pair pollers; 0 = QP_DEFAULT_POLLERS */
+    int poll_us;              /* pollers spin this long before sleeping; < 0 = default */
 };
 
 struct device;

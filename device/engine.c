@@ -63,11 +63,24 @@ static void run(void *arg, struct sched_item *it, unsigned core)
     struct eng_cmd *c = (struct eng_cmd *)((char *)it - offsetof(struct eng_cmd, item));
     unsigned op = c->op;
     c->ret = op < ENG_OP_COUNT ? op_table[op](e, c) : -EINVAL;
+    if (c->chg && c->ret >= 0)
+        eng_note_changes(e, c);
     uint64_t ns = sched_now_ns() - it->t_submit_ns;
     if (e->trace)
         trace(c, core, ns);
     stats_record(e->stats, core, op, ns, bytes_moved(c), c->ret < 0);
     complete(c);   /* c may be gone after this */
+}
+
+/* Destroys the engine's locks and frees it. */
+static void free_locks(struct engine *e)
+{
+    for (unsigned i = 0; i < ENG_INO_STRIPES; i++)
+        pthread_rwlock_destroy(&e->ino_lock[i]);
+    pthread_mutex_destroy(&e->mem_mu);
+    pthread_cond_destroy(&e->mem_cv);
+    pthread_rwlock_destroy(&e->watch_lock);
+    free(e);
 }
 
 int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out)
@@ -81,8 +94,12 @@ int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out
     e->fs = fs;
     e->cores = cfg->cores;
     e->trace = cfg->trace;
-    for (unsigned i = 0; i < ENG_APPEND_LOCKS; i++)
-        pthread_mutex_init(&e->append_lock[i], NULL);
+    for (unsigned i = 0; i < ENG_INO_STRIPES; i++)
+        pthread_rwlock_init(&e->ino_lock[i], NULL);
+    pthread_mutex_init(&e->mem_mu, NULL);
+    pthread_cond_init(&e->mem_cv, NULL);
+    pthread_rwlock_init(&e->watch_lock, NULL);
+    e->mem_budget = cfg->dev_ram ? cfg->dev_ram : ENG_DEV_RAM_DEFAULT;
     int r = stats_create(ENG_OP_COUNT, cfg->cores, &e->stats);
     if (!r)
         r = hdl_table_create(&e->hdl);
@@ -92,7 +109,7 @@ int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out
     if (r) {
         hdl_table_destroy(e->hdl);
         stats_destroy(e->stats);
-        free(e);
+        free_locks(e);
         return r;
     }
     *out = e;
@@ -109,9 +126,7 @@ void eng_destroy(struct engine *e)
         sfs_iput(e->fs, h.ino);
     hdl_table_destroy(e->hdl);
     stats_destroy(e->stats);
-    for (unsigned i = 0; i < ENG_APPEND_LOCKS; i++)
-        pthread_mutex_destroy(&e->append_lock[i]);
-    free(e);
+    free_locks(e);
 }
 
 void eng_drain(struct engine *e)
@@ -133,6 +148,12 @@ int eng_submit(struct engine *e, struct eng_cmd *cmd)
 {
     cmd->item.tenant = cmd->cred.uid;
     return sched_submit(e->sched, &cmd->item);
+}
+
+int eng_submit_handoff(struct engine *e, struct eng_cmd *cmd)
+{
+    cmd->item.tenant = cmd->cred.uid;
+    return sched_submit_handoff(e->sched, &cmd->item);
 }
 
 int64_t eng_call(struct engine *e, struct eng_cmd *cmd)
@@ -161,4 +182,11 @@ void eng_sched_stats(struct engine *e, struct sched_stats *st)
 uint64_t eng_open_handles(struct engine *e)
 {
     return hdl_count(e->hdl);
+}
+
+void eng_release_handles(struct engine *e, struct hdl_table *t)
+{
+    struct hdl h;
+    while (hdl_drain(t, &h))
+        sfs_iput(e->fs, h.ino);
 }

@@ -13,9 +13,10 @@
  *
  * A command is a plain struct with no hidden state the submitter must
  * set up beyond eng_cmd_init(), so a shared-memory decoder can fill one
- * after validating a client's request. ENG_OP_CISC (a vector of steps
- * that pass buffers along, FusionFS §4.3) has its opcode reserved; it
- * returns -EOPNOTSUPP until issue 5.
+ * after validating a client's request. ENG_OP_CISC runs a vector of steps
+ * that pass buffers along (FusionFS §4.3), decoded and validated
+ * beforehand by cisc_decode() (device/cisc.h); ENG_OP_CISC_PART is the
+ * engine's own: a share of an op's independent steps run on another core.
  *
  * Operand use per op (unlisted fields are ignored):
  *   LOOKUP      ino=dir name                    -> attr, takes 1 reference
@@ -49,6 +50,32 @@
  *   LSEEK       fh off flags=SEEK_DATA|SEEK_HOLE -> ret=offset
  *   COPY_RANGE  fh off fh2 off2 len             -> ret=bytes
  *   SYNC                                        whole file system durable
+ *   CISC        cisc=decoded vector             -> ret=status, cisc->res
+ *   CISC_PART   (internal: submitted by CISC to spread independent steps)
+ *
+ * A CISC command from a libcisc queue carries the vector its door
+ * decoded (cisc_decode, from the door's one private copy of the client's
+ * steps), the session's handle table (hdl: F_FH steps use the session's
+ * handles) and chg (the executor records what it changed).
+ *
+ * The libcisc door (engine_path.c) names files by path and uses the
+ * submitting session's handle table (cmd->hdl); paths are resolved from
+ * the root by path_walk (device/path.h) with search permission checked on
+ * every directory:
+ *   NOP                                         -> 0 (a round trip)
+ *   OPEN_PATH   path flags=O_* mode             -> fh (O_CREAT/EXCL/TRUNC/APPEND,
+ *                                                  O_DIRECTORY, O_NOFOLLOW)
+ *   STAT_PATH   path                            -> attr (symlinks followed)
+ *   FSTAT       fh                              -> attr
+ *   UNLINK_PATH path
+ *   MKDIR_PATH  path mode
+ *   RMDIR_PATH  path
+ *   RENAME_PATH path path2 flags=ENG_RENAME_*
+ *   READDIR_PATH path off=cookie fill fill_arg  -> entries via fill
+ *   APPEND      fh in size                      -> ret=bytes, out_off=offset written
+ *   FTRUNCATE   fh off=size                     (fh open for writing, else -EINVAL)
+ * Commands with cmd->chg set record what they changed (inodes, entries)
+ * for the watcher (the FUSE front end's kernel caches): see eng_set_watch.
  *
  * Invariants:
  *   1. Each submitted command completes exactly once: done(cmd) is called
@@ -91,7 +118,12 @@ extern "C" {   /* also for the StorageFS header included here */
     X(RELEASEDIR, releasedir) X(FSYNCDIR, fsyncdir) X(STATFS, statfs) \
     X(SETXATTR, setxattr) X(GETXATTR, getxattr) X(LISTXATTR, listxattr) \
     X(REMOVEXATTR, removexattr) X(ACCESS, access) X(FALLOCATE, fallocate) \
-    X(LSEEK, lseek) X(COPY_RANGE, copy_range) X(SYNC, sync) X(CISC, cisc)
+    X(LSEEK, lseek) X(COPY_RANGE, copy_range) X(SYNC, sync) X(CISC, cisc) \
+    X(CISC_PART, cisc_part) \
+    X(NOP, nop) X(OPEN_PATH, open_path) X(STAT_PATH, stat_path) X(FSTAT, fstat) \
+    X(UNLINK_PATH, unlink_path) X(MKDIR_PATH, mkdir_path) X(RMDIR_PATH, rmdir_path) \
+    X(RENAME_PATH, rename_path) X(READDIR_PATH, readdir_path) X(APPEND, append) \
+    X(FTRUNCATE, ftruncate)
 
 enum eng_op {
 #define X(N, n) ENG_OP_##N,
@@ -132,7 +164,29 @@ typedef int (*eng_fill_fn)(void *arg, const struct sfs_dirent *de,
                            const struct sfs_attr *attr);
 
 struct eng_cmd;
+struct eng_cisc;
 typedef void (*eng_done_fn)(struct eng_cmd *cmd);
+
+/* What a command changed, for a watcher's caches (see eng_set_watch). The
+ * door owns the first record (zeroed) and frees the rest with
+ * eng_chg_release(). */
+#define ENG_CHG_INODES  4u
+#define ENG_CHG_ENTRIES 2u
+
+struct eng_chg {
+    struct eng_chg *next;         /* more records when this one is full (heap) */
+    unsigned ninodes, nentries;
+    struct {
+        uint64_t ino;
+        int64_t off, len;         /* data range changed; off < 0: attributes only */
+    } inode[ENG_CHG_INODES];
+    struct {
+        uint64_t parent;
+        char name[SFS_NAME_MAX + 1];
+    } entry[ENG_CHG_ENTRIES];
+};
+
+struct hdl_table;
 
 struct eng_cmd {
     struct sched_item item;   /* scheduler link; tenant = cred.uid */
@@ -153,11 +207,18 @@ struct eng_cmd {
     eng_fill_fn fill;         /* READDIR */
     void *fill_arg;
     bool plus;                /* READDIR: readdirplus */
+    struct eng_cisc *cisc;    /* CISC: the decoded vector (results in it) */
+    void *part;               /* CISC_PART: the shared work (cisc_exec.c) */
+    /* libcisc door */
+    const char *path, *path2; /* *_PATH ops */
+    struct hdl_table *hdl;    /* the session's handles; NULL = the engine's (FUSE) */
+    struct eng_chg *chg;      /* non-NULL: record changes here */
     /* results */
     int64_t ret;              /* 0, a count/offset, or -errno */
     struct sfs_attr attr;
     struct sfs_statfs st;
     uint64_t out_fh;
+    uint64_t out_off;         /* APPEND: where the data landed */
     /* completion: done() on the device core, or eng_call()'s wait */
     eng_done_fn done;
     void *priv;
@@ -171,6 +232,7 @@ struct eng_config {
     const char *sched;        /* policy name, "fifo" */
     bool trace;               /* log every command to stderr (off by default) */
     bool direct;              /* scheduler direct dispatch (sched.h) */
+    uint64_t dev_ram;         /* device memory budget for CISC buffers; 0 = 2 GiB */
 };
 
 /* Starts the engine on a mounted StorageFS (not owned: the caller unmounts
@@ -194,6 +256,12 @@ void eng_cmd_init(struct eng_cmd *cmd, unsigned op, const struct eng_cred *cred)
  * Returns 0, or -errno if it was not queued (done is then not called). */
 int eng_submit(struct engine *e, struct eng_cmd *cmd);
 
+/* Like eng_submit, but never runs cmd on the calling thread (no direct
+ * dispatch): a device core handing work to other cores, a poller handing
+ * over all but the last command of a batch. Returns 0 or -errno (done is
+ * then not called). */
+int eng_submit_handoff(struct engine *e, struct eng_cmd *cmd);
+
 /* Queues cmd and waits for it. Returns cmd->ret. */
 int64_t eng_call(struct engine *e, struct eng_cmd *cmd);
 
@@ -204,6 +272,46 @@ void eng_sched_stats(struct engine *e, struct sched_stats *st);
 
 /* Number of handles open now (for status). */
 uint64_t eng_open_handles(struct engine *e);
+
+/* Closes every handle of table t (a session's), dropping the references
+ * they hold. No command using t may be in flight. */
+void eng_release_handles(struct engine *e, struct hdl_table *t);
+
+/* A door that caches what the engine serves (the FUSE front end: the
+ * kernel's dentry, attribute and page caches) watches changes made
+ * through other doors. known() answers fast, from any thread, whether the
+ * door may cache inode ino; the inval_* calls may block (they talk to the
+ * kernel) and are made only through eng_chg_flush, never on a device
+ * core. */
+struct eng_watch {
+    bool (*known)(void *arg, uint64_t ino);
+    void (*inval_inode)(void *arg, uint64_t ino, int64_t off, int64_t len);
+    void (*inval_entry)(void *arg, uint64_t parent, const char *name);
+    void *arg;
+};
+
+/* Sets (w copied) or clears (NULL) the watcher; returns after any call
+ * into the previous watcher has finished. */
+void eng_set_watch(struct engine *e, const struct eng_watch *w);
+
+/* True if chg touches something the watcher may cache (cheap). */
+bool eng_chg_pending(struct engine *e, const struct eng_chg *chg);
+
+/* Sends the invalidations for chg to the watcher (blocking; not on a
+ * device core). */
+void eng_chg_flush(struct engine *e, const struct eng_chg *chg);
+
+/* Frees the records chained to chg (not chg itself) and empties it. */
+void eng_chg_release(struct eng_chg *chg);
+
+/* Record into c->chg (no-op when NULL) that inode ino changed: its data in
+ * [off, off + len) (len 0: to the end), or only its attributes (off < 0).
+ * For executors of commands that change files (CISC steps). */
+void eng_chg_inode(struct eng_cmd *c, uint64_t ino, int64_t off, int64_t len);
+
+/* Record into c->chg that entry `name` of directory parent changed
+ * (created, removed, renamed); the directory's attributes too. */
+void eng_chg_entry(struct eng_cmd *c, uint64_t parent, const char *name);
 
 #ifdef __cplusplus
 }

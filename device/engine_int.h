@@ -11,7 +11,8 @@
 #include "device/handle.h"
 #include "device/stats.h"
 
-#define ENG_APPEND_LOCKS 64u
+#define ENG_INO_STRIPES 256u
+#define ENG_DEV_RAM_DEFAULT (2ull << 30)
 
 struct engine {
     struct sfs *fs;               /* not owned */
@@ -20,10 +21,37 @@ struct engine {
     struct hdl_table *hdl;
     unsigned cores;
     bool trace;
-    /* O_APPEND writes read the size and write under the lock of their
-     * inode's stripe, so two appenders never write at the same offset. */
-    pthread_mutex_t append_lock[ENG_APPEND_LOCKS];
+    /* Striped inode locks, for O_APPEND (size read and write together)
+     * and for isolation of fused ops (device/cisc.h):
+     * RISC data ops hold their inode's stripe shared (appends and size
+     * changes exclusive); a CISC op holds the stripes of the files it
+     * mutates exclusive and of those it reads shared, for its whole run.
+     * Taken before any StorageFS call; several in ascending order. */
+    pthread_rwlock_t ino_lock[ENG_INO_STRIPES];
+    /* Device memory budget for CISC buffers (protected by mem_mu). */
+    pthread_mutex_t mem_mu;
+    pthread_cond_t mem_cv;
+    uint64_t mem_budget, mem_used;
+    /* The watcher (eng_set_watch): calls into it hold watch_lock for
+     * reading, so clearing it waits for them. */
+    pthread_rwlock_t watch_lock;
+    struct eng_watch watch;
+    bool watching;            /* protected by watch_lock; also read relaxed as a hint */
 };
+
+/* The handle table a command uses: its session's, or the engine's. */
+static inline struct hdl_table *eng_hdl(struct engine *e, const struct eng_cmd *c)
+{
+    return c->hdl ? c->hdl : e->hdl;
+}
+
+/* Records in c->chg (when set) what command c changed (engine_watch.c). */
+void eng_note_changes(struct engine *e, struct eng_cmd *c);
+
+static inline unsigned eng_stripe(uint64_t ino)
+{
+    return (unsigned)((ino * 0x9E3779B97F4A7C15ull) >> 56) % ENG_INO_STRIPES;
+}
 
 /* Executes one command; returns its result (0, count, or -errno). */
 typedef int64_t (*eng_op_fn)(struct engine *e, struct eng_cmd *c);

@@ -38,9 +38,10 @@ static int dir_attr(struct engine *e, uint64_t ino, struct sfs_attr *a)
 }
 
 /* Handle fh, which must be a file (not a directory) open for `mask`. */
-static int file_handle(struct engine *e, uint64_t fh, int mask, struct hdl *h)
+static int file_handle(struct engine *e, struct eng_cmd *c, uint64_t fh, int mask,
+                       struct hdl *h)
 {
-    int r = hdl_get(e->hdl, fh, h);
+    int r = hdl_get(eng_hdl(e, c), fh, h);
     if (r)
         return r;
     if (h->dir)
@@ -51,6 +52,23 @@ static int file_handle(struct engine *e, uint64_t fh, int mask, struct hdl *h)
     if ((mask & W_OK) && acc == O_RDONLY)
         return -EBADF;
     return 0;
+}
+
+/* Striped inode locks (engine_int.h): shared for data reads and writes,
+ * exclusive for appends and size changes, so a fused op that holds a
+ * stripe exclusive is never observed half done. */
+static void stripe_lock(struct engine *e, uint64_t ino, bool excl)
+{
+    pthread_rwlock_t *l = &e->ino_lock[eng_stripe(ino)];
+    if (excl)
+        pthread_rwlock_wrlock(l);
+    else
+        pthread_rwlock_rdlock(l);
+}
+
+static void stripe_unlock(struct engine *e, uint64_t ino)
+{
+    pthread_rwlock_unlock(&e->ino_lock[eng_stripe(ino)]);
 }
 
 /* A new entry's reply hands one reference to the door (invariant 3). */
@@ -95,7 +113,7 @@ int64_t eop_setattr(struct engine *e, struct eng_cmd *c)
     struct sfs_attr cur;
     struct hdl h = { 0 };
     bool wr = false;
-    if (c->fh && !file_handle(e, c->fh, W_OK, &h) && h.ino == c->ino)
+    if (c->fh && !file_handle(e, c, c->fh, W_OK, &h) && h.ino == c->ino)
         wr = true;
     int r = sfs_getattr(e->fs, c->ino, &cur);
     if (r)
@@ -107,7 +125,13 @@ int64_t eop_setattr(struct engine *e, struct eng_cmd *c)
     r = perm_setattr(&c->cred, &cur, &c->sattr, &c->valid, wr);
     if (r)
         return r;
-    return sfs_setattr(e->fs, NULL, c->ino, &c->sattr, c->valid, &c->attr);
+    bool size = c->valid & SFS_SET_SIZE;
+    if (size)
+        stripe_lock(e, c->ino, true);
+    r = sfs_setattr(e->fs, NULL, c->ino, &c->sattr, c->valid, &c->attr);
+    if (size)
+        stripe_unlock(e, c->ino);
+    return r;
 }
 
 int64_t eop_readlink(struct engine *e, struct eng_cmd *c)
@@ -267,7 +291,7 @@ static int open_handle(struct engine *e, struct eng_cmd *c, uint64_t ino, bool d
     if (r)
         return r;
     struct hdl h = { .ino = ino, .flags = c->flags, .dir = dir };
-    r = hdl_open(e->hdl, &h, &c->out_fh);
+    r = hdl_open(eng_hdl(e, c), &h, &c->out_fh);
     if (r)
         sfs_iput(e->fs, ino);
     return r;
@@ -278,7 +302,10 @@ static int truncate_on_open(struct engine *e, uint64_t ino, const struct sfs_att
     if (!S_ISREG(a->mode) || a->size == 0)
         return 0;
     struct sfs_attr in = { .size = 0 };
-    return sfs_setattr(e->fs, NULL, ino, &in, SFS_SET_SIZE, NULL);
+    stripe_lock(e, ino, true);
+    int r = sfs_setattr(e->fs, NULL, ino, &in, SFS_SET_SIZE, NULL);
+    stripe_unlock(e, ino);
+    return r;
 }
 
 int64_t eop_open(struct engine *e, struct eng_cmd *c)
@@ -314,43 +341,77 @@ int64_t eop_create(struct engine *e, struct eng_cmd *c)
 int64_t eop_read(struct engine *e, struct eng_cmd *c)
 {
     struct hdl h;
-    int r = file_handle(e, c->fh, R_OK, &h);
-    return r ? r : sfs_read(e->fs, h.ino, c->off, c->out, c->size);
+    int r = file_handle(e, c, c->fh, R_OK, &h);
+    if (r)
+        return r;
+    stripe_lock(e, h.ino, false);
+    ssize_t n = sfs_read(e->fs, h.ino, c->off, c->out, c->size);
+    stripe_unlock(e, h.ino);
+    return n;
 }
 
+/* O_APPEND: size read and write under the stripe held exclusive, so two
+ * appenders never write at the same offset. */
 static int64_t append(struct engine *e, struct eng_cmd *c, uint64_t ino)
 {
-    pthread_mutex_t *l = &e->append_lock[ino % ENG_APPEND_LOCKS];
     struct sfs_attr a;
-    pthread_mutex_lock(l);
+    stripe_lock(e, ino, true);
     int64_t r = sfs_getattr(e->fs, ino, &a);
     if (!r)
         r = sfs_write(e->fs, NULL, ino, a.size, c->in, c->size);
-    pthread_mutex_unlock(l);
+    stripe_unlock(e, ino);
+    if (r >= 0)
+        c->out_off = a.size;
     return r;
 }
 
 int64_t eop_write(struct engine *e, struct eng_cmd *c)
 {
     struct hdl h;
-    int r = file_handle(e, c->fh, W_OK, &h);
+    int r = file_handle(e, c, c->fh, W_OK, &h);
     if (r)
         return r;
     if (h.flags & O_APPEND)
         return append(e, c, h.ino);
-    return sfs_write(e->fs, NULL, h.ino, c->off, c->in, c->size);
+    stripe_lock(e, h.ino, false);
+    ssize_t n = sfs_write(e->fs, NULL, h.ino, c->off, c->in, c->size);
+    stripe_unlock(e, h.ino);
+    return n;
+}
+
+/* Atomic append whatever the handle's flags (libcisc). */
+int64_t eop_append(struct engine *e, struct eng_cmd *c)
+{
+    struct hdl h;
+    int r = file_handle(e, c, c->fh, W_OK, &h);
+    return r ? r : append(e, c, h.ino);
+}
+
+/* ftruncate(2): the handle must be a file open for writing (-EINVAL). */
+int64_t eop_ftruncate(struct engine *e, struct eng_cmd *c)
+{
+    struct hdl h;
+    int r = file_handle(e, c, c->fh, W_OK, &h);
+    if (r == -EBADF && hdl_get(eng_hdl(e, c), c->fh, &h) == 0)
+        r = -EINVAL;   /* open, but not for writing */
+    if (r)
+        return r == -EISDIR ? -EINVAL : r;
+    c->ino = h.ino;
+    c->sattr.size = c->off;
+    c->valid = SFS_SET_SIZE;
+    return eop_setattr(e, c);
 }
 
 int64_t eop_flush(struct engine *e, struct eng_cmd *c)
 {
     struct hdl h;
-    return hdl_get(e->hdl, c->fh, &h);
+    return hdl_get(eng_hdl(e, c), c->fh, &h);
 }
 
 int64_t eop_release(struct engine *e, struct eng_cmd *c)
 {
     struct hdl h;
-    int r = hdl_close(e->hdl, c->fh, &h);
+    int r = hdl_close(eng_hdl(e, c), c->fh, &h);
     if (!r)
         sfs_iput(e->fs, h.ino);
     return r;
@@ -359,7 +420,7 @@ int64_t eop_release(struct engine *e, struct eng_cmd *c)
 int64_t eop_fsync(struct engine *e, struct eng_cmd *c)
 {
     struct hdl h;
-    int r = hdl_get(e->hdl, c->fh, &h);
+    int r = hdl_get(eng_hdl(e, c), c->fh, &h);
     return r ? r : sfs_fsync(e->fs, h.ino, c->flags & 1);
 }
 
@@ -432,7 +493,7 @@ static int rd_emit(struct engine *e, struct eng_cmd *c, const struct rd_ent *x)
 int64_t eop_readdir(struct engine *e, struct eng_cmd *c)
 {
     struct hdl h;
-    int r = hdl_get(e->hdl, c->fh, &h);
+    int r = hdl_get(eng_hdl(e, c), c->fh, &h);
     if (!r && !h.dir)
         r = -ENOTDIR;
     if (r || !c->fill)
@@ -564,13 +625,16 @@ int64_t eop_fallocate(struct engine *e, struct eng_cmd *c)
         return -EOPNOTSUPP;
     if (c->len == 0 || c->off + c->len < c->off)
         return -EINVAL;
-    int r = file_handle(e, c->fh, W_OK, &h);
+    int r = file_handle(e, c, c->fh, W_OK, &h);
     if (r)
         return r;
     unsigned m = (c->flags & FALLOC_FL_KEEP_SIZE ? SFS_FALLOC_KEEP_SIZE : 0) |
                  (c->flags & FALLOC_FL_PUNCH_HOLE ? SFS_FALLOC_PUNCH_HOLE : 0) |
                  (c->flags & FALLOC_FL_ZERO_RANGE ? SFS_FALLOC_ZERO_RANGE : 0);
-    return sfs_fallocate(e->fs, NULL, h.ino, m, c->off, c->len);
+    stripe_lock(e, h.ino, true);
+    r = sfs_fallocate(e->fs, NULL, h.ino, m, c->off, c->len);
+    stripe_unlock(e, h.ino);
+    return r;
 }
 
 int64_t eop_lseek(struct engine *e, struct eng_cmd *c)
@@ -578,7 +642,7 @@ int64_t eop_lseek(struct engine *e, struct eng_cmd *c)
     struct hdl h;
     if (c->flags != SEEK_DATA && c->flags != SEEK_HOLE)
         return -EINVAL;
-    int r = file_handle(e, c->fh, 0, &h);
+    int r = file_handle(e, c, c->fh, 0, &h);
     if (r)
         return r;
     return sfs_seek(e->fs, h.ino, c->off,
@@ -612,9 +676,9 @@ static int64_t copy_loop(struct engine *e, uint64_t src, uint64_t soff, uint64_t
 int64_t eop_copy_range(struct engine *e, struct eng_cmd *c)
 {
     struct hdl in, out;
-    int r = file_handle(e, c->fh, R_OK, &in);
+    int r = file_handle(e, c, c->fh, R_OK, &in);
     if (!r)
-        r = file_handle(e, c->fh2, W_OK, &out);
+        r = file_handle(e, c, c->fh2, W_OK, &out);
     if (!r && (out.flags & O_APPEND))
         r = -EBADF;
     if (r)
@@ -623,7 +687,16 @@ int64_t eop_copy_range(struct engine *e, struct eng_cmd *c)
         return -EOVERFLOW;
     if (in.ino == out.ino && c->off < c->off2 + c->len && c->off2 < c->off + c->len)
         return -EINVAL;
-    return copy_loop(e, in.ino, c->off, out.ino, c->off2, c->len);
+    unsigned a = eng_stripe(in.ino), b = eng_stripe(out.ino);
+    uint64_t first = a <= b ? in.ino : out.ino, second = a <= b ? out.ino : in.ino;
+    stripe_lock(e, first, false);
+    if (a != b)
+        stripe_lock(e, second, false);
+    int64_t n = copy_loop(e, in.ino, c->off, out.ino, c->off2, c->len);
+    if (a != b)
+        stripe_unlock(e, second);
+    stripe_unlock(e, first);
+    return n;
 }
 
 int64_t eop_sync(struct engine *e, struct eng_cmd *c)
@@ -631,7 +704,3 @@ int64_t eop_sync(struct engine *e, struct eng_cmd *c)
     return sfs_sync(e->fs);
 }
 
-int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
-{
-    return -EOPNOTSUPP;   /* CISC vectors arrive with issue 5 */
-}

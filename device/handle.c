@@ -20,6 +20,7 @@ struct hdl_table {
     uint32_t nslots, cap;
     uint32_t free_head;     /* index + 1 of the first free slot, 0 = none */
     uint64_t count;
+    uint32_t limit;         /* max open entries, 0 = HDL_MAX */
 };
 
 int hdl_table_create(struct hdl_table **out)
@@ -41,6 +42,13 @@ void hdl_table_destroy(struct hdl_table *t)
     free(t);
 }
 
+void hdl_table_set_limit(struct hdl_table *t, uint32_t max)
+{
+    pthread_mutex_lock(&t->lock);
+    t->limit = max;
+    pthread_mutex_unlock(&t->lock);
+}
+
 static int grow(struct hdl_table *t)
 {
     if (t->cap >= HDL_MAX)
@@ -56,6 +64,8 @@ static int grow(struct hdl_table *t)
 
 static int alloc_slot(struct hdl_table *t, uint32_t *idx)
 {
+    if (t->limit && t->count >= t->limit)
+        return -EMFILE;
     if (t->free_head) {
         *idx = t->free_head - 1;
         t->free_head = t->slots[*idx].next_free;

@@ -33,6 +33,10 @@ struct hdl_table;
 /* Returns 0 and sets *out, or -ENOMEM. */
 int hdl_table_create(struct hdl_table **out);
 
+/* Caps the number of open entries (hdl_open then fails with -EMFILE);
+ * 0 = the built-in maximum. */
+void hdl_table_set_limit(struct hdl_table *t, uint32_t max);
+
 /* Frees the table (open entries are forgotten: drain first). */
 void hdl_table_destroy(struct hdl_table *t);
 

@@ -231,7 +231,7 @@ static bool enqueue(struct sched *s, struct sched_item *it)
     return s->idle > 0 && s->busy < s->cores;
 }
 
-int sched_submit(struct sched *s, struct sched_item *it)
+static int submit(struct sched *s, struct sched_item *it, bool direct)
 {
     it->t_submit_ns = sched_now_ns();
     pthread_mutex_lock(&s->lock);
@@ -242,7 +242,7 @@ int sched_submit(struct sched *s, struct sched_item *it)
     s->submitted++;
     /* Direct dispatch: nothing waits and a core is free, so the submitter
      * runs the item in that core's slot instead of waking a worker. */
-    if (s->direct && s->depth == 0 && s->busy < s->cores) {
+    if (direct && s->direct && s->depth == 0 && s->busy < s->cores) {
         unsigned slot = slot_get(s);
         s->direct_runs++;
         pthread_mutex_unlock(&s->lock);
@@ -254,6 +254,16 @@ int sched_submit(struct sched *s, struct sched_item *it)
     if (wake)
         pthread_cond_signal(&s->work);
     return 0;
+}
+
+int sched_submit(struct sched *s, struct sched_item *it)
+{
+    return submit(s, it, true);
+}
+
+int sched_submit_handoff(struct sched *s, struct sched_item *it)
+{
+    return submit(s, it, false);
 }
 
 void sched_get_stats(struct sched *s, struct sched_stats *st)

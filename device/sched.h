@@ -100,6 +100,11 @@ int sched_create(const struct sched_policy *pol, const struct sched_config *cfg,
  * Returns 0, or -ESHUTDOWN once sched_destroy has begun. */
 int sched_submit(struct sched *s, struct sched_item *it);
 
+/* Like sched_submit, but never runs the item on the calling thread (no
+ * direct dispatch): for work a device core hands to the other cores, and
+ * for the commands a queue-pair poller hands over in a batch. */
+int sched_submit_handoff(struct sched *s, struct sched_item *it);
+
 /* Copies current statistics. */
 void sched_get_stats(struct sched *s, struct sched_stats *st);
 

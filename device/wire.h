@@ -49,12 +49,31 @@
  * buffer it takes as input (in_step), and an earlier OPEN step whose file
  * it acts on (file_step). Forward and self references are refused.
  *
+ * Flow control: the device fetches an SQE only when it can reserve a CQ
+ * slot for its completion (completions not yet posted + CQEs the client
+ * has not consumed < cq_entries), so the CQ never overflows; a client
+ * that stops consuming completions only stalls its own queue.
+ *
+ * Garbage indices: a sq_tail more than sq_entries ahead of the device's
+ * own sq_head, or a cq_head that is not between the completions already
+ * posted, cannot come from a correct client. For sq_tail the device marks
+ * the queue dead (WIRE_SQ_DEAD in sq_flags, waiters woken) and never
+ * reads it again; a bad cq_head counts as "CQ full". The device keeps its
+ * own copies of sq_head and cq_tail and never reads them back.
+ *
  * Invariants:
  *   1. Nothing in shared memory is trusted by the device: it is read once
  *      into private copies, validated, then used.
  *   2. A malformed command gets an error completion with the SQE's
  *      user_data; it never affects other queue pairs or clients.
- *   3. Each accepted SQE produces exactly one CQE.
+ *   3. Each accepted SQE produces exactly one CQE (unless its queue pair
+ *      is destroyed or declared dead first).
+ *   4. The device bounds the work it does per poll of one queue
+ *      (at most sq_entries SQEs), whatever the indices say.
+ *
+ * Changes from the first draft (qp branch): WIRE_SQ_DEAD; struct
+ * wire_dirent for READDIR output; OPEN/READDIR/STAT results spelled out;
+ * unknown sqe_flags bits are refused (-EINVAL) so they can gain meaning.
  */
 #ifndef CISC_DEVICE_WIRE_H
 #define CISC_DEVICE_WIRE_H
@@ -70,6 +89,7 @@
 
 /* Flags in sq_flags / cq_flags. */
 #define WIRE_SQ_NEED_WAKEUP (1u << 0)
+#define WIRE_SQ_DEAD        (1u << 1)   /* device stopped serving this queue (garbage indices) */
 #define WIRE_CQ_WAITING     (1u << 0)
 
 /* Each index on its own cache line: the two sides write different ones. */
@@ -90,24 +110,33 @@ struct wire_qp_hdr {
 _Static_assert(sizeof(struct wire_qp_hdr) <= WIRE_HDR_SIZE, "qp header fits a page");
 _Static_assert(offsetof(struct wire_qp_hdr, sq_head) == 64, "sq_head on line 1");
 
-/* RISC opcodes (and WIRE_OP_CISC). */
+/* RISC opcodes (and WIRE_OP_CISC). Paths are (addr, len) in the arena,
+ * 1..WIRE_PATH_MAX bytes without NUL, relative to the file system's root
+ * (a leading '/' means the same root; ".." stops at the root; symlinks
+ * are followed, absolute targets from the root too). Results: res >= 0
+ * or -errno, as the POSIX call would give. */
 enum wire_op {
-    WIRE_OP_NOP = 0,
-    WIRE_OP_OPEN,        /* addr,len = path; flags = O_*; mode -> aux = fh */
+    WIRE_OP_NOP = 0,     /* -> res = 0 (a round trip, for measurement) */
+    WIRE_OP_OPEN,        /* addr,len = path; flags = O_*; mode -> res = 0, aux = fh */
     WIRE_OP_CLOSE,       /* fh */
     WIRE_OP_READ,        /* fh off; addr,len = destination -> res = bytes */
     WIRE_OP_WRITE,       /* fh off; addr,len = source -> res = bytes */
     WIRE_OP_APPEND,      /* fh; addr,len = source -> res = bytes, aux = offset written */
     WIRE_OP_TRUNCATE,    /* fh; off = new size */
     WIRE_OP_FSYNC,       /* fh; flags = 1 for datasync */
-    WIRE_OP_STAT,        /* fh, or path (addr,len) when fh = 0; res_off = struct wire_stat */
+    WIRE_OP_STAT,        /* fh, or path (addr,len) when fh = 0; res_off,res_len =
+                            struct wire_stat (res_len >= 72) */
     WIRE_OP_UNLINK,      /* addr,len = path */
     WIRE_OP_MKDIR,       /* addr,len = path; mode */
-    WIRE_OP_RENAME,      /* addr,len = "old\0new"; flags = RENAME_* */
-    WIRE_OP_READDIR,     /* addr,len = path; off = cookie; res_off,res_len = output */
+    WIRE_OP_RENAME,      /* addr,len = "old\0new"; flags = RENAME_NOREPLACE/EXCHANGE */
+    WIRE_OP_READDIR,     /* addr,len = path; off = cookie (0 = start); res_off,res_len =
+                            output -> res = bytes of struct wire_dirent records
+                            (0: no more entries), aux = cookie to continue with */
     WIRE_OP_RMDIR,       /* addr,len = path */
     WIRE_OP_CISC = 64,   /* addr,len = steps; nsteps; res_off = results */
 };
+
+#define WIRE_PATH_MAX 4096u
 
 #define WIRE_SQE_F_NOLATENCY (1u << 0)  /* reserved: device model hints */
 
@@ -143,28 +172,64 @@ struct wire_stat {
 };
 _Static_assert(sizeof(struct wire_stat) == 72, "wire_stat is 72 bytes");
 
+/* READDIR output: records back to back, each 8-byte aligned:
+ * the header, then namelen name bytes, then a NUL, then padding to 8. */
+struct wire_dirent {
+    uint64_t ino;
+    uint64_t next;       /* cookie that continues after this entry */
+    uint16_t reclen;     /* whole record, multiple of 8 */
+    uint16_t namelen;
+    uint8_t type;        /* DT_* */
+    uint8_t pad[3];
+    /* char name[namelen + 1] follows */
+};
+_Static_assert(sizeof(struct wire_dirent) == 24, "wire_dirent header is 24 bytes");
+
 /* ---- CISC steps ------------------------------------------------------- */
 
 enum wire_step_kind {
-    WIRE_STEP_OPEN = 1,    /* addr,len = path; flags = O_*; mode. Output: none; file for later steps */
-    WIRE_STEP_CLOSE,       /* file */
+    WIRE_STEP_OPEN = 1,    /* addr,alen = path; flags2 = O_*; mode. Output: none; file for later steps */
+    WIRE_STEP_CLOSE,       /* file (F_FH: closes the session handle when the op succeeds) */
     WIRE_STEP_READ,        /* file off len -> output buffer of <= len bytes */
-    WIRE_STEP_WRITE,       /* file off; input -> res = bytes */
-    WIRE_STEP_APPEND,      /* file; input -> res = bytes; output: none */
+    WIRE_STEP_WRITE,       /* file off; input -> res = bytes (O_APPEND file: appends) */
+    WIRE_STEP_APPEND,      /* file; input -> res = bytes; out_len = file offset written */
     WIRE_STEP_TRUNCATE,    /* file; off = size */
-    WIRE_STEP_FSYNC,       /* file; flags = datasync */
-    WIRE_STEP_UNLINK,      /* addr,len = path */
+    WIRE_STEP_FSYNC,       /* file; flags2 = datasync: the op commits durably */
+    WIRE_STEP_UNLINK,      /* addr,alen = path */
     WIRE_STEP_CRC32C,      /* input -> 4-byte output (LE), arg0 = seed */
     WIRE_STEP_XXH3,        /* input -> 8-byte output (LE), arg0 = seed */
-    WIRE_STEP_ZSTD_COMPRESS,    /* input -> output; arg0 = level */
-    WIRE_STEP_ZSTD_DECOMPRESS,  /* input -> output; out_cap bounds it */
+    WIRE_STEP_ZSTD_COMPRESS,    /* input -> output; arg0 = level (signed) */
+    WIRE_STEP_ZSTD_DECOMPRESS,  /* input -> output; out_cap (required) bounds it */
     WIRE_STEP_ENCRYPT,     /* input -> nonce||ciphertext||tag; key_id */
     WIRE_STEP_DECRYPT,     /* nonce||ciphertext||tag -> plaintext; key_id; -EBADMSG if forged */
-    WIRE_STEP_VERIFY,      /* input must equal arena (addr,len) or the in2 step output: -EBADMSG otherwise */
-    WIRE_STEP_PATCH,       /* input with arena (addr,len) copied over it at arg0 -> output */
-    WIRE_STEP_CONCAT,      /* input followed by the in2 step output -> output */
-    WIRE_STEP_BPF,         /* issue 6: prog_id; input -> output; arg0..arg3 */
+    WIRE_STEP_VERIFY,      /* in_step output must equal the second operand: -EBADMSG otherwise; no output */
+    WIRE_STEP_PATCH,       /* in_step output with the second operand copied over it at arg0 -> output */
+    WIRE_STEP_CONCAT,      /* in_step output followed by the second operand -> output */
+    WIRE_STEP_BPF,         /* issue 6: prog_id in key_id; input -> output of out_cap; arg0..arg3 */
 };
+
+/*
+ * Step operands (the device's decoder, device/cisc_decode.c, enforces
+ * these; anything else refuses the whole vector with the step's errno):
+ *   - Data input of WRITE, APPEND and compute steps: the output of step
+ *     in_step (< this step, of a kind that produces output: READ or a
+ *     compute step other than VERIFY), or arena bytes (addr, alen) when
+ *     in_step is WIRE_NO_STEP.
+ *   - VERIFY, PATCH, CONCAT take their first operand from in_step
+ *     (required) and their second from in2_step, or from (addr, alen)
+ *     when in2_step is WIRE_NO_STEP. Other kinds must leave in2_step none.
+ *   - File steps (CLOSE READ WRITE APPEND TRUNCATE FSYNC) name an earlier
+ *     OPEN step in file_step, or set F_FH and give a session handle in fh
+ *     (file_step none). Other kinds must leave both unset.
+ *   - out_cap: output capacity of compute steps (0 = what the kind needs
+ *     for its input's capacity; required for ZSTD_DECOMPRESS and BPF);
+ *     with F_OUT_ARENA also the size of the arena range (out_off,
+ *     out_cap), which must hold the step's whole output capacity.
+ *   - reserved must be 0.
+ * Results: ret is >= 0 (bytes for READ/WRITE/APPEND, output bytes for
+ * compute steps, 0 otherwise) or -errno; the CQE's res is the op's status
+ * and aux the number of steps that completed (ret >= 0).
+ */
 
 /* Step flags. */
 #define WIRE_STEP_F_INDEPENDENT (1u << 0)  /* may run in parallel with neighbours */
@@ -186,7 +251,8 @@ struct wire_step {
     uint64_t out_off;    /* F_OUT_ARENA: arena destination */
     uint32_t out_cap;    /* output capacity (also bounds device memory use) */
     uint32_t flags2;     /* O_* for OPEN, datasync for FSYNC */
-    uint64_t arg[2];     /* seed, level, patch offset; BPF args (more via BPF arg block later) */
+    uint64_t arg[2];     /* seed, level, patch offset; BPF arg0, arg1 (arg2, arg3 are 0
+                            until a BPF argument block is added) */
     uint32_t mode;       /* OPEN create mode */
     uint32_t reserved;
 };

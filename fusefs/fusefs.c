@@ -95,6 +95,10 @@ int fusefs_mount(struct engine *eng, const struct fusefs_opts *o, struct fusefs 
     f->eng = eng;
     f->mountpoint = strdup(o->mountpoint);
     pthread_mutex_init(&f->lock, NULL);
+    if (fusefs_known_init(f)) {
+        fusefs_destroy(f);
+        return fail(err, errlen, -ENOMEM, "out of memory");
+    }
     f->se = fuse_session_new(&args, &fusefs_ops, sizeof(fusefs_ops), f);
     fuse_opt_free_args(&args);
     if (!f->se) {
@@ -106,6 +110,8 @@ int fusefs_mount(struct engine *eng, const struct fusefs_opts *o, struct fusefs 
         return fail(err, errlen, -EIO, "cannot mount on %s (is /dev/fuse usable?)",
                     o->mountpoint);
     }
+    fusefs_watch(f, true);   /* libcisc changes invalidate the kernel's caches */
+    f->watching = true;
     *out = f;
     return 0;
 }
@@ -169,9 +175,14 @@ void fusefs_destroy(struct fusefs *f)
     if (!f)
         return;
     if (f->se) {
+        /* Unmount first: an invalidation blocked in the kernel then fails
+         * instead of waiting for requests nobody will answer. */
         fuse_session_unmount(f->se);
+        if (f->watching)
+            fusefs_watch(f, false);
         fuse_session_destroy(f->se);
     }
+    fusefs_known_fini(f);
     pthread_mutex_destroy(&f->lock);
     free(f->mountpoint);
     free(f);

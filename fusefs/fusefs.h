@@ -21,9 +21,11 @@
  *      reference: each entry reply takes one, FORGET returns them, and a
  *      failed reply gives its reference back at once.
  *   3. Kernel caches (entry, attribute, negative entry, page cache) are
- *      trusted for FUSEFS_TIMEOUT seconds: this door is the only one that
- *      changes files now. The libcisc door (issue 4) must invalidate them
- *      (fuse_lowlevel_notify_inval_inode/_entry) when it changes a file.
+ *      trusted for FUSEFS_TIMEOUT seconds; changes made through the
+ *      libcisc door invalidate them (known.c registers an engine watch:
+ *      fuse_lowlevel_notify_inval_inode/_entry, sent from the queue
+ *      service's notifier thread before the change's completion is
+ *      posted), so they are visible through the mount at once.
  *   4. Replies are sent by the device core that ran the command; before
  *      the session is destroyed the owner calls eng_drain().
  */

@@ -11,10 +11,16 @@
 
 #include "fusefs/fusefs.h"
 
+#define FUSEFS_KNOWN_STRIPES 64u
+#define FUSEFS_KNOWN_BUCKETS 256u
+
+struct known_stripe;
 struct fusefs_loop;
 
 struct fusefs {
     struct engine *eng;
+    struct known_stripe *known;   /* inodes the kernel holds (known.c) */
+    bool watching;                /* registered with the engine (eng_set_watch) */
     struct fusefs_loop *loop;     /* pinned workers, while looping (lock) */
     struct fuse_session *se;
     char *mountpoint;
@@ -64,5 +70,14 @@ void fusefs_loop_stop(struct fusefs_loop *l);
 void fusefs_loop_destroy(struct fusefs_loop *l);
 
 extern const struct fuse_lowlevel_ops fusefs_ops;
+
+/* known.c: the kernel's lookup references, counted, and the engine watch
+ * (eng_set_watch) that invalidates the kernel's caches when another door
+ * changes something the kernel may cache. */
+int fusefs_known_init(struct fusefs *f);
+void fusefs_known_fini(struct fusefs *f);
+void fusefs_known_add(struct fusefs *f, uint64_t ino);
+void fusefs_known_sub(struct fusefs *f, uint64_t ino, uint64_t n);
+void fusefs_watch(struct fusefs *f, bool on);
 
 #endif

@@ -135,6 +135,8 @@ static void background(struct fusefs *f, unsigned op, uint64_t ino, uint64_t n, 
     if (!c)
         return;
     eng_cmd_init(c, op, NULL);
+    if (op == ENG_OP_FORGET)
+        fusefs_known_sub(f, ino, n);   /* every kernel reference returns here */
     c->ino = ino;
     c->len = n;
     c->fh = fh;
@@ -198,6 +200,7 @@ static void reply_entry(struct freq *r)
     if (failed(r))
         return;
     to_entry(&r->c.attr, &e);
+    fusefs_known_add(r->f, e.ino);   /* before the kernel can cache it */
     if (fuse_reply_entry(r->req, &e) < 0)   /* invariant 2 */
         background(r->f, ENG_OP_FORGET, r->c.attr.ino, 1, 0);
 }
@@ -238,6 +241,7 @@ static void reply_create(struct freq *r)
         return;
     to_entry(&r->c.attr, &e);
     set_open_flags(&r->fi, r->c.out_fh);
+    fusefs_known_add(r->f, e.ino);
     if (fuse_reply_create(r->req, &e, &r->fi) < 0) {
         background(r->f, ENG_OP_RELEASE, 0, 0, r->c.out_fh);
         background(r->f, ENG_OP_FORGET, r->c.attr.ino, 1, 0);
@@ -644,8 +648,10 @@ static int fill_entry(void *arg, const struct sfs_dirent *de, const struct sfs_a
     r->len += n;
     bool dot = de->name[0] == '.' &&
                (de->namelen == 1 || (de->namelen == 2 && de->name[1] == '.'));
-    if (a && !dot)
+    if (a && !dot) {
         r->refs[r->nrefs++] = de->ino;
+        fusefs_known_add(r->f, de->ino);
+    }
     return 0;
 }
 

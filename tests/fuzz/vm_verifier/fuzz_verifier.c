@@ -151,12 +151,85 @@ static void gen_checked_access(struct gen *g)
     int16_t skip = (int16_t)(1 + byte(g) % 4);
     emit(g, (uint8_t)(VM_CLS_JMP | VM_X | op), end_left ? e : t, end_left ? t : e, skip, 0);
     for (int k = 0; k < skip; k++) {
-        int16_t off = (int16_t)(byte(g) % (n + 2)) - 1;
+        uint8_t o = byte(g);   /* near the end of the checked range often */
+        int16_t off = (int16_t)(o & 1 ? n - 1 + (o >> 1) % 3 - 1 : (o >> 1) % (n + 2) - 1);
         if (byte(g) & 1)
             emit(g, VM_CLS_LDX | VM_MEM | VM_B, reg(g), p, off, 0);
         else
             emit(g, VM_CLS_ST | VM_MEM | VM_B, p, 0, off, imm(g));
     }
+}
+
+/* A number from the arguments, shaped by a few ALU operations, used as an
+ * index into the state area or an initialised stack buffer. */
+static void gen_index(struct gen *g)
+{
+    static const int32_t masks[] = {7, 15, 63, 255, 511, 1023, 4095, 8191};
+    static const uint8_t ops[] = {VM_AND, VM_RSH, VM_MOD, VM_DIV, VM_LSH, VM_ARSH, VM_OR, VM_SUB,
+                                  VM_ADD, VM_MUL, VM_XOR};
+    uint8_t b = byte(g);
+    unsigned x = 6 + byte(g) % 2;
+    emit(g, VM_CLS_LDX | VM_MEM | VM_DW, x, 9, (int16_t)(64 + 8 * (byte(g) % 4)), 0);
+    for (int k = 0, n = 1 + byte(g) % 3; k < n; k++) {
+        uint8_t o = byte(g);
+        int32_t v = o & 1 ? masks[(o >> 1) % 8] : (int32_t)(o >> 1) % 13;
+        emit(g, (uint8_t)((o & 0x80 ? VM_CLS_ALU : VM_CLS_ALU64) | ops[(o >> 2) % sizeof(ops)]),
+             x, 0, 0, v);
+    }
+    emit(g, VM_CLS_ALU64 | VM_AND, x, 0, 0, masks[byte(g) % 8]);
+    if (b & 1) {   /* state area */
+        emit(g, VM_CLS_JMP | VM_CALL, 0, 0, 0, 9);
+        emit(g, VM_CLS_ALU64 | VM_ADD | VM_X, 0, x, 0, 0);
+        emit(g, (uint8_t)(VM_CLS_LDX | VM_MEM | size_code(g)), 8, 0,
+             (int16_t)((int16_t)(byte(g) % 16) - 4), 0);
+        return;
+    }
+    for (int k = 1; k <= 8; k++)   /* a 64-byte stack buffer */
+        emit(g, VM_CLS_ST | VM_MEM | VM_DW, VM_REG_FP, 0, (int16_t)(-8 * k), 0);
+    emit(g, VM_CLS_ALU64 | VM_MOV | VM_X, 8, VM_REG_FP, 0, 0);
+    emit(g, VM_CLS_ALU64 | VM_ADD, 8, 0, 0, -64);
+    emit(g, VM_CLS_ALU64 | VM_ADD | VM_X, 8, x, 0, 0);
+    emit(g, (uint8_t)(VM_CLS_LDX | VM_MEM | size_code(g)), 0, 8, (int16_t)(byte(g) % 8), 0);
+}
+
+/* Copies of a number (64-bit, 32-bit, plus a constant, zero-extension
+ * idiom, through a spill), one of them bounded by a branch, another used
+ * as an index into the state area: exercises linked scalars. */
+static void gen_linked(struct gen *g)
+{
+    uint8_t b = byte(g);
+    unsigned a = 6, c = 7;
+    emit(g, VM_CLS_LDX | VM_MEM | VM_DW, a, 9, (int16_t)(64 + 8 * (b % 4)), 0);
+    switch ((b >> 2) % 5) {
+    case 0: emit(g, VM_CLS_ALU64 | VM_MOV | VM_X, c, a, 0, 0); break;
+    case 1: emit(g, VM_CLS_ALU | VM_MOV | VM_X, c, a, 0, 0); break;
+    case 2:
+        emit(g, VM_CLS_ALU64 | VM_MOV | VM_X, c, a, 0, 0);
+        emit(g, VM_CLS_ALU64 | VM_ADD, c, 0, 0, (int32_t)(byte(g) % 9) - 4);
+        break;
+    case 3:
+        emit(g, VM_CLS_ALU64 | VM_MOV | VM_X, c, a, 0, 0);
+        emit(g, VM_CLS_ALU64 | VM_LSH, c, 0, 0, 32);
+        if (b & 0x80)
+            emit(g, VM_CLS_ALU64 | VM_RSH, c, 0, 0, 32);
+        break;
+    default:
+        emit(g, VM_CLS_STX | VM_MEM | VM_DW, VM_REG_FP, a, -8, 0);
+        emit(g, VM_CLS_LDX | VM_MEM | VM_DW, c, VM_REG_FP, -8, 0);
+        break;
+    }
+    if (b & 0x40) {   /* swap roles: bound a, use c */
+        unsigned t = a;
+        a = c;
+        c = t;
+    }
+    static const uint8_t ops[] = {VM_JGE, VM_JGT, VM_JSGE, VM_JSGT, VM_JNE};
+    uint8_t cls = byte(g) & 1 ? VM_CLS_JMP32 : VM_CLS_JMP;
+    emit(g, (uint8_t)(cls | ops[byte(g) % 5]), c, 0, 4, 1 + byte(g) % 4095);
+    emit(g, VM_CLS_JMP | VM_CALL, 0, 0, 0, 9);
+    emit(g, VM_CLS_ALU64 | VM_ADD | VM_X, 0, a, 0, 0);
+    emit(g, VM_CLS_LDX | VM_MEM | VM_B, 8, 0, 0, 0);
+    emit(g, VM_CLS_ALU64 | VM_MOV, 0, 0, 0, 0);
 }
 
 static void gen_jump(struct gen *g)
@@ -200,10 +273,12 @@ static void gen_call(struct gen *g)
 static void gen_body(struct gen *g, uint32_t limit)
 {
     while (g->pos < g->n && g->len < limit) {
-        switch (byte(g) % 10) {
+        switch (byte(g) % 12) {
         case 0:
         case 1:
         case 2: gen_alu(g); break;
+        case 10: gen_index(g); break;
+        case 11: gen_linked(g); break;
         case 3:
         case 4: gen_mem(g); break;
         case 5:
@@ -327,7 +402,10 @@ static void run_program(struct vm_prog *p, struct gen *g, bool deterministic)
     for (int round = 0; round < 3; round++) {
         uint8_t input[256];
         uint64_t args[4];
-        uint32_t in_len = byte(g) % 200, out_len = byte(g) % 200;
+        /* small sizes often: they sit right at the programs' checks */
+        uint8_t a = byte(g), b = byte(g);
+        uint32_t in_len = a & 1 ? (a >> 1) % 33 : a % 200;
+        uint32_t out_len = b & 1 ? (b >> 1) % 33 : b % 200;
         for (int k = 0; k < 256; k++)
             input[k] = byte(g) ^ (uint8_t)k;
         for (int k = 0; k < 4; k++)
@@ -406,7 +484,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     p.rodata = rodata;
     p.rodata_size = RODATA_SIZE;
     struct vm_verify_result res;
-    struct vm_verify_opts opts = {.max_insns = 200000};
+    struct vm_verify_opts opts = {.max_insns = 50000};   /* keeps the fuzzer fast */
     unsigned nlog = 0;
     if (getenv("FUZZ_VM_DUMP")) {
         dump(&p);

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <string>
 
 namespace {
@@ -128,4 +129,81 @@ TEST(Control, LongPathsWork)
     close(fd);
     ctl_destroy(c, 0);
     EXPECT_EQ(system(("rm -rf " + dir).c_str()), 0);
+}
+
+namespace {
+
+struct Sessions {
+    std::atomic<int> opened{ 0 }, closed{ 0 };
+};
+
+// CTL_SESSION opens a per-connection session; CTL_QP_CREATE replies with a
+// descriptor (a pipe's read end) the client gets through SCM_RIGHTS.
+int SessionHandler(void *arg, struct ctl_req *req)
+{
+    auto *s = static_cast<Sessions *>(arg);
+    if (!*req->session) {
+        *req->session = s;
+        s->opened++;
+    }
+    if (req->type == CTL_QP_CREATE) {
+        int p[2];
+        if (pipe(p))
+            return ctl_reply(req, -errno, nullptr, 0), 0;
+        if (write(p[1], "fd!", 3) != 3)
+            return ctl_reply(req, -EIO, nullptr, 0), 0;
+        ctl_reply_fd(req, 0, "id", 2, p[0]);
+        close(p[0]);
+        close(p[1]);
+        return 0;
+    }
+    uint32_t g[8];
+    int n = ctl_peer_groups(req, g, 8);
+    return ctl_reply(req, n < 0 ? n : 0, nullptr, 0), 0;
+}
+
+void CloseHook(void *arg, void *session)
+{
+    static_cast<Sessions *>(session)->closed++;
+}
+
+}  // namespace
+
+TEST(Control, DescriptorsSessionsAndCloseHook)
+{
+    std::string dir = TempDir(), path = dir + "/.m.cisc.sock";
+    Sessions s;
+    struct ctl *c;
+    ASSERT_EQ(ctl_create(path.c_str(), SessionHandler, &s, &c), 0);
+    ctl_set_close_hook(c, CloseHook);
+    int fd = ctl_connect(path.c_str());
+    ASSERT_GE(fd, 0);
+    int32_t st = 1;
+    char buf[8] = {};
+    int rfd = -1;
+    ASSERT_EQ(ctl_call_fd(fd, CTL_QP_CREATE, nullptr, 0, &st, buf, sizeof(buf), &rfd), 2);
+    EXPECT_EQ(st, 0);
+    ASSERT_GE(rfd, 0);
+    char got[4] = {};
+    EXPECT_EQ(read(rfd, got, 3), 3);
+    EXPECT_STREQ(got, "fd!");
+    close(rfd);
+    // a plain ctl_call closes a descriptor nobody asked for
+    EXPECT_EQ(ctl_call(fd, CTL_QP_CREATE, nullptr, 0, &st, buf, sizeof(buf)), 2);
+    EXPECT_EQ(ctl_call(fd, CTL_SESSION, nullptr, 0, &st, nullptr, 0), 0);
+    EXPECT_EQ(st, 0) << "SO_PEERGROUPS works";
+    EXPECT_EQ(s.opened.load(), 1) << "one session per connection";
+    close(fd);
+    for (int i = 0; i < 200 && s.closed.load() == 0; i++)
+        usleep(5000);
+    EXPECT_EQ(s.closed.load(), 1);
+    // ctl_quiesce stops the thread; ctl_destroy after it is fine
+    int fd2 = ctl_connect(path.c_str());
+    ASSERT_GE(fd2, 0);
+    EXPECT_EQ(ctl_call(fd2, CTL_SESSION, nullptr, 0, &st, nullptr, 0), 0);
+    ctl_quiesce(c);
+    ctl_destroy(c, 0);
+    EXPECT_EQ(s.closed.load(), 1) << "no close hook at destroy";
+    close(fd2);
+    rmdir(dir.c_str());
 }

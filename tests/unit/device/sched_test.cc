@@ -121,14 +121,14 @@ TEST(Sched, DirectDispatchRunsOnSubmitterWithinCoreLimit)
     struct sched_config cfg = { 2, true };
     ASSERT_EQ(sched_create(&sched_fifo, &cfg, RunConc, &c, &s), 0);
     // idle device: the submitter runs the item before sched_submit returns
-    ASSERT_EQ(sched_submit(s, &(new Item)->it), 0);
+    ASSERT_EQ(sched_submit(s, &(new Item())->it), 0);
     EXPECT_EQ(c.total.load(), 1);
     // many submitters: never more than 2 at once, never two in one slot
     std::vector<std::thread> ts;
     for (int t = 0; t < 6; t++)
         ts.emplace_back([&] {
             for (int i = 0; i < 2000; i++)
-                ASSERT_EQ(sched_submit(s, &(new Item)->it), 0);
+                ASSERT_EQ(sched_submit(s, &(new Item())->it), 0);
         });
     for (auto &t : ts)
         t.join();

@@ -174,3 +174,24 @@ TEST(Rodata, OffsetPastEndIsInvalid)
 }
 
 } // namespace
+
+/* vm_run() enforces the runtime side of the verifier's contract
+ * (bpf/verifier.h): it refuses buffers the verifier's proofs don't cover. */
+TEST(InvalidMisc, ContextBuffersOutsideTheContract)
+{
+    TestProg p({I_MOV64_IMM(0, 7), I_EXIT()});
+    alignas(8) static uint8_t in[16], out[16];
+    auto run = [&](uint64_t d, uint64_t de, uint64_t o, uint64_t oe) {
+        vm_ctx ctx{};
+        ctx.data = d, ctx.data_end = de, ctx.out = o, ctx.out_end = oe;
+        vm_env env{};
+        uint64_t r0 = 0;
+        return vm_run(p.prog(), &ctx, &env, &r0);
+    };
+    uint64_t i = (uintptr_t)in, o = (uintptr_t)out;
+    EXPECT_EQ(run(i, i + 16, o, o + 16), 0);
+    EXPECT_EQ(run(i + 16, i, o, o + 16), -EINVAL);              /* end before start */
+    EXPECT_EQ(run(i, i + VM_MAX_BUF_SIZE + 1ull, o, o + 16), -EINVAL);  /* too big */
+    EXPECT_EQ(run(i, i + 16, o + 1, o + 16), -EINVAL);          /* misaligned output */
+    EXPECT_EQ(run(i, i + 16, o + 16, o), -EINVAL);
+}

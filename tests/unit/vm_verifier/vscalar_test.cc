@@ -161,6 +161,10 @@ std::string show(const vm_scalar &s)
            std::to_string(s.s32max) + "]";
 }
 
+// Random abstract values per property; each checks every pair of up to
+// ~50 members of its operands.
+const int kIters = 6000;
+
 const unsigned kOps[] = {VM_ADD, VM_SUB, VM_MUL, VM_DIV, VM_OR,  VM_AND,
                          VM_LSH, VM_RSH, VM_MOD, VM_XOR, VM_ARSH};
 
@@ -185,7 +189,7 @@ TEST(VScalar, ConstantsAndRanges)
 
 TEST(VScalar, AluIsSound)
 {
-    for (int iter = 0; iter < 20000; iter++) {
+    for (int iter = 0; iter < kIters; iter++) {
         vm_scalar a = random_scalar(), b = random_scalar();
         unsigned op = kOps[rnd() % (sizeof(kOps) / sizeof(kOps[0]))];
         bool is64 = rnd() % 2, sgn = (op == VM_DIV || op == VM_MOD) && rnd() % 2;
@@ -204,7 +208,7 @@ TEST(VScalar, AluIsSound)
 
 TEST(VScalar, UnaryIsSound)
 {
-    for (int iter = 0; iter < 20000; iter++) {
+    for (int iter = 0; iter < kIters; iter++) {
         vm_scalar a = random_scalar();
         unsigned kind = rnd() % 5, bits = 8u << (rnd() % 4);
         vm_scalar r = a;
@@ -236,7 +240,7 @@ TEST(VScalar, RefineIsSound)
 {
     const unsigned ops[] = {VM_JEQ, VM_JNE, VM_JGT, VM_JGE, VM_JLT, VM_JLE,
                             VM_JSGT, VM_JSGE, VM_JSLT, VM_JSLE, VM_JSET};
-    for (int iter = 0; iter < 20000; iter++) {
+    for (int iter = 0; iter < kIters; iter++) {
         vm_scalar a = random_scalar(), b = rnd() % 3 ? random_scalar() : vs_const(interesting());
         unsigned op = ops[rnd() % 11];
         bool is64 = rnd() % 2;
