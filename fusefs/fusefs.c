@@ -36,7 +36,7 @@ static void build_opts(const struct fusefs_opts *o, char *buf, size_t size)
     size_t len = 0;
     int n = snprintf(buf, size,
                      "default_permissions,subtype=ciscfs,max_read=%u,auto_unmount%s,fsname=",
-                     FUSEFS_MAX_IO, o->allow_other ? ",allow_other" : "");
+                     FUSEFS_MAX_READ, o->allow_other ? ",allow_other" : "");
     len = n > 0 && (size_t)n < size ? (size_t)n : 0;
     put_escaped(buf, size, &len, o->fsname ? o->fsname : "ciscfs");
     if (o->extra && *o->extra && len + strlen(o->extra) + 2 < size) {

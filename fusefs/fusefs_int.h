@@ -69,6 +69,11 @@ void fusefs_loop_stop(struct fusefs_loop *l);
 
 void fusefs_loop_destroy(struct fusefs_loop *l);
 
+/* True on a worker of the pinned loop, the only threads that may reply
+ * with splice (libfuse's per-thread pipe is freed at thread exit, and
+ * device cores outlive the session). */
+bool fusefs_loop_can_splice(void);
+
 extern const struct fuse_lowlevel_ops fusefs_ops;
 
 /* known.c: the kernel's lookup references, counted, and the engine watch

@@ -34,6 +34,16 @@
 #define LOOP_PARK_MS    50    /* a parked worker looks again after this */
 #define LOOP_POLL_MS    250   /* re-check for exit (signals may hit other threads) */
 
+/* Set in the loop's workers: libfuse keeps a splice pipe per thread that
+ * replies with splice, freed when the thread exits; only threads that end
+ * before the session is destroyed may splice (device cores outlive it). */
+static __thread bool in_worker;
+
+bool fusefs_loop_can_splice(void)
+{
+    return in_worker;
+}
+
 struct loop_cpu {
     _Atomic uint32_t wake;        /* futex word of the CPU's parked workers */
     _Atomic unsigned parked;      /* how many are parked on it */
@@ -138,6 +148,7 @@ static void *worker_main(void *arg)
     struct fuse_buf buf;
     memset(&buf, 0, sizeof(buf));
     unsigned losses = 0;
+    in_worker = true;
     if (w->standby)
         park(l, w->ci);
     while (wait_readable(l)) {
