@@ -33,7 +33,7 @@
  *   RENAME      ino=dir name ino2=newdir name2 flags=ENG_RENAME_*
  *   OPEN        ino flags=O_*                   -> fh
  *   CREATE      ino=dir name mode flags=O_*     -> attr, fh, 1 reference
- *   READ        fh off out size                 -> ret=bytes
+ *   READ        fh off out size [map map_arg]   -> ret=bytes (map: zero-copy)
  *   WRITE       fh off in size                  -> ret=bytes
  *   FLUSH       fh
  *   RELEASE     fh                              (also RELEASEDIR)
@@ -207,6 +207,8 @@ struct eng_cmd {
     eng_fill_fn fill;         /* READDIR */
     void *fill_arg;
     bool plus;                /* READDIR: readdirplus */
+    sfs_map_fn map;           /* READ: non-NULL = zero-copy, out unused: the */
+    void *map_arg;            /*   pieces go to map (see sfs_read_map) */
     struct eng_cisc *cisc;    /* CISC: the decoded vector (results in it) */
     void *part;               /* CISC_PART: the shared work (cisc_exec.c) */
     /* libcisc door */

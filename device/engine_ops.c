@@ -350,7 +350,8 @@ int64_t eop_read(struct engine *e, struct eng_cmd *c)
     if (r)
         return r;
     stripe_lock(e, h.ino, false);
-    ssize_t n = sfs_read(e->fs, h.ino, c->off, c->out, c->size);
+    ssize_t n = c->map ? sfs_read_map(e->fs, h.ino, c->off, c->size, c->map, c->map_arg)
+                       : sfs_read(e->fs, h.ino, c->off, c->out, c->size);
     stripe_unlock(e, h.ino);
     return n;
 }

@@ -120,12 +120,18 @@ static void file_close(struct media *m)
     free(m);
 }
 
+static int file_fd(struct media *m)
+{
+    return to_file(m)->fd;
+}
+
 static const struct media_ops file_ops = {
     .read = file_read,
     .write = file_write,
     .flush = file_flush,
     .discard = file_discard,
     .close = file_close,
+    .fd = file_fd,
 };
 
 /* Wraps an open descriptor: takes the lock, sizes the media. */

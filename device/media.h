@@ -20,6 +20,7 @@
 #ifndef CISC_DEVICE_MEDIA_H
 #define CISC_DEVICE_MEDIA_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,8 @@ struct media_ops {
     /* Deallocates blocks (hole punch); contents then read as zeros. */
     int (*discard)(struct media *m, uint64_t blk, uint64_t nblk);
     void (*close)(struct media *m);
+    /* Optional: the descriptor holding block b at byte b * MEDIA_BLOCK_SIZE. */
+    int (*fd)(struct media *m);
 };
 
 struct media {
@@ -79,6 +82,16 @@ static inline int media_flush(struct media *m)
 static inline int media_discard(struct media *m, uint64_t blk, uint64_t n)
 {
     return m->ops->discard(m, blk, n);
+}
+
+/* Zero-copy reads (splicing file data straight into a reply): the open
+ * descriptor whose bytes at blk * MEDIA_BLOCK_SIZE hold block blk (the
+ * image file), owned by m; or -EOPNOTSUPP when the backend has none (the
+ * fault backend), and callers copy through media_read instead. Reads
+ * through it see every write that returned, like media_read. */
+static inline int media_fd(struct media *m)
+{
+    return m->ops->fd ? m->ops->fd(m) : -EOPNOTSUPP;
 }
 
 static inline void media_close(struct media *m)

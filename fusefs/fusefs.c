@@ -36,7 +36,7 @@ static void build_opts(const struct fusefs_opts *o, char *buf, size_t size)
     size_t len = 0;
     int n = snprintf(buf, size,
                      "default_permissions,subtype=ciscfs,max_read=%u,auto_unmount%s,fsname=",
-                     FUSEFS_MAX_IO, o->allow_other ? ",allow_other" : "");
+                     FUSEFS_MAX_READ, o->allow_other ? ",allow_other" : "");
     len = n > 0 && (size_t)n < size ? (size_t)n : 0;
     put_escaped(buf, size, &len, o->fsname ? o->fsname : "ciscfs");
     if (o->extra && *o->extra && len + strlen(o->extra) + 2 < size) {
@@ -116,14 +116,9 @@ int fusefs_mount(struct engine *eng, const struct fusefs_opts *o, struct fusefs 
     return 0;
 }
 
-int fusefs_loop(struct fusefs *f)
+/* libfuse's multi-threaded loop (the scheduler places its threads). */
+static int libfuse_loop(struct fusefs *f)
 {
-    if (fuse_set_signal_handlers(f->se))
-        return -EIO;
-    pthread_mutex_lock(&f->lock);
-    f->loop_thread = pthread_self();
-    f->looping = true;
-    pthread_mutex_unlock(&f->lock);
     struct fuse_loop_config *cfg = fuse_loop_cfg_create();
     int r = -ENOMEM;
     if (cfg) {
@@ -133,9 +128,31 @@ int fusefs_loop(struct fusefs *f)
         r = fuse_session_loop_mt(f->se, cfg);
         fuse_loop_cfg_destroy(cfg);
     }
+    return r;
+}
+
+int fusefs_loop(struct fusefs *f)
+{
+    if (fuse_set_signal_handlers(f->se))
+        return -EIO;
+    struct fusefs_loop *l = NULL;
+    int r = fusefs_loop_create(f, &l);
+    if (r && r != -EOPNOTSUPP) {
+        fuse_remove_signal_handlers(f->se);
+        return r;
+    }
+    pthread_mutex_lock(&f->lock);
+    f->loop_thread = pthread_self();
+    f->looping = true;
+    f->loop = l;
+    bool exited = fuse_session_exited(f->se);
+    pthread_mutex_unlock(&f->lock);
+    r = exited ? 0 : l ? fusefs_loop_pinned(f, l) : libfuse_loop(f);
     pthread_mutex_lock(&f->lock);
     f->looping = false;
+    f->loop = NULL;
     pthread_mutex_unlock(&f->lock);
+    fusefs_loop_destroy(l);
     fuse_remove_signal_handlers(f->se);
     /* A signal ends the loop with its number; that is a clean stop. */
     return r > 0 ? 0 : r;
@@ -146,7 +163,9 @@ void fusefs_exit(struct fusefs *f)
     fuse_session_exit(f->se);
     pthread_mutex_lock(&f->lock);
     /* Wakes the loop thread out of its wait; libfuse's handler runs. */
-    if (f->looping)
+    if (f->loop)
+        fusefs_loop_stop(f->loop);
+    else if (f->looping)
         pthread_kill(f->loop_thread, SIGTERM);
     pthread_mutex_unlock(&f->lock);
 }

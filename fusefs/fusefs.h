@@ -10,7 +10,7 @@
  *
  * Mount: default_permissions (the kernel checks, and the device checks
  * again), allow_other when started by root, auto_unmount (a killed device
- * leaves no dead mount), max_read/max_write 1 MiB, subtype "ciscfs".
+ * leaves no dead mount), max_write 1 MiB, max_read 256 KiB, subtype "ciscfs".
  * POSIX and flock locks are left to the kernel, which keeps them per inode
  * for every process using the mount: correct as long as the FUSE mount is
  * the only door that locks (libcisc does not lock).
@@ -37,7 +37,14 @@
 #include "device/engine.h"
 
 #define FUSEFS_TIMEOUT 10.0
-#define FUSEFS_MAX_IO  (1u << 20)
+#define FUSEFS_MAX_IO  (1u << 20)   /* largest write request */
+/* Largest read request. Read replies are spliced from the image file
+ * through a pipe, which holds at most 1 MiB (256 pages) unless the
+ * process may exceed /proc/sys/fs/pipe-max-size; the reply header takes a
+ * page, so a 1 MiB reply could never be spliced. 256 KiB also lets the
+ * kernel's read-ahead keep several requests in flight (measured best of
+ * 128 KiB .. 1 MiB). */
+#define FUSEFS_MAX_READ (1u << 18)
 
 struct fusefs;
 

@@ -15,11 +15,13 @@
 #define FUSEFS_KNOWN_BUCKETS 256u
 
 struct known_stripe;
+struct fusefs_loop;
 
 struct fusefs {
     struct engine *eng;
     struct known_stripe *known;   /* inodes the kernel holds (known.c) */
     bool watching;                /* registered with the engine (eng_set_watch) */
+    struct fusefs_loop *loop;     /* pinned workers, while looping (lock) */
     struct fuse_session *se;
     char *mountpoint;
     pthread_t loop_thread;        /* the thread in fusefs_loop */
@@ -33,6 +35,44 @@ struct fusefs {
  * only, best effort). INIT resets the value to what the kernel proposed,
  * so this runs once, on the first request after INIT. */
 void fusefs_raise_readahead(struct fusefs *f);
+
+/*
+ * The session loop (fusefs_loop.c). One worker thread per CPU the process
+ * may use, pinned to it, plus one stand-by per CPU; all read /dev/fuse
+ * (non-blocking) and wait for it with poll(), so a new request wakes every
+ * polling worker and the one on the requester's CPU, which runs as soon as
+ * the requester sleeps, usually takes it. A worker that keeps losing that
+ * race parks (futex, LOOP_PARK_MS at most) so that a single busy process
+ * does not wake the other CPUs on every request.
+ *
+ * Invariants:
+ *   1. Every request is read by exactly one worker (the kernel hands each
+ *      read one request) and replied by whoever runs it (fusefs_ops.c).
+ *   2. A worker that starts a request that may run long (data, sync,
+ *      truncate) first wakes a parked stand-by of its CPU, so the CPU
+ *      keeps a poller.
+ *   3. Stop (fusefs_loop_stop, unmount, a read error) wakes every worker:
+ *      the exit eventfd for pollers, the futexes for parked ones.
+ */
+struct fusefs_loop;
+
+/* Prepares the pinned loop: -EOPNOTSUPP when the process may use one CPU
+ * or more than the loop pins (libfuse's own loop is used then), or
+ * -errno. Sets /dev/fuse non-blocking. */
+int fusefs_loop_create(struct fusefs *f, struct fusefs_loop **out);
+
+/* Runs the workers until stop or unmount. Returns 0 or -errno. */
+int fusefs_loop_pinned(struct fusefs *f, struct fusefs_loop *l);
+
+/* Asks every worker to return; callable from any thread. */
+void fusefs_loop_stop(struct fusefs_loop *l);
+
+void fusefs_loop_destroy(struct fusefs_loop *l);
+
+/* True on a worker of the pinned loop, the only threads that may reply
+ * with splice (libfuse's per-thread pipe is freed at thread exit, and
+ * device cores outlive the session). */
+bool fusefs_loop_can_splice(void);
 
 extern const struct fuse_lowlevel_ops fusefs_ops;
 

@@ -38,6 +38,7 @@ struct freq {
     size_t len;                    /* readdir: bytes filled */
     uint64_t *refs;                /* readdirplus: inodes given a reference */
     size_t nrefs;
+    bool replied;                  /* READ: the map callback sent the reply */
     char name[SFS_NAME_MAX + 1], name2[SFS_NAME_MAX + 1];
 };
 
@@ -82,6 +83,7 @@ static struct freq *freq_new(fuse_req_t req, unsigned op, freq_reply_fn reply)
     r->len = 0;
     r->refs = NULL;
     r->nrefs = 0;
+    r->replied = false;
     return r;
 }
 
@@ -248,10 +250,57 @@ static void reply_create(struct freq *r)
     }
 }
 
-static void reply_buf(struct freq *r)
+/* Zeros for holes in read replies (never written). */
+static char zero_pages[FUSEFS_MAX_READ];
+
+static void seg_to_buf(const struct sfs_seg *g, struct fuse_buf *b)
 {
-    if (!failed(r))
-        fuse_reply_buf(r->req, r->buf, (size_t)r->c.ret);
+    memset(b, 0, sizeof(*b));
+    b->size = (size_t)g->len;
+    if (g->kind == SFS_SEG_FD) {
+        b->flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+        b->fd = g->fd;
+        b->pos = (off_t)g->pos;
+    } else {
+        b->mem = g->kind == SFS_SEG_MEM ? (void *)g->mem : zero_pages;
+    }
+}
+
+/* READ's zero-copy reply, called by StorageFS with the file locked: the
+ * image ranges are spliced into /dev/fuse (libfuse copies instead when
+ * splicing is not possible, or when this thread may not splice: see
+ * fusefs_loop_can_splice). The request is answered either way. */
+static int reply_map(void *arg, const struct sfs_seg *segs, unsigned n, size_t total)
+{
+    (void)total;
+    struct freq *r = arg;
+    union {
+        struct fuse_bufvec v;
+        char room[sizeof(struct fuse_bufvec) + 31 * sizeof(struct fuse_buf)];
+    } small;
+    struct fuse_bufvec *bv = n <= 32 ? &small.v
+                                     : malloc(sizeof(*bv) + (n - 1) * sizeof(struct fuse_buf));
+    r->replied = true;
+    if (n == 0)                  /* at or past EOF */
+        return fuse_reply_buf(r->req, NULL, 0) < 0 ? -EIO : 0;
+    if (!bv) {
+        fuse_reply_err(r->req, ENOMEM);
+        return -ENOMEM;
+    }
+    memset(bv, 0, sizeof(*bv));
+    bv->count = n;
+    for (unsigned i = 0; i < n; i++)
+        seg_to_buf(&segs[i], &bv->buf[i]);
+    int rc = fuse_reply_data(r->req, bv, fusefs_loop_can_splice() ? 0 : FUSE_BUF_NO_SPLICE);
+    if (bv != &small.v)
+        free(bv);
+    return rc < 0 ? rc : 0;
+}
+
+static void reply_read(struct freq *r)
+{
+    if (!r->replied)      /* failed before the map callback */
+        fuse_reply_err(r->req, r->c.ret < 0 ? (int)-r->c.ret : EIO);
 }
 
 static void reply_readlink(struct freq *r)
@@ -313,17 +362,22 @@ static void reply_readdir(struct freq *r)
 static void ff_init(void *userdata, struct fuse_conn_info *conn)
 {
     conn->max_write = FUSEFS_MAX_IO;
-    conn->max_read = FUSEFS_MAX_IO;   /* must match the max_read mount option */
+    conn->max_read = FUSEFS_MAX_READ;   /* must match the max_read mount option */
     conn->max_readahead = conn->max_readahead > FUSEFS_MAX_IO ? FUSEFS_MAX_IO
                                                                  : conn->max_readahead;
     unsigned want = FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_PARALLEL_DIROPS |
                     FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ASYNC_READ | FUSE_CAP_ASYNC_DIO |
-                    FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
+                    FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
+                    FUSE_CAP_SPLICE_WRITE;   /* read replies spliced from the image */
     conn->want |= want & conn->capable;
     /* Locks stay in the kernel (see fusefs.h); no writeback cache: the
-     * device's view of size and times is the truth. */
+     * device's view of size and times is the truth. No splicing requests
+     * in (libfuse's default with write_buf): it costs small requests a
+     * second system call, and write data would still be copied out of
+     * the pipe. */
     conn->want &= ~(unsigned)(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS |
-                              FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_HANDLE_KILLPRIV);
+                              FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_HANDLE_KILLPRIV |
+                              FUSE_CAP_SPLICE_READ);
 }
 
 static void ff_destroy(void *userdata)
@@ -539,15 +593,15 @@ static void ff_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 static void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                     struct fuse_file_info *fi)
 {
-    struct freq *r = freq_new(req, ENG_OP_READ, reply_buf);
+    struct freq *r = freq_new(req, ENG_OP_READ, reply_read);
     if (!r)
         return;
-    r->buf = malloc(size ? size : 1);
     r->c.fh = fi->fh;
     r->c.off = (uint64_t)off;
-    r->c.out = r->buf;
-    r->c.size = size;
-    freq_submit(r, r->buf ? 0 : -ENOMEM);
+    r->c.size = size > FUSEFS_MAX_READ ? FUSEFS_MAX_READ : size;
+    r->c.map = reply_map;
+    r->c.map_arg = r;
+    freq_submit(r, 0);
 }
 
 /* Large single-buffer writes: the data stays in libfuse's buffer and the

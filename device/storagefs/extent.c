@@ -9,6 +9,7 @@
 #include "common/corrupt.h"
 #include "device/storagefs/alloc.h"
 #include "device/storagefs/btree.h"
+#include "device/storagefs/file.h"
 #include "device/storagefs/inode.h"
 #include "device/storagefs/sfs_internal.h"
 
@@ -82,10 +83,20 @@ uint64_t ext_goal(struct sfs *fs, struct sfs_inode *ip, uint64_t lblk)
 uint32_t ext_credits(struct sfs_inode *ip, unsigned n)
 {
     /* Per extent: a leaf (maybe split into a new one) and up to two
-     * bitmap blocks; plus one path of index nodes and the inode. */
-    struct bt t = {NULL, ip, SFS_MAGIC_EXTENT, NULL};
-    uint32_t depth = bt_depth(&t) + 2;
-    return n * 4 + 2 * depth + 4;
+     * bitmap blocks; plus one path of index nodes and the inode. Only an
+     * inode with an extent tree has a root to read: an inline symlink's
+     * data area holds its target, a device node's nothing. The callers
+     * refuse such inodes after this estimate, so any count will do. A
+     * corrupt root level counts as the deepest legal tree; the descent
+     * reports it. */
+    unsigned depth = 0;
+    if (file_has_tree(ip)) {
+        struct bt t = {NULL, ip, SFS_MAGIC_EXTENT, NULL};
+        depth = bt_depth(&t);
+        if (depth > SFS_BT_MAX_LEVEL)
+            depth = SFS_BT_MAX_LEVEL;
+    }
+    return n * 4 + 2 * (depth + 2) + 4;
 }
 
 static bool joinable(const struct sfs_extent *a, const struct sfs_extent *b)

@@ -6,6 +6,7 @@
 #include "device/storagefs/file.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -148,6 +149,110 @@ ssize_t sfs_read(struct sfs *fs, uint64_t ino, uint64_t off, void *buf, size_t l
     ssize_t n = S_ISDIR(ip->d.mode) ? -EISDIR
                 : !S_ISREG(ip->d.mode) ? -EINVAL
                                        : file_read_locked(fs, ip, off, buf, len);
+    pthread_rwlock_unlock(&ip->rw);
+    inode_put(fs, ip);
+    return n;
+}
+
+/* ---- zero-copy read ------------------------------------------------------------- */
+
+struct segv {
+    struct sfs_seg *v;
+    unsigned n, cap;
+    struct sfs_seg stack[32];
+};
+
+/* Appends a piece, merging it into the previous one when they continue
+ * each other. Returns 0 or -ENOMEM. */
+static int seg_push(struct segv *s, enum sfs_seg_kind kind, int fd, uint64_t pos, uint64_t len)
+{
+    struct sfs_seg *p = s->n ? &s->v[s->n - 1] : NULL;
+    if (p && p->kind == kind && (kind == SFS_SEG_ZERO || p->pos + p->len == pos)) {
+        p->len += len;
+        return 0;
+    }
+    if (s->n == s->cap) {
+        unsigned cap = s->cap * 2;
+        struct sfs_seg *v = malloc(cap * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        memcpy(v, s->v, s->n * sizeof(*v));
+        if (s->v != s->stack)
+            free(s->v);
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = (struct sfs_seg){ kind, len, fd, pos, NULL };
+    return 0;
+}
+
+/* Describes [off, off+len) (inside the file) as image ranges and zeros. */
+static int map_range(struct sfs *fs, struct sfs_inode *ip, int fd, uint64_t off, size_t len,
+                     struct segv *s)
+{
+    size_t done = 0;
+    while (done < len) {
+        uint64_t p = off + done, lblk = p / BS;
+        uint32_t boff = (uint32_t)(p % BS);
+        struct sfs_extent e;
+        uint64_t hole;
+        int r = ext_lookup(fs, ip, lblk, &e, &hole);
+        if (r < 0)
+            return r;
+        uint64_t run = r ? e.lblk + e.len - lblk : hole;
+        size_t n = (size_t)min64(len - done, run > (UINT64_MAX - BS) / BS ? UINT64_MAX
+                                                                        : run * BS - boff);
+        if (r == 0 || (e.flags & SFS_EXT_UNWRITTEN))
+            r = seg_push(s, SFS_SEG_ZERO, -1, 0, n);
+        else
+            r = seg_push(s, SFS_SEG_FD, fd, (e.pblk + (lblk - e.lblk)) * BS + boff, n);
+        if (r)
+            return r;
+        done += n;
+    }
+    return 0;
+}
+
+/* Builds the pieces of [off, off+len) and hands them to fn (file locked). */
+static ssize_t map_locked(struct sfs *fs, struct sfs_inode *ip, uint64_t off, size_t len,
+                          sfs_map_fn fn, void *arg)
+{
+    struct segv s = { .cap = 32 };
+    s.v = s.stack;
+    len = off >= ip->d.size ? 0 : (size_t)min64(len, ip->d.size - off);
+    int fd = media_fd(fs->m);
+    void *bounce = NULL;
+    ssize_t r = 0;
+    if (len && fd >= 0) {
+        r = map_range(fs, ip, fd, off, len, &s);
+    } else if (len) {            /* no descriptor: copy, hand over one piece */
+        bounce = malloc(len);
+        r = bounce ? file_read_locked(fs, ip, off, bounce, len) : -ENOMEM;
+        if (r >= 0) {
+            s.v[0] = (struct sfs_seg){ SFS_SEG_MEM, (uint64_t)r, -1, 0, bounce };
+            s.n = 1;
+            len = (size_t)r;
+        }
+    }
+    if (r >= 0)
+        r = fn(arg, s.v, s.n, len);
+    if (s.v != s.stack)
+        free(s.v);
+    free(bounce);
+    return r < 0 ? r : (ssize_t)len;
+}
+
+ssize_t sfs_read_map(struct sfs *fs, uint64_t ino, uint64_t off, size_t len, sfs_map_fn fn,
+                     void *arg)
+{
+    struct sfs_inode *ip;
+    int r = inode_get(fs, ino, &ip);
+    if (r)
+        return r;
+    pthread_rwlock_rdlock(&ip->rw);
+    ssize_t n = S_ISDIR(ip->d.mode) ? -EISDIR
+                : !S_ISREG(ip->d.mode) ? -EINVAL
+                                       : map_locked(fs, ip, off, len, fn, arg);
     pthread_rwlock_unlock(&ip->rw);
     inode_put(fs, ip);
     return n;

@@ -293,6 +293,9 @@ int sfs_inode_decode(const uint8_t *p, uint64_t ino, uint64_t blkno, struct sfs_
     if (d->flags & ~SFS_IFL_KNOWN)
         return CISC_CORRUPT("block %llu (inode table): inode %llu has unknown flags 0x%x",
                             b, i, d->flags);
+    if ((d->flags & SFS_IFL_INLINE_DATA) && !S_ISLNK(d->mode))
+        return CISC_CORRUPT("block %llu (inode table): inode %llu is not a symlink but "
+                            "has inline data", b, i);
     if (d->ixattr_used > SFS_IXATTR_SIZE)
         return CISC_CORRUPT("block %llu (inode table): inode %llu inline xattr area "
                             "overflows (%u bytes)", b, i, d->ixattr_used);

@@ -183,6 +183,36 @@ void sfs_iput(struct sfs *fs, uint64_t ino);
  * does. */
 ssize_t sfs_read(struct sfs *fs, uint64_t ino, uint64_t off, void *buf, size_t len);
 
+/* A piece of a file range, as sfs_read_map describes it. */
+enum sfs_seg_kind {
+    SFS_SEG_ZERO,             /* reads as zeros (hole, unwritten extent) */
+    SFS_SEG_FD,               /* len bytes of descriptor fd at byte pos (the image) */
+    SFS_SEG_MEM,              /* len bytes at mem */
+};
+
+struct sfs_seg {
+    enum sfs_seg_kind kind;
+    uint64_t len;
+    int fd;                   /* SFS_SEG_FD */
+    uint64_t pos;             /* SFS_SEG_FD */
+    const void *mem;          /* SFS_SEG_MEM */
+};
+
+/* Receives the pieces of a range in file order (total bytes in all);
+ * returns 0 or -errno. */
+typedef int (*sfs_map_fn)(void *arg, const struct sfs_seg *segs, unsigned n, size_t total);
+
+/* Zero-copy read: instead of copying [off, off+len) (clamped to EOF) into
+ * a buffer, describes where its bytes are, mostly as ranges of the image
+ * file that the caller can splice from, and calls fn once with them while
+ * the file is read-locked: the pieces do not change and their blocks are
+ * not reused until fn returns. fn is called with n = 0 at or past EOF,
+ * and not at all when the call fails before. Media without a descriptor
+ * (media_fd) get the data copied into one SFS_SEG_MEM piece. Returns the
+ * bytes described, or -errno (fn's error included). */
+ssize_t sfs_read_map(struct sfs *fs, uint64_t ino, uint64_t off, size_t len, sfs_map_fn fn,
+                     void *arg);
+
 /* Writes len bytes at off, extending the file as needed; returns len or
  * -errno (-ENOSPC leaves the file as it was before the call for the part
  * not written and returns the bytes written if some were). Ordered mode:

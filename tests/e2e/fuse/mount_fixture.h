@@ -147,23 +147,6 @@ protected:
     }
 
     std::string P(const std::string &rel) { return mnt + "/" + rel; }
-
-    // StorageFS v1 bug (reported): setattr on a short (inline) symlink
-    // fails with E2BIG, so lchown/utimes of symlinks fail. Tests that need
-    // it skip, naming the bug, until it is fixed; then they run again.
-    bool SymlinkSetattrBroken()
-    {
-        bool broken = false;
-        for (const char *target : { "x", "target", "../f1", "d/big" }) {
-            std::string l = P(".probe-link");
-            symlink(target, l.c_str());
-            int r = lchown(l.c_str(), 1, 1);
-            int e = errno;
-            unlink(l.c_str());
-            broken |= r != 0 && e == E2BIG;
-        }
-        return broken;
-    }
 };
 
 // Runs fn in a child process with uid/gid 12345 (plus `groups`); returns

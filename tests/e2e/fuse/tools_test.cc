@@ -10,7 +10,7 @@ namespace {
 
 // A small tree with files of several sizes, a symlink, a hard link,
 // modes, an xattr and an empty directory.
-void MakeTree(const std::string &root, bool with_symlink)
+void MakeTree(const std::string &root)
 {
     ASSERT_EQ(Sh("mkdir -p " + root + "/a/b/c " + root + "/empty").status, 0);
     for (int i = 0; i < 20; i++) {
@@ -18,8 +18,7 @@ void MakeTree(const std::string &root, bool with_symlink)
         ASSERT_TRUE(e2e::WriteFile(root + "/a/f" + std::to_string(i), data));
     }
     ASSERT_EQ(Sh("head -c 3000000 /dev/urandom > " + root + "/a/b/c/big").status, 0);
-    if (with_symlink)
-        ASSERT_EQ(Sh("ln -s ../f1 " + root + "/a/b/link").status, 0);
+    ASSERT_EQ(Sh("ln -s ../f1 " + root + "/a/b/link").status, 0);
     ASSERT_EQ(Sh("ln " + root + "/a/f2 " + root +
                   "/a/b/hard && chmod 0600 " + root + "/a/f3 && chmod 0751 " + root +
                   "/a/b && setfattr -n user.tag -v hello " + root + "/a/f4")
@@ -31,10 +30,8 @@ void MakeTree(const std::string &root, bool with_symlink)
 
 TEST_F(MountTest, CpArchiveTree)
 {
-    // Without symlinks while StorageFS v1 cannot setattr them (see fixture).
-    bool links = !SymlinkSetattrBroken();
     std::string src = dir + "/src";
-    MakeTree(src, links);
+    MakeTree(src);
     RunResult r = Sh("cp -a " + src + " " + P("copy"));
     ASSERT_EQ(r.status, 0) << r.out;
     r = Sh("diff -r --no-dereference " + src + " " + P("copy"));
@@ -42,8 +39,7 @@ TEST_F(MountTest, CpArchiveTree)
     // modes, link targets, hard links and xattrs came along
     EXPECT_EQ(Sh("stat -c %a " + P("copy/a/f3")).out, "600\n");
     EXPECT_EQ(Sh("stat -c %a " + P("copy/a/b")).out, "751\n");
-    if (links)
-        EXPECT_EQ(Sh("readlink " + P("copy/a/b/link")).out, "../f1\n");
+    EXPECT_EQ(Sh("readlink " + P("copy/a/b/link")).out, "../f1\n");
     EXPECT_EQ(Sh("stat -c %h " + P("copy/a/f2")).out, "2\n");
     EXPECT_EQ(Sh("getfattr --absolute-names --only-values -n user.tag " + P("copy/a/f4")).out, "hello");
     // and back out again
@@ -53,9 +49,8 @@ TEST_F(MountTest, CpArchiveTree)
 
 TEST_F(MountTest, TarExtract)
 {
-    bool links = !SymlinkSetattrBroken();   // see CpArchiveTree
     std::string src = dir + "/src";
-    MakeTree(src, links);
+    MakeTree(src);
     ASSERT_EQ(Sh("tar -C " + src + " --xattrs -cf " + dir + "/t.tar .").status, 0);
     ASSERT_EQ(Sh("mkdir " + P("x")).status, 0);
     RunResult r = Sh("tar -C " + P("x") + " --xattrs -xf " + dir + "/t.tar");

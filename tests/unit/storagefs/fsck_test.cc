@@ -250,6 +250,27 @@ TEST_F(Fsck, LogicalDamageWithValidChecksums)
                   " are marked used but nothing references them");
 }
 
+// The inline-data flag belongs to symlinks only: on a regular file the
+// data area is an extent-tree root, and a file claiming inline data is
+// corrupt (reported, never half-used).
+TEST_F(Fsck, InlineFlagOnRegularFile)
+{
+    BuildRich();
+    uint64_t blk = sb.itable_start + xf / 8;
+    uint8_t b[4096];
+    ASSERT_EQ(media_read(disk, blk, 1, b), 0);
+    struct sfs_dinode d;
+    ASSERT_EQ(sfs_inode_decode(b + (xf % 8) * 512, xf, blk, &d), 0);
+    d.flags |= SFS_IFL_INLINE_DATA;
+    sfs_inode_encode(&d, b + (xf % 8) * 512);
+    ASSERT_EQ(media_write(disk, blk, 1, b), 0);
+    ExpectProblem("inode " + std::to_string(xf) + " is not a symlink but has inline data");
+    Mount();
+    struct sfs_attr a;
+    EXPECT_EQ(sfs_getattr(fs, xf, &a), -EUCLEAN);
+    EXPECT_EQ(sfs_write(fs, nullptr, xf, 0, "z", 1), -EUCLEAN);
+}
+
 TEST_F(Fsck, DirectoryEntryToFreeInode)
 {
     BuildRich();
