@@ -127,7 +127,8 @@ int sfs_setattr(struct sfs *fs, struct sfs_txn *tx, uint64_t ino,
         return r;
     for (bool first = true;; first = false) {
         struct jnl_handle *h;
-        r = sfs_op_begin(fs, tx, ext_credits(ip, 2 * TRIM_EXTENTS) + 8, &h);
+        /* + 2: a journaled tail zeroing when the size grows (jdata.h) */
+        r = sfs_op_begin(fs, tx, ext_credits(ip, 2 * TRIM_EXTENTS) + 8 + 2, &h);
         if (r)
             break;
         pthread_rwlock_wrlock(&ip->rw);

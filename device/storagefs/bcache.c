@@ -164,7 +164,7 @@ static void take_ref(struct shard *s, struct bbuf *b)
 static int load(struct bcache *c, struct shard *s, struct bbuf *b, uint32_t magic)
 {
     int r = media_read(c->m, b->blk, 1, b->data);
-    if (r == 0 && magic != SFS_MAGIC_NONE)
+    if (r == 0 && magic != SFS_MAGIC_NONE && magic != SFS_MAGIC_DATA)
         r = sfs_block_verify(b->data, magic, b->blk);
     pthread_mutex_lock(&s->mu);
     if (r == 0) {
@@ -246,6 +246,69 @@ int bcache_get_new(struct bcache *c, uint64_t blk, uint32_t magic, struct bbuf *
         return -ENOMEM;
     *out = b;
     return 0;
+}
+
+/* A cached copy of blk as another kind than data (shard locked): drops it
+ * if nobody uses it (0), or reports the conflict. */
+static int drop_stale(struct shard *s, struct bbuf *b)
+{
+    if (b->refs != 0)
+        return kind_mismatch(b, SFS_MAGIC_DATA);
+    lru_unlink(s, b);
+    hash_remove(s, b);
+    buf_free(b);
+    return 0;
+}
+
+int bcache_get_data(struct bcache *c, uint64_t blk, bool whole, struct bbuf **out)
+{
+    struct shard *s = shard_of(c, blk);
+    pthread_mutex_lock(&s->mu);
+    struct bbuf *b;
+    while ((b = find(s, blk)) != NULL && b->state == BB_LOADING)
+        pthread_cond_wait(&s->loaded, &s->mu);
+    if (b && b->magic != SFS_MAGIC_DATA) {
+        int r = drop_stale(s, b);
+        if (r) {
+            pthread_mutex_unlock(&s->mu);
+            return r;
+        }
+        b = NULL;
+    }
+    if (b) {
+        take_ref(s, b);
+        pthread_mutex_unlock(&s->mu);
+        *out = b;
+        return 0;
+    }
+    b = buf_new(s, blk);
+    if (b) {
+        b->state = whole ? BB_VALID : BB_LOADING;
+        b->magic = SFS_MAGIC_DATA;
+        if (whole)
+            memset(b->data, 0, SFS_BSIZE);
+        shard_trim(c, s);
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!b)
+        return -ENOMEM;
+    int r = whole ? 0 : load(c, s, b, SFS_MAGIC_DATA);
+    if (r == 0)
+        *out = b;
+    return r;
+}
+
+bool bcache_read_cached(struct bcache *c, uint64_t blk, uint32_t off, void *dst, size_t len,
+                        bool any_kind)
+{
+    struct shard *s = shard_of(c, blk);
+    pthread_mutex_lock(&s->mu);
+    struct bbuf *b = find(s, blk);
+    bool hit = b && b->state == BB_VALID && (any_kind || b->magic == SFS_MAGIC_DATA);
+    if (hit)
+        memcpy(dst, b->data + off, len);
+    pthread_mutex_unlock(&s->mu);
+    return hit;
 }
 
 int bcache_install(struct bcache *c, uint64_t blk, uint32_t magic, const uint8_t *data,

@@ -3,7 +3,8 @@
  *
  * Every metadata block StorageFS reads or changes lives in a struct bbuf
  * here, so a hot directory or bitmap costs memory accesses, not I/O. File
- * data never goes through the cache (it goes straight to the media).
+ * data goes straight to the media, except blocks changed by a
+ * data-journaled transaction, which live here until checkpointed.
  *
  * Invariants:
  *   1. At most one bbuf per block number; lookups of a block being loaded
@@ -19,12 +20,17 @@
  *      the structure it belongs to (inode lock, allocator lock, ...), and
  *      only inside a journal handle; `tseq`, `ckpt` and `ckpt_seq` belong
  *      to the journal.
+ *   5. File data is cached only while a data-journaled transaction holds
+ *      it (kind SFS_MAGIC_DATA, never verified or sealed): from the change
+ *      until its checkpoint, after which the journal forgets it, so a
+ *      cached data block is never older than the media.
  */
 #ifndef CISC_SFS_BCACHE_H
 #define CISC_SFS_BCACHE_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "device/media.h"
@@ -61,6 +67,20 @@ int bcache_get(struct bcache *c, uint64_t blk, uint32_t magic, struct bbuf **out
 /* Returns block blk with a reference and zeroed contents, without reading
  * it: for a block just allocated as metadata of kind magic. */
 int bcache_get_new(struct bcache *c, uint64_t blk, uint32_t magic, struct bbuf **out);
+
+/* Returns file data block blk (kind SFS_MAGIC_DATA) with a reference:
+ * the cached copy, or read from the media, or zeroed without reading when
+ * `whole` (the caller overwrites all of it). A clean, unused copy cached
+ * as another kind is stale (the block was freed and reused) and is
+ * replaced; one in use is corruption. Returns 0 or -errno. */
+int bcache_get_data(struct bcache *c, uint64_t blk, bool whole, struct bbuf **out);
+
+/* Copies len bytes at off of blk into dst if blk is cached and valid as
+ * a data block (any_kind: as any kind, for a read-only mount whose journal
+ * overlay holds data blocks under the kind their first bytes suggest).
+ * Returns true if it copied. */
+bool bcache_read_cached(struct bcache *c, uint64_t blk, uint32_t off, void *dst, size_t len,
+                        bool any_kind);
 
 /* Installs contents of kind magic for blk without reading (the journal
  * replay overlay of a read-only mount); the buffer keeps a reference until

@@ -11,6 +11,7 @@
 #include "device/storagefs/btree.h"
 #include "device/storagefs/file.h"
 #include "device/storagefs/inode.h"
+#include "device/storagefs/jdata.h"
 #include "device/storagefs/sfs_internal.h"
 
 static struct bt tree(struct sfs *fs, struct sfs_inode *ip, struct jnl_handle *h)
@@ -155,7 +156,8 @@ static int cut(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
         r = bt_delete(&t, e->lblk);
     }
     if (!r && free_blocks) {
-        alloc_free_blocks(fs, h, e->pblk + (a - e->lblk), b - a, false);
+        /* a hot file's blocks may have images in the journal (jdata.h 3) */
+        alloc_free_blocks(fs, h, e->pblk + (a - e->lblk), b - a, jdata_needed(fs, h, ip));
         ip->d.blocks -= b - a;
     }
     return r;

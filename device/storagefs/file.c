@@ -14,6 +14,7 @@
 #include "device/storagefs/btree.h"
 #include "device/storagefs/extent.h"
 #include "device/storagefs/inode.h"
+#include "device/storagefs/jdata.h"
 #include "device/storagefs/sfs_internal.h"
 #include "device/storagefs/xattr.h"
 
@@ -41,9 +42,12 @@ static void touch_mc(struct sfs_inode *ip)
 
 /* ---- raw block I/O ----------------------------------------------------------- */
 
-/* Reads n bytes starting at byte boff of the run at pblk. */
-static int data_read(struct sfs *fs, uint64_t pblk, uint32_t boff, uint8_t *dst, size_t n)
+/* Reads n bytes starting at byte boff of the run at pblk of ip. */
+static int data_read(struct sfs *fs, struct sfs_inode *ip, uint64_t pblk, uint32_t boff,
+                     uint8_t *dst, size_t n)
 {
+    if (jdata_hot(fs, ip))
+        return jdata_read(fs, pblk, boff, dst, n);
     uint8_t bounce[BS];
     while (n) {
         if (boff || n < BS) {
@@ -93,9 +97,10 @@ static int data_write(struct sfs *fs, uint64_t pblk, uint32_t boff, const uint8_
     return 0;
 }
 
-/* Zeroes bytes [from, to) (inside one block) where they are written data. */
-static int zero_range_in_block(struct sfs *fs, struct sfs_inode *ip, uint64_t from,
-                               uint64_t to)
+/* Zeroes bytes [from, to) (inside one block) where they are written data,
+ * through the journal when h or ip asks for it (one credit). */
+static int zero_range_in_block(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
+                               uint64_t from, uint64_t to)
 {
     static const uint8_t zeros[BS];
     struct sfs_extent e;
@@ -106,7 +111,10 @@ static int zero_range_in_block(struct sfs *fs, struct sfs_inode *ip, uint64_t fr
     if (r <= 0 || (e.flags & SFS_EXT_UNWRITTEN))
         return r;
     uint64_t pblk = e.pblk + (from / BS - e.lblk);
-    return data_write(fs, pblk, (uint32_t)(from % BS), zeros, to - from, false);
+    uint32_t boff = (uint32_t)(from % BS);
+    if (jdata_needed(fs, h, ip))
+        return jdata_write(fs, h, ip, pblk, boff, NULL, to - from);
+    return data_write(fs, pblk, boff, zeros, to - from, false);
 }
 
 /* ---- read ---------------------------------------------------------------------- */
@@ -132,7 +140,7 @@ ssize_t file_read_locked(struct sfs *fs, struct sfs_inode *ip, uint64_t off, voi
                                                                         : run * BS - boff);
         if (r == 0 || (e.flags & SFS_EXT_UNWRITTEN))
             memset(buf + done, 0, n);
-        else if ((r = data_read(fs, e.pblk + (lblk - e.lblk), boff, buf + done, n)) != 0)
+        else if ((r = data_read(fs, ip, e.pblk + (lblk - e.lblk), boff, buf + done, n)) != 0)
             return done ? (ssize_t)done : r;
         done += n;
     }
@@ -220,7 +228,7 @@ static ssize_t map_locked(struct sfs *fs, struct sfs_inode *ip, uint64_t off, si
     struct segv s = { .cap = 32 };
     s.v = s.stack;
     len = off >= ip->d.size ? 0 : (size_t)min64(len, ip->d.size - off);
-    int fd = media_fd(fs->m);
+    int fd = jdata_hot(fs, ip) ? -1 : media_fd(fs->m);   /* hot: cached images */
     void *bounce = NULL;
     ssize_t r = 0;
     if (len && fd >= 0) {
@@ -265,7 +273,27 @@ struct wctx {
     struct jnl_handle *h;
     struct sfs_inode *ip;
     unsigned newext;             /* extent changes left in this handle */
+    bool jdata;                  /* overwrites go through the journal (jdata.h) */
+    unsigned jblocks;            /* data blocks this handle may still journal */
 };
+
+/* Overwrites n bytes at boff of existing blocks from pblk: in place, or
+ * journaled within the handle's budget. Returns the bytes written (> 0),
+ * 0 when the budget is spent, or -errno. */
+static ssize_t overwrite(struct wctx *w, uint64_t pblk, uint32_t boff, const uint8_t *src,
+                         size_t n)
+{
+    if (!w->jdata) {
+        int r = data_write(w->fs, pblk, boff, src, n, false);
+        return r ? r : (ssize_t)n;
+    }
+    if (w->jblocks == 0)
+        return 0;
+    n = (size_t)min64(n, (uint64_t)w->jblocks * BS - boff);
+    w->jblocks -= (unsigned)((boff + n + BS - 1) / BS);
+    int r = jdata_write(w->fs, w->h, w->ip, pblk, boff, src, n);
+    return r ? r : (ssize_t)n;
+}
 
 /* Fills a hole at lblk (nblk blocks wanted) with new blocks and data. */
 static int write_hole(struct wctx *w, uint64_t lblk, uint64_t nblk, uint32_t boff,
@@ -325,8 +353,7 @@ static ssize_t write_step(struct wctx *w, uint64_t pos, const uint8_t *src, size
         return r;
     if (r == 1 && !(e.flags & SFS_EXT_UNWRITTEN)) {
         n = (size_t)min64(rem, (e.lblk + e.len - lblk) * BS - boff);
-        r = data_write(w->fs, e.pblk + (lblk - e.lblk), boff, src, n, false);
-        return r ? r : (ssize_t)n;
+        return overwrite(w, e.pblk + (lblk - e.lblk), boff, src, n);
     }
     if (w->newext == 0)
         return 0;
@@ -344,7 +371,7 @@ static ssize_t write_chunk(struct wctx *w, uint64_t off, const uint8_t *buf, siz
     struct sfs_inode *ip = w->ip;
     if (off > ip->d.size && ip->d.size % BS) {
         uint64_t end = min64((ip->d.size / BS + 1) * BS, off);
-        int r = zero_range_in_block(w->fs, ip, ip->d.size, end);
+        int r = zero_range_in_block(w->fs, w->h, ip, ip->d.size, end);
         if (r)
             return r;
     }
@@ -369,19 +396,31 @@ static ssize_t write_chunk(struct wctx *w, uint64_t off, const uint8_t *buf, siz
     return (ssize_t)done;
 }
 
+/* One handle's worth of a write. Journaling overwrites (jdata.h) needs a
+ * credit per block: reserved when the transaction asks for it or the file
+ * is hot; if that only shows under the lock, the handle starts again. */
 static ssize_t write_once(struct sfs *fs, struct sfs_txn *tx, struct sfs_inode *ip,
                           uint64_t off, const uint8_t *buf, size_t len)
 {
-    struct wctx w = {fs, NULL, ip, MAX_NEW_EXTENTS};
-    int r = sfs_op_begin(fs, tx, ext_credits(ip, 2 * MAX_NEW_EXTENTS) + 8, &w.h);
-    if (r)
-        return r;
-    pthread_rwlock_wrlock(&ip->rw);
-    ssize_t n = !S_ISREG(ip->d.mode) ? (S_ISDIR(ip->d.mode) ? -EISDIR : -EINVAL)
-                                     : write_chunk(&w, off, buf, len);
-    pthread_rwlock_unlock(&ip->rw);
-    sfs_op_end(fs, w.h);
-    return n;
+    bool jd = jdata_needed(fs, tx ? tx->h : NULL, ip);
+    for (;;) {
+        struct wctx w = {fs, NULL, ip, MAX_NEW_EXTENTS, false, 0};
+        uint32_t credits = ext_credits(ip, 2 * MAX_NEW_EXTENTS) + 8 + (jd ? JDATA_CHUNK + 1 : 0);
+        int r = sfs_op_begin(fs, tx, credits, &w.h);
+        if (r)
+            return r;
+        pthread_rwlock_wrlock(&ip->rw);
+        w.jdata = jdata_needed(fs, w.h, ip);
+        w.jblocks = w.jdata ? JDATA_CHUNK : 0;
+        ssize_t n = w.jdata && !jd ? -EAGAIN
+                    : !S_ISREG(ip->d.mode) ? (S_ISDIR(ip->d.mode) ? -EISDIR : -EINVAL)
+                                           : write_chunk(&w, off, buf, len);
+        pthread_rwlock_unlock(&ip->rw);
+        sfs_op_end(fs, w.h);
+        if (n != -EAGAIN || jd)
+            return n;
+        jd = true;
+    }
 }
 
 ssize_t sfs_write(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t off,
@@ -439,7 +478,7 @@ int file_set_size(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
     if (size > SFS_MAX_FILE_SIZE)
         return -EFBIG;
     if (size > old && old % BS) {
-        int r = zero_range_in_block(fs, ip, old, min64((old / BS + 1) * BS, size));
+        int r = zero_range_in_block(fs, h, ip, old, min64((old / BS + 1) * BS, size));
         if (r)
             return r;
     }
@@ -487,10 +526,10 @@ static int punch(struct wctx *w, uint64_t off, uint64_t end, unsigned max)
 {
     uint64_t fb = (off + BS - 1) / BS, lb = end / BS;
     if (fb > lb)                 /* inside one block, touching neither edge */
-        return zero_range_in_block(w->fs, w->ip, off, end);
-    int r = zero_range_in_block(w->fs, w->ip, off, fb * BS);
+        return zero_range_in_block(w->fs, w->h, w->ip, off, end);
+    int r = zero_range_in_block(w->fs, w->h, w->ip, off, fb * BS);
     if (!r)
-        r = zero_range_in_block(w->fs, w->ip, lb * BS, end);
+        r = zero_range_in_block(w->fs, w->h, w->ip, lb * BS, end);
     if (!r && fb < lb)
         r = ext_remove(w->fs, w->h, w->ip, fb, lb - fb, true, max);
     return r;
@@ -563,8 +602,8 @@ int sfs_fallocate(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, unsigned mod
         return r;
     struct falloc f = {mode, off, off + len, false, 0};
     do {
-        struct wctx w = {fs, NULL, ip, MAX_NEW_EXTENTS};
-        r = sfs_op_begin(fs, tx, ext_credits(ip, 2 * MAX_NEW_EXTENTS) + 8, &w.h);
+        struct wctx w = {fs, NULL, ip, MAX_NEW_EXTENTS, false, 0};
+        r = sfs_op_begin(fs, tx, ext_credits(ip, 2 * MAX_NEW_EXTENTS) + 8 + 2, &w.h);
         if (r)
             break;
         pthread_rwlock_wrlock(&ip->rw);
@@ -624,7 +663,7 @@ int64_t sfs_seek(struct sfs *fs, uint64_t ino, uint64_t off, int whence)
 int file_write_symlink(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
                        const char *target, size_t len)
 {
-    struct wctx w = {fs, h, ip, 1};
+    struct wctx w = {fs, h, ip, 1, false, 0};
     size_t n;
     int r = write_hole(&w, 0, 1, 0, (const uint8_t *)target, len, &n);
     if (r == 0)

@@ -26,6 +26,7 @@ const char *sfs_kind_name(uint32_t magic)
     case SFS_MAGIC_XATTR: return "xattr block";
     case SFS_MAGIC_XVALUE: return "xattr value block";
     case SFS_MAGIC_NONE: return "inode table";
+    case SFS_MAGIC_DATA: return "file data block";
     default: return "unknown block";
     }
 }

@@ -42,6 +42,9 @@
 #define SFS_MAGIC_XATTR   SFS_FOURCC('s', 'f', 'X', 'A')
 #define SFS_MAGIC_XVALUE  SFS_FOURCC('s', 'f', 'X', 'V')
 #define SFS_MAGIC_NONE    0u    /* inode-table block: no block header */
+/* In memory only (never on the image): a file data block held in the
+ * block cache because a data-journaled transaction changed it. */
+#define SFS_MAGIC_DATA    SFS_FOURCC('s', 'f', 'D', 'T')
 
 /* ---- block header ------------------------------------------------------ */
 

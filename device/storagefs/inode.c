@@ -173,6 +173,11 @@ static int finish_load(struct sfs *fs, struct sfs_inode *ip)
 {
     struct ishard *c = shard(fs, ip->ino);
     int r = read_slot(fs, ip);
+    /* It may have journaled data from before it left the cache: assume
+     * the newest data-journaled transaction covers it (jdata.h). */
+    atomic_store_explicit(&ip->jdata_seq,
+                          atomic_load_explicit(&fs->jdata_last, memory_order_relaxed),
+                          memory_order_relaxed);
     pthread_mutex_lock(&c->mu);
     if (r == 0)
         ip->state = I_VALID;

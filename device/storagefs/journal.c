@@ -45,6 +45,7 @@ struct jnl {
                                     the commit thread on every state change */
     struct jnl_txn *running;
     uint64_t committed;          /* last durable transaction */
+    _Atomic uint64_t ckpt_done;  /* last checkpointed transaction (read unlocked) */
     uint64_t commit_target;      /* commit until committed >= this */
     bool want_ckpt, want_space, stop;
     int error;
@@ -129,6 +130,11 @@ static void request_commit(struct jnl *j, uint64_t seq)
 }
 
 /* ---- handles ----------------------------------------------------------- */
+
+uint64_t jnl_checkpointed(struct jnl *j)
+{
+    return atomic_load_explicit(&j->ckpt_done, memory_order_acquire);
+}
 
 bool jnl_held(struct jnl *j)
 {
@@ -440,6 +446,20 @@ static void set_error(struct jnl *j, int r)
     kick(j);
 }
 
+/* Drops the journal's references to checkpointed buffers, and forgets
+ * file data blocks nobody else holds (invariant 7): they are in place now,
+ * and a cached copy would go stale under the next in-place write. */
+static void release_checkpointed(struct jnl *j, struct bbuf **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t blk = v[i]->blk;
+        bool data = v[i]->magic == SFS_MAGIC_DATA;
+        bcache_put(j->bc, v[i]);
+        if (data)
+            bcache_forget(j->bc, blk);
+    }
+}
+
 /* Checkpoints every committed transaction (mu held; dropped for I/O). */
 static void do_checkpoint(struct jnl *j)
 {
@@ -473,10 +493,12 @@ static void do_checkpoint(struct jnl *j)
     j->st.checkpoints++;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
-    for (size_t i = 0; i < n; i++)
-        bcache_put(j->bc, v[i]);
+    release_checkpointed(j, v, n);
     free(v);
     alloc_txn_checkpointed(j->fs, target);
+    /* Pairs with the acquire load in jnl_checkpointed: whoever sees the
+     * new value finds the forgotten data blocks on the media. */
+    atomic_store_explicit(&j->ckpt_done, target, memory_order_release);
     pthread_mutex_lock(&j->mu);
 }
 
@@ -490,7 +512,7 @@ static int snapshot(struct jnl_txn *t)
         if (!b->ckpt && !(b->ckpt = malloc(SFS_BSIZE)))
             return -ENOMEM;
         memcpy(b->ckpt, b->data, SFS_BSIZE);
-        if (b->magic != SFS_MAGIC_NONE)
+        if (b->magic != SFS_MAGIC_NONE && b->magic != SFS_MAGIC_DATA)
             sfs_block_seal(b->ckpt, b->magic, b->blk);
         atomic_store_explicit(&b->tseq, 0, memory_order_relaxed);
     }
@@ -698,6 +720,7 @@ static int jnl_alloc(struct sfs *fs, uint64_t seq, uint32_t pos, uint32_t interv
     j->bc = fs->bc;
     j->committed = seq - 1;
     j->commit_target = seq - 1;
+    atomic_store_explicit(&j->ckpt_done, seq - 1, memory_order_relaxed);
     j->ring_start = fs->sb.journal_start + 1;
     j->ring = (uint32_t)(fs->sb.journal_blocks - 1);
     j->head = pos % j->ring;

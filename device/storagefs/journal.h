@@ -36,6 +36,11 @@
  *   6. An I/O error while committing or checkpointing is sticky: the
  *      journal refuses new handles (-EIO) and never checkpoints again, so
  *      the image keeps its last consistent state.
+ *   7. Data journaling: a file data block dirtied in a transaction (kind
+ *      SFS_MAGIC_DATA) is logged and checkpointed like metadata; after its
+ *      checkpoint the cached copy is forgotten before jnl_checkpointed()
+ *      moves past that transaction, so a file whose last data-journaled
+ *      transaction is checkpointed has no data in the cache.
  */
 #ifndef CISC_SFS_JOURNAL_H
 #define CISC_SFS_JOURNAL_H
@@ -52,10 +57,14 @@ struct jnl_txn;
 
 #define JNL_MAX_NEST 16
 
+/* jnl_handle.flags */
+#define JNL_DATA 0x1u            /* overwritten file data goes into the journal */
+
 struct jnl_handle {
     struct jnl *j;
     struct jnl_txn *t;
     uint64_t seq;                /* sequence number of t */
+    unsigned flags;              /* JNL_*: set by its starter, kept by joins */
     uint32_t credits;            /* blocks reserved for this handle */
     int nest;                    /* joins by nested starts */
     uint32_t nest_credits[JNL_MAX_NEST];  /* given back as each join stops */
@@ -105,6 +114,10 @@ int jnl_sync(struct jnl *j);
 /* Like jnl_sync, then checkpoints every committed transaction (used on
  * ENOSPC to release freed blocks). Returns 0 or -errno. */
 int jnl_sync_checkpoint(struct jnl *j);
+
+/* Sequence number of the last checkpointed transaction (everything up to
+ * it is in place on the media). Cheap, callable without locks. */
+uint64_t jnl_checkpointed(struct jnl *j);
 
 /* True when the calling thread holds a handle on j. */
 bool jnl_held(struct jnl *j);

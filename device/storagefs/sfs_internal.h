@@ -45,6 +45,7 @@ struct sfs_inode {
     struct sfs_inode *hnext, *lru_prev, *lru_next;
     /* journal-owned */
     _Atomic uint64_t tseq;         /* running transaction it is dirty in */
+    _Atomic uint64_t jdata_seq;    /* last transaction that journaled its data (jdata.h) */
     bool deleted;                  /* freed: its slot is zeroed at commit */
     /* orphan list (orphan_mu) */
     bool orphan;
@@ -59,6 +60,8 @@ struct sfs {
     struct bcache *bc;
     struct jnl *j;
     struct sfs_alloc *al;
+    bool overlay_data;             /* read-only: replayed images overlay the data area */
+    _Atomic uint64_t jdata_last;   /* newest transaction that journaled file data */
     struct icache *ic;
     pthread_mutex_t orphan_mu;
     struct sfs_inode orphans;      /* sentinel of the in-memory orphan list */

@@ -14,7 +14,9 @@
  *      transactions (never a partial one).
  *   2. Ordered mode: data blocks are written before the transaction that
  *      makes them reachable commits; a crash never exposes stale or
- *      garbage blocks inside a file.
+ *      garbage blocks inside a file. Overwrites of existing data go in
+ *      place, except inside a data-journaled transaction
+ *      (SFS_TXN_DATA_JOURNAL), where they commit with it.
  *   3. When sfs_fsync(ino) or sfs_sync() returns 0, everything done to
  *      that inode (resp. the whole file system) before the call is durable.
  *   4. Operations on different inodes run in parallel (per-inode locks;
@@ -31,7 +33,9 @@
  * "a transaction of its own" (the usual case). A caller that needs several
  * calls to commit together (a fused CISC op, MacroTx) opens one with
  * sfs_txn_begin(), passes it to each call, and ends it with
- * sfs_txn_commit() or sfs_txn_abort(). The on-image transaction header
+ * sfs_txn_commit() or sfs_txn_abort(); sfs_txn_begin_flags() with
+ * SFS_TXN_DATA_JOURNAL makes its data overwrites atomic with it too
+ * (data journaling). The on-image transaction header
  * carries a type and a per-step commit bitmap, reserved for the per-step
  * transactions (MicroTx) of a later issue.
  */
@@ -218,7 +222,8 @@ ssize_t sfs_read_map(struct sfs *fs, uint64_t ino, uint64_t off, size_t len, sfs
  * not written and returns the bytes written if some were). Ordered mode:
  * data written into new blocks becomes visible after a crash only with
  * the metadata that points at it; overwrites of existing blocks go in
- * place and are not atomic (as in ext4 data=ordered). */
+ * place and are not atomic (as in ext4 data=ordered), unless tx is
+ * data-journaled (sfs_txn_begin_flags). */
 ssize_t sfs_write(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t off,
                   const void *buf, size_t len);
 
@@ -311,6 +316,24 @@ int sfs_statfs(struct sfs *fs, struct sfs_statfs *st);
  * it too. Calls with tx fail with -ENOSPC rather than wait when the
  * journal is full. */
 int sfs_txn_begin(struct sfs *fs, struct sfs_txn **out);
+
+/* Flags for sfs_txn_begin_flags(). */
+#define SFS_TXN_DATA_JOURNAL (1u << 0)
+
+/* Like sfs_txn_begin, with flags:
+ *   SFS_TXN_DATA_JOURNAL: overwrites of existing file data made under tx
+ *   (sfs_write over written blocks, and the partial-block zeroing that
+ *   truncation, hole punching and growing a file do) go into the journal
+ *   as block images with the metadata instead of in place, so after a
+ *   crash the whole transaction is present or absent (MacroTx), data
+ *   included; newly allocated blocks are atomic already (ordered mode).
+ *   Until the journal checkpoints them, the new blocks live in the block
+ *   cache and every read sees them; while a file has such blocks, all
+ *   changes to it from any caller are journaled too. A data-journaled
+ *   transaction must fit in the journal: a call that would take it past
+ *   the journal's room fails with -ENOSPC (a 1 GiB image has 32 MiB).
+ * Returns 0 or -errno (-EINVAL: unknown flags). */
+int sfs_txn_begin_flags(struct sfs *fs, unsigned flags, struct sfs_txn **out);
 
 /* Commits it (durable only after sfs_sync/fsync unless `durable`). */
 int sfs_txn_commit(struct sfs_txn *tx, bool durable);

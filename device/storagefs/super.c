@@ -219,6 +219,10 @@ static int install_overlay(struct sfs *fs, const struct jscan *s, struct bbuf **
                                s->img[i].data, &v[i]);
         if (r)
             return r;
+        /* A read-only mount keeps the overlay: images in the data area may
+         * be file data (data-journaled transactions), which reads must see. */
+        if (blk >= fs->sb.data_start && blk < fs->sb.backup_blkno)
+            fs->overlay_data = fs->rdonly;
     }
     return 0;
 }
@@ -450,8 +454,10 @@ void sfs_op_end(struct sfs *fs, struct jnl_handle *h)
     jnl_stop(h);
 }
 
-int sfs_txn_begin(struct sfs *fs, struct sfs_txn **out)
+int sfs_txn_begin_flags(struct sfs *fs, unsigned flags, struct sfs_txn **out)
 {
+    if (flags & ~SFS_TXN_DATA_JOURNAL)
+        return -EINVAL;
     if (fs->rdonly)
         return -EROFS;
     struct sfs_txn *tx = calloc(1, sizeof(*tx));
@@ -462,9 +468,16 @@ int sfs_txn_begin(struct sfs *fs, struct sfs_txn **out)
         free(tx);
         return r;
     }
+    if (flags & SFS_TXN_DATA_JOURNAL)
+        tx->h->flags |= JNL_DATA;   /* a joined outer handle keeps it too */
     tx->fs = fs;
     *out = tx;
     return 0;
+}
+
+int sfs_txn_begin(struct sfs *fs, struct sfs_txn **out)
+{
+    return sfs_txn_begin_flags(fs, 0, out);
 }
 
 int sfs_txn_commit(struct sfs_txn *tx, bool durable)
