@@ -1,5 +1,5 @@
-/* device/cisc_exec.c - ENG_OP_CISC on a device core (cisc.h): memory
- * reservation, inode stripes, the execute phase with deferred mutations
+/* device/cisc_exec.c - ENG_OP_CISC on a device core (cisc.h): inode
+ * stripes, the execute phase with deferred mutations
  * and read-your-writes, the spreading of independent compute steps over
  * free cores (ENG_OP_CISC_PART), and the in-process entry point. */
 #include "device/cisc_int.h"
@@ -21,25 +21,6 @@ void eng_cisc_limits(struct engine *e, struct cisc_limits *out)
     uint64_t b = e->mem_budget;
     out->step_bytes = b < CISC_STEP_BYTES_MAX ? b : CISC_STEP_BYTES_MAX;
     out->op_bytes = b < CISC_OP_BYTES_MAX ? b : CISC_OP_BYTES_MAX;
-}
-
-/* ---- device memory budget ---------------------------------------------- */
-
-static void mem_reserve(struct engine *e, uint64_t n)
-{
-    pthread_mutex_lock(&e->mem_mu);
-    while (e->mem_used + n > e->mem_budget && e->mem_used > 0)
-        pthread_cond_wait(&e->mem_cv, &e->mem_mu);
-    e->mem_used += n;
-    pthread_mutex_unlock(&e->mem_mu);
-}
-
-static void mem_release(struct engine *e, uint64_t n)
-{
-    pthread_mutex_lock(&e->mem_mu);
-    e->mem_used -= n;
-    pthread_cond_broadcast(&e->mem_cv);
-    pthread_mutex_unlock(&e->mem_mu);
 }
 
 /* ---- inode stripes ------------------------------------------------------ */
@@ -152,8 +133,7 @@ static void input(const struct cisc_run *x, unsigned i, const uint8_t **p, uint6
 
 static int alloc_out(struct cisc_run *x, unsigned i)
 {
-    uint64_t cap = x->v->st[i].cap;
-    x->buf[i] = malloc(cap ? cap : 1);
+    x->buf[i] = cisc_buf_get(x->e, x->v->st[i].cap, &x->bufsize[i]);
     return x->buf[i] ? 0 : -ENOMEM;
 }
 
@@ -427,7 +407,7 @@ static int execute(struct cisc_run *x)
 static void free_bufs(struct cisc_run *x)
 {
     for (unsigned i = 0; i < x->v->n; i++)
-        free(x->buf[i]);
+        cisc_buf_put(x->e, x->buf[i], x->bufsize[i]);
 }
 
 /* Phases 3-4 with the stripes held. */
@@ -459,7 +439,7 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
     int r = cisc_prepare(x);
     if (!r) {
         uint8_t *mode = malloc(ENG_INO_STRIPES);
-        mem_reserve(e, v->mem);
+        cisc_mem_reserve(e, v->mem);
         if (mode) {
             stripes_collect(x, mode);
             stripes_lock(e, mode);
@@ -470,8 +450,8 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
             cisc_fail(v, 0, r = -ENOMEM);
         }
         free(mode);
-        free_bufs(x);
-        mem_release(e, v->mem);
+        cisc_mem_release(e, v->mem);
+        free_bufs(x);   /* after the release: large ones may stay as spares */
     }
     cisc_unprepare(x);
     v->ran = 0;

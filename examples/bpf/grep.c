@@ -64,21 +64,24 @@ static __always_inline __u64 pat_len(const struct grep_state *st)
     return m >= 1 && m <= PAT_MAX ? m : 0;
 }
 
-/* Piece copies of their own, so that clang cannot merge the calls into
- * one with a size the verifier cannot bound. Return the size. */
-static __attribute__((noinline)) __u64 copy_4k(__u8 *q, const __u8 *p)
-{
-    return cisc_copy(q, 4096, p, 4096);
-}
+/* Piece copies in functions of their own, so that clang cannot merge the
+ * calls into one with a size the verifier cannot bound. Each returns its
+ * size. */
+#define COPY_PIECE(N)                                                          \
+    static __attribute__((noinline)) __u64 copy_##N(__u8 *q, const __u8 *p)    \
+    {                                                                          \
+        return cisc_copy(q, N, p, N);                                          \
+    }
+COPY_PIECE(4096)
+COPY_PIECE(512)
+COPY_PIECE(32)
+COPY_PIECE(8)
+COPY_PIECE(2)
 
-static __attribute__((noinline)) __u64 copy_512(__u8 *q, const __u8 *p)
-{
-    return cisc_copy(q, 512, p, 512);
-}
-
-/* Copies input[a, b) to the output at *olen: 4096-, 512- and 64-byte pieces with
- * cisc_copy (a last piece may copy past b; the bytes after the output's
- * length do not count), single bytes near the end of a buffer. */
+/* Copies input[a, b) to the output at *olen: 4096-, 512- and 64-byte pieces
+ * with cisc_copy (a last 64-byte piece may copy past b: the bytes after the
+ * output's length do not count); near the end of the input or output,
+ * exact pieces of 32, 8, 2 and 1 bytes. */
 static __attribute__((noinline)) int emit(struct cisc_ctx *ctx, __u64 a, __u64 b, __u64 *olen)
 {
     const __u8 *end = ctx->data_end;
@@ -92,12 +95,18 @@ static __attribute__((noinline)) int emit(struct cisc_ctx *ctx, __u64 a, __u64 b
         const __u8 *p = (const __u8 *)ctx->data + i;
         __u8 *q = (__u8 *)ctx->out + j;
         if (n >= 4096 && p + 4096 <= end && q + 4096 <= out_end) {
-            n = copy_4k(q, p);
+            n = copy_4096(q, p);
         } else if (n >= 512 && p + 512 <= end && q + 512 <= out_end) {
             n = copy_512(q, p);
         } else if (p + 64 <= end && q + 64 <= out_end) {
             cisc_copy(q, 64, p, 64);
             n = n < 64 ? n : 64;
+        } else if (n >= 32 && p + 32 <= end && q + 32 <= out_end) {
+            n = copy_32(q, p);
+        } else if (n >= 8 && p + 8 <= end && q + 8 <= out_end) {
+            n = copy_8(q, p);
+        } else if (n >= 2 && p + 2 <= end && q + 2 <= out_end) {
+            n = copy_2(q, p);
         } else {
             if (p + 1 > end || q + 1 > out_end)
                 return -CISC_ENOSPC;
@@ -145,6 +154,12 @@ static __attribute__((noinline)) int carry_add(struct cisc_ctx *ctx, struct grep
         if (k <= CARRY_MAX - 64 && p + 64 <= end) {
             cisc_copy(st->carry + k, 64, p, 64);
             n = n < 64 ? n : 64;
+        } else if (n >= 32 && k <= CARRY_MAX - 32 && p + 32 <= end) {
+            n = copy_32(st->carry + k, p);   /* the end of the input: exact pieces */
+        } else if (n >= 8 && k <= CARRY_MAX - 8 && p + 8 <= end) {
+            n = copy_8(st->carry + k, p);
+        } else if (n >= 2 && k <= CARRY_MAX - 2 && p + 2 <= end) {
+            n = copy_2(st->carry + k, p);
         } else {
             if (p + 1 > end)
                 return -CISC_EINVAL;
