@@ -39,10 +39,10 @@ static int check_opts(const struct vm_prog *prog, const struct vm_blocks_opts *o
 static int run_block(struct run *r, uint64_t j, const uint8_t *src, uint32_t len, bool last)
 {
     uint64_t k = r->o->first_block + j;
-    memcpy(r->in, src, len);
+    const uint8_t *in = r->o->in_place ? src : memcpy(r->in, src, len);
     memset(r->out, 0, r->out_cap);
     struct vm_ctx ctx = {
-        .data = (uintptr_t)r->in, .data_end = (uintptr_t)r->in + len,
+        .data = (uintptr_t)in, .data_end = (uintptr_t)in + len,
         .out = (uintptr_t)r->out, .out_end = (uintptr_t)r->out + r->out_cap,
         .offset = r->o->offset + j * r->block_size, .len = len, .block = k,
         .flags = (k == 0 ? VM_F_FIRST_BLOCK : 0) |
@@ -96,7 +96,7 @@ int vm_blocks_run(const struct vm_prog *prog, const void *input, size_t len,
     if (rc)
         return rc;
     /* +1: malloc(0) may return NULL; a zero-length block still has a buffer. */
-    r.in = malloc((size_t)r.block_size + 1);
+    r.in = malloc(r.o->in_place ? 1 : (size_t)r.block_size + 1);
     r.out = malloc((size_t)r.out_cap + 1);
     r.state = r.o->state ? NULL : calloc(1, VM_STATE_SIZE);
     if (!input)

@@ -20,8 +20,10 @@
  *     means out[0..n) is this block's output (n <= out_cap), n < 0 is an
  *     errno and stops the run.
  * Invariants:
- *   1. The caller's input is never written: each block is copied into a
- *      private buffer first.
+ *   1. The caller's input is never written (the verifier makes the input
+ *      read-only). Each block is copied into a private buffer first,
+ *      unless the caller promises with opts.in_place that nobody changes
+ *      the input during the run; then ctx.data points into it.
  *   2. The run stops at the first failing block; outputs already delivered
  *      stay delivered (on_block saw them).
  */
@@ -57,6 +59,8 @@ struct vm_blocks_opts {
     uint64_t offset;         /* file offset of input[0] */
     uint64_t arg[4];
     bool checked;            /* run with run-time bounds checks (debug) */
+    bool in_place;           /* the input is private and stable for the run:
+                                blocks point into it instead of being copied */
     vm_trace_fn trace;       /* trace messages; may be NULL */
     void *trace_arg;
     /* Called after every block (including a failing one); may be NULL.

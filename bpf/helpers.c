@@ -10,6 +10,14 @@
  *      so they are thread-safe; errors are negative errno values in r0.
  *   3. trace formats only integer conversions into a bounded buffer; it
  *      never dereferences an argument (%s, %p and %n are refused).
+ *   4. Every helper that touches memory charges its work (helpers.h,
+ *      invariant 5): scans, hashes and copies one instruction per
+ *      VM_HELPER_COST_BYTES bytes, zstd one per input byte (compress) or
+ *      per four output bytes (decompress), as they are that much slower.
+ *   5. The search helpers return -1 or an index inside the range their
+ *      table entry declares (helpers.h, invariant 4): cisc_memmem below
+ *      hay_len, cisc_memchr below len, the input helpers below `to` and
+ *      below the input's length.
  */
 #include "bpf/helpers.h"
 
@@ -24,26 +32,37 @@
 #include <zstd_errors.h>
 
 #include "bpf/abi.h"
+#include "bpf/search.h"
 #include "common/crc32c.h"
 
 #define PTR(r) ((void *)(uintptr_t)(r))
 #define NEG(e) ((uint64_t)(int64_t)-(e))
+#define NOT_FOUND ((uint64_t)(int64_t)-1)
+
+/* Charges `bytes` of helper work at `per` bytes an instruction. */
+static void charge(struct vm_env *env, uint64_t bytes, uint64_t per)
+{
+    env->charge += (bytes + per - 1) / per;
+}
 
 static uint64_t h_crc32c(struct vm_env *env, uint64_t crc, uint64_t buf, uint64_t len,
                          uint64_t r4, uint64_t r5)
 {
+    charge(env, (uint32_t)len, VM_HELPER_COST_BYTES);
     return crc32c((uint32_t)crc, PTR(buf), (uint32_t)len);
 }
 
 static uint64_t h_xxh64(struct vm_env *env, uint64_t buf, uint64_t len, uint64_t seed,
                         uint64_t r4, uint64_t r5)
 {
+    charge(env, (uint32_t)len, VM_HELPER_COST_BYTES);
     return XXH64(PTR(buf), (uint32_t)len, seed);
 }
 
 static uint64_t h_xxh3_64(struct vm_env *env, uint64_t buf, uint64_t len, uint64_t r3,
                           uint64_t r4, uint64_t r5)
 {
+    charge(env, (uint32_t)len, VM_HELPER_COST_BYTES);
     return XXH3_64bits(PTR(buf), (uint32_t)len);
 }
 
@@ -51,6 +70,7 @@ static uint64_t h_copy(struct vm_env *env, uint64_t dst, uint64_t dst_len, uint6
                        uint64_t src_len, uint64_t r5)
 {
     uint32_t n = (uint32_t)dst_len < (uint32_t)src_len ? (uint32_t)dst_len : (uint32_t)src_len;
+    charge(env, n, VM_HELPER_COST_BYTES);
     if (n)
         memmove(PTR(dst), PTR(src), n);   /* both may be on the program's stack */
     return n;
@@ -74,6 +94,7 @@ static uint64_t h_zstd_compress(struct vm_env *env, uint64_t dst, uint64_t dst_l
     int lvl = (int)(int32_t)level;
     if (lvl < ZSTD_minCLevel() || lvl > ZSTD_maxCLevel())
         return NEG(EINVAL);
+    charge(env, (uint32_t)src_len, 1);
     size_t rc = ZSTD_compress(PTR(dst), (uint32_t)dst_len, PTR(src), (uint32_t)src_len, lvl);
     return ZSTD_isError(rc) ? zstd_errno(rc) : rc;
 }
@@ -82,6 +103,8 @@ static uint64_t h_zstd_decompress(struct vm_env *env, uint64_t dst, uint64_t dst
                                   uint64_t src, uint64_t src_len, uint64_t r5)
 {
     size_t rc = ZSTD_decompress(PTR(dst), (uint32_t)dst_len, PTR(src), (uint32_t)src_len);
+    charge(env, (uint32_t)src_len, VM_HELPER_COST_BYTES);
+    charge(env, ZSTD_isError(rc) ? 0 : rc, 4);
     return ZSTD_isError(rc) ? zstd_errno(rc) : rc;
 }
 
@@ -200,6 +223,68 @@ static uint64_t h_state(struct vm_env *env, uint64_t r1, uint64_t r2, uint64_t r
     return (uint64_t)(uintptr_t)env->state;
 }
 
+/* --- search -------------------------------------------------------- */
+
+static uint64_t h_memmem(struct vm_env *env, uint64_t hay, uint64_t hay_len, uint64_t needle,
+                         uint64_t needle_len, uint64_t r5)
+{
+    uint32_t hl = (uint32_t)hay_len, nl = (uint32_t)needle_len;
+    int64_t i = vm_search_fwd(PTR(hay), hl, PTR(needle), nl);
+    charge(env, (i < 0 ? hl : (uint64_t)i + nl) + nl, VM_HELPER_COST_BYTES);
+    return (uint64_t)i;
+}
+
+static uint64_t h_memchr(struct vm_env *env, uint64_t buf, uint64_t len, uint64_t c,
+                         uint64_t r4, uint64_t r5)
+{
+    uint32_t n = (uint32_t)len;
+    const uint8_t *p = n ? memchr(PTR(buf), (uint8_t)c, n) : NULL;
+    uint64_t i = p ? (uint64_t)(p - (const uint8_t *)PTR(buf)) : NOT_FOUND;
+    charge(env, p ? i + 1 : n, VM_HELPER_COST_BYTES);
+    return i;
+}
+
+/* The input of this run, [from, min(to, len)), or false when empty or when
+ * ctx is not the run's context (only possible in unverified programs). */
+static bool input_span(struct vm_env *env, uint64_t ctx, uint64_t from, uint64_t to,
+                       const uint8_t **start, uint64_t *n)
+{
+    const struct vm_ctx *x = env->ctx;
+    if (!x || (uintptr_t)x != ctx)
+        return false;
+    uint64_t len = x->data_end - x->data, end = to < len ? to : len;
+    if (from >= end)
+        return false;
+    *start = (const uint8_t *)(uintptr_t)x->data + from;
+    *n = end - from;
+    return true;
+}
+
+static uint64_t h_input_find(struct vm_env *env, uint64_t ctx, uint64_t from, uint64_t to,
+                             uint64_t needle, uint64_t needle_len)
+{
+    const uint8_t *p;
+    uint64_t n;
+    uint32_t nl = (uint32_t)needle_len;
+    if (!input_span(env, ctx, from, to, &p, &n))
+        return NOT_FOUND;
+    int64_t i = vm_search_fwd(p, n, PTR(needle), nl);
+    charge(env, (i < 0 ? n : (uint64_t)i + nl) + nl, VM_HELPER_COST_BYTES);
+    return i < 0 ? NOT_FOUND : from + (uint64_t)i;
+}
+
+static uint64_t h_input_rchr(struct vm_env *env, uint64_t ctx, uint64_t from, uint64_t to,
+                             uint64_t c, uint64_t r5)
+{
+    const uint8_t *p;
+    uint64_t n;
+    if (!input_span(env, ctx, from, to, &p, &n))
+        return NOT_FOUND;
+    int64_t i = vm_search_rchr(p, n, (uint8_t)c);
+    charge(env, i < 0 ? n : n - (uint64_t)i, VM_HELPER_COST_BYTES);
+    return i < 0 ? NOT_FOUND : from + (uint64_t)i;
+}
+
 /* --- the table ------------------------------------------------------- */
 
 #define S VM_ARG_SCALAR
@@ -207,6 +292,7 @@ static uint64_t h_state(struct vm_env *env, uint64_t r1, uint64_t r2, uint64_t r
 #define MW VM_ARG_MEM_W
 #define SZ VM_ARG_SIZE
 #define SZ0 VM_ARG_SIZE_OR_ZERO
+#define CTX VM_ARG_CTX
 
 static const struct vm_helper helpers[] = {
     {1, "cisc_crc32c", {S, MR, SZ0}, VM_RET_SCALAR, 0, h_crc32c},
@@ -218,6 +304,10 @@ static const struct vm_helper helpers[] = {
     {7, "cisc_trace", {MR, SZ, S, S, S}, VM_RET_SCALAR, 0, h_trace},
     {8, "cisc_ktime_ns", {0}, VM_RET_SCALAR, 0, h_ktime_ns},
     {9, "cisc_state", {0}, VM_RET_MEM, VM_STATE_SIZE, h_state},
+    {10, "cisc_memmem", {MR, SZ0, MR, SZ}, VM_RET_INDEX, 0, h_memmem, 2},
+    {11, "cisc_memchr", {MR, SZ0, S}, VM_RET_INDEX, 0, h_memchr, 2},
+    {12, "cisc_input_find", {CTX, S, S, MR, SZ}, VM_RET_INDEX, 0, h_input_find, 3},
+    {13, "cisc_input_rchr", {CTX, S, S, S}, VM_RET_INDEX, 0, h_input_rchr, 3},
 };
 
 const struct vm_helper *vm_helper_find(uint32_t id)

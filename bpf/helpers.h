@@ -11,6 +11,13 @@
  *      readable (MEM_R) or writable (MEM_W) memory before the call, so the
  *      native implementation may trust them.
  *   3. Helpers never retain pointers past the call and are thread-safe.
+ *   4. A VM_RET_INDEX helper returns -1 or an index below the bound its
+ *      table entry names (the umax of argument ret_arg, never more than
+ *      VM_MAX_BUF_SIZE); the verifier gives r0 exactly that range.
+ *   5. Work is charged to the budget: a helper that touches memory adds
+ *      one instruction per VM_HELPER_COST_BYTES bytes it may process to
+ *      env->charge, so the budget bounds a program's time, helpers
+ *      included.
  */
 #ifndef CISC_BPF_HELPERS_H
 #define CISC_BPF_HELPERS_H
@@ -25,11 +32,13 @@ enum vm_arg_kind {
     VM_ARG_MEM_W,         /* pointer to writable memory */
     VM_ARG_SIZE,          /* size of the preceding MEM arg, 1..bounded */
     VM_ARG_SIZE_OR_ZERO,  /* same, 0 allowed */
+    VM_ARG_CTX,           /* the context pointer itself (r1 at entry) */
 };
 
 enum vm_ret_kind {
     VM_RET_SCALAR,        /* integer */
     VM_RET_MEM,           /* pointer to ret_size bytes, never NULL, read/write */
+    VM_RET_INDEX,         /* -1, or an index below umax(argument ret_arg) */
 };
 
 struct vm_env;
@@ -45,6 +54,7 @@ struct vm_helper {
     enum vm_ret_kind ret;
     uint32_t ret_size;              /* VM_RET_MEM only */
     vm_helper_fn fn;
+    uint8_t ret_arg;                /* VM_RET_INDEX: 1..5, the argument bounding r0 */
 };
 
 /* The helper with this id, or NULL. */
@@ -55,6 +65,12 @@ const struct vm_helper *vm_helper_find(uint32_t id);
 
 /* Receives each trace message (NUL-terminated, no trailing newline). */
 typedef void (*vm_trace_fn)(void *arg, const char *msg);
+
+/* Helper work charged to the budget: one instruction per this many bytes
+ * (rounded up) a helper may read or write. */
+#define VM_HELPER_COST_BYTES 64
+
+struct vm_ctx;
 
 /* The environment of one program invocation (one block). Owned by the
  * caller; the interpreter and helpers read and update it.
@@ -72,6 +88,12 @@ struct vm_env {
     vm_trace_fn trace;        /* may be NULL: messages dropped */
     void *trace_arg;
     bool checked;             /* debug mode: bounds-check every access */
+    /* Set by vm_run() for the run (NULL otherwise, e.g. vm_run_raw): the
+     * invocation's context, which the input helpers search. */
+    const struct vm_ctx *ctx;
+    /* Helpers add the instructions their work costs (invariant 5); the
+     * interpreter moves it into `used` after each call. */
+    uint64_t charge;
     /* Out: on a fault in checked mode or an invalid instruction, the pc
      * and a message. */
     uint32_t fault_pc;

@@ -525,6 +525,12 @@ static int check_helper_args(struct vm_run *rs, int depth, uint32_t pc,
 {
     for (int i = 0; i < 5; i++) {
         enum vm_arg_kind k = h->args[i];
+        if (k == VM_ARG_CTX && R[i + 1] != (uint64_t)(uintptr_t)rs->env->ctx) {
+            rs->env->fault_pc = pc;
+            snprintf(rs->env->fault, sizeof(rs->env->fault),
+                     "pc %u: %s arg %d is not the context", pc, h->name, i + 1);
+            return -EFAULT;
+        }
         if (k != VM_ARG_MEM_R && k != VM_ARG_MEM_W)
             continue;
         uint64_t size = 0;
@@ -559,6 +565,7 @@ static int vm_helper_call(struct vm_run *rs, int depth, uint32_t pc, const struc
         env->state = rs->state;
         rs->own_state = true;
     }
+    env->charge = 0;
     R[0] = h->fn(env, R[1], R[2], R[3], R[4], R[5]);
     return 0;
 }
@@ -645,7 +652,10 @@ int vm_run(const struct vm_prog *prog, struct vm_ctx *ctx, struct vm_env *env, u
     add_region(&rs, c, c + sizeof(*ctx), "ctx", false);
     add_region(&rs, ctx->data, ctx->data_end, "input", false);
     add_region(&rs, ctx->out, ctx->out_end, "output", true);
-    return run(&rs, c, 0, ret);
+    env->ctx = ctx;   /* for the input helpers, during this run only */
+    int rc = run(&rs, c, 0, ret);
+    env->ctx = NULL;
+    return rc;
 }
 
 int vm_run_raw(const struct vm_prog *prog, void *mem, uint64_t len, struct vm_env *env,
@@ -660,5 +670,6 @@ int vm_run_raw(const struct vm_prog *prog, void *mem, uint64_t len, struct vm_en
     rs.own_state = false;
     if (mem)
         add_region(&rs, m, m + len, "mem", true);
+    env->ctx = NULL;   /* no context: the input helpers find nothing */
     return run(&rs, m, len, ret);
 }

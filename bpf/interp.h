@@ -7,7 +7,8 @@
  *      program at once; all mutable state is in the caller's vm_env and
  *      the interpreter's own stack frame.
  *   2. The budget is checked on backward jumps and calls, so a verified
- *      program cannot run forever; exhausting it returns -ETIME.
+ *      program cannot run forever; exhausting it returns -ETIME. Helper
+ *      calls add the work their helper charged (helpers.h, invariant 5).
  *   3. In checked mode (env->checked) every load, store and helper memory
  *      argument is bounds-checked against the regions the invocation owns;
  *      a violation returns -EFAULT with env->fault set (a verifier bug if

@@ -6,7 +6,11 @@
  * passed as a number would leak its address), memory arguments must point
  * into readable/writable memory big enough for the largest value the
  * following size argument can have, and that size must be bounded (and
- * non-zero for VM_ARG_SIZE). r1-r5 are clobbered, r0 gets the return kind.
+ * non-zero for VM_ARG_SIZE), a context argument must be the context
+ * pointer itself (offset 0). r1-r5 are clobbered, r0 gets the return kind:
+ * a VM_RET_INDEX helper's r0 is [-1, B - 1] with B the largest value the
+ * bounding argument can have (at most VM_MAX_BUF_SIZE), so a program that
+ * checks r0 >= 0 may use it as an offset without another bound.
  * A helper writing into the stack does not make bytes initialised (it may
  * write fewer than the size); it does destroy spilled registers there.
  *
@@ -77,6 +81,17 @@ static int arg_size(struct venv *env, const struct vm_helper *h, unsigned regno,
     return err;
 }
 
+static int arg_ctx(struct venv *env, const struct vm_helper *h, unsigned regno)
+{
+    int err = vm_check_reg_init(env, regno);
+    const struct vreg *r = vm_reg(env, regno);
+    if (!err && (r->type != VT_CTX || r->off != 0 || !vs_is_const(&r->v) || r->v.t.value))
+        return vm_verr(env, bit(regno), "R%u: %s takes the context pointer itself here "
+                       "(ctx as the program got it), not %s", regno, h->name,
+                       vm_vtype_desc(r->type));
+    return err;
+}
+
 static int check_args(struct venv *env, const struct vm_helper *h)
 {
     struct memarg m = {0}, wrote[5];
@@ -92,6 +107,7 @@ static int check_args(struct venv *env, const struct vm_helper *h)
         case VM_ARG_MEM_W: err = arg_mem(env, h, regno, true, &m); break;
         case VM_ARG_SIZE: err = arg_size(env, h, regno, false, &m); break;
         case VM_ARG_SIZE_OR_ZERO: err = arg_size(env, h, regno, true, &m); break;
+        case VM_ARG_CTX: err = arg_ctx(env, h, regno); break;
         }
         if (!err && (k == VM_ARG_SIZE || k == VM_ARG_SIZE_OR_ZERO)) {
             if (m.write && m.ptr.type == VT_STACK)
@@ -107,6 +123,17 @@ static int check_args(struct venv *env, const struct vm_helper *h)
     return err;
 }
 
+/* r0 of a VM_RET_INDEX helper: [-1, B - 1], B = umax of the bounding
+ * argument capped at VM_MAX_BUF_SIZE (read before r1-r5 are clobbered). */
+static struct vm_scalar index_range(struct venv *env, const struct vm_helper *h)
+{
+    uint64_t b = VM_MAX_BUF_SIZE;
+    const struct vreg *r = vm_reg(env, h->ret_arg);
+    if (h->ret_arg >= 1 && h->ret_arg <= 5 && r->type == VT_SCALAR && r->v.umax < b)
+        b = r->v.umax;
+    return vs_srange(-1, (int64_t)b - 1);
+}
+
 static int helper_call(struct venv *env, const struct vm_insn *insn)
 {
     const struct vm_helper *h = vm_helper_find((uint32_t)insn->imm);
@@ -115,6 +142,7 @@ static int helper_call(struct venv *env, const struct vm_insn *insn)
     int err = check_args(env, h);
     if (err)
         return err;
+    struct vm_scalar idx = h->ret == VM_RET_INDEX ? index_range(env, h) : vs_unknown();
     for (unsigned r = 1; r <= 5; r++)
         vm_mark_none(vm_reg(env, r));
     struct vreg *r0 = vm_reg(env, 0);
@@ -123,6 +151,8 @@ static int helper_call(struct venv *env, const struct vm_insn *insn)
         vm_mark_scalar(r0, vs_const(0));
         r0->type = VT_MEM;
         r0->range = h->ret_size;
+    } else if (h->ret == VM_RET_INDEX) {
+        vm_mark_scalar(r0, idx);
     }
     env->pc++;
     return 0;

@@ -356,6 +356,8 @@ static void lp_call(const struct venv *env, uint32_t pc, struct lp *s)
             uses |= k != VM_ARG_NONE ? BIT(a + 1) : 0;
             prec |= k == VM_ARG_SIZE || k == VM_ARG_SIZE_OR_ZERO ? BIT(a + 1) : 0;
         }
+        if (h && h->ret == VM_RET_INDEX && h->ret_arg >= 1 && h->ret_arg <= 5)
+            prec |= BIT(h->ret_arg);   /* it bounds r0 */
     }
     s->live = (uint16_t)((s->live & ~CALLER_SAVED) | uses);
     s->prec = (uint16_t)((s->prec & ~CALLER_SAVED) | prec);

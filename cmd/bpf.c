@@ -432,6 +432,7 @@ static int run_prog(struct run_ctx *c, const uint8_t *input, size_t len)
     uint32_t bs = ro.block_size ? ro.block_size : VM_BLOCK_SIZE_DEFAULT;
     c->out_cap = ro.out_cap ? ro.out_cap : 2 * bs;
     c->nblocks = len ? (len + bs - 1) / bs : 1;
+    ro.in_place = true;   /* the file's bytes, mapped into our own memory */
     ro.trace = on_trace;
     ro.trace_arg = c;
     ro.on_block = on_block;

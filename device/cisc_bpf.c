@@ -83,15 +83,16 @@ int64_t cisc_bpf_exec(struct cisc_run *x, unsigned i)
     struct progs_run run = { .out_cap = s->cap, .offset = s->off,
                              .block_size = (uint32_t)s->len, .block_out = s->block_out,
                              .more = (s->oflags & WIRE_BPF_MORE) != 0, .uid = x->cred->uid };
-    if (s->in != WIRE_NO_STEP) {
+    if (s->in != WIRE_NO_STEP) {   /* an earlier step's buffer: device memory */
         run.in = x->buf[s->in];
         run.in_len = x->olen[s->in];
-    } else {
+        run.in_place = true;
+    } else {                       /* the client's arena: copied block by block */
         run.in = s->src;
         run.in_len = s->src_len;
     }
     memcpy(run.arg, s->arg, sizeof(run.arg));
-    x->buf[i] = malloc(s->cap ? s->cap : 1);
+    x->buf[i] = cisc_buf_get(x->e, s->cap, &x->bufsize[i]);
     if (!x->buf[i])
         return -ENOMEM;
     run.out = x->buf[i];

@@ -1,7 +1,8 @@
-/* device/cisc_exec.c - ENG_OP_CISC on a device core (cisc.h): memory
- * reservation, inode stripes, the execute phase with deferred mutations
- * and read-your-writes, the spreading of independent compute steps over
- * free cores (ENG_OP_CISC_PART), and the in-process entry point. */
+/* device/cisc_exec.c - ENG_OP_CISC on a device core (cisc.h): inode
+ * stripes, the execute phase with deferred mutations and read-your-writes,
+ * the spreading of work over free cores (ENG_OP_CISC_PART: runs of
+ * independent compute steps, and large READ steps cut into pieces that
+ * free cores read at once), and the in-process entry point. */
 #include "device/cisc_int.h"
 
 #include "device/cisc_bpf.h"
@@ -21,25 +22,6 @@ void eng_cisc_limits(struct engine *e, struct cisc_limits *out)
     uint64_t b = e->mem_budget;
     out->step_bytes = b < CISC_STEP_BYTES_MAX ? b : CISC_STEP_BYTES_MAX;
     out->op_bytes = b < CISC_OP_BYTES_MAX ? b : CISC_OP_BYTES_MAX;
-}
-
-/* ---- device memory budget ---------------------------------------------- */
-
-static void mem_reserve(struct engine *e, uint64_t n)
-{
-    pthread_mutex_lock(&e->mem_mu);
-    while (e->mem_used + n > e->mem_budget && e->mem_used > 0)
-        pthread_cond_wait(&e->mem_cv, &e->mem_mu);
-    e->mem_used += n;
-    pthread_mutex_unlock(&e->mem_mu);
-}
-
-static void mem_release(struct engine *e, uint64_t n)
-{
-    pthread_mutex_lock(&e->mem_mu);
-    e->mem_used -= n;
-    pthread_cond_broadcast(&e->mem_cv);
-    pthread_mutex_unlock(&e->mem_mu);
 }
 
 /* ---- inode stripes ------------------------------------------------------ */
@@ -166,22 +148,11 @@ static void input(const struct cisc_run *x, unsigned i, const uint8_t **p, uint6
 
 static int alloc_out(struct cisc_run *x, unsigned i)
 {
-    uint64_t cap = x->v->st[i].cap;
-    x->buf[i] = malloc(cap ? cap : 1);
+    x->buf[i] = cisc_buf_get(x->e, x->v->st[i].cap, &x->bufsize[i]);
     return x->buf[i] ? 0 : -ENOMEM;
 }
 
-static int64_t ex_read(struct cisc_run *x, unsigned i)
-{
-    const struct cisc_step *s = &x->v->st[i];
-    int r = alloc_out(x, i);
-    if (r)
-        return r;
-    int64_t n = cisc_vread(x, x->sfile[i], s->off, x->buf[i], s->len);
-    if (n >= 0)
-        x->olen[i] = (uint64_t)n;
-    return n;
-}
+static int64_t ex_read(struct cisc_run *x, unsigned i);
 
 static int64_t ex_write(struct cisc_run *x, unsigned i, bool append)
 {
@@ -325,16 +296,21 @@ static void finish_step(struct cisc_run *x, unsigned i, int64_t r)
         memcpy(s->dst, x->buf[i], x->olen[i]);
 }
 
-/* ---- spreading independent compute steps --------------------------------- */
+/* ---- spreading work over free cores -------------------------------------- */
 
 #define FAN_HELPERS_MAX 8u
 
-/* Work shared by a core running an op and the helpers it submitted. The
- * last of them to let go frees it (helpers may run after the op ended;
- * they then touch only this struct). */
+typedef void (*fan_task)(struct cisc_run *x, void *arg, unsigned t);
+
+/* Work shared by a core running an op and the helpers it submitted: tasks
+ * [0, count) of task(x, arg, t). The last of them to let go frees it
+ * (helpers may run after the op ended; they then touch only this struct,
+ * never x or arg). */
 struct fan {
     struct cisc_run *x;
-    unsigned first, count;
+    fan_task task;
+    void *arg;
+    unsigned count;
     unsigned next;              /* next task to claim (atomic) */
     unsigned done;              /* tasks finished (atomic; futex word) */
     unsigned refs;              /* atomic */
@@ -354,8 +330,7 @@ static void fan_work(struct fan *f)
         unsigned t = __atomic_fetch_add(&f->next, 1, __ATOMIC_RELAXED);
         if (t >= f->count)
             return;
-        unsigned i = f->first + t;
-        finish_step(f->x, i, ex_compute(f->x, i));
+        f->task(f->x, f->arg, t);
         /* Release: the owner reads this task's results after seeing it. */
         if (__atomic_add_fetch(&f->done, 1, __ATOMIC_RELEASE) == f->count)
             syscall(SYS_futex, &f->done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -373,18 +348,19 @@ static void helper_done(struct eng_cmd *c)
     fan_put(c->part);
 }
 
-/* Runs steps [first, first + count) spread over free cores. */
-static void fan_out(struct cisc_run *x, unsigned first, unsigned count)
+/* Runs task(x, arg, t) for t in [0, count), spread over free cores; the
+ * calling core takes its share. Returns when every task has finished. */
+static void fan_run(struct cisc_run *x, unsigned count, fan_task task, void *arg)
 {
     struct fan *f = calloc(1, sizeof(*f));
     if (!f) {
-        for (unsigned i = first; i < first + count; i++)
-            finish_step(x, i, ex_compute(x, i));
+        for (unsigned t = 0; t < count; t++)
+            task(x, arg, t);
         return;
     }
     unsigned nh = count - 1 < x->e->cores - 1 ? count - 1 : x->e->cores - 1;
     nh = nh < FAN_HELPERS_MAX ? nh : FAN_HELPERS_MAX;
-    *f = (struct fan){ .x = x, .first = first, .count = count, .refs = 1 + nh };
+    *f = (struct fan){ .x = x, .task = task, .arg = arg, .count = count, .refs = 1 + nh };
     for (unsigned h = 0; h < nh; h++) {
         struct eng_cmd *c = &f->helper[h];
         eng_cmd_init(c, ENG_OP_CISC_PART, x->cred);
@@ -399,6 +375,79 @@ static void fan_out(struct cisc_run *x, unsigned first, unsigned count)
     while ((d = __atomic_load_n(&f->done, __ATOMIC_ACQUIRE)) < count)
         syscall(SYS_futex, &f->done, FUTEX_WAIT_PRIVATE, d, NULL, NULL, 0);
     fan_put(f);
+}
+
+/* Task t of a run of independent compute steps starting at *(unsigned *)arg. */
+static void step_task(struct cisc_run *x, void *arg, unsigned t)
+{
+    unsigned i = *(const unsigned *)arg + t;
+    finish_step(x, i, ex_compute(x, i));
+}
+
+/* ---- READ, in pieces on free cores when large ------------------------------- */
+
+/* A READ of at least two pieces is cut into pieces of about this size (at
+ * most READ_PIECES of them): small enough that a core that is slow to
+ * start (another process has the CPU) holds up little, large enough for
+ * long contiguous reads. */
+#define READ_PIECE (1ull << 20)
+#define READ_PIECES 16u
+
+/* One READ step cut into pieces (the tasks of a fan). */
+struct read_pieces {
+    unsigned fi;                 /* files[] index */
+    uint64_t off, len, piece;    /* the step's range; bytes per piece */
+    uint8_t *buf;
+    int64_t got[READ_PIECES];
+};
+
+static uint64_t piece_len(const struct read_pieces *r, unsigned t)
+{
+    uint64_t o = (uint64_t)t * r->piece;
+    return r->len - o < r->piece ? r->len - o : r->piece;
+}
+
+static void read_task(struct cisc_run *x, void *arg, unsigned t)
+{
+    struct read_pieces *r = arg;
+    uint64_t o = (uint64_t)t * r->piece;
+    r->got[t] = cisc_vread(x, r->fi, r->off + o, r->buf + o, piece_len(r, t));
+}
+
+/* Reads step i's range in k pieces, spread over free cores. The result
+ * is what one cisc_vread of the whole range gives: the bytes up to the
+ * first short piece (end of file), or the first piece's error. */
+static int64_t read_spread(struct cisc_run *x, unsigned i, unsigned k)
+{
+    const struct cisc_step *s = &x->v->st[i];
+    struct read_pieces r = { .fi = x->sfile[i], .off = s->off, .len = s->len, .buf = x->buf[i] };
+    r.piece = ((s->len + k - 1) / k + 4095) & ~4095ull;   /* whole blocks: no bounce copies */
+    unsigned count = (unsigned)((s->len + r.piece - 1) / r.piece);   /* <= k */
+    fan_run(x, count, read_task, &r);
+    int64_t total = 0;
+    for (unsigned t = 0; t < count; t++) {
+        if (r.got[t] < 0)
+            return total ? total : r.got[t];
+        total += r.got[t];
+        if ((uint64_t)r.got[t] < piece_len(&r, t))
+            break;
+    }
+    return total;
+}
+
+static int64_t ex_read(struct cisc_run *x, unsigned i)
+{
+    const struct cisc_step *s = &x->v->st[i];
+    int r = alloc_out(x, i);
+    if (r)
+        return r;
+    uint64_t k = (s->len + READ_PIECE - 1) / READ_PIECE;
+    k = k < READ_PIECES ? k : READ_PIECES;
+    int64_t n = k >= 2 && x->e->cores > 1 ? read_spread(x, i, (unsigned)k)
+                       : cisc_vread(x, x->sfile[i], s->off, x->buf[i], s->len);
+    if (n >= 0)
+        x->olen[i] = (uint64_t)n;
+    return n;
 }
 
 /* Length of the run of independent compute steps starting at i in which
@@ -423,7 +472,7 @@ static int execute(struct cisc_run *x)
     for (unsigned i = 0; i < v->n;) {
         unsigned run = independent_run(v, i);
         if (run >= 2 && x->e->cores > 1) {
-            fan_out(x, i, run);
+            fan_run(x, run, step_task, &i);
         } else {
             run = 1;
             finish_step(x, i, ex_step(x, i));
@@ -443,7 +492,7 @@ static int execute(struct cisc_run *x)
 static void free_bufs(struct cisc_run *x)
 {
     for (unsigned i = 0; i < x->v->n; i++)
-        free(x->buf[i]);
+        cisc_buf_put(x->e, x->buf[i], x->bufsize[i]);
 }
 
 /* Phases 3-4 with the stripes held. */
@@ -517,13 +566,13 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
     int r = cisc_prepare(x);
     if (!r) {
         struct stripes sp;
-        mem_reserve(e, v->mem);
+        cisc_mem_reserve(e, v->mem);
         stripes_collect(x, &sp);
         stripes_lock(e, &sp);
         r = run_locked(x);
         stripes_unlock(e, &sp);
-        free_bufs(x);
-        mem_release(e, v->mem);
+        cisc_mem_release(e, v->mem);
+        free_bufs(x);   /* after the release: large ones may stay as spares */
     }
     cisc_unprepare(x);
     v->ran = 0;

@@ -78,6 +78,7 @@ struct cisc_run {
     struct cisc_mut muts[CISC_MAX_MUTS];
     unsigned nmuts;
     uint8_t *buf[WIRE_MAX_STEPS];       /* output buffers (device memory) */
+    uint64_t bufsize[WIRE_MAX_STEPS];   /* their real sizes (cisc_buf_get) */
     uint64_t olen[WIRE_MAX_STEPS];
     bool fsync;                         /* some step asked for durability */
     uint64_t dead[WIRE_MAX_STEPS];      /* references of undone creates, dropped at the end */
@@ -96,6 +97,25 @@ void cisc_unprepare(struct cisc_run *x);
 /* Reads [off, off + len) of file f as the op sees it now (base content
  * plus its pending mutations). Returns bytes read or -errno. */
 int64_t cisc_vread(struct cisc_run *x, unsigned f, uint64_t off, uint8_t *out, uint64_t len);
+
+/* ---- device memory (cisc_mem.c) ---- */
+
+/* Reserves n bytes of the device memory budget for an op, waiting while
+ * running ops hold too much (idle spare buffers are dropped first). */
+void cisc_mem_reserve(struct engine *e, uint64_t n);
+
+/* Returns what cisc_mem_reserve(e, n) took. */
+void cisc_mem_release(struct engine *e, uint64_t n);
+
+/* A step buffer of at least cap bytes (at least 1), contents undefined:
+ * an idle one kept from an earlier op when one fits, else a new one.
+ * *size gets its real size, for cisc_buf_put. Returns NULL when out of
+ * memory. */
+uint8_t *cisc_buf_get(struct engine *e, uint64_t cap, uint64_t *size);
+
+/* Gives back a buffer of cisc_buf_get (NULL is fine): kept for reuse
+ * when large and within the spare limits, else freed. */
+void cisc_buf_put(struct engine *e, uint8_t *p, uint64_t size);
 
 /* Phase 4: applies the deferred mutations; on failure undoes them and
  * marks the failing step. Returns 0 or -errno. */

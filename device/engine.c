@@ -77,6 +77,7 @@ static void free_locks(struct engine *e)
 {
     for (unsigned i = 0; i < ENG_INO_STRIPES; i++)
         pthread_rwlock_destroy(&e->ino_lock[i]);
+    eng_spares_drain(e);
     pthread_mutex_destroy(&e->mem_mu);
     pthread_cond_destroy(&e->mem_cv);
     pthread_rwlock_destroy(&e->watch_lock);

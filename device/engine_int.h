@@ -13,6 +13,12 @@
 
 #define ENG_INO_STRIPES 256u
 #define ENG_DEV_RAM_DEFAULT (2ull << 30)
+#define ENG_SPARES 8u   /* idle step buffers kept for reuse (cisc_mem.c) */
+
+struct eng_spare {
+    void *p;
+    uint64_t size;
+};
 
 struct engine {
     struct sfs *fs;               /* not owned */
@@ -32,6 +38,10 @@ struct engine {
     pthread_mutex_t mem_mu;
     pthread_cond_t mem_cv;
     uint64_t mem_budget, mem_used;
+    /* Idle large step buffers kept for the next op (cisc_mem.c; protected
+     * by mem_mu, their bytes counted in mem_used). */
+    struct eng_spare spare[ENG_SPARES];
+    unsigned nspare;
     /* The watcher (eng_set_watch): calls into it hold watch_lock for
      * reading, so clearing it waits for them. */
     pthread_rwlock_t watch_lock;
@@ -45,6 +55,9 @@ static inline struct hdl_table *eng_hdl(struct engine *e, const struct eng_cmd *
 {
     return c->hdl ? c->hdl : e->hdl;
 }
+
+/* Frees the idle step buffers (cisc_mem.c); at destruction. */
+void eng_spares_drain(struct engine *e);
 
 /* Records in c->chg (when set) what command c changed (engine_watch.c). */
 void eng_note_changes(struct engine *e, struct eng_cmd *c);

@@ -109,6 +109,7 @@ int progs_run(struct progs_prog *pp, struct progs_stream *s, struct progs_run *r
         .offset = run->offset, .trace = on_trace, .trace_arg = &c,
         .on_block = on_block, .on_block_arg = &c,
         .state = s ? s->state : NULL, .first_block = c.first, .more = run->more,
+        .in_place = run->in_place,
     };
     memcpy(o.arg, run->arg, sizeof(o.arg));
     int rc = step_error(vm_blocks_run(pp->prog, run->in, run->in_len, &o, NULL), &c);

@@ -111,6 +111,26 @@ static __u64 (*cisc_ktime_ns)(void) = (void *)8;
  *    block, kept across the blocks of one step. Never NULL. */
 static void *(*cisc_state)(void) = (void *)9;
 
+/* Search. Each returns an index, or -1 when there is none; the verifier
+ * knows the range, so after `if (i < 0)` the index may be added to a
+ * pointer (still check the bytes you access against the end pointer). */
+
+/* 10: index of the first occurrence of needle (needle_len >= 1) in
+ *     hay[0, hay_len), in [-1, hay_len). */
+static long (*cisc_memmem)(const void *hay, __u32 hay_len, const void *needle,
+                           __u32 needle_len) = (void *)10;
+/* 11: index of the first byte equal to c in buf[0, len), in [-1, len). */
+static long (*cisc_memchr)(const void *buf, __u32 len, __u32 c) = (void *)11;
+/* 12: index (from ctx->data) of the first occurrence of needle lying
+ *     entirely inside the input bytes [from, min(to, ctx->len)); in
+ *     [-1, to). Variable-length search of the input: no proof needed. */
+static long (*cisc_input_find)(const struct cisc_ctx *ctx, __u64 from, __u64 to,
+                               const void *needle, __u32 needle_len) = (void *)12;
+/* 13: index (from ctx->data) of the last byte equal to c in the input
+ *     bytes [from, min(to, ctx->len)); in [-1, to). */
+static long (*cisc_input_rchr)(const struct cisc_ctx *ctx, __u64 from, __u64 to,
+                               __u32 c) = (void *)13;
+
 /* cisc_printk("x=%d\n", x): cisc_trace with the format's size filled in
  * and missing arguments passed as 0 (at most three). */
 #define __cisc_trace_args(dummy, a, b, c, ...) a, b, c

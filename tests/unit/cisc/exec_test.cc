@@ -491,6 +491,58 @@ TEST_F(Cisc, IndependentStepsSpreadOverCores)
     EXPECT_GT(s.count, 0u);   // helpers were handed to other cores
 }
 
+// A READ of 1 MiB or more is cut into pieces that free cores read at once;
+// the result is the same as one read: clamped at the end of the file,
+// holes as zeros, the op's own pending writes and truncates seen across
+// piece boundaries.
+TEST_F(Cisc, LargeReadsAreReadInPiecesOnFreeCores)
+{
+    const uint64_t MiB = 1 << 20;
+    std::string data = Pattern(5 * MiB + 123, 7);
+    Put("big", data);
+    struct { uint64_t off, len; } cases[] = {
+        {0, 5 * MiB + 123}, {4097, 3 * MiB + 5}, {0, 2 * MiB}, {4 * MiB, 8 * MiB},
+        {6 * MiB, 2 * MiB}, {5 * MiB + 100, MiB},
+    };
+    for (auto &c : cases) {
+        Arena a(9 * MiB);
+        Vec v(a);
+        auto f = v.Open("big", O_RDONLY);
+        auto r = v.Read(f, c.off, c.len);
+        uint64_t out = v.OutTo(r, (uint32_t)c.len);
+        struct eng_cisc res;
+        ASSERT_EQ(Run(v, &res), 0) << c.off;
+        std::string want = c.off < data.size() ? data.substr(c.off, c.len) : "";
+        ASSERT_EQ(res.res[r].ret, (int64_t)want.size()) << c.off << "+" << c.len;
+        EXPECT_TRUE(a.Get(out, want.size()) == want) << c.off << "+" << c.len;
+    }
+
+    // Writes (one across the 1.5 MiB piece edge), a hole and a truncate in
+    // the same op, then a 3 MiB read through them.
+    Arena a(9 * MiB);
+    Vec v(a);
+    auto f = v.Open("big", O_RDWR);
+    std::string w1(100, 'X'), w2(4000, 'Y');
+    v.Write(f, 3 * MiB / 2 - 50, -1, w1);
+    v.Truncate(f, 2 * MiB + 7);
+    v.Write(f, 2 * MiB + 4096 * 3, -1, w2);   // beyond the new size: a hole before it
+    auto r = v.Read(f, 0, 3 * MiB);
+    uint64_t out = v.OutTo(r, 3 * MiB);
+    struct eng_cisc res;
+    ASSERT_EQ(Run(v, &res), 0);
+    std::string want = data.substr(0, 2 * MiB + 7);
+    want.replace(3 * MiB / 2 - 50, 100, w1);
+    want += std::string(4096 * 3 - 7, '\0') + w2;
+    ASSERT_EQ(res.res[r].ret, (int64_t)want.size());
+    EXPECT_TRUE(a.Get(out, want.size()) == want);
+    EXPECT_TRUE(Get("big") == want);
+
+    eng_drain(eng);
+    struct stats_summary st;
+    stats_summary(eng_stats(eng), ENG_OP_CISC_PART, &st);
+    EXPECT_GT(st.count, 0u);   // pieces were handed to other cores
+}
+
 TEST_F(Cisc, IndependentRunStopsAtADependency)
 {
     Arena a;

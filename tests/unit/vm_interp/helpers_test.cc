@@ -34,8 +34,9 @@ TEST(HelperTable, IdsAndNamesMatchCiscBpfH)
 {
     const char *names[] = {"cisc_crc32c", "cisc_xxh64", "cisc_xxh3_64", "cisc_copy",
                            "cisc_zstd_compress", "cisc_zstd_decompress", "cisc_trace",
-                           "cisc_ktime_ns", "cisc_state"};
-    for (uint32_t id = 1; id <= 9; id++) {
+                           "cisc_ktime_ns", "cisc_state", "cisc_memmem", "cisc_memchr",
+                           "cisc_input_find", "cisc_input_rchr"};
+    for (uint32_t id = 1; id <= 13; id++) {
         const vm_helper *h = vm_helper_find(id);
         ASSERT_NE(h, nullptr) << id;
         EXPECT_EQ(h->id, id);
@@ -43,13 +44,13 @@ TEST(HelperTable, IdsAndNamesMatchCiscBpfH)
         EXPECT_NE(h->fn, nullptr);
     }
     EXPECT_EQ(vm_helper_find(0), nullptr);
-    EXPECT_EQ(vm_helper_find(10), nullptr);
+    EXPECT_EQ(vm_helper_find(14), nullptr);
     EXPECT_EQ(vm_helper_find(UINT32_MAX), nullptr);
 }
 
 TEST(HelperTable, EveryMemArgumentHasAFollowingSize)
 {
-    for (uint32_t id = 1; id <= 9; id++) {
+    for (uint32_t id = 1; id <= 13; id++) {
         const vm_helper *h = vm_helper_find(id);
         for (int i = 0; i < 5; i++) {
             if (h->args[i] != VM_ARG_MEM_R && h->args[i] != VM_ARG_MEM_W)
@@ -63,6 +64,22 @@ TEST(HelperTable, EveryMemArgumentHasAFollowingSize)
     EXPECT_EQ(vm_helper_find(9)->ret_size, (uint32_t)VM_STATE_SIZE);
     EXPECT_EQ(vm_helper_find(4)->args[0], VM_ARG_MEM_W);
     EXPECT_EQ(vm_helper_find(7)->args[0], VM_ARG_MEM_R);
+}
+
+TEST(HelperTable, IndexHelpersNameTheArgumentThatBoundsThem)
+{
+    for (uint32_t id = 1; id <= 13; id++) {
+        const vm_helper *h = vm_helper_find(id);
+        if (h->ret != VM_RET_INDEX)
+            continue;
+        ASSERT_TRUE(h->ret_arg >= 1 && h->ret_arg <= 5) << h->name;
+        enum vm_arg_kind k = h->args[h->ret_arg - 1];
+        EXPECT_TRUE(k == VM_ARG_SIZE || k == VM_ARG_SIZE_OR_ZERO || k == VM_ARG_SCALAR)
+            << h->name;
+    }
+    EXPECT_EQ(vm_helper_find(10)->ret_arg, 2);   /* hay_len */
+    EXPECT_EQ(vm_helper_find(12)->args[0], VM_ARG_CTX);
+    EXPECT_EQ(vm_helper_find(12)->ret_arg, 3);   /* to */
 }
 
 TEST(CtxFields, TableMatchesStruct)

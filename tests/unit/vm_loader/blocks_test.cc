@@ -175,6 +175,31 @@ TEST_F(Blocks, InputIsNeverWritten)
     EXPECT_EQ(in, copy);
 }
 
+// in_place: blocks point into the caller's input instead of a copy; the
+// program sees the same bytes, lengths and places either way.
+TEST_F(Blocks, InPlaceSeesTheSameBlocks)
+{
+    std::string in;
+    for (int i = 0; i < 5000; i++)
+        in += (char)('a' + i % 26 + (i / 1000));   // first bytes differ per block
+    const std::string copy = in;
+    for (uint32_t bs : {1000u, 333u, 4096u}) {
+        vm_blocks_opts o{};
+        o.block_size = bs;
+        Trace a, b;
+        ASSERT_EQ(run(probe_, in, o, a), 0);
+        o.in_place = true;
+        ASSERT_EQ(run(probe_, in, o, b), 0);
+        ASSERT_EQ(a.seen.size(), b.seen.size());
+        ASSERT_EQ(a.seen.size(), (in.size() + bs - 1) / bs);
+        for (size_t k = 0; k < a.seen.size(); k++) {
+            EXPECT_EQ(0, memcmp(&a.seen[k], &b.seen[k], sizeof(Seen))) << "block " << k;
+            EXPECT_EQ(b.seen[k].first, (uint64_t)(uint8_t)in[k * bs]) << "block " << k;
+        }
+    }
+    EXPECT_EQ(in, copy);
+}
+
 TEST_F(Blocks, RefusesUnverifiedProgramsAndBadOptions)
 {
     vm_prog copy = *probe_;
