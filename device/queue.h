@@ -18,10 +18,11 @@
  * work per poll, whatever the indices say), charges one link crossing for
  * the batch, copies each SQE once into private memory, validates it into
  * an engine command and releases the slots (sq_head). After the sweep it
- * hands the commands to the engine's one scheduler: all but the last go
- * to the queue of the device cores (so a batch spreads over free cores),
- * the last may run at once on the poller in a free core's slot (direct
- * dispatch). Every command therefore runs in a core slot, counted in the
+ * hands the commands to the engine's one scheduler: large ones (64 KiB
+ * of data or more), fsyncs and programs go to the queue of the device
+ * cores (so a batch spreads over free cores); small ones and the last may
+ * run at once on the poller in a free core's slot (direct dispatch: a
+ * small command costs less than waking a core). Every command therefore runs in a core slot, counted in the
  * scheduler's and the engine's statistics. With nothing to do a poller
  * spins poll_us, then announces sleep (WIRE_SQ_NEED_WAKEUP on each of its
  * queues) and sleeps on all their doorbells at once (futex_waitv; with an

@@ -394,15 +394,53 @@ static unsigned fetch(struct qp *qp, struct qp_cmd ***tail)
     return n;
 }
 
-/* Hands a sweep's commands to the scheduler: all but the last to the
- * device cores' queue, the last possibly run right here (direct). */
+/* A command moving fewer bytes than this is run by the poller itself
+ * (direct dispatch, in a free core's slot) even when more of its batch
+ * follow: waking a device core costs a thread switch (5-20 us measured on
+ * a 2-CPU host), more than such a command's whole work (an append-CRC of
+ * 4 KiB takes about 3 us), so handing it over only adds switches. Larger
+ * commands are worth spreading over free cores. */
+#define QP_HANDOFF_MIN_BYTES (64u << 10)
+
+/* Worth handing to another core: large, or may block or run long (an
+ * fsync waits for a journal commit; a program may run its whole budget). */
+static bool worth_handoff(const struct eng_cmd *c)
+{
+    switch (c->op) {
+    case ENG_OP_READ: case ENG_OP_WRITE: case ENG_OP_APPEND:
+        return c->len >= QP_HANDOFF_MIN_BYTES;
+    case ENG_OP_STAT_PATH: case ENG_OP_FSTAT: case ENG_OP_NOP:
+        return false;
+    case ENG_OP_CISC:
+        break;
+    default:
+        return true;
+    }
+    const struct eng_cisc *v = c->cisc;
+    if (!v || v->status)
+        return false;   /* refused by the decoder: completes at once */
+    uint64_t bytes = v->mem;
+    for (unsigned i = 0; i < v->n; i++) {
+        const struct cisc_step *s = &v->st[i];
+        if (s->kind == WIRE_STEP_FSYNC || s->kind == WIRE_STEP_BPF)
+            return true;
+        bytes += s->src_len;
+    }
+    return bytes >= QP_HANDOFF_MIN_BYTES;
+}
+
+/* Hands a sweep's commands to the scheduler: small ones (above) and the
+ * last run right here when a core slot is free (direct), the others go
+ * to the device cores' queue so that a batch of large commands spreads
+ * over free cores. */
 static void dispatch(struct engine *e, struct qp_cmd *list)
 {
     while (list) {
         struct qp_cmd *qc = list;
         list = qc->next;
         qc->next = NULL;
-        int r = list ? eng_submit_handoff(e, &qc->c) : eng_submit(e, &qc->c);
+        int r = list && worth_handoff(&qc->c) ? eng_submit_handoff(e, &qc->c)
+                                              : eng_submit(e, &qc->c);
         if (r) {
             qc->c.ret = r;
             qp_cmd_done(&qc->c);
