@@ -30,7 +30,9 @@
 
 #define LOOP_MAX_CPUS   16u   /* beyond this, every request would wake too many pollers */
 #define LOOP_PER_CPU    2u    /* a poller and a stand-by for slow requests */
-#define LOOP_LOSSES     3u    /* empty wake-ups before a worker parks */
+#define LOOP_LOSS_PARK  8u    /* loss score at which a poller naps (see note_race) */
+#define LOOP_WIN_CREDIT 2u    /* a request won takes this off the loss score */
+#define LOOP_SLOW_IO    (128u * 1024)  /* READ/WRITE larger than this may run long */
 #define LOOP_PARK_MS    50    /* a parked worker looks again after this */
 #define LOOP_POLL_MS    250   /* re-check for exit (signals may hit other threads) */
 
@@ -47,6 +49,7 @@ bool fusefs_loop_can_splice(void)
 struct loop_cpu {
     _Atomic uint32_t wake;        /* futex word of the CPU's parked workers */
     _Atomic unsigned parked;      /* how many are parked on it */
+    _Atomic bool polled;          /* a worker holds the CPU's polling role */
 };
 
 struct fusefs_loop {
@@ -70,16 +73,16 @@ static void futex_wake(_Atomic uint32_t *w, int n)
     syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
-/* Wakes up to n parked workers of CPU ci (n < 0: all). */
+/* Wakes up to n parked workers of CPU ci (n < 0: all). The caller has
+ * just changed what parked workers wait for (stop, the polling role). */
 static void wake_parked(struct fusefs_loop *l, unsigned ci, int n)
 {
     struct loop_cpu *c = &l->cpu[ci];
-    if (atomic_load_explicit(&c->parked, memory_order_relaxed) == 0)
+    /* Sequentially consistent with park(): either this load sees the
+     * parker's count, or the parker sees the change made before it. */
+    if (atomic_load(&c->parked) == 0)
         return;
-    /* Pairs with the acquire load in park(): a parker that read the old
-     * value is woken by the FUTEX_WAKE, one that reads the new value does
-     * not sleep. */
-    atomic_fetch_add_explicit(&c->wake, 1, memory_order_release);
+    atomic_fetch_add(&c->wake, 1);
     futex_wake(&c->wake, n < 0 ? INT32_MAX : n);
 }
 
@@ -89,21 +92,23 @@ static void wake_everyone(struct fusefs_loop *l)
         wake_parked(l, i, -1);
 }
 
-/* Sleeps until woken or LOOP_PARK_MS pass: others serve meanwhile. */
+/* Sleeps until woken or LOOP_PARK_MS pass: others serve meanwhile. Does
+ * not sleep if the loop is stopping or the CPU's polling role is free
+ * (counted as parked first, so a waker cannot miss us: see wake_parked). */
 static void park(struct fusefs_loop *l, unsigned ci)
 {
     struct loop_cpu *c = &l->cpu[ci];
     struct timespec ts = { 0, LOOP_PARK_MS * 1000000L };
-    uint32_t seen = atomic_load_explicit(&c->wake, memory_order_acquire);
-    atomic_fetch_add_explicit(&c->parked, 1, memory_order_relaxed);
-    if (!atomic_load_explicit(&l->stop, memory_order_relaxed))
+    atomic_fetch_add(&c->parked, 1);
+    uint32_t seen = atomic_load(&c->wake);
+    if (!atomic_load(&l->stop) && atomic_load(&c->polled))
         syscall(SYS_futex, &c->wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
-    atomic_fetch_sub_explicit(&c->parked, 1, memory_order_relaxed);
+    atomic_fetch_sub(&c->parked, 1);
 }
 
 static void loop_stop(struct fusefs_loop *l)
 {
-    atomic_store_explicit(&l->stop, true, memory_order_relaxed);
+    atomic_store(&l->stop, true);
     uint64_t one = 1;
     if (write(l->evfd, &one, sizeof(one)) < 0) {
         /* the counter cannot overflow with one write per stop */
@@ -111,16 +116,31 @@ static void loop_stop(struct fusefs_loop *l)
     wake_everyone(l);
 }
 
-/* Requests that may run long (data, sync, truncate): a stand-by takes
- * over polling on this CPU while the worker is busy with one. */
+/* The byte count of a READ or WRITE request (0 if the buffer is short). */
+static uint32_t io_size(const struct fuse_buf *b, uint32_t op)
+{
+    size_t at = sizeof(struct fuse_in_header) +
+                (op == FUSE_READ ? offsetof(struct fuse_read_in, size)
+                                 : offsetof(struct fuse_write_in, size));
+    uint32_t n = 0;
+    if (b->size >= at + sizeof(n))
+        memcpy(&n, (const char *)b->mem + at, sizeof(n));
+    return n;
+}
+
+/* Requests that may run long (large data, sync, truncate): a stand-by
+ * takes over polling on this CPU while the worker is busy with one. Small
+ * reads and writes are as quick as a metadata operation. */
 static bool may_be_slow(const struct fuse_buf *b)
 {
     if (b->size < sizeof(struct fuse_in_header) || (b->flags & FUSE_BUF_IS_FD))
         return true;
     uint32_t op;
     memcpy(&op, (const char *)b->mem + offsetof(struct fuse_in_header, opcode), sizeof(op));
-    return op == FUSE_READ || op == FUSE_WRITE || op == FUSE_FSYNC || op == FUSE_FSYNCDIR ||
-           op == FUSE_SETATTR || op == FUSE_FALLOCATE || op == FUSE_COPY_FILE_RANGE;
+    if (op == FUSE_READ || op == FUSE_WRITE)
+        return io_size(b, op) > LOOP_SLOW_IO;
+    return op == FUSE_FSYNC || op == FUSE_FSYNCDIR || op == FUSE_SETATTR ||
+           op == FUSE_FALLOCATE || op == FUSE_COPY_FILE_RANGE;
 }
 
 /* Waits until /dev/fuse is readable (or exit). Returns false to exit. */
@@ -138,34 +158,86 @@ static bool wait_readable(struct fusefs_loop *l)
     }
 }
 
-/* One worker: poll, read, run; park after repeatedly losing the race for
- * requests to the workers of other CPUs (they serve a process on their
- * own CPU). Stand-bys (all but the first worker of a CPU) start parked. */
+/* Takes the polling role of CPU ci; false if another worker holds it. */
+static bool claim_poll(struct fusefs_loop *l, unsigned ci)
+{
+    bool no = false;
+    return atomic_compare_exchange_strong_explicit(&l->cpu[ci].polled, &no, true,
+                                                   memory_order_acq_rel, memory_order_relaxed);
+}
+
+/* Gives the polling role of CPU ci to a parked worker of the CPU. */
+static void hand_over_poll(struct fusefs_loop *l, unsigned ci)
+{
+    atomic_store(&l->cpu[ci].polled, false);
+    wake_parked(l, ci, 1);
+}
+
+/* Keeps the loss score of a poller: a loss (another CPU's poller read the
+ * request first) adds one, a request won takes LOOP_WIN_CREDIT off. A
+ * poller whose CPU runs no client loses most races (the requester's own
+ * CPU usually wins) yet wins some, so consecutive losses are rare; the
+ * score still climbs and the poller naps, keeping its role, so that new
+ * requests stop waking its idle CPU (an inter-processor interrupt charged
+ * to the requester). Returns true when it should nap. */
+static bool note_race(unsigned *score, bool won)
+{
+    if (won) {
+        *score = *score > LOOP_WIN_CREDIT ? *score - LOOP_WIN_CREDIT : 0;
+        return false;
+    }
+    if (++*score < LOOP_LOSS_PARK)
+        return false;
+    *score = 0;
+    return true;
+}
+
+/* Polls and serves as the CPU's poller until it hands the role over (a
+ * slow request) or the loop ends. Returns false when the loop ends. */
+static bool poll_and_serve(struct loop_worker *w, struct fuse_buf *buf, unsigned *score)
+{
+    struct fusefs_loop *l = w->l;
+    while (wait_readable(l)) {
+        int r = fuse_session_receive_buf(l->se, buf);
+        if (r == -EAGAIN || r == -EINTR) {
+            if (note_race(score, false))
+                park(l, w->ci);      /* napping keeps the role */
+            continue;
+        }
+        if (r <= 0 || fuse_session_exited(l->se))
+            return false;         /* unmounted, or a read error */
+        note_race(score, true);
+        bool slow = may_be_slow(buf);
+        if (slow)
+            hand_over_poll(l, w->ci);
+        fuse_session_process_buf(l->se, buf);
+        if (slow)
+            return true;
+    }
+    return false;
+}
+
+/* One worker. At most one worker per CPU polls /dev/fuse (a poll wakes
+ * every poller, so a second one on the same CPU would only cost a
+ * context switch per request); the others park until the poller starts
+ * a slow request and hands the role over, or LOOP_PARK_MS pass. */
 static void *worker_main(void *arg)
 {
     struct loop_worker *w = arg;
     struct fusefs_loop *l = w->l;
     struct fuse_buf buf;
     memset(&buf, 0, sizeof(buf));
-    unsigned losses = 0;
+    unsigned score = 0;
     in_worker = true;
     if (w->standby)
         park(l, w->ci);
-    while (wait_readable(l)) {
-        int r = fuse_session_receive_buf(l->se, &buf);
-        if (r == -EAGAIN || r == -EINTR) {
-            if (++losses >= LOOP_LOSSES) {
-                losses = 0;
-                park(l, w->ci);
-            }
+    while (!atomic_load_explicit(&l->stop, memory_order_relaxed)) {
+        if (!claim_poll(l, w->ci)) {
+            park(l, w->ci);
             continue;
         }
-        if (r <= 0 || fuse_session_exited(l->se))
-            break;                /* unmounted, or a read error */
-        losses = 0;
-        if (may_be_slow(&buf))
-            wake_parked(l, w->ci, 1);
-        fuse_session_process_buf(l->se, &buf);
+        if (!poll_and_serve(w, &buf, &score))
+            break;
     }
     free(buf.mem);
     loop_stop(l);
