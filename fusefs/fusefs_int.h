@@ -43,9 +43,10 @@ void fusefs_raise_readahead(struct fusefs *f);
  * the one on the requester's CPU, which runs as soon as the requester
  * sleeps, usually takes it. So that a request wakes as few threads as
  * possible, only one worker per CPU polls (the CPU's polling role); the
- * others park on a futex. A poller that keeps losing the race for
- * requests to other CPUs' pollers (its CPU runs no client) naps, keeping
- * the role, so that requests stop waking its idle CPU.
+ * others park on a futex. While a single requester makes all requests,
+ * a poller that reads few of them (its CPU runs no client, it only wins
+ * races against the requester's own poller) naps for LOOP_NAP_MS,
+ * keeping the role, so that requests stop waking its idle CPU.
  *
  * Invariants:
  *   1. Every request is read by exactly one worker (the kernel hands each
@@ -55,7 +56,8 @@ void fusefs_raise_readahead(struct fusefs *f);
  *      first gives the role up and wakes a parked worker of its CPU, so
  *      the CPU keeps a poller; when done, it parks if the role is taken.
  *      Parking, napping and polling all end within LOOP_PARK_MS /
- *      LOOP_POLL_MS, so no request waits longer for lack of a poller.
+ *      LOOP_NAP_MS / LOOP_POLL_MS, so no request waits longer than that
+ *      for lack of a poller on its CPU (another CPU's poller serves it).
  *   3. Stop (fusefs_loop_stop, unmount, a read error) wakes every worker:
  *      the exit eventfd for pollers, the futexes for parked ones.
  */

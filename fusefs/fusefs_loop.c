@@ -30,10 +30,13 @@
 
 #define LOOP_MAX_CPUS   16u   /* beyond this, every request would wake too many pollers */
 #define LOOP_PER_CPU    2u    /* a poller and a stand-by for slow requests */
-#define LOOP_LOSS_PARK  8u    /* loss score at which a poller naps (see note_race) */
-#define LOOP_WIN_CREDIT 2u    /* a request won takes this off the loss score */
+#define LOOP_NAP_GAP    2u    /* a poller naps when others serve more than this many
+                                 requests per one of its own, on average (share_note) */
+#define LOOP_GAP_CAP    64u   /* one gap counts at most this much */
+#define LOOP_ONE_CLIENT 256u  /* requests from one requester in a row before any poller naps */
 #define LOOP_SLOW_IO    (128u * 1024)  /* READ/WRITE larger than this may run long */
 #define LOOP_PARK_MS    50    /* a parked worker looks again after this */
+#define LOOP_NAP_MS     5     /* a poller of an idle CPU naps this long (share_note) */
 #define LOOP_POLL_MS    250   /* re-check for exit (signals may hit other threads) */
 
 /* Set in the loop's workers: libfuse keeps a splice pipe per thread that
@@ -59,6 +62,9 @@ struct fusefs_loop {
     int cpus[LOOP_MAX_CPUS];
     struct loop_cpu cpu[LOOP_MAX_CPUS];
     _Atomic bool stop;
+    _Atomic uint64_t served;      /* requests read by any worker */
+    _Atomic uint32_t last_pid;    /* requester of the latest request (0: none) */
+    _Atomic uint64_t pid_change;  /* `served` when last_pid last changed */
     pthread_t threads[LOOP_MAX_CPUS * LOOP_PER_CPU];
 };
 
@@ -92,13 +98,13 @@ static void wake_everyone(struct fusefs_loop *l)
         wake_parked(l, i, -1);
 }
 
-/* Sleeps until woken or LOOP_PARK_MS pass: others serve meanwhile. Does
+/* Sleeps until woken or `ms` milliseconds pass: others serve meanwhile. Does
  * not sleep if the loop is stopping or the CPU's polling role is free
  * (counted as parked first, so a waker cannot miss us: see wake_parked). */
-static void park(struct fusefs_loop *l, unsigned ci)
+static void park(struct fusefs_loop *l, unsigned ci, long ms)
 {
     struct loop_cpu *c = &l->cpu[ci];
-    struct timespec ts = { 0, LOOP_PARK_MS * 1000000L };
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
     atomic_fetch_add(&c->parked, 1);
     uint32_t seen = atomic_load(&c->wake);
     if (!atomic_load(&l->stop) && atomic_load(&c->polled))
@@ -173,46 +179,85 @@ static void hand_over_poll(struct fusefs_loop *l, unsigned ci)
     wake_parked(l, ci, 1);
 }
 
-/* Keeps the loss score of a poller: a loss (another CPU's poller read the
- * request first) adds one, a request won takes LOOP_WIN_CREDIT off. A
- * poller whose CPU runs no client loses most races (the requester's own
- * CPU usually wins) yet wins some, so consecutive losses are rare; the
- * score still climbs and the poller naps, keeping its role, so that new
- * requests stop waking its idle CPU (an inter-processor interrupt charged
- * to the requester). Returns true when it should nap. */
-static bool note_race(unsigned *score, bool won)
+/* A poller's share of the requests: gap8 is an average (x8, weight 1/8)
+ * of how many requests other CPUs' pollers read between two of its own. */
+struct share {
+    uint64_t prev;                /* l->served after this poller's last request */
+    unsigned gap8;
+};
+
+static void share_reset(struct fusefs_loop *l, struct share *sh)
 {
-    if (won) {
-        *score = *score > LOOP_WIN_CREDIT ? *score - LOOP_WIN_CREDIT : 0;
-        return false;
-    }
-    if (++*score < LOOP_LOSS_PARK)
-        return false;
-    *score = 0;
-    return true;
+    sh->prev = atomic_load_explicit(&l->served, memory_order_relaxed);
+    sh->gap8 = 0;
+}
+
+/* The requester of request b (0 if unknown: FORGET, spliced buffers). */
+static uint32_t requester(const struct fuse_buf *b)
+{
+    uint32_t pid = 0;
+    if (!(b->flags & FUSE_BUF_IS_FD) && b->size >= sizeof(struct fuse_in_header))
+        memcpy(&pid, (const char *)b->mem + offsetof(struct fuse_in_header, pid), sizeof(pid));
+    return pid;
+}
+
+/* Notes that others read served - sh->prev requests since this poller's
+ * last one (plus one more, the current, from `pid`, if `mine`). A poller
+ * whose CPU runs no client still wins some races for the requests of a
+ * client on another CPU (its CPU is idle, so it runs at once, while the
+ * requester's own poller runs only once the requester sleeps); most it
+ * loses inside poll(), which never tells. When one requester has made
+ * every recent request, such a poller naps, keeping its role, so that the
+ * requests stop waking its idle CPU (an inter-processor interrupt charged
+ * to the requester) and stop being served across CPUs. With several
+ * requesters it never naps: serving across CPUs is then parallel work
+ * (two clients on one CPU), and with one client per CPU every poller reads
+ * about every other request. Returns true when it should nap. */
+static bool share_note(struct fusefs_loop *l, struct share *sh, bool mine, uint32_t pid)
+{
+    uint64_t n = mine ? atomic_fetch_add_explicit(&l->served, 1, memory_order_relaxed)
+                      : atomic_load_explicit(&l->served, memory_order_relaxed);
+    if (mine && pid && atomic_exchange_explicit(&l->last_pid, pid, memory_order_relaxed) != pid)
+        atomic_store_explicit(&l->pid_change, n, memory_order_relaxed);
+    uint64_t gap = n - sh->prev;
+    sh->prev = mine ? n + 1 : n;
+    sh->gap8 = sh->gap8 - sh->gap8 / 8 + (unsigned)(gap < LOOP_GAP_CAP ? gap : LOOP_GAP_CAP);
+    uint64_t changed = atomic_load_explicit(&l->pid_change, memory_order_relaxed);
+    return sh->gap8 > 8 * LOOP_NAP_GAP && n > changed && n - changed > LOOP_ONE_CLIENT;
+}
+
+/* Naps (keeping the polling role) and starts counting afresh. */
+static void nap(struct loop_worker *w, struct share *sh)
+{
+    park(w->l, w->ci, LOOP_NAP_MS);
+    share_reset(w->l, sh);
 }
 
 /* Polls and serves as the CPU's poller until it hands the role over (a
  * slow request) or the loop ends. Returns false when the loop ends. */
-static bool poll_and_serve(struct loop_worker *w, struct fuse_buf *buf, unsigned *score)
+static bool poll_and_serve(struct loop_worker *w, struct fuse_buf *buf)
 {
     struct fusefs_loop *l = w->l;
+    struct share sh;
+    share_reset(l, &sh);
     while (wait_readable(l)) {
         int r = fuse_session_receive_buf(l->se, buf);
         if (r == -EAGAIN || r == -EINTR) {
-            if (note_race(score, false))
-                park(l, w->ci);      /* napping keeps the role */
+            if (share_note(l, &sh, false, 0))
+                nap(w, &sh);
             continue;
         }
         if (r <= 0 || fuse_session_exited(l->se))
             return false;         /* unmounted, or a read error */
-        note_race(score, true);
+        bool idle_cpu = share_note(l, &sh, true, requester(buf));
         bool slow = may_be_slow(buf);
         if (slow)
             hand_over_poll(l, w->ci);
         fuse_session_process_buf(l->se, buf);
         if (slow)
             return true;
+        if (idle_cpu)
+            nap(w, &sh);
     }
     return false;
 }
@@ -227,16 +272,15 @@ static void *worker_main(void *arg)
     struct fusefs_loop *l = w->l;
     struct fuse_buf buf;
     memset(&buf, 0, sizeof(buf));
-    unsigned score = 0;
     in_worker = true;
     if (w->standby)
-        park(l, w->ci);
+        park(l, w->ci, LOOP_PARK_MS);
     while (!atomic_load_explicit(&l->stop, memory_order_relaxed)) {
         if (!claim_poll(l, w->ci)) {
-            park(l, w->ci);
+            park(l, w->ci, LOOP_PARK_MS);
             continue;
         }
-        if (!poll_and_serve(w, &buf, &score))
+        if (!poll_and_serve(w, &buf))
             break;
     }
     free(buf.mem);
