@@ -234,16 +234,25 @@ static void nap(struct loop_worker *w, struct share *sh)
 }
 
 /* Polls and serves as the CPU's poller until it hands the role over (a
- * slow request) or the loop ends. Returns false when the loop ends. */
+ * slow request) or the loop ends. Returns false when the loop ends.
+ * After a quick request it reads again before polling: the reply usually
+ * wakes the requester on this CPU, which preempts us, queues its next
+ * request and sleeps before we get back, so the poll would find it
+ * waiting anyway (a system call saved per request). */
 static bool poll_and_serve(struct loop_worker *w, struct fuse_buf *buf)
 {
     struct fusefs_loop *l = w->l;
     struct share sh;
     share_reset(l, &sh);
-    while (wait_readable(l)) {
+    bool again = false;           /* read first, poll only if nothing waits */
+    for (;;) {
+        if (!again && !wait_readable(l))
+            return false;
+        bool polled = !again;
+        again = false;
         int r = fuse_session_receive_buf(l->se, buf);
         if (r == -EAGAIN || r == -EINTR) {
-            if (share_note(l, &sh, false, 0))
+            if (polled && share_note(l, &sh, false, 0))
                 nap(w, &sh);
             continue;
         }
@@ -258,8 +267,9 @@ static bool poll_and_serve(struct loop_worker *w, struct fuse_buf *buf)
             return true;
         if (idle_cpu)
             nap(w, &sh);
+        else
+            again = !atomic_load_explicit(&l->stop, memory_order_relaxed);
     }
-    return false;
 }
 
 /* One worker. At most one worker per CPU polls /dev/fuse (a poll wakes
