@@ -37,20 +37,27 @@ struct fusefs {
 void fusefs_raise_readahead(struct fusefs *f);
 
 /*
- * The session loop (fusefs_loop.c). One worker thread per CPU the process
- * may use, pinned to it, plus one stand-by per CPU; all read /dev/fuse
- * (non-blocking) and wait for it with poll(), so a new request wakes every
- * polling worker and the one on the requester's CPU, which runs as soon as
- * the requester sleeps, usually takes it. A worker that keeps losing that
- * race parks (futex, LOOP_PARK_MS at most) so that a single busy process
- * does not wake the other CPUs on every request.
+ * The session loop (fusefs_loop.c). Workers pinned per CPU the process may
+ * use, LOOP_PER_CPU of them per CPU, read /dev/fuse (non-blocking) after
+ * waiting for it with poll(). A new request wakes every polling worker;
+ * the one on the requester's CPU, which runs as soon as the requester
+ * sleeps, usually takes it. So that a request wakes as few threads as
+ * possible, only one worker per CPU polls (the CPU's polling role); the
+ * others park on a futex. While a single requester makes all requests,
+ * a poller that reads few of them (its CPU runs no client, it only wins
+ * races against the requester's own poller) naps for LOOP_NAP_MS,
+ * keeping the role, so that requests stop waking its idle CPU.
  *
  * Invariants:
  *   1. Every request is read by exactly one worker (the kernel hands each
  *      read one request) and replied by whoever runs it (fusefs_ops.c).
- *   2. A worker that starts a request that may run long (data, sync,
- *      truncate) first wakes a parked stand-by of its CPU, so the CPU
- *      keeps a poller.
+ *   2. At most one worker of a CPU holds its polling role. A worker that
+ *      starts a request that may run long (large data, sync, truncate)
+ *      first gives the role up and wakes a parked worker of its CPU, so
+ *      the CPU keeps a poller; when done, it parks if the role is taken.
+ *      Parking, napping and polling all end within LOOP_PARK_MS /
+ *      LOOP_NAP_MS / LOOP_POLL_MS, so no request waits longer than that
+ *      for lack of a poller on its CPU (another CPU's poller serves it).
  *   3. Stop (fusefs_loop_stop, unmount, a read error) wakes every worker:
  *      the exit eventfd for pollers, the futexes for parked ones.
  */

@@ -30,8 +30,13 @@
 
 #define LOOP_MAX_CPUS   16u   /* beyond this, every request would wake too many pollers */
 #define LOOP_PER_CPU    2u    /* a poller and a stand-by for slow requests */
-#define LOOP_LOSSES     3u    /* empty wake-ups before a worker parks */
+#define LOOP_NAP_GAP    2u    /* a poller naps when others serve more than this many
+                                 requests per one of its own, on average (share_note) */
+#define LOOP_GAP_CAP    64u   /* one gap counts at most this much */
+#define LOOP_ONE_CLIENT 256u  /* requests from one requester in a row before any poller naps */
+#define LOOP_SLOW_IO    (128u * 1024)  /* READ/WRITE larger than this may run long */
 #define LOOP_PARK_MS    50    /* a parked worker looks again after this */
+#define LOOP_NAP_MS     5     /* a poller of an idle CPU naps this long (share_note) */
 #define LOOP_POLL_MS    250   /* re-check for exit (signals may hit other threads) */
 
 /* Set in the loop's workers: libfuse keeps a splice pipe per thread that
@@ -47,6 +52,7 @@ bool fusefs_loop_can_splice(void)
 struct loop_cpu {
     _Atomic uint32_t wake;        /* futex word of the CPU's parked workers */
     _Atomic unsigned parked;      /* how many are parked on it */
+    _Atomic bool polled;          /* a worker holds the CPU's polling role */
 };
 
 struct fusefs_loop {
@@ -56,6 +62,9 @@ struct fusefs_loop {
     int cpus[LOOP_MAX_CPUS];
     struct loop_cpu cpu[LOOP_MAX_CPUS];
     _Atomic bool stop;
+    _Atomic uint64_t served;      /* requests read by any worker */
+    _Atomic uint32_t last_pid;    /* requester of the latest request (0: none) */
+    _Atomic uint64_t pid_change;  /* `served` when last_pid last changed */
     pthread_t threads[LOOP_MAX_CPUS * LOOP_PER_CPU];
 };
 
@@ -70,16 +79,16 @@ static void futex_wake(_Atomic uint32_t *w, int n)
     syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
-/* Wakes up to n parked workers of CPU ci (n < 0: all). */
+/* Wakes up to n parked workers of CPU ci (n < 0: all). The caller has
+ * just changed what parked workers wait for (stop, the polling role). */
 static void wake_parked(struct fusefs_loop *l, unsigned ci, int n)
 {
     struct loop_cpu *c = &l->cpu[ci];
-    if (atomic_load_explicit(&c->parked, memory_order_relaxed) == 0)
+    /* Sequentially consistent with park(): either this load sees the
+     * parker's count, or the parker sees the change made before it. */
+    if (atomic_load(&c->parked) == 0)
         return;
-    /* Pairs with the acquire load in park(): a parker that read the old
-     * value is woken by the FUTEX_WAKE, one that reads the new value does
-     * not sleep. */
-    atomic_fetch_add_explicit(&c->wake, 1, memory_order_release);
+    atomic_fetch_add(&c->wake, 1);
     futex_wake(&c->wake, n < 0 ? INT32_MAX : n);
 }
 
@@ -89,21 +98,23 @@ static void wake_everyone(struct fusefs_loop *l)
         wake_parked(l, i, -1);
 }
 
-/* Sleeps until woken or LOOP_PARK_MS pass: others serve meanwhile. */
-static void park(struct fusefs_loop *l, unsigned ci)
+/* Sleeps until woken or `ms` milliseconds pass: others serve meanwhile. Does
+ * not sleep if the loop is stopping or the CPU's polling role is free
+ * (counted as parked first, so a waker cannot miss us: see wake_parked). */
+static void park(struct fusefs_loop *l, unsigned ci, long ms)
 {
     struct loop_cpu *c = &l->cpu[ci];
-    struct timespec ts = { 0, LOOP_PARK_MS * 1000000L };
-    uint32_t seen = atomic_load_explicit(&c->wake, memory_order_acquire);
-    atomic_fetch_add_explicit(&c->parked, 1, memory_order_relaxed);
-    if (!atomic_load_explicit(&l->stop, memory_order_relaxed))
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    atomic_fetch_add(&c->parked, 1);
+    uint32_t seen = atomic_load(&c->wake);
+    if (!atomic_load(&l->stop) && atomic_load(&c->polled))
         syscall(SYS_futex, &c->wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
-    atomic_fetch_sub_explicit(&c->parked, 1, memory_order_relaxed);
+    atomic_fetch_sub(&c->parked, 1);
 }
 
 static void loop_stop(struct fusefs_loop *l)
 {
-    atomic_store_explicit(&l->stop, true, memory_order_relaxed);
+    atomic_store(&l->stop, true);
     uint64_t one = 1;
     if (write(l->evfd, &one, sizeof(one)) < 0) {
         /* the counter cannot overflow with one write per stop */
@@ -111,16 +122,31 @@ static void loop_stop(struct fusefs_loop *l)
     wake_everyone(l);
 }
 
-/* Requests that may run long (data, sync, truncate): a stand-by takes
- * over polling on this CPU while the worker is busy with one. */
+/* The byte count of a READ or WRITE request (0 if the buffer is short). */
+static uint32_t io_size(const struct fuse_buf *b, uint32_t op)
+{
+    size_t at = sizeof(struct fuse_in_header) +
+                (op == FUSE_READ ? offsetof(struct fuse_read_in, size)
+                                 : offsetof(struct fuse_write_in, size));
+    uint32_t n = 0;
+    if (b->size >= at + sizeof(n))
+        memcpy(&n, (const char *)b->mem + at, sizeof(n));
+    return n;
+}
+
+/* Requests that may run long (large data, sync, truncate): a stand-by
+ * takes over polling on this CPU while the worker is busy with one. Small
+ * reads and writes are as quick as a metadata operation. */
 static bool may_be_slow(const struct fuse_buf *b)
 {
     if (b->size < sizeof(struct fuse_in_header) || (b->flags & FUSE_BUF_IS_FD))
         return true;
     uint32_t op;
     memcpy(&op, (const char *)b->mem + offsetof(struct fuse_in_header, opcode), sizeof(op));
-    return op == FUSE_READ || op == FUSE_WRITE || op == FUSE_FSYNC || op == FUSE_FSYNCDIR ||
-           op == FUSE_SETATTR || op == FUSE_FALLOCATE || op == FUSE_COPY_FILE_RANGE;
+    if (op == FUSE_READ || op == FUSE_WRITE)
+        return io_size(b, op) > LOOP_SLOW_IO;
+    return op == FUSE_FSYNC || op == FUSE_FSYNCDIR || op == FUSE_SETATTR ||
+           op == FUSE_FALLOCATE || op == FUSE_COPY_FILE_RANGE;
 }
 
 /* Waits until /dev/fuse is readable (or exit). Returns false to exit. */
@@ -138,34 +164,134 @@ static bool wait_readable(struct fusefs_loop *l)
     }
 }
 
-/* One worker: poll, read, run; park after repeatedly losing the race for
- * requests to the workers of other CPUs (they serve a process on their
- * own CPU). Stand-bys (all but the first worker of a CPU) start parked. */
+/* Takes the polling role of CPU ci; false if another worker holds it. */
+static bool claim_poll(struct fusefs_loop *l, unsigned ci)
+{
+    bool no = false;
+    return atomic_compare_exchange_strong_explicit(&l->cpu[ci].polled, &no, true,
+                                                   memory_order_acq_rel, memory_order_relaxed);
+}
+
+/* Gives the polling role of CPU ci to a parked worker of the CPU. */
+static void hand_over_poll(struct fusefs_loop *l, unsigned ci)
+{
+    atomic_store(&l->cpu[ci].polled, false);
+    wake_parked(l, ci, 1);
+}
+
+/* A poller's share of the requests: gap8 is an average (x8, weight 1/8)
+ * of how many requests other CPUs' pollers read between two of its own. */
+struct share {
+    uint64_t prev;                /* l->served after this poller's last request */
+    unsigned gap8;
+};
+
+static void share_reset(struct fusefs_loop *l, struct share *sh)
+{
+    sh->prev = atomic_load_explicit(&l->served, memory_order_relaxed);
+    sh->gap8 = 0;
+}
+
+/* The requester of request b (0 if unknown: FORGET, spliced buffers). */
+static uint32_t requester(const struct fuse_buf *b)
+{
+    uint32_t pid = 0;
+    if (!(b->flags & FUSE_BUF_IS_FD) && b->size >= sizeof(struct fuse_in_header))
+        memcpy(&pid, (const char *)b->mem + offsetof(struct fuse_in_header, pid), sizeof(pid));
+    return pid;
+}
+
+/* Notes that others read served - sh->prev requests since this poller's
+ * last one (plus one more, the current, from `pid`, if `mine`). A poller
+ * whose CPU runs no client still wins some races for the requests of a
+ * client on another CPU (its CPU is idle, so it runs at once, while the
+ * requester's own poller runs only once the requester sleeps); most it
+ * loses inside poll(), which never tells. When one requester has made
+ * every recent request, such a poller naps, keeping its role, so that the
+ * requests stop waking its idle CPU (an inter-processor interrupt charged
+ * to the requester) and stop being served across CPUs. With several
+ * requesters it never naps: serving across CPUs is then parallel work
+ * (two clients on one CPU), and with one client per CPU every poller reads
+ * about every other request. Returns true when it should nap. */
+static bool share_note(struct fusefs_loop *l, struct share *sh, bool mine, uint32_t pid)
+{
+    uint64_t n = mine ? atomic_fetch_add_explicit(&l->served, 1, memory_order_relaxed)
+                      : atomic_load_explicit(&l->served, memory_order_relaxed);
+    if (mine && pid && atomic_exchange_explicit(&l->last_pid, pid, memory_order_relaxed) != pid)
+        atomic_store_explicit(&l->pid_change, n, memory_order_relaxed);
+    uint64_t gap = n - sh->prev;
+    sh->prev = mine ? n + 1 : n;
+    sh->gap8 = sh->gap8 - sh->gap8 / 8 + (unsigned)(gap < LOOP_GAP_CAP ? gap : LOOP_GAP_CAP);
+    uint64_t changed = atomic_load_explicit(&l->pid_change, memory_order_relaxed);
+    return sh->gap8 > 8 * LOOP_NAP_GAP && n > changed && n - changed > LOOP_ONE_CLIENT;
+}
+
+/* Naps (keeping the polling role) and starts counting afresh. */
+static void nap(struct loop_worker *w, struct share *sh)
+{
+    park(w->l, w->ci, LOOP_NAP_MS);
+    share_reset(w->l, sh);
+}
+
+/* Polls and serves as the CPU's poller until it hands the role over (a
+ * slow request) or the loop ends. Returns false when the loop ends.
+ * After a quick request it reads again before polling: the reply usually
+ * wakes the requester on this CPU, which preempts us, queues its next
+ * request and sleeps before we get back, so the poll would find it
+ * waiting anyway (a system call saved per request). */
+static bool poll_and_serve(struct loop_worker *w, struct fuse_buf *buf)
+{
+    struct fusefs_loop *l = w->l;
+    struct share sh;
+    share_reset(l, &sh);
+    bool again = false;           /* read first, poll only if nothing waits */
+    for (;;) {
+        if (!again && !wait_readable(l))
+            return false;
+        bool polled = !again;
+        again = false;
+        int r = fuse_session_receive_buf(l->se, buf);
+        if (r == -EAGAIN || r == -EINTR) {
+            if (polled && share_note(l, &sh, false, 0))
+                nap(w, &sh);
+            continue;
+        }
+        if (r <= 0 || fuse_session_exited(l->se))
+            return false;         /* unmounted, or a read error */
+        bool idle_cpu = share_note(l, &sh, true, requester(buf));
+        bool slow = may_be_slow(buf);
+        if (slow)
+            hand_over_poll(l, w->ci);
+        fuse_session_process_buf(l->se, buf);
+        if (slow)
+            return true;
+        if (idle_cpu)
+            nap(w, &sh);
+        else
+            again = !atomic_load_explicit(&l->stop, memory_order_relaxed);
+    }
+}
+
+/* One worker. At most one worker per CPU polls /dev/fuse (a poll wakes
+ * every poller, so a second one on the same CPU would only cost a
+ * context switch per request); the others park until the poller starts
+ * a slow request and hands the role over, or LOOP_PARK_MS pass. */
 static void *worker_main(void *arg)
 {
     struct loop_worker *w = arg;
     struct fusefs_loop *l = w->l;
     struct fuse_buf buf;
     memset(&buf, 0, sizeof(buf));
-    unsigned losses = 0;
     in_worker = true;
     if (w->standby)
-        park(l, w->ci);
-    while (wait_readable(l)) {
-        int r = fuse_session_receive_buf(l->se, &buf);
-        if (r == -EAGAIN || r == -EINTR) {
-            if (++losses >= LOOP_LOSSES) {
-                losses = 0;
-                park(l, w->ci);
-            }
+        park(l, w->ci, LOOP_PARK_MS);
+    while (!atomic_load_explicit(&l->stop, memory_order_relaxed)) {
+        if (!claim_poll(l, w->ci)) {
+            park(l, w->ci, LOOP_PARK_MS);
             continue;
         }
-        if (r <= 0 || fuse_session_exited(l->se))
-            break;                /* unmounted, or a read error */
-        losses = 0;
-        if (may_be_slow(&buf))
-            wake_parked(l, w->ci, 1);
-        fuse_session_process_buf(l->se, &buf);
+        if (!poll_and_serve(w, &buf))
+            break;
     }
     free(buf.mem);
     loop_stop(l);

@@ -441,8 +441,11 @@ ssize_t sfs_write(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t off
     do {
         ssize_t n = write_once(fs, tx, ip, off + done, (const uint8_t *)buf + done,
                                len - done);
-        if (n == -ENOSPC && !tx && !retried && alloc_has_pending(fs)) {
-            retried = true;      /* freed blocks become reusable after a checkpoint */
+        /* Freed blocks become reusable after a checkpoint: retry once after
+         * one. Not only when blocks are pending now: the commit thread may
+         * have released them between the failure and a check. */
+        if (n == -ENOSPC && !tx && !retried) {
+            retried = true;
             if (jnl_sync_checkpoint(fs->j) == 0)
                 continue;
         }
