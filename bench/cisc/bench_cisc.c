@@ -107,15 +107,24 @@ static void text(uint8_t *p, size_t n, uint64_t seed)
         p[i] = (uint8_t)('0' + (seed + i) % 10);
 }
 
+/* The mount's paths (B) and libcisc's (C, D, E) use files of their own:
+ * a file the kernel caches (opened through the mount) makes every libcisc
+ * change to it pay for invalidating the kernel's caches first, a cost of
+ * sharing a file between the two doors, not of either path alone. */
+static const char *door(const struct opts *o)
+{
+    return o->path == 'A' || o->path == 'B' ? "posix" : "cisc";
+}
+
 static void fname(char *out, size_t n, const struct opts *o, const char *what, unsigned id)
 {
-    snprintf(out, n, "%s/%s-%s%u", o->dir, o->wl, what, id);
+    snprintf(out, n, "%s/%s-%s-%s%u", o->dir, o->wl, door(o), what, id);
 }
 
 /* Path under the device root for libcisc (the mount point stripped). */
 static void rname(char *out, size_t n, const struct opts *o, const char *what, unsigned id)
 {
-    snprintf(out, n, "%s-%s%u", o->wl, what, id);
+    snprintf(out, n, "%s-%s-%s%u", o->wl, door(o), what, id);
 }
 
 static bool posix(const struct opts *o)
@@ -148,6 +157,28 @@ static int make_file(const char *path, uint64_t size, uint64_t seed)
     return r;
 }
 
+/* make_file through libcisc (so that the kernel never caches the file),
+ * then opens it with flags into *fh. */
+static int make_file_cisc(struct worker *w, const char *path, uint64_t size, uint64_t seed,
+                          int flags, uint64_t *fh)
+{
+    struct stat st;
+    if (cisc_stat(w->q, path, &st) == 0 && (uint64_t)st.st_size == size)
+        return cisc_open(w->q, path, flags, 0, fh);
+    uint64_t f;
+    int r = cisc_open(w->q, path, O_CREAT | O_WRONLY | O_TRUNC, 0644, &f);
+    for (uint64_t off = 0; !r && off < size; off += 2 * CHUNK) {
+        size_t n = size - off < 2 * CHUNK ? (size_t)(size - off) : 2 * CHUNK;
+        text(w->buf2, n, seed + off / 4096);
+        if (cisc_pwrite(w->q, f, w->buf2, n, off) != (ssize_t)n)
+            r = -EIO;
+    }
+    if (!r)
+        r = cisc_fsync(w->q, f, 0);
+    int c = cisc_close(w->q, f);
+    return r ?: c ?: cisc_open(w->q, path, flags, 0, fh);
+}
+
 static int setup_posix(struct worker *w)
 {
     const struct opts *o = w->o;
@@ -177,7 +208,7 @@ static int setup_posix(struct worker *w)
 static int setup_cisc(struct worker *w)
 {
     const struct opts *o = w->o;
-    char a[4096], b[4096], pa[4096];
+    char a[4096], b[4096];
     int r = cisc_session_open(o->dir, &w->s);
     struct cisc_queue_params qp = { .arena_size = 32u << 20 };
     if (!r)
@@ -194,13 +225,12 @@ static int setup_cisc(struct worker *w)
     text(w->buf, OWC_SIZE, w->id);
     rname(a, sizeof(a), o, "in", w->id);
     rname(b, sizeof(b), o, "out", w->id);
-    fname(pa, sizeof(pa), o, "in", w->id);
     if (!strcmp(o->wl, "acw"))
         r = cisc_open(w->q, b, O_CREAT | O_WRONLY | O_TRUNC | O_APPEND, 0644, &w->fh);
     else if (!strcmp(o->wl, "rmw"))
-        r = make_file(pa, o->rmw_file, w->id) ?: cisc_open(w->q, a, O_RDWR, 0, &w->fh);
+        r = make_file_cisc(w, a, o->rmw_file, w->id, O_RDWR, &w->fh);
     else if (!strcmp(o->wl, "rcw") || !strcmp(o->wl, "rew")) {
-        r = make_file(pa, o->in_file, w->id) ?: cisc_open(w->q, a, O_RDONLY, 0, &w->fh);
+        r = make_file_cisc(w, a, o->in_file, w->id, O_RDONLY, &w->fh);
         if (!r)
             r = cisc_open(w->q, b, O_CREAT | O_WRONLY | O_TRUNC | O_APPEND, 0644, &w->fh2);
     }
