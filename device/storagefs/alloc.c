@@ -12,6 +12,7 @@
 #include "device/storagefs/sfs_internal.h"
 
 #define MAX_RUN (1u << 20)
+#define ALLOC_WINDOW 64u   /* blocks; see data_start() */
 
 struct pending {
     uint64_t start, n, seq;
@@ -209,8 +210,41 @@ void alloc_unload(struct sfs *fs)
 
 /* ---- blocks ----------------------------------------------------------------- */
 
+/* Start of the first clear run of at least need blocks in [from, to), or
+ * `to`. */
+static uint64_t find_run(const uint64_t *m, uint64_t from, uint64_t to, uint64_t need)
+{
+    uint64_t s = find_clear(m, from, to);
+    while (s < to) {
+        uint64_t len = run_len(m, s, to, need);
+        if (len >= need)
+            return s;
+        s = find_clear(m, s + len, to);
+    }
+    return to;
+}
+
+/* Where a data allocation starts, and whether it follows its goal. A file
+ * that finds the block after its last one taken (several files growing
+ * at once) moves to the start of a free window of ALLOC_WINDOW blocks
+ * rather than to the next free block, which would sit right behind the
+ * other file's tail and interleave the two block by block (an extent per
+ * block); the hint then skips the window, so that files without a goal
+ * start elsewhere. */
+static uint64_t data_start(struct sfs_alloc *a, uint64_t goal, bool *at_goal)
+{
+    *at_goal = !bit(a->busy, goal);
+    if (*at_goal)
+        return goal;
+    uint64_t from = goal > a->hint ? goal : a->hint;
+    uint64_t s = find_run(a->busy, from, a->hi, ALLOC_WINDOW);
+    if (s == a->hi)
+        s = find_run(a->busy, a->lo, a->hi, ALLOC_WINDOW);
+    return s < a->hi ? s : find_clear(a->busy, goal, a->hi);
+}
+
 static int take(struct sfs *fs, struct jnl_handle *h, uint64_t goal, uint64_t want,
-                uint64_t keep, uint64_t *start, uint64_t *got)
+                uint64_t keep, bool data, uint64_t *start, uint64_t *got)
 {
     struct sfs_alloc *a = fs->al;
     if (want == 0)
@@ -224,9 +258,9 @@ static int take(struct sfs *fs, struct jnl_handle *h, uint64_t goal, uint64_t wa
     }
     if (want > a->avail - keep)
         want = a->avail - keep;
-    if (goal < a->lo || goal >= a->hi)
-        goal = a->hint;
-    uint64_t s = find_clear(a->busy, goal, a->hi);
+    bool has_goal = goal >= a->lo && goal < a->hi, at_goal = false;
+    uint64_t s = has_goal && data ? data_start(a, goal, &at_goal)
+                                  : find_clear(a->busy, has_goal ? goal : a->hint, a->hi);
     if (s == a->hi)
         s = find_clear(a->busy, a->lo, a->hi);
     uint64_t n = run_len(a->busy, s, a->hi, want);
@@ -234,7 +268,10 @@ static int take(struct sfs *fs, struct jnl_handle *h, uint64_t goal, uint64_t wa
     image_bits(h, a->bmb, s, n, true);
     a->avail -= n;
     a->free_blocks -= n;
-    a->hint = s + n < a->hi ? s + n : a->lo;
+    if (!at_goal) {   /* a file extending its own run leaves the hint alone */
+        uint64_t end = s + (has_goal && data && n < ALLOC_WINDOW ? ALLOC_WINDOW : n);
+        a->hint = end < a->hi ? end : a->lo;
+    }
     pthread_mutex_unlock(&a->mu);
     *start = s;
     *got = n;
@@ -244,13 +281,13 @@ static int take(struct sfs *fs, struct jnl_handle *h, uint64_t goal, uint64_t wa
 int alloc_blocks(struct sfs *fs, struct jnl_handle *h, uint64_t goal, uint64_t want,
                  uint64_t *start, uint64_t *got)
 {
-    return take(fs, h, goal, want, fs->al->reserve, start, got);
+    return take(fs, h, goal, want, fs->al->reserve, true, start, got);
 }
 
 int alloc_meta(struct sfs *fs, struct jnl_handle *h, uint64_t goal, uint64_t *blk)
 {
     uint64_t got;
-    return take(fs, h, goal, 1, 0, blk, &got);
+    return take(fs, h, goal, 1, 0, false, blk, &got);
 }
 
 int alloc_run(struct sfs *fs, struct jnl_handle *h, uint64_t n, uint64_t *start)

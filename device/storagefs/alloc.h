@@ -17,6 +17,9 @@
  *      journal).
  *   3. Allocation prefers a run starting at `goal` (the block after the
  *      file's previous extent), so sequential writes get contiguous runs.
+ *      A data allocation whose goal is taken (files growing at once)
+ *      starts a free window of 64 blocks that the hint then skips, so
+ *      concurrent appenders get runs rather than alternate blocks.
  *   4. One mutex; held only for bit operations (never across I/O).
  */
 #ifndef CISC_SFS_ALLOC_H

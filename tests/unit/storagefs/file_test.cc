@@ -184,7 +184,8 @@ TEST_F(File, FragmentedFileGrowsAnExtentTree)
 {
     f = Create(SFS_ROOT_INO, "frag");
     uint64_t g = Create(SFS_ROOT_INO, "other");
-    // Interleave two files so neither gets contiguous blocks.
+    // Interleave two files: each grows in runs of an allocation window,
+    // more extents than the inode's root holds.
     for (int i = 0; i < 600; i++) {
         Write(f, (uint64_t)i * 4096, std::string(4096, (char)('a' + i % 26)));
         Write(g, (uint64_t)i * 4096, "g");
@@ -289,6 +290,22 @@ class ReadMap : public File {
         return ino;
     }
 
+    // Replaces the fixture's device with a fresh StorageFS on a real image
+    // file (in a new temporary directory), whose path goes to *path.
+    void MountImageFile(std::string *path)
+    {
+        TearDown();
+        char tmpl[] = "/tmp/sfs-readmap-XXXXXX";
+        ASSERT_NE(mkdtemp(tmpl), nullptr);
+        *path = std::string(tmpl) + "/img";
+        struct media *m;
+        ASSERT_EQ(media_create_file(path->c_str(), 64ull << 20, MEDIA_CREATE_EXCL, &m), 0);
+        struct sfs_mkfs_opts o = {};
+        ASSERT_EQ(sfs_mkfs(m, &o), 0);
+        struct sfs_mount_opts mo = {};
+        ASSERT_EQ(sfs_mount(m, &mo, &fs), 0);
+    }
+
     std::vector<std::pair<uint64_t, size_t>> Ranges(uint64_t size)
     {
         return { {0, 1 << 20}, {0, 100}, {99, 2}, {4096, 4096}, {5000, 40000},
@@ -308,16 +325,8 @@ TEST_F(ReadMap, FaultMediaGivesOneMemoryPiece)
 
 TEST_F(ReadMap, ImageFileGivesImageRangesAndZeros)
 {
-    TearDown();   // this one runs on a real image file instead
-    char tmpl[] = "/tmp/sfs-readmap-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    std::string path = std::string(tmpl) + "/img";
-    struct media *m;
-    ASSERT_EQ(media_create_file(path.c_str(), 64ull << 20, MEDIA_CREATE_EXCL, &m), 0);
-    struct sfs_mkfs_opts o = {};
-    ASSERT_EQ(sfs_mkfs(m, &o), 0);
-    struct sfs_mount_opts mo = {};
-    ASSERT_EQ(sfs_mount(m, &mo, &fs), 0);
+    std::string path;
+    ASSERT_NO_FATAL_FAILURE(MountImageFile(&path));
     uint64_t ino = Build();
     ExpectSameAsRead(ino, Ranges(Size(ino)), true);
     MapResult r;
@@ -328,5 +337,33 @@ TEST_F(ReadMap, ImageFileGivesImageRangesAndZeros)
     ASSERT_EQ(sfs_unmount(fs), 0);
     fs = nullptr;
     unlink(path.c_str());
-    rmdir(tmpl);
+    rmdir(path.substr(0, path.rfind('/')).c_str());
+}
+
+// Two files growing a block at a time, in turns (two appenders on one
+// device): each gets runs of blocks from a window of its own instead of
+// every other block, so a file is a few image ranges, not one per block.
+TEST_F(ReadMap, FilesGrowingAtOnceGetRunsOfBlocks)
+{
+    std::string path;
+    ASSERT_NO_FATAL_FAILURE(MountImageFile(&path));
+    uint64_t a = Create(SFS_ROOT_INO, "a"), b = Create(SFS_ROOT_INO, "b");
+    std::string da, db;
+    for (int i = 0; i < 256; i++) {
+        std::string pa = Pattern(4096, 10 + i), pb = Pattern(4096, 1000 + i);
+        Write(a, (uint64_t)i * 4096, pa);
+        Write(b, (uint64_t)i * 4096, pb);
+        da += pa;
+        db += pb;
+    }
+    for (auto [ino, want] : { std::make_pair(a, &da), std::make_pair(b, &db) }) {
+        MapResult r;
+        ASSERT_EQ(sfs_read_map(fs, ino, 0, 1 << 20, Collect, &r), (ssize_t)want->size());
+        EXPECT_TRUE(r.bytes == *want);
+        EXPECT_LE(r.nsegs, 8u);   // block by block would be 256
+    }
+    ASSERT_EQ(sfs_unmount(fs), 0);
+    fs = nullptr;
+    unlink(path.c_str());
+    rmdir(path.substr(0, path.rfind('/')).c_str());
 }

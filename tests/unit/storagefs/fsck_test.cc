@@ -20,8 +20,8 @@ class Fsck : public SfsFixture {
         Format(16384, 2048);
         frag = Create(SFS_ROOT_INO, "frag");
         uint64_t other = Create(SFS_ROOT_INO, "other");
-        for (int i = 0; i < 400; i++) {
-            Write(frag, (uint64_t)i * 4096, "f");
+        for (int i = 0; i < 400; i++) {   // a hole after each block: an extent each
+            Write(frag, (uint64_t)i * 8192, "f");
             Write(other, (uint64_t)i * 4096, "o");
         }
         bigdir = Mkdir(SFS_ROOT_INO, "dir");
@@ -150,7 +150,7 @@ TEST_F(Fsck, ExtentNode)
     char buf[4096];
     bool saw = false;
     for (int i = 0; i < 400 && !saw; i++)
-        saw = sfs_read(fs, frag, (uint64_t)i * 4096, buf, 1) == -EUCLEAN;
+        saw = sfs_read(fs, frag, (uint64_t)i * 8192, buf, 1) == -EUCLEAN;
     EXPECT_TRUE(saw);
     EXPECT_NE(std::string(cisc_corrupt_last()).find("block " + std::to_string(blk)),
               std::string::npos);
@@ -290,8 +290,8 @@ TEST_F(Fsck, CorruptOrphanDoesNotBlockMount)
 {
     Format(16384);
     uint64_t f = Create(SFS_ROOT_INO, "f"), g = Create(SFS_ROOT_INO, "g");
-    for (int i = 0; i < 400; i++) {       // fragmented: an extent node block
-        Write(f, (uint64_t)i * 4096, "f");
+    for (int i = 0; i < 400; i++) {       // holes: an extent each, an extent node block
+        Write(f, (uint64_t)i * 8192, "f");
         Write(g, (uint64_t)i * 4096, "g");
     }
     ASSERT_EQ(sfs_iget(fs, f), 0);
