@@ -31,6 +31,7 @@ struct path {
     struct node nd[SFS_BT_MAX_LEVEL + 1];
     unsigned ix[SFS_BT_MAX_LEVEL + 1];    /* record index per level */
     uint32_t off[SFS_BT_MAX_LEVEL + 1];   /* its byte offset */
+    uint32_t prev0;              /* the leaf record before ix[0] (if ix[0] > 0) */
 };
 
 /* ---- node accessors ----------------------------------------------------- */
@@ -180,17 +181,21 @@ static unsigned idx_seek(const struct node *n, uint64_t key)
     return lo;
 }
 
-/* First record with key >= key: index and offset. */
-static void leaf_seek(const struct node *n, uint64_t key, unsigned *ix, uint32_t *off)
+/* First record with key >= key: index and offset; *prev gets the offset
+ * of the record before it (0 when there is none). */
+static void leaf_seek(const struct node *n, uint64_t key, unsigned *ix, uint32_t *off,
+                      uint32_t *prev)
 {
-    unsigned i = 0;
-    uint32_t o = 0;
-    while (i < n_nrecs(n) && rec_key(n, o) < key) {
+    unsigned i = 0, nrecs = n_nrecs(n);
+    uint32_t o = 0, before = 0;
+    while (i < nrecs && rec_key(n, o) < key) {
+        before = o;
         o += rec_size(n, o);
         i++;
     }
     *ix = i;
     *off = o;
+    *prev = before;
 }
 
 static int load_child(const struct bt *t, const struct node *parent, unsigned i,
@@ -232,7 +237,7 @@ static int descend(const struct bt *t, uint64_t key, struct path *p)
         if (r)
             return r;
     }
-    leaf_seek(&p->nd[0], key, &p->ix[0], &p->off[0]);
+    leaf_seek(&p->nd[0], key, &p->ix[0], &p->off[0], &p->prev0);
     return 0;
 }
 
@@ -255,10 +260,7 @@ int bt_find_le(struct bt *t, uint64_t key, struct bt_rec *out)
         } else if (p.ix[0] == 0) {
             r = -ENOENT;         /* exact separators: nothing smaller exists */
         } else {
-            uint32_t o = 0;
-            for (unsigned i = 0; i + 1 < p.ix[0]; i++)
-                o += rec_size(leaf, o);
-            copy_rec(leaf, o, out);
+            copy_rec(leaf, p.prev0, out);
         }
     }
     path_release(t, &p);
