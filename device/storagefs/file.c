@@ -119,6 +119,33 @@ static int zero_range_in_block(struct sfs *fs, struct jnl_handle *h, struct sfs_
 
 /* ---- read ---------------------------------------------------------------------- */
 
+/* The run of a file at byte p that one extent (or one hole) covers, at
+ * most `left` bytes: n bytes of data from block pblk at offset boff, or
+ * of zeros (a hole or an unwritten extent) when !data. */
+struct piece {
+    bool data;
+    uint64_t pblk;
+    uint32_t boff;
+    size_t n;
+};
+
+static int piece_at(struct sfs *fs, struct sfs_inode *ip, uint64_t p, size_t left,
+                    struct piece *pc)
+{
+    uint64_t lblk = p / BS, hole;
+    struct sfs_extent e;
+    int r = ext_lookup(fs, ip, lblk, &e, &hole);
+    if (r < 0)
+        return r;
+    uint64_t run = r ? e.lblk + e.len - lblk : hole;
+    pc->boff = (uint32_t)(p % BS);
+    pc->n = (size_t)min64(left, run > (UINT64_MAX - BS) / BS ? UINT64_MAX
+                                                            : run * BS - pc->boff);
+    pc->data = r == 1 && !(e.flags & SFS_EXT_UNWRITTEN);
+    pc->pblk = pc->data ? e.pblk + (lblk - e.lblk) : 0;
+    return 0;
+}
+
 ssize_t file_read_locked(struct sfs *fs, struct sfs_inode *ip, uint64_t off, void *out,
                          size_t len)
 {
@@ -128,21 +155,15 @@ ssize_t file_read_locked(struct sfs *fs, struct sfs_inode *ip, uint64_t off, voi
     len = (size_t)min64(len, ip->d.size - off);
     size_t done = 0;
     while (done < len) {
-        uint64_t p = off + done, lblk = p / BS;
-        uint32_t boff = (uint32_t)(p % BS);
-        struct sfs_extent e;
-        uint64_t hole;
-        int r = ext_lookup(fs, ip, lblk, &e, &hole);
+        struct piece pc;
+        int r = piece_at(fs, ip, off + done, len - done, &pc);
         if (r < 0)
             return done ? (ssize_t)done : r;
-        uint64_t run = r ? e.lblk + e.len - lblk : hole;
-        size_t n = (size_t)min64(len - done, run > (UINT64_MAX - BS) / BS ? UINT64_MAX
-                                                                        : run * BS - boff);
-        if (r == 0 || (e.flags & SFS_EXT_UNWRITTEN))
-            memset(buf + done, 0, n);
-        else if ((r = data_read(fs, ip, e.pblk + (lblk - e.lblk), boff, buf + done, n)) != 0)
+        if (!pc.data)
+            memset(buf + done, 0, pc.n);
+        else if ((r = data_read(fs, ip, pc.pblk, pc.boff, buf + done, pc.n)) != 0)
             return done ? (ssize_t)done : r;
-        done += n;
+        done += pc.n;
     }
     return (ssize_t)done;
 }
@@ -200,23 +221,15 @@ static int map_range(struct sfs *fs, struct sfs_inode *ip, int fd, uint64_t off,
 {
     size_t done = 0;
     while (done < len) {
-        uint64_t p = off + done, lblk = p / BS;
-        uint32_t boff = (uint32_t)(p % BS);
-        struct sfs_extent e;
-        uint64_t hole;
-        int r = ext_lookup(fs, ip, lblk, &e, &hole);
+        struct piece pc;
+        int r = piece_at(fs, ip, off + done, len - done, &pc);
         if (r < 0)
             return r;
-        uint64_t run = r ? e.lblk + e.len - lblk : hole;
-        size_t n = (size_t)min64(len - done, run > (UINT64_MAX - BS) / BS ? UINT64_MAX
-                                                                        : run * BS - boff);
-        if (r == 0 || (e.flags & SFS_EXT_UNWRITTEN))
-            r = seg_push(s, SFS_SEG_ZERO, -1, 0, n);
-        else
-            r = seg_push(s, SFS_SEG_FD, fd, (e.pblk + (lblk - e.lblk)) * BS + boff, n);
+        r = pc.data ? seg_push(s, SFS_SEG_FD, fd, pc.pblk * BS + pc.boff, pc.n)
+                    : seg_push(s, SFS_SEG_ZERO, -1, 0, pc.n);
         if (r)
             return r;
-        done += n;
+        done += pc.n;
     }
     return 0;
 }
