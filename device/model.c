@@ -37,6 +37,14 @@ void dm_spin_ns(uint64_t ns)
         dm_cpu_relax();
 }
 
+bool dm_link_arrival(uint32_t *arrive)
+{
+    if (!model.link_latency_ns)
+        return false;
+    *arrive = (uint32_t)(now_ns() + model.link_latency_ns);
+    return true;
+}
+
 void dm_link_cross(void)
 {
     dm_spin_ns(model.link_latency_ns);

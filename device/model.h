@@ -4,8 +4,11 @@
  *
  *   link latency   added once per host<->device crossing (PCIe in
  *                  FusionFS's setup: 900 ns): when the device fetches a
- *                  batch of submissions from a queue, and when it posts a
- *                  completion. 0 disables it.
+ *                  batch of submissions from a queue (the poller waits),
+ *                  and when it posts a completion (the completion carries
+ *                  its arrival time and the host waits: a device core
+ *                  that posts one goes on at once, as a real device's
+ *                  core does after queuing a DMA). 0 disables it.
  *   core speed     device cores are this many times slower than the host
  *                  for compute: a compute step that took t ns on the host
  *                  CPU is charged (core_speed - 1) * t more (>= 1.0).
@@ -19,10 +22,12 @@
  *   1. core_speed >= 1.0 and link latency <= DM_LINK_MAX_NS (dm_configure
  *      refuses anything else with -EINVAL and keeps the old model).
  *   2. dm_link_cross() and dm_compute_charge() never block: they spin.
+ *   3. An arrival time is at most DM_LINK_MAX_NS ahead of the clock.
  */
 #ifndef CISC_DEVICE_MODEL_H
 #define CISC_DEVICE_MODEL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -59,6 +64,11 @@ void dm_spin_ns(uint64_t ns);
 
 /* One host<->device crossing: busy-waits the link latency. */
 void dm_link_cross(void);
+
+/* A crossing that delays its message instead of the sender: *arrive gets
+ * the low 32 bits of CLOCK_MONOTONIC ns at which it arrives. Returns
+ * false (nothing to wait for) when the link latency is 0. */
+bool dm_link_arrival(uint32_t *arrive);
 
 /* Charges a compute step that ran ns_spent nanoseconds on a device core:
  * spins (core_speed - 1) * ns_spent more. Returns the extra nanoseconds. */

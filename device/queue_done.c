@@ -83,14 +83,18 @@ static void finish(struct qp_cmd *qc)
     }
 }
 
-/* Writes cqe into qp's CQ and publishes it; drops one in-flight count. */
+/* Writes cqe into qp's CQ and publishes it; drops one in-flight count.
+ * The completion crosses the link: it carries its arrival time, and the
+ * client waits for it (wire.h WIRE_CQE_ARRIVE). */
 static void post(struct qp *qp, const struct wire_cqe *cqe)
 {
     struct qp_service *svc = qp->sess->svc;
-    dm_link_cross();   /* the completion crosses the link */
+    struct wire_cqe out = *cqe;
+    if (dm_link_arrival(&out.arrive))
+        out.flags |= WIRE_CQE_ARRIVE;
     pthread_mutex_lock(&qp->cq_lock);
     uint32_t t = qp->cq_tail;
-    memcpy(&qp->cq[t & (qp->cq_entries - 1)], cqe, sizeof(*cqe));
+    memcpy(&qp->cq[t & (qp->cq_entries - 1)], &out, sizeof(out));
     __atomic_store_n(&qp->cq_tail, t + 1, __ATOMIC_RELEASE);
     /* Pairs with the client's acquire load of cq_tail: the entry written
      * above is visible once it sees the new tail. */

@@ -160,10 +160,17 @@ struct wire_cqe {
     uint64_t user_data;
     int64_t res;         /* >= 0 result, or -errno (CISC: overall status) */
     uint64_t aux;        /* OPEN: fh; APPEND: offset; CISC: steps run */
-    uint32_t flags;
-    uint32_t reserved;
+    uint32_t flags;      /* WIRE_CQE_* */
+    uint32_t arrive;     /* WIRE_CQE_ARRIVE: see below */
 };
 _Static_assert(sizeof(struct wire_cqe) == 32, "CQE is 32 bytes");
+
+/* The completion crosses the link: it arrives at the host when the low 32
+ * bits of CLOCK_MONOTONIC in nanoseconds reach `arrive` (compared modulo
+ * 2^32; never more than the device's link latency after it was posted).
+ * The library does not report it before; the device core that posted it
+ * does not wait for it. */
+#define WIRE_CQE_ARRIVE (1u << 0)
 
 struct wire_stat {
     uint64_t ino, size, blocks, nlink;

@@ -23,6 +23,7 @@
 
 #define LC_DEFAULT_SPIN_NS 20000u
 #define LC_ALIVE_CHECK_NS  (100u * 1000000u)   /* check the device every 100 ms of waiting */
+#define LC_ARRIVE_MAX_NS   1000000   /* device/model.h DM_LINK_MAX_NS */
 
 static inline void cpu_relax(void)
 {
@@ -332,6 +333,17 @@ static void reap_one(struct cisc_queue *q, const struct wire_cqe *cqe)
     }
 }
 
+/* Whether a completion has crossed the link (wire.h WIRE_CQE_ARRIVE).
+ * An arrival time more than LC_ARRIVE_MAX_NS ahead (a confused device)
+ * counts as arrived. */
+static bool arrived(const struct wire_cqe *c)
+{
+    if (!(c->flags & WIRE_CQE_ARRIVE))
+        return true;
+    int32_t ahead = (int32_t)(c->arrive - (uint32_t)now_ns());
+    return ahead <= 0 || ahead > LC_ARRIVE_MAX_NS;
+}
+
 unsigned lc_reap(struct cisc_queue *q)
 {
     /* Pairs with the device's release store of cq_tail after it wrote the
@@ -344,8 +356,14 @@ unsigned lc_reap(struct cisc_queue *q)
         n = q->cq_entries;   /* cannot happen with a sane device */
     for (uint32_t i = 0; i < n; i++) {
         struct wire_cqe c = q->cq[(q->cq_head + i) & q->cq_mask];
+        if (!arrived(&c)) {   /* still crossing the link: later ones too */
+            n = i;
+            break;
+        }
         reap_one(q, &c);
     }
+    if (n == 0)
+        return 0;
     q->cq_head += n;
     /* Pairs with the device's acquire load of cq_head: the entries are
      * copied, it may reuse the slots. */
