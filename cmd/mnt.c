@@ -3,11 +3,13 @@
 #include "cmd/cmd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -81,14 +83,19 @@ static void unescape(char *s)
     *o = '\0';
 }
 
-/* Field 5 is the mount point; the type follows the " - " separator. */
-static bool line_matches(char *line, const char *path)
+/* Field 3 is major:minor, field 5 the mount point; the type follows the
+ * " - " separator. On a match, *dev gets major:minor as the kernel shows
+ * it (when dev is not NULL). */
+static bool line_matches(char *line, const char *path, char dev[32])
 {
-    char *save = NULL, *mp = NULL;
+    char *save = NULL, *mp = NULL, *mm = NULL;
     char *t = strtok_r(line, " ", &save);
-    for (int i = 1; t && i < 5; i++)
+    for (int i = 1; t && i < 5; i++) {
         t = mp = strtok_r(NULL, " ", &save);
-    if (!mp)
+        if (i == 2)
+            mm = t;
+    }
+    if (!mp || !mm)
         return false;
     while ((t = strtok_r(NULL, " ", &save)) && strcmp(t, "-"))
         ;
@@ -96,22 +103,104 @@ static bool line_matches(char *line, const char *path)
     if (!type || strcmp(type, "fuse.ciscfs"))
         return false;
     unescape(mp);
-    return !strcmp(mp, path);
+    if (strcmp(mp, path))
+        return false;
+    if (dev)
+        snprintf(dev, 32, "%s", mm);
+    return true;
+}
+
+/* The ciscfs mount on path (the last one, if stacked): true and its
+ * major:minor in dev (may be NULL), or false. Plain system calls and a
+ * stack buffer, no stdio or malloc: the reaper (a child forked from the
+ * multithreaded device) calls it too. A line longer than the buffer is
+ * skipped (mount options that long are not ciscfs's). */
+static bool find_ciscfs(const char *path, char dev[32])
+{
+    int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char buf[8192], cur[32];
+    size_t have = 0;
+    bool found = false, skip = false;
+    for (;;) {
+        ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+        char *start = buf, *nl;
+        while ((nl = memchr(start, '\n', have - (size_t)(start - buf))) != NULL) {
+            *nl = '\0';
+            if (!skip && line_matches(start, path, cur)) {
+                found = true;
+                if (dev)
+                    memcpy(dev, cur, sizeof(cur));
+            }
+            skip = false;
+            start = nl + 1;
+        }
+        have -= (size_t)(start - buf);
+        memmove(buf, start, have);
+        if (have == sizeof(buf) - 1) {   /* a line longer than the buffer */
+            have = 0;
+            skip = true;
+        }
+    }
+    close(fd);
+    return found;
 }
 
 bool mnt_is_ciscfs(const char *path)
 {
-    FILE *f = fopen("/proc/self/mountinfo", "re");
-    if (!f)
-        return false;
-    char *line = NULL;
-    size_t cap = 0;
-    bool found = false;
-    while (!found && getline(&line, &cap, f) > 0)
-        found = line_matches(line, path);
-    free(line);
-    fclose(f);
-    return found;
+    return find_ciscfs(path, NULL);
+}
+
+/* The reaper's life (mnt_reaper_start): waits for EOF on fd, then detaches
+ * the mount on path while it is still the one numbered dev. */
+static void reap(int fd, const char *path, const char *dev)
+{
+    char buf[16], now[32];
+    ssize_t n;
+    do
+        n = read(fd, buf, sizeof(buf));   /* nobody writes: EOF when the device ends */
+    while (n > 0 || (n < 0 && errno == EINTR));
+    for (int i = 0; i < MNT_REAP_TRIES && find_ciscfs(path, now) && !strcmp(now, dev); i++) {
+        if (mnt_detach(path) == 0)
+            break;
+        usleep(100000);   /* e.g. fusermount3 holds the mount table lock */
+    }
+    _exit(0);
+}
+
+int mnt_reaper_start(const char *path)
+{
+    char dev[32];
+    if (!find_ciscfs(path, dev))
+        return -ENOENT;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC))
+        return -errno;
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(p[0]);
+        close(p[1]);
+        return -e;
+    }
+    if (pid == 0) {
+        /* Hold nothing of the device's (the image lock, /dev/fuse, the
+         * control socket): only the pipe's read end. */
+        int fd = p[0];
+        if (fd > 0)
+            close_range(0, (unsigned)fd - 1, 0);
+        close_range((unsigned)fd + 1, ~0u, 0);
+        prctl(PR_SET_NAME, "cisc-reaper");
+        reap(fd, path, dev);
+    }
+    close(p[0]);
+    return 0;   /* p[1] stays open, unwritten, until this process ends */
 }
 
 int mnt_detach(const char *path)

@@ -24,6 +24,18 @@ bool mnt_is_ciscfs(const char *path);
  * Returns 0 or -1 with errno set. */
 int mnt_detach(const char *path);
 
+/* Starts the reaper of the ciscfs mount on path: a small process that
+ * waits for this one to end, however it ends, and then detaches the mount
+ * if it is still the same mount (its major:minor in mountinfo): a second
+ * line behind fusermount3's auto_unmount, which sometimes never detaches
+ * when two devices die at once. It holds no file of the caller's but a
+ * pipe. Call after the mount, before any fork that should not keep it
+ * alive. Returns 0 or -errno (-ENOENT: no ciscfs mount on path). */
+int mnt_reaper_start(const char *path);
+
+/* How many times the reaper tries to detach, 100 ms apart. */
+#define MNT_REAP_TRIES 50
+
 /* The default mount point (beside the default image). Returns 0 or -errno. */
 int mnt_default(char *buf, size_t size);
 

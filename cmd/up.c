@@ -319,6 +319,10 @@ static int run_device(const struct up_opts *o, const char *img, const char *mnt,
         return 2;
     }
     dev_set_stop_hook(dev, stop_hook, fs);
+    r = mnt_reaper_start(mnt);
+    if (r)
+        fprintf(stderr, "cisc up: no reaper for %s (%s): a killed device relies on "
+                "auto_unmount alone\n", mnt, strerror(-r));
     if (ready_fd < 0)
         print_ready(img, mnt, sock, o);
     report_ready(ready_fd, 0);

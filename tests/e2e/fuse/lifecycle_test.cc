@@ -42,7 +42,8 @@ bool HaveFsck()
     return Sh(e2e::CiscBin() + " help fsck").status == 0;
 }
 
-// Pids of fusermount3 auto-unmount watchdogs for mnt.
+// Pids of what detaches mnt when its device dies: fusermount3's
+// auto_unmount watchdog and the device's reaper.
 std::vector<pid_t> Watchdogs(const std::string &mnt)
 {
     std::vector<pid_t> out;
@@ -56,9 +57,11 @@ std::vector<pid_t> Watchdogs(const std::string &mnt)
         for (char &c : cl)
             if (c == '\0')
                 c = ' ';
-        if (cl.find("fusermount3") != std::string::npos &&
-            cl.find("auto_unmount") != std::string::npos &&
-            cl.find(mnt) != std::string::npos)
+        std::string comm = ReadFile("/proc/" + std::string(de->d_name) + "/comm");
+        bool fusermount = cl.find("fusermount3") != std::string::npos &&
+                          cl.find("auto_unmount") != std::string::npos;
+        bool reaper = comm == "cisc-reaper\n";   // cmd/mnt.h mnt_reaper_start
+        if ((fusermount || reaper) && cl.find(mnt) != std::string::npos)
             out.push_back(pid);
     }
     if (d)
