@@ -58,17 +58,6 @@ protected:
         EXPECT_GT(good_ops.load(), 0);
     }
 
-    void ExpectDeviceUp()
-    {
-        EXPECT_GT(DaemonPid(), 0);
-        struct cisc_session *x;
-        struct cisc_queue *y;
-        ASSERT_EQ(cisc_session_open(mnt.c_str(), &x), 0);
-        ASSERT_EQ(cisc_queue_create(x, &y), 0);
-        EXPECT_EQ(cisc_nop(y), 0);
-        cisc_session_close(x);
-    }
-
     void TearDown() override
     {
         stop = true;

@@ -3,38 +3,17 @@
 // arena, one SQE, per-step results written back to the arena, the CQE's
 // status and steps-completed count, the change seen through the mount at
 // once, session handles in F_FH steps, keys registered per session.
-#include "tests/e2e/fuse/mount_fixture.h"
+#include "tests/e2e/libcisc/cisc_fixture.h"
 
 extern "C" {
 #include "libcisc/internal.h"
 }
 
-#include "common/le.h"
-#include "device/control.h"
-
 namespace e2e {
 namespace {
 
-class CiscDoor : public MountTest {
+class CiscDoor : public CiscTest {
 protected:
-    struct cisc_session *s = nullptr;
-    struct cisc_queue *q = nullptr;
-
-    void SetUp() override
-    {
-        MountTest::SetUp();
-        if (HasFatalFailure())
-            return;
-        ASSERT_EQ(cisc_session_open(mnt.c_str(), &s), 0);
-        ASSERT_EQ(cisc_queue_create(s, &q), 0);
-    }
-
-    void TearDown() override
-    {
-        cisc_session_close(s);
-        MountTest::TearDown();
-    }
-
     uint64_t Stage(const void *p, size_t n)
     {
         uint64_t off = 0;

@@ -44,6 +44,18 @@ protected:
         MountTest::TearDown();
     }
 
+    // The device still answers a fresh client.
+    void ExpectDeviceUp()
+    {
+        EXPECT_GT(DaemonPid(), 0);
+        struct cisc_session *x;
+        struct cisc_queue *y;
+        ASSERT_EQ(cisc_session_open(mnt.c_str(), &x), 0);
+        ASSERT_EQ(cisc_queue_create(x, &y), 0);
+        EXPECT_EQ(cisc_nop(y), 0);
+        cisc_session_close(x);
+    }
+
     // A key of the device's `cisc status --raw` report ("qp" line fields).
     long long Status(const std::string &line, const std::string &key)
     {

@@ -54,18 +54,6 @@ protected:
         EXPECT_GT(good_ops.load(), before) << "the good client made no progress at the end";
         EXPECT_EQ(good_errors.load(), 0);
     }
-
-    // The device still answers a fresh client.
-    void ExpectDeviceUp()
-    {
-        EXPECT_GT(DaemonPid(), 0);
-        struct cisc_session *x;
-        struct cisc_queue *y;
-        ASSERT_EQ(cisc_session_open(mnt.c_str(), &x), 0);
-        ASSERT_EQ(cisc_queue_create(x, &y), 0);
-        EXPECT_EQ(cisc_nop(y), 0);
-        cisc_session_close(x);
-    }
 };
 
 static struct wire_sqe Sqe(uint8_t op)
