@@ -82,56 +82,56 @@ int vm_join_init(struct venv *env)
     return 0;
 }
 
-static uint64_t up_u(const struct venv *env, uint64_t x, uint64_t limit)
+/* Number of thresholds below x (after: at or below x) in the sorted
+ * arrays: the index of the first one >= x (after: > x). */
+static size_t rank_u(const struct venv *env, uint64_t x, bool after)
 {
     size_t lo = 0, hi = env->nthr;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (env->thr_u[mid] < x)
+        if (env->thr_u[mid] < x || (after && env->thr_u[mid] == x))
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < env->nthr && env->thr_u[lo] <= limit ? env->thr_u[lo] : limit;
+    return lo;
+}
+
+static size_t rank_s(const struct venv *env, int64_t x, bool after)
+{
+    size_t lo = 0, hi = env->nthr;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (env->thr_s[mid] < x || (after && env->thr_s[mid] == x))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static uint64_t up_u(const struct venv *env, uint64_t x, uint64_t limit)
+{
+    size_t i = rank_u(env, x, false);
+    return i < env->nthr && env->thr_u[i] <= limit ? env->thr_u[i] : limit;
 }
 
 static uint64_t down_u(const struct venv *env, uint64_t x)
 {
-    size_t lo = 0, hi = env->nthr;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (env->thr_u[mid] <= x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo > 0 ? env->thr_u[lo - 1] : 0;
+    size_t i = rank_u(env, x, true);
+    return i > 0 ? env->thr_u[i - 1] : 0;
 }
 
 static int64_t up_s(const struct venv *env, int64_t x, int64_t limit)
 {
-    size_t lo = 0, hi = env->nthr;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (env->thr_s[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < env->nthr && env->thr_s[lo] <= limit ? env->thr_s[lo] : limit;
+    size_t i = rank_s(env, x, false);
+    return i < env->nthr && env->thr_s[i] <= limit ? env->thr_s[i] : limit;
 }
 
 static int64_t down_s(const struct venv *env, int64_t x, int64_t limit)
 {
-    size_t lo = 0, hi = env->nthr;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (env->thr_s[mid] <= x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo > 0 && env->thr_s[lo - 1] >= limit ? env->thr_s[lo - 1] : limit;
+    size_t i = rank_s(env, x, true);
+    return i > 0 && env->thr_s[i - 1] >= limit ? env->thr_s[i - 1] : limit;
 }
 
 /* --- values ----------------------------------------------------------------------- */
