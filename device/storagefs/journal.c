@@ -48,6 +48,7 @@ struct jnl {
     _Atomic uint64_t ckpt_done;  /* last checkpointed transaction (read unlocked) */
     uint64_t commit_target;      /* commit until committed >= this */
     bool want_ckpt, want_space, stop;
+    bool ckpt_finishing;         /* used is 0, the frees not yet released (mu) */
     int error;
     uint64_t ring_start;         /* block of ring position 0 */
     uint32_t ring, head;         /* ring size; next position to write */
@@ -491,6 +492,7 @@ static void do_checkpoint(struct jnl *j)
     j->used = 0;
     j->want_ckpt = j->want_space = false;
     j->st.checkpoints++;
+    j->ckpt_finishing = true;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
     release_checkpointed(j, v, n);
@@ -500,6 +502,8 @@ static void do_checkpoint(struct jnl *j)
      * new value finds the forgotten data blocks on the media. */
     atomic_store_explicit(&j->ckpt_done, target, memory_order_release);
     pthread_mutex_lock(&j->mu);
+    j->ckpt_finishing = false;   /* jnl_sync_checkpoint's callers may reuse the frees */
+    pthread_cond_broadcast(&j->cv);
 }
 
 /* ---- commit --------------------------------------------------------------- */
@@ -806,7 +810,7 @@ int jnl_sync_checkpoint(struct jnl *j)
         j->want_ckpt = true;
         kick(j);
     }
-    while (j->used > 0 && !j->error)
+    while ((j->used > 0 || j->ckpt_finishing) && !j->error)
         pthread_cond_wait(&j->cv, &j->mu);
     r = j->error;
     pthread_mutex_unlock(&j->mu);

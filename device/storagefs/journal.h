@@ -112,7 +112,8 @@ int jnl_dirty_inode(struct jnl_handle *h, struct sfs_inode *ip);
 int jnl_sync(struct jnl *j);
 
 /* Like jnl_sync, then checkpoints every committed transaction (used on
- * ENOSPC to release freed blocks). Returns 0 or -errno. */
+ * ENOSPC to release freed blocks); returns once the blocks those
+ * transactions freed are reusable. Returns 0 or -errno. */
 int jnl_sync_checkpoint(struct jnl *j);
 
 /* Sequence number of the last checkpointed transaction (everything up to
