@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "device/media.h"
+#include "device/media/media.h"
 #include "device/storagefs/storagefs.h"
 
 struct opts {

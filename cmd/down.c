@@ -2,7 +2,7 @@
 #include "cmd/cmd.h"
 #include "cmd/mnt.h"
 
-#include "device/control.h"
+#include "proto/ctl.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -3,7 +3,7 @@
 #include "cmd/cmd.h"
 #include "cmd/mnt.h"
 
-#include "device/control.h"
+#include "proto/ctl.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -5,7 +5,7 @@
 #include "common/le.h"
 #include "device/compute/keys.h"
 #include "device/control.h"
-#include "device/stats.h"
+#include "device/engine/stats.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -390,7 +390,7 @@ static int reply_qp_destroy(struct device *d, struct ctl_req *req)
     return ctl_reply(req, r, NULL, 0), 0;
 }
 
-/* CTL_PROG_*: device/progs_ctl.c; streams belong to the session. */
+/* CTL_PROG_*: device/progs/progs_ctl.c; streams belong to the session. */
 static int reply_progs(struct device *d, struct ctl_req *req)
 {
     struct qp_session *s = NULL;

@@ -31,10 +31,10 @@
 extern "C" {   /* also for the StorageFS header included here */
 #endif
 
-#include "device/engine.h"
-#include "device/model.h"
-#include "device/progs.h"
-#include "device/queue.h"
+#include "device/engine/engine.h"
+#include "device/sched/model.h"
+#include "device/progs/progs.h"
+#include "device/queue/queue.h"
 
 #define DEV_DEFAULT_CORES 4u
 #define DEV_DEFAULT_SIZE  (1ull << 30)

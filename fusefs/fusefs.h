@@ -1,6 +1,6 @@
 /*
  * fusefs/fusefs.h - the FUSE front end: a libfuse low-level session whose
- * every request becomes one engine command (device/engine.h).
+ * every request becomes one engine command (device/engine/engine.h).
  *
  * The front end is a client of the device like any other door: it fills
  * the command with the caller's uid, gid and pid from the FUSE request
@@ -34,7 +34,7 @@
 
 #include <stdbool.h>
 
-#include "device/engine.h"
+#include "device/engine/engine.h"
 
 #define FUSEFS_TIMEOUT 10.0
 #define FUSEFS_MAX_IO  (1u << 20)   /* largest write request */

@@ -4,7 +4,7 @@
  *
  * A vector's step array and result array live in one block of its
  * queue's arena, reserved by cisc_vec_init: builder calls write the wire
- * steps (device/wire.h) straight into shared memory, the device reads
+ * steps (proto/wire.h) straight into shared memory, the device reads
  * them from there and writes the results back beside them, so building
  * and reaping copy nothing. Input buffers outside the arena are staged
  * into temporary arena blocks (the "DMA" of the op), freed when the
@@ -18,10 +18,10 @@
  *   3. A vector in flight (state 1) is never changed; its arena blocks
  *      stay allocated until it is reset or freed after completion.
  */
-#include "libcisc/internal.h"
+#include "libcisc/client_int.h"
 
 #include "common/le.h"
-#include "device/control.h"
+#include "proto/ctl.h"
 
 #include <errno.h>
 #include <fcntl.h>

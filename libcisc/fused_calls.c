@@ -3,7 +3,7 @@
  * operation sequences of FusionFS Table 2, each built as one vector and
  * submitted as ONE fused op (one round trip, all or nothing).
  */
-#include "libcisc/internal.h"
+#include "libcisc/client_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /* libcisc/progrun.c - cisc_prog_run: a program over a whole file as a
  * sequence of fused ops (READ -> BPF -> APPEND, or READ -> BPF with the
  * result in the arena), one per chunk, chained by a stream. */
-#include "libcisc/internal.h"
+#include "libcisc/client_int.h"
 
 #include <cisc/progs.h>
 

@@ -1,11 +1,11 @@
 /* libcisc/progs.c - the program calls of <cisc/progs.h>: control requests
- * CTL_PROG_* (payloads: device/progs_wire.h) on the session's socket. */
-#include "libcisc/internal.h"
+ * CTL_PROG_* (payloads: proto/progs_wire.h) on the session's socket. */
+#include "libcisc/client_int.h"
 
 #include <cisc/progs.h>
 
-#include "device/control.h"
-#include "device/progs_wire.h"
+#include "proto/ctl.h"
+#include "proto/progs_wire.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -4,10 +4,10 @@
  * only when the device sleeps), reaping completions into the slot table
  * and waiting for one (spin, then sleep on the CQ futex).
  */
-#include "libcisc/internal.h"
+#include "libcisc/client_int.h"
 
 #include "common/le.h"
-#include "device/control.h"
+#include "proto/ctl.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -23,7 +23,7 @@
 
 #define LC_DEFAULT_SPIN_NS 20000u
 #define LC_ALIVE_CHECK_NS  (100u * 1000000u)   /* check the device every 100 ms of waiting */
-#define LC_ARRIVE_MAX_NS   1000000   /* device/model.h DM_LINK_MAX_NS */
+#define LC_ARRIVE_MAX_NS   1000000   /* device/sched/model.h DM_LINK_MAX_NS */
 
 static inline void cpu_relax(void)
 {

@@ -3,7 +3,7 @@
  * command (one SQE, one CQE) per call, with paths and data staged in the
  * queue's arena (zero-copy when the caller's buffer is already there).
  */
-#include "libcisc/internal.h"
+#include "libcisc/client_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

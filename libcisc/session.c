@@ -1,9 +1,9 @@
 /* libcisc/session.c - sessions: the control-socket connection to the
  * device, the credentials it recorded, and the table of file positions. */
-#include "libcisc/internal.h"
+#include "libcisc/client_int.h"
 
 #include "common/le.h"
-#include "device/control.h"
+#include "proto/ctl.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -19,7 +19,7 @@
 #include <time.h>
 
 #include "bpf/interp.h"
-#include "tests/unit/vm_interp/vm_asm.h"
+#include "tests/unit/bpf/interp/vm_asm.h"
 
 #define INPUT_SIZE (1u << 20)
 #define REPEAT 15

@@ -8,8 +8,8 @@
  *   usage: cisc-bench-exec [OPS]
  */
 #include "common/crc32c.h"
-#include "device/cisc.h"
-#include "device/media_fault.h"
+#include "device/engine/fused/fused.h"
+#include "device/media/media_fault.h"
 
 #include <errno.h>
 #include <fcntl.h>

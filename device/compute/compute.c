@@ -5,7 +5,7 @@
 
 #include "common/crc32c.h"
 #include "common/le.h"
-#include "device/wire.h"
+#include "proto/wire.h"
 
 #include <errno.h>
 #include <string.h>

@@ -33,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "device/media.h"
+#include "device/media/media.h"
 
 struct bbuf {
     uint64_t blk;

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "device/media.h"
+#include "device/media/media.h"
 #include "device/storagefs/format.h"
 
 enum jscan_stop {

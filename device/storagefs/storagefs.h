@@ -48,7 +48,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "device/media.h"
+#include "device/media/media.h"
 
 #define SFS_BLOCK_SIZE   4096u
 #define SFS_ROOT_INO     1u

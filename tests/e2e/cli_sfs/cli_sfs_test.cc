@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 extern "C" {
-#include "device/media.h"
-#include "device/media_fault.h"
+#include "device/media/media.h"
+#include "device/media/media_fault.h"
 #include "device/storagefs/storagefs.h"
 }
 

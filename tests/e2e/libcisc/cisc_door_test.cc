@@ -6,7 +6,7 @@
 #include "tests/e2e/libcisc/cisc_fixture.h"
 
 extern "C" {
-#include "libcisc/internal.h"
+#include "libcisc/client_int.h"
 }
 
 namespace e2e {

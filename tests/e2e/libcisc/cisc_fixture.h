@@ -10,7 +10,7 @@
 
 #include "common/le.h"
 #include "device/control.h"
-#include "device/wire.h"
+#include "proto/wire.h"
 
 #include <linux/futex.h>
 #include <sys/mman.h>

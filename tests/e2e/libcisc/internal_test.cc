@@ -1,11 +1,11 @@
 // tests/e2e/libcisc/internal_test.cc - libcisc's internal client API
-// (libcisc/internal.h, the base of the fused operations) against a real
+// (libcisc/client_int.h, the base of the fused operations) against a real
 // device: batches larger than the ring, completions out of order, waits
 // by token in any order, discarded tokens, stale tokens.
 #include "tests/e2e/fuse/mount_fixture.h"
 
 extern "C" {
-#include "libcisc/internal.h"
+#include "libcisc/client_int.h"
 }
 
 #include <algorithm>

@@ -5,7 +5,7 @@
 
 #include "common/le.h"
 #include "device/control.h"
-#include "device/progs_wire.h"
+#include "proto/progs_wire.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -2,9 +2,9 @@
  * into a stopped device's image, bypassing the verifier, the way a record
  * written by an older, more permissive device would look after an
  * upgrade. Usage: cisc-progs-plant IMAGE ID NAME OWNER FUNC OBJECT.o */
-#include "device/progs_int.h"
+#include "device/progs/progs_int.h"
 
-#include "device/media.h"
+#include "device/media/media.h"
 #include "device/storagefs/storagefs.h"
 
 #include <stdio.h>

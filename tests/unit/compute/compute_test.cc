@@ -5,7 +5,7 @@
 
 #include "device/compute/compute.h"
 #include "device/compute/keys.h"
-#include "device/wire.h"
+#include "proto/wire.h"
 
 #include <errno.h>
 #include <string.h>

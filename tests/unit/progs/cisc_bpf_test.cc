@@ -1,4 +1,4 @@
-// Decoding of bpf steps (device/cisc_bpf.c through cisc_decode): every
+// Decoding of bpf steps (device/engine/fused/bpfstep.c through cisc_decode): every
 // field a client controls is checked, the argument block is read from the
 // arena once, and the output capacity follows the block geometry.
 #include <gtest/gtest.h>
@@ -9,8 +9,8 @@
 #include <vector>
 
 extern "C" {
-#include "device/cisc.h"
-#include "device/progs.h"
+#include "device/engine/fused/fused.h"
+#include "device/progs/progs.h"
 }
 
 namespace {

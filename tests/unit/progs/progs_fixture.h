@@ -10,8 +10,8 @@
 #include <vector>
 
 extern "C" {
-#include "device/progs_int.h"
-#include "device/sysdir.h"
+#include "device/progs/progs_int.h"
+#include "device/engine/sysdir.h"
 }
 
 inline std::string ReadObj(const std::string &path)

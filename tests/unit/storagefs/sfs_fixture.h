@@ -9,7 +9,7 @@
 
 extern "C" {
 #include "common/corrupt.h"
-#include "device/media_fault.h"
+#include "device/media/media_fault.h"
 #include "device/storagefs/storagefs.h"
 }
 

@@ -1,0 +1,194 @@
+/* device/engine/engine.c - engine lifecycle, dispatch on the device cores,
+ * completion and statistics. The operations are in engine_ops.c. */
+#include "device/engine/engine_int.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static const eng_op_fn op_table[ENG_OP_COUNT] = {
+#define X(N, n) [ENG_OP_##N] = eop_##n,
+    ENG_OPS(X)
+#undef X
+};
+
+static const char *const op_names[ENG_OP_COUNT] = {
+#define X(N, n) [ENG_OP_##N] = #n,
+    ENG_OPS(X)
+#undef X
+};
+
+const char *eng_op_name(unsigned op)
+{
+    return op < ENG_OP_COUNT ? op_names[op] : "?";
+}
+
+static uint64_t bytes_moved(const struct eng_cmd *c)
+{
+    bool data = c->op == ENG_OP_READ || c->op == ENG_OP_WRITE || c->op == ENG_OP_COPY_RANGE;
+    return data && c->ret > 0 ? (uint64_t)c->ret : 0;
+}
+
+static void complete(struct eng_cmd *c)
+{
+    if (c->done) {
+        c->done(c);
+        return;
+    }
+    /* Pairs with the acquire load in eng_call: the results written above
+     * are visible to the waiter once it sees state 1. */
+    __atomic_store_n(&c->state, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &c->state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* One line per command: core, op, caller, operands, result, latency. */
+static void trace(const struct eng_cmd *c, unsigned core, uint64_t ns)
+{
+    fprintf(stderr, "trace core %u %s uid %u pid %d ino %llu fh %llx name %s off %llu "
+                    "size %zu -> %lld (%llu ns)\n",
+            core, eng_op_name(c->op), c->cred.uid, c->cred.pid, (unsigned long long)c->ino,
+            (unsigned long long)c->fh, c->name ? c->name : "-", (unsigned long long)c->off,
+            c->size, (long long)c->ret, (unsigned long long)ns);
+}
+
+static void run(void *arg, struct sched_item *it, unsigned core)
+{
+    struct engine *e = arg;
+    struct eng_cmd *c = (struct eng_cmd *)((char *)it - offsetof(struct eng_cmd, item));
+    unsigned op = c->op;
+    c->ret = op < ENG_OP_COUNT ? op_table[op](e, c) : -EINVAL;
+    if (c->chg && c->ret >= 0)
+        eng_note_changes(e, c);
+    uint64_t ns = sched_now_ns() - it->t_submit_ns;
+    if (e->trace)
+        trace(c, core, ns);
+    stats_record(e->stats, core, op, ns, bytes_moved(c), c->ret < 0);
+    complete(c);   /* c may be gone after this */
+}
+
+/* Destroys the engine's locks and frees it. */
+static void free_locks(struct engine *e)
+{
+    for (unsigned i = 0; i < ENG_INO_STRIPES; i++)
+        pthread_rwlock_destroy(&e->ino_lock[i]);
+    eng_spares_drain(e);
+    pthread_mutex_destroy(&e->mem_mu);
+    pthread_cond_destroy(&e->mem_cv);
+    pthread_rwlock_destroy(&e->watch_lock);
+    free(e);
+}
+
+int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out)
+{
+    const struct sched_policy *pol = sched_policy_find(cfg->sched ? cfg->sched : "fifo");
+    if (!pol || cfg->cores < 1 || cfg->cores > SCHED_MAX_CORES)
+        return -EINVAL;
+    struct engine *e = calloc(1, sizeof(*e));
+    if (!e)
+        return -ENOMEM;
+    e->fs = fs;
+    e->cores = cfg->cores;
+    e->trace = cfg->trace;
+    e->progs = cfg->progs;
+    for (unsigned i = 0; i < ENG_INO_STRIPES; i++)
+        pthread_rwlock_init(&e->ino_lock[i], NULL);
+    pthread_mutex_init(&e->mem_mu, NULL);
+    pthread_cond_init(&e->mem_cv, NULL);
+    pthread_rwlock_init(&e->watch_lock, NULL);
+    e->mem_budget = cfg->dev_ram ? cfg->dev_ram : ENG_DEV_RAM_DEFAULT;
+    int r = stats_create(ENG_OP_COUNT, cfg->cores, &e->stats);
+    if (!r)
+        r = hdl_table_create(&e->hdl);
+    if (!r)
+        r = sched_create(pol, &(struct sched_config){ cfg->cores, cfg->direct }, run, e,
+                         &e->sched);
+    if (r) {
+        hdl_table_destroy(e->hdl);
+        stats_destroy(e->stats);
+        free_locks(e);
+        return r;
+    }
+    *out = e;
+    return 0;
+}
+
+void eng_destroy(struct engine *e)
+{
+    if (!e)
+        return;
+    sched_destroy(e->sched);
+    struct hdl h;
+    while (hdl_drain(e->hdl, &h))
+        sfs_iput(e->fs, h.ino);
+    hdl_table_destroy(e->hdl);
+    stats_destroy(e->stats);
+    free_locks(e);
+}
+
+void eng_drain(struct engine *e)
+{
+    sched_drain(e->sched);
+}
+
+void eng_cmd_init(struct eng_cmd *cmd, unsigned op, const struct eng_cred *cred)
+{
+    memset(cmd, 0, sizeof(*cmd));
+    cmd->op = op;
+    if (cred)
+        cmd->cred = *cred;
+    else
+        cmd->cred.ngroups = -1;
+}
+
+int eng_submit(struct engine *e, struct eng_cmd *cmd)
+{
+    cmd->item.tenant = cmd->cred.uid;
+    return sched_submit(e->sched, &cmd->item);
+}
+
+int eng_submit_handoff(struct engine *e, struct eng_cmd *cmd)
+{
+    cmd->item.tenant = cmd->cred.uid;
+    return sched_submit_handoff(e->sched, &cmd->item);
+}
+
+int64_t eng_call(struct engine *e, struct eng_cmd *cmd)
+{
+    cmd->done = NULL;
+    cmd->state = 0;
+    int r = eng_submit(e, cmd);
+    if (r)
+        return cmd->ret = r;
+    /* Pairs with the release store in complete(). */
+    while (!__atomic_load_n(&cmd->state, __ATOMIC_ACQUIRE))
+        syscall(SYS_futex, &cmd->state, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+    return cmd->ret;
+}
+
+const struct stats *eng_stats(struct engine *e)
+{
+    return e->stats;
+}
+
+void eng_sched_stats(struct engine *e, struct sched_stats *st)
+{
+    sched_get_stats(e->sched, st);
+}
+
+uint64_t eng_open_handles(struct engine *e)
+{
+    return hdl_count(e->hdl);
+}
+
+void eng_release_handles(struct engine *e, struct hdl_table *t)
+{
+    struct hdl h;
+    while (hdl_drain(t, &h))
+        sfs_iput(e->fs, h.ino);
+}

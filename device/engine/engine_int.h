@@ -1,0 +1,77 @@
+/*
+ * device/engine/engine_int.h - what engine.c (lifecycle, dispatch, completion)
+ * and engine_ops.c (one function per opcode) share. Not for other modules.
+ */
+#ifndef CISC_DEVICE_ENGINE_INT_H
+#define CISC_DEVICE_ENGINE_INT_H
+
+#include <pthread.h>
+
+#include "device/engine/engine.h"
+#include "device/engine/handle.h"
+#include "device/engine/stats.h"
+
+#define ENG_INO_STRIPES 256u
+#define ENG_DEV_RAM_DEFAULT (2ull << 30)
+#define ENG_SPARES 8u   /* idle step buffers kept for reuse (cisc_mem.c) */
+
+struct eng_spare {
+    void *p;
+    uint64_t size;
+};
+
+struct engine {
+    struct sfs *fs;               /* not owned */
+    struct sched *sched;
+    struct stats *stats;          /* one shard per core + one for other threads */
+    struct hdl_table *hdl;
+    unsigned cores;
+    bool trace;
+    /* Striped inode locks, for O_APPEND (size read and write together)
+     * and for isolation of fused ops (device/engine/fused/fused.h):
+     * RISC data ops hold their inode's stripe shared (appends and size
+     * changes exclusive); a CISC op holds the stripes of the files it
+     * mutates exclusive and of those it reads shared, for its whole run.
+     * Taken before any StorageFS call; several in ascending order. */
+    pthread_rwlock_t ino_lock[ENG_INO_STRIPES];
+    /* Device memory budget for CISC buffers (protected by mem_mu). */
+    pthread_mutex_t mem_mu;
+    pthread_cond_t mem_cv;
+    uint64_t mem_budget, mem_used;
+    /* Idle large step buffers kept for the next op (cisc_mem.c; protected
+     * by mem_mu, their bytes counted in mem_used). */
+    struct eng_spare spare[ENG_SPARES];
+    unsigned nspare;
+    /* The watcher (eng_set_watch): calls into it hold watch_lock for
+     * reading, so clearing it waits for them. */
+    pthread_rwlock_t watch_lock;
+    struct eng_watch watch;
+    bool watching;            /* protected by watch_lock; also read relaxed as a hint */
+    struct progs *progs;      /* bpf steps' programs (device/progs/progs.h); may be NULL */
+};
+
+/* The handle table a command uses: its session's, or the engine's. */
+static inline struct hdl_table *eng_hdl(struct engine *e, const struct eng_cmd *c)
+{
+    return c->hdl ? c->hdl : e->hdl;
+}
+
+/* Frees the idle step buffers (cisc_mem.c); at destruction. */
+void eng_spares_drain(struct engine *e);
+
+/* Records in c->chg (when set) what command c changed (engine_watch.c). */
+void eng_note_changes(struct engine *e, struct eng_cmd *c);
+
+static inline unsigned eng_stripe(uint64_t ino)
+{
+    return (unsigned)((ino * 0x9E3779B97F4A7C15ull) >> 56) % ENG_INO_STRIPES;
+}
+
+/* Executes one command; returns its result (0, count, or -errno). */
+typedef int64_t (*eng_op_fn)(struct engine *e, struct eng_cmd *c);
+
+#define X(N, n) int64_t eop_##n(struct engine *e, struct eng_cmd *c);
+ENG_OPS(X)
+#undef X
+
+#endif

@@ -1,0 +1,441 @@
+/* device/engine/fused/apply.c - phase 4 of a fused op (cisc.h): the deferred
+ * mutations applied in step order inside one StorageFS transaction, with
+ * an undo log applied in reverse on failure, and copy-on-write overwrites
+ * so that a crash before the commit leaves no trace of the op. */
+#include "device/engine/fused/fused_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define BS ((uint64_t)SFS_BLOCK_SIZE)
+#define COW_SPARE_BLOCKS 64u      /* metadata room kept free by a shadow write */
+
+struct undo {
+    bool armed;                 /* the mutation may have changed something */
+    uint64_t old_size;
+    uint8_t *old;               /* old bytes [old_off, old_off + old_len) */
+    uint64_t old_off, old_len;
+};
+
+struct apply {
+    struct cisc_run *x;
+    struct sfs_txn *tx;
+    bool cow;                   /* overwrites below base sizes are shadowed */
+    struct undo u[CISC_MAX_MUTS];
+};
+
+static uint64_t min64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+static uint64_t max64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+static int size_of(struct sfs *fs, uint64_t ino, uint64_t *size)
+{
+    struct sfs_attr a;
+    int r = sfs_getattr(fs, ino, &a);
+    *size = a.size;
+    return r;
+}
+
+static int set_size(struct apply *ap, uint64_t ino, uint64_t size)
+{
+    struct sfs_attr in = { .size = size };
+    return sfs_setattr(ap->x->e->fs, ap->tx, ino, &in, SFS_SET_SIZE, NULL);
+}
+
+static int write_all(struct apply *ap, uint64_t ino, uint64_t off, const void *p, uint64_t n)
+{
+    if (n == 0)
+        return 0;
+    ssize_t w = sfs_write(ap->x->e->fs, ap->tx, ino, off, p, (size_t)n);
+    return w == (ssize_t)n ? 0 : w < 0 ? (int)w : -ENOSPC;
+}
+
+/* Saves bytes [off, end) of ino into u (the undo of a change to them). */
+static int save_old(struct apply *ap, uint64_t ino, uint64_t off, uint64_t end,
+                    struct undo *u)
+{
+    u->old_off = off;
+    u->old_len = end > off ? end - off : 0;
+    if (!u->old_len)
+        return 0;
+    u->old = malloc(u->old_len);
+    if (!u->old)
+        return -ENOMEM;
+    ssize_t n = sfs_read(ap->x->e->fs, ino, off, u->old, (size_t)u->old_len);
+    if (n < 0)
+        return (int)n;
+    memset(u->old + n, 0, u->old_len - (uint64_t)n);
+    return 0;
+}
+
+/* Enough free blocks for a shadow copy of nblk blocks (its old blocks
+ * are not reusable before the commit). */
+static int shadow_room(struct apply *ap, uint64_t nblk)
+{
+    struct sfs_statfs st;
+    int r = sfs_statfs(ap->x->e->fs, &st);
+    if (!r && st.blocks_free < nblk + COW_SPARE_BLOCKS)
+        r = -ENOSPC;
+    return r;
+}
+
+/* Copy-on-write overwrite: whole blocks [A, E) below the base size are
+ * read, merged with the new bytes, punched out and written anew. */
+static int write_shadow(struct apply *ap, const struct cfile *f, const struct cisc_mut *m,
+                        uint64_t size, struct undo *u)
+{
+    uint64_t end = m->off + m->len, a = m->off / BS * BS;
+    uint64_t e = (min64(end, f->base_size) + BS - 1) / BS * BS;
+    uint64_t old_end = min64(max64(e, end), size), wend = max64(end, old_end);
+    int r = save_old(ap, f->ino, a, old_end, u);
+    uint8_t *buf = r ? NULL : malloc(wend - a);
+    if (!r && !buf)
+        r = -ENOMEM;
+    if (!r)
+        r = shadow_room(ap, (e - a) / BS);
+    if (!r) {
+        if (u->old_len)
+            memcpy(buf, u->old, u->old_len);
+        memset(buf + u->old_len, 0, wend - a - u->old_len);
+        memcpy(buf + (m->off - a), m->data, m->len);
+        u->armed = true;
+        r = sfs_fallocate(ap->x->e->fs, ap->tx, f->ino,
+                          SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_KEEP_SIZE, a, e - a);
+    }
+    if (!r)
+        r = write_all(ap, f->ino, a, buf, wend - a);
+    free(buf);
+    return r;
+}
+
+static int apply_write(struct apply *ap, const struct cisc_mut *m, struct undo *u)
+{
+    const struct cfile *f = &ap->x->files[m->file];
+    uint64_t size;
+    int r = size_of(ap->x->e->fs, f->ino, &size);
+    if (r)
+        return r;
+    u->old_size = size;
+    if (ap->cow && m->off < f->base_size && m->len)
+        return write_shadow(ap, f, m, size, u);
+    r = save_old(ap, f->ino, m->off, min64(m->off + m->len, size), u);
+    if (r)
+        return r;
+    u->armed = true;
+    return write_all(ap, f->ino, m->off, m->data, m->len);
+}
+
+/* A shrink to t inside a block the committed file holds: that block is
+ * shadowed, since a later extension would zero its tail in place. */
+static int apply_trunc(struct apply *ap, const struct cisc_mut *m, struct undo *u)
+{
+    const struct cfile *f = &ap->x->files[m->file];
+    uint64_t size, t = m->off, hb = t / BS * BS;
+    int r = size_of(ap->x->e->fs, f->ino, &size);
+    if (r)
+        return r;
+    bool shadow = ap->cow && t < size && t % BS && t < f->base_size;
+    u->old_size = size;
+    r = save_old(ap, f->ino, shadow ? hb : t, size, u);   /* the head too if shadowed */
+    if (!r && shadow)
+        r = shadow_room(ap, 1);
+    if (r)
+        return r;
+    u->armed = true;
+    r = set_size(ap, f->ino, t);
+    if (!r && shadow)
+        r = sfs_fallocate(ap->x->e->fs, ap->tx, f->ino,
+                          SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_KEEP_SIZE, hb, BS);
+    if (!r && shadow)
+        r = write_all(ap, f->ino, hb, u->old, t - hb);
+    return r;
+}
+
+static int apply_create(struct apply *ap, const struct cisc_mut *m, struct undo *u)
+{
+    struct cfile *f = &ap->x->files[m->file];
+    struct sfs *fs = ap->x->e->fs;
+    struct sfs_attr a;
+    int r = sfs_mknod(fs, ap->tx, f->parent, f->name, f->cmode, 0, f->cuid, f->cgid, &a);
+    if (r == -EEXIST)
+        return f->excl ? -EEXIST : -EAGAIN;   /* someone else created it meanwhile */
+    if (r)
+        return r;
+    u->armed = true;
+    f->ino = a.ino;
+    f->base_size = 0;
+    r = sfs_iget(fs, a.ino);
+    f->ref = r == 0;
+    return r;
+}
+
+static int apply_unlink(struct apply *ap, const struct cisc_mut *m, struct undo *u)
+{
+    const struct cfile *f = &ap->x->files[m->file];
+    struct sfs_attr a;
+    int r = sfs_lookup(ap->x->e->fs, m->parent, m->name, &a);
+    if (!r && a.ino != f->ino)
+        r = -EAGAIN;   /* the name was replaced after the check */
+    if (!r)
+        r = sfs_unlink(ap->x->e->fs, ap->tx, m->parent, m->name);
+    u->armed = r == 0;
+    return r;
+}
+
+static int apply_one(struct apply *ap, unsigned k)
+{
+    const struct cisc_mut *m = &ap->x->muts[k];
+    switch (m->kind) {
+    case MUT_CREATE: return apply_create(ap, m, &ap->u[k]);
+    case MUT_WRITE: return apply_write(ap, m, &ap->u[k]);
+    case MUT_TRUNC: return apply_trunc(ap, m, &ap->u[k]);
+    case MUT_UNLINK: return apply_unlink(ap, m, &ap->u[k]);
+    default: return 0;   /* CLOSE_FH: after the commit */
+    }
+}
+
+/* Removes the file the op created; its reference is dropped after the
+ * transaction (an inode is freed outside any handle). */
+static int undo_create(struct apply *ap, unsigned fi)
+{
+    struct cisc_run *x = ap->x;
+    struct cfile *f = &x->files[fi];
+    int r = sfs_unlink(x->e->fs, ap->tx, f->parent, f->name);
+    if (f->ref && x->ndead < WIRE_MAX_STEPS) {
+        x->dead[x->ndead++] = f->ino;
+        f->ref = false;
+    }
+    f->ino = 0;
+    return r;
+}
+
+/* Restores the size, then the saved bytes. */
+static int undo_data(struct apply *ap, const struct cfile *f, const struct undo *u)
+{
+    uint64_t size;
+    int r = size_of(ap->x->e->fs, f->ino, &size);
+    if (!r && size != u->old_size)
+        r = set_size(ap, f->ino, u->old_size);
+    if (!r)
+        r = write_all(ap, f->ino, u->old_off, u->old, u->old_len);
+    return r;
+}
+
+static int undo_one(struct apply *ap, unsigned k)
+{
+    const struct cisc_mut *m = &ap->x->muts[k];
+    const struct undo *u = &ap->u[k];
+    const struct cfile *f = &ap->x->files[m->file];
+    if (!u->armed)
+        return 0;
+    switch (m->kind) {
+    case MUT_CREATE: return undo_create(ap, m->file);
+    case MUT_WRITE: case MUT_TRUNC: return undo_data(ap, f, u);
+    case MUT_UNLINK: return sfs_link(ap->x->e->fs, ap->tx, f->ino, m->parent, m->name, NULL);
+    default: return 0;
+    }
+}
+
+/* Undoes seq[upto], seq[upto - 1], ..., seq[0]. */
+static void undo_all(struct apply *ap, const unsigned *seq, unsigned upto)
+{
+    for (unsigned i = upto + 1; i-- > 0;) {
+        int r = undo_one(ap, seq[i]);
+        if (r)
+            fprintf(stderr, "cisc device: undo of step %u failed (%s); the fused op may be "
+                            "partly applied\n", ap->x->muts[seq[i]].step, strerror(-r));
+    }
+}
+
+/* Copy-on-write unless the op is one overwrite inside one block of what
+ * the file already holds (one block write is atomic on the media). */
+static bool need_cow(const struct cisc_run *x, unsigned nreal)
+{
+    if (nreal != 1)
+        return nreal > 1;
+    for (unsigned k = 0; k < x->nmuts; k++) {
+        const struct cisc_mut *m = &x->muts[k];
+        if (m->kind == MUT_WRITE) {
+            const struct cfile *f = &x->files[m->file];
+            bool inside = m->off + m->len <= f->base_size;
+            return !(inside && (m->len == 0 || m->off / BS == (m->off + m->len - 1) / BS));
+        }
+    }
+    return false;   /* one create, truncate or unlink: one metadata change */
+}
+
+static uint64_t blocks_of(uint64_t bytes)
+{
+    return (bytes + BS - 1) / BS;
+}
+
+/* Refuses up front (-ENOSPC at the step that crosses the line) an op
+ * whose mutations and their undo could need more blocks or inodes than
+ * are free: blocks freed inside the transaction are not reusable before
+ * it commits, so space must not run out halfway. An upper bound:
+ * every write may allocate its blocks twice (new data, then its undo
+ * after a failed copy-on-write), every shrink may have to rewrite its
+ * tail. Other writers may still take the space meanwhile (then the
+ * mutation fails and is undone). */
+static int space_check(struct cisc_run *x)
+{
+    struct sfs_statfs st;
+    int r = sfs_statfs(x->e->fs, &st);
+    if (r)
+        return r;
+    uint64_t blocks = COW_SPARE_BLOCKS, inodes = 0;
+    for (unsigned k = 0; k < x->nmuts; k++) {
+        const struct cisc_mut *m = &x->muts[k];
+        if (m->kind == MUT_WRITE)
+            blocks += 2 * blocks_of(m->len) + 2;
+        else if (m->kind == MUT_TRUNC)
+            blocks += blocks_of(m->len > m->off ? m->len - m->off : 0) + 1;
+        inodes += m->kind == MUT_CREATE;
+        if (blocks > st.blocks_free || inodes > st.inodes_free) {
+            cisc_fail(x->v, m->step, -ENOSPC);
+            return -ENOSPC;
+        }
+    }
+    return 0;
+}
+
+/* Records what the op changed, for the FUSE mount's caches (a watcher
+ * that invalidates them; engine.h eng_chg). Files beyond the record's
+ * capacity widen its first entry only. */
+static void note_changes(struct cisc_run *x)
+{
+    for (unsigned k = 0; k < x->nmuts; k++) {
+        const struct cisc_mut *m = &x->muts[k];
+        const struct cfile *f = &x->files[m->file];
+        if (m->kind == MUT_CREATE)
+            eng_chg_entry(x->cmd, f->parent, f->name);
+        else if (m->kind == MUT_UNLINK)
+            eng_chg_entry(x->cmd, m->parent, m->name);
+        if (m->kind == MUT_WRITE)
+            eng_chg_inode(x->cmd, f->ino, (int64_t)m->off, (int64_t)m->len);
+        else if (m->kind != MUT_CLOSE_FH)
+            eng_chg_inode(x->cmd, f->ino, m->kind == MUT_TRUNC ? 0 : -1, 0);
+    }
+}
+
+/* After success: durability without a transaction, session handles. */
+static int finish(struct cisc_run *x, bool had_tx)
+{
+    int r = 0;
+    note_changes(x);
+    for (unsigned i = 0; !had_tx && !r && i < x->nfiles; i++)
+        if (x->files[i].fsync && x->files[i].ino)
+            r = sfs_fsync(x->e->fs, x->files[i].ino, x->files[i].datasync);
+    for (unsigned k = 0; k < x->nmuts; k++) {
+        struct hdl h;
+        if (x->muts[k].kind == MUT_CLOSE_FH && !hdl_close(x->hdl, x->muts[k].fh, &h))
+            sfs_iput(x->e->fs, h.ino);
+    }
+    return r;
+}
+
+/* The first FSYNC step (to carry a durability error). */
+static unsigned fsync_step(const struct cisc_run *x)
+{
+    for (unsigned i = 0; i < x->v->n; i++)
+        if (x->v->st[i].kind == WIRE_STEP_FSYNC)
+            return i;
+    return x->v->n - 1;
+}
+
+/* Application order: every mutation in step order, except unlinks,
+ * which come last (StorageFS cannot link back an inode whose last name
+ * is gone, so nothing may fail after an unlink but another unlink).
+ * Moving them is invisible: the op's own later OPENs already saw the
+ * name as removed, and its handles keep the inode. */
+static unsigned order(const struct cisc_run *x, unsigned *seq)
+{
+    unsigned n = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (unsigned k = 0; k < x->nmuts; k++)
+            if (x->muts[k].kind != MUT_CLOSE_FH &&
+                (x->muts[k].kind == MUT_UNLINK) == (pass == 1))
+                seq[n++] = k;
+    return n;
+}
+
+static int apply_tx(struct apply *ap)
+{
+    struct cisc_run *x = ap->x;
+    unsigned seq[CISC_MAX_MUTS], n = order(x, seq), i = 0;
+    int r = space_check(x);
+    if (r)
+        return r;
+    r = sfs_txn_begin(x->e->fs, &ap->tx);
+    for (; !r && i < n; i++)
+        if ((r = apply_one(ap, seq[i])) != 0)
+            break;
+    if (r && ap->tx)
+        undo_all(ap, seq, i);
+    int c = ap->tx ? sfs_txn_commit(ap->tx, x->fsync && !r) : 0;
+    if (r) {
+        cisc_fail(x->v, x->muts[seq[i < n ? i : 0]].step, r);
+        return r;
+    }
+    if (c) {
+        cisc_fail(x->v, fsync_step(x), c);
+        return c;
+    }
+    return 0;
+}
+
+/* One attempt: a transaction, every mutation, undo on failure. */
+static int attempt(struct cisc_run *x)
+{
+    struct apply *ap = malloc(sizeof(*ap));
+    if (!ap)
+        return -ENOMEM;
+    ap->tx = NULL;
+    memset(ap->u, 0, x->nmuts * sizeof(ap->u[0]));
+    unsigned nreal = 0;
+    for (unsigned k = 0; k < x->nmuts; k++)
+        nreal += x->muts[k].kind != MUT_CLOSE_FH;
+    ap->x = x;
+    ap->cow = need_cow(x, nreal);
+    int r = apply_tx(ap);
+    for (unsigned k = 0; k < x->nmuts; k++)
+        free(ap->u[k].old);
+    free(ap);
+    return r;
+}
+
+int cisc_apply(struct cisc_run *x)
+{
+    bool any = false;
+    for (unsigned k = 0; k < x->nmuts; k++)
+        any |= x->muts[k].kind != MUT_CLOSE_FH;
+    int r = 0;
+    if (any) {
+        struct wire_step_res saved[WIRE_MAX_STEPS];
+        memcpy(saved, x->v->res, sizeof(saved));
+        r = attempt(x);
+        if (r == -ENOSPC && x->v->bad_step < x->v->n) {
+            /* Blocks freed by transactions not committed yet are not
+             * reusable: commit everything once (the op was undone) and
+             * try again. */
+            memcpy(x->v->res, saved, sizeof(saved));
+            x->v->status = 0;
+            if (sfs_sync(x->e->fs) == 0)
+                r = attempt(x);
+            else
+                cisc_fail(x->v, x->muts[0].step, r);
+        }
+    }
+    if (!r && (r = finish(x, any)) != 0)
+        cisc_fail(x->v, fsync_step(x), r);
+    return r;
+}

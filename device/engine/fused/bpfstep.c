@@ -1,0 +1,104 @@
+/* device/engine/fused/bpfstep.c - the bpf step in each phase of a fused op (see
+ * cisc_bpf.h). */
+#include "device/engine/fused/bpfstep.h"
+
+#include "bpf/blocks.h"
+#include "device/engine/fused/fused_int.h"
+#include "device/sched/model.h"
+#include "device/progs/progs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BPF_FLAGS (WIRE_BPF_ARGS | WIRE_BPF_MORE)
+
+/* Copies the argument block out of the arena (the one fetch) into s. */
+static int args_block(const struct wire_step *w, const struct eng_arena *a,
+                      struct cisc_step *s)
+{
+    const struct wire_bpf_args *p = cisc_arena_at(a, w->fh, sizeof(*p));
+    if (!p)
+        return -EFAULT;
+    struct wire_bpf_args b;
+    memcpy(&b, p, sizeof(b));
+    if (b.reserved || b.reserved2[0] || b.reserved2[1] ||
+        b.block_out > 2ull * VM_BLOCK_SIZE_MAX)
+        return -EINVAL;
+    memcpy(s->arg, b.arg, sizeof(s->arg));
+    s->stream = b.stream;
+    s->block_out = b.block_out;
+    return 0;
+}
+
+int cisc_bpf_decode(const struct wire_step *w, const struct eng_arena *a, struct cisc_step *s,
+                    uint64_t in_cap, const struct cisc_limits *lim)
+{
+    if (!w->key_id || (w->flags2 & ~BPF_FLAGS) || w->mode || w->len > VM_BLOCK_SIZE_MAX ||
+        w->in2_step != WIRE_NO_STEP || (!(w->flags2 & WIRE_BPF_ARGS) && w->fh))
+        return -EINVAL;
+    int r = w->flags2 & WIRE_BPF_ARGS ? args_block(w, a, s) : 0;
+    if (r)
+        return r;
+    s->fh = 0;
+    if ((w->flags2 & WIRE_BPF_MORE) && !s->stream)
+        return -EINVAL;   /* "more input later" needs a stream to carry the state */
+    int64_t need = progs_out_cap(in_cap, (uint32_t)w->len, s->block_out);
+    if (need < 0)
+        return (int)need;
+    s->cap = w->out_cap ? w->out_cap : (uint64_t)need;
+    return s->cap > lim->step_bytes ? -E2BIG : 0;
+}
+
+int cisc_bpf_prep(struct cisc_run *x, unsigned i)
+{
+    const struct cisc_step *s = &x->v->st[i];
+    struct progs *p = x->e->progs;
+    if (!p)
+        return -EOPNOTSUPP;
+    int r = progs_get(p, x->cred->uid, s->key_id, &x->prog[i]);
+    if (!r && s->stream) {
+        r = progs_stream_get(p, x->cred->uid, s->stream, &x->stream[i]);
+        if (r) {
+            progs_put(x->prog[i]);
+            x->prog[i] = NULL;
+        }
+    }
+    return r;
+}
+
+void cisc_bpf_unprep(struct cisc_run *x)
+{
+    for (unsigned i = 0; i < x->v->n && i < WIRE_MAX_STEPS; i++) {
+        progs_stream_put(x->stream[i]);
+        progs_put(x->prog[i]);
+        x->stream[i] = NULL;
+        x->prog[i] = NULL;
+    }
+}
+
+int64_t cisc_bpf_exec(struct cisc_run *x, unsigned i)
+{
+    const struct cisc_step *s = &x->v->st[i];
+    struct progs_run run = { .out_cap = s->cap, .offset = s->off,
+                             .block_size = (uint32_t)s->len, .block_out = s->block_out,
+                             .more = (s->oflags & WIRE_BPF_MORE) != 0, .uid = x->cred->uid };
+    if (s->in != WIRE_NO_STEP) {   /* an earlier step's buffer: device memory */
+        run.in = x->buf[s->in];
+        run.in_len = x->olen[s->in];
+        run.in_place = true;
+    } else {                       /* the client's arena: copied block by block */
+        run.in = s->src;
+        run.in_len = s->src_len;
+    }
+    memcpy(run.arg, s->arg, sizeof(run.arg));
+    x->buf[i] = cisc_buf_get(x->e, s->cap, &x->bufsize[i]);
+    if (!x->buf[i])
+        return -ENOMEM;
+    run.out = x->buf[i];
+    uint64_t t0 = sched_now_ns();
+    int r = progs_run(x->prog[i], x->stream[i], &run);
+    dm_compute_charge(sched_now_ns() - t0);   /* the device model's core speed */
+    x->olen[i] = run.out_len;
+    return r ? r : (int64_t)run.out_len;
+}

@@ -1,0 +1,596 @@
+/* device/engine/fused/exec.c - ENG_OP_CISC on a device core (cisc.h): inode
+ * stripes, the execute phase with deferred mutations and read-your-writes,
+ * the spreading of work over free cores (ENG_OP_CISC_PART: runs of
+ * independent compute steps, and large READ steps cut into pieces that
+ * free cores read at once), and the in-process entry point. */
+#include "device/engine/fused/fused_int.h"
+
+#include "device/engine/fused/bpfstep.h"
+#include "device/compute/compute.h"
+#include "device/sched/model.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+void eng_cisc_limits(struct engine *e, struct cisc_limits *out)
+{
+    uint64_t b = e->mem_budget;
+    out->step_bytes = b < CISC_STEP_BYTES_MAX ? b : CISC_STEP_BYTES_MAX;
+    out->op_bytes = b < CISC_OP_BYTES_MAX ? b : CISC_OP_BYTES_MAX;
+}
+
+/* ---- inode stripes ------------------------------------------------------ */
+
+/* The stripes an op holds: ascending, each once, with its mode. */
+struct stripes {
+    unsigned n;
+    uint16_t idx[WIRE_MAX_STEPS];
+    bool excl[WIRE_MAX_STEPS];
+};
+
+static void stripes_collect(const struct cisc_run *x, struct stripes *sp)
+{
+    sp->n = 0;
+    for (unsigned i = 0; i < x->nfiles; i++) {
+        const struct cfile *f = &x->files[i];
+        if (!f->ino)
+            continue;
+        uint16_t s = (uint16_t)eng_stripe(f->ino);
+        unsigned k = 0;
+        while (k < sp->n && sp->idx[k] < s)
+            k++;
+        if (k < sp->n && sp->idx[k] == s) {
+            sp->excl[k] |= f->mutated;
+            continue;
+        }
+        memmove(&sp->idx[k + 1], &sp->idx[k], (sp->n - k) * sizeof(sp->idx[0]));
+        memmove(&sp->excl[k + 1], &sp->excl[k], (sp->n - k) * sizeof(sp->excl[0]));
+        sp->idx[k] = s;
+        sp->excl[k] = f->mutated;
+        sp->n++;
+    }
+}
+
+static void stripes_lock(struct engine *e, const struct stripes *sp)
+{
+    for (unsigned k = 0; k < sp->n; k++) {
+        if (sp->excl[k])
+            pthread_rwlock_wrlock(&e->ino_lock[sp->idx[k]]);
+        else
+            pthread_rwlock_rdlock(&e->ino_lock[sp->idx[k]]);
+    }
+}
+
+static void stripes_unlock(struct engine *e, const struct stripes *sp)
+{
+    for (unsigned k = sp->n; k-- > 0;)
+        pthread_rwlock_unlock(&e->ino_lock[sp->idx[k]]);
+}
+
+/* Base sizes, read once the stripes are held. */
+static int files_sizes(struct cisc_run *x)
+{
+    for (unsigned i = 0; i < x->nfiles; i++) {
+        struct cfile *f = &x->files[i];
+        struct sfs_attr a = { 0 };
+        int r = f->ino ? sfs_getattr(x->e->fs, f->ino, &a) : 0;
+        if (r)
+            return r;
+        f->base_size = f->vsize = a.size;
+    }
+    return 0;
+}
+
+/* ---- reads through the op's pending mutations ----------------------------- */
+
+static void overlay(const struct cisc_mut *m, uint64_t off, uint8_t *out, uint64_t n)
+{
+    uint64_t end = off + n;
+    if (m->kind == MUT_WRITE) {
+        uint64_t a = m->off > off ? m->off : off;
+        uint64_t b = m->off + m->len < end ? m->off + m->len : end;
+        if (a < b)
+            memcpy(out + (a - off), m->data + (a - m->off), b - a);
+    } else if (m->kind == MUT_TRUNC && m->off < end) {
+        uint64_t a = m->off > off ? m->off : off;
+        memset(out + (a - off), 0, end - a);
+    }
+}
+
+int64_t cisc_vread(struct cisc_run *x, unsigned fi, uint64_t off, uint8_t *out, uint64_t len)
+{
+    const struct cfile *f = &x->files[fi];
+    if (off >= f->vsize)
+        return 0;
+    uint64_t n = len < f->vsize - off ? len : f->vsize - off;
+    uint64_t got = 0;
+    if (f->ino && off < f->base_size) {
+        uint64_t want = n < f->base_size - off ? n : f->base_size - off;
+        ssize_t r = sfs_read(x->e->fs, f->ino, off, out, want);
+        if (r < 0)
+            return r;
+        got = (uint64_t)r;
+    }
+    memset(out + got, 0, n - got);
+    for (unsigned k = 0; k < x->nmuts; k++)
+        if (x->muts[k].file == fi)
+            overlay(&x->muts[k], off, out, n);
+    return (int64_t)n;
+}
+
+/* ---- the execute phase ------------------------------------------------- */
+
+static int add_mut(struct cisc_run *x, struct cisc_mut m)
+{
+    if (x->nmuts == CISC_MAX_MUTS)
+        return -E2BIG;
+    x->muts[x->nmuts++] = m;
+    return 0;
+}
+
+/* The first input of step i: an earlier output or the arena operand. */
+static void input(const struct cisc_run *x, unsigned i, const uint8_t **p, uint64_t *n)
+{
+    const struct cisc_step *s = &x->v->st[i];
+    if (s->in != WIRE_NO_STEP) {
+        *p = x->buf[s->in];
+        *n = x->olen[s->in];
+    } else {
+        *p = s->src;
+        *n = s->src_len;
+    }
+}
+
+static int alloc_out(struct cisc_run *x, unsigned i)
+{
+    x->buf[i] = cisc_buf_get(x->e, x->v->st[i].cap, &x->bufsize[i]);
+    return x->buf[i] ? 0 : -ENOMEM;
+}
+
+static int64_t ex_read(struct cisc_run *x, unsigned i);
+
+static int64_t ex_write(struct cisc_run *x, unsigned i, bool append)
+{
+    const struct cisc_step *s = &x->v->st[i];
+    struct cfile *f = &x->files[x->sfile[i]];
+    const uint8_t *p;
+    uint64_t n;
+    input(x, i, &p, &n);
+    append = append || (x->sacc[i] & O_APPEND);
+    uint64_t off = append ? f->vsize : s->off;
+    if (off > (1ull << 60) || n > (1ull << 60) - off)
+        return -EFBIG;
+    int r = add_mut(x, (struct cisc_mut){ .kind = MUT_WRITE, .step = (uint8_t)i,
+                                          .file = x->sfile[i], .off = off, .data = p,
+                                          .len = n });
+    if (r)
+        return r;
+    if (off + n > f->vsize)
+        f->vsize = off + n;
+    if (s->kind == WIRE_STEP_APPEND)
+        x->olen[i] = off;   /* APPEND reports where its data landed */
+    return (int64_t)n;
+}
+
+static int64_t ex_truncate(struct cisc_run *x, unsigned i, uint64_t size)
+{
+    struct cfile *f = &x->files[x->sfile[i]];
+    if (f->vsize > size && f->vsize - size > x->lim.op_bytes)
+        return -EFBIG;   /* its undo (the cut tail) would not fit device memory */
+    int r = add_mut(x, (struct cisc_mut){ .kind = MUT_TRUNC, .step = (uint8_t)i,
+                                          .file = x->sfile[i], .off = size,
+                                          .len = f->vsize });   /* size before: bounds the tail */
+    if (!r)
+        f->vsize = size;
+    return r;
+}
+
+static int64_t ex_open(struct cisc_run *x, unsigned i)
+{
+    const struct cisc_step *s = &x->v->st[i];
+    struct cfile *f = &x->files[x->sfile[i]];
+    int r = 0;
+    if (f->create && !f->create_mut) {   /* the first OPEN of a new file creates it */
+        f->create_mut = true;
+        r = add_mut(x, (struct cisc_mut){ .kind = MUT_CREATE, .step = (uint8_t)i,
+                                          .file = x->sfile[i] });
+    }
+    if (!r && (s->oflags & O_TRUNC) && (s->oflags & O_ACCMODE) != O_RDONLY && f->vsize)
+        r = (int)ex_truncate(x, i, 0);   /* an empty file stays as it is (as eop_open) */
+    return r;
+}
+
+static int64_t ex_unlink(struct cisc_run *x, unsigned i)
+{
+    return add_mut(x, (struct cisc_mut){ .kind = MUT_UNLINK, .step = (uint8_t)i,
+                                         .file = x->sfile[i], .parent = x->uparent[i],
+                                         .name = x->uname[i] });
+}
+
+static int64_t ex_close(struct cisc_run *x, unsigned i)
+{
+    const struct cisc_step *s = &x->v->st[i];
+    if (!(s->flags & WIRE_STEP_F_FH))
+        return 0;
+    return add_mut(x, (struct cisc_mut){ .kind = MUT_CLOSE_FH, .step = (uint8_t)i,
+                                         .file = x->sfile[i], .fh = s->fh });
+}
+
+/* Second operand of VERIFY/PATCH/CONCAT. */
+static void input2(const struct cisc_run *x, unsigned i, const uint8_t **p, uint64_t *n)
+{
+    const struct cisc_step *s = &x->v->st[i];
+    if (s->in2 != WIRE_NO_STEP) {
+        *p = x->buf[s->in2];
+        *n = x->olen[s->in2];
+    } else {
+        *p = s->src;
+        *n = s->src_len;
+    }
+}
+
+/* A compute step; safe to run on any core in parallel with other steps
+ * of its run (it writes only its own buffer, length and result). */
+static int64_t ex_compute(struct cisc_run *x, unsigned i)
+{
+    const struct cisc_step *s = &x->v->st[i];
+    if (s->kind == WIRE_STEP_BPF)
+        return cisc_bpf_exec(x, i);   /* a program of the registry */
+    struct cmp_io io = { .key_id = s->key_id, .keys = x->v->keys };
+    uint64_t n;
+    input(x, i, &io.in, &n);
+    io.in_len = n;
+    input2(x, i, &io.in2, &n);
+    io.in2_len = n;
+    memcpy(io.arg, s->arg, sizeof(io.arg));
+    int r = alloc_out(x, i);
+    uint8_t *copy = NULL;
+    bool parser = s->kind == WIRE_STEP_ZSTD_DECOMPRESS || s->kind == WIRE_STEP_DECRYPT;
+    if (!r && parser && s->in == WIRE_NO_STEP && io.in_len) {
+        /* Parsers read a private copy: the client may scribble on its arena. */
+        copy = malloc(io.in_len);
+        r = copy ? 0 : -ENOMEM;
+        if (copy)
+            io.in = memcpy(copy, io.in, io.in_len);
+    }
+    if (r)
+        return r;
+    io.out = x->buf[i];
+    io.out_cap = s->cap;
+    bool slow = dm_get().core_speed > 1.0;   /* the device model's core speed */
+    uint64_t t0 = slow ? sched_now_ns() : 0;
+    r = cmp_run(s->kind, &io);
+    if (slow)
+        dm_compute_charge(sched_now_ns() - t0);
+    free(copy);
+    x->olen[i] = io.out_len;
+    return r ? r : (int64_t)io.out_len;
+}
+
+static int64_t ex_step(struct cisc_run *x, unsigned i)
+{
+    switch (x->v->st[i].kind) {
+    case WIRE_STEP_OPEN: return ex_open(x, i);
+    case WIRE_STEP_CLOSE: return ex_close(x, i);
+    case WIRE_STEP_READ: return ex_read(x, i);
+    case WIRE_STEP_WRITE: return ex_write(x, i, false);
+    case WIRE_STEP_APPEND: return ex_write(x, i, true);
+    case WIRE_STEP_TRUNCATE: return ex_truncate(x, i, x->v->st[i].off);
+    case WIRE_STEP_FSYNC: return 0;   /* the commit is made durable */
+    case WIRE_STEP_UNLINK: return ex_unlink(x, i);
+    default: return ex_compute(x, i);
+    }
+}
+
+/* Records step i's result and copies its output to the arena if asked. */
+static void finish_step(struct cisc_run *x, unsigned i, int64_t r)
+{
+    const struct cisc_step *s = &x->v->st[i];
+    x->v->res[i] = (struct wire_step_res){ r, r < 0 ? 0 : x->olen[i] };
+    if (r >= 0 && (s->flags & WIRE_STEP_F_OUT_ARENA) && x->olen[i] <= s->dst_cap)
+        memcpy(s->dst, x->buf[i], x->olen[i]);
+}
+
+/* ---- spreading work over free cores -------------------------------------- */
+
+#define FAN_HELPERS_MAX 8u
+
+typedef void (*fan_task)(struct cisc_run *x, void *arg, unsigned t);
+
+/* Work shared by a core running an op and the helpers it submitted: tasks
+ * [0, count) of task(x, arg, t). The last of them to let go frees it
+ * (helpers may run after the op ended; they then touch only this struct,
+ * never x or arg). */
+struct fan {
+    struct cisc_run *x;
+    fan_task task;
+    void *arg;
+    unsigned count;
+    unsigned next;              /* next task to claim (atomic) */
+    unsigned done;              /* tasks finished (atomic; futex word) */
+    unsigned refs;              /* atomic */
+    struct eng_cmd helper[FAN_HELPERS_MAX];
+};
+
+static void fan_put(struct fan *f)
+{
+    if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0)
+        free(f);
+}
+
+/* Claims and runs tasks until none is left. */
+static void fan_work(struct fan *f)
+{
+    for (;;) {
+        unsigned t = __atomic_fetch_add(&f->next, 1, __ATOMIC_RELAXED);
+        if (t >= f->count)
+            return;
+        f->task(f->x, f->arg, t);
+        /* Release: the owner reads this task's results after seeing it. */
+        if (__atomic_add_fetch(&f->done, 1, __ATOMIC_RELEASE) == f->count)
+            syscall(SYS_futex, &f->done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    }
+}
+
+int64_t eop_cisc_part(struct engine *e, struct eng_cmd *c)
+{
+    fan_work(c->part);
+    return 0;
+}
+
+static void helper_done(struct eng_cmd *c)
+{
+    fan_put(c->part);
+}
+
+/* Runs task(x, arg, t) for t in [0, count), spread over free cores; the
+ * calling core takes its share. Returns when every task has finished. */
+static void fan_run(struct cisc_run *x, unsigned count, fan_task task, void *arg)
+{
+    struct fan *f = calloc(1, sizeof(*f));
+    if (!f) {
+        for (unsigned t = 0; t < count; t++)
+            task(x, arg, t);
+        return;
+    }
+    unsigned nh = count - 1 < x->e->cores - 1 ? count - 1 : x->e->cores - 1;
+    nh = nh < FAN_HELPERS_MAX ? nh : FAN_HELPERS_MAX;
+    *f = (struct fan){ .x = x, .task = task, .arg = arg, .count = count, .refs = 1 + nh };
+    for (unsigned h = 0; h < nh; h++) {
+        struct eng_cmd *c = &f->helper[h];
+        eng_cmd_init(c, ENG_OP_CISC_PART, x->cred);
+        c->part = f;
+        c->done = helper_done;
+        if (eng_submit_handoff(x->e, c))
+            fan_put(f);   /* shutting down: this share is ours */
+    }
+    fan_work(f);
+    unsigned d;
+    /* Acquire: pairs with the release increment in fan_work. */
+    while ((d = __atomic_load_n(&f->done, __ATOMIC_ACQUIRE)) < count)
+        syscall(SYS_futex, &f->done, FUTEX_WAIT_PRIVATE, d, NULL, NULL, 0);
+    fan_put(f);
+}
+
+/* Task t of a run of independent compute steps starting at *(unsigned *)arg. */
+static void step_task(struct cisc_run *x, void *arg, unsigned t)
+{
+    unsigned i = *(const unsigned *)arg + t;
+    finish_step(x, i, ex_compute(x, i));
+}
+
+/* ---- READ, in pieces on free cores when large ------------------------------- */
+
+/* A READ of at least two pieces is cut into pieces of about this size (at
+ * most READ_PIECES of them): small enough that a core that is slow to
+ * start (another process has the CPU) holds up little, large enough for
+ * long contiguous reads. */
+#define READ_PIECE (1ull << 20)
+#define READ_PIECES 16u
+
+/* One READ step cut into pieces (the tasks of a fan). */
+struct read_pieces {
+    unsigned fi;                 /* files[] index */
+    uint64_t off, len, piece;    /* the step's range; bytes per piece */
+    uint8_t *buf;
+    int64_t got[READ_PIECES];
+};
+
+static uint64_t piece_len(const struct read_pieces *r, unsigned t)
+{
+    uint64_t o = (uint64_t)t * r->piece;
+    return r->len - o < r->piece ? r->len - o : r->piece;
+}
+
+static void read_task(struct cisc_run *x, void *arg, unsigned t)
+{
+    struct read_pieces *r = arg;
+    uint64_t o = (uint64_t)t * r->piece;
+    r->got[t] = cisc_vread(x, r->fi, r->off + o, r->buf + o, piece_len(r, t));
+}
+
+/* Reads step i's range in k pieces, spread over free cores. The result
+ * is what one cisc_vread of the whole range gives: the bytes up to the
+ * first short piece (end of file), or the first piece's error. */
+static int64_t read_spread(struct cisc_run *x, unsigned i, unsigned k)
+{
+    const struct cisc_step *s = &x->v->st[i];
+    struct read_pieces r = { .fi = x->sfile[i], .off = s->off, .len = s->len, .buf = x->buf[i] };
+    r.piece = ((s->len + k - 1) / k + 4095) & ~4095ull;   /* whole blocks: no bounce copies */
+    unsigned count = (unsigned)((s->len + r.piece - 1) / r.piece);   /* <= k */
+    fan_run(x, count, read_task, &r);
+    int64_t total = 0;
+    for (unsigned t = 0; t < count; t++) {
+        if (r.got[t] < 0)
+            return total ? total : r.got[t];
+        total += r.got[t];
+        if ((uint64_t)r.got[t] < piece_len(&r, t))
+            break;
+    }
+    return total;
+}
+
+static int64_t ex_read(struct cisc_run *x, unsigned i)
+{
+    const struct cisc_step *s = &x->v->st[i];
+    int r = alloc_out(x, i);
+    if (r)
+        return r;
+    uint64_t k = (s->len + READ_PIECE - 1) / READ_PIECE;
+    k = k < READ_PIECES ? k : READ_PIECES;
+    int64_t n = k >= 2 && x->e->cores > 1 ? read_spread(x, i, (unsigned)k)
+                       : cisc_vread(x, x->sfile[i], s->off, x->buf[i], s->len);
+    if (n >= 0)
+        x->olen[i] = (uint64_t)n;
+    return n;
+}
+
+/* Length of the run of independent compute steps starting at i in which
+ * no step uses another's output. */
+static unsigned independent_run(const struct eng_cisc *v, unsigned i)
+{
+    unsigned j = i;
+    while (j < v->n && (v->st[j].flags & WIRE_STEP_F_INDEPENDENT) &&
+           cmp_is_compute(v->st[j].kind)) {
+        const struct cisc_step *s = &v->st[j];
+        if ((s->in != WIRE_NO_STEP && s->in >= i) || (s->in2 != WIRE_NO_STEP && s->in2 >= i))
+            break;
+        j++;
+    }
+    return j - i;
+}
+
+/* Runs every step; returns 0 or the first failure (marked in v). */
+static int execute(struct cisc_run *x)
+{
+    struct eng_cisc *v = x->v;
+    for (unsigned i = 0; i < v->n;) {
+        unsigned run = independent_run(v, i);
+        if (run >= 2 && x->e->cores > 1) {
+            fan_run(x, run, step_task, &i);
+        } else {
+            run = 1;
+            finish_step(x, i, ex_step(x, i));
+        }
+        for (unsigned j = i; j < i + run; j++)
+            if (v->res[j].ret < 0) {
+                cisc_fail(v, j, v->res[j].ret);
+                return (int)v->res[j].ret;
+            }
+        i += run;
+    }
+    return 0;
+}
+
+/* ---- the op ------------------------------------------------------------- */
+
+static void free_bufs(struct cisc_run *x)
+{
+    for (unsigned i = 0; i < x->v->n; i++)
+        cisc_buf_put(x->e, x->buf[i], x->bufsize[i]);
+}
+
+/* Phases 3-4 with the stripes held. */
+static int run_locked(struct cisc_run *x)
+{
+    int r = files_sizes(x);
+    if (r) {
+        cisc_res_fill(x->v, -ECANCELED);
+        cisc_fail(x->v, 0, r);
+        return r;
+    }
+    r = execute(x);
+    return r ? r : cisc_apply(x);
+}
+
+/* Fresh execution state for v (only what the phases read before they
+ * write: the struct is large and most of it stays unused). */
+static void run_init(struct cisc_run *x, struct engine *e, struct eng_cmd *c,
+                     struct eng_cisc *v)
+{
+    x->e = e;
+    x->cred = &c->cred;
+    x->hdl = eng_hdl(e, c);
+    x->cmd = c;
+    x->v = v;
+    eng_cisc_limits(e, &x->lim);
+    x->nfiles = x->nclosed_fh = x->nns = x->nmuts = x->ndead = 0;
+    x->fsync = false;
+    for (unsigned i = 0; i < v->n; i++) {
+        x->sfile[i] = CISC_NOFILE;
+        x->sacc[i] = 0;
+        x->closed[i] = false;
+        x->uparent[i] = 0;
+        x->buf[i] = NULL;
+        x->olen[i] = 0;
+        x->prog[i] = NULL;
+        x->stream[i] = NULL;
+    }
+}
+
+/* Execution state is large (tens of KiB): each thread that runs ops keeps
+ * one, freed when the thread exits, instead of a malloc/free per op. */
+static pthread_key_t run_key;
+static pthread_once_t run_once = PTHREAD_ONCE_INIT;
+
+static void make_run_key(void)
+{
+    pthread_key_create(&run_key, free);
+}
+
+static struct cisc_run *thread_run(void)
+{
+    pthread_once(&run_once, make_run_key);
+    struct cisc_run *x = pthread_getspecific(run_key);
+    if (!x && (x = malloc(sizeof(*x))) != NULL)
+        pthread_setspecific(run_key, x);
+    return x;
+}
+
+int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
+{
+    struct eng_cisc *v = c->cisc;
+    if (!v || v->n == 0 || v->n > WIRE_MAX_STEPS)
+        return -EINVAL;
+    if (v->status)
+        return v->status;   /* decode refused it */
+    struct cisc_run *x = thread_run();
+    if (!x)
+        return -ENOMEM;
+    run_init(x, e, c, v);
+    int r = cisc_prepare(x);
+    if (!r) {
+        struct stripes sp;
+        cisc_mem_reserve(e, v->mem);
+        stripes_collect(x, &sp);
+        stripes_lock(e, &sp);
+        r = run_locked(x);
+        stripes_unlock(e, &sp);
+        cisc_mem_release(e, v->mem);
+        free_bufs(x);   /* after the release: large ones may stay as spares */
+    }
+    cisc_unprepare(x);
+    v->ran = 0;
+    for (unsigned i = 0; i < v->n; i++)
+        v->ran += v->res[i].ret >= 0;
+    v->status = r;
+    return r;
+}
+
+int64_t cisc_exec(struct engine *e, const struct eng_cred *cred, struct eng_cisc *v)
+{
+    struct eng_cmd c;
+    eng_cmd_init(&c, ENG_OP_CISC, cred);
+    c.cisc = v;
+    int64_t r = eng_call(e, &c);
+    if (r < 0 && v->status == 0) {   /* never reached the op (shutdown) */
+        cisc_res_fill(v, -ECANCELED);
+        v->status = r;
+    }
+    return v->status;
+}

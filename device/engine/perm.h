@@ -1,0 +1,69 @@
+/*
+ * device/engine/perm.h - POSIX permission rules, applied by the engine with the
+ * caller's credentials before any StorageFS call.
+ *
+ * The rules follow Linux (fs/namei.c, fs/attr.c, fs/xattr.c) for a caller
+ * whose only capabilities are those of uid 0: root bypasses read/write
+ * checks, needs one execute bit for non-directories, owns every inode for
+ * chmod/chown/utimes. Search permission along the path is the kernel's job
+ * (default_permissions); the device checks the directory it acts on.
+ *
+ * Invariants:
+ *   1. Functions only read attributes and credentials; they never change
+ *      the file system (perm_setattr may edit the request it is given).
+ *   2. Denials are -EACCES for missing mode bits and -EPERM for ownership
+ *      rules (sticky directories, chmod/chown/utimes by non-owners).
+ *   3. Supplementary groups are fetched at most once per command, and only
+ *      when the answer depends on them.
+ */
+#ifndef CISC_DEVICE_PERM_H
+#define CISC_DEVICE_PERM_H
+
+#include <stdbool.h>
+
+#include "device/engine/engine.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* True if cred is in group gid (primary or supplementary). */
+bool perm_in_group(struct eng_cred *c, uint32_t gid);
+
+/* Checks mask (R_OK|W_OK|X_OK, 0 = existence) against inode a.
+ * Returns 0 or -EACCES. */
+int perm_check(struct eng_cred *c, const struct sfs_attr *a, int mask);
+
+/* May c add an entry to directory dir? -ENOTDIR, -EACCES or 0. */
+int perm_may_create(struct eng_cred *c, const struct sfs_attr *dir);
+
+/* May c remove (or rename away) victim from directory dir? Adds the
+ * sticky-bit rule (-EPERM) to perm_may_create's. */
+int perm_may_delete(struct eng_cred *c, const struct sfs_attr *dir,
+                    const struct sfs_attr *victim);
+
+/* Checks a setattr request against the current attributes cur and adjusts
+ * it the way Linux does (drops S_ISGID on chmod by a non-member, clears
+ * set-id bits on chown). wr_handle: the request came through a handle open
+ * for writing (ftruncate). Returns 0, -EPERM or -EACCES. */
+int perm_setattr(struct eng_cred *c, const struct sfs_attr *cur, struct sfs_attr *in,
+                 unsigned *valid, bool wr_handle);
+
+/* Owner, group and final mode of a new inode created by c in dir
+ * (set-group-id directories pass their group on). */
+void perm_new_owner(struct eng_cred *c, const struct sfs_attr *dir, uint32_t *mode,
+                    uint32_t *uid, uint32_t *gid);
+
+/* Checks access to extended attribute `name` of inode a: mask W_OK to set
+ * or remove, R_OK to read. Returns 0, -EPERM, -EACCES, -ENODATA or
+ * -EOPNOTSUPP (unknown namespace). */
+int perm_xattr(struct eng_cred *c, const struct sfs_attr *a, const char *name, int mask);
+
+/* Access mask needed to open with these O_* flags. */
+int perm_open_mask(uint32_t flags);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,30 @@
+/* device/engine/sysdir.c - creating and finding the hidden system directory
+ * (see sysdir.h). */
+#include "device/engine/sysdir.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+
+/* Looks up dir/name, making it a 0700 root-owned directory if missing. */
+static int subdir(struct sfs *fs, uint64_t dir, const char *name, uint64_t *ino)
+{
+    struct sfs_attr a;
+    int r = sfs_lookup(fs, dir, name, &a);
+    if (r == -ENOENT) {
+        r = sfs_mkdir(fs, NULL, dir, name, S_IFDIR | 0700, 0, 0, &a);
+        if (r == -EEXIST)   /* made meanwhile */
+            r = sfs_lookup(fs, dir, name, &a);
+    }
+    if (!r && !S_ISDIR(a.mode))
+        r = -ENOTDIR;
+    if (!r)
+        *ino = a.ino;
+    return r;
+}
+
+int sysdir_open(struct sfs *fs, const char *sub, uint64_t *ino)
+{
+    uint64_t top;
+    int r = subdir(fs, SFS_ROOT_INO, SYSDIR_NAME, &top);
+    return r ? r : subdir(fs, top, sub, ino);
+}

@@ -1,0 +1,103 @@
+/*
+ * device/media/media.h - the one seam between the device and its backing image.
+ *
+ * Every byte StorageFS reads or writes goes through a struct media. The
+ * file backend does pread/pwrite on the image; tests stack a fault backend
+ * on top that fails, tears or drops writes after the Nth one ("power cut"),
+ * then remount to check what survived. A later issue adds the hardware
+ * model (media latency and bandwidth per block) here, in one place.
+ *
+ * Invariants:
+ *   1. I/O is in whole blocks of MEDIA_BLOCK_SIZE at block-aligned offsets.
+ *   2. media_flush() returns only when every write that returned before it
+ *      is durable (fdatasync for the file backend). Writes not followed by
+ *      a flush may be lost or torn at a power cut, in any order.
+ *   3. All calls are thread-safe; concurrent I/O to different blocks runs
+ *      in parallel.
+ *   4. Errors are -errno; a short read of a file shorter than its
+ *      geometry reads as -EIO, never as silent zeros.
+ */
+#ifndef CISC_DEVICE_MEDIA_H
+#define CISC_DEVICE_MEDIA_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MEDIA_BLOCK_SIZE 4096u
+
+struct media;
+
+struct media_ops {
+    int (*read)(struct media *m, uint64_t blk, uint32_t nblk, void *buf);
+    int (*write)(struct media *m, uint64_t blk, uint32_t nblk, const void *buf);
+    int (*flush)(struct media *m);
+    /* Deallocates blocks (hole punch); contents then read as zeros. */
+    int (*discard)(struct media *m, uint64_t blk, uint64_t nblk);
+    void (*close)(struct media *m);
+    /* Optional: the descriptor holding block b at byte b * MEDIA_BLOCK_SIZE. */
+    int (*fd)(struct media *m);
+};
+
+struct media {
+    const struct media_ops *ops;
+    uint64_t nblocks;            /* size of the medium in blocks */
+};
+
+/* Flags for media_open_file(). */
+#define MEDIA_RDONLY  0x1u   /* open read-only */
+#define MEDIA_NOLOCK  0x2u   /* do not take the exclusive image lock */
+
+/* Opens an image file. Unless MEDIA_NOLOCK, takes an exclusive lock
+ * (flock LOCK_EX|LOCK_NB) on it: a second opener gets -EBUSY.
+ * nblocks is the file size rounded down to whole blocks.
+ * Returns 0 and sets *out, or -errno. */
+int media_open_file(const char *path, unsigned flags, struct media **out);
+
+/* Flags for media_create_file(). */
+#define MEDIA_CREATE_EXCL 0x1u   /* fail with -EEXIST if the path exists */
+
+/* Creates (or, without MEDIA_CREATE_EXCL, truncates and re-creates) a
+ * sparse image file of size_bytes (rounded down to whole blocks; at least
+ * one block), then opens it as media_open_file(path, 0) would.
+ * Returns 0 and sets *out, or -errno. */
+int media_create_file(const char *path, uint64_t size_bytes, unsigned flags,
+                      struct media **out);
+
+static inline int media_read(struct media *m, uint64_t blk, uint32_t n, void *buf)
+{
+    return m->ops->read(m, blk, n, buf);
+}
+
+static inline int media_write(struct media *m, uint64_t blk, uint32_t n, const void *buf)
+{
+    return m->ops->write(m, blk, n, buf);
+}
+
+static inline int media_flush(struct media *m)
+{
+    return m->ops->flush(m);
+}
+
+static inline int media_discard(struct media *m, uint64_t blk, uint64_t n)
+{
+    return m->ops->discard(m, blk, n);
+}
+
+/* Zero-copy reads (splicing file data straight into a reply): the open
+ * descriptor whose bytes at blk * MEDIA_BLOCK_SIZE hold block blk (the
+ * image file), owned by m; or -EOPNOTSUPP when the backend has none (the
+ * fault backend), and callers copy through media_read instead. Reads
+ * through it see every write that returned, like media_read. */
+static inline int media_fd(struct media *m)
+{
+    return m->ops->fd ? m->ops->fd(m) : -EOPNOTSUPP;
+}
+
+static inline void media_close(struct media *m)
+{
+    if (m)
+        m->ops->close(m);
+}
+
+#endif

@@ -1,0 +1,575 @@
+/* device/progs/progs.c - the program registry: the table, building (load +
+ * verify), ownership, limits, list/show, references (see progs.h). */
+#include "device/progs/progs_int.h"
+
+#include "bpf/interp.h"
+#include "bpf/loader.h"
+#include "bpf/verifier.h"
+#include "device/engine/sysdir.h"
+
+#include <errno.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void progs_logf(struct progs *p, const char *fmt, ...)
+{
+    char line[1400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (p->log)
+        p->log(p->log_arg, line);
+    else
+        fprintf(stderr, "cisc device: %s\n", line);
+}
+
+/* ---- building ---------------------------------------------------------- */
+
+static void object_names(struct vm_object *obj, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (unsigned i = 0; i < vm_object_nprogs(obj) && len < size; i++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? ", " : "",
+                                vm_object_prog(obj, i)->name);
+}
+
+/* The program func of obj, taken out of it; msg says why when NULL. */
+static struct vm_prog *take_prog(struct vm_object *obj, const char *func, char *msg,
+                                 size_t msglen, int *rc)
+{
+    struct vm_prog *vp = vm_object_find(obj, func && *func ? func : NULL);
+    if (vp)
+        return vm_object_take(obj, vp);
+    char names[512];
+    object_names(obj, names, sizeof(names));
+    if (func && *func)
+        snprintf(msg, msglen, "no program '%s' in the object (it has: %s)", func, names);
+    else
+        snprintf(msg, msglen, "the object has %u programs (%s): choose one with --prog",
+                 vm_object_nprogs(obj), names);
+    *rc = func && *func ? -ENOENT : -EINVAL;
+    return NULL;
+}
+
+static int verify_prepare(struct vm_prog *vp, char *msg, size_t msglen)
+{
+    struct vm_verify_result res;
+    memset(&res, 0, sizeof(res));
+    int r = vm_verify(vp, NULL, &res);
+    if (r) {
+        snprintf(msg, msglen, "program '%s' rejected: %s", vp->name,
+                 res.msg[0] ? res.msg : strerror(-r));
+        return r;
+    }
+    r = vm_prepare(vp);
+    if (r)
+        snprintf(msg, msglen, "program '%s': cannot prepare it: %s", vp->name, strerror(-r));
+    return r;
+}
+
+int progs_build(const void *obj, size_t size, const char *func, struct vm_prog **out,
+                char *msg, size_t msglen)
+{
+    struct vm_object *o = NULL;
+    int r = vm_object_load(obj, size, NULL, &o, msg, msglen);
+    if (r)
+        return r;
+    struct vm_prog *vp = take_prog(o, func, msg, msglen, &r);
+    vm_object_free(o);
+    if (!vp)
+        return r;
+    r = verify_prepare(vp, msg, msglen);
+    if (r) {
+        vm_prog_free(vp);
+        return r;
+    }
+    *out = vp;
+    return 0;
+}
+
+/* ---- the table (under p->lock) -------------------------------------------- */
+
+static struct progs_prog *find_id(struct progs *p, uint32_t id)
+{
+    uint32_t lo = 0, hi = p->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (p->tab[mid]->info.id == id)
+            return p->tab[mid];
+        if (p->tab[mid]->info.id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+static struct progs_prog *find(struct progs *p, uint32_t id, const char *name)
+{
+    if (id)
+        return find_id(p, id);
+    for (uint32_t i = 0; name && i < p->n; i++)
+        if (!strcmp(p->tab[i]->info.name, name))
+            return p->tab[i];
+    return NULL;
+}
+
+int progs_insert(struct progs *p, struct progs_prog *pp)
+{
+    if (p->n == p->cap) {
+        uint32_t cap = p->cap ? 2 * p->cap : 16;
+        struct progs_prog **t = realloc(p->tab, cap * sizeof(*t));
+        if (!t)
+            return -ENOMEM;
+        p->tab = t;
+        p->cap = cap;
+    }
+    uint32_t i = p->n;
+    while (i > 0 && p->tab[i - 1]->info.id > pp->info.id) {
+        p->tab[i] = p->tab[i - 1];
+        i--;
+    }
+    p->tab[i] = pp;
+    p->n++;
+    if (pp->prog)
+        p->insns += pp->info.insns;
+    return 0;
+}
+
+static void table_remove(struct progs *p, struct progs_prog *pp)
+{
+    uint32_t i = 0;
+    while (i < p->n && p->tab[i] != pp)
+        i++;
+    if (i == p->n)
+        return;
+    memmove(&p->tab[i], &p->tab[i + 1], (p->n - i - 1) * sizeof(p->tab[0]));
+    p->n--;
+    if (pp->prog)
+        p->insns -= pp->info.insns;
+    pp->gone = true;
+}
+
+struct progs_prog *progs_entry_new(struct progs *p, const struct progs_info *info,
+                                   struct vm_prog *prog, const char *why)
+{
+    struct progs_prog *pp = calloc(1, sizeof(*pp));
+    if (!pp)
+        return NULL;
+    pp->reg = p;
+    pp->refs = 1;
+    pp->info = *info;
+    pp->prog = prog;
+    if (why && !(pp->why = strdup(why))) {
+        free(pp);
+        return NULL;
+    }
+    pthread_mutex_init(&pp->trace_lock, NULL);
+    return pp;
+}
+
+static void entry_free(struct progs_prog *pp)
+{
+    vm_prog_free(pp->prog);
+    free(pp->why);
+    pthread_mutex_destroy(&pp->trace_lock);
+    free(pp);
+}
+
+void progs_put(struct progs_prog *pp)
+{
+    if (pp && __atomic_sub_fetch(&pp->refs, 1, __ATOMIC_ACQ_REL) == 0)
+        entry_free(pp);
+}
+
+/* A consistent copy of pp's info (counters read atomically). */
+static void snapshot(const struct progs_prog *pp, struct progs_info *out)
+{
+    *out = pp->info;
+    out->runs = __atomic_load_n(&pp->info.runs, __ATOMIC_RELAXED);
+    out->invocations = __atomic_load_n(&pp->info.invocations, __ATOMIC_RELAXED);
+    out->insns_run = __atomic_load_n(&pp->info.insns_run, __ATOMIC_RELAXED);
+    out->budget_hits = __atomic_load_n(&pp->info.budget_hits, __ATOMIC_RELAXED);
+    out->errors = __atomic_load_n(&pp->info.errors, __ATOMIC_RELAXED);
+    out->bytes_in = __atomic_load_n(&pp->info.bytes_in, __ATOMIC_RELAXED);
+    out->bytes_out = __atomic_load_n(&pp->info.bytes_out, __ATOMIC_RELAXED);
+}
+
+/* ---- loading and unloading ------------------------------------------------- */
+
+/* Names: 1..63 of [A-Za-z0-9_.-], not all digits (those are ids). */
+static bool name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    bool digits = true;
+    if (n == 0 || n >= PROGS_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!alnum && c != '_' && c != '.' && c != '-')
+            return false;
+        digits &= c >= '0' && c <= '9';
+    }
+    return !digits;
+}
+
+static uint64_t realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Checks the name and the limits for a new program of ninsns and takes
+ * an id (under p->lock). */
+static int admit(struct progs *p, const char *name, uint32_t ninsns, uint32_t *id, char *msg,
+                 size_t msglen)
+{
+    int r = 0;
+    pthread_mutex_lock(&p->lock);
+    struct progs_prog *other = find(p, 0, name);
+    if (other) {
+        snprintf(msg, msglen, "a program named '%s' exists (id %u, owner uid %u): unload it "
+                 "or choose another --name", name, other->info.id, other->info.owner);
+        r = -EEXIST;
+    } else if (p->n >= p->lim.max_progs) {
+        snprintf(msg, msglen, "the device holds %u programs, its limit (cisc up --max-progs)",
+                 p->n);
+        r = -EDQUOT;
+    } else if (p->insns + ninsns > p->lim.max_insns) {
+        snprintf(msg, msglen, "program of %u instructions does not fit: the device's programs "
+                 "hold %llu of %llu instructions (cisc up --max-prog-insns)", ninsns,
+                 (unsigned long long)p->insns, (unsigned long long)p->lim.max_insns);
+        r = -EDQUOT;
+    } else {
+        *id = p->next_id++;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return r;
+}
+
+static void rec_from(struct progs_rec *rec, const struct progs_load_req *rq,
+                     const struct vm_prog *vp, const char *name, uint32_t id)
+{
+    memset(rec, 0, sizeof(*rec));
+    rec->id = id;
+    rec->owner = rq->uid;
+    rec->flags = rq->shared ? PROGS_F_SHARED : 0;
+    rec->obj_size = (uint32_t)rq->size;
+    rec->load_time_ns = realtime_ns();
+    progs_sha256(rq->obj, rq->size, rec->sha256);
+    snprintf(rec->name, sizeof(rec->name), "%s", name);
+    snprintf(rec->func, sizeof(rec->func), "%s", vp->name);
+}
+
+static void info_from(struct progs_info *info, const struct progs_rec *rec,
+                      const struct vm_prog *vp)
+{
+    memset(info, 0, sizeof(*info));
+    info->id = rec->id;
+    info->owner = rec->owner;
+    info->flags = rec->flags | (vp ? 0 : PROGS_F_BROKEN);
+    info->insns = vp ? vp->ninsns : 0;
+    info->load_time_ns = rec->load_time_ns;
+    info->obj_size = rec->obj_size;
+    memcpy(info->sha256, rec->sha256, sizeof(info->sha256));
+    memcpy(info->name, rec->name, sizeof(info->name));
+    memcpy(info->func, rec->func, sizeof(info->func));
+}
+
+/* Stores and registers a built program (store_lock held). */
+static int commit(struct progs *p, const struct progs_load_req *rq, struct vm_prog *vp,
+                  const char *name, struct progs_info *info, char *msg, size_t msglen)
+{
+    struct progs_rec rec;
+    uint32_t id;
+    int r = admit(p, name, vp->ninsns, &id, msg, msglen);
+    if (r)
+        return r;
+    rec_from(&rec, rq, vp, name, id);
+    info_from(info, &rec, vp);
+    struct progs_prog *pp = progs_entry_new(p, info, vp, NULL);
+    r = pp ? progs_store_save(p, &rec, rq->obj) : -ENOMEM;
+    if (r) {
+        snprintf(msg, msglen, "cannot store the program in the image: %s", strerror(-r));
+        if (pp)
+            pp->prog = NULL;   /* the caller frees vp */
+        progs_put(pp);
+        return r;
+    }
+    pthread_mutex_lock(&p->lock);
+    r = progs_insert(p, pp);
+    pthread_mutex_unlock(&p->lock);
+    if (r) {
+        progs_store_remove(p, id);
+        pp->prog = NULL;
+        progs_put(pp);
+        snprintf(msg, msglen, "out of memory");
+    }
+    return r;
+}
+
+int progs_load(struct progs *p, const struct progs_load_req *rq, struct progs_info *info,
+               char *msg, size_t msglen)
+{
+    const char *name = rq->name && *rq->name ? rq->name : rq->func;
+    if (rq->size > PROGS_OBJ_MAX) {
+        snprintf(msg, msglen, "object of %zu bytes is over the device's limit of %u bytes",
+                 rq->size, PROGS_OBJ_MAX);
+        return -EFBIG;
+    }
+    if (name && *name && !name_ok(name)) {
+        snprintf(msg, msglen, "bad program name '%s': use 1 to %u letters, digits, '_', '.' "
+                 "or '-', not only digits", name, PROGS_NAME_MAX - 1);
+        return -EINVAL;
+    }
+    struct vm_prog *vp;
+    int r = progs_build(rq->obj, rq->size, rq->func, &vp, msg, msglen);
+    if (r)
+        return r;
+    if (!name || !*name)
+        name = vp->name;
+    pthread_mutex_lock(&p->store_lock);
+    r = commit(p, rq, vp, name, info, msg, msglen);
+    pthread_mutex_unlock(&p->store_lock);
+    if (r) {
+        vm_prog_free(vp);
+        return r;
+    }
+    progs_logf(p, "program '%s' (id %u, function %s, %u instructions%s) loaded by uid %u",
+               info->name, info->id, info->func, info->insns,
+               rq->shared ? ", shared" : "", rq->uid);
+    return 0;
+}
+
+/* Finds the program to unload and checks uid may (under p->lock). */
+static int unload_target(struct progs *p, uint32_t uid, uint32_t id, const char *name,
+                         struct progs_prog **out)
+{
+    pthread_mutex_lock(&p->lock);
+    struct progs_prog *pp = find(p, id, name);
+    int r = !pp ? -ENOENT : uid != 0 && uid != pp->info.owner ? -EPERM : 0;
+    if (!r)
+        *out = pp;
+    pthread_mutex_unlock(&p->lock);
+    return r;
+}
+
+int progs_unload(struct progs *p, uint32_t uid, uint32_t id, const char *name)
+{
+    struct progs_prog *pp;
+    pthread_mutex_lock(&p->store_lock);
+    int r = unload_target(p, uid, id, name, &pp);
+    if (!r)
+        r = progs_store_remove(p, pp->info.id);
+    if (!r) {
+        pthread_mutex_lock(&p->lock);
+        table_remove(p, pp);
+        pthread_mutex_unlock(&p->lock);
+        progs_logf(p, "program '%s' (id %u) unloaded by uid %u", pp->info.name, pp->info.id,
+                   uid);
+        progs_put(pp);   /* the table's reference */
+    }
+    pthread_mutex_unlock(&p->store_lock);
+    return r;
+}
+
+/* ---- list, show, references ------------------------------------------------ */
+
+int progs_list(struct progs *p, uint32_t from,
+               int (*fn)(void *arg, const struct progs_info *info), void *arg)
+{
+    int r = 0;
+    pthread_mutex_lock(&p->lock);
+    for (uint32_t i = 0; i < p->n && !r; i++) {
+        if (p->tab[i]->info.id < from)
+            continue;
+        struct progs_info info;
+        snapshot(p->tab[i], &info);
+        r = fn(arg, &info);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return r;
+}
+
+/* Writes why pp is broken and its recent traces into text. */
+static void status_text(struct progs_prog *pp, char *text, size_t size)
+{
+    size_t len = 0;
+    text[0] = '\0';
+    if (pp->why)
+        len += (size_t)snprintf(text, size, "not run: %s\n", pp->why);
+    pthread_mutex_lock(&pp->trace_lock);
+    unsigned n = pp->ntrace < PROGS_TRACE_KEEP ? pp->ntrace : PROGS_TRACE_KEEP;
+    for (unsigned i = pp->ntrace - n; i < pp->ntrace && len < size; i++)
+        len += (size_t)snprintf(text + len, size - len, "trace: %s\n",
+                                pp->trace[i % PROGS_TRACE_KEEP]);
+    pthread_mutex_unlock(&pp->trace_lock);
+}
+
+int progs_show(struct progs *p, uint32_t id, const char *name, struct progs_info *info,
+               char *text, size_t textlen)
+{
+    pthread_mutex_lock(&p->lock);
+    struct progs_prog *pp = find(p, id, name);
+    if (pp)
+        snapshot(pp, info);
+    if (pp && text && textlen)
+        status_text(pp, text, textlen);
+    pthread_mutex_unlock(&p->lock);
+    return pp ? 0 : -ENOENT;
+}
+
+int progs_get(struct progs *p, uint32_t uid, uint32_t id, struct progs_prog **out)
+{
+    pthread_mutex_lock(&p->lock);
+    struct progs_prog *pp = find_id(p, id);
+    int r = !pp ? -ENOENT : !pp->prog ? -ENOEXEC : 0;
+    if (!r && uid != 0 && uid != pp->info.owner && !(pp->info.flags & PROGS_F_SHARED))
+        r = -EACCES;
+    if (!r) {
+        __atomic_add_fetch(&pp->refs, 1, __ATOMIC_RELAXED);
+        *out = pp;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return r;
+}
+
+void progs_log_broken(struct progs *p)
+{
+    pthread_mutex_lock(&p->lock);
+    for (uint32_t i = 0; i < p->n; i++)
+        if (p->tab[i]->why)
+            progs_logf(p, "program '%s' (id %u) is not run: %s", p->tab[i]->info.name,
+                       p->tab[i]->info.id, p->tab[i]->why);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void progs_limits_get(const struct progs *p, struct progs_limits *out)
+{
+    *out = p->lim;
+}
+
+void progs_totals(struct progs *p, uint32_t *count, uint32_t *broken, uint64_t *insns)
+{
+    pthread_mutex_lock(&p->lock);
+    *count = p->n;
+    *broken = 0;
+    for (uint32_t i = 0; i < p->n; i++)
+        *broken += !p->tab[i]->prog;
+    *insns = p->insns;
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* ---- open and close ---------------------------------------------------------- */
+
+/* A stored record becomes a table entry: rebuilt and re-verified, or
+ * broken with the reason. */
+static void reload(struct progs *p, uint32_t id, const struct progs_rec *rec,
+                   const uint8_t *obj, const char *why)
+{
+    char msg[1200] = "";
+    struct vm_prog *vp = NULL;
+    struct progs_rec r = *rec;
+    r.id = id;
+    if (!why && progs_build(obj, rec->obj_size, rec->func, &vp, msg, sizeof(msg)))
+        why = msg;
+    if (vp && find(p, 0, rec->name))
+        why = "another stored program has the same name";
+    else if (vp && (p->n >= p->lim.max_progs || p->insns + vp->ninsns > p->lim.max_insns))
+        why = "over the device's limits (cisc up --max-progs / --max-prog-insns)";
+    if (why) {
+        vm_prog_free(vp);
+        vp = NULL;
+    }
+    struct progs_info info;
+    info_from(&info, &r, vp);
+    struct progs_prog *pp = progs_entry_new(p, &info, vp, why);
+    if (!pp || progs_insert(p, pp)) {
+        progs_logf(p, "program record %u: out of memory", id);
+        if (pp)
+            progs_put(pp);
+        else
+            vm_prog_free(vp);
+        return;
+    }
+    if (why)
+        progs_logf(p, "program '%s' (id %u) is not run: %s", r.name, id, why);
+    if (id >= p->next_id)
+        p->next_id = id + 1;
+}
+
+static void limits_default(struct progs_limits *l)
+{
+    if (!l->max_progs)
+        l->max_progs = PROGS_DEFAULT_MAX;
+    if (!l->max_insns)
+        l->max_insns = PROGS_DEFAULT_MAX_INSNS;
+    if (!l->budget)
+        l->budget = PROGS_DEFAULT_BUDGET;
+}
+
+static struct progs *alloc_registry(struct sfs *fs, const struct progs_config *cfg)
+{
+    struct progs *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    p->fs = fs;
+    p->lim = cfg ? cfg->lim : (struct progs_limits){ 0 };
+    limits_default(&p->lim);
+    p->trace = cfg && cfg->trace;
+    p->log = cfg ? cfg->log : NULL;
+    p->log_arg = cfg ? cfg->log_arg : NULL;
+    pthread_mutex_init(&p->store_lock, NULL);
+    pthread_mutex_init(&p->lock, NULL);
+    return p;
+}
+
+int progs_open(struct sfs *fs, const struct progs_config *cfg, struct progs **out,
+               char *err, size_t errlen)
+{
+    struct progs *p = sodium_init() < 0 ? NULL : alloc_registry(fs, cfg);   /* hashes, tokens */
+    if (!p)
+        return snprintf(err, errlen, "out of memory"), -ENOMEM;
+    int r = sysdir_open(fs, "progs", &p->dir);
+    uint32_t next = 1;
+    if (!r)
+        r = progs_store_next_id(p, &next);
+    if (r) {
+        snprintf(err, errlen, "cannot open the program store /%s/progs: %s", SYSDIR_NAME,
+                 strerror(-r));
+        progs_close(p);
+        return r;
+    }
+    p->next_id = next;
+    pthread_mutex_lock(&p->lock);   /* the table's order of operations is the usual one */
+    r = progs_store_scan(p, reload);
+    pthread_mutex_unlock(&p->lock);
+    if (r) {
+        snprintf(err, errlen, "cannot read the program store: %s", strerror(-r));
+        progs_close(p);
+        return r;
+    }
+    *out = p;
+    return 0;
+}
+
+void progs_close(struct progs *p)
+{
+    if (!p)
+        return;
+    progs_streams_free(p);
+    for (uint32_t i = 0; i < p->n; i++)
+        progs_put(p->tab[i]);
+    free(p->tab);
+    pthread_mutex_destroy(&p->lock);
+    pthread_mutex_destroy(&p->store_lock);
+    free(p);
+}

@@ -1,0 +1,180 @@
+/*
+ * device/queue/queue.h - the device side of libcisc's queue pairs (proto/wire.h):
+ * sessions, shared-memory queue pairs, the pollers that fetch commands
+ * from them, validation into private engine commands, and completions.
+ *
+ * Sessions. One per control-socket connection that asks for queues. It
+ * holds the client's credentials (SO_PEERCRED + SO_PEERGROUPS, from the
+ * kernel only), its own table of file handles (so no client can use
+ * another's handles), its encryption keys and its queue pairs. Destroying the session (the
+ * connection ended) destroys its queues and closes its handles.
+ *
+ * Queue pairs. A memfd, sealed against shrinking and growing (a client
+ * that truncates it cannot make the device fault), mapped by both sides.
+ *
+ * Pollers. `pollers` threads each serve a share of the queue pairs. A
+ * poller sweeps its queues: for each it reads sq_tail once, fetches at
+ * most what the CQ has room for (and never more than sq_entries: bounded
+ * work per poll, whatever the indices say), charges one link crossing for
+ * the batch, copies each SQE once into private memory, validates it into
+ * an engine command and releases the slots (sq_head). After the sweep it
+ * hands the commands to the engine's one scheduler: large ones (64 KiB
+ * of data or more), fsyncs and programs go to the queue of the device
+ * cores (so a batch spreads over free cores); small ones and the last may
+ * run at once on the poller in a free core's slot (direct dispatch: a
+ * small command costs less than waking a core). Every command therefore runs in a core slot, counted in the
+ * scheduler's and the engine's statistics. With nothing to do a poller
+ * spins poll_us, then announces sleep (WIRE_SQ_NEED_WAKEUP on each of its
+ * queues) and sleeps on all their doorbells at once (futex_waitv; with an
+ * old kernel, short timed sleeps instead).
+ *
+ * Completions. When a command completes on a device core, the queue
+ * writes its results into the arena ranges the command named, charges one
+ * link crossing, writes the CQE and publishes cq_tail (under the queue's
+ * CQ lock: many cores may complete commands of one queue), then wakes
+ * the client if it waits. A command that changed something the FUSE
+ * mount's kernel caches first goes through the notifier thread, which
+ * invalidates those caches (never from a device core or a FUSE thread:
+ * the kernel may hold locks that wait for a device core), then posts.
+ *
+ * Arena access for executors (CISC steps): struct qp_arena and the
+ * qp_arena_* functions below are the only way device code touches a
+ * client's arena; every access is bounds-checked (offset + length inside
+ * the arena, no overflow). Data in the arena may change under the device
+ * at any time: an executor that needs a value twice copies it once.
+ *
+ * Lock order: session lock -> poller lock; the CQ lock and notifier lock
+ * are leaves. Device cores never take the session or poller locks.
+ *
+ * Invariants:
+ *   1. Each SQE is read from shared memory exactly once (one memcpy into
+ *      a private copy); every field is validated before use.
+ *   2. Each fetched SQE gets exactly one CQE, unless its queue died.
+ *   3. Completions not yet posted + CQEs not yet consumed <= cq_entries.
+ *   4. A queue is freed only after its poller dropped it and every
+ *      command fetched from it has completed.
+ *   5. The device never reads back what only it writes (sq_head, cq_tail,
+ *      sq_flags): it keeps private copies.
+ */
+#ifndef CISC_DEVICE_QUEUE_H
+#define CISC_DEVICE_QUEUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct engine;
+struct eng_cred;
+
+/* ---- arena access for executors ------------------------------------ */
+
+/* A client's arena as the device sees it. */
+struct qp_arena {
+    uint8_t *base;
+    uint64_t size;
+};
+
+/* True if [off, off + len) lies inside the arena (len 0 included). */
+static inline bool qp_arena_ok(const struct qp_arena *a, uint64_t off, uint64_t len)
+{
+    return off <= a->size && len <= a->size - off;
+}
+
+/* Pointer to [off, off + len) of the arena, or NULL when out of range. The
+ * bytes are shared with the client: read each one once, or copy. */
+static inline void *qp_arena_ptr(const struct qp_arena *a, uint64_t off, uint64_t len)
+{
+    return qp_arena_ok(a, off, len) ? a->base + off : NULL;
+}
+
+/* Copies len arena bytes at off into dst. Returns 0 or -EFAULT. */
+int qp_arena_read(const struct qp_arena *a, uint64_t off, void *dst, uint64_t len);
+
+/* Copies len bytes from src into the arena at off. Returns 0 or -EFAULT. */
+int qp_arena_write(const struct qp_arena *a, uint64_t off, const void *src, uint64_t len);
+
+/* ---- the service ---------------------------------------------------- */
+
+#define QP_DEFAULT_POLL_US   50u
+#define QP_DEFAULT_POLLERS   1u
+#define QP_MAX_POLLERS       16u
+#define QP_MAX_PER_SESSION   64u
+#define QP_MAX_HANDLES       65536u   /* open handles per session */
+#define QP_MAX_SQ_ENTRIES    4096u
+#define QP_MIN_ARENA         (64u << 10)
+#define QP_MAX_ARENA         (1ull << 30)
+
+struct qp_config {
+    unsigned pollers;         /* 0 = QP_DEFAULT_POLLERS */
+    unsigned poll_us;         /* spin before sleeping; 0 = sleep at once */
+};
+
+struct qp_stats {
+    unsigned pollers, poll_us;
+    uint64_t sessions, queues;        /* live now */
+    uint64_t handles;                 /* open in all sessions now */
+    uint64_t fetched;                 /* SQEs copied */
+    uint64_t refused;                 /* SQEs that failed validation */
+    uint64_t completed;               /* CQEs posted */
+    uint64_t invalidated;             /* completions that went through the notifier */
+    uint64_t dead;                    /* queues stopped for garbage indices */
+    uint64_t sleeps;                  /* times a poller went to sleep */
+};
+
+struct qp_service;
+struct qp_session;
+
+/* Starts the pollers and the notifier for engine e (not owned).
+ * Returns 0 and sets *out, or -errno. */
+int qp_service_create(struct engine *e, const struct qp_config *cfg, struct qp_service **out);
+
+/* Destroys every session still open (queues, handles), stops the
+ * threads, frees svc. Call before eng_destroy. */
+void qp_service_destroy(struct qp_service *svc);
+
+/* Copies the counters. */
+void qp_service_stats(struct qp_service *svc, struct qp_stats *st);
+
+/* Opens a session for a client with credentials cred (from the kernel).
+ * Returns 0 and sets *out, or -errno. */
+int qp_session_create(struct qp_service *svc, const struct eng_cred *cred,
+                      struct qp_session **out);
+
+/* Destroys the session's queues (waiting for their commands), closes its
+ * handles and frees it. */
+void qp_session_destroy(struct qp_session *s);
+
+/* The credentials a session acts with. */
+const struct eng_cred *qp_session_cred(const struct qp_session *s);
+
+/* The session's encryption-key registry (device/compute/keys.h), for the
+ * CTL_KEY_ADD / CTL_KEY_REMOVE requests of its connection. */
+struct ckey_table;
+struct ckey_table *qp_session_keys(struct qp_session *s);
+
+/* Queue geometry requested by a client (0 = default). */
+struct qp_geom {
+    uint32_t sq_entries, cq_entries;
+    uint64_t arena_size;
+};
+
+/* Creates a queue pair in session s. On success *memfd is a descriptor of
+ * the shared region for the client (the caller sends it and closes it)
+ * and *id the queue's id. Returns 0 or -errno (-EINVAL: geometry out of
+ * range, -EMFILE: QP_MAX_PER_SESSION reached, -ENOMEM). */
+int qp_create(struct qp_session *s, const struct qp_geom *g, int *memfd, uint32_t *id);
+
+/* Destroys queue `id` of session s after its commands completed.
+ * Returns 0 or -ENOENT. */
+int qp_destroy(struct qp_session *s, uint32_t id);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,60 @@
+/* device/sched/model.c - the device model's timing knobs (see model.h). */
+#include "device/sched/model.h"
+
+#include <errno.h>
+#include <time.h>
+
+/* Set once before any queue exists (model.h); read without locks. */
+static struct dm_model model = { DM_DEFAULT_LINK_NS, 1.0 };
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int dm_configure(const struct dm_model *m)
+{
+    if (m->link_latency_ns > DM_LINK_MAX_NS || !(m->core_speed >= 1.0) ||
+        m->core_speed > DM_CORE_SPEED_MAX)
+        return -EINVAL;
+    model = *m;
+    return 0;
+}
+
+struct dm_model dm_get(void)
+{
+    return model;
+}
+
+void dm_spin_ns(uint64_t ns)
+{
+    if (!ns)
+        return;
+    uint64_t end = now_ns() + ns;
+    while (now_ns() < end)
+        dm_cpu_relax();
+}
+
+bool dm_link_arrival(uint32_t *arrive)
+{
+    if (!model.link_latency_ns)
+        return false;
+    *arrive = (uint32_t)(now_ns() + model.link_latency_ns);
+    return true;
+}
+
+void dm_link_cross(void)
+{
+    dm_spin_ns(model.link_latency_ns);
+}
+
+uint64_t dm_compute_charge(uint64_t ns_spent)
+{
+    if (model.core_speed <= 1.0)
+        return 0;
+    uint64_t extra = (uint64_t)((model.core_speed - 1.0) * (double)ns_spent);
+    dm_spin_ns(extra);
+    return extra;
+}

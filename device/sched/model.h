@@ -1,0 +1,81 @@
+/*
+ * device/sched/model.h - the device model's timing knobs: what makes the
+ * simulator cost what a real computational storage device would.
+ *
+ *   link latency   added once per host<->device crossing (PCIe in
+ *                  FusionFS's setup: 900 ns): when the device fetches a
+ *                  batch of submissions from a queue (the poller waits),
+ *                  and when it posts a completion (the completion carries
+ *                  its arrival time and the host waits: a device core
+ *                  that posts one goes on at once, as a real device's
+ *                  core does after queuing a DMA). 0 disables it.
+ *   core speed     device cores are this many times slower than the host
+ *                  for compute: a compute step that took t ns on the host
+ *                  CPU is charged (core_speed - 1) * t more (>= 1.0).
+ *
+ * Both are precise busy-waits on CLOCK_MONOTONIC, never sleeps: a sleep
+ * costs tens of microseconds of scheduler latency and would swamp a
+ * 900 ns link. The model is process-wide (one device per process); it is
+ * set once at start-up, before any queue exists, and read without locks.
+ *
+ * Invariants:
+ *   1. core_speed >= 1.0 and link latency <= DM_LINK_MAX_NS (dm_configure
+ *      refuses anything else with -EINVAL and keeps the old model).
+ *   2. dm_link_cross() and dm_compute_charge() never block: they spin.
+ *   3. An arrival time is at most DM_LINK_MAX_NS ahead of the clock.
+ */
+#ifndef CISC_DEVICE_MODEL_H
+#define CISC_DEVICE_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DM_DEFAULT_LINK_NS 900u
+#define DM_LINK_MAX_NS     1000000u   /* 1 ms */
+#define DM_CORE_SPEED_MAX  1000.0
+
+struct dm_model {
+    uint64_t link_latency_ns;
+    double core_speed;            /* slowdown factor, 1.0 = as fast as the host */
+};
+
+/* Tells the CPU we are spinning (saves power, yields to a sibling thread). */
+static inline void dm_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Sets the process's model. Returns 0 or -EINVAL (out of range). */
+int dm_configure(const struct dm_model *m);
+
+/* The current model (defaults: 900 ns, 1.0). */
+struct dm_model dm_get(void);
+
+/* Busy-waits ns nanoseconds. */
+void dm_spin_ns(uint64_t ns);
+
+/* One host<->device crossing: busy-waits the link latency. */
+void dm_link_cross(void);
+
+/* A crossing that delays its message instead of the sender: *arrive gets
+ * the low 32 bits of CLOCK_MONOTONIC ns at which it arrives. Returns
+ * false (nothing to wait for) when the link latency is 0. */
+bool dm_link_arrival(uint32_t *arrive);
+
+/* Charges a compute step that ran ns_spent nanoseconds on a device core:
+ * spins (core_speed - 1) * ns_spent more. Returns the extra nanoseconds. */
+uint64_t dm_compute_charge(uint64_t ns_spent);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

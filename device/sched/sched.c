@@ -1,0 +1,310 @@
+/* device/sched/sched.c - device cores (worker threads and core slots) and the
+ * FIFO policy. */
+#include "device/sched/sched.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct sched {
+    const struct sched_policy *pol;
+    void *q;
+    sched_run_fn run;
+    void *arg;
+    unsigned cores;
+    bool direct;               /* submitters may run items themselves */
+    pthread_t *threads;
+    unsigned nthreads;
+    pthread_mutex_t lock;      /* protects everything below and q */
+    pthread_cond_t work;       /* signalled when an item is queued or on stop */
+    pthread_cond_t idle_cv;    /* signalled when the last running item finishes */
+    bool stopping;
+    unsigned idle;             /* worker threads waiting on `work` */
+    unsigned busy;             /* core slots in use */
+    uint64_t free_slots;       /* bit i set: core slot i is free */
+    uint64_t submitted, completed, direct_runs, depth, max_depth;
+    struct sched_core_stats core[SCHED_MAX_CORES];
+};
+
+uint64_t sched_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- FIFO policy: one list, oldest first ---------------------------- */
+
+struct fifo {
+    struct sched_item *head, **tailp;
+};
+
+static void *fifo_create(unsigned cores)
+{
+    struct fifo *f = calloc(1, sizeof(*f));
+    if (f)
+        f->tailp = &f->head;
+    return f;
+}
+
+static void fifo_destroy(void *q)
+{
+    free(q);
+}
+
+static void fifo_push(void *q, struct sched_item *it)
+{
+    struct fifo *f = q;
+    it->next = NULL;
+    *f->tailp = it;
+    f->tailp = &it->next;
+}
+
+static struct sched_item *fifo_pop(void *q, unsigned core)
+{
+    struct fifo *f = q;
+    struct sched_item *it = f->head;
+    if (it) {
+        f->head = it->next;
+        if (!f->head)
+            f->tailp = &f->head;
+    }
+    return it;
+}
+
+static void fifo_charge(void *q, const struct sched_item *it, uint64_t ns)
+{
+}
+
+const struct sched_policy sched_fifo = {
+    .name = "fifo",
+    .create = fifo_create,
+    .destroy = fifo_destroy,
+    .push = fifo_push,
+    .pop = fifo_pop,
+    .charge = fifo_charge,
+};
+
+static const struct sched_policy *const policies[] = { &sched_fifo };
+
+const struct sched_policy *sched_policy_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof(policies) / sizeof(policies[0]); i++)
+        if (!strcmp(policies[i]->name, name))
+            return policies[i];
+    return NULL;
+}
+
+/* ---- core slots ------------------------------------------------------- */
+
+/* Takes a free core slot; lock held, busy < cores guaranteed by callers. */
+static unsigned slot_get(struct sched *s)
+{
+    unsigned slot = (unsigned)__builtin_ctzll(s->free_slots);
+    s->free_slots &= ~(1ull << slot);
+    s->busy++;
+    return slot;
+}
+
+/* Charges the policy, returns the slot, wakes sched_drain when quiet. */
+static void finish(struct sched *s, unsigned slot, struct sched_item *copy, uint64_t ns)
+{
+    pthread_mutex_lock(&s->lock);
+    s->pol->charge(s->q, copy, ns);
+    s->free_slots |= 1ull << slot;
+    s->busy--;
+    s->completed++;
+    s->core[slot].executed++;
+    s->core[slot].busy_ns += ns;
+    bool quiet = s->busy == 0 && s->depth == 0;
+    bool more = s->depth > 0 && s->idle > 0;
+    pthread_mutex_unlock(&s->lock);
+    if (quiet)
+        pthread_cond_broadcast(&s->idle_cv);
+    if (more)   /* a direct run kept a slot that queued work now can use */
+        pthread_cond_signal(&s->work);
+}
+
+static void run_on(struct sched *s, struct sched_item *it, unsigned slot)
+{
+    struct sched_item copy = *it;   /* run() may free it */
+    uint64_t t0 = sched_now_ns();
+    s->run(s->arg, it, slot);
+    finish(s, slot, &copy, sched_now_ns() - t0);
+}
+
+/* ---- worker threads ------------------------------------------------------ */
+
+/* Waits for an item and a free slot; false when stopping and drained. */
+static bool take(struct sched *s, struct sched_item **it, unsigned *slot)
+{
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        if (s->busy < s->cores && (*it = s->pol->pop(s->q, 0)) != NULL)
+            break;
+        if (s->stopping && s->depth == 0) {
+            pthread_mutex_unlock(&s->lock);
+            return false;
+        }
+        s->idle++;
+        pthread_cond_wait(&s->work, &s->lock);
+        s->idle--;
+    }
+    s->depth--;
+    *slot = slot_get(s);
+    pthread_mutex_unlock(&s->lock);
+    return true;
+}
+
+static void *core_main(void *p)
+{
+    struct sched *s = p;
+    struct sched_item *it;
+    unsigned slot;
+    while (take(s, &it, &slot))
+        run_on(s, it, slot);
+    return NULL;
+}
+
+static int start_cores(struct sched *s)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    /* Cores never take signals: the device's main thread handles them. */
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int r = 0;
+    while (s->nthreads < s->cores) {
+        r = pthread_create(&s->threads[s->nthreads], NULL, core_main, s);
+        if (r)
+            break;
+        s->nthreads++;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return -r;
+}
+
+int sched_create(const struct sched_policy *pol, const struct sched_config *cfg,
+                 sched_run_fn run, void *arg, struct sched **out)
+{
+    if (!pol || !run || cfg->cores < 1 || cfg->cores > SCHED_MAX_CORES)
+        return -EINVAL;
+    struct sched *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->pol = pol;
+    s->run = run;
+    s->arg = arg;
+    s->cores = cfg->cores;
+    s->direct = cfg->direct;
+    s->free_slots = cfg->cores == 64 ? ~0ull : (1ull << cfg->cores) - 1;
+    s->q = pol->create(cfg->cores);
+    s->threads = calloc(cfg->cores, sizeof(pthread_t));
+    if (!s->q || !s->threads) {
+        if (s->q)
+            pol->destroy(s->q);
+        free(s->threads);
+        free(s);
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->work, NULL);
+    pthread_cond_init(&s->idle_cv, NULL);
+    int r = start_cores(s);
+    if (r) {
+        sched_destroy(s);
+        return r;
+    }
+    *out = s;
+    return 0;
+}
+
+/* Queues it; lock held. Returns whether a worker should be woken. */
+static bool enqueue(struct sched *s, struct sched_item *it)
+{
+    s->pol->push(s->q, it);
+    if (++s->depth > s->max_depth)
+        s->max_depth = s->depth;
+    return s->idle > 0 && s->busy < s->cores;
+}
+
+static int submit(struct sched *s, struct sched_item *it, bool direct)
+{
+    it->t_submit_ns = sched_now_ns();
+    pthread_mutex_lock(&s->lock);
+    if (s->stopping) {
+        pthread_mutex_unlock(&s->lock);
+        return -ESHUTDOWN;
+    }
+    s->submitted++;
+    /* Direct dispatch: nothing waits and a core is free, so the submitter
+     * runs the item in that core's slot instead of waking a worker. */
+    if (direct && s->direct && s->depth == 0 && s->busy < s->cores) {
+        unsigned slot = slot_get(s);
+        s->direct_runs++;
+        pthread_mutex_unlock(&s->lock);
+        run_on(s, it, slot);
+        return 0;
+    }
+    bool wake = enqueue(s, it);
+    pthread_mutex_unlock(&s->lock);
+    if (wake)
+        pthread_cond_signal(&s->work);
+    return 0;
+}
+
+int sched_submit(struct sched *s, struct sched_item *it)
+{
+    return submit(s, it, true);
+}
+
+int sched_submit_handoff(struct sched *s, struct sched_item *it)
+{
+    return submit(s, it, false);
+}
+
+void sched_get_stats(struct sched *s, struct sched_stats *st)
+{
+    memset(st, 0, sizeof(*st));
+    pthread_mutex_lock(&s->lock);
+    st->policy = s->pol->name;
+    st->cores = s->cores;
+    st->direct = s->direct;
+    st->submitted = s->submitted;
+    st->completed = s->completed;
+    st->direct_runs = s->direct_runs;
+    st->depth = s->depth;
+    st->max_depth = s->max_depth;
+    st->busy = s->busy;
+    memcpy(st->core, s->core, sizeof(st->core));
+    pthread_mutex_unlock(&s->lock);
+}
+
+void sched_drain(struct sched *s)
+{
+    pthread_mutex_lock(&s->lock);
+    while (s->busy || s->depth)
+        pthread_cond_wait(&s->idle_cv, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void sched_destroy(struct sched *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->stopping = true;
+    pthread_cond_broadcast(&s->work);
+    pthread_mutex_unlock(&s->lock);
+    for (unsigned i = 0; i < s->nthreads; i++)
+        pthread_join(s->threads[i], NULL);
+    s->pol->destroy(s->q);
+    pthread_cond_destroy(&s->work);
+    pthread_cond_destroy(&s->idle_cv);
+    pthread_mutex_destroy(&s->lock);
+    free(s->threads);
+    free(s);
+}

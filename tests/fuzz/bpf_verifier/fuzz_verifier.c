@@ -1,0 +1,503 @@
+/*
+ * tests/fuzz/bpf_verifier/fuzz_verifier.c - libFuzzer target: the verifier
+ * against the interpreter.
+ *
+ * The fuzz input drives a generator of eBPF programs built from snippets
+ * that verify often enough to matter (context loads, bounds checks,
+ * buffer and stack accesses, spills, helper calls, local calls, loops),
+ * mixed with random instructions; the first byte can also ask for the raw
+ * bytes to be used as instructions. Every program goes to vm_verify();
+ * every accepted one is run several times with input/output buffers of
+ * fuzz-chosen sizes:
+ *   1. in the interpreter's checked mode: a fault (-EFAULT) means the
+ *      verifier accepted an unsafe program -> abort;
+ *   2. in fast mode, with the C stack below us dirtied first and buffers
+ *      at other addresses: r0, the output and the state area must equal
+ *      the checked run's (which zeroes the stack) - a difference means
+ *      an uninitialised read or an address leaked into data -> abort.
+ *      Skipped for programs calling cisc_ktime_ns (not deterministic).
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpf/abi.h"
+#include "bpf/insn.h"
+#include "bpf/interp.h"
+#include "bpf/prog.h"
+#include "bpf/verifier.h"
+
+#define MAX_INSNS 160
+#define RODATA_SIZE 32
+
+struct gen {
+    const uint8_t *d;
+    size_t n, pos;
+    struct vm_insn insn[MAX_INSNS + 8];
+    uint32_t len;
+    bool ktime;
+};
+
+static uint8_t byte(struct gen *g)
+{
+    return g->pos < g->n ? g->d[g->pos++] : 0;
+}
+
+static int32_t imm(struct gen *g)
+{
+    static const int32_t vals[] = {0, 1, 2, 3, 4, 7, 8, 15, 16, 31, 32, 63, 64, 255, 256,
+                                   4095, 4096, -1, -2, -8, -16, -64, -512, 0x7fffffff,
+                                   (int32_t)0x80000000, 24, 12, 100};
+    uint8_t b = byte(g);
+    if (b < 200)
+        return vals[b % (sizeof(vals) / sizeof(vals[0]))];
+    return (int32_t)((uint32_t)byte(g) | (uint32_t)byte(g) << 8 | (uint32_t)byte(g) << 24);
+}
+
+static void emit(struct gen *g, uint8_t code, unsigned dst, unsigned src, int16_t off,
+                 int32_t k)
+{
+    if (g->len < MAX_INSNS)
+        g->insn[g->len++] = (struct vm_insn){code, (uint8_t)(dst | src << 4), off, k};
+}
+
+static unsigned reg(struct gen *g)
+{
+    return byte(g) % 10;   /* r0..r9; r9 keeps the context */
+}
+
+static void gen_alu(struct gen *g)
+{
+    static const uint8_t ops[] = {VM_ADD, VM_SUB, VM_MUL, VM_DIV, VM_OR,  VM_AND, VM_LSH,
+                                  VM_RSH, VM_MOD, VM_XOR, VM_MOV, VM_ARSH, VM_NEG, VM_END};
+    uint8_t b = byte(g);
+    unsigned op = ops[b % sizeof(ops)], cls = (b & 0x80) ? VM_CLS_ALU : VM_CLS_ALU64;
+    unsigned dst = reg(g) % 9;
+    if (op == VM_NEG) {
+        emit(g, (uint8_t)(cls | op), dst, 0, 0, 0);
+    } else if (op == VM_END) {
+        static const int32_t w[] = {16, 32, 64};
+        emit(g, (uint8_t)(cls | op | ((b & 0x40) && cls == VM_CLS_ALU ? VM_X : 0)), dst, 0, 0,
+             w[byte(g) % 3]);
+    } else if (b & 0x20) {
+        int16_t off = (op == VM_DIV || op == VM_MOD) ? (b & 1) : 0;
+        if (op == VM_MOV && (b & 0x10))
+            off = (int16_t)(8 << (byte(g) % 3));
+        if (op == VM_MOV && cls == VM_CLS_ALU && off == 32)
+            off = 16;
+        emit(g, (uint8_t)(cls | op | VM_X), dst, byte(g) % 11, off, 0);
+    } else {
+        emit(g, (uint8_t)(cls | op), dst, 0, (op == VM_DIV || op == VM_MOD) ? (b & 1) : 0,
+             imm(g));
+    }
+}
+
+static uint8_t size_code(struct gen *g)
+{
+    static const uint8_t s[] = {VM_B, VM_H, VM_W, VM_DW};
+    return s[byte(g) % 4];
+}
+
+static void gen_mem(struct gen *g)
+{
+    uint8_t b = byte(g), sz = size_code(g);
+    unsigned base = (b & 1) ? VM_REG_FP : reg(g);
+    int16_t off = base == VM_REG_FP ? (int16_t)(-8 * (1 + byte(g) % 64) + (b & 6))
+                                    : (int16_t)((int8_t)byte(g) % 32);
+    switch ((b >> 3) % 4) {
+    case 0:
+        emit(g, (uint8_t)(VM_CLS_LDX | VM_MEM | sz), reg(g), base, off, 0);
+        break;
+    case 1:
+        emit(g, (uint8_t)(VM_CLS_STX | VM_MEM | sz), base, byte(g) % 11, off, 0);
+        break;
+    case 2:
+        emit(g, (uint8_t)(VM_CLS_ST | VM_MEM | sz), base, 0, off, imm(g));
+        break;
+    default:
+        if (b & 0x80) {
+            static const int32_t a[] = {VM_ADD, VM_OR, VM_AND, VM_XOR, VM_ADD | VM_FETCH,
+                                        VM_XCHG, VM_CMPXCHG};
+            emit(g, (uint8_t)(VM_CLS_STX | VM_ATOMIC | ((b & 0x40) ? VM_DW : VM_W)), base,
+                 reg(g), (int16_t)(off & ~7), a[byte(g) % 7]);
+        } else if (sz != VM_DW) {
+            emit(g, (uint8_t)(VM_CLS_LDX | VM_MEMSX | sz), reg(g), base, off, 0);
+        }
+        break;
+    }
+}
+
+/* Pointer from the context, a bounds check, accesses under it. */
+static void gen_checked_access(struct gen *g)
+{
+    uint8_t b = byte(g);
+    bool out = b & 1;
+    unsigned p = 2 + byte(g) % 3, e = 5 + byte(g) % 2, t = 7 + (b >> 1) % 2;
+    int32_t n = 1 + byte(g) % 24;
+    emit(g, VM_CLS_LDX | VM_MEM | VM_DW, p, 9, (int16_t)(out ? 16 : 0), 0);
+    emit(g, VM_CLS_LDX | VM_MEM | VM_DW, e, 9, (int16_t)(out ? 24 : 8), 0);
+    if (b & 4) {   /* variable offset first */
+        emit(g, VM_CLS_ALU64 | VM_AND, t, 0, 0, 63 >> (byte(g) % 4));
+        emit(g, VM_CLS_ALU64 | VM_ADD | VM_X, p, t, 0, 0);
+    }
+    emit(g, VM_CLS_ALU64 | VM_MOV | VM_X, t, p, 0, 0);
+    emit(g, VM_CLS_ALU64 | VM_ADD, t, 0, 0, n);
+    static const uint8_t ops[] = {VM_JGT, VM_JGE, VM_JLT, VM_JLE};
+    uint8_t op = ops[(b >> 3) % 4];
+    bool end_left = b & 0x20;
+    int16_t skip = (int16_t)(1 + byte(g) % 4);
+    emit(g, (uint8_t)(VM_CLS_JMP | VM_X | op), end_left ? e : t, end_left ? t : e, skip, 0);
+    for (int k = 0; k < skip; k++) {
+        uint8_t o = byte(g);   /* near the end of the checked range often */
+        int16_t off = (int16_t)(o & 1 ? n - 1 + (o >> 1) % 3 - 1 : (o >> 1) % (n + 2) - 1);
+        if (byte(g) & 1)
+            emit(g, VM_CLS_LDX | VM_MEM | VM_B, reg(g), p, off, 0);
+        else
+            emit(g, VM_CLS_ST | VM_MEM | VM_B, p, 0, off, imm(g));
+    }
+}
+
+/* A number from the arguments, shaped by a few ALU operations, used as an
+ * index into the state area or an initialised stack buffer. */
+static void gen_index(struct gen *g)
+{
+    static const int32_t masks[] = {7, 15, 63, 255, 511, 1023, 4095, 8191};
+    static const uint8_t ops[] = {VM_AND, VM_RSH, VM_MOD, VM_DIV, VM_LSH, VM_ARSH, VM_OR, VM_SUB,
+                                  VM_ADD, VM_MUL, VM_XOR};
+    uint8_t b = byte(g);
+    unsigned x = 6 + byte(g) % 2;
+    emit(g, VM_CLS_LDX | VM_MEM | VM_DW, x, 9, (int16_t)(64 + 8 * (byte(g) % 4)), 0);
+    for (int k = 0, n = 1 + byte(g) % 3; k < n; k++) {
+        uint8_t o = byte(g);
+        int32_t v = o & 1 ? masks[(o >> 1) % 8] : (int32_t)(o >> 1) % 13;
+        emit(g, (uint8_t)((o & 0x80 ? VM_CLS_ALU : VM_CLS_ALU64) | ops[(o >> 2) % sizeof(ops)]),
+             x, 0, 0, v);
+    }
+    emit(g, VM_CLS_ALU64 | VM_AND, x, 0, 0, masks[byte(g) % 8]);
+    if (b & 1) {   /* state area */
+        emit(g, VM_CLS_JMP | VM_CALL, 0, 0, 0, 9);
+        emit(g, VM_CLS_ALU64 | VM_ADD | VM_X, 0, x, 0, 0);
+        emit(g, (uint8_t)(VM_CLS_LDX | VM_MEM | size_code(g)), 8, 0,
+             (int16_t)((int16_t)(byte(g) % 16) - 4), 0);
+        return;
+    }
+    for (int k = 1; k <= 8; k++)   /* a 64-byte stack buffer */
+        emit(g, VM_CLS_ST | VM_MEM | VM_DW, VM_REG_FP, 0, (int16_t)(-8 * k), 0);
+    emit(g, VM_CLS_ALU64 | VM_MOV | VM_X, 8, VM_REG_FP, 0, 0);
+    emit(g, VM_CLS_ALU64 | VM_ADD, 8, 0, 0, -64);
+    emit(g, VM_CLS_ALU64 | VM_ADD | VM_X, 8, x, 0, 0);
+    emit(g, (uint8_t)(VM_CLS_LDX | VM_MEM | size_code(g)), 0, 8, (int16_t)(byte(g) % 8), 0);
+}
+
+/* Copies of a number (64-bit, 32-bit, plus a constant, zero-extension
+ * idiom, through a spill), one of them bounded by a branch, another used
+ * as an index into the state area: exercises linked scalars. */
+static void gen_linked(struct gen *g)
+{
+    uint8_t b = byte(g);
+    unsigned a = 6, c = 7;
+    emit(g, VM_CLS_LDX | VM_MEM | VM_DW, a, 9, (int16_t)(64 + 8 * (b % 4)), 0);
+    switch ((b >> 2) % 5) {
+    case 0: emit(g, VM_CLS_ALU64 | VM_MOV | VM_X, c, a, 0, 0); break;
+    case 1: emit(g, VM_CLS_ALU | VM_MOV | VM_X, c, a, 0, 0); break;
+    case 2:
+        emit(g, VM_CLS_ALU64 | VM_MOV | VM_X, c, a, 0, 0);
+        emit(g, VM_CLS_ALU64 | VM_ADD, c, 0, 0, (int32_t)(byte(g) % 9) - 4);
+        break;
+    case 3:
+        emit(g, VM_CLS_ALU64 | VM_MOV | VM_X, c, a, 0, 0);
+        emit(g, VM_CLS_ALU64 | VM_LSH, c, 0, 0, 32);
+        if (b & 0x80)
+            emit(g, VM_CLS_ALU64 | VM_RSH, c, 0, 0, 32);
+        break;
+    default:
+        emit(g, VM_CLS_STX | VM_MEM | VM_DW, VM_REG_FP, a, -8, 0);
+        emit(g, VM_CLS_LDX | VM_MEM | VM_DW, c, VM_REG_FP, -8, 0);
+        break;
+    }
+    if (b & 0x40) {   /* swap roles: bound a, use c */
+        unsigned t = a;
+        a = c;
+        c = t;
+    }
+    static const uint8_t ops[] = {VM_JGE, VM_JGT, VM_JSGE, VM_JSGT, VM_JNE};
+    uint8_t cls = byte(g) & 1 ? VM_CLS_JMP32 : VM_CLS_JMP;
+    emit(g, (uint8_t)(cls | ops[byte(g) % 5]), c, 0, 4, 1 + byte(g) % 4095);
+    emit(g, VM_CLS_JMP | VM_CALL, 0, 0, 0, 9);
+    emit(g, VM_CLS_ALU64 | VM_ADD | VM_X, 0, a, 0, 0);
+    emit(g, VM_CLS_LDX | VM_MEM | VM_B, 8, 0, 0, 0);
+    emit(g, VM_CLS_ALU64 | VM_MOV, 0, 0, 0, 0);
+}
+
+static void gen_jump(struct gen *g)
+{
+    static const uint8_t ops[] = {VM_JEQ, VM_JGT, VM_JGE, VM_JSET, VM_JNE, VM_JSGT, VM_JSGE,
+                                  VM_JLT, VM_JLE, VM_JSLT, VM_JSLE, VM_JA};
+    uint8_t b = byte(g), op = ops[b % sizeof(ops)];
+    int16_t off = (int16_t)((int8_t)byte(g) % 12);
+    if (op == VM_JA) {
+        emit(g, VM_CLS_JMP | VM_JA, 0, 0, off > 0 ? off : 1, 0);
+        return;
+    }
+    uint8_t cls = (b & 0x80) ? VM_CLS_JMP32 : VM_CLS_JMP;
+    if (b & 0x40)
+        emit(g, (uint8_t)(cls | op | VM_X), reg(g), byte(g) % 11, off, 0);
+    else
+        emit(g, (uint8_t)(cls | op), reg(g), 0, off, imm(g));
+}
+
+static void gen_call(struct gen *g)
+{
+    uint8_t id = 1 + byte(g) % 9;
+    for (unsigned r = 1; r <= 5; r++) {
+        uint8_t b = byte(g);
+        if (b & 1)
+            emit(g, VM_CLS_ALU64 | VM_MOV, r, 0, 0, imm(g));
+        else if (b & 2)
+            emit(g, VM_CLS_ALU64 | VM_MOV | VM_X, r, reg(g), 0, 0);
+        else if (b & 4) {
+            emit(g, VM_CLS_ALU64 | VM_MOV | VM_X, r, VM_REG_FP, 0, 0);
+            emit(g, VM_CLS_ALU64 | VM_ADD, r, 0, 0, -8 * (1 + byte(g) % 16));
+        } else if (b & 8) {
+            emit(g, VM_OPC_LD_IMM64, r, VM_PSEUDO_RODATA, 0, byte(g) % RODATA_SIZE);
+            emit(g, 0, 0, 0, 0, 0);
+        }
+    }
+    g->ktime |= id == 8;
+    emit(g, VM_CLS_JMP | VM_CALL, 0, 0, 0, id);
+}
+
+static void gen_body(struct gen *g, uint32_t limit)
+{
+    while (g->pos < g->n && g->len < limit) {
+        switch (byte(g) % 12) {
+        case 0:
+        case 1:
+        case 2: gen_alu(g); break;
+        case 10: gen_index(g); break;
+        case 11: gen_linked(g); break;
+        case 3:
+        case 4: gen_mem(g); break;
+        case 5:
+        case 6: gen_checked_access(g); break;
+        case 7: gen_jump(g); break;
+        case 8: gen_call(g); break;
+        default:
+            emit(g, VM_CLS_LDX | VM_MEM | VM_DW, reg(g), 9, (int16_t)(8 * (byte(g) % 13)), 0);
+            break;
+        }
+    }
+}
+
+/* Jumps that leave the function go to its exit instead. */
+static void fix_jumps(struct gen *g, uint32_t start, uint32_t end)
+{
+    for (uint32_t pc = start; pc < end; pc++) {
+        struct vm_insn *i = &g->insn[pc];
+        unsigned cls = VM_CLS(i->code), op = VM_OP(i->code);
+        if (i->code == VM_OPC_LD_IMM64) {
+            pc++;
+            continue;
+        }
+        if ((cls != VM_CLS_JMP && cls != VM_CLS_JMP32) || op == VM_CALL || op == VM_EXIT)
+            continue;
+        int64_t t = (int64_t)pc + 1 + i->off;
+        if (t < start || t >= end || (t > 0 && g->insn[t - 1].code == VM_OPC_LD_IMM64))
+            i->off = (int16_t)(end - 1 - pc - 1);
+    }
+}
+
+static void generate(struct gen *g)
+{
+    emit(g, VM_CLS_ALU64 | VM_MOV | VM_X, 9, 1, 0, 0);   /* r9 = ctx */
+    emit(g, VM_CLS_ALU64 | VM_MOV, 0, 0, 0, 0);
+    bool sub = byte(g) & 1;
+    uint32_t call_at = g->len;
+    if (sub)
+        emit(g, VM_CLS_JMP | VM_CALL, 0, VM_PSEUDO_CALL, 0, 0);   /* patched */
+    gen_body(g, sub ? MAX_INSNS / 2 : MAX_INSNS - 2);
+    emit(g, VM_CLS_ALU64 | VM_MOV, 0, 0, 0, imm(g));
+    g->insn[g->len++] = (struct vm_insn){VM_CLS_JMP | VM_EXIT, 0, 0, 0};
+    uint32_t main_end = g->len;
+    fix_jumps(g, 0, main_end);
+    if (!sub)
+        return;
+    g->insn[call_at].imm = (int32_t)(main_end - call_at - 1);
+    uint32_t start = g->len;
+    gen_body(g, MAX_INSNS - 2);
+    emit(g, VM_CLS_ALU64 | VM_MOV, 0, 0, 0, imm(g));
+    g->insn[g->len++] = (struct vm_insn){VM_CLS_JMP | VM_EXIT, 0, 0, 0};
+    fix_jumps(g, start, g->len);
+}
+
+struct outcome {
+    int rc;
+    uint64_t r0;
+    uint8_t out[256];
+    uint8_t state[VM_STATE_SIZE];
+};
+
+/* Slot 0 and 1 put every region at a different address. */
+static void run_once(struct vm_prog *p, const uint8_t *input, uint32_t in_len, uint32_t out_len,
+                     const uint64_t args[4], bool checked, int slot, struct outcome *o)
+{
+    static struct vm_ctx ctxs[2];
+    static uint8_t state[2][VM_STATE_SIZE];
+    struct vm_ctx ctx = {0};
+    memset(state[slot], 0, VM_STATE_SIZE);
+    /* heap blocks ending exactly at the buffer's end, so that ASan sees any
+     * overrun too; slot 1 starts 16 bytes further into a larger block */
+    size_t pad = slot ? 16 : 0;
+    uint8_t *inb = malloc(in_len + pad + 1), *outb = malloc(out_len + pad + 1);
+    uint8_t *in = inb + pad, *out = outb + pad;
+    memcpy(in, input, in_len);
+    memset(out, 0, out_len);
+    ctx.data = (uintptr_t)in;
+    ctx.data_end = (uintptr_t)in + in_len;
+    ctx.out = (uintptr_t)out;
+    ctx.out_end = (uintptr_t)out + out_len;
+    ctx.len = in_len;
+    memcpy(ctx.arg, args, sizeof(ctx.arg));
+    struct vm_env env = {.budget = 20000, .checked = checked, .state = state[slot]};
+    ctxs[slot] = ctx;
+    o->rc = vm_run(p, &ctxs[slot], &env, &o->r0);
+    if (checked && o->rc == -EFAULT) {
+        fprintf(stderr, "VERIFIER BUG: accepted program faulted at pc %u: %s\n", env.fault_pc,
+                env.fault);
+        abort();
+    }
+    memset(o->out, 0, sizeof(o->out));
+    memcpy(o->out, out, out_len);
+    memcpy(o->state, state[slot], VM_STATE_SIZE);
+    free(inb);
+    free(outb);
+}
+
+/* Leaves a pattern in the stack area vm_run() is about to use. */
+__attribute__((noinline)) static void dirty_stack(void)
+{
+    volatile uint8_t junk[VM_MAX_CALL_DEPTH * VM_STACK_SIZE + 4096];
+    for (size_t k = 0; k < sizeof(junk); k++)
+        junk[k] = (uint8_t)(0xa5 ^ k);
+}
+
+static void compare(const struct vm_prog *p, const struct outcome *a, const struct outcome *b)
+{
+    if (a->rc != b->rc || (a->rc == 0 && (a->r0 != b->r0 || memcmp(a->out, b->out, 256) ||
+                                           memcmp(a->state, b->state, VM_STATE_SIZE)))) {
+        fprintf(stderr, "VERIFIER BUG: fast and checked runs differ (rc %d/%d, r0 %#llx/%#llx)"
+                        " in a program of %u instructions\n",
+                a->rc, b->rc, (unsigned long long)a->r0, (unsigned long long)b->r0, p->ninsns);
+        abort();
+    }
+}
+
+static void run_program(struct vm_prog *p, struct gen *g, bool deterministic)
+{
+    if (vm_prepare(p) != 0)
+        return;
+    for (int round = 0; round < 3; round++) {
+        uint8_t input[256];
+        uint64_t args[4];
+        /* small sizes often: they sit right at the programs' checks */
+        uint8_t a = byte(g), b = byte(g);
+        uint32_t in_len = a & 1 ? (a >> 1) % 33 : a % 200;
+        uint32_t out_len = b & 1 ? (b >> 1) % 33 : b % 200;
+        for (int k = 0; k < 256; k++)
+            input[k] = byte(g) ^ (uint8_t)k;
+        for (int k = 0; k < 4; k++)
+            args[k] = (uint64_t)(int64_t)imm(g);
+        struct outcome checked, fast;
+        run_once(p, input, in_len, out_len, args, true, 0, &checked);
+        if (!deterministic || checked.rc != 0)
+            continue;
+        dirty_stack();
+        run_once(p, input, in_len, out_len, args, false, 1, &fast);
+        compare(p, &checked, &fast);
+    }
+    vm_unprepare(p);
+}
+
+/* FUZZ_VM_DUMP=1 prints each program and the verifier's trace (replay). */
+static void log_line(void *arg, const char *line)
+{
+    unsigned *n = arg;
+    if ((*n)++ < 4000)
+        fprintf(stderr, "  | %s\n", line);
+}
+
+static void dump(const struct vm_prog *p)
+{
+    char text[160];
+    for (uint32_t pc = 0; pc < p->ninsns; pc++) {
+        int k = vm_disasm_insn(p, pc, text, sizeof(text));
+        fprintf(stderr, "%4u: %s\n", pc, text);
+        pc += (uint32_t)k - 1;
+    }
+}
+
+/* FUZZ_VM_STATS=1 prints how many programs were accepted and ran. */
+static void stats(bool accepted, int rc_first)
+{
+    static uint64_t runs, ok, codes[4];
+    static int enabled = -1;
+    if (enabled < 0)
+        enabled = getenv("FUZZ_VM_STATS") != NULL;
+    if (!enabled)
+        return;
+    runs++;
+    ok += accepted;
+    codes[rc_first == -EACCES ? 0 : rc_first == -EINVAL ? 1 : rc_first == -E2BIG ? 2 : 3]++;
+    if ((runs & 0xfff) == 0)
+        fprintf(stderr, "fuzz_vm: %llu programs, %llu accepted; rejected EACCES %llu EINVAL "
+                        "%llu E2BIG %llu\n", (unsigned long long)runs, (unsigned long long)ok,
+                (unsigned long long)codes[0], (unsigned long long)codes[1],
+                (unsigned long long)codes[2]);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static struct gen g;
+    uint8_t rodata[RODATA_SIZE];
+    memset(&g, 0, sizeof(g));
+    g.d = data;
+    g.n = size;
+    for (int k = 0; k < RODATA_SIZE; k++)
+        rodata[k] = byte(&g);
+    bool raw = byte(&g) == 0xff;
+    if (raw) {
+        g.len = (uint32_t)((g.n - g.pos) / 8 > MAX_INSNS ? MAX_INSNS : (g.n - g.pos) / 8);
+        memcpy(g.insn, g.d + g.pos, g.len * 8);
+        g.pos += g.len * 8;
+        g.ktime = true;
+    } else {
+        generate(&g);
+    }
+    if (g.len == 0)
+        return 0;
+    struct vm_prog p = {0};
+    p.insns = g.insn;
+    p.ninsns = g.len;
+    p.rodata = rodata;
+    p.rodata_size = RODATA_SIZE;
+    struct vm_verify_result res;
+    struct vm_verify_opts opts = {.max_insns = 50000};   /* keeps the fuzzer fast */
+    unsigned nlog = 0;
+    if (getenv("FUZZ_VM_DUMP")) {
+        dump(&p);
+        opts.log = log_line;
+        opts.log_arg = &nlog;
+    }
+    int rc = vm_verify(&p, &opts, &res);
+    stats(rc == 0, rc);
+    if (getenv("FUZZ_VM_SLOW") && res.elapsed_ns > 2000000)
+        fprintf(stderr, "slow: %u insns rc %d %.2f ms %llu processed %llu states\n", p.ninsns,
+                rc, res.elapsed_ns / 1e6, (unsigned long long)res.insns_processed,
+                (unsigned long long)res.states);
+    if (rc == 0)
+        run_program(&p, &g, !g.ktime);
+    return 0;
+}
