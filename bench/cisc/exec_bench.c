@@ -1,6 +1,6 @@
 /*
  * bench/cisc/exec_bench.c - cost of the fused-op executor alone: the
- * engine runs vectors in process (cisc_exec, no queue pair, no link) on
+ * engine runs vectors in process (fop_exec, no queue pair, no link) on
  * StorageFS over a RAM medium, one thread, and the same sequences as
  * engine RISC commands for comparison. Shows what a fused op costs inside
  * the device, apart from the transport. Prints ns per op. Not a test.
@@ -36,12 +36,12 @@ static struct wire_step step(uint8_t kind)
 static int64_t run(struct engine *e, struct wire_step *st, unsigned n, struct eng_arena *a)
 {
     static struct eng_cisc v;
-    struct cisc_limits lim;
+    struct fop_limits lim;
     struct eng_cred root = { .ngroups = -1 };
-    eng_cisc_limits(e, &lim);
-    int r = cisc_decode(&v, st, n, a, &lim, NULL);
-    int64_t s = r ? r : cisc_exec(e, &root, &v);
-    cisc_release(&v);
+    eng_fop_limits(e, &lim);
+    int r = fop_decode(&v, st, n, a, &lim, NULL);
+    int64_t s = r ? r : fop_exec(e, &root, &v);
+    fop_release(&v);
     return s;
 }
 

@@ -15,7 +15,7 @@
  * set up beyond eng_cmd_init(), so a shared-memory decoder can fill one
  * after validating a client's request. ENG_OP_CISC runs a vector of steps
  * that pass buffers along (FusionFS §4.3), decoded and validated
- * beforehand by cisc_decode() (device/engine/fused/fused.h); ENG_OP_CISC_PART is the
+ * beforehand by fop_decode() (device/engine/fused/fused.h); ENG_OP_CISC_PART is the
  * engine's own: a share of an op's independent steps run on another core.
  *
  * Operand use per op (unlisted fields are ignored):
@@ -54,7 +54,7 @@
  *   CISC_PART   (internal: submitted by CISC to spread independent steps)
  *
  * A CISC command from a libcisc queue carries the vector its door
- * decoded (cisc_decode, from the door's one private copy of the client's
+ * decoded (fop_decode, from the door's one private copy of the client's
  * steps), the session's handle table (hdl: F_FH steps use the session's
  * handles) and chg (the executor records what it changed).
  *
@@ -210,7 +210,7 @@ struct eng_cmd {
     sfs_map_fn map;           /* READ: non-NULL = zero-copy, out unused: the */
     void *map_arg;            /*   pieces go to map (see sfs_read_map) */
     struct eng_cisc *cisc;    /* CISC: the decoded vector (results in it) */
-    void *part;               /* CISC_PART: the shared work (cisc_exec.c) */
+    void *part;               /* CISC_PART: the shared work (exec.c) */
     /* libcisc door */
     const char *path, *path2; /* *_PATH ops */
     struct hdl_table *hdl;    /* the session's handles; NULL = the engine's (FUSE) */

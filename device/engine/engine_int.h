@@ -13,7 +13,7 @@
 
 #define ENG_INO_STRIPES 256u
 #define ENG_DEV_RAM_DEFAULT (2ull << 30)
-#define ENG_SPARES 8u   /* idle step buffers kept for reuse (cisc_mem.c) */
+#define ENG_SPARES 8u   /* idle step buffers kept for reuse (mem.c) */
 
 struct eng_spare {
     void *p;
@@ -38,7 +38,7 @@ struct engine {
     pthread_mutex_t mem_mu;
     pthread_cond_t mem_cv;
     uint64_t mem_budget, mem_used;
-    /* Idle large step buffers kept for the next op (cisc_mem.c; protected
+    /* Idle large step buffers kept for the next op (mem.c; protected
      * by mem_mu, their bytes counted in mem_used). */
     struct eng_spare spare[ENG_SPARES];
     unsigned nspare;
@@ -56,7 +56,7 @@ static inline struct hdl_table *eng_hdl(struct engine *e, const struct eng_cmd *
     return c->hdl ? c->hdl : e->hdl;
 }
 
-/* Frees the idle step buffers (cisc_mem.c); at destruction. */
+/* Frees the idle step buffers (mem.c); at destruction. */
 void eng_spares_drain(struct engine *e);
 
 /* Records in c->chg (when set) what command c changed (engine_watch.c). */

@@ -121,7 +121,7 @@ static void cmd_free(struct qp_cmd *qc)
 {
     eng_chg_release(&qc->chg);
     if (qc->cisc) {
-        cisc_release(qc->cisc);
+        fop_release(qc->cisc);
         free(qc->cisc);
     }
     free(qc);

@@ -235,7 +235,7 @@ static int dec_rename(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **o
 }
 
 /* CISC: the step array and the result array inside the arena; the steps
- * are copied once into private memory and decoded (cisc_decode checks
+ * are copied once into private memory and decoded (fop_decode checks
  * every step) into the command's vector. A vector the decoder refuses
  * still goes to the engine, which completes it with the decoder's status
  * and per-step results (and counts it). */
@@ -260,9 +260,9 @@ static int dec_cisc(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out
     }
     memcpy(steps, qp->arena.base + s->addr, s->len);   /* the one fetch */
     struct eng_arena a = { qp->arena.base, qp->arena.size };
-    struct cisc_limits lim;
-    eng_cisc_limits(qp->sess->svc->eng, &lim);
-    cisc_decode(qc->cisc, steps, (unsigned)n, &a, &lim, qp->sess->keys);
+    struct fop_limits lim;
+    eng_fop_limits(qp->sess->svc->eng, &lim);
+    fop_decode(qc->cisc, steps, (unsigned)n, &a, &lim, qp->sess->keys);
     free(steps);   /* the vector keeps what it needs (paths copied) */
     qc->c.cisc = qc->cisc;
     qc->res_off = s->res_off;
@@ -421,7 +421,7 @@ static bool worth_handoff(const struct eng_cmd *c)
         return false;   /* refused by the decoder: completes at once */
     uint64_t bytes = v->mem;
     for (unsigned i = 0; i < v->n; i++) {
-        const struct cisc_step *s = &v->st[i];
+        const struct fop_step *s = &v->st[i];
         if (s->kind == WIRE_STEP_FSYNC || s->kind == WIRE_STEP_BPF)
             return true;
         bytes += s->src_len;

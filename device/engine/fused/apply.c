@@ -21,10 +21,10 @@ struct undo {
 };
 
 struct apply {
-    struct cisc_run *x;
+    struct fop_run *x;
     struct sfs_txn *tx;
     bool cow;                   /* overwrites below base sizes are shadowed */
-    struct undo u[CISC_MAX_MUTS];
+    struct undo u[FOP_MAX_MUTS];
 };
 
 static uint64_t min64(uint64_t a, uint64_t b)
@@ -90,7 +90,7 @@ static int shadow_room(struct apply *ap, uint64_t nblk)
 
 /* Copy-on-write overwrite: whole blocks [A, E) below the base size are
  * read, merged with the new bytes, punched out and written anew. */
-static int write_shadow(struct apply *ap, const struct cfile *f, const struct cisc_mut *m,
+static int write_shadow(struct apply *ap, const struct cfile *f, const struct fop_mut *m,
                         uint64_t size, struct undo *u)
 {
     uint64_t end = m->off + m->len, a = m->off / BS * BS;
@@ -117,7 +117,7 @@ static int write_shadow(struct apply *ap, const struct cfile *f, const struct ci
     return r;
 }
 
-static int apply_write(struct apply *ap, const struct cisc_mut *m, struct undo *u)
+static int apply_write(struct apply *ap, const struct fop_mut *m, struct undo *u)
 {
     const struct cfile *f = &ap->x->files[m->file];
     uint64_t size;
@@ -136,7 +136,7 @@ static int apply_write(struct apply *ap, const struct cisc_mut *m, struct undo *
 
 /* A shrink to t inside a block the committed file holds: that block is
  * shadowed, since a later extension would zero its tail in place. */
-static int apply_trunc(struct apply *ap, const struct cisc_mut *m, struct undo *u)
+static int apply_trunc(struct apply *ap, const struct fop_mut *m, struct undo *u)
 {
     const struct cfile *f = &ap->x->files[m->file];
     uint64_t size, t = m->off, hb = t / BS * BS;
@@ -160,7 +160,7 @@ static int apply_trunc(struct apply *ap, const struct cisc_mut *m, struct undo *
     return r;
 }
 
-static int apply_create(struct apply *ap, const struct cisc_mut *m, struct undo *u)
+static int apply_create(struct apply *ap, const struct fop_mut *m, struct undo *u)
 {
     struct cfile *f = &ap->x->files[m->file];
     struct sfs *fs = ap->x->e->fs;
@@ -178,7 +178,7 @@ static int apply_create(struct apply *ap, const struct cisc_mut *m, struct undo 
     return r;
 }
 
-static int apply_unlink(struct apply *ap, const struct cisc_mut *m, struct undo *u)
+static int apply_unlink(struct apply *ap, const struct fop_mut *m, struct undo *u)
 {
     const struct cfile *f = &ap->x->files[m->file];
     struct sfs_attr a;
@@ -193,7 +193,7 @@ static int apply_unlink(struct apply *ap, const struct cisc_mut *m, struct undo 
 
 static int apply_one(struct apply *ap, unsigned k)
 {
-    const struct cisc_mut *m = &ap->x->muts[k];
+    const struct fop_mut *m = &ap->x->muts[k];
     switch (m->kind) {
     case MUT_CREATE: return apply_create(ap, m, &ap->u[k]);
     case MUT_WRITE: return apply_write(ap, m, &ap->u[k]);
@@ -207,7 +207,7 @@ static int apply_one(struct apply *ap, unsigned k)
  * transaction (an inode is freed outside any handle). */
 static int undo_create(struct apply *ap, unsigned fi)
 {
-    struct cisc_run *x = ap->x;
+    struct fop_run *x = ap->x;
     struct cfile *f = &x->files[fi];
     int r = sfs_unlink(x->e->fs, ap->tx, f->parent, f->name);
     if (f->ref && x->ndead < WIRE_MAX_STEPS) {
@@ -232,7 +232,7 @@ static int undo_data(struct apply *ap, const struct cfile *f, const struct undo 
 
 static int undo_one(struct apply *ap, unsigned k)
 {
-    const struct cisc_mut *m = &ap->x->muts[k];
+    const struct fop_mut *m = &ap->x->muts[k];
     const struct undo *u = &ap->u[k];
     const struct cfile *f = &ap->x->files[m->file];
     if (!u->armed)
@@ -258,12 +258,12 @@ static void undo_all(struct apply *ap, const unsigned *seq, unsigned upto)
 
 /* Copy-on-write unless the op is one overwrite inside one block of what
  * the file already holds (one block write is atomic on the media). */
-static bool need_cow(const struct cisc_run *x, unsigned nreal)
+static bool need_cow(const struct fop_run *x, unsigned nreal)
 {
     if (nreal != 1)
         return nreal > 1;
     for (unsigned k = 0; k < x->nmuts; k++) {
-        const struct cisc_mut *m = &x->muts[k];
+        const struct fop_mut *m = &x->muts[k];
         if (m->kind == MUT_WRITE) {
             const struct cfile *f = &x->files[m->file];
             bool inside = m->off + m->len <= f->base_size;
@@ -286,7 +286,7 @@ static uint64_t blocks_of(uint64_t bytes)
  * after a failed copy-on-write), every shrink may have to rewrite its
  * tail. Other writers may still take the space meanwhile (then the
  * mutation fails and is undone). */
-static int space_check(struct cisc_run *x)
+static int space_check(struct fop_run *x)
 {
     struct sfs_statfs st;
     int r = sfs_statfs(x->e->fs, &st);
@@ -294,14 +294,14 @@ static int space_check(struct cisc_run *x)
         return r;
     uint64_t blocks = COW_SPARE_BLOCKS, inodes = 0;
     for (unsigned k = 0; k < x->nmuts; k++) {
-        const struct cisc_mut *m = &x->muts[k];
+        const struct fop_mut *m = &x->muts[k];
         if (m->kind == MUT_WRITE)
             blocks += 2 * blocks_of(m->len) + 2;
         else if (m->kind == MUT_TRUNC)
             blocks += blocks_of(m->len > m->off ? m->len - m->off : 0) + 1;
         inodes += m->kind == MUT_CREATE;
         if (blocks > st.blocks_free || inodes > st.inodes_free) {
-            cisc_fail(x->v, m->step, -ENOSPC);
+            fop_fail(x->v, m->step, -ENOSPC);
             return -ENOSPC;
         }
     }
@@ -311,10 +311,10 @@ static int space_check(struct cisc_run *x)
 /* Records what the op changed, for the FUSE mount's caches (a watcher
  * that invalidates them; engine.h eng_chg). Files beyond the record's
  * capacity widen its first entry only. */
-static void note_changes(struct cisc_run *x)
+static void note_changes(struct fop_run *x)
 {
     for (unsigned k = 0; k < x->nmuts; k++) {
-        const struct cisc_mut *m = &x->muts[k];
+        const struct fop_mut *m = &x->muts[k];
         const struct cfile *f = &x->files[m->file];
         if (m->kind == MUT_CREATE)
             eng_chg_entry(x->cmd, f->parent, f->name);
@@ -328,7 +328,7 @@ static void note_changes(struct cisc_run *x)
 }
 
 /* After success: durability without a transaction, session handles. */
-static int finish(struct cisc_run *x, bool had_tx)
+static int finish(struct fop_run *x, bool had_tx)
 {
     int r = 0;
     note_changes(x);
@@ -344,7 +344,7 @@ static int finish(struct cisc_run *x, bool had_tx)
 }
 
 /* The first FSYNC step (to carry a durability error). */
-static unsigned fsync_step(const struct cisc_run *x)
+static unsigned fsync_step(const struct fop_run *x)
 {
     for (unsigned i = 0; i < x->v->n; i++)
         if (x->v->st[i].kind == WIRE_STEP_FSYNC)
@@ -357,7 +357,7 @@ static unsigned fsync_step(const struct cisc_run *x)
  * is gone, so nothing may fail after an unlink but another unlink).
  * Moving them is invisible: the op's own later OPENs already saw the
  * name as removed, and its handles keep the inode. */
-static unsigned order(const struct cisc_run *x, unsigned *seq)
+static unsigned order(const struct fop_run *x, unsigned *seq)
 {
     unsigned n = 0;
     for (int pass = 0; pass < 2; pass++)
@@ -370,8 +370,8 @@ static unsigned order(const struct cisc_run *x, unsigned *seq)
 
 static int apply_tx(struct apply *ap)
 {
-    struct cisc_run *x = ap->x;
-    unsigned seq[CISC_MAX_MUTS], n = order(x, seq), i = 0;
+    struct fop_run *x = ap->x;
+    unsigned seq[FOP_MAX_MUTS], n = order(x, seq), i = 0;
     int r = space_check(x);
     if (r)
         return r;
@@ -383,18 +383,18 @@ static int apply_tx(struct apply *ap)
         undo_all(ap, seq, i);
     int c = ap->tx ? sfs_txn_commit(ap->tx, x->fsync && !r) : 0;
     if (r) {
-        cisc_fail(x->v, x->muts[seq[i < n ? i : 0]].step, r);
+        fop_fail(x->v, x->muts[seq[i < n ? i : 0]].step, r);
         return r;
     }
     if (c) {
-        cisc_fail(x->v, fsync_step(x), c);
+        fop_fail(x->v, fsync_step(x), c);
         return c;
     }
     return 0;
 }
 
 /* One attempt: a transaction, every mutation, undo on failure. */
-static int attempt(struct cisc_run *x)
+static int attempt(struct fop_run *x)
 {
     struct apply *ap = malloc(sizeof(*ap));
     if (!ap)
@@ -413,7 +413,7 @@ static int attempt(struct cisc_run *x)
     return r;
 }
 
-int cisc_apply(struct cisc_run *x)
+int fop_apply(struct fop_run *x)
 {
     bool any = false;
     for (unsigned k = 0; k < x->nmuts; k++)
@@ -432,10 +432,10 @@ int cisc_apply(struct cisc_run *x)
             if (sfs_sync(x->e->fs) == 0)
                 r = attempt(x);
             else
-                cisc_fail(x->v, x->muts[0].step, r);
+                fop_fail(x->v, x->muts[0].step, r);
         }
     }
     if (!r && (r = finish(x, any)) != 0)
-        cisc_fail(x->v, fsync_step(x), r);
+        fop_fail(x->v, fsync_step(x), r);
     return r;
 }

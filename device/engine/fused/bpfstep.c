@@ -1,5 +1,5 @@
 /* device/engine/fused/bpfstep.c - the bpf step in each phase of a fused op (see
- * cisc_bpf.h). */
+ * bpfstep.h). */
 #include "device/engine/fused/bpfstep.h"
 
 #include "bpf/blocks.h"
@@ -15,9 +15,9 @@
 
 /* Copies the argument block out of the arena (the one fetch) into s. */
 static int args_block(const struct wire_step *w, const struct eng_arena *a,
-                      struct cisc_step *s)
+                      struct fop_step *s)
 {
-    const struct wire_bpf_args *p = cisc_arena_at(a, w->fh, sizeof(*p));
+    const struct wire_bpf_args *p = fop_arena_at(a, w->fh, sizeof(*p));
     if (!p)
         return -EFAULT;
     struct wire_bpf_args b;
@@ -31,8 +31,8 @@ static int args_block(const struct wire_step *w, const struct eng_arena *a,
     return 0;
 }
 
-int cisc_bpf_decode(const struct wire_step *w, const struct eng_arena *a, struct cisc_step *s,
-                    uint64_t in_cap, const struct cisc_limits *lim)
+int fop_bpf_decode(const struct wire_step *w, const struct eng_arena *a, struct fop_step *s,
+                    uint64_t in_cap, const struct fop_limits *lim)
 {
     if (!w->key_id || (w->flags2 & ~BPF_FLAGS) || w->mode || w->len > VM_BLOCK_SIZE_MAX ||
         w->in2_step != WIRE_NO_STEP || (!(w->flags2 & WIRE_BPF_ARGS) && w->fh))
@@ -50,9 +50,9 @@ int cisc_bpf_decode(const struct wire_step *w, const struct eng_arena *a, struct
     return s->cap > lim->step_bytes ? -E2BIG : 0;
 }
 
-int cisc_bpf_prep(struct cisc_run *x, unsigned i)
+int fop_bpf_prep(struct fop_run *x, unsigned i)
 {
-    const struct cisc_step *s = &x->v->st[i];
+    const struct fop_step *s = &x->v->st[i];
     struct progs *p = x->e->progs;
     if (!p)
         return -EOPNOTSUPP;
@@ -67,7 +67,7 @@ int cisc_bpf_prep(struct cisc_run *x, unsigned i)
     return r;
 }
 
-void cisc_bpf_unprep(struct cisc_run *x)
+void fop_bpf_unprep(struct fop_run *x)
 {
     for (unsigned i = 0; i < x->v->n && i < WIRE_MAX_STEPS; i++) {
         progs_stream_put(x->stream[i]);
@@ -77,9 +77,9 @@ void cisc_bpf_unprep(struct cisc_run *x)
     }
 }
 
-int64_t cisc_bpf_exec(struct cisc_run *x, unsigned i)
+int64_t fop_bpf_exec(struct fop_run *x, unsigned i)
 {
-    const struct cisc_step *s = &x->v->st[i];
+    const struct fop_step *s = &x->v->st[i];
     struct progs_run run = { .out_cap = s->cap, .offset = s->off,
                              .block_size = (uint32_t)s->len, .block_out = s->block_out,
                              .more = (s->oflags & WIRE_BPF_MORE) != 0, .uid = x->cred->uid };
@@ -92,7 +92,7 @@ int64_t cisc_bpf_exec(struct cisc_run *x, unsigned i)
         run.in_len = s->src_len;
     }
     memcpy(run.arg, s->arg, sizeof(run.arg));
-    x->buf[i] = cisc_buf_get(x->e, s->cap, &x->bufsize[i]);
+    x->buf[i] = fop_buf_get(x->e, s->cap, &x->bufsize[i]);
     if (!x->buf[i])
         return -ENOMEM;
     run.out = x->buf[i];

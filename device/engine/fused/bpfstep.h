@@ -17,8 +17,8 @@
  * A failing program fails its step like any other step: later steps are
  * cancelled and the op's mutations are not applied (MacroTx).
  */
-#ifndef CISC_DEVICE_CISC_BPF_H
-#define CISC_DEVICE_CISC_BPF_H
+#ifndef CISC_DEVICE_BPFSTEP_H
+#define CISC_DEVICE_BPFSTEP_H
 
 #include <stdint.h>
 
@@ -28,25 +28,25 @@
 extern "C" {
 #endif
 
-struct cisc_run;
+struct fop_run;
 
 /* Decodes the BPF-specific fields of w into s (after the generic fields
  * and operands); in_cap is the input's capacity. Sets s->cap. Returns 0,
  * -EINVAL (bad field, block size or flags), -EFAULT (argument block
  * outside the arena) or -E2BIG (output over the step limit). */
-int cisc_bpf_decode(const struct wire_step *w, const struct eng_arena *a, struct cisc_step *s,
-                    uint64_t in_cap, const struct cisc_limits *lim);
+int fop_bpf_decode(const struct wire_step *w, const struct eng_arena *a, struct fop_step *s,
+                    uint64_t in_cap, const struct fop_limits *lim);
 
 /* Check phase of step i: takes the program and the stream. -ENOENT,
  * -EACCES, -ENOEXEC, -EBUSY, or -EOPNOTSUPP when the engine has no
  * registry. */
-int cisc_bpf_prep(struct cisc_run *x, unsigned i);
+int fop_bpf_prep(struct fop_run *x, unsigned i);
 
-/* Releases what cisc_bpf_prep took, for every step. */
-void cisc_bpf_unprep(struct cisc_run *x);
+/* Releases what fop_bpf_prep took, for every step. */
+void fop_bpf_unprep(struct fop_run *x);
 
 /* Execute phase of step i: returns the output length or -errno. */
-int64_t cisc_bpf_exec(struct cisc_run *x, unsigned i);
+int64_t fop_bpf_exec(struct fop_run *x, unsigned i);
 
 #ifdef __cplusplus
 }

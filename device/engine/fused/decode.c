@@ -16,20 +16,20 @@
 #define OPEN_FLAGS (O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_APPEND | O_NOFOLLOW | \
                     O_CLOEXEC | O_NOATIME)
 
-void *cisc_arena_at(const struct eng_arena *a, uint64_t off, uint64_t len)
+void *fop_arena_at(const struct eng_arena *a, uint64_t off, uint64_t len)
 {
     if (!a || !a->base || off > a->size || len > a->size - off)
         return NULL;
     return a->base + off;
 }
 
-void cisc_res_fill(struct eng_cisc *v, int64_t ret)
+void fop_res_fill(struct eng_cisc *v, int64_t ret)
 {
     for (unsigned i = 0; i < WIRE_MAX_STEPS; i++)
         v->res[i] = (struct wire_step_res){ ret, 0 };
 }
 
-void cisc_fail(struct eng_cisc *v, unsigned i, int64_t err)
+void fop_fail(struct eng_cisc *v, unsigned i, int64_t err)
 {
     v->res[i] = (struct wire_step_res){ err, 0 };
     for (unsigned j = i + 1; j < v->n; j++)
@@ -87,7 +87,7 @@ static int copy_path(const struct eng_arena *a, const struct wire_step *w, char 
 {
     if (w->alen == 0 || w->alen >= PATH_MAX)
         return w->alen ? -ENAMETOOLONG : -EINVAL;
-    const char *p = cisc_arena_at(a, w->addr, w->alen);
+    const char *p = fop_arena_at(a, w->addr, w->alen);
     if (!p)
         return -EFAULT;
     char *s = malloc(w->alen + 1u);
@@ -105,17 +105,17 @@ static int copy_path(const struct eng_arena *a, const struct wire_step *w, char 
 
 /* The arena operand (addr, alen), when the step uses one. */
 static int arena_operand(const struct eng_arena *a, const struct wire_step *w,
-                         struct cisc_step *s)
+                         struct fop_step *s)
 {
     s->src_len = w->alen;
-    s->src = cisc_arena_at(a, w->addr, w->alen);
+    s->src = fop_arena_at(a, w->addr, w->alen);
     return s->src ? 0 : -EFAULT;
 }
 
 /* Which operand the arena range feeds: the first input if in_step is
  * none, else the second (two-input kinds) if in2_step is none. */
 static int operands(const struct eng_cisc *v, unsigned i, const struct wire_step *w,
-                    const struct eng_arena *a, struct cisc_step *s)
+                    const struct eng_arena *a, struct fop_step *s)
 {
     bool two = two_inputs(w->kind), uses_arena;
     int r = check_ref(v, i, w->in_step, consumes(w->kind));
@@ -134,14 +134,14 @@ static int operands(const struct eng_cisc *v, unsigned i, const struct wire_step
     return 0;
 }
 
-static uint64_t in_cap(const struct eng_cisc *v, uint16_t ref, const struct cisc_step *s)
+static uint64_t in_cap(const struct eng_cisc *v, uint16_t ref, const struct fop_step *s)
 {
     return ref == WIRE_NO_STEP ? s->src_len : v->st[ref].cap;
 }
 
 /* Output capacity of step s (device memory), checked against lim. */
-static int out_cap(const struct eng_cisc *v, const struct wire_step *w, struct cisc_step *s,
-                   const struct cisc_limits *lim)
+static int out_cap(const struct eng_cisc *v, const struct wire_step *w, struct fop_step *s,
+                   const struct fop_limits *lim)
 {
     if (w->kind == WIRE_STEP_READ) {
         s->cap = w->len;
@@ -158,14 +158,14 @@ static int out_cap(const struct eng_cisc *v, const struct wire_step *w, struct c
     return s->cap > lim->step_bytes ? -E2BIG : 0;
 }
 
-static int out_arena(const struct wire_step *w, struct cisc_step *s, const struct eng_arena *a)
+static int out_arena(const struct wire_step *w, struct fop_step *s, const struct eng_arena *a)
 {
     if (!(w->flags & WIRE_STEP_F_OUT_ARENA))
         return 0;
     if (!produces(w->kind) || w->out_cap < s->cap)
         return -EINVAL;   /* nothing to copy, or the output may not fit */
     s->dst_cap = w->out_cap;
-    s->dst = cisc_arena_at(a, w->out_off, w->out_cap);
+    s->dst = fop_arena_at(a, w->out_off, w->out_cap);
     return s->dst ? 0 : -EFAULT;
 }
 
@@ -187,10 +187,10 @@ static int kind_fields(const struct wire_step *w)
 }
 
 static int decode_one(struct eng_cisc *v, unsigned i, const struct wire_step *w,
-                      const struct eng_arena *a, const struct cisc_limits *lim)
+                      const struct eng_arena *a, const struct fop_limits *lim)
 {
-    struct cisc_step *s = &v->st[i];
-    *s = (struct cisc_step){ .kind = w->kind, .flags = w->flags, .in = w->in_step,
+    struct fop_step *s = &v->st[i];
+    *s = (struct fop_step){ .kind = w->kind, .flags = w->flags, .in = w->in_step,
                              .in2 = w->in2_step, .file = w->file_step, .fh = w->fh,
                              .off = w->off, .len = w->len, .key_id = w->key_id,
                              .oflags = w->flags2, .mode = w->mode,
@@ -200,8 +200,8 @@ static int decode_one(struct eng_cisc *v, unsigned i, const struct wire_step *w,
         r = check_file_ref(v, i, w);
     if (!r)
         r = operands(v, i, w, a, s);
-    if (!r && w->kind == WIRE_STEP_BPF)   /* its own fields and capacity: cisc_bpf.c */
-        r = cisc_bpf_decode(w, a, s, in_cap(v, w->in_step, s), lim);
+    if (!r && w->kind == WIRE_STEP_BPF)   /* its own fields and capacity: bpfstep.c */
+        r = fop_bpf_decode(w, a, s, in_cap(v, w->in_step, s), lim);
     else if (!r)
         r = out_cap(v, w, s, lim);
     if (!r)
@@ -211,14 +211,14 @@ static int decode_one(struct eng_cisc *v, unsigned i, const struct wire_step *w,
 
 /* Bytes of device memory step s needs: its output buffer, plus a private
  * copy of an arena input that a parser (decompress, decrypt) reads. */
-static uint64_t step_mem(const struct cisc_step *s)
+static uint64_t step_mem(const struct fop_step *s)
 {
     bool parser = s->kind == WIRE_STEP_ZSTD_DECOMPRESS || s->kind == WIRE_STEP_DECRYPT;
     return s->cap + (parser && s->in == WIRE_NO_STEP ? s->src_len : 0);
 }
 
-int cisc_decode(struct eng_cisc *v, const struct wire_step *steps, unsigned n,
-                const struct eng_arena *a, const struct cisc_limits *lim,
+int fop_decode(struct eng_cisc *v, const struct wire_step *steps, unsigned n,
+                const struct eng_arena *a, const struct fop_limits *lim,
                 struct ckey_table *keys)
 {
     /* Only the fields read before written: the step array is large. */
@@ -227,9 +227,9 @@ int cisc_decode(struct eng_cisc *v, const struct wire_step *steps, unsigned n,
     v->ran = v->bad_step = 0;
     v->mem = 0;
     v->keys = keys;
-    cisc_res_fill(v, -ECANCELED);
+    fop_res_fill(v, -ECANCELED);
     for (unsigned i = 0; i < n && i < WIRE_MAX_STEPS; i++)
-        v->st[i].path = NULL;   /* cisc_release frees the decoded ones */
+        v->st[i].path = NULL;   /* fop_release frees the decoded ones */
     if (n == 0 || n > WIRE_MAX_STEPS) {
         v->n = 0;
         v->status = -EINVAL;
@@ -243,15 +243,15 @@ int cisc_decode(struct eng_cisc *v, const struct wire_step *steps, unsigned n,
             r = v->mem > lim->op_bytes ? -E2BIG : 0;
         }
         if (r) {
-            cisc_res_fill(v, -ECANCELED);
-            cisc_fail(v, i, r);
+            fop_res_fill(v, -ECANCELED);
+            fop_fail(v, i, r);
             return r;
         }
     }
     return 0;
 }
 
-void cisc_release(struct eng_cisc *v)
+void fop_release(struct eng_cisc *v)
 {
     for (unsigned i = 0; i < v->n && i < WIRE_MAX_STEPS; i++) {
         free(v->st[i].path);

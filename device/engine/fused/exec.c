@@ -17,11 +17,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-void eng_cisc_limits(struct engine *e, struct cisc_limits *out)
+void eng_fop_limits(struct engine *e, struct fop_limits *out)
 {
     uint64_t b = e->mem_budget;
-    out->step_bytes = b < CISC_STEP_BYTES_MAX ? b : CISC_STEP_BYTES_MAX;
-    out->op_bytes = b < CISC_OP_BYTES_MAX ? b : CISC_OP_BYTES_MAX;
+    out->step_bytes = b < FOP_STEP_BYTES_MAX ? b : FOP_STEP_BYTES_MAX;
+    out->op_bytes = b < FOP_OP_BYTES_MAX ? b : FOP_OP_BYTES_MAX;
 }
 
 /* ---- inode stripes ------------------------------------------------------ */
@@ -33,7 +33,7 @@ struct stripes {
     bool excl[WIRE_MAX_STEPS];
 };
 
-static void stripes_collect(const struct cisc_run *x, struct stripes *sp)
+static void stripes_collect(const struct fop_run *x, struct stripes *sp)
 {
     sp->n = 0;
     for (unsigned i = 0; i < x->nfiles; i++) {
@@ -73,7 +73,7 @@ static void stripes_unlock(struct engine *e, const struct stripes *sp)
 }
 
 /* Base sizes, read once the stripes are held. */
-static int files_sizes(struct cisc_run *x)
+static int files_sizes(struct fop_run *x)
 {
     for (unsigned i = 0; i < x->nfiles; i++) {
         struct cfile *f = &x->files[i];
@@ -88,7 +88,7 @@ static int files_sizes(struct cisc_run *x)
 
 /* ---- reads through the op's pending mutations ----------------------------- */
 
-static void overlay(const struct cisc_mut *m, uint64_t off, uint8_t *out, uint64_t n)
+static void overlay(const struct fop_mut *m, uint64_t off, uint8_t *out, uint64_t n)
 {
     uint64_t end = off + n;
     if (m->kind == MUT_WRITE) {
@@ -102,7 +102,7 @@ static void overlay(const struct cisc_mut *m, uint64_t off, uint8_t *out, uint64
     }
 }
 
-int64_t cisc_vread(struct cisc_run *x, unsigned fi, uint64_t off, uint8_t *out, uint64_t len)
+int64_t fop_vread(struct fop_run *x, unsigned fi, uint64_t off, uint8_t *out, uint64_t len)
 {
     const struct cfile *f = &x->files[fi];
     if (off >= f->vsize)
@@ -125,18 +125,18 @@ int64_t cisc_vread(struct cisc_run *x, unsigned fi, uint64_t off, uint8_t *out, 
 
 /* ---- the execute phase ------------------------------------------------- */
 
-static int add_mut(struct cisc_run *x, struct cisc_mut m)
+static int add_mut(struct fop_run *x, struct fop_mut m)
 {
-    if (x->nmuts == CISC_MAX_MUTS)
+    if (x->nmuts == FOP_MAX_MUTS)
         return -E2BIG;
     x->muts[x->nmuts++] = m;
     return 0;
 }
 
 /* The first input of step i: an earlier output or the arena operand. */
-static void input(const struct cisc_run *x, unsigned i, const uint8_t **p, uint64_t *n)
+static void input(const struct fop_run *x, unsigned i, const uint8_t **p, uint64_t *n)
 {
-    const struct cisc_step *s = &x->v->st[i];
+    const struct fop_step *s = &x->v->st[i];
     if (s->in != WIRE_NO_STEP) {
         *p = x->buf[s->in];
         *n = x->olen[s->in];
@@ -146,17 +146,17 @@ static void input(const struct cisc_run *x, unsigned i, const uint8_t **p, uint6
     }
 }
 
-static int alloc_out(struct cisc_run *x, unsigned i)
+static int alloc_out(struct fop_run *x, unsigned i)
 {
-    x->buf[i] = cisc_buf_get(x->e, x->v->st[i].cap, &x->bufsize[i]);
+    x->buf[i] = fop_buf_get(x->e, x->v->st[i].cap, &x->bufsize[i]);
     return x->buf[i] ? 0 : -ENOMEM;
 }
 
-static int64_t ex_read(struct cisc_run *x, unsigned i);
+static int64_t ex_read(struct fop_run *x, unsigned i);
 
-static int64_t ex_write(struct cisc_run *x, unsigned i, bool append)
+static int64_t ex_write(struct fop_run *x, unsigned i, bool append)
 {
-    const struct cisc_step *s = &x->v->st[i];
+    const struct fop_step *s = &x->v->st[i];
     struct cfile *f = &x->files[x->sfile[i]];
     const uint8_t *p;
     uint64_t n;
@@ -165,7 +165,7 @@ static int64_t ex_write(struct cisc_run *x, unsigned i, bool append)
     uint64_t off = append ? f->vsize : s->off;
     if (off > (1ull << 60) || n > (1ull << 60) - off)
         return -EFBIG;
-    int r = add_mut(x, (struct cisc_mut){ .kind = MUT_WRITE, .step = (uint8_t)i,
+    int r = add_mut(x, (struct fop_mut){ .kind = MUT_WRITE, .step = (uint8_t)i,
                                           .file = x->sfile[i], .off = off, .data = p,
                                           .len = n });
     if (r)
@@ -177,12 +177,12 @@ static int64_t ex_write(struct cisc_run *x, unsigned i, bool append)
     return (int64_t)n;
 }
 
-static int64_t ex_truncate(struct cisc_run *x, unsigned i, uint64_t size)
+static int64_t ex_truncate(struct fop_run *x, unsigned i, uint64_t size)
 {
     struct cfile *f = &x->files[x->sfile[i]];
     if (f->vsize > size && f->vsize - size > x->lim.op_bytes)
         return -EFBIG;   /* its undo (the cut tail) would not fit device memory */
-    int r = add_mut(x, (struct cisc_mut){ .kind = MUT_TRUNC, .step = (uint8_t)i,
+    int r = add_mut(x, (struct fop_mut){ .kind = MUT_TRUNC, .step = (uint8_t)i,
                                           .file = x->sfile[i], .off = size,
                                           .len = f->vsize });   /* size before: bounds the tail */
     if (!r)
@@ -190,14 +190,14 @@ static int64_t ex_truncate(struct cisc_run *x, unsigned i, uint64_t size)
     return r;
 }
 
-static int64_t ex_open(struct cisc_run *x, unsigned i)
+static int64_t ex_open(struct fop_run *x, unsigned i)
 {
-    const struct cisc_step *s = &x->v->st[i];
+    const struct fop_step *s = &x->v->st[i];
     struct cfile *f = &x->files[x->sfile[i]];
     int r = 0;
     if (f->create && !f->create_mut) {   /* the first OPEN of a new file creates it */
         f->create_mut = true;
-        r = add_mut(x, (struct cisc_mut){ .kind = MUT_CREATE, .step = (uint8_t)i,
+        r = add_mut(x, (struct fop_mut){ .kind = MUT_CREATE, .step = (uint8_t)i,
                                           .file = x->sfile[i] });
     }
     if (!r && (s->oflags & O_TRUNC) && (s->oflags & O_ACCMODE) != O_RDONLY && f->vsize)
@@ -205,26 +205,26 @@ static int64_t ex_open(struct cisc_run *x, unsigned i)
     return r;
 }
 
-static int64_t ex_unlink(struct cisc_run *x, unsigned i)
+static int64_t ex_unlink(struct fop_run *x, unsigned i)
 {
-    return add_mut(x, (struct cisc_mut){ .kind = MUT_UNLINK, .step = (uint8_t)i,
+    return add_mut(x, (struct fop_mut){ .kind = MUT_UNLINK, .step = (uint8_t)i,
                                          .file = x->sfile[i], .parent = x->uparent[i],
                                          .name = x->uname[i] });
 }
 
-static int64_t ex_close(struct cisc_run *x, unsigned i)
+static int64_t ex_close(struct fop_run *x, unsigned i)
 {
-    const struct cisc_step *s = &x->v->st[i];
+    const struct fop_step *s = &x->v->st[i];
     if (!(s->flags & WIRE_STEP_F_FH))
         return 0;
-    return add_mut(x, (struct cisc_mut){ .kind = MUT_CLOSE_FH, .step = (uint8_t)i,
+    return add_mut(x, (struct fop_mut){ .kind = MUT_CLOSE_FH, .step = (uint8_t)i,
                                          .file = x->sfile[i], .fh = s->fh });
 }
 
 /* Second operand of VERIFY/PATCH/CONCAT. */
-static void input2(const struct cisc_run *x, unsigned i, const uint8_t **p, uint64_t *n)
+static void input2(const struct fop_run *x, unsigned i, const uint8_t **p, uint64_t *n)
 {
-    const struct cisc_step *s = &x->v->st[i];
+    const struct fop_step *s = &x->v->st[i];
     if (s->in2 != WIRE_NO_STEP) {
         *p = x->buf[s->in2];
         *n = x->olen[s->in2];
@@ -236,11 +236,11 @@ static void input2(const struct cisc_run *x, unsigned i, const uint8_t **p, uint
 
 /* A compute step; safe to run on any core in parallel with other steps
  * of its run (it writes only its own buffer, length and result). */
-static int64_t ex_compute(struct cisc_run *x, unsigned i)
+static int64_t ex_compute(struct fop_run *x, unsigned i)
 {
-    const struct cisc_step *s = &x->v->st[i];
+    const struct fop_step *s = &x->v->st[i];
     if (s->kind == WIRE_STEP_BPF)
-        return cisc_bpf_exec(x, i);   /* a program of the registry */
+        return fop_bpf_exec(x, i);   /* a program of the registry */
     struct cmp_io io = { .key_id = s->key_id, .keys = x->v->keys };
     uint64_t n;
     input(x, i, &io.in, &n);
@@ -272,7 +272,7 @@ static int64_t ex_compute(struct cisc_run *x, unsigned i)
     return r ? r : (int64_t)io.out_len;
 }
 
-static int64_t ex_step(struct cisc_run *x, unsigned i)
+static int64_t ex_step(struct fop_run *x, unsigned i)
 {
     switch (x->v->st[i].kind) {
     case WIRE_STEP_OPEN: return ex_open(x, i);
@@ -288,9 +288,9 @@ static int64_t ex_step(struct cisc_run *x, unsigned i)
 }
 
 /* Records step i's result and copies its output to the arena if asked. */
-static void finish_step(struct cisc_run *x, unsigned i, int64_t r)
+static void finish_step(struct fop_run *x, unsigned i, int64_t r)
 {
-    const struct cisc_step *s = &x->v->st[i];
+    const struct fop_step *s = &x->v->st[i];
     x->v->res[i] = (struct wire_step_res){ r, r < 0 ? 0 : x->olen[i] };
     if (r >= 0 && (s->flags & WIRE_STEP_F_OUT_ARENA) && x->olen[i] <= s->dst_cap)
         memcpy(s->dst, x->buf[i], x->olen[i]);
@@ -300,14 +300,14 @@ static void finish_step(struct cisc_run *x, unsigned i, int64_t r)
 
 #define FAN_HELPERS_MAX 8u
 
-typedef void (*fan_task)(struct cisc_run *x, void *arg, unsigned t);
+typedef void (*fan_task)(struct fop_run *x, void *arg, unsigned t);
 
 /* Work shared by a core running an op and the helpers it submitted: tasks
  * [0, count) of task(x, arg, t). The last of them to let go frees it
  * (helpers may run after the op ended; they then touch only this struct,
  * never x or arg). */
 struct fan {
-    struct cisc_run *x;
+    struct fop_run *x;
     fan_task task;
     void *arg;
     unsigned count;
@@ -350,7 +350,7 @@ static void helper_done(struct eng_cmd *c)
 
 /* Runs task(x, arg, t) for t in [0, count), spread over free cores; the
  * calling core takes its share. Returns when every task has finished. */
-static void fan_run(struct cisc_run *x, unsigned count, fan_task task, void *arg)
+static void fan_run(struct fop_run *x, unsigned count, fan_task task, void *arg)
 {
     struct fan *f = calloc(1, sizeof(*f));
     if (!f) {
@@ -378,7 +378,7 @@ static void fan_run(struct cisc_run *x, unsigned count, fan_task task, void *arg
 }
 
 /* Task t of a run of independent compute steps starting at *(unsigned *)arg. */
-static void step_task(struct cisc_run *x, void *arg, unsigned t)
+static void step_task(struct fop_run *x, void *arg, unsigned t)
 {
     unsigned i = *(const unsigned *)arg + t;
     finish_step(x, i, ex_compute(x, i));
@@ -407,19 +407,19 @@ static uint64_t piece_len(const struct read_pieces *r, unsigned t)
     return r->len - o < r->piece ? r->len - o : r->piece;
 }
 
-static void read_task(struct cisc_run *x, void *arg, unsigned t)
+static void read_task(struct fop_run *x, void *arg, unsigned t)
 {
     struct read_pieces *r = arg;
     uint64_t o = (uint64_t)t * r->piece;
-    r->got[t] = cisc_vread(x, r->fi, r->off + o, r->buf + o, piece_len(r, t));
+    r->got[t] = fop_vread(x, r->fi, r->off + o, r->buf + o, piece_len(r, t));
 }
 
 /* Reads step i's range in k pieces, spread over free cores. The result
- * is what one cisc_vread of the whole range gives: the bytes up to the
+ * is what one fop_vread of the whole range gives: the bytes up to the
  * first short piece (end of file), or the first piece's error. */
-static int64_t read_spread(struct cisc_run *x, unsigned i, unsigned k)
+static int64_t read_spread(struct fop_run *x, unsigned i, unsigned k)
 {
-    const struct cisc_step *s = &x->v->st[i];
+    const struct fop_step *s = &x->v->st[i];
     struct read_pieces r = { .fi = x->sfile[i], .off = s->off, .len = s->len, .buf = x->buf[i] };
     r.piece = ((s->len + k - 1) / k + 4095) & ~4095ull;   /* whole blocks: no bounce copies */
     unsigned count = (unsigned)((s->len + r.piece - 1) / r.piece);   /* <= k */
@@ -435,16 +435,16 @@ static int64_t read_spread(struct cisc_run *x, unsigned i, unsigned k)
     return total;
 }
 
-static int64_t ex_read(struct cisc_run *x, unsigned i)
+static int64_t ex_read(struct fop_run *x, unsigned i)
 {
-    const struct cisc_step *s = &x->v->st[i];
+    const struct fop_step *s = &x->v->st[i];
     int r = alloc_out(x, i);
     if (r)
         return r;
     uint64_t k = (s->len + READ_PIECE - 1) / READ_PIECE;
     k = k < READ_PIECES ? k : READ_PIECES;
     int64_t n = k >= 2 && x->e->cores > 1 ? read_spread(x, i, (unsigned)k)
-                       : cisc_vread(x, x->sfile[i], s->off, x->buf[i], s->len);
+                       : fop_vread(x, x->sfile[i], s->off, x->buf[i], s->len);
     if (n >= 0)
         x->olen[i] = (uint64_t)n;
     return n;
@@ -457,7 +457,7 @@ static unsigned independent_run(const struct eng_cisc *v, unsigned i)
     unsigned j = i;
     while (j < v->n && (v->st[j].flags & WIRE_STEP_F_INDEPENDENT) &&
            cmp_is_compute(v->st[j].kind)) {
-        const struct cisc_step *s = &v->st[j];
+        const struct fop_step *s = &v->st[j];
         if ((s->in != WIRE_NO_STEP && s->in >= i) || (s->in2 != WIRE_NO_STEP && s->in2 >= i))
             break;
         j++;
@@ -466,7 +466,7 @@ static unsigned independent_run(const struct eng_cisc *v, unsigned i)
 }
 
 /* Runs every step; returns 0 or the first failure (marked in v). */
-static int execute(struct cisc_run *x)
+static int execute(struct fop_run *x)
 {
     struct eng_cisc *v = x->v;
     for (unsigned i = 0; i < v->n;) {
@@ -479,7 +479,7 @@ static int execute(struct cisc_run *x)
         }
         for (unsigned j = i; j < i + run; j++)
             if (v->res[j].ret < 0) {
-                cisc_fail(v, j, v->res[j].ret);
+                fop_fail(v, j, v->res[j].ret);
                 return (int)v->res[j].ret;
             }
         i += run;
@@ -489,28 +489,28 @@ static int execute(struct cisc_run *x)
 
 /* ---- the op ------------------------------------------------------------- */
 
-static void free_bufs(struct cisc_run *x)
+static void free_bufs(struct fop_run *x)
 {
     for (unsigned i = 0; i < x->v->n; i++)
-        cisc_buf_put(x->e, x->buf[i], x->bufsize[i]);
+        fop_buf_put(x->e, x->buf[i], x->bufsize[i]);
 }
 
 /* Phases 3-4 with the stripes held. */
-static int run_locked(struct cisc_run *x)
+static int run_locked(struct fop_run *x)
 {
     int r = files_sizes(x);
     if (r) {
-        cisc_res_fill(x->v, -ECANCELED);
-        cisc_fail(x->v, 0, r);
+        fop_res_fill(x->v, -ECANCELED);
+        fop_fail(x->v, 0, r);
         return r;
     }
     r = execute(x);
-    return r ? r : cisc_apply(x);
+    return r ? r : fop_apply(x);
 }
 
 /* Fresh execution state for v (only what the phases read before they
  * write: the struct is large and most of it stays unused). */
-static void run_init(struct cisc_run *x, struct engine *e, struct eng_cmd *c,
+static void run_init(struct fop_run *x, struct engine *e, struct eng_cmd *c,
                      struct eng_cisc *v)
 {
     x->e = e;
@@ -518,11 +518,11 @@ static void run_init(struct cisc_run *x, struct engine *e, struct eng_cmd *c,
     x->hdl = eng_hdl(e, c);
     x->cmd = c;
     x->v = v;
-    eng_cisc_limits(e, &x->lim);
+    eng_fop_limits(e, &x->lim);
     x->nfiles = x->nclosed_fh = x->nns = x->nmuts = x->ndead = 0;
     x->fsync = false;
     for (unsigned i = 0; i < v->n; i++) {
-        x->sfile[i] = CISC_NOFILE;
+        x->sfile[i] = FOP_NOFILE;
         x->sacc[i] = 0;
         x->closed[i] = false;
         x->uparent[i] = 0;
@@ -543,10 +543,10 @@ static void make_run_key(void)
     pthread_key_create(&run_key, free);
 }
 
-static struct cisc_run *thread_run(void)
+static struct fop_run *thread_run(void)
 {
     pthread_once(&run_once, make_run_key);
-    struct cisc_run *x = pthread_getspecific(run_key);
+    struct fop_run *x = pthread_getspecific(run_key);
     if (!x && (x = malloc(sizeof(*x))) != NULL)
         pthread_setspecific(run_key, x);
     return x;
@@ -559,22 +559,22 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
         return -EINVAL;
     if (v->status)
         return v->status;   /* decode refused it */
-    struct cisc_run *x = thread_run();
+    struct fop_run *x = thread_run();
     if (!x)
         return -ENOMEM;
     run_init(x, e, c, v);
-    int r = cisc_prepare(x);
+    int r = fop_prepare(x);
     if (!r) {
         struct stripes sp;
-        cisc_mem_reserve(e, v->mem);
+        fop_mem_reserve(e, v->mem);
         stripes_collect(x, &sp);
         stripes_lock(e, &sp);
         r = run_locked(x);
         stripes_unlock(e, &sp);
-        cisc_mem_release(e, v->mem);
+        fop_mem_release(e, v->mem);
         free_bufs(x);   /* after the release: large ones may stay as spares */
     }
-    cisc_unprepare(x);
+    fop_unprepare(x);
     v->ran = 0;
     for (unsigned i = 0; i < v->n; i++)
         v->ran += v->res[i].ret >= 0;
@@ -582,14 +582,14 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
     return r;
 }
 
-int64_t cisc_exec(struct engine *e, const struct eng_cred *cred, struct eng_cisc *v)
+int64_t fop_exec(struct engine *e, const struct eng_cred *cred, struct eng_cisc *v)
 {
     struct eng_cmd c;
     eng_cmd_init(&c, ENG_OP_CISC, cred);
     c.cisc = v;
     int64_t r = eng_call(e, &c);
     if (r < 0 && v->status == 0) {   /* never reached the op (shutdown) */
-        cisc_res_fill(v, -ECANCELED);
+        fop_res_fill(v, -ECANCELED);
         v->status = r;
     }
     return v->status;

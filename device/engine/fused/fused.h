@@ -5,11 +5,11 @@
  *
  * Life of a vector:
  *
- *   1. decode   cisc_decode(): the qp layer has copied the client's array
+ *   1. decode   fop_decode(): the qp layer has copied the client's array
  *               of struct wire_step into private memory once; every field
  *               is checked (kind, flags, reserved bits, step references
  *               strictly backward and to a step of the right kind, arena
- *               ranges through cisc_arena_at(), lengths and output
+ *               ranges through fop_arena_at(), lengths and output
  *               capacities against the device's memory limits), paths are
  *               copied out of the arena, and each step's output capacity
  *               is computed. Nothing in shared memory is read again
@@ -115,8 +115,8 @@
  *   5. Lock order: device memory reservation (no lock held while waiting)
  *      -> inode stripes in ascending order -> StorageFS transaction.
  */
-#ifndef CISC_DEVICE_CISC_H
-#define CISC_DEVICE_CISC_H
+#ifndef CISC_DEVICE_FUSED_H
+#define CISC_DEVICE_FUSED_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -139,19 +139,19 @@ struct eng_arena {
 
 /* Pointer to arena bytes [off, off + len), or NULL when any of it lies
  * outside the arena (overflow-safe). len 0 is valid at any off <= size. */
-void *cisc_arena_at(const struct eng_arena *a, uint64_t off, uint64_t len);
+void *fop_arena_at(const struct eng_arena *a, uint64_t off, uint64_t len);
 
-/* Per-op limits, from the device memory budget (eng_cisc_limits). */
-struct cisc_limits {
+/* Per-op limits, from the device memory budget (eng_fop_limits). */
+struct fop_limits {
     uint64_t step_bytes;       /* one step's output (and READ length) */
     uint64_t op_bytes;         /* all of one op's device buffers */
 };
 
-#define CISC_STEP_BYTES_MAX (64ull << 20)
-#define CISC_OP_BYTES_MAX   (256ull << 20)
+#define FOP_STEP_BYTES_MAX (64ull << 20)
+#define FOP_OP_BYTES_MAX   (256ull << 20)
 
 /* One validated step. Step references are indices < the step's own. */
-struct cisc_step {
+struct fop_step {
     uint8_t kind, flags;
     uint16_t in, in2, file;    /* step indices or WIRE_NO_STEP */
     uint64_t fh;               /* F_FH: session handle */
@@ -171,7 +171,7 @@ struct cisc_step {
 
 struct eng_cisc {
     unsigned n;
-    struct cisc_step st[WIRE_MAX_STEPS];
+    struct fop_step st[WIRE_MAX_STEPS];
     struct wire_step_res res[WIRE_MAX_STEPS];
     int64_t status;            /* 0 or the failing step's -errno */
     unsigned ran;              /* steps that completed (n on success) */
@@ -181,32 +181,32 @@ struct eng_cisc {
 };
 
 /* Limits for vectors on engine e (from its device memory budget). */
-void eng_cisc_limits(struct engine *e, struct cisc_limits *out);
+void eng_fop_limits(struct engine *e, struct fop_limits *out);
 
 /* Decodes and validates n steps (already in private memory) into v,
  * resolving arena operands against a. keys is the session's registry.
  * On failure v->status, v->bad_step and v->res (the bad step's errno,
- * -ECANCELED for the others) describe it. Call cisc_release() in every
+ * -ECANCELED for the others) describe it. Call fop_release() in every
  * case. Returns 0 or -errno: -EINVAL (bad kind, flags, reserved field,
  * reference, path), -EFAULT (range outside the arena), -E2BIG (memory
  * limits). */
-int cisc_decode(struct eng_cisc *v, const struct wire_step *steps, unsigned n,
-                const struct eng_arena *a, const struct cisc_limits *lim,
+int fop_decode(struct eng_cisc *v, const struct wire_step *steps, unsigned n,
+                const struct eng_arena *a, const struct fop_limits *lim,
                 struct ckey_table *keys);
 
 /* Frees what decode allocated (paths). v stays readable (results). */
-void cisc_release(struct eng_cisc *v);
+void fop_release(struct eng_cisc *v);
 
 /* In-process entry point (tests, the CLI): runs a decoded vector as
  * ENG_OP_CISC with credentials cred and waits. Returns v->status. */
-int64_t cisc_exec(struct engine *e, const struct eng_cred *cred, struct eng_cisc *v);
+int64_t fop_exec(struct engine *e, const struct eng_cred *cred, struct eng_cisc *v);
 
 /* Fills every result with ret (-ECANCELED) and out_len 0. */
-void cisc_res_fill(struct eng_cisc *v, int64_t ret);
+void fop_res_fill(struct eng_cisc *v, int64_t ret);
 
 /* Marks step i failed with err: res[i] = err, later steps -ECANCELED,
  * status = err. */
-void cisc_fail(struct eng_cisc *v, unsigned i, int64_t err);
+void fop_fail(struct eng_cisc *v, unsigned i, int64_t err);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 /*
  * device/engine/fused/fused_int.h - one fused op's execution state, shared by the
- * phases in cisc_prep.c (check), cisc_exec.c (execute, fan-out, the
- * ENG_OP_CISC entry) and cisc_apply.c (apply with undo). Not for other
+ * phases in prep.c (check), exec.c (execute, fan-out, the
+ * ENG_OP_CISC entry) and apply.c (apply with undo). Not for other
  * modules; cisc.h describes the design.
  *
  * Invariants:
@@ -14,14 +14,14 @@
  *   3. ns[] is the op's view of names it created or removed, consulted
  *      before StorageFS by OPEN and UNLINK.
  */
-#ifndef CISC_DEVICE_CISC_INT_H
-#define CISC_DEVICE_CISC_INT_H
+#ifndef CISC_DEVICE_FUSED_INT_H
+#define CISC_DEVICE_FUSED_INT_H
 
 #include "device/engine/fused/fused.h"
 #include "device/engine/engine_int.h"
 
-#define CISC_NOFILE 0xff
-#define CISC_MAX_MUTS (2u * WIRE_MAX_STEPS)   /* OPEN may create and truncate */
+#define FOP_NOFILE 0xff
+#define FOP_MAX_MUTS (2u * WIRE_MAX_STEPS)   /* OPEN may create and truncate */
 
 struct cfile {
     uint64_t ino;               /* 0 until the op creates it */
@@ -37,10 +37,10 @@ struct cfile {
     uint64_t vsize;             /* virtual size while executing */
 };
 
-enum cisc_mut_kind { MUT_CREATE, MUT_WRITE, MUT_TRUNC, MUT_UNLINK, MUT_CLOSE_FH };
+enum fop_mut_kind { MUT_CREATE, MUT_WRITE, MUT_TRUNC, MUT_UNLINK, MUT_CLOSE_FH };
 
-struct cisc_mut {
-    uint8_t kind;               /* enum cisc_mut_kind */
+struct fop_mut {
+    uint8_t kind;               /* enum fop_mut_kind */
     uint8_t step;               /* the step it belongs to */
     uint8_t file;               /* index in files[] */
     uint64_t off;               /* WRITE: offset; TRUNC: new size */
@@ -51,19 +51,19 @@ struct cisc_mut {
     uint64_t fh;                /* CLOSE_FH: session handle */
 };
 
-struct cisc_ns {
+struct fop_ns {
     uint64_t parent;
     const char *name;
-    uint8_t file;               /* CISC_NOFILE: removed by the op */
+    uint8_t file;               /* FOP_NOFILE: removed by the op */
 };
 
-struct cisc_run {
+struct fop_run {
     struct engine *e;
     struct eng_cred *cred;
     struct hdl_table *hdl;              /* the session's handles (or the engine's) */
     struct eng_cmd *cmd;                /* the CISC command (change records) */
     struct eng_cisc *v;
-    struct cisc_limits lim;
+    struct fop_limits lim;
     struct cfile files[WIRE_MAX_STEPS];
     unsigned nfiles;
     uint8_t sfile[WIRE_MAX_STEPS];      /* step -> files[] index */
@@ -73,52 +73,52 @@ struct cisc_run {
     unsigned nclosed_fh;
     char uname[WIRE_MAX_STEPS][SFS_NAME_MAX + 1];   /* UNLINK names */
     uint64_t uparent[WIRE_MAX_STEPS];
-    struct cisc_ns ns[WIRE_MAX_STEPS];
+    struct fop_ns ns[WIRE_MAX_STEPS];
     unsigned nns;
-    struct cisc_mut muts[CISC_MAX_MUTS];
+    struct fop_mut muts[FOP_MAX_MUTS];
     unsigned nmuts;
     uint8_t *buf[WIRE_MAX_STEPS];       /* output buffers (device memory) */
-    uint64_t bufsize[WIRE_MAX_STEPS];   /* their real sizes (cisc_buf_get) */
+    uint64_t bufsize[WIRE_MAX_STEPS];   /* their real sizes (fop_buf_get) */
     uint64_t olen[WIRE_MAX_STEPS];
     bool fsync;                         /* some step asked for durability */
     uint64_t dead[WIRE_MAX_STEPS];      /* references of undone creates, dropped at the end */
     unsigned ndead;
-    struct progs_prog *prog[WIRE_MAX_STEPS];     /* BPF steps' programs (cisc_bpf.h) */
+    struct progs_prog *prog[WIRE_MAX_STEPS];     /* BPF steps' programs (bpfstep.h) */
     struct progs_stream *stream[WIRE_MAX_STEPS]; /* and their claimed streams */
 };
 
 /* Phase 2: resolves files and checks every step's permission; on failure
- * marks the failing step (cisc_fail) and returns its -errno. */
-int cisc_prepare(struct cisc_run *x);
+ * marks the failing step (fop_fail) and returns its -errno. */
+int fop_prepare(struct fop_run *x);
 
 /* Drops the references prepare took. */
-void cisc_unprepare(struct cisc_run *x);
+void fop_unprepare(struct fop_run *x);
 
 /* Reads [off, off + len) of file f as the op sees it now (base content
  * plus its pending mutations). Returns bytes read or -errno. */
-int64_t cisc_vread(struct cisc_run *x, unsigned f, uint64_t off, uint8_t *out, uint64_t len);
+int64_t fop_vread(struct fop_run *x, unsigned f, uint64_t off, uint8_t *out, uint64_t len);
 
-/* ---- device memory (cisc_mem.c) ---- */
+/* ---- device memory (mem.c) ---- */
 
 /* Reserves n bytes of the device memory budget for an op, waiting while
  * running ops hold too much (idle spare buffers are dropped first). */
-void cisc_mem_reserve(struct engine *e, uint64_t n);
+void fop_mem_reserve(struct engine *e, uint64_t n);
 
-/* Returns what cisc_mem_reserve(e, n) took. */
-void cisc_mem_release(struct engine *e, uint64_t n);
+/* Returns what fop_mem_reserve(e, n) took. */
+void fop_mem_release(struct engine *e, uint64_t n);
 
 /* A step buffer of at least cap bytes (at least 1), contents undefined:
  * an idle one kept from an earlier op when one fits, else a new one.
- * *size gets its real size, for cisc_buf_put. Returns NULL when out of
+ * *size gets its real size, for fop_buf_put. Returns NULL when out of
  * memory. */
-uint8_t *cisc_buf_get(struct engine *e, uint64_t cap, uint64_t *size);
+uint8_t *fop_buf_get(struct engine *e, uint64_t cap, uint64_t *size);
 
-/* Gives back a buffer of cisc_buf_get (NULL is fine): kept for reuse
+/* Gives back a buffer of fop_buf_get (NULL is fine): kept for reuse
  * when large and within the spare limits, else freed. */
-void cisc_buf_put(struct engine *e, uint8_t *p, uint64_t size);
+void fop_buf_put(struct engine *e, uint8_t *p, uint64_t size);
 
 /* Phase 4: applies the deferred mutations; on failure undoes them and
  * marks the failing step. Returns 0 or -errno. */
-int cisc_apply(struct cisc_run *x);
+int fop_apply(struct fop_run *x);
 
 #endif

@@ -11,8 +11,8 @@
  *      the spares, so idle buffers stay inside the device memory budget.
  *   2. A spare is reused only for a request of at least 4/5 of its size
  *      (an op may so hold up to 25% more than it reserved, like allocator
- *      slack); only buffers of at least CISC_SPARE_MIN bytes are kept,
- *      at most ENG_SPARES of them and CISC_SPARE_SHARE of the budget.
+ *      slack); only buffers of at least FOP_SPARE_MIN bytes are kept,
+ *      at most ENG_SPARES of them and FOP_SPARE_SHARE of the budget.
  *   3. A reservation that does not fit drops spares before it waits, so
  *      spares never make an op wait.
  *   4. Spare contents are stale bytes of an earlier op: every consumer
@@ -23,8 +23,8 @@
 
 #include <stdlib.h>
 
-#define CISC_SPARE_MIN (1ull << 20)
-#define CISC_SPARE_SHARE 4   /* spares hold at most budget / 4 */
+#define FOP_SPARE_MIN (1ull << 20)
+#define FOP_SPARE_SHARE 4   /* spares hold at most budget / 4 */
 
 static uint64_t spare_bytes(const struct engine *e)
 {
@@ -43,7 +43,7 @@ static void *spare_take(struct engine *e, unsigned i)
     return p;
 }
 
-void cisc_mem_reserve(struct engine *e, uint64_t n)
+void fop_mem_reserve(struct engine *e, uint64_t n)
 {
     pthread_mutex_lock(&e->mem_mu);
     while (e->mem_used + n > e->mem_budget && e->mem_used > 0) {
@@ -57,7 +57,7 @@ void cisc_mem_reserve(struct engine *e, uint64_t n)
     pthread_mutex_unlock(&e->mem_mu);
 }
 
-void cisc_mem_release(struct engine *e, uint64_t n)
+void fop_mem_release(struct engine *e, uint64_t n)
 {
     pthread_mutex_lock(&e->mem_mu);
     e->mem_used -= n;
@@ -65,11 +65,11 @@ void cisc_mem_release(struct engine *e, uint64_t n)
     pthread_mutex_unlock(&e->mem_mu);
 }
 
-uint8_t *cisc_buf_get(struct engine *e, uint64_t cap, uint64_t *size)
+uint8_t *fop_buf_get(struct engine *e, uint64_t cap, uint64_t *size)
 {
     uint64_t want = cap ? cap : 1;
     *size = want;
-    if (want < CISC_SPARE_MIN)
+    if (want < FOP_SPARE_MIN)
         return malloc(want);
     void *p = NULL;
     pthread_mutex_lock(&e->mem_mu);
@@ -87,15 +87,15 @@ uint8_t *cisc_buf_get(struct engine *e, uint64_t cap, uint64_t *size)
     return p ? p : malloc(want);
 }
 
-void cisc_buf_put(struct engine *e, uint8_t *p, uint64_t size)
+void fop_buf_put(struct engine *e, uint8_t *p, uint64_t size)
 {
     if (!p)
         return;
     bool kept = false;
-    if (size >= CISC_SPARE_MIN) {
+    if (size >= FOP_SPARE_MIN) {
         pthread_mutex_lock(&e->mem_mu);
         if (e->nspare < ENG_SPARES && e->mem_used + size <= e->mem_budget &&
-            spare_bytes(e) + size <= e->mem_budget / CISC_SPARE_SHARE) {
+            spare_bytes(e) + size <= e->mem_budget / FOP_SPARE_SHARE) {
             e->spare[e->nspare++] = (struct eng_spare){ p, size };
             e->mem_used += size;
             kept = true;

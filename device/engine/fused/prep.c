@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 /* The files[] entry of inode ino, added (with a reference) if new. */
-static int file_of_ino(struct cisc_run *x, uint64_t ino, uint8_t *out)
+static int file_of_ino(struct fop_run *x, uint64_t ino, uint8_t *out)
 {
     for (unsigned i = 0; i < x->nfiles; i++)
         if (x->files[i].ino == ino) {
@@ -33,9 +33,9 @@ static int file_of_ino(struct cisc_run *x, uint64_t ino, uint8_t *out)
     return 0;
 }
 
-/* The op's own view of (dir, name): its file, CISC_NOFILE if removed,
+/* The op's own view of (dir, name): its file, FOP_NOFILE if removed,
  * or -1 when the op has not touched the name. */
-static int ns_find(const struct cisc_run *x, uint64_t dir, const char *name)
+static int ns_find(const struct fop_run *x, uint64_t dir, const char *name)
 {
     for (unsigned i = x->nns; i-- > 0;)
         if (x->ns[i].parent == dir && !strcmp(x->ns[i].name, name))
@@ -43,16 +43,16 @@ static int ns_find(const struct cisc_run *x, uint64_t dir, const char *name)
     return -1;
 }
 
-static void ns_set(struct cisc_run *x, uint64_t dir, const char *name, uint8_t file)
+static void ns_set(struct fop_run *x, uint64_t dir, const char *name, uint8_t file)
 {
     if (x->nns < WIRE_MAX_STEPS)
-        x->ns[x->nns++] = (struct cisc_ns){ dir, name, file };
+        x->ns[x->nns++] = (struct fop_ns){ dir, name, file };
 }
 
 /* OPEN of a file that exists in StorageFS. */
-static int open_existing(struct cisc_run *x, unsigned i, const struct path_res *pr)
+static int open_existing(struct fop_run *x, unsigned i, const struct path_res *pr)
 {
-    const struct cisc_step *s = &x->v->st[i];
+    const struct fop_step *s = &x->v->st[i];
     if ((s->oflags & O_CREAT) && (s->oflags & O_EXCL))
         return -EEXIST;
     if (S_ISDIR(pr->attr.mode))
@@ -66,9 +66,9 @@ static int open_existing(struct cisc_run *x, unsigned i, const struct path_res *
 }
 
 /* OPEN with O_CREAT of a missing name: a file the op will create. */
-static int open_create(struct cisc_run *x, unsigned i, const struct path_res *pr)
+static int open_create(struct fop_run *x, unsigned i, const struct path_res *pr)
 {
-    const struct cisc_step *s = &x->v->st[i];
+    const struct fop_step *s = &x->v->st[i];
     struct sfs_attr dir = pr->dir;
     int r = sysdir_check(pr->parent, pr->name, -EPERM);   /* device/engine/sysdir.h */
     if (!r)
@@ -86,9 +86,9 @@ static int open_create(struct cisc_run *x, unsigned i, const struct path_res *pr
     return 0;
 }
 
-static int prep_open(struct cisc_run *x, unsigned i)
+static int prep_open(struct fop_run *x, unsigned i)
 {
-    const struct cisc_step *s = &x->v->st[i];
+    const struct fop_step *s = &x->v->st[i];
     struct path_res pr;
     int r = path_walk(x->e->fs, x->cred, s->path, !(s->oflags & O_NOFOLLOW), &pr);
     if (r)
@@ -97,7 +97,7 @@ static int prep_open(struct cisc_run *x, unsigned i)
         return -EISDIR;   /* the root, "." or ".." */
     x->sacc[i] = s->oflags;
     int mine = ns_find(x, pr.parent, pr.name);
-    if (mine >= 0 && mine != CISC_NOFILE) {   /* created earlier in this op */
+    if (mine >= 0 && mine != FOP_NOFILE) {   /* created earlier in this op */
         if ((s->oflags & O_CREAT) && (s->oflags & O_EXCL))
             return -EEXIST;
         x->sfile[i] = (uint8_t)mine;
@@ -107,12 +107,12 @@ static int prep_open(struct cisc_run *x, unsigned i)
         return open_existing(x, i, &pr);
     if (!(s->oflags & O_CREAT))
         return -ENOENT;
-    if (mine == CISC_NOFILE)
+    if (mine == FOP_NOFILE)
         return -EAGAIN;   /* re-creating a name the op removes: not supported */
     return open_create(x, i, &pr);
 }
 
-static int prep_unlink(struct cisc_run *x, unsigned i)
+static int prep_unlink(struct fop_run *x, unsigned i)
 {
     struct path_res pr;
     int r = path_walk(x->e->fs, x->cred, x->v->st[i].path, false, &pr);
@@ -121,7 +121,7 @@ static int prep_unlink(struct cisc_run *x, unsigned i)
     if (!pr.name[0])
         return -EISDIR;
     int mine = ns_find(x, pr.parent, pr.name);
-    if (mine == CISC_NOFILE || (mine < 0 && !pr.exists))
+    if (mine == FOP_NOFILE || (mine < 0 && !pr.exists))
         return -ENOENT;
     if (mine >= 0) {
         x->sfile[i] = (uint8_t)mine;
@@ -136,11 +136,11 @@ static int prep_unlink(struct cisc_run *x, unsigned i)
     }
     x->uparent[i] = pr.parent;
     memcpy(x->uname[i], pr.name, sizeof(pr.name));
-    ns_set(x, pr.parent, x->uname[i], CISC_NOFILE);
+    ns_set(x, pr.parent, x->uname[i], FOP_NOFILE);
     return 0;
 }
 
-static bool fh_closed(const struct cisc_run *x, uint64_t fh)
+static bool fh_closed(const struct fop_run *x, uint64_t fh)
 {
     for (unsigned i = 0; i < x->nclosed_fh; i++)
         if (x->closed_fh[i] == fh)
@@ -149,9 +149,9 @@ static bool fh_closed(const struct cisc_run *x, uint64_t fh)
 }
 
 /* Binds file step i to its file and the O_* flags of its handle. */
-static int bind_file(struct cisc_run *x, unsigned i)
+static int bind_file(struct fop_run *x, unsigned i)
 {
-    const struct cisc_step *s = &x->v->st[i];
+    const struct fop_step *s = &x->v->st[i];
     if (!(s->flags & WIRE_STEP_F_FH)) {
         if (x->closed[s->file])
             return -EBADF;
@@ -170,9 +170,9 @@ static int bind_file(struct cisc_run *x, unsigned i)
 }
 
 /* Access the step needs from its handle, as the POSIX call checks it. */
-static int file_access(struct cisc_run *x, unsigned i)
+static int file_access(struct fop_run *x, unsigned i)
 {
-    const struct cisc_step *s = &x->v->st[i];
+    const struct fop_step *s = &x->v->st[i];
     uint32_t acc = x->sacc[i] & O_ACCMODE;
     struct cfile *f = &x->files[x->sfile[i]];
     switch (s->kind) {
@@ -201,11 +201,11 @@ static int no_op(const uint8_t key[CKEY_BYTES], void *arg)
     return 0;
 }
 
-static int prep_step(struct cisc_run *x, unsigned i)
+static int prep_step(struct fop_run *x, unsigned i)
 {
-    const struct cisc_step *s = &x->v->st[i];
+    const struct fop_step *s = &x->v->st[i];
     int r;
-    x->sfile[i] = CISC_NOFILE;
+    x->sfile[i] = FOP_NOFILE;
     switch (s->kind) {
     case WIRE_STEP_OPEN:
         r = prep_open(x, i);
@@ -217,7 +217,7 @@ static int prep_step(struct cisc_run *x, unsigned i)
     case WIRE_STEP_ENCRYPT: case WIRE_STEP_DECRYPT:
         return ckey_with(x->v->keys, s->key_id, no_op, NULL);
     case WIRE_STEP_BPF:
-        return cisc_bpf_prep(x, i);   /* the program and its stream */
+        return fop_bpf_prep(x, i);   /* the program and its stream */
     case WIRE_STEP_CLOSE: case WIRE_STEP_READ: case WIRE_STEP_WRITE:
     case WIRE_STEP_APPEND: case WIRE_STEP_TRUNCATE: case WIRE_STEP_FSYNC:
         r = bind_file(x, i);
@@ -227,22 +227,22 @@ static int prep_step(struct cisc_run *x, unsigned i)
     }
 }
 
-int cisc_prepare(struct cisc_run *x)
+int fop_prepare(struct fop_run *x)
 {
     for (unsigned i = 0; i < x->v->n; i++) {
         int r = prep_step(x, i);
         if (r) {
-            cisc_res_fill(x->v, -ECANCELED);
-            cisc_fail(x->v, i, r);
+            fop_res_fill(x->v, -ECANCELED);
+            fop_fail(x->v, i, r);
             return r;
         }
     }
     return 0;
 }
 
-void cisc_unprepare(struct cisc_run *x)
+void fop_unprepare(struct fop_run *x)
 {
-    cisc_bpf_unprep(x);
+    fop_bpf_unprep(x);
     for (unsigned i = 0; i < x->nfiles; i++)
         if (x->files[i].ref)
             sfs_iput(x->e->fs, x->files[i].ino);

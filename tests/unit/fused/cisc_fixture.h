@@ -245,12 +245,12 @@ protected:
     // Decodes and runs v; fills res. Returns the op's status.
     int64_t Run(Vec &v, struct eng_cisc *out, const struct eng_cred *cred = nullptr)
     {
-        struct cisc_limits lim;
-        eng_cisc_limits(eng, &lim);
+        struct fop_limits lim;
+        eng_fop_limits(eng, &lim);
         struct eng_arena a = v.a.View();
-        int r = cisc_decode(out, v.st.data(), (unsigned)v.st.size(), &a, &lim, keys);
-        int64_t s = r ? r : cisc_exec(eng, cred ? cred : &root, out);
-        cisc_release(out);
+        int r = fop_decode(out, v.st.data(), (unsigned)v.st.size(), &a, &lim, keys);
+        int64_t s = r ? r : fop_exec(eng, cred ? cred : &root, out);
+        fop_release(out);
         return s;
     }
 

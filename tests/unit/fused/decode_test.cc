@@ -12,13 +12,13 @@ struct Dec {
     Arena a{1 << 20};
     Vec v{a};
     struct eng_cisc out = {};
-    struct cisc_limits lim = { 1 << 20, 4 << 20 };
+    struct fop_limits lim = { 1 << 20, 4 << 20 };
 
     int Decode()
     {
         struct eng_arena view = a.View();
-        int r = cisc_decode(&out, v.st.data(), (unsigned)v.st.size(), &view, &lim, nullptr);
-        cisc_release(&out);
+        int r = fop_decode(&out, v.st.data(), (unsigned)v.st.size(), &view, &lim, nullptr);
+        fop_release(&out);
         return r;
     }
     // Decoding fails at step `bad` with err; every other step is canceled.
@@ -57,10 +57,10 @@ TEST(Decode, CountOutOfRange)
     Dec d;
     struct eng_arena view = d.a.View();
     struct wire_step s[WIRE_MAX_STEPS + 1] = {};
-    EXPECT_EQ(cisc_decode(&d.out, s, 0, &view, &d.lim, nullptr), -EINVAL);
-    cisc_release(&d.out);
-    EXPECT_EQ(cisc_decode(&d.out, s, WIRE_MAX_STEPS + 1, &view, &d.lim, nullptr), -EINVAL);
-    cisc_release(&d.out);
+    EXPECT_EQ(fop_decode(&d.out, s, 0, &view, &d.lim, nullptr), -EINVAL);
+    fop_release(&d.out);
+    EXPECT_EQ(fop_decode(&d.out, s, WIRE_MAX_STEPS + 1, &view, &d.lim, nullptr), -EINVAL);
+    fop_release(&d.out);
 }
 
 TEST(Decode, BadKinds)
@@ -333,11 +333,11 @@ TEST(Decode, RandomVectorsNeverBreakInvariants)
             if (rng() % 2)
                 reinterpret_cast<uint8_t *>(&s)[rng() % sizeof(s)] = (uint8_t)rng();
         }
-        int r = cisc_decode(&d.out, st.data(), n, &view, &d.lim, nullptr);
+        int r = fop_decode(&d.out, st.data(), n, &view, &d.lim, nullptr);
         if (r == 0) {
             accepted++;
             for (unsigned i = 0; i < n; i++) {
-                const struct cisc_step &s = d.out.st[i];
+                const struct fop_step &s = d.out.st[i];
                 EXPECT_TRUE(s.in == WIRE_NO_STEP || s.in < i);
                 EXPECT_TRUE(s.in2 == WIRE_NO_STEP || s.in2 < i);
                 EXPECT_TRUE((s.flags & WIRE_STEP_F_FH) || s.file == WIRE_NO_STEP || s.file < i);
@@ -352,7 +352,7 @@ TEST(Decode, RandomVectorsNeverBreakInvariants)
             EXPECT_LT(r, 0);
             EXPECT_LT(d.out.bad_step, n);
         }
-        cisc_release(&d.out);
+        fop_release(&d.out);
     }
     EXPECT_GT(accepted, 100);
 }

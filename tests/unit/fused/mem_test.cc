@@ -40,44 +40,44 @@ class CiscMem : public CiscFixture
 TEST_F(CiscMem, LargeBuffersAreKeptAndReused)
 {
     uint64_t size;
-    uint8_t *p = cisc_buf_get(eng, 2 * MiB, &size);
+    uint8_t *p = fop_buf_get(eng, 2 * MiB, &size);
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(size, 2 * MiB);
     memset(p, 0x5a, size);
-    cisc_buf_put(eng, p, size);
+    fop_buf_put(eng, p, size);
     EXPECT_EQ(Spares(), 1u);
     EXPECT_EQ(Used(), 2 * MiB) << "a spare counts in the budget";
 
     uint64_t size2;
-    uint8_t *q = cisc_buf_get(eng, 2 * MiB - 100000, &size2);   // within 25%: reused
+    uint8_t *q = fop_buf_get(eng, 2 * MiB - 100000, &size2);   // within 25%: reused
     EXPECT_EQ(q, p);
     EXPECT_EQ(size2, 2 * MiB);
     EXPECT_EQ(Spares(), 0u);
     EXPECT_EQ(Used(), 0u);
-    cisc_buf_put(eng, q, size2);
+    fop_buf_put(eng, q, size2);
 
     uint64_t size3;
-    uint8_t *r = cisc_buf_get(eng, MiB, &size3);   // half the spare: not reused
+    uint8_t *r = fop_buf_get(eng, MiB, &size3);   // half the spare: not reused
     EXPECT_NE(r, p);
     EXPECT_EQ(size3, MiB);
     EXPECT_EQ(Spares(), 1u);
-    cisc_buf_put(eng, r, size3);
+    fop_buf_put(eng, r, size3);
     EXPECT_EQ(Spares(), 2u);
 }
 
 TEST_F(CiscMem, SmallBuffersAreNotKept)
 {
     uint64_t size;
-    uint8_t *p = cisc_buf_get(eng, 64 << 10, &size);
+    uint8_t *p = fop_buf_get(eng, 64 << 10, &size);
     ASSERT_NE(p, nullptr);
-    cisc_buf_put(eng, p, size);
+    fop_buf_put(eng, p, size);
     EXPECT_EQ(Spares(), 0u);
     EXPECT_EQ(Used(), 0u);
-    uint8_t *z = cisc_buf_get(eng, 0, &size);   // a zero-capacity step still gets a buffer
+    uint8_t *z = fop_buf_get(eng, 0, &size);   // a zero-capacity step still gets a buffer
     ASSERT_NE(z, nullptr);
     EXPECT_EQ(size, 1u);
-    cisc_buf_put(eng, z, size);
-    cisc_buf_put(eng, nullptr, 0);
+    fop_buf_put(eng, z, size);
+    fop_buf_put(eng, nullptr, 0);
 }
 
 // Spares hold at most a quarter of the budget (16 MiB here: 4 MiB).
@@ -86,9 +86,9 @@ TEST_F(CiscMem, SparesStayWithinTheirShareOfTheBudget)
     uint8_t *b[3];
     uint64_t s[3];
     for (int i = 0; i < 3; i++)
-        ASSERT_NE(b[i] = cisc_buf_get(eng, 2 * MiB, &s[i]), nullptr);
+        ASSERT_NE(b[i] = fop_buf_get(eng, 2 * MiB, &s[i]), nullptr);
     for (int i = 0; i < 3; i++)
-        cisc_buf_put(eng, b[i], s[i]);
+        fop_buf_put(eng, b[i], s[i]);
     EXPECT_EQ(Spares(), 2u);
     EXPECT_EQ(Used(), 4 * MiB);
 }
@@ -98,18 +98,18 @@ TEST_F(CiscMem, SparesStayWithinTheirShareOfTheBudget)
 TEST_F(CiscMem, ReservationsDropSpares)
 {
     uint64_t s1, s2;
-    uint8_t *a = cisc_buf_get(eng, 2 * MiB, &s1), *b = cisc_buf_get(eng, 2 * MiB, &s2);
-    cisc_buf_put(eng, a, s1);
-    cisc_buf_put(eng, b, s2);
+    uint8_t *a = fop_buf_get(eng, 2 * MiB, &s1), *b = fop_buf_get(eng, 2 * MiB, &s2);
+    fop_buf_put(eng, a, s1);
+    fop_buf_put(eng, b, s2);
     ASSERT_EQ(Used(), 4 * MiB);
-    cisc_mem_reserve(eng, 13 * MiB);   // 13 + 4 > 16: one spare must go
+    fop_mem_reserve(eng, 13 * MiB);   // 13 + 4 > 16: one spare must go
     EXPECT_EQ(Spares(), 1u);
     EXPECT_EQ(Used(), 15 * MiB);
-    cisc_mem_release(eng, 13 * MiB);
-    cisc_mem_reserve(eng, 16 * MiB);   // the whole budget: every spare goes
+    fop_mem_release(eng, 13 * MiB);
+    fop_mem_reserve(eng, 16 * MiB);   // the whole budget: every spare goes
     EXPECT_EQ(Spares(), 0u);
     EXPECT_EQ(Used(), 16 * MiB);
-    cisc_mem_release(eng, 16 * MiB);
+    fop_mem_release(eng, 16 * MiB);
     EXPECT_EQ(Used(), 0u);
 }
 

@@ -1,4 +1,4 @@
-// Decoding of bpf steps (device/engine/fused/bpfstep.c through cisc_decode): every
+// Decoding of bpf steps (device/engine/fused/bpfstep.c through fop_decode): every
 // field a client controls is checked, the argument block is read from the
 // arena once, and the output capacity follows the block geometry.
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@ namespace {
 struct Vec {
     std::vector<uint8_t> arena = std::vector<uint8_t>(1 << 16);
     struct eng_arena a = { arena.data(), arena.size() };
-    struct cisc_limits lim = { 64ull << 20, 256ull << 20 };
+    struct fop_limits lim = { 64ull << 20, 256ull << 20 };
     std::vector<struct wire_step> st;
     struct eng_cisc v;
 
@@ -43,8 +43,8 @@ struct Vec {
 
     int Decode()
     {
-        int r = cisc_decode(&v, st.data(), (unsigned)st.size(), &a, &lim, nullptr);
-        cisc_release(&v);
+        int r = fop_decode(&v, st.data(), (unsigned)st.size(), &a, &lim, nullptr);
+        fop_release(&v);
         return r;
     }
 };
