@@ -22,6 +22,7 @@
 
 #include "common/le.h"
 #include "proto/ctl.h"
+#include "proto/steps.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -418,22 +419,25 @@ CISC_API int cisc_vec_independent(struct cisc_vec *v, int i)
     return 0;
 }
 
-static bool produces(uint8_t kind)
+/* Whether cap bytes hold step s's whole output: a READ's length, or a
+ * kind's fixed output size (proto/steps.h). */
+static bool out_fits(const struct wire_step *s, size_t cap)
 {
-    return kind == WIRE_STEP_READ || (kind >= WIRE_STEP_CRC32C && kind <= WIRE_STEP_DECRYPT) ||
-           kind == WIRE_STEP_PATCH || kind == WIRE_STEP_CONCAT || kind == WIRE_STEP_BPF;
+    if (s->kind == WIRE_STEP_READ)
+        return cap >= s->len;
+    return cap >= step_kind(s->kind)->out_size;
 }
 
 CISC_API int cisc_vec_out_to(struct cisc_vec *v, int i, void *buf, size_t cap)
 {
     if (bad(v))
         return bad(v);
-    if (i < 0 || (unsigned)i >= v->n || !buf || v->state != VEC_BUILDING ||
-        !produces(steps(v)[i].kind) || (steps(v)[i].flags & WIRE_STEP_F_OUT_ARENA))
+    if (i < 0 || (unsigned)i >= v->n || !buf || v->state != VEC_BUILDING)
         return fail(v, -EINVAL);
     struct wire_step *s = &steps(v)[i];
-    if ((s->kind == WIRE_STEP_READ && cap < s->len) ||
-        (s->kind == WIRE_STEP_CRC32C && cap < 4) || (s->kind == WIRE_STEP_XXH3 && cap < 8))
+    if (!step_has(s->kind, STEP_OUTPUT) || (s->flags & WIRE_STEP_F_OUT_ARENA))
+        return fail(v, -EINVAL);
+    if (!out_fits(s, cap))
         return fail(v, -ENOSPC);
     if (cap > UINT32_MAX || cap == 0)
         return fail(v, cap ? -E2BIG : -ENOSPC);
