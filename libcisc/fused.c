@@ -128,6 +128,18 @@ static int bad(const struct cisc_vec *v)
     return !v || !v->q ? -EINVAL : v->err;
 }
 
+/* A temporary arena block of len bytes for this op (the staging of an
+ * input or an output), freed when the vector is reset or freed. */
+static int tmp_block(struct cisc_vec *v, size_t len, uint64_t *off)
+{
+    if (v->ntmp == 2 * CISC_VEC_MAX)
+        return -E2BIG;
+    int r = lc_arena_alloc(v->q, len, off);
+    if (!r)
+        v->tmp[v->ntmp++] = *off;
+    return r;
+}
+
 /* Arena range of buf: zero-copy when it is already in the arena, else a
  * temporary block holding a copy. */
 static int stage(struct cisc_vec *v, const void *buf, size_t len, uint64_t *off)
@@ -142,14 +154,10 @@ static int stage(struct cisc_vec *v, const void *buf, size_t len, uint64_t *off)
         return -E2BIG;
     if (lc_arena_off(v->q, buf, len, off))
         return 0;
-    if (v->ntmp == 2 * CISC_VEC_MAX)
-        return -E2BIG;
-    int r = lc_arena_alloc(v->q, len, off);
-    if (r)
-        return r;
-    memcpy(lc_arena_ptr(v->q, *off), buf, len);
-    v->tmp[v->ntmp++] = *off;
-    return 0;
+    int r = tmp_block(v, len, off);
+    if (!r)
+        memcpy(lc_arena_ptr(v->q, *off), buf, len);
+    return r;
 }
 
 /* The arena operand (addr, alen) of s from a buffer source. */
@@ -443,10 +451,9 @@ CISC_API int cisc_vec_out_to(struct cisc_vec *v, int i, void *buf, size_t cap)
         return fail(v, cap ? -E2BIG : -ENOSPC);
     uint64_t off;
     if (!lc_arena_off(v->q, buf, cap, &off)) {   /* stage: copied after completion */
-        int r = v->ntmp < 2 * CISC_VEC_MAX ? lc_arena_alloc(v->q, cap, &off) : -E2BIG;
+        int r = tmp_block(v, cap, &off);
         if (r)
             return fail(v, r);
-        v->tmp[v->ntmp++] = off;
         v->out[v->nout].step = (unsigned)i;
         v->out[v->nout].dst = buf;
         v->out[v->nout].aoff = off;
