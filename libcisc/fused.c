@@ -270,52 +270,46 @@ CISC_API int cisc_vec_unlink(struct cisc_vec *v, const char *path)
     return r ? drop(v, r) : i;
 }
 
-/* A step on a file with no other operand. */
-static int file_step(struct cisc_vec *v, uint8_t kind, int file, struct wire_step **out)
+/* A step on a file with no other operand; returns its index (the caller
+ * fills its other fields through steps(v)[i]) or -errno. */
+static int file_step(struct cisc_vec *v, uint8_t kind, int file)
 {
     int i;
     struct wire_step *s = add(v, kind, &i);
     if (!s)
         return bad(v);
     int r = set_file(v, s, i, file);
-    if (r)
-        return drop(v, r);
-    *out = s;
-    return i;
+    return r ? drop(v, r) : i;
 }
 
 CISC_API int cisc_vec_close(struct cisc_vec *v, int file)
 {
-    struct wire_step *s;
-    return file_step(v, WIRE_STEP_CLOSE, file, &s);
+    return file_step(v, WIRE_STEP_CLOSE, file);
 }
 
 CISC_API int cisc_vec_read(struct cisc_vec *v, int file, uint64_t off, size_t len)
 {
-    struct wire_step *s;
-    int i = file_step(v, WIRE_STEP_READ, file, &s);
+    int i = file_step(v, WIRE_STEP_READ, file);
     if (i >= 0) {
-        s->off = off;
-        s->len = len;
+        steps(v)[i].off = off;
+        steps(v)[i].len = len;
     }
     return i;
 }
 
 CISC_API int cisc_vec_truncate(struct cisc_vec *v, int file, uint64_t size)
 {
-    struct wire_step *s;
-    int i = file_step(v, WIRE_STEP_TRUNCATE, file, &s);
+    int i = file_step(v, WIRE_STEP_TRUNCATE, file);
     if (i >= 0)
-        s->off = size;
+        steps(v)[i].off = size;
     return i;
 }
 
 CISC_API int cisc_vec_fsync(struct cisc_vec *v, int file, int datasync)
 {
-    struct wire_step *s;
-    int i = file_step(v, WIRE_STEP_FSYNC, file, &s);
+    int i = file_step(v, WIRE_STEP_FSYNC, file);
     if (i >= 0)
-        s->flags2 = datasync ? 1 : 0;
+        steps(v)[i].flags2 = datasync ? 1 : 0;
     return i;
 }
 
@@ -323,12 +317,11 @@ CISC_API int cisc_vec_fsync(struct cisc_vec *v, int file, int datasync)
 static int data_step(struct cisc_vec *v, uint8_t kind, int file, uint64_t off,
                      struct cisc_src in)
 {
-    struct wire_step *s;
-    int i = file_step(v, kind, file, &s);
+    int i = file_step(v, kind, file);
     if (i < 0)
         return i;
-    s->off = off;
-    int r = set_in(v, s, i, in);
+    steps(v)[i].off = off;
+    int r = set_in(v, &steps(v)[i], i, in);
     return r ? drop(v, r) : i;
 }
 
