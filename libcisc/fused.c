@@ -22,6 +22,7 @@
 
 #include "common/le.h"
 #include "proto/ctl.h"
+#include "proto/steps.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -127,6 +128,18 @@ static int bad(const struct cisc_vec *v)
     return !v || !v->q ? -EINVAL : v->err;
 }
 
+/* A temporary arena block of len bytes for this op (the staging of an
+ * input or an output), freed when the vector is reset or freed. */
+static int tmp_block(struct cisc_vec *v, size_t len, uint64_t *off)
+{
+    if (v->ntmp == 2 * CISC_VEC_MAX)
+        return -E2BIG;
+    int r = lc_arena_alloc(v->q, len, off);
+    if (!r)
+        v->tmp[v->ntmp++] = *off;
+    return r;
+}
+
 /* Arena range of buf: zero-copy when it is already in the arena, else a
  * temporary block holding a copy. */
 static int stage(struct cisc_vec *v, const void *buf, size_t len, uint64_t *off)
@@ -141,14 +154,10 @@ static int stage(struct cisc_vec *v, const void *buf, size_t len, uint64_t *off)
         return -E2BIG;
     if (lc_arena_off(v->q, buf, len, off))
         return 0;
-    if (v->ntmp == 2 * CISC_VEC_MAX)
-        return -E2BIG;
-    int r = lc_arena_alloc(v->q, len, off);
-    if (r)
-        return r;
-    memcpy(lc_arena_ptr(v->q, *off), buf, len);
-    v->tmp[v->ntmp++] = *off;
-    return 0;
+    int r = tmp_block(v, len, off);
+    if (!r)
+        memcpy(lc_arena_ptr(v->q, *off), buf, len);
+    return r;
 }
 
 /* The arena operand (addr, alen) of s from a buffer source. */
@@ -261,52 +270,46 @@ CISC_API int cisc_vec_unlink(struct cisc_vec *v, const char *path)
     return r ? drop(v, r) : i;
 }
 
-/* A step on a file with no other operand. */
-static int file_step(struct cisc_vec *v, uint8_t kind, int file, struct wire_step **out)
+/* A step on a file with no other operand; returns its index (the caller
+ * fills its other fields through steps(v)[i]) or -errno. */
+static int file_step(struct cisc_vec *v, uint8_t kind, int file)
 {
     int i;
     struct wire_step *s = add(v, kind, &i);
     if (!s)
         return bad(v);
     int r = set_file(v, s, i, file);
-    if (r)
-        return drop(v, r);
-    *out = s;
-    return i;
+    return r ? drop(v, r) : i;
 }
 
 CISC_API int cisc_vec_close(struct cisc_vec *v, int file)
 {
-    struct wire_step *s;
-    return file_step(v, WIRE_STEP_CLOSE, file, &s);
+    return file_step(v, WIRE_STEP_CLOSE, file);
 }
 
 CISC_API int cisc_vec_read(struct cisc_vec *v, int file, uint64_t off, size_t len)
 {
-    struct wire_step *s;
-    int i = file_step(v, WIRE_STEP_READ, file, &s);
+    int i = file_step(v, WIRE_STEP_READ, file);
     if (i >= 0) {
-        s->off = off;
-        s->len = len;
+        steps(v)[i].off = off;
+        steps(v)[i].len = len;
     }
     return i;
 }
 
 CISC_API int cisc_vec_truncate(struct cisc_vec *v, int file, uint64_t size)
 {
-    struct wire_step *s;
-    int i = file_step(v, WIRE_STEP_TRUNCATE, file, &s);
+    int i = file_step(v, WIRE_STEP_TRUNCATE, file);
     if (i >= 0)
-        s->off = size;
+        steps(v)[i].off = size;
     return i;
 }
 
 CISC_API int cisc_vec_fsync(struct cisc_vec *v, int file, int datasync)
 {
-    struct wire_step *s;
-    int i = file_step(v, WIRE_STEP_FSYNC, file, &s);
+    int i = file_step(v, WIRE_STEP_FSYNC, file);
     if (i >= 0)
-        s->flags2 = datasync ? 1 : 0;
+        steps(v)[i].flags2 = datasync ? 1 : 0;
     return i;
 }
 
@@ -314,12 +317,11 @@ CISC_API int cisc_vec_fsync(struct cisc_vec *v, int file, int datasync)
 static int data_step(struct cisc_vec *v, uint8_t kind, int file, uint64_t off,
                      struct cisc_src in)
 {
-    struct wire_step *s;
-    int i = file_step(v, kind, file, &s);
+    int i = file_step(v, kind, file);
     if (i < 0)
         return i;
-    s->off = off;
-    int r = set_in(v, s, i, in);
+    steps(v)[i].off = off;
+    int r = set_in(v, &steps(v)[i], i, in);
     return r ? drop(v, r) : i;
 }
 
@@ -418,31 +420,33 @@ CISC_API int cisc_vec_independent(struct cisc_vec *v, int i)
     return 0;
 }
 
-static bool produces(uint8_t kind)
+/* Whether cap bytes hold step s's whole output: a READ's length, or a
+ * kind's fixed output size (proto/steps.h). */
+static bool out_fits(const struct wire_step *s, size_t cap)
 {
-    return kind == WIRE_STEP_READ || (kind >= WIRE_STEP_CRC32C && kind <= WIRE_STEP_DECRYPT) ||
-           kind == WIRE_STEP_PATCH || kind == WIRE_STEP_CONCAT || kind == WIRE_STEP_BPF;
+    if (s->kind == WIRE_STEP_READ)
+        return cap >= s->len;
+    return cap >= step_kind(s->kind)->out_size;
 }
 
 CISC_API int cisc_vec_out_to(struct cisc_vec *v, int i, void *buf, size_t cap)
 {
     if (bad(v))
         return bad(v);
-    if (i < 0 || (unsigned)i >= v->n || !buf || v->state != VEC_BUILDING ||
-        !produces(steps(v)[i].kind) || (steps(v)[i].flags & WIRE_STEP_F_OUT_ARENA))
+    if (i < 0 || (unsigned)i >= v->n || !buf || v->state != VEC_BUILDING)
         return fail(v, -EINVAL);
     struct wire_step *s = &steps(v)[i];
-    if ((s->kind == WIRE_STEP_READ && cap < s->len) ||
-        (s->kind == WIRE_STEP_CRC32C && cap < 4) || (s->kind == WIRE_STEP_XXH3 && cap < 8))
+    if (!step_has(s->kind, STEP_OUTPUT) || (s->flags & WIRE_STEP_F_OUT_ARENA))
+        return fail(v, -EINVAL);
+    if (!out_fits(s, cap))
         return fail(v, -ENOSPC);
     if (cap > UINT32_MAX || cap == 0)
         return fail(v, cap ? -E2BIG : -ENOSPC);
     uint64_t off;
     if (!lc_arena_off(v->q, buf, cap, &off)) {   /* stage: copied after completion */
-        int r = v->ntmp < 2 * CISC_VEC_MAX ? lc_arena_alloc(v->q, cap, &off) : -E2BIG;
+        int r = tmp_block(v, cap, &off);
         if (r)
             return fail(v, r);
-        v->tmp[v->ntmp++] = off;
         v->out[v->nout].step = (unsigned)i;
         v->out[v->nout].dst = buf;
         v->out[v->nout].aoff = off;

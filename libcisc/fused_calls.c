@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <string.h>
 
 /* Submits v; returns the op's failure, or step i's result. Frees v. */
 static ssize_t run(struct cisc_vec *v, int i, uint64_t *out_len)
@@ -76,22 +75,16 @@ CISC_API ssize_t cisc_read_modify_write(struct cisc_queue *q, uint64_t fh, uint6
     return run(&v, w, NULL);
 }
 
-/* An arena copy of buf that several steps can share (staged once). */
+/* An arena copy of buf that several steps can share (staged once; the
+ * steps then find it in the arena and copy nothing). */
 static int share(struct cisc_vec *v, const void *buf, size_t len, struct cisc_src *out)
 {
     uint64_t off;
     *out = cisc_in_buf(buf, len);
-    if (len == 0 || lc_arena_off(v->q, buf, len, &off))
-        return 0;
-    if (v->ntmp == 2 * CISC_VEC_MAX)
-        return -E2BIG;
-    int r = lc_arena_alloc(v->q, len, &off);
-    if (r)
-        return r;
-    v->tmp[v->ntmp++] = off;
-    memcpy(lc_arena_ptr(v->q, off), buf, len);
-    out->buf = lc_arena_ptr(v->q, off);
-    return 0;
+    int r = lc_vec_stage(v, buf, len, &off);
+    if (!r && len)
+        out->buf = lc_arena_ptr(v->q, off);
+    return r;
 }
 
 CISC_API ssize_t cisc_append_crc_write(struct cisc_queue *q, uint64_t fh, const void *buf,

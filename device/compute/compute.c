@@ -5,25 +5,29 @@
 
 #include "common/crc32c.h"
 #include "common/le.h"
-#include "proto/wire.h"
+#include "proto/steps.h"
 
 #include <errno.h>
 #include <string.h>
 #include <xxhash.h>
 #include <zstd.h>
 
+/* The built-in compute steps, by kind (the others are NULL). */
+static int (*const runners[])(struct cmp_io *) = {
+    [WIRE_STEP_CRC32C] = cmp_crc32c,
+    [WIRE_STEP_XXH3] = cmp_xxh3,
+    [WIRE_STEP_ZSTD_COMPRESS] = cmp_zstd_compress,
+    [WIRE_STEP_ZSTD_DECOMPRESS] = cmp_zstd_decompress,
+    [WIRE_STEP_ENCRYPT] = cmp_encrypt,
+    [WIRE_STEP_DECRYPT] = cmp_decrypt,
+    [WIRE_STEP_VERIFY] = cmp_verify,
+    [WIRE_STEP_PATCH] = cmp_patch,
+    [WIRE_STEP_CONCAT] = cmp_concat,
+};
+
 int cmp_is_compute(unsigned kind)
 {
-    switch (kind) {
-    case WIRE_STEP_CRC32C: case WIRE_STEP_XXH3:
-    case WIRE_STEP_ZSTD_COMPRESS: case WIRE_STEP_ZSTD_DECOMPRESS:
-    case WIRE_STEP_ENCRYPT: case WIRE_STEP_DECRYPT:
-    case WIRE_STEP_VERIFY: case WIRE_STEP_PATCH: case WIRE_STEP_CONCAT:
-    case WIRE_STEP_BPF:
-        return 1;
-    default:
-        return 0;
-    }
+    return kind < sizeof(runners) / sizeof(runners[0]) && runners[kind];
 }
 
 int cmp_check_args(unsigned kind, const uint64_t arg[4])
@@ -33,8 +37,6 @@ int cmp_check_args(unsigned kind, const uint64_t arg[4])
         if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
             return -EINVAL;
     }
-    if (kind == WIRE_STEP_BPF)
-        return -EOPNOTSUPP;   /* issue 6 */
     return cmp_is_compute(kind) ? 0 : -EINVAL;
 }
 
@@ -49,13 +51,11 @@ static int64_t bounded(uint64_t need, uint64_t req)
     return (int64_t)(req && req < need ? req : need);
 }
 
-int64_t cmp_out_cap(unsigned kind, uint64_t in_cap, uint64_t in2_cap, uint64_t req,
-                    const uint64_t arg[4])
+/* Output capacity of the kinds whose output size depends on the data. */
+static int64_t data_out_cap(unsigned kind, uint64_t in_cap, uint64_t in2_cap,
+                            uint64_t req, const uint64_t arg[4])
 {
     switch (kind) {
-    case WIRE_STEP_CRC32C: return 4;
-    case WIRE_STEP_XXH3: return 8;
-    case WIRE_STEP_VERIFY: return 0;
     case WIRE_STEP_ZSTD_COMPRESS: return bounded(cmp_zstd_bound(in_cap), req);
     case WIRE_STEP_ZSTD_DECOMPRESS: return req ? (int64_t)req : -EINVAL;
     case WIRE_STEP_ENCRYPT: return bounded(in_cap + CMP_SEAL_BYTES, req);
@@ -68,9 +68,21 @@ int64_t cmp_out_cap(unsigned kind, uint64_t in_cap, uint64_t in2_cap, uint64_t r
         uint64_t end = arg[0] + in2_cap;
         return bounded(end > in_cap ? end : in_cap, req);
     }
-    case WIRE_STEP_BPF: return req ? (int64_t)req : -EINVAL;
     default: return -EINVAL;
     }
+}
+
+int64_t cmp_out_cap(unsigned kind, uint64_t in_cap, uint64_t in2_cap, uint64_t req,
+                    const uint64_t arg[4])
+{
+    if (!cmp_is_compute(kind))
+        return -EINVAL;
+    const struct step_kind *k = step_kind(kind);
+    if (!(k->props & STEP_OUTPUT))
+        return 0;   /* VERIFY */
+    if (k->out_size)
+        return k->out_size;   /* the checksums */
+    return data_out_cap(kind, in_cap, in2_cap, req, arg);
 }
 
 int cmp_crc32c(struct cmp_io *io)
@@ -129,17 +141,5 @@ int cmp_concat(struct cmp_io *io)
 int cmp_run(unsigned kind, struct cmp_io *io)
 {
     io->out_len = 0;
-    switch (kind) {
-    case WIRE_STEP_CRC32C: return cmp_crc32c(io);
-    case WIRE_STEP_XXH3: return cmp_xxh3(io);
-    case WIRE_STEP_ZSTD_COMPRESS: return cmp_zstd_compress(io);
-    case WIRE_STEP_ZSTD_DECOMPRESS: return cmp_zstd_decompress(io);
-    case WIRE_STEP_ENCRYPT: return cmp_encrypt(io);
-    case WIRE_STEP_DECRYPT: return cmp_decrypt(io);
-    case WIRE_STEP_VERIFY: return cmp_verify(io);
-    case WIRE_STEP_PATCH: return cmp_patch(io);
-    case WIRE_STEP_CONCAT: return cmp_concat(io);
-    case WIRE_STEP_BPF: return -EOPNOTSUPP;   /* issue 6 plugs the runtime in here */
-    default: return -EINVAL;
-    }
+    return cmp_is_compute(kind) ? runners[kind](io) : -EINVAL;
 }

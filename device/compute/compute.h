@@ -7,9 +7,10 @@
  * A compute step is a pure function of its inputs: one or two input
  * buffers, an output buffer of a fixed capacity, four 64-bit arguments
  * and (for encryption) a key id resolved in the session's key registry.
- * The eBPF step of issue 6 has exactly this shape (input -> output of a
- * given capacity, four u64 args), so it slots in as one more kind behind
- * cmp_run().
+ * The operand rules of each kind (inputs, output, fixed output sizes) are
+ * the table of step kinds, proto/steps.h. The bpf step (WIRE_STEP_BPF) is
+ * a compute kind of that table too, but not of this module:
+ * device/engine/fused/bpfstep.c runs it.
  *
  * Output formats:
  *   CRC32C   4 bytes, little-endian, crc32c(seed = arg0, input)
@@ -55,17 +56,18 @@ struct cmp_io {
     size_t in2_len;
     uint8_t *out;               /* output buffer, out_cap bytes */
     size_t out_cap;
-    uint64_t arg[4];            /* seed, level, patch offset; BPF args */
+    uint64_t arg[4];            /* seed, level, patch offset */
     uint32_t key_id;            /* ENCRYPT/DECRYPT */
     struct ckey_table *keys;    /* the session's key registry (may be NULL) */
     size_t out_len;             /* result: bytes produced */
 };
 
-/* True when kind (enum wire_step_kind) is a compute step cmp_run runs. */
+/* True when kind (enum wire_step_kind) is a built-in compute step, one
+ * that cmp_run runs (every compute kind of proto/steps.h but BPF). */
 int cmp_is_compute(unsigned kind);
 
-/* Validates the static arguments of a compute step (level in range, ...).
- * Returns 0 or -EINVAL (-EOPNOTSUPP for kinds not available yet). */
+/* Validates the static arguments of a built-in compute step (level in
+ * range, ...). Returns 0 or -EINVAL (also for any other kind). */
 int cmp_check_args(unsigned kind, const uint64_t arg[4]);
 
 /* Output capacity a step of `kind` needs for inputs of at most in_cap and

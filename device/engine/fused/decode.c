@@ -1,10 +1,13 @@
 /* device/engine/fused/decode.c - validation of a client's step vector into a
  * private struct eng_cisc (cisc.h, phase 1). Every rejection names the
- * step (v->bad_step) and returns an errno; nothing here trusts a field. */
+ * step (v->bad_step) and returns an errno; nothing here trusts a field.
+ * Which operands each kind takes comes from the table of step kinds
+ * (proto/steps.h). */
 #include "device/engine/fused/fused.h"
 
 #include "device/engine/fused/bpfstep.h"
 #include "device/compute/compute.h"
+#include "proto/steps.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,35 +41,12 @@ void fop_fail(struct eng_cisc *v, unsigned i, int64_t err)
     v->bad_step = i;
 }
 
-static bool is_file_step(unsigned k)
-{
-    return k == WIRE_STEP_CLOSE || k == WIRE_STEP_READ || k == WIRE_STEP_WRITE ||
-           k == WIRE_STEP_APPEND || k == WIRE_STEP_TRUNCATE || k == WIRE_STEP_FSYNC;
-}
-
-/* Kinds whose output buffer a later step may take as input. */
-static bool produces(unsigned k)
-{
-    return k == WIRE_STEP_READ || (cmp_is_compute(k) && k != WIRE_STEP_VERIFY);
-}
-
-/* Kinds that consume data: the first input (in_step or the arena). */
-static bool consumes(unsigned k)
-{
-    return k == WIRE_STEP_WRITE || k == WIRE_STEP_APPEND || cmp_is_compute(k);
-}
-
-static bool two_inputs(unsigned k)
-{
-    return k == WIRE_STEP_VERIFY || k == WIRE_STEP_PATCH || k == WIRE_STEP_CONCAT;
-}
-
 /* A reference to an earlier producing step, or none when allowed. */
 static int check_ref(const struct eng_cisc *v, unsigned i, uint16_t ref, bool allowed)
 {
     if (ref == WIRE_NO_STEP)
         return 0;
-    if (!allowed || ref >= i || !produces(v->st[ref].kind))
+    if (!allowed || ref >= i || !step_has(v->st[ref].kind, STEP_OUTPUT))
         return -EINVAL;
     return 0;
 }
@@ -74,7 +54,7 @@ static int check_ref(const struct eng_cisc *v, unsigned i, uint16_t ref, bool al
 static int check_file_ref(const struct eng_cisc *v, unsigned i, const struct wire_step *w)
 {
     bool fh = w->flags & WIRE_STEP_F_FH;
-    if (!is_file_step(w->kind))
+    if (!step_has(w->kind, STEP_FILE))
         return fh || w->file_step != WIRE_NO_STEP ? -EINVAL : 0;
     if (fh)
         return w->file_step == WIRE_NO_STEP ? 0 : -EINVAL;
@@ -117,19 +97,19 @@ static int arena_operand(const struct eng_arena *a, const struct wire_step *w,
 static int operands(const struct eng_cisc *v, unsigned i, const struct wire_step *w,
                     const struct eng_arena *a, struct fop_step *s)
 {
-    bool two = two_inputs(w->kind), uses_arena;
-    int r = check_ref(v, i, w->in_step, consumes(w->kind));
+    bool two = step_has(w->kind, STEP_INPUT2), uses_arena;
+    int r = check_ref(v, i, w->in_step, step_has(w->kind, STEP_INPUT));
     if (!r)
         r = check_ref(v, i, w->in2_step, two);
     if (r)
         return r;
     if (two && w->in_step == WIRE_NO_STEP)
         return -EINVAL;   /* the first operand of VERIFY/PATCH/CONCAT is a step */
-    uses_arena = consumes(w->kind) &&
+    uses_arena = step_has(w->kind, STEP_INPUT) &&
                  (w->in_step == WIRE_NO_STEP || (two && w->in2_step == WIRE_NO_STEP));
     if (uses_arena)
         return arena_operand(a, w, s);
-    if (w->kind == WIRE_STEP_OPEN || w->kind == WIRE_STEP_UNLINK)
+    if (step_has(w->kind, STEP_PATH))
         return copy_path(a, w, &s->path);
     return 0;
 }
@@ -162,7 +142,7 @@ static int out_arena(const struct wire_step *w, struct fop_step *s, const struct
 {
     if (!(w->flags & WIRE_STEP_F_OUT_ARENA))
         return 0;
-    if (!produces(w->kind) || w->out_cap < s->cap)
+    if (!step_has(w->kind, STEP_OUTPUT) || w->out_cap < s->cap)
         return -EINVAL;   /* nothing to copy, or the output may not fit */
     s->dst_cap = w->out_cap;
     s->dst = fop_arena_at(a, w->out_off, w->out_cap);
@@ -171,7 +151,7 @@ static int out_arena(const struct wire_step *w, struct fop_step *s, const struct
 
 static int kind_fields(const struct wire_step *w)
 {
-    if (w->kind < WIRE_STEP_OPEN || w->kind > WIRE_STEP_BPF)
+    if (!step_kind(w->kind))
         return -EINVAL;
     if ((w->flags & ~KNOWN_FLAGS) || w->reserved)
         return -EINVAL;
@@ -213,7 +193,7 @@ static int decode_one(struct eng_cisc *v, unsigned i, const struct wire_step *w,
  * copy of an arena input that a parser (decompress, decrypt) reads. */
 static uint64_t step_mem(const struct fop_step *s)
 {
-    bool parser = s->kind == WIRE_STEP_ZSTD_DECOMPRESS || s->kind == WIRE_STEP_DECRYPT;
+    bool parser = step_has(s->kind, STEP_PARSER);
     return s->cap + (parser && s->in == WIRE_NO_STEP ? s->src_len : 0);
 }
 

@@ -8,6 +8,7 @@
 #include "device/engine/fused/bpfstep.h"
 #include "device/compute/compute.h"
 #include "device/sched/model.h"
+#include "proto/steps.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -250,8 +251,7 @@ static int64_t ex_compute(struct fop_run *x, unsigned i)
     memcpy(io.arg, s->arg, sizeof(io.arg));
     int r = alloc_out(x, i);
     uint8_t *copy = NULL;
-    bool parser = s->kind == WIRE_STEP_ZSTD_DECOMPRESS || s->kind == WIRE_STEP_DECRYPT;
-    if (!r && parser && s->in == WIRE_NO_STEP && io.in_len) {
+    if (!r && step_has(s->kind, STEP_PARSER) && s->in == WIRE_NO_STEP && io.in_len) {
         /* Parsers read a private copy: the client may scribble on its arena. */
         copy = malloc(io.in_len);
         r = copy ? 0 : -ENOMEM;
@@ -456,7 +456,7 @@ static unsigned independent_run(const struct eng_cisc *v, unsigned i)
 {
     unsigned j = i;
     while (j < v->n && (v->st[j].flags & WIRE_STEP_F_INDEPENDENT) &&
-           cmp_is_compute(v->st[j].kind)) {
+           step_has(v->st[j].kind, STEP_COMPUTE)) {
         const struct fop_step *s = &v->st[j];
         if ((s->in != WIRE_NO_STEP && s->in >= i) || (s->in2 != WIRE_NO_STEP && s->in2 >= i))
             break;

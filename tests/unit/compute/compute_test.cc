@@ -5,6 +5,7 @@
 
 #include "device/compute/compute.h"
 #include "device/compute/keys.h"
+#include "proto/steps.h"
 #include "proto/wire.h"
 
 #include <errno.h>
@@ -299,7 +300,30 @@ TEST(Compute, OutCapBoundsAndKinds)
     EXPECT_FALSE(cmp_is_compute(WIRE_STEP_OPEN));
     EXPECT_FALSE(cmp_is_compute(200));
     EXPECT_TRUE(cmp_is_compute(WIRE_STEP_CRC32C));
-    EXPECT_EQ(cmp_check_args(WIRE_STEP_BPF, a), -EOPNOTSUPP);
+    // The bpf step is engine/fused/bpfstep.c's, not a built-in.
+    EXPECT_EQ(cmp_check_args(WIRE_STEP_BPF, a), -EINVAL);
     Io x("a", 1, 8);
     EXPECT_EQ(cmp_run(200, &x.io), -EINVAL);
+    EXPECT_EQ(cmp_run(WIRE_STEP_BPF, &x.io), -EINVAL);
+}
+
+// The built-in kinds are the compute kinds of the table of step kinds
+// (proto/steps.h) but BPF, and their output capacities follow its rows.
+TEST(Compute, KindsFollowTheStepTable)
+{
+    uint64_t a[4] = {};
+    for (unsigned k = 0; k < 256; k++) {
+        bool compute = step_has(k, STEP_COMPUTE) && k != WIRE_STEP_BPF;
+        EXPECT_EQ(cmp_is_compute(k) != 0, compute) << "kind " << k;
+        if (!compute)
+            continue;
+        const struct step_kind *row = step_kind(k);
+        int64_t cap = cmp_out_cap(k, 100, 100, 1000, a);
+        if (!(row->props & STEP_OUTPUT))
+            EXPECT_EQ(cap, 0) << row->name;
+        else if (row->out_size)
+            EXPECT_EQ(cap, row->out_size) << row->name;
+        else
+            EXPECT_GT(cap, 0) << row->name;
+    }
 }
