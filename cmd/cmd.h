@@ -20,7 +20,8 @@
 struct cisc_cmd {
     const char *name;
     const char *summary;                 /* one line for `cisc --help` */
-    const char *usage;                   /* full help text */
+    const char *usage;                   /* full help text, or NULL and: */
+    void (*help)(FILE *f);               /* prints it (a text built from a table) */
     int (*run)(int argc, char **argv);   /* argv[0] is the subcommand name */
 };
 
@@ -50,7 +51,7 @@ int cmd_parse_prog_arg(const char *cmd, const char *s, uint64_t arg[4]);
 /* True when argv holds -h or --help before any "--". */
 int cmd_wants_help(int argc, char **argv);
 
-/* Prints cmd->usage to stdout; returns 0. */
+/* Prints cmd's help text to stdout; returns 0. */
 int cmd_print_usage(const struct cisc_cmd *cmd);
 
 /* Default image path: $XDG_DATA_HOME/ciscfs/default.img, else

@@ -101,7 +101,10 @@ int cmd_wants_help(int argc, char **argv)
 
 int cmd_print_usage(const struct cisc_cmd *cmd)
 {
-    fputs(cmd->usage, stdout);
+    if (cmd->help)
+        cmd->help(stdout);
+    else
+        fputs(cmd->usage, stdout);
     return 0;
 }
 
