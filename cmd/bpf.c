@@ -75,44 +75,6 @@ static const char usage[] =
 
 /* ---- Argument parsing ------------------------------------------------------ */
 
-static int parse_u64(const char *s, uint64_t *v)
-{
-    char *end;
-    errno = 0;
-    if (*s == '-') {
-        long long x = strtoll(s, &end, 0);
-        *v = (uint64_t)x;
-    } else {
-        *v = strtoull(s, &end, 0);
-    }
-    return end == s || *end || errno ? -EINVAL : 0;
-}
-
-/* --arg N=V: a number or str:TEXT spread over arg[N], arg[N+1], ... */
-static int parse_arg(const char *s, uint64_t arg[4])
-{
-    if (s[0] < '0' || s[0] > '3' || s[1] != '=')
-        return cmd_fail("bpf", "--arg %s: want N=V with N 0..3", s);
-    unsigned n = (unsigned)(s[0] - '0');
-    const char *v = s + 2;
-    if (strncmp(v, "str:", 4) != 0)
-        return parse_u64(v, &arg[n]) ? cmd_fail("bpf", "--arg %s: '%s' is not a number "
-                                                "(or str:TEXT)", s, v) : 0;
-    v += 4;
-    size_t len = strlen(v), room = (4 - n) * 8;
-    if (len > room)
-        return cmd_fail("bpf", "--arg %s: %zu bytes do not fit in arg[%u..3] (%zu bytes)",
-                        s, len, n, room);
-    uint8_t bytes[32] = {0};
-    memcpy(bytes, v, len);
-    for (unsigned i = n; i < 4 && (i - n) * 8 < len; i++) {
-        arg[i] = 0;
-        for (unsigned b = 0; b < 8; b++)
-            arg[i] |= (uint64_t)bytes[(i - n) * 8 + b] << (8 * b);
-    }
-    return 0;
-}
-
 static int parse_size32(const char *opt, const char *s, uint32_t max, uint32_t *out)
 {
     uint64_t v;
@@ -131,13 +93,13 @@ static int parse_valued(struct bpf_opts *o, const char *opt, const char *v)
     else if (!strcmp(opt, "--out"))
         o->out = v;
     else if (!strcmp(opt, "--arg"))
-        return parse_arg(v, o->run.arg);
+        return cmd_parse_prog_arg("bpf", v, o->run.arg);
     else if (!strcmp(opt, "--block-size"))
         return parse_size32(opt, v, VM_BLOCK_SIZE_MAX, &o->run.block_size);
     else if (!strcmp(opt, "--out-size"))
         return parse_size32(opt, v, 2 * VM_BLOCK_SIZE_MAX, &o->run.out_cap);
     else if (!strcmp(opt, "--budget"))
-        return parse_u64(v, &o->run.budget) || o->run.budget == 0
+        return cmd_parse_u64(v, &o->run.budget) || o->run.budget == 0
                    ? cmd_fail("bpf", "--budget %s: want a positive number", v) : 0;
     else
         return cmd_fail("bpf", "unknown option '%s' (see cisc bpf --help)", opt);
@@ -275,8 +237,8 @@ static int map_input(const char *path, const uint8_t **buf, size_t *len)
 
 static int load_object(const struct bpf_opts *o, struct vm_object **obj)
 {
-    uint8_t *buf;
-    size_t len;
+    uint8_t *buf = NULL;   /* set on success only (GCC cannot see cmd_fail's 2) */
+    size_t len = 0;
     char err[512];
     int rc = read_file(o->object, &buf, &len);
     if (rc)
@@ -457,8 +419,8 @@ static int run_cmd(const struct bpf_opts *o, struct vm_prog *p)
         return rc;
     if ((rc = vm_prepare(p)) != 0)
         return cmd_fail("bpf", "run: cannot prepare '%s': %s", p->name, strerror(-rc));
-    const uint8_t *input;
-    size_t len;
+    const uint8_t *input = NULL;
+    size_t len = 0;
     if ((rc = map_input(o->input, &input, &len)) != 0)
         return rc;
     struct run_ctx c = {.o = o, .prog = p, .out = stdout};

@@ -48,31 +48,6 @@ struct run_args {
     bool verbose;
 };
 
-/* N=V into arg[]: a number, or str:TEXT spread little-endian. */
-static int parse_arg(const char *s, uint64_t arg[4])
-{
-    char *end;
-    unsigned long n = strtoul(s, &end, 10);
-    if (end == s || *end != '=' || n > 3)
-        return cmd_fail("run", "--arg wants N=V with N from 0 to 3, not '%s'", s);
-    const char *v = end + 1;
-    if (!strncmp(v, "str:", 4)) {
-        size_t len = strlen(v + 4);
-        if (len > 8 * (4 - n))
-            return cmd_fail("run", "--arg %lu=str: holds at most %lu bytes", n, 8 * (4 - n));
-        for (size_t i = 0; i < len; i++)
-            arg[n + i / 8] |= (uint64_t)(uint8_t)v[4 + i] << (8 * (i % 8));
-        return 0;
-    }
-    errno = 0;
-    long long sv = strtoll(v, &end, 0);
-    unsigned long long uv = *v == '-' ? 0 : strtoull(v, &end, 0);
-    if (*v == '\0' || *end != '\0' || errno)
-        return cmd_fail("run", "--arg %lu: '%s' is not a number or str:TEXT", n, v);
-    arg[n] = *v == '-' ? (uint64_t)sv : uv;
-    return 0;
-}
-
 static int parse_size_opt(const char *name, const char *s, uint64_t max, uint64_t *out)
 {
     if (cmd_parse_size(s, out) || *out == 0 || *out > max)
@@ -98,7 +73,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
         case 'i': a->input = optarg; break;
         case 'o': a->output = optarg; break;
         case 'v': a->verbose = true; break;
-        case 'a': if (parse_arg(optarg, a->o.arg)) return 2; break;
+        case 'a': if (cmd_parse_prog_arg("run", optarg, a->o.arg)) return 2; break;
         case 'b':
             if (parse_size_opt("--block-size", optarg, 64u << 20, &v))
                 return 2;

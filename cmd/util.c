@@ -48,6 +48,46 @@ int cmd_parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
+int cmd_parse_u64(const char *s, uint64_t *v)
+{
+    char *end;
+    errno = 0;
+    if (*s == '-')
+        *v = (uint64_t)strtoll(s, &end, 0);
+    else
+        *v = strtoull(s, &end, 0);
+    return end == s || *end || errno ? -EINVAL : 0;
+}
+
+int cmd_parse_prog_arg(const char *cmd, const char *s, uint64_t arg[4])
+{
+    if (s[0] < '0' || s[0] > '3' || s[1] != '=')
+        return cmd_fail(cmd, "--arg %s: want N=V with N from 0 to 3", s);
+    unsigned n = (unsigned)(s[0] - '0');
+    const char *v = s + 2;
+    if (strncmp(v, "str:", 4) != 0) {
+        uint64_t x;
+        if (cmd_parse_u64(v, &x))
+            return cmd_fail(cmd, "--arg %s: '%s' is not a number or str:TEXT", s, v);
+        arg[n] = x;
+        return 0;
+    }
+    v += 4;
+    size_t len = strlen(v), room = (4 - n) * 8;
+    if (len > room)
+        return cmd_fail(cmd, "--arg %s: %zu bytes do not fit in arg[%u..3] (%zu bytes)", s, len,
+                        n, room);
+    size_t words = len ? (len + 7) / 8 : 1;
+    for (size_t w = 0; w < words; w++) {
+        uint8_t b[8] = { 0 };
+        memcpy(b, v + 8 * w, len - 8 * w < 8 ? len - 8 * w : 8);
+        arg[n + w] = 0;   /* replaced, not OR-ed into an earlier --arg */
+        for (unsigned i = 0; i < 8; i++)
+            arg[n + w] |= (uint64_t)b[i] << (8 * i);
+    }
+    return 0;
+}
+
 int cmd_wants_help(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -61,7 +101,10 @@ int cmd_wants_help(int argc, char **argv)
 
 int cmd_print_usage(const struct cisc_cmd *cmd)
 {
-    fputs(cmd->usage, stdout);
+    if (cmd->help)
+        cmd->help(stdout);
+    else
+        fputs(cmd->usage, stdout);
     return 0;
 }
 

@@ -37,6 +37,14 @@ int Lines(const std::string &s)
     return (int)std::count(s.begin(), s.end(), '\n');
 }
 
+// The mount(8) helper beside the cisc binary (CISC_BINARY_DIR may point
+// both elsewhere).
+std::string HelperBin()
+{
+    std::string c = e2e::CiscBin();
+    return c.substr(0, c.rfind('/')) + "/mount.ciscfs";
+}
+
 bool HaveFsck()
 {
     return Sh(e2e::CiscBin() + " help fsck").status == 0;
@@ -234,6 +242,56 @@ TEST_F(MountTest, MountHelperAsMount8CallsIt)
     EXPECT_EQ(ReadFile(P("via-helper")), "ok");
     r = Sh(helper + " " + img);
     EXPECT_EQ(r.status, 2) << r.out;
+}
+
+// The helper's options are cisc up's (cmd/upopts.h): dispatch=queue
+// reaches the device, which then hands every command to a core thread
+// (no direct runs); dispatch=direct, which the helper once passed on to
+// FUSE, is accepted too; cisc up -o reads the same keys.
+TEST_F(MountTest, MountHelperDispatchReachesTheDevice)
+{
+    Down();
+    std::string helper = HelperBin();
+    for (std::string mode : { "queue", "direct" }) {
+        RunResult r = Sh(helper + " " + img + " " + mnt + " -o dispatch=" + mode +
+                         ",cores=3,log=" + log);
+        ASSERT_EQ(r.status, 0) << r.out << ReadFile(log);
+        up = true;
+        ASSERT_TRUE(e2e::WriteFile(P(mode), "ok"));
+        EXPECT_EQ(ReadFile(P(mode)), "ok");
+        r = Sh(cisc + " status " + mnt);
+        EXPECT_NE(r.out.find("cores 3 sched fifo dispatch " + mode + " "), std::string::npos)
+            << r.out;
+        r = Sh(cisc + " status --raw " + mnt);
+        size_t q = r.out.find("\nqueue depth ");
+        ASSERT_NE(q, std::string::npos) << r.out;
+        std::string line = r.out.substr(q + 1, r.out.find('\n', q + 1) - q - 1);
+        EXPECT_EQ(line.find(" submitted 0 "), std::string::npos) << line;
+        if (mode == "queue")
+            EXPECT_EQ(line.substr(line.rfind(' ')), " 0") << "direct runs: " << line;
+        Down();
+    }
+    Up("-o dispatch=queue,pollers=2");
+    RunResult r = Sh(cisc + " status --raw " + mnt);
+    EXPECT_NE(r.out.find(" dispatch queue "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(" pollers 2 "), std::string::npos) << r.out;
+}
+
+// A log the daemon could not write fails the helper as it fails cisc up
+// (the helper used to drop such a log= silently).
+TEST_F(MountTest, MountHelperRefusesAnUnwritableLog)
+{
+    Down();
+    std::string helper = HelperBin();
+    std::string bad = dir + "/no-such-dir/log";
+    RunResult r = Sh(helper + " " + img + " " + mnt + " -o log=" + bad);
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_EQ(r.out, "cisc up: -o log " + bad + ": No such file or directory\n");
+    EXPECT_FALSE(e2e::IsCiscMount(mnt));
+    r = Sh(cisc + " up --log " + bad + " " + img + " " + mnt);
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_EQ(r.out, "cisc up: --log " + bad + ": No such file or directory\n");
+    EXPECT_FALSE(e2e::IsCiscMount(mnt));
 }
 
 TEST_F(MountTest, ControlSocketRejectsBadRequests)

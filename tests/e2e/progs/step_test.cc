@@ -202,6 +202,25 @@ TEST_F(ProgStep, CiscRunPathsAndOutputs)
     EXPECT_EQ(r.status, 2);
 }
 
+// `cisc run --arg N=str:TEXT` replaces what an earlier --arg put in the
+// same words: a shorter string after a longer one, or after a number,
+// leaves none of the earlier bytes behind (they once were OR-ed together,
+// and grep looked for a garbled pattern).
+TEST_F(ProgStep, CiscRunArgReplacesAnEarlierValueInItsSlot)
+{
+    Load(ExampleObj("grep"));
+    std::string text = Lines(20 << 10);
+    ASSERT_TRUE(WriteFile(P("a.log"), text));
+    std::string want = GrepLines(text, "needle");
+    ASSERT_FALSE(want.empty());
+    for (std::string earlier : { "--arg 0=str:zzzzzzzz", "--arg 0=0x7a7a7a7a7a7a7a7a" }) {
+        RunResult r = Sh(cisc + " run " + mnt + " --prog grep --input /a.log " + earlier +
+                         " --arg 0=str:needle");
+        EXPECT_EQ(r.status, 0) << earlier << ": " << r.out;
+        EXPECT_EQ(r.out, want) << earlier;
+    }
+}
+
 // A program error and budget exhaustion fail the op: none of its changes
 // (truncate, append) are applied; the device serves on.
 TEST_F(ProgStep, FailingAndSpinningProgramsLeaveFilesUnchanged)

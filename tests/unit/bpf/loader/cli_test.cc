@@ -193,6 +193,25 @@ TEST_F(Cli, DisasmShowsStringsFromRodata)
         << r.out;
 }
 
+// --arg N=str:TEXT fills the words TEXT needs, replacing what an earlier
+// --arg put there (cisc run parses --arg with the same function).
+TEST_F(Cli, ArgStringReplacesAnEarlierArg)
+{
+    std::string in = write("in.bin", std::string(10, 'z'));
+    auto arg0 = [&](const std::string &args) {
+        Result r = bpf("run " + obj("blocks_probe") + " --prog probe --input " + in + " " + args);
+        EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+        uint64_t v = 12345;   // no output
+        if (r.out.size() == 56)
+            memcpy(&v, &r.out[32], 8);
+        return v;
+    };
+    EXPECT_EQ(arg0("--arg 0=str:abcdefghij --arg 0=str:ab"), 0x6261u);
+    EXPECT_EQ(arg0("--arg 0=-1 --arg 0=str:ab"), 0x6261u);
+    EXPECT_EQ(arg0("--arg 0=str:abcdefgh --arg 0=str:"), 0u);
+    EXPECT_EQ(arg0("--arg 0=str:ab --arg 0=0xffffffffffffffff"), ~0ull);
+}
+
 TEST_F(Cli, UsageErrorsExitTwo)
 {
     EXPECT_EQ(bpf("").status, 2);
