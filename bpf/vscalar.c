@@ -98,11 +98,6 @@ bool vs_subset(const struct vm_scalar *old, const struct vm_scalar *cur)
            cur->s32max <= old->s32max && tn_subset(old->t, cur->t);
 }
 
-bool vs_equal(const struct vm_scalar *a, const struct vm_scalar *b)
-{
-    return vs_subset(a, b) && vs_subset(b, a);
-}
-
 bool vs_is_empty(const struct vm_scalar *s)
 {
     return s->umin > s->umax || s->smin > s->smax || s->u32min > s->u32max ||
