@@ -52,6 +52,21 @@ class Lru : public ::testing::Test {
         pthread_mutex_unlock(&s->mu);
         return o;
     }
+
+    // Adds objects for the first n keys from `first` on that share its
+    // shard; returns them, their keys in *keys.
+    std::vector<obj *> add_same_shard(uint64_t first, size_t n, std::vector<uint64_t> *keys)
+    {
+        struct lru_shard *s = lru_shard(&t, first);
+        std::vector<obj *> objs;
+        for (uint64_t k = first; objs.size() < n; k++) {
+            if (lru_shard(&t, k) == s) {
+                keys->push_back(k);
+                objs.push_back(add(k));
+            }
+        }
+        return objs;
+    }
 };
 
 TEST_F(Lru, FindsEveryKeyAcrossShardsAndChains)
@@ -78,12 +93,7 @@ TEST_F(Lru, RemoveUnhashesOnceAndLeavesTheRest)
     // so removal unlinks from the middle of a chain too.
     struct lru_shard *s = lru_shard(&t, 5);
     std::vector<uint64_t> same;
-    for (uint64_t k = 5; same.size() < 6; k++)
-        if (lru_shard(&t, k) == s)
-            same.push_back(k);
-    std::vector<obj *> objs;
-    for (uint64_t k : same)
-        objs.push_back(add(k));
+    std::vector<obj *> objs = add_same_shard(5, 6, &same);
     pthread_mutex_lock(&s->mu);
     lru_remove(s, &objs[2]->node);
     lru_remove(s, &objs[2]->node);   // idempotent: a freed inode is unhashed once
@@ -101,12 +111,7 @@ TEST_F(Lru, EvictsTheLeastRecentlyUnusedAndSkipsUsedOnes)
 {
     struct lru_shard *s = lru_shard(&t, 9);
     std::vector<uint64_t> keys;
-    for (uint64_t k = 9; keys.size() < 4; k++)
-        if (lru_shard(&t, k) == s)
-            keys.push_back(k);
-    std::vector<obj *> o;
-    for (uint64_t k : keys)
-        o.push_back(add(k));
+    std::vector<obj *> o = add_same_shard(9, 4, &keys);
     pthread_mutex_lock(&s->mu);
     for (obj *x : o)                 // unused in order 0, 1, 2, 3
         lru_unused(s, &x->node);
