@@ -3,8 +3,9 @@
  * one invocation per block, with a state area kept across the blocks.
  *
  * This is the one definition of block processing (docs/BPF.md, "Blocks"),
- * used by `cisc bpf run`, the corpus tests and, later, the device's bpf
- * step. For an input of L bytes and block size B:
+ * used by `cisc bpf run`, the corpus tests and the device's bpf steps
+ * (through progs_run, device/progs/progs_run.c). For an input of L bytes
+ * and block size B:
  *   - blocks are input[k*B, min((k+1)*B, L)), k = 0, 1, ...; an empty input
  *     is one empty block;
  *   - (a continued run, opts.first_block / state / more, numbers its blocks

@@ -24,7 +24,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -33,6 +32,7 @@
 
 #include "bpf/abi.h"
 #include "bpf/search.h"
+#include "common/clock.h"
 #include "common/crc32c.h"
 
 #define PTR(r) ((void *)(uintptr_t)(r))
@@ -211,9 +211,7 @@ static uint64_t h_trace(struct vm_env *env, uint64_t fmt, uint64_t fmt_size, uin
 static uint64_t h_ktime_ns(struct vm_env *env, uint64_t r1, uint64_t r2, uint64_t r3,
                            uint64_t r4, uint64_t r5)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return now_ns();
 }
 
 /* The interpreter guarantees env->state is set during a run (helpers.h). */

@@ -15,15 +15,11 @@
 #include <stdio.h>
 
 #include "bpf/insn.h"
+#include "common/minmax.h"
 
 #define U32MAX 0xffffffffull
 #define HI32 0xffffffff00000000ull
 #define SIGN64 0x8000000000000000ull
-
-static uint64_t umax64(uint64_t a, uint64_t b) { return a > b ? a : b; }
-static uint64_t umin64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-static int64_t smax64(int64_t a, int64_t b) { return a > b ? a : b; }
-static int64_t smin64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 static void full32(struct vm_scalar *s)
 {
@@ -102,11 +98,6 @@ bool vs_subset(const struct vm_scalar *old, const struct vm_scalar *cur)
            cur->s32max <= old->s32max && tn_subset(old->t, cur->t);
 }
 
-bool vs_equal(const struct vm_scalar *a, const struct vm_scalar *b)
-{
-    return vs_subset(a, b) && vs_subset(b, a);
-}
-
 bool vs_is_empty(const struct vm_scalar *s)
 {
     return s->umin > s->umax || s->smin > s->smax || s->u32min > s->u32max ||
@@ -118,8 +109,8 @@ bool vs_is_empty(const struct vm_scalar *s)
 static void bounds_from_tnum(struct vm_scalar *s)
 {
     struct vm_tnum t = s->t, lo = tn_trunc(s->t, 4);
-    s->umin = umax64(s->umin, t.value);
-    s->umax = umin64(s->umax, t.value | t.mask);
+    s->umin = max64(s->umin, t.value);
+    s->umax = min64(s->umax, t.value | t.mask);
     s->smin = smax64(s->smin, (int64_t)(t.value | (t.mask & SIGN64)));
     s->smax = smin64(s->smax, (int64_t)(t.value | (t.mask & ~SIGN64)));
     uint32_t lmin = (uint32_t)lo.value, lmax = (uint32_t)(lo.value | lo.mask);
@@ -144,8 +135,8 @@ static void cross_sign(struct vm_scalar *s)
         s->smax = smin64(s->smax, (int64_t)s->umax);
     }
     if ((uint64_t)s->smin <= (uint64_t)s->smax) {
-        s->umin = umax64(s->umin, (uint64_t)s->smin);
-        s->umax = umin64(s->umax, (uint64_t)s->smax);
+        s->umin = max64(s->umin, (uint64_t)s->smin);
+        s->umax = min64(s->umax, (uint64_t)s->smax);
     }
     if ((int32_t)s->u32min <= (int32_t)s->u32max) {
         if ((int32_t)s->u32min > s->s32min)
@@ -187,8 +178,8 @@ static void deduce_32_64(struct vm_scalar *s)
         narrow32(s, (uint64_t)s->smin, (uint64_t)s->smax);
     if ((s->umin >> 32) == (s->umax >> 32)) {
         uint64_t hi = s->umin & HI32;
-        s->umin = umax64(s->umin, hi | s->u32min);
-        s->umax = umin64(s->umax, hi | s->u32max);
+        s->umin = max64(s->umin, hi | s->u32min);
+        s->umax = min64(s->umax, hi | s->u32max);
     }
     if ((s->smin >> 32) == (s->smax >> 32)) {
         uint64_t hi = (uint64_t)s->smin & HI32;
@@ -370,7 +361,7 @@ static void op_mod(struct vm_scalar *d, const struct vm_scalar *s)
     }
     if (d->umax < s->umin || (vs_is_const(s) && s->t.value == 0))
         return;   /* x % y == x */
-    uint64_t hi = s->umin ? umin64(d->umax, s->umax - 1) : d->umax;
+    uint64_t hi = s->umin ? min64(d->umax, s->umax - 1) : d->umax;
     *d = vs_urange(0, hi);
 }
 
@@ -398,7 +389,7 @@ static void op_and(struct vm_scalar *d, const struct vm_scalar *s)
     int64_t smx = d->smin >= 0 && s->smin >= 0 ? smin64(d->smax, s->smax)
                   : d->smin >= 0                ? d->smax
                                                 : s->smax;
-    uint64_t umx = umin64(d->umax, s->umax);
+    uint64_t umx = min64(d->umax, s->umax);
     d->t = tn_and(d->t, s->t);
     d->umin = 0;
     d->umax = umx;
@@ -411,7 +402,7 @@ static void op_and(struct vm_scalar *d, const struct vm_scalar *s)
 
 static void op_or(struct vm_scalar *d, const struct vm_scalar *s)
 {
-    uint64_t umn = umax64(d->umin, s->umin);
+    uint64_t umn = max64(d->umin, s->umin);
     d->t = tn_or(d->t, s->t);
     d->umin = umn;
     d->umax = UINT64_MAX;
@@ -723,7 +714,7 @@ static bool is_const_w(const struct bnd *x)
 static bool r_eq(struct refine *r)
 {
     bool empty = false;
-    uint64_t umn = umax64(r->a.umin, r->b.umin), umx = umin64(r->a.umax, r->b.umax);
+    uint64_t umn = max64(r->a.umin, r->b.umin), umx = min64(r->a.umax, r->b.umax);
     int64_t smn = smax64(r->a.smin, r->b.smin), smx = smin64(r->a.smax, r->b.smax);
     r->a = r->b = (struct bnd){umn, umx, smn, smx};
     r->ta = r->tb = tn_intersect(r->ta, r->tb, &empty);
@@ -761,15 +752,15 @@ static bool r_gt(struct bnd *a, struct bnd *b, uint64_t umaxw)
 {
     if (b->umin == umaxw || a->umax == 0)
         return false;
-    a->umin = umax64(a->umin, b->umin + 1);
-    b->umax = umin64(b->umax, a->umax - 1);
+    a->umin = max64(a->umin, b->umin + 1);
+    b->umax = min64(b->umax, a->umax - 1);
     return true;
 }
 
 static bool r_ge(struct bnd *a, struct bnd *b)
 {
-    a->umin = umax64(a->umin, b->umin);
-    b->umax = umin64(b->umax, a->umax);
+    a->umin = max64(a->umin, b->umin);
+    b->umax = min64(b->umax, a->umax);
     return true;
 }
 
@@ -807,8 +798,8 @@ static bool r_set(struct refine *r)
         r->tb.value |= r->ta.value;
         r->tb.mask &= ~r->ta.value;
     }
-    r->a.umin = umax64(r->a.umin, 1);
-    r->b.umin = umax64(r->b.umin, 1);
+    r->a.umin = max64(r->a.umin, 1);
+    r->b.umin = max64(r->b.umin, 1);
     return true;
 }
 

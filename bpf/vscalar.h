@@ -53,8 +53,6 @@ static inline bool vs_is_const(const struct vm_scalar *s)
 bool vs_contains(const struct vm_scalar *s, uint64_t x);
 /* True if every value of cur is in old (cur is contained in old). */
 bool vs_subset(const struct vm_scalar *old, const struct vm_scalar *cur);
-/* True if the two are the same abstract value. */
-bool vs_equal(const struct vm_scalar *a, const struct vm_scalar *b);
 /* True if the set is empty (contradictory facts). */
 bool vs_is_empty(const struct vm_scalar *s);
 

@@ -5,7 +5,6 @@
 #include <stdio.h>
 
 static __thread char last_msg[512];
-static void (*corrupt_hook)(const char *msg);
 
 int cisc_corrupt_report(const char *file, int line, const char *fmt, ...)
 {
@@ -17,8 +16,6 @@ int cisc_corrupt_report(const char *file, int line, const char *fmt, ...)
         n = 0;
     if ((size_t)n < sizeof(last_msg))
         snprintf(last_msg + n, sizeof(last_msg) - (size_t)n, " (%s:%d)", file, line);
-    if (corrupt_hook)
-        corrupt_hook(last_msg);
     return -EUCLEAN;
 }
 
@@ -30,9 +27,4 @@ const char *cisc_corrupt_last(void)
 void cisc_corrupt_clear(void)
 {
     last_msg[0] = '\0';
-}
-
-void cisc_corrupt_set_hook(void (*hook)(const char *msg))
-{
-    corrupt_hook = hook;
 }

@@ -34,9 +34,6 @@ const char *cisc_corrupt_last(void);
 /* Clears the calling thread's last report. */
 void cisc_corrupt_clear(void);
 
-/* Optional process-wide hook called for every report (logging). */
-void cisc_corrupt_set_hook(void (*hook)(const char *msg));
-
 #define CISC_CORRUPT(...) cisc_corrupt_report(__FILE__, __LINE__, __VA_ARGS__)
 
 #endif

@@ -7,7 +7,9 @@
 #define CRC32C_POLY 0x82F63B78u
 
 static uint32_t crc_table[8][256];
+#if defined(__x86_64__)
 static int have_hw;
+#endif
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
 static void crc32c_init(void)
@@ -77,10 +79,4 @@ uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
         return crc32c_hw(crc, buf, len);
 #endif
     return crc32c_sw(crc, buf, len);
-}
-
-int crc32c_hw_available(void)
-{
-    pthread_once(&crc_once, crc32c_init);
-    return have_hw;
 }

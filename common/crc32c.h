@@ -22,7 +22,4 @@ uint32_t crc32c(uint32_t crc, const void *buf, size_t len);
 /* Table-only implementation; exposed so tests can compare both paths. */
 uint32_t crc32c_sw(uint32_t crc, const void *buf, size_t len);
 
-/* 1 when crc32c() uses the hardware instruction. */
-int crc32c_hw_available(void);
-
 #endif

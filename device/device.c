@@ -1,6 +1,7 @@
 /* device/device.c - device lifecycle and its control-socket requests. */
 #include "device/device.h"
 
+#include "common/clock.h"
 #include "common/corrupt.h"
 #include "common/le.h"
 #include "device/compute/keys.h"
@@ -140,18 +141,20 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
     d->sched = o->sched ? o->sched : "fifo";
     d->image = strdup(o->image);
     d->mountpoint = strdup(o->mountpoint ? o->mountpoint : "-");
-    d->started_ns = sched_now_ns();
+    d->started_ns = now_ns();
     struct eng_config ec = { .cores = d->cores, .sched = d->sched, .trace = o->trace,
                              .direct = !o->queue_only };
     struct dm_model dm = o->model ? *o->model : (struct dm_model){ DM_DEFAULT_LINK_NS, 1.0 };
     if (!sched_policy_find(d->sched) || d->cores > SCHED_MAX_CORES || dm_configure(&dm) ||
         o->pollers > QP_MAX_POLLERS) {
-        free_device(d);
-        return fail(err, errlen, -EINVAL,
-                    "bad device model: cores %u (1..%u), sched '%s' (fifo), link latency %llu ns "
-                    "(0..%u), core speed %g (1..%g), pollers %u (1..%u)",
-                    d->cores, SCHED_MAX_CORES, d->sched, (unsigned long long)dm.link_latency_ns,
-                    DM_LINK_MAX_NS, dm.core_speed, DM_CORE_SPEED_MAX, o->pollers, QP_MAX_POLLERS);
+        int bad = fail(err, errlen, -EINVAL,
+                       "bad device model: cores %u (1..%u), sched '%s' (fifo), link latency "
+                       "%llu ns (0..%u), core speed %g (1..%g), pollers %u (1..%u)",
+                       d->cores, SCHED_MAX_CORES, d->sched,
+                       (unsigned long long)dm.link_latency_ns, DM_LINK_MAX_NS, dm.core_speed,
+                       DM_CORE_SPEED_MAX, o->pollers, QP_MAX_POLLERS);
+        free_device(d);     /* after the message, which reads d */
+        return bad;
     }
     struct qp_config qc = { o->pollers, o->poll_us < 0 ? QP_DEFAULT_POLL_US : (unsigned)o->poll_us };
     int r = open_fs(o, &d->fs, err, errlen);
@@ -267,7 +270,7 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
         buf[0] = '\0';
     eng_sched_stats(d->eng, &ss);
     put(&o, "device pid %d uptime_s %llu\n", (int)getpid(),
-        (unsigned long long)((sched_now_ns() - d->started_ns) / 1000000000u));
+        (unsigned long long)((now_ns() - d->started_ns) / 1000000000u));
     put(&o, "image %s\nmountpoint %s\n", d->image, d->mountpoint);
     struct dm_model dm = dm_get();
     struct qp_stats qs;

@@ -6,6 +6,7 @@
  */
 #include "libcisc/client_int.h"
 
+#include "common/clock.h"
 #include "common/le.h"
 #include "proto/ctl.h"
 
@@ -32,13 +33,6 @@ static inline void cpu_relax(void)
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* ---- mapping ------------------------------------------------------------------ */

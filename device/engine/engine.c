@@ -2,6 +2,8 @@
  * completion and statistics. The operations are in engine_ops.c. */
 #include "device/engine/engine_int.h"
 
+#include "common/clock.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -65,7 +67,7 @@ static void run(void *arg, struct sched_item *it, unsigned core)
     c->ret = op < ENG_OP_COUNT ? op_table[op](e, c) : -EINVAL;
     if (c->chg && c->ret >= 0)
         eng_note_changes(e, c);
-    uint64_t ns = sched_now_ns() - it->t_submit_ns;
+    uint64_t ns = now_ns() - it->t_submit_ns;
     if (e->trace)
         trace(c, core, ns);
     stats_record(e->stats, core, op, ns, bytes_moved(c), c->ret < 0);

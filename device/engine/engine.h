@@ -2,8 +2,8 @@
  * device/engine/engine.h - the device's one command format and the engine that
  * executes it on the device cores.
  *
- * Every operation, whichever door it came through (the FUSE front end now,
- * libcisc queue pairs and the control socket later), becomes a struct
+ * Every operation, whichever door it came through (the FUSE front end or a
+ * libcisc queue pair; the control socket submits none), becomes a struct
  * eng_cmd: an opcode, the caller's credentials (always from the kernel:
  * the FUSE request context or SO_PEERCRED), operands, and room for the
  * result. The door submits it; the scheduler hands it to a device core;

@@ -1,10 +1,10 @@
 /*
  * device/engine/handle.h - the device's table of open files and directories.
  *
- * An open (from FUSE, later from a libcisc session) gets a 64-bit handle:
- * slot index + 1 in the low 32 bits, the slot's generation in the high 32
- * bits, so a stale or forged handle is recognised instead of naming a
- * file someone else opened.
+ * An open (from FUSE, or from a libcisc session, which has a table of its
+ * own) gets a 64-bit handle: slot index + 1 in the low 32 bits, the slot's
+ * generation in the high 32 bits, so a stale or forged handle is
+ * recognised instead of naming a file someone else opened.
  *
  * Invariants:
  *   1. A handle is valid from hdl_open until hdl_close; any other value

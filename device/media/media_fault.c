@@ -29,7 +29,7 @@ struct media_fault {
     uint64_t nchunks;
     uint64_t *vol_list;         /* blocks with a volatile copy */
     uint64_t vol_n, vol_cap;
-    uint64_t writes, reads, flushes;
+    uint64_t writes, reads;
     uint64_t fail_w, fail_r;    /* armed failure indexes, 0 = none */
     int fail_w_err, fail_r_err;
     bool sticky, dead;
@@ -180,7 +180,6 @@ static int fault_flush(struct media *m)
 {
     struct media_fault *f = to_f(m);
     pthread_mutex_lock(&f->mu);
-    f->flushes++;
     int r = f->dead ? -f->fail_w_err : 0;
     for (uint64_t i = 0; !r && !f->cut && i < f->vol_n; i++) {
         struct slot *s = slot_at(f, f->vol_list[i], false);
@@ -327,15 +326,6 @@ uint64_t media_fault_reads(struct media *m)
     struct media_fault *f = to_f(m);
     pthread_mutex_lock(&f->mu);
     uint64_t n = f->reads;
-    pthread_mutex_unlock(&f->mu);
-    return n;
-}
-
-uint64_t media_fault_flushes(struct media *m)
-{
-    struct media_fault *f = to_f(m);
-    pthread_mutex_lock(&f->mu);
-    uint64_t n = f->flushes;
     pthread_mutex_unlock(&f->mu);
     return n;
 }

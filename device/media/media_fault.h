@@ -62,9 +62,6 @@ uint64_t media_fault_writes(struct media *m);
 /* Number of read calls so far. */
 uint64_t media_fault_reads(struct media *m);
 
-/* Number of flush calls so far. */
-uint64_t media_fault_flushes(struct media *m);
-
 /* True once the armed cut has happened. */
 bool media_fault_is_cut(struct media *m);
 

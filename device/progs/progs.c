@@ -5,6 +5,7 @@
 #include "bpf/interp.h"
 #include "bpf/loader.h"
 #include "bpf/verifier.h"
+#include "common/clock.h"
 #include "device/engine/sysdir.h"
 
 #include <errno.h>
@@ -13,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 void progs_logf(struct progs *p, const char *fmt, ...)
 {
@@ -220,13 +220,6 @@ static bool name_ok(const char *s)
     return !digits;
 }
 
-static uint64_t realtime_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Checks the name and the limits for a new program of ninsns and takes
  * an id (under p->lock). */
 static int admit(struct progs *p, const char *name, uint32_t ninsns, uint32_t *id, char *msg,
@@ -263,7 +256,7 @@ static void rec_from(struct progs_rec *rec, const struct progs_load_req *rq,
     rec->owner = rq->uid;
     rec->flags = rq->shared ? PROGS_F_SHARED : 0;
     rec->obj_size = (uint32_t)rq->size;
-    rec->load_time_ns = realtime_ns();
+    rec->load_time_ns = clock_ns(CLOCK_REALTIME);
     progs_sha256(rq->obj, rq->size, rec->sha256);
     snprintf(rec->name, sizeof(rec->name), "%s", name);
     snprintf(rec->func, sizeof(rec->func), "%s", vp->name);

@@ -18,14 +18,6 @@
 
 /* ---- arena access ------------------------------------------------------ */
 
-int qp_arena_read(const struct qp_arena *a, uint64_t off, void *dst, uint64_t len)
-{
-    if (!qp_arena_ok(a, off, len))
-        return -EFAULT;
-    memcpy(dst, a->base + off, len);
-    return 0;
-}
-
 int qp_arena_write(const struct qp_arena *a, uint64_t off, const void *src, uint64_t len)
 {
     if (!qp_arena_ok(a, off, len))

@@ -92,9 +92,6 @@ static inline void *qp_arena_ptr(const struct qp_arena *a, uint64_t off, uint64_
     return qp_arena_ok(a, off, len) ? a->base + off : NULL;
 }
 
-/* Copies len arena bytes at off into dst. Returns 0 or -EFAULT. */
-int qp_arena_read(const struct qp_arena *a, uint64_t off, void *dst, uint64_t len);
-
 /* Copies len bytes from src into the arena at off. Returns 0 or -EFAULT. */
 int qp_arena_write(const struct qp_arena *a, uint64_t off, const void *src, uint64_t len);
 

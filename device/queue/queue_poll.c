@@ -6,6 +6,7 @@
  */
 #include "device/queue/queue_int.h"
 
+#include "common/clock.h"
 #include "device/engine/fused/fused.h"
 #include "device/sched/model.h"
 #include "device/sched/sched.h"
@@ -574,13 +575,6 @@ static void poller_sleep(struct qp_poller *p)
     for (unsigned i = 0; i < p->nsnap; i++)
         set_need_wakeup(p->snap[i], false);
     free(bells);
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void *poller_main(void *arg)

@@ -1,18 +1,12 @@
 /* device/sched/model.c - the device model's timing knobs (see model.h). */
 #include "device/sched/model.h"
 
+#include "common/clock.h"
+
 #include <errno.h>
-#include <time.h>
 
 /* Set once before any queue exists (model.h); read without locks. */
 static struct dm_model model = { DM_DEFAULT_LINK_NS, 1.0 };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 int dm_configure(const struct dm_model *m)
 {

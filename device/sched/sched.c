@@ -2,13 +2,14 @@
  * FIFO policy. */
 #include "device/sched/sched.h"
 
+#include "common/clock.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct sched {
     const struct sched_policy *pol;
@@ -29,13 +30,6 @@ struct sched {
     uint64_t submitted, completed, direct_runs, depth, max_depth;
     struct sched_core_stats core[SCHED_MAX_CORES];
 };
-
-uint64_t sched_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- FIFO policy: one list, oldest first ---------------------------- */
 
@@ -132,9 +126,9 @@ static void finish(struct sched *s, unsigned slot, struct sched_item *copy, uint
 static void run_on(struct sched *s, struct sched_item *it, unsigned slot)
 {
     struct sched_item copy = *it;   /* run() may free it */
-    uint64_t t0 = sched_now_ns();
+    uint64_t t0 = now_ns();
     s->run(s->arg, it, slot);
-    finish(s, slot, &copy, sched_now_ns() - t0);
+    finish(s, slot, &copy, now_ns() - t0);
 }
 
 /* ---- worker threads ------------------------------------------------------ */
@@ -233,7 +227,7 @@ static bool enqueue(struct sched *s, struct sched_item *it)
 
 static int submit(struct sched *s, struct sched_item *it, bool direct)
 {
-    it->t_submit_ns = sched_now_ns();
+    it->t_submit_ns = now_ns();
     pthread_mutex_lock(&s->lock);
     if (s->stopping) {
         pthread_mutex_unlock(&s->lock);

@@ -115,9 +115,6 @@ void sched_drain(struct sched *s);
 /* Refuses new items, runs every queued one, joins the cores and frees s. */
 void sched_destroy(struct sched *s);
 
-/* CLOCK_MONOTONIC in nanoseconds. */
-uint64_t sched_now_ns(void);
-
 #ifdef __cplusplus
 }
 #endif

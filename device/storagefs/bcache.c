@@ -1,9 +1,10 @@
 /*
- * device/storagefs/bcache.c - sharded hash of metadata block buffers with
- * per-shard LRU eviction of clean, unreferenced buffers (see bcache.h).
+ * device/storagefs/bcache.c - metadata block buffers in a sharded hash
+ * with per-shard LRU eviction of clean, unreferenced buffers (lru.h;
+ * see bcache.h).
  *
  * Lock order: a shard mutex is a leaf lock; nothing else is taken under
- * it, and no I/O happens while it is held (a miss inserts a LOADING
+ * it, and no I/O happens while it is held (a miss inserts a loading
  * placeholder, drops the lock, reads, then publishes).
  */
 #include "device/storagefs/bcache.h"
@@ -16,61 +17,22 @@
 #include "common/corrupt.h"
 #include "device/storagefs/format.h"
 
-#define NSHARDS  64u
-#define NBUCKETS 1024u       /* per shard */
-
-enum { BB_LOADING = 1, BB_VALID = 2 };
-
-struct shard {
-    pthread_mutex_t mu;
-    pthread_cond_t loaded;
-    struct bbuf *buckets[NBUCKETS];
-    struct bbuf lru;         /* sentinel: lru.lru_next is the most recent */
-    uint64_t count, unused;
-};
+#define NBUCKETS 1024u       /* hash chains per shard */
 
 struct bcache {
     struct media *m;
     uint64_t cap_per_shard;
-    struct shard shards[NSHARDS];
+    struct lru_table t;
 };
 
-static struct shard *shard_of(struct bcache *c, uint64_t blk)
+static struct bbuf *buf_of(struct lru_node *n)
 {
-    return &c->shards[(blk * 0x9E3779B97F4A7C15ull) >> 58];
+    return n ? LRU_ENTRY(n, struct bbuf, cache) : NULL;
 }
 
-static struct bbuf **bucket_of(struct shard *s, uint64_t blk)
+static struct lru_shard *shard_of(struct bcache *c, uint64_t blk)
 {
-    return &s->buckets[(blk / NSHARDS) % NBUCKETS];
-}
-
-static void lru_unlink(struct shard *s, struct bbuf *b)
-{
-    if (!b->lru_next)
-        return;
-    b->lru_prev->lru_next = b->lru_next;
-    b->lru_next->lru_prev = b->lru_prev;
-    b->lru_prev = b->lru_next = NULL;
-    s->unused--;
-}
-
-static void lru_push(struct shard *s, struct bbuf *b)
-{
-    b->lru_next = s->lru.lru_next;
-    b->lru_prev = &s->lru;
-    s->lru.lru_next->lru_prev = b;
-    s->lru.lru_next = b;
-    s->unused++;
-}
-
-static void hash_remove(struct shard *s, struct bbuf *b)
-{
-    struct bbuf **pp = bucket_of(s, b->blk);
-    while (*pp != b)
-        pp = &(*pp)->hnext;
-    *pp = b->hnext;
-    s->count--;
+    return lru_shard(&c->t, blk);
 }
 
 static void buf_free(struct bbuf *b)
@@ -80,15 +42,17 @@ static void buf_free(struct bbuf *b)
     free(b);
 }
 
-/* Evicts least recently used unreferenced buffers beyond the capacity. */
-static void shard_trim(struct bcache *c, struct shard *s)
+static void node_free(struct lru_node *n)
 {
-    while (s->unused && s->count > c->cap_per_shard) {
-        struct bbuf *b = s->lru.lru_prev;
-        lru_unlink(s, b);
-        hash_remove(s, b);
-        buf_free(b);
-    }
+    buf_free(buf_of(n));
+}
+
+/* Evicts least recently used unreferenced buffers beyond the capacity. */
+static void shard_trim(struct bcache *c, struct lru_shard *s)
+{
+    struct lru_node *n;
+    while (s->count > c->cap_per_shard && (n = lru_evict(s)) != NULL)
+        node_free(n);
 }
 
 int bcache_create(struct media *m, uint64_t capacity, struct bcache **out)
@@ -96,14 +60,12 @@ int bcache_create(struct media *m, uint64_t capacity, struct bcache **out)
     struct bcache *c = calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
-    c->m = m;
-    c->cap_per_shard = capacity / NSHARDS + 1;
-    for (unsigned i = 0; i < NSHARDS; i++) {
-        struct shard *s = &c->shards[i];
-        pthread_mutex_init(&s->mu, NULL);
-        pthread_cond_init(&s->loaded, NULL);
-        s->lru.lru_next = s->lru.lru_prev = &s->lru;
+    if (lru_init(&c->t, NBUCKETS)) {
+        free(c);
+        return -ENOMEM;
     }
+    c->m = m;
+    c->cap_per_shard = capacity / LRU_NSHARDS + 1;
     *out = c;
     return 0;
 }
@@ -112,29 +74,23 @@ void bcache_destroy(struct bcache *c)
 {
     if (!c)
         return;
-    for (unsigned i = 0; i < NSHARDS; i++) {
-        struct shard *s = &c->shards[i];
-        for (unsigned k = 0; k < NBUCKETS; k++) {
-            for (struct bbuf *b = s->buckets[k], *n; b; b = n) {
-                n = b->hnext;
-                buf_free(b);
-            }
-        }
-        pthread_mutex_destroy(&s->mu);
-        pthread_cond_destroy(&s->loaded);
-    }
+    lru_fini(&c->t, node_free);
     free(c);
 }
 
-static struct bbuf *find(struct shard *s, uint64_t blk)
+static struct bbuf *find(struct lru_shard *s, uint64_t blk)
 {
-    for (struct bbuf *b = *bucket_of(s, blk); b; b = b->hnext)
-        if (b->blk == blk)
-            return b;
-    return NULL;
+    return buf_of(lru_find(s, blk));
 }
 
-static struct bbuf *buf_new(struct shard *s, uint64_t blk)
+/* Waits out a load of blk (shard locked): the loaded buffer or NULL. */
+static struct bbuf *find_loaded(struct lru_shard *s, uint64_t blk)
+{
+    return buf_of(lru_find_loaded(s, blk));
+}
+
+/* A new buffer for blk with one reference, hashed (shard locked). */
+static struct bbuf *buf_new(struct lru_shard *s, uint64_t blk, bool loading)
 {
     struct bbuf *b = calloc(1, sizeof(*b));
     if (!b)
@@ -146,34 +102,27 @@ static struct bbuf *buf_new(struct shard *s, uint64_t blk)
     }
     b->blk = blk;
     b->refs = 1;
-    struct bbuf **head = bucket_of(s, blk);
-    b->hnext = *head;
-    *head = b;
-    s->count++;
+    lru_insert(s, &b->cache, blk, loading);
     return b;
 }
 
-static void take_ref(struct shard *s, struct bbuf *b)
+static void take_ref(struct lru_shard *s, struct bbuf *b)
 {
     if (b->refs++ == 0)
-        lru_unlink(s, b);
+        lru_used(s, &b->cache);
 }
 
-/* Reads and verifies a LOADING buffer (shard unlocked), then publishes it
+/* Reads and verifies a loading buffer (shard unlocked), then publishes it
  * or removes it. */
-static int load(struct bcache *c, struct shard *s, struct bbuf *b, uint32_t magic)
+static int load(struct bcache *c, struct lru_shard *s, struct bbuf *b, uint32_t magic)
 {
     int r = media_read(c->m, b->blk, 1, b->data);
     if (r == 0 && magic != SFS_MAGIC_NONE && magic != SFS_MAGIC_DATA)
         r = sfs_block_verify(b->data, magic, b->blk);
     pthread_mutex_lock(&s->mu);
-    if (r == 0) {
-        b->state = BB_VALID;
+    if (r == 0)
         b->magic = magic;
-    } else {
-        hash_remove(s, b);
-    }
-    pthread_cond_broadcast(&s->loaded);
+    lru_load_done(s, &b->cache, r == 0);
     pthread_mutex_unlock(&s->mu);
     if (r)
         buf_free(b);
@@ -189,30 +138,21 @@ static int kind_mismatch(const struct bbuf *b, uint32_t magic)
 
 int bcache_get(struct bcache *c, uint64_t blk, uint32_t magic, struct bbuf **out)
 {
-    struct shard *s = shard_of(c, blk);
+    struct lru_shard *s = shard_of(c, blk);
     pthread_mutex_lock(&s->mu);
-    for (;;) {
-        struct bbuf *b = find(s, blk);
-        if (!b)
-            break;
-        if (b->state == BB_LOADING) {
-            pthread_cond_wait(&s->loaded, &s->mu);
-            continue;
-        }
-        if (b->magic != magic) {
-            pthread_mutex_unlock(&s->mu);
-            return kind_mismatch(b, magic);
-        }
-        take_ref(s, b);
-        pthread_mutex_unlock(&s->mu);
-        *out = b;
-        return 0;
-    }
-    struct bbuf *b = buf_new(s, blk);
+    struct bbuf *b = find_loaded(s, blk);
     if (b) {
-        b->state = BB_LOADING;
-        shard_trim(c, s);
+        int r = b->magic == magic ? 0 : kind_mismatch(b, magic);
+        if (r == 0)
+            take_ref(s, b);
+        pthread_mutex_unlock(&s->mu);
+        if (r == 0)
+            *out = b;
+        return r;
     }
+    b = buf_new(s, blk, true);
+    if (b)
+        shard_trim(c, s);
     pthread_mutex_unlock(&s->mu);
     if (!b)
         return -ENOMEM;
@@ -224,21 +164,19 @@ int bcache_get(struct bcache *c, uint64_t blk, uint32_t magic, struct bbuf **out
 
 int bcache_get_new(struct bcache *c, uint64_t blk, uint32_t magic, struct bbuf **out)
 {
-    struct shard *s = shard_of(c, blk);
+    struct lru_shard *s = shard_of(c, blk);
     pthread_mutex_lock(&s->mu);
-    struct bbuf *b = find(s, blk);
-    while (b && b->state == BB_LOADING) {
-        pthread_cond_wait(&s->loaded, &s->mu);
-        b = find(s, blk);
-    }
+    struct bbuf *b = find_loaded(s, blk);
     if (b)
         take_ref(s, b);
-    else if ((b = buf_new(s, blk)) != NULL)
+    else if ((b = buf_new(s, blk, false)) != NULL)
         shard_trim(c, s);
     if (b) {
-        b->state = BB_VALID;
         b->magic = magic;
-        b->checked = false;
+        /* Relaxed: no load pairs with this store. The caller builds the
+         * new contents under the lock of the structure they belong to
+         * (invariant 4), whose release publishes them and `checked`. */
+        __atomic_store_n(&b->checked, false, __ATOMIC_RELAXED);
         memset(b->data, 0, SFS_BSIZE);
     }
     pthread_mutex_unlock(&s->mu);
@@ -250,23 +188,20 @@ int bcache_get_new(struct bcache *c, uint64_t blk, uint32_t magic, struct bbuf *
 
 /* A cached copy of blk as another kind than data (shard locked): drops it
  * if nobody uses it (0), or reports the conflict. */
-static int drop_stale(struct shard *s, struct bbuf *b)
+static int drop_stale(struct lru_shard *s, struct bbuf *b)
 {
     if (b->refs != 0)
         return kind_mismatch(b, SFS_MAGIC_DATA);
-    lru_unlink(s, b);
-    hash_remove(s, b);
+    lru_remove(s, &b->cache);
     buf_free(b);
     return 0;
 }
 
 int bcache_get_data(struct bcache *c, uint64_t blk, bool whole, struct bbuf **out)
 {
-    struct shard *s = shard_of(c, blk);
+    struct lru_shard *s = shard_of(c, blk);
     pthread_mutex_lock(&s->mu);
-    struct bbuf *b;
-    while ((b = find(s, blk)) != NULL && b->state == BB_LOADING)
-        pthread_cond_wait(&s->loaded, &s->mu);
+    struct bbuf *b = find_loaded(s, blk);
     if (b && b->magic != SFS_MAGIC_DATA) {
         int r = drop_stale(s, b);
         if (r) {
@@ -281,9 +216,8 @@ int bcache_get_data(struct bcache *c, uint64_t blk, bool whole, struct bbuf **ou
         *out = b;
         return 0;
     }
-    b = buf_new(s, blk);
+    b = buf_new(s, blk, !whole);
     if (b) {
-        b->state = whole ? BB_VALID : BB_LOADING;
         b->magic = SFS_MAGIC_DATA;
         if (whole)
             memset(b->data, 0, SFS_BSIZE);
@@ -301,10 +235,10 @@ int bcache_get_data(struct bcache *c, uint64_t blk, bool whole, struct bbuf **ou
 bool bcache_read_cached(struct bcache *c, uint64_t blk, uint32_t off, void *dst, size_t len,
                         bool any_kind)
 {
-    struct shard *s = shard_of(c, blk);
+    struct lru_shard *s = shard_of(c, blk);
     pthread_mutex_lock(&s->mu);
     struct bbuf *b = find(s, blk);
-    bool hit = b && b->state == BB_VALID && (any_kind || b->magic == SFS_MAGIC_DATA);
+    bool hit = b && !b->cache.loading && (any_kind || b->magic == SFS_MAGIC_DATA);
     if (hit)
         memcpy(dst, b->data + off, len);
     pthread_mutex_unlock(&s->mu);
@@ -322,7 +256,7 @@ int bcache_install(struct bcache *c, uint64_t blk, uint32_t magic, const uint8_t
 
 void bcache_hold(struct bcache *c, struct bbuf *b)
 {
-    struct shard *s = shard_of(c, b->blk);
+    struct lru_shard *s = shard_of(c, b->blk);
     pthread_mutex_lock(&s->mu);
     take_ref(s, b);
     pthread_mutex_unlock(&s->mu);
@@ -332,10 +266,10 @@ void bcache_put(struct bcache *c, struct bbuf *b)
 {
     if (!b)
         return;
-    struct shard *s = shard_of(c, b->blk);
+    struct lru_shard *s = shard_of(c, b->blk);
     pthread_mutex_lock(&s->mu);
     if (--b->refs == 0) {
-        lru_push(s, b);
+        lru_unused(s, &b->cache);
         shard_trim(c, s);
     }
     pthread_mutex_unlock(&s->mu);
@@ -343,24 +277,12 @@ void bcache_put(struct bcache *c, struct bbuf *b)
 
 void bcache_forget(struct bcache *c, uint64_t blk)
 {
-    struct shard *s = shard_of(c, blk);
+    struct lru_shard *s = shard_of(c, blk);
     pthread_mutex_lock(&s->mu);
     struct bbuf *b = find(s, blk);
-    if (b && b->refs == 0 && b->state == BB_VALID) {
-        lru_unlink(s, b);
-        hash_remove(s, b);
+    if (b && b->refs == 0 && !b->cache.loading) {
+        lru_remove(s, &b->cache);
         buf_free(b);
     }
     pthread_mutex_unlock(&s->mu);
-}
-
-uint64_t bcache_count(struct bcache *c)
-{
-    uint64_t n = 0;
-    for (unsigned i = 0; i < NSHARDS; i++) {
-        pthread_mutex_lock(&c->shards[i].mu);
-        n += c->shards[i].count;
-        pthread_mutex_unlock(&c->shards[i].mu);
-    }
-    return n;
 }

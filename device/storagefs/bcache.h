@@ -28,26 +28,25 @@
 #ifndef CISC_SFS_BCACHE_H
 #define CISC_SFS_BCACHE_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "device/media/media.h"
+#include "device/storagefs/lru.h"
 
 struct bbuf {
     uint64_t blk;
     uint8_t *data;               /* SFS_BSIZE bytes */
     uint32_t magic;              /* kind it was loaded or created as */
-    _Atomic bool checked;        /* node structure validated since load */
+    bool checked;                /* node structure validated since load (__atomic) */
     /* journal-owned */
-    _Atomic uint64_t tseq;       /* running transaction it is dirty in, 0 = none */
+    uint64_t tseq;               /* running transaction it is dirty in, 0 = none (__atomic) */
     uint8_t *ckpt;               /* committed image awaiting checkpoint */
     uint64_t ckpt_seq;
     /* cache-owned (shard lock) */
     int refs;
-    int state;
-    struct bbuf *hnext, *lru_prev, *lru_next;
+    struct lru_node cache;       /* key blk; on the LRU list while refs == 0 */
 };
 
 struct bcache;
@@ -96,8 +95,5 @@ void bcache_put(struct bcache *c, struct bbuf *b);
 
 /* Forgets a clean, unreferenced cached copy of blk (the block was freed). */
 void bcache_forget(struct bcache *c, uint64_t blk);
-
-/* Number of cached buffers (statistics). */
-uint64_t bcache_count(struct bcache *c);
 
 #endif

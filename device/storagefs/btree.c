@@ -139,7 +139,9 @@ static int check_index(const struct bt *t, const struct node *n)
 
 static int check_node(const struct bt *t, const struct node *n, unsigned level)
 {
-    if (n->b && atomic_load_explicit(&n->b->checked, memory_order_acquire))
+    /* Acquire pairs with the release store below: a reader that sees true
+     * also sees the block contents that were checked. */
+    if (n->b && __atomic_load_n(&n->b->checked, __ATOMIC_ACQUIRE))
         return 0;
     if (n_level(n) != level || level > SFS_BT_MAX_LEVEL)
         return bad_node(t, n, "wrong level");
@@ -150,9 +152,8 @@ static int check_node(const struct bt *t, const struct node *n, unsigned level)
     int r = level ? check_index(t, n) : check_leaf(t, n);
     if (!r)
         r = check_keys(t, n);
-    if (!r && n->b)        /* pairs with the acquire above: a reader that sees
-                            * true also sees the block contents it checked */
-        atomic_store_explicit(&n->b->checked, true, memory_order_release);
+    if (!r && n->b)        /* release: pairs with the acquire load above */
+        __atomic_store_n(&n->b->checked, true, __ATOMIC_RELEASE);
     return r;
 }
 
@@ -388,7 +389,9 @@ static int new_node(const struct bt *t, struct path *p, unsigned level, struct n
     int r = bcache_get_new(t->fs->bc, blk, t->magic, &b);
     if (r)
         return r;
-    b->checked = true;
+    /* Relaxed: the node is built under the inode's exclusive lock, whose
+     * release publishes it and this flag together. */
+    __atomic_store_n(&b->checked, true, __ATOMIC_RELAXED);
     out->b = b;
     out->p = b->data + BH_END;
     out->cap = SFS_NODE_BLOCK_CAP;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/minmax.h"
 #include "device/storagefs/alloc.h"
 #include "device/storagefs/btree.h"
 #include "device/storagefs/extent.h"
@@ -21,11 +22,6 @@
 #define BS SFS_BSIZE
 #define MAX_NEW_EXTENTS 8u       /* extents changed per handle */
 #define MAX_IO_BLOCKS (1u << 16) /* per media call */
-
-static uint64_t min64(uint64_t a, uint64_t b)
-{
-    return a < b ? a : b;
-}
 
 bool file_has_tree(const struct sfs_inode *ip)
 {

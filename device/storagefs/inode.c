@@ -15,68 +15,26 @@
 #include "device/storagefs/btree.h"
 #include "device/storagefs/sfs_internal.h"
 
-#define NSHARDS    64u
-#define NBUCKETS   512u          /* per shard */
+#define NBUCKETS   512u          /* hash chains per shard */
 #define MAX_UNUSED 512u          /* per shard: 32768 cached unused inodes */
 
-enum { I_LOADING = 1, I_VALID = 2 };
-
-/* One shard of the cache: inodes whose number hashes here. Its mutex
- * protects the hash chains, the LRU and each of its inodes' refs, opens,
- * state, unhashed and reaping fields. A leaf lock: nothing else is taken
+/* The cache: inodes hashed by number over the shards of `t`. A shard's
+ * mutex protects, besides its chains and LRU (lru.h), each of its inodes'
+ * refs, opens and reaping fields. A leaf lock: nothing else is taken
  * under it, and no I/O. */
-struct ishard {
-    pthread_mutex_t mu;
-    pthread_cond_t loaded;
-    struct sfs_inode *buckets[NBUCKETS];
-    struct sfs_inode lru;        /* sentinel; lru.lru_next = most recent */
-    uint64_t count, unused;
-};
-
 struct icache {
-    struct ishard sh[NSHARDS];
+    struct lru_table t;
     pthread_mutex_t slot_mu;     /* encode/decode of inode slots */
 };
 
-static struct ishard *shard(const struct sfs *fs, uint64_t ino)
+static struct sfs_inode *inode_of(struct lru_node *n)
 {
-    return &fs->ic->sh[(ino * 0x9E3779B97F4A7C15ull) >> 58];
+    return n ? LRU_ENTRY(n, struct sfs_inode, cache) : NULL;
 }
 
-static struct sfs_inode **bucket(struct ishard *c, uint64_t ino)
+static struct lru_shard *shard(const struct sfs *fs, uint64_t ino)
 {
-    return &c->buckets[(ino / NSHARDS) % NBUCKETS];
-}
-
-static void lru_unlink(struct ishard *c, struct sfs_inode *ip)
-{
-    if (!ip->lru_next)
-        return;
-    ip->lru_prev->lru_next = ip->lru_next;
-    ip->lru_next->lru_prev = ip->lru_prev;
-    ip->lru_next = ip->lru_prev = NULL;
-    c->unused--;
-}
-
-static void lru_push(struct ishard *c, struct sfs_inode *ip)
-{
-    ip->lru_next = c->lru.lru_next;
-    ip->lru_prev = &c->lru;
-    c->lru.lru_next->lru_prev = ip;
-    c->lru.lru_next = ip;
-    c->unused++;
-}
-
-static void unhash(struct ishard *c, struct sfs_inode *ip)
-{
-    if (ip->unhashed)
-        return;
-    struct sfs_inode **pp = bucket(c, ip->ino);
-    while (*pp != ip)
-        pp = &(*pp)->hnext;
-    *pp = ip->hnext;
-    ip->unhashed = true;
-    c->count--;
+    return lru_shard(&fs->ic->t, ino);
 }
 
 static void inode_free_struct(struct sfs_inode *ip)
@@ -85,14 +43,15 @@ static void inode_free_struct(struct sfs_inode *ip)
     free(ip);
 }
 
-static void trim(struct ishard *c)
+static void node_free(struct lru_node *n)
 {
-    while (c->unused > MAX_UNUSED) {
-        struct sfs_inode *ip = c->lru.lru_prev;
-        lru_unlink(c, ip);
-        unhash(c, ip);
-        inode_free_struct(ip);
-    }
+    inode_free_struct(inode_of(n));
+}
+
+static void trim(struct lru_shard *c)
+{
+    while (c->unused > MAX_UNUSED)
+        node_free(lru_evict(c));
 }
 
 int icache_create(struct sfs *fs)
@@ -100,10 +59,9 @@ int icache_create(struct sfs *fs)
     struct icache *c = calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
-    for (unsigned i = 0; i < NSHARDS; i++) {
-        pthread_mutex_init(&c->sh[i].mu, NULL);
-        pthread_cond_init(&c->sh[i].loaded, NULL);
-        c->sh[i].lru.lru_next = c->sh[i].lru.lru_prev = &c->sh[i].lru;
+    if (lru_init(&c->t, NBUCKETS)) {
+        free(c);
+        return -ENOMEM;
     }
     pthread_mutex_init(&c->slot_mu, NULL);
     fs->ic = c;
@@ -115,30 +73,14 @@ void icache_destroy(struct sfs *fs)
     struct icache *c = fs->ic;
     if (!c)
         return;
-    for (unsigned i = 0; i < NSHARDS; i++) {
-        for (unsigned k = 0; k < NBUCKETS; k++) {
-            for (struct sfs_inode *ip = c->sh[i].buckets[k], *n; ip; ip = n) {
-                n = ip->hnext;
-                inode_free_struct(ip);
-            }
-        }
-        pthread_mutex_destroy(&c->sh[i].mu);
-        pthread_cond_destroy(&c->sh[i].loaded);
-    }
+    lru_fini(&c->t, node_free);
     pthread_mutex_destroy(&c->slot_mu);
     free(c);
     fs->ic = NULL;
 }
 
-static struct sfs_inode *find(struct ishard *c, uint64_t ino)
-{
-    for (struct sfs_inode *ip = *bucket(c, ino); ip; ip = ip->hnext)
-        if (ip->ino == ino)
-            return ip;
-    return NULL;
-}
-
-static struct sfs_inode *new_struct(struct ishard *c, uint64_t ino)
+/* A new inode struct for ino with one ref, hashed (shard locked). */
+static struct sfs_inode *new_struct(struct lru_shard *c, uint64_t ino, bool loading)
 {
     struct sfs_inode *ip = calloc(1, sizeof(*ip));
     if (!ip)
@@ -146,10 +88,7 @@ static struct sfs_inode *new_struct(struct ishard *c, uint64_t ino)
     ip->ino = ino;
     ip->refs = 1;
     pthread_rwlock_init(&ip->rw, NULL);
-    struct sfs_inode **b = bucket(c, ino);
-    ip->hnext = *b;
-    *b = ip;
-    c->count++;
+    lru_insert(c, &ip->cache, ino, loading);
     return ip;
 }
 
@@ -171,7 +110,7 @@ static int read_slot(struct sfs *fs, struct sfs_inode *ip)
 
 static int finish_load(struct sfs *fs, struct sfs_inode *ip)
 {
-    struct ishard *c = shard(fs, ip->ino);
+    struct lru_shard *c = shard(fs, ip->ino);
     int r = read_slot(fs, ip);
     /* It may have journaled data from before it left the cache: assume
      * the newest data-journaled transaction covers it (jdata.h). */
@@ -179,30 +118,24 @@ static int finish_load(struct sfs *fs, struct sfs_inode *ip)
                           atomic_load_explicit(&fs->jdata_last, memory_order_relaxed),
                           memory_order_relaxed);
     pthread_mutex_lock(&c->mu);
-    if (r == 0)
-        ip->state = I_VALID;
-    else
-        unhash(c, ip);
-    pthread_cond_broadcast(&c->loaded);
+    lru_load_done(c, &ip->cache, r == 0);
     pthread_mutex_unlock(&c->mu);
     if (r)
         inode_free_struct(ip);
     return r;
 }
 
-static void take_ref(struct ishard *c, struct sfs_inode *ip)
+static void take_ref(struct lru_shard *c, struct sfs_inode *ip)
 {
     if (ip->refs++ == 0 && ip->opens == 0)
-        lru_unlink(c, ip);
+        lru_used(c, &ip->cache);
 }
 
 /* Cache hit (waiting out a load): the inode with a ref, or NULL. */
-static struct sfs_inode *lookup_cached(struct ishard *c, uint64_t ino)
+static struct sfs_inode *lookup_cached(struct lru_shard *c, uint64_t ino)
 {
-    struct sfs_inode *ip;
     pthread_mutex_lock(&c->mu);
-    while ((ip = find(c, ino)) && ip->state == I_LOADING)
-        pthread_cond_wait(&c->loaded, &c->mu);
+    struct sfs_inode *ip = inode_of(lru_find_loaded(c, ino));
     if (ip)
         take_ref(c, ip);
     pthread_mutex_unlock(&c->mu);
@@ -213,7 +146,7 @@ int inode_get(struct sfs *fs, uint64_t ino, struct sfs_inode **out)
 {
     if (ino == 0 || ino >= fs->sb.ninodes)
         return -ENOENT;
-    struct ishard *c = shard(fs, ino);
+    struct lru_shard *c = shard(fs, ino);
     struct sfs_inode *ip = lookup_cached(c, ino);
     if (ip) {
         *out = ip;
@@ -222,13 +155,11 @@ int inode_get(struct sfs *fs, uint64_t ino, struct sfs_inode **out)
     if (!alloc_inode_used(fs, ino))
         return -ENOENT;
     pthread_mutex_lock(&c->mu);
-    if (find(c, ino)) {           /* raced with another loader or creator */
+    if (lru_find(c, ino)) {       /* raced with another loader or creator */
         pthread_mutex_unlock(&c->mu);
         return inode_get(fs, ino, out);
     }
-    ip = new_struct(c, ino);
-    if (ip)
-        ip->state = I_LOADING;
+    ip = new_struct(c, ino, true);
     pthread_mutex_unlock(&c->mu);
     if (!ip)
         return -ENOMEM;
@@ -240,7 +171,7 @@ int inode_get(struct sfs *fs, uint64_t ino, struct sfs_inode **out)
 
 void inode_hold(struct sfs *fs, struct sfs_inode *ip)
 {
-    struct ishard *c = shard(fs, ip->ino);
+    struct lru_shard *c = shard(fs, ip->ino);
     pthread_mutex_lock(&c->mu);
     take_ref(c, ip);
     pthread_mutex_unlock(&c->mu);
@@ -248,14 +179,14 @@ void inode_hold(struct sfs *fs, struct sfs_inode *ip)
 
 void inode_put(struct sfs *fs, struct sfs_inode *ip)
 {
-    struct ishard *c = shard(fs, ip->ino);
+    struct lru_shard *c = shard(fs, ip->ino);
     bool free_it = false;
     pthread_mutex_lock(&c->mu);
     if (--ip->refs == 0 && ip->opens == 0) {
-        if (ip->unhashed) {
+        if (!ip->cache.hashed) {
             free_it = true;
         } else {
-            lru_push(c, ip);
+            lru_unused(c, &ip->cache);
             trim(c);
         }
     }
@@ -270,7 +201,7 @@ int inode_open(struct sfs *fs, uint64_t ino)
     int r = inode_get(fs, ino, &ip);
     if (r)
         return r;
-    struct ishard *c = shard(fs, ino);
+    struct lru_shard *c = shard(fs, ino);
     pthread_mutex_lock(&c->mu);
     ip->opens++;
     pthread_mutex_unlock(&c->mu);
@@ -280,7 +211,7 @@ int inode_open(struct sfs *fs, uint64_t ino)
 
 bool inode_close(struct sfs *fs, struct sfs_inode *ip)
 {
-    struct ishard *c = shard(fs, ip->ino);
+    struct lru_shard *c = shard(fs, ip->ino);
     pthread_mutex_lock(&c->mu);
     bool last = ip->opens > 0 && --ip->opens == 0;
     pthread_mutex_unlock(&c->mu);
@@ -289,24 +220,13 @@ bool inode_close(struct sfs *fs, struct sfs_inode *ip)
 
 bool inode_claim_reap(struct sfs *fs, struct sfs_inode *ip)
 {
-    struct ishard *c = shard(fs, ip->ino);
+    struct lru_shard *c = shard(fs, ip->ino);
     pthread_mutex_lock(&c->mu);
     bool mine = ip->opens == 0 && !ip->reaping;
     if (mine)
         ip->reaping = true;
     pthread_mutex_unlock(&c->mu);
     return mine;
-}
-
-uint64_t icache_count(struct sfs *fs)
-{
-    uint64_t n = 0;
-    for (unsigned i = 0; i < NSHARDS; i++) {
-        pthread_mutex_lock(&fs->ic->sh[i].mu);
-        n += fs->ic->sh[i].count;
-        pthread_mutex_unlock(&fs->ic->sh[i].mu);
-    }
-    return n;
 }
 
 /* ---- creation, encoding, freeing --------------------------------------------- */
@@ -343,11 +263,9 @@ int inode_create(struct sfs *fs, struct jnl_handle *h, uint64_t goal, uint32_t m
     int r = alloc_inode(fs, h, goal, &ino);
     if (r)
         return r;
-    struct ishard *c = shard(fs, ino);
+    struct lru_shard *c = shard(fs, ino);
     pthread_mutex_lock(&c->mu);
-    struct sfs_inode *ip = new_struct(c, ino);
-    if (ip)
-        ip->state = I_VALID;
+    struct sfs_inode *ip = new_struct(c, ino, false);
     pthread_mutex_unlock(&c->mu);
     if (!ip) {
         alloc_free_inode(fs, h, ino);
@@ -390,10 +308,10 @@ int inode_free_number(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip
     int r = inode_dirty(h, ip);
     if (r)
         return r;
-    struct ishard *c = shard(fs, ip->ino);
+    struct lru_shard *c = shard(fs, ip->ino);
     pthread_mutex_lock(&c->mu);
     ip->deleted = true;
-    unhash(c, ip);
+    lru_remove(c, &ip->cache);
     pthread_mutex_unlock(&c->mu);
     alloc_free_inode(fs, h, ip->ino);
     return 0;
@@ -488,7 +406,7 @@ struct sfs_inode *orphan_next_unopened(struct sfs *fs, struct sfs_inode *after)
     pthread_mutex_lock(&fs->orphan_mu);
     struct sfs_inode *ip = after ? after->onext : fs->orphans.onext;
     for (; !found && ip && ip != &fs->orphans; ip = ip->onext) {
-        struct ishard *c = shard(fs, ip->ino);
+        struct lru_shard *c = shard(fs, ip->ino);
         pthread_mutex_lock(&c->mu);
         if (ip->opens == 0 && !ip->reaping) {
             found = ip;

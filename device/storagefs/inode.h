@@ -76,7 +76,4 @@ bool inode_close(struct sfs *fs, struct sfs_inode *ip);
  * the caller (holding ip->rw and having seen nlink == 0) must free it. */
 bool inode_claim_reap(struct sfs *fs, struct sfs_inode *ip);
 
-/* Number of cached inodes (statistics). */
-uint64_t icache_count(struct sfs *fs);
-
 #endif

@@ -6,16 +6,12 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "common/minmax.h"
 #include "device/storagefs/bcache.h"
 #include "device/storagefs/journal.h"
 #include "device/storagefs/sfs_internal.h"
 
 #define BS ((uint64_t)SFS_BSIZE)
-
-static uint64_t min64(uint64_t a, uint64_t b)
-{
-    return a < b ? a : b;
-}
 
 bool jdata_hot(struct sfs *fs, const struct sfs_inode *ip)
 {

@@ -251,18 +251,18 @@ void jnl_stop(struct jnl_handle *h)
 void jnl_dirty_buf(struct jnl_handle *h, struct bbuf *b)
 {
     struct jnl_txn *t = h->t;
-    if (atomic_load_explicit(&b->tseq, memory_order_relaxed) == t->seq)
+    if (__atomic_load_n(&b->tseq, __ATOMIC_RELAXED) == t->seq)
         return;                   /* only handles of t set it to t->seq */
     struct jnl *j = h->j;
     pthread_mutex_lock(&j->mu);
-    if (atomic_load_explicit(&b->tseq, memory_order_relaxed) != t->seq) {
+    if (__atomic_load_n(&b->tseq, __ATOMIC_RELAXED) != t->seq) {
         if (t->nbufs == t->bcap && reserve_lists(t, 64)) {
             fprintf(stderr, "storagefs: out of memory for a transaction\n");
             abort();
         }
         bcache_hold(j->bc, b);
         t->bufs[t->nbufs++] = b;
-        atomic_store_explicit(&b->tseq, t->seq, memory_order_relaxed);
+        __atomic_store_n(&b->tseq, t->seq, __ATOMIC_RELAXED);
         if (t->nbufs > j->ring / 4)
             request_commit(j, t->seq);
     }
@@ -518,7 +518,7 @@ static int snapshot(struct jnl_txn *t)
         memcpy(b->ckpt, b->data, SFS_BSIZE);
         if (b->magic != SFS_MAGIC_NONE && b->magic != SFS_MAGIC_DATA)
             sfs_block_seal(b->ckpt, b->magic, b->blk);
-        atomic_store_explicit(&b->tseq, 0, memory_order_relaxed);
+        __atomic_store_n(&b->tseq, 0, __ATOMIC_RELAXED);
     }
     return 0;
 }

@@ -27,6 +27,7 @@
 #include "device/storagefs/bcache.h"
 #include "device/storagefs/format.h"
 #include "device/storagefs/journal.h"
+#include "device/storagefs/lru.h"
 #include "device/storagefs/storagefs.h"
 
 struct sfs_alloc;
@@ -36,13 +37,12 @@ struct sfs_inode {
     uint64_t ino;
     pthread_rwlock_t rw;
     struct sfs_dinode d;           /* on-image fields (rw; orphan_next: orphan_mu) */
-    /* icache-owned */
+    /* icache-owned (its shard's lock) */
     int refs;                      /* in-memory pins */
     int opens;                     /* sfs_iget references */
-    int state;
-    bool unhashed;                 /* freed, no longer findable by number */
     bool reaping;                  /* someone is freeing it (nlink 0, no opens) */
-    struct sfs_inode *hnext, *lru_prev, *lru_next;
+    struct lru_node cache;         /* key ino; unhashed once freed; on the LRU
+                                    * list while refs == 0 and opens == 0 */
     /* journal-owned */
     _Atomic uint64_t tseq;         /* running transaction it is dirty in */
     _Atomic uint64_t jdata_seq;    /* last transaction that journaled its data (jdata.h) */

@@ -4,6 +4,8 @@
  * so that a crash before the commit leaves no trace of the op. */
 #include "device/engine/fused/fused_int.h"
 
+#include "common/minmax.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,16 +28,6 @@ struct apply {
     bool cow;                   /* overwrites below base sizes are shadowed */
     struct undo u[FOP_MAX_MUTS];
 };
-
-static uint64_t min64(uint64_t a, uint64_t b)
-{
-    return a < b ? a : b;
-}
-
-static uint64_t max64(uint64_t a, uint64_t b)
-{
-    return a > b ? a : b;
-}
 
 static int size_of(struct sfs *fs, uint64_t ino, uint64_t *size)
 {

@@ -3,6 +3,7 @@
 #include "device/engine/fused/bpfstep.h"
 
 #include "bpf/blocks.h"
+#include "common/clock.h"
 #include "device/engine/fused/fused_int.h"
 #include "device/sched/model.h"
 #include "device/progs/progs.h"
@@ -96,9 +97,9 @@ int64_t fop_bpf_exec(struct fop_run *x, unsigned i)
     if (!x->buf[i])
         return -ENOMEM;
     run.out = x->buf[i];
-    uint64_t t0 = sched_now_ns();
+    uint64_t t0 = now_ns();
     int r = progs_run(x->prog[i], x->stream[i], &run);
-    dm_compute_charge(sched_now_ns() - t0);   /* the device model's core speed */
+    dm_compute_charge(now_ns() - t0);   /* the device model's core speed */
     x->olen[i] = run.out_len;
     return r ? r : (int64_t)run.out_len;
 }

@@ -5,6 +5,7 @@
  * free cores read at once), and the in-process entry point. */
 #include "device/engine/fused/fused_int.h"
 
+#include "common/clock.h"
 #include "device/engine/fused/bpfstep.h"
 #include "device/compute/compute.h"
 #include "device/sched/model.h"
@@ -263,10 +264,10 @@ static int64_t ex_compute(struct fop_run *x, unsigned i)
     io.out = x->buf[i];
     io.out_cap = s->cap;
     bool slow = dm_get().core_speed > 1.0;   /* the device model's core speed */
-    uint64_t t0 = slow ? sched_now_ns() : 0;
+    uint64_t t0 = slow ? now_ns() : 0;
     r = cmp_run(s->kind, &io);
     if (slow)
-        dm_compute_charge(sched_now_ns() - t0);
+        dm_compute_charge(now_ns() - t0);
     free(copy);
     x->olen[i] = io.out_len;
     return r ? r : (int64_t)io.out_len;

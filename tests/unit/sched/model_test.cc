@@ -1,8 +1,8 @@
 // tests/unit/sched/model_test.cc - the device model's knobs.
 #include <gtest/gtest.h>
 
+#include "common/clock.h"
 #include "device/sched/model.h"
-#include "device/sched/sched.h"
 
 namespace {
 
@@ -24,17 +24,17 @@ TEST(DeviceModel, ComputeChargeIsTheSlowdown)
 {
     struct dm_model m = { 0, 3.0 };
     ASSERT_EQ(dm_configure(&m), 0);
-    uint64_t t0 = sched_now_ns();
+    uint64_t t0 = now_ns();
     EXPECT_EQ(dm_compute_charge(100000), 200000u);
-    EXPECT_GE(sched_now_ns() - t0, 200000u) << "it spins the extra time";
+    EXPECT_GE(now_ns() - t0, 200000u) << "it spins the extra time";
     m.core_speed = 1.0;
     ASSERT_EQ(dm_configure(&m), 0);
     EXPECT_EQ(dm_compute_charge(100000), 0u);
     m = { DM_DEFAULT_LINK_NS, 1.0 };
     ASSERT_EQ(dm_configure(&m), 0);
-    t0 = sched_now_ns();
+    t0 = now_ns();
     dm_link_cross();
-    EXPECT_GE(sched_now_ns() - t0, (uint64_t)DM_DEFAULT_LINK_NS);
+    EXPECT_GE(now_ns() - t0, (uint64_t)DM_DEFAULT_LINK_NS);
 }
 
 }  // namespace
