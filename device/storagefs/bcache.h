@@ -41,7 +41,7 @@ struct bbuf {
     uint32_t magic;              /* kind it was loaded or created as */
     _Atomic bool checked;        /* node structure validated since load */
     /* journal-owned */
-    _Atomic uint64_t tseq;       /* running transaction it is dirty in, 0 = none */
+    uint64_t tseq;               /* running transaction it is dirty in, 0 = none (__atomic) */
     uint8_t *ckpt;               /* committed image awaiting checkpoint */
     uint64_t ckpt_seq;
     /* cache-owned (shard lock) */
