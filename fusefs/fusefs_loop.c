@@ -20,7 +20,6 @@
 #include <linux/futex.h>
 #include <poll.h>
 #include <sched.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -50,9 +49,10 @@ bool fusefs_loop_can_splice(void)
 }
 
 struct loop_cpu {
-    _Atomic uint32_t wake;        /* futex word of the CPU's parked workers */
-    _Atomic unsigned parked;      /* how many are parked on it */
-    _Atomic bool polled;          /* a worker holds the CPU's polling role */
+    /* all three __atomic */
+    uint32_t wake;                /* futex word of the CPU's parked workers */
+    unsigned parked;              /* how many are parked on it */
+    bool polled;                  /* a worker holds the CPU's polling role */
 };
 
 struct fusefs_loop {
@@ -61,10 +61,13 @@ struct fusefs_loop {
     unsigned ncpu, nthreads;
     int cpus[LOOP_MAX_CPUS];
     struct loop_cpu cpu[LOOP_MAX_CPUS];
-    _Atomic bool stop;
-    _Atomic uint64_t served;      /* requests read by any worker */
-    _Atomic uint32_t last_pid;    /* requester of the latest request (0: none) */
-    _Atomic uint64_t pid_change;  /* `served` when last_pid last changed */
+    /* __atomic: the counters are relaxed (hints for share_note); stop is
+     * stored sequentially consistent (loop_stop, park) and only checked
+     * now and then (relaxed) by the loops */
+    bool stop;
+    uint64_t served;              /* requests read by any worker */
+    uint32_t last_pid;            /* requester of the latest request (0: none) */
+    uint64_t pid_change;          /* `served` when last_pid last changed */
     pthread_t threads[LOOP_MAX_CPUS * LOOP_PER_CPU];
 };
 
@@ -74,7 +77,7 @@ struct loop_worker {
     bool standby;                 /* starts parked */
 };
 
-static void futex_wake(_Atomic uint32_t *w, int n)
+static void futex_wake(uint32_t *w, int n)
 {
     syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
@@ -86,9 +89,9 @@ static void wake_parked(struct fusefs_loop *l, unsigned ci, int n)
     struct loop_cpu *c = &l->cpu[ci];
     /* Sequentially consistent with park(): either this load sees the
      * parker's count, or the parker sees the change made before it. */
-    if (atomic_load(&c->parked) == 0)
+    if (__atomic_load_n(&c->parked, __ATOMIC_SEQ_CST) == 0)
         return;
-    atomic_fetch_add(&c->wake, 1);
+    __atomic_fetch_add(&c->wake, 1, __ATOMIC_SEQ_CST);
     futex_wake(&c->wake, n < 0 ? INT32_MAX : n);
 }
 
@@ -105,16 +108,21 @@ static void park(struct fusefs_loop *l, unsigned ci, long ms)
 {
     struct loop_cpu *c = &l->cpu[ci];
     struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    atomic_fetch_add(&c->parked, 1);
-    uint32_t seen = atomic_load(&c->wake);
-    if (!atomic_load(&l->stop) && atomic_load(&c->polled))
+    /* Sequentially consistent with wake_parked (which reads parked after
+     * changing stop or polled): see there. */
+    __atomic_fetch_add(&c->parked, 1, __ATOMIC_SEQ_CST);
+    uint32_t seen = __atomic_load_n(&c->wake, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&l->stop, __ATOMIC_SEQ_CST) &&
+        __atomic_load_n(&c->polled, __ATOMIC_SEQ_CST))
         syscall(SYS_futex, &c->wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
-    atomic_fetch_sub(&c->parked, 1);
+    __atomic_fetch_sub(&c->parked, 1, __ATOMIC_SEQ_CST);
 }
 
 static void loop_stop(struct fusefs_loop *l)
 {
-    atomic_store(&l->stop, true);
+    /* Sequentially consistent: ordered before wake_everyone's loads of
+     * `parked` (park() counts itself, then reads stop). */
+    __atomic_store_n(&l->stop, true, __ATOMIC_SEQ_CST);
     uint64_t one = 1;
     if (write(l->evfd, &one, sizeof(one)) < 0) {
         /* the counter cannot overflow with one write per stop */
@@ -154,7 +162,7 @@ static bool wait_readable(struct fusefs_loop *l)
 {
     struct pollfd p[2] = { { l->fd, POLLIN, 0 }, { l->evfd, POLLIN, 0 } };
     for (;;) {
-        if (atomic_load_explicit(&l->stop, memory_order_relaxed) || fuse_session_exited(l->se))
+        if (__atomic_load_n(&l->stop, __ATOMIC_RELAXED) || fuse_session_exited(l->se))
             return false;
         int n = poll(p, 2, LOOP_POLL_MS);
         if (n > 0 && !(p[1].revents & POLLIN))
@@ -168,14 +176,20 @@ static bool wait_readable(struct fusefs_loop *l)
 static bool claim_poll(struct fusefs_loop *l, unsigned ci)
 {
     bool no = false;
-    return atomic_compare_exchange_strong_explicit(&l->cpu[ci].polled, &no, true,
-                                                   memory_order_acq_rel, memory_order_relaxed);
+    /* The acquire half pairs with hand_over_poll's release (seq_cst) store
+     * of false: the new poller starts after the old one let go. The
+     * release half orders nothing the role protects; a failed claim reads
+     * nothing either (relaxed). */
+    return __atomic_compare_exchange_n(&l->cpu[ci].polled, &no, true, false,
+                                       __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
 /* Gives the polling role of CPU ci to a parked worker of the CPU. */
 static void hand_over_poll(struct fusefs_loop *l, unsigned ci)
 {
-    atomic_store(&l->cpu[ci].polled, false);
+    /* Sequentially consistent: before wake_parked's load of `parked`
+     * (see there); its release half pairs with claim_poll's acquire. */
+    __atomic_store_n(&l->cpu[ci].polled, false, __ATOMIC_SEQ_CST);
     wake_parked(l, ci, 1);
 }
 
@@ -188,7 +202,7 @@ struct share {
 
 static void share_reset(struct fusefs_loop *l, struct share *sh)
 {
-    sh->prev = atomic_load_explicit(&l->served, memory_order_relaxed);
+    sh->prev = __atomic_load_n(&l->served, __ATOMIC_RELAXED);
     sh->gap8 = 0;
 }
 
@@ -215,14 +229,14 @@ static uint32_t requester(const struct fuse_buf *b)
  * about every other request. Returns true when it should nap. */
 static bool share_note(struct fusefs_loop *l, struct share *sh, bool mine, uint32_t pid)
 {
-    uint64_t n = mine ? atomic_fetch_add_explicit(&l->served, 1, memory_order_relaxed)
-                      : atomic_load_explicit(&l->served, memory_order_relaxed);
-    if (mine && pid && atomic_exchange_explicit(&l->last_pid, pid, memory_order_relaxed) != pid)
-        atomic_store_explicit(&l->pid_change, n, memory_order_relaxed);
+    uint64_t n = mine ? __atomic_fetch_add(&l->served, 1, __ATOMIC_RELAXED)
+                      : __atomic_load_n(&l->served, __ATOMIC_RELAXED);
+    if (mine && pid && __atomic_exchange_n(&l->last_pid, pid, __ATOMIC_RELAXED) != pid)
+        __atomic_store_n(&l->pid_change, n, __ATOMIC_RELAXED);
     uint64_t gap = n - sh->prev;
     sh->prev = mine ? n + 1 : n;
     sh->gap8 = sh->gap8 - sh->gap8 / 8 + (unsigned)(gap < LOOP_GAP_CAP ? gap : LOOP_GAP_CAP);
-    uint64_t changed = atomic_load_explicit(&l->pid_change, memory_order_relaxed);
+    uint64_t changed = __atomic_load_n(&l->pid_change, __ATOMIC_RELAXED);
     return sh->gap8 > 8 * LOOP_NAP_GAP && n > changed && n - changed > LOOP_ONE_CLIENT;
 }
 
@@ -268,7 +282,7 @@ static bool poll_and_serve(struct loop_worker *w, struct fuse_buf *buf)
         if (idle_cpu)
             nap(w, &sh);
         else
-            again = !atomic_load_explicit(&l->stop, memory_order_relaxed);
+            again = !__atomic_load_n(&l->stop, __ATOMIC_RELAXED);
     }
 }
 
@@ -285,7 +299,7 @@ static void *worker_main(void *arg)
     in_worker = true;
     if (w->standby)
         park(l, w->ci, LOOP_PARK_MS);
-    while (!atomic_load_explicit(&l->stop, memory_order_relaxed)) {
+    while (!__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) {
         if (!claim_poll(l, w->ci)) {
             park(l, w->ci, LOOP_PARK_MS);
             continue;

@@ -188,6 +188,8 @@ static void unlink_queue(struct cisc_queue *q)
 
 static bool queue_dead(struct cisc_queue *q)
 {
+    /* Pairs with the device's release store of sq_flags when it marks the
+     * queue dead (qp_kill): the CQEs it posted before are visible. */
     return __atomic_load_n(q->ksq_flags, __ATOMIC_ACQUIRE) & WIRE_SQ_DEAD;
 }
 
@@ -297,6 +299,9 @@ static int slot_take(struct cisc_queue *q, uint32_t *idx)
 
 static void ring_doorbell(struct cisc_queue *q)
 {
+    /* Release pairs with nothing the device relies on: it reads the
+     * doorbell only as the value its futex wait expects (relaxed); the
+     * entries were published by the release store of sq_tail. */
     __atomic_add_fetch(q->ksq_doorbell, 1, __ATOMIC_RELEASE);
     syscall(SYS_futex, q->ksq_doorbell, FUTEX_WAKE, 1, NULL, NULL, 0);
 }

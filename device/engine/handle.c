@@ -1,6 +1,7 @@
 /* device/engine/handle.c - open-file table with generation-checked handles. */
 #include "device/engine/handle.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -21,7 +22,38 @@ struct hdl_table {
     uint32_t free_head;     /* index + 1 of the first free slot, 0 = none */
     uint64_t count;
     uint32_t limit;         /* max open entries, 0 = HDL_MAX */
+    uint32_t nchecks;       /* hdl_check calls (debug builds): samples its walk */
 };
+
+#ifndef NDEBUG
+#define HDL_FULL_CHECK 256u  /* hdl_check calls between walks of a large table */
+
+/* The table's invariants (handle.h; the free list and the open count
+ * are what invariant 1 rests on), checked from assert() after each
+ * change in debug and sanitizer builds (lock held): O(1), plus a walk of
+ * every slot and of the free list when the table is small or every
+ * HDL_FULL_CHECK calls. */
+static bool hdl_check(struct hdl_table *t)
+{
+    assert(t->nslots <= t->cap && t->cap <= HDL_MAX);
+    assert(t->count <= t->nslots && t->free_head <= t->nslots);
+    assert(!t->free_head || !t->slots[t->free_head - 1].used);
+    if (t->nslots > 64 && t->nchecks++ % HDL_FULL_CHECK != 0)
+        return true;
+    uint64_t used = 0, nfree = 0;
+    for (uint32_t i = 0; i < t->nslots; i++) {
+        assert(t->slots[i].gen != 0);        /* 1: no handle has generation 0 */
+        used += t->slots[i].used;
+    }
+    for (uint32_t f = t->free_head; f && nfree <= t->nslots; f = t->slots[f - 1].next_free) {
+        assert(f <= t->nslots && !t->slots[f - 1].used);
+        nfree++;
+    }
+    assert(used == t->count);
+    assert(nfree == t->nslots - t->count);   /* every free slot once, no cycle */
+    return true;
+}
+#endif
 
 int hdl_table_create(struct hdl_table **out)
 {
@@ -29,6 +61,7 @@ int hdl_table_create(struct hdl_table **out)
     if (!t)
         return -ENOMEM;
     pthread_mutex_init(&t->lock, NULL);
+    assert(hdl_check(t));
     *out = t;
     return 0;
 }
@@ -68,6 +101,7 @@ static int alloc_slot(struct hdl_table *t, uint32_t *idx)
         return -EMFILE;
     if (t->free_head) {
         *idx = t->free_head - 1;
+        assert(!t->slots[*idx].used);
         t->free_head = t->slots[*idx].next_free;
         return 0;
     }
@@ -93,6 +127,7 @@ int hdl_open(struct hdl_table *t, const struct hdl *h, uint64_t *fh)
         t->count++;
         *fh = ((uint64_t)s->gen << 32) | (idx + 1u);
     }
+    assert(hdl_check(t));
     pthread_mutex_unlock(&t->lock);
     return r;
 }
@@ -119,10 +154,11 @@ int hdl_get(struct hdl_table *t, uint64_t fh, struct hdl *out)
 
 static void free_slot(struct hdl_table *t, struct slot *s)
 {
+    assert(s->used && t->count > 0);
+    uint32_t gen = s->gen + 1 ? s->gen + 1 : 1;   /* 0 is never a generation */
+    assert(gen != s->gen);                        /* 2 */
     s->used = false;
-    s->gen++;
-    if (s->gen == 0)
-        s->gen = 1;
+    s->gen = gen;
     s->next_free = t->free_head;
     t->free_head = (uint32_t)(s - t->slots) + 1;
     t->count--;
@@ -136,6 +172,7 @@ int hdl_close(struct hdl_table *t, uint64_t fh, struct hdl *out)
         *out = s->h;
         free_slot(t, s);
     }
+    assert(hdl_check(t));
     pthread_mutex_unlock(&t->lock);
     return s ? 0 : -EBADF;
 }
@@ -151,6 +188,7 @@ int hdl_drain(struct hdl_table *t, struct hdl *out)
             found = 1;
         }
     }
+    assert(hdl_check(t));
     pthread_mutex_unlock(&t->lock);
     return found;
 }

@@ -11,6 +11,10 @@
  *      gets -EBADF.
  *   2. A slot's generation changes every time it is freed.
  *   3. All calls are thread-safe (one mutex, held briefly).
+ *
+ * Debug and sanitizer builds check the table after every change: the
+ * open count, the free list (every free slot on it once) and 2
+ * (hdl_check in handle.c).
  */
 #ifndef CISC_DEVICE_HANDLE_H
 #define CISC_DEVICE_HANDLE_H

@@ -6,6 +6,7 @@
 #include "device/compute/keys.h"
 #include "device/engine/handle.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -308,12 +309,47 @@ int qp_create(struct qp_session *s, const struct qp_geom *g, int *memfd, uint32_
         qp_destroy(s, qp->id);   /* not mapped, not polled: just freed */
         return r;
     }
-    *id = qp->id;
     __atomic_add_fetch(&s->svc->nqueues, 1, __ATOMIC_RELAXED);
-    qp->poller = pick_poller(s->svc);
-    qp_poller_add(qp->poller, qp);
+    assert(qp_check(qp));
+    r = qp_poller_add(pick_poller(s->svc), qp);
+    if (r) {
+        /* A queue nobody polls would hang its client: refuse it. */
+        close(*memfd);
+        qp_destroy(s, qp->id);
+        return r;
+    }
+    *id = qp->id;
     return 0;
 }
+
+#ifndef NDEBUG
+static bool pow2(uint32_t v)
+{
+    return v && !(v & (v - 1));
+}
+
+bool qp_check(struct qp *qp)
+{
+    /* wire.h: power-of-two rings, cq_entries >= sq_entries, header, SQ,
+     * CQ and arena in that order inside the mapping. */
+    assert(pow2(qp->sq_entries) && pow2(qp->cq_entries) && qp->cq_entries >= qp->sq_entries);
+    assert((const uint8_t *)qp->sq == qp->map + WIRE_HDR_SIZE);
+    assert((const uint8_t *)qp->cq == (const uint8_t *)(qp->sq + qp->sq_entries));
+    assert((uint8_t *)(qp->cq + qp->cq_entries) <= qp->arena.base);
+    assert(qp->arena.base + qp->arena.size == qp->map + qp->map_size);
+    /* 5: the private sq_flags are what the device published */
+    assert(!(qp->sq_flags & ~(WIRE_SQ_NEED_WAKEUP | WIRE_SQ_DEAD)));
+    assert(qp->dead == !!(qp->sq_flags & WIRE_SQ_DEAD));
+    pthread_mutex_lock(&qp->cq_lock);
+    uint32_t inflight = __atomic_load_n(&qp->inflight, __ATOMIC_RELAXED);
+    /* 2: every fetched SQE (sq_head counts them) has had its CQE posted
+     * (cq_tail) or is in flight; 3: those in flight fit in the CQ. */
+    assert(qp->sq_head - qp->cq_tail == inflight);
+    assert(inflight <= qp->cq_entries);
+    pthread_mutex_unlock(&qp->cq_lock);
+    return true;
+}
+#endif
 
 /* Stops polling qp, waits for its commands, wakes its client, frees it. */
 static void qp_free(struct qp *qp)
@@ -321,10 +357,13 @@ static void qp_free(struct qp *qp)
     if (qp->poller)
         qp_poller_remove(qp->poller, qp);
     pthread_mutex_lock(&qp->cq_lock);
+    /* Pairs with post()'s release decrement of inflight (its last touch
+     * of qp); cq_lock, held by both, orders them too. */
     while (__atomic_load_n(&qp->inflight, __ATOMIC_ACQUIRE))
         pthread_cond_wait(&qp->drained, &qp->cq_lock);
     pthread_mutex_unlock(&qp->cq_lock);
     if (qp->map) {
+        assert(qp->sq_head == qp->cq_tail);   /* 4: every command completed */
         qp_kill(qp);
         munmap(qp->map, qp->map_size);
         __atomic_sub_fetch(&qp->sess->svc->nqueues, 1, __ATOMIC_RELAXED);

@@ -11,6 +11,7 @@
  *
  * Queue pairs. A memfd, sealed against shrinking and growing (a client
  * that truncates it cannot make the device fault), mapped by both sides.
+ * Decoding an SQE into a command is sqe.h's job.
  *
  * Pollers. `pollers` threads each serve a share of the queue pairs. A
  * poller sweeps its queues: for each it reads sq_tail once, fetches at
@@ -55,6 +56,16 @@
  *      command fetched from it has completed.
  *   5. The device never reads back what only it writes (sq_head, cq_tail,
  *      sq_flags): it keeps private copies.
+ *   6. Every queue on a poller's list is polled: the poller's private
+ *      copy of its list has room for all of them, made when a queue is
+ *      added (qp_create fails with -ENOMEM otherwise), so the poller never
+ *      allocates, and its sleep needs no memory either.
+ *
+ * Debug and sanitizer builds check 2 and 3 (as counts of the private
+ * copies: sq_head - cq_tail = commands in flight <= cq_entries), 4, 5's
+ * private flags, 6 and wire.h's ring layout at each state change
+ * (qp_check in queue.c, poller_check in queue_poll.c). Shared memory is
+ * never asserted on: the client may write anything there.
  */
 #ifndef CISC_DEVICE_QUEUE_H
 #define CISC_DEVICE_QUEUE_H

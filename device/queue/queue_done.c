@@ -9,6 +9,7 @@
 #include "device/engine/fused/fused.h"
 #include "device/sched/model.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -32,8 +33,12 @@ void qp_kill(struct qp *qp)
 {
     qp->dead = true;
     qp->sq_flags |= WIRE_SQ_DEAD;
+    /* Pairs with the client's acquire load of sq_flags (libcisc
+     * queue_dead): a client that sees DEAD also sees every CQE posted
+     * before, so it can reap them before giving up. */
     __atomic_store_n(&qp->hdr->sq_flags, qp->sq_flags, __ATOMIC_RELEASE);
     qp_wake_client(qp);
+    assert(qp_check(qp));
 }
 
 static int64_t to_ns(const struct timespec *t)
@@ -51,6 +56,32 @@ static void put_stat(struct qp_cmd *qc)
         .ctime_ns = to_ns(&a->ctime),
     };
     qp_arena_write(&qc->qp->arena, qc->res_off, &st, sizeof(st));
+}
+
+int qp_fill_dirent(void *arg, const struct sfs_dirent *de, const struct sfs_attr *attr)
+{
+    struct qp_cmd *qc = arg;
+    size_t nl = de->namelen > SFS_NAME_MAX ? SFS_NAME_MAX : de->namelen;
+    size_t rec = (sizeof(struct wire_dirent) + nl + 1 + 7) & ~(size_t)7;
+    if (qc->rd_used + rec > qc->res_len) {
+        qc->rd_small = qc->rd_used == 0;
+        return 1;
+    }
+    union {
+        struct wire_dirent d;
+        uint8_t b[sizeof(struct wire_dirent) + SFS_NAME_MAX + 8];
+    } u;
+    memset(&u, 0, rec);
+    u.d.ino = de->ino;
+    u.d.next = de->next_cookie;
+    u.d.reclen = (uint16_t)rec;
+    u.d.namelen = (uint16_t)nl;
+    u.d.type = (uint8_t)de->type;
+    memcpy(u.b + sizeof(struct wire_dirent), de->name, nl);
+    qp_arena_write(&qc->qp->arena, qc->res_off + qc->rd_used, u.b, rec);
+    qc->rd_used += (uint32_t)rec;
+    qc->rd_next = de->next_cookie;
+    return 0;
 }
 
 /* Builds the CQE from the engine's results (and writes STAT output). */
@@ -95,6 +126,9 @@ static void post(struct qp *qp, const struct wire_cqe *cqe)
     pthread_mutex_lock(&qp->cq_lock);
     uint32_t t = qp->cq_tail;
     memcpy(&qp->cq[t & (qp->cq_entries - 1)], &out, sizeof(out));
+    /* The private copy, for the poller's cq_room (unlocked): pairs with
+     * its acquire load of cq_tail. The drop of inflight below comes
+     * after, so a poller that sees the drop sees this tail (cq_room). */
     __atomic_store_n(&qp->cq_tail, t + 1, __ATOMIC_RELEASE);
     /* Pairs with the client's acquire load of cq_tail: the entry written
      * above is visible once it sees the new tail. */
@@ -105,8 +139,13 @@ static void post(struct qp *qp, const struct wire_cqe *cqe)
     if (__atomic_load_n(&qp->hdr->cq_flags, __ATOMIC_RELAXED) & WIRE_CQ_WAITING)
         qp_wake_client(qp);
     __atomic_add_fetch(&svc->completed, 1, __ATOMIC_RELAXED);
-    /* Last touch of qp: qp_free waits for inflight 0 under cq_lock. */
-    if (__atomic_sub_fetch(&qp->inflight, 1, __ATOMIC_RELEASE) == 0)
+    /* Last touch of qp: qp_free waits for inflight 0 under cq_lock.
+     * Release pairs with the acquire loads of inflight in cq_room (the
+     * new cq_tail above is visible to a poller that sees the drop) and in
+     * qp_free. */
+    uint32_t left = __atomic_sub_fetch(&qp->inflight, 1, __ATOMIC_RELEASE);
+    assert(left < qp->cq_entries);   /* queue.h 2: one CQE per fetched SQE */
+    if (left == 0)
         pthread_cond_broadcast(&qp->drained);
     pthread_mutex_unlock(&qp->cq_lock);
 }

@@ -1,8 +1,9 @@
 /*
  * device/queue/queue_int.h - what the queue module's files share: queue.c
  * (service, sessions, queue pairs, arena access), queue_poll.c (pollers,
- * fetching and validating SQEs into commands) and queue_done.c
- * (results, completions, the notifier). Not for other modules.
+ * fetching SQEs), sqe.c (validating an SQE into a command, sqe.h) and
+ * queue_done.c (results, completions, the notifier). Not for other
+ * modules.
  */
 #ifndef CISC_DEVICE_QUEUE_INT_H
 #define CISC_DEVICE_QUEUE_INT_H
@@ -56,12 +57,20 @@ struct qp_session {
     uint32_t next_id;
 };
 
+/* A queue in a poller's private copy of its list, with the doorbell
+ * value read before the poller last announced sleep. */
+struct qp_watch {
+    struct qp *qp;
+    uint32_t bell;
+};
+
 struct qp_poller {
     struct qp_service *svc;
     unsigned idx;
     pthread_t thread;
     bool started;
-    pthread_mutex_t lock;          /* protects list, n, gen, stop */
+    pthread_mutex_t lock;          /* protects list, n, gen, stop, spare, and
+                                      snap's capacity (queue.h invariant 6) */
     pthread_cond_t acked;          /* seen caught up with gen */
     struct qp *list;
     unsigned n;
@@ -69,8 +78,12 @@ struct qp_poller {
     uint32_t seen;                 /* the gen the thread works with (lock) */
     bool stop;
     uint32_t wake;                 /* private futex word: bumped to wake the thread */
-    struct qp **snap;              /* the thread's copy of list */
+    struct qp_watch *snap;         /* the thread's copy of list (read unlocked by
+                                      the thread, replaced only under lock) */
     unsigned nsnap, capsnap;
+    struct qp_watch *spare;        /* room for n when snap has none: made by
+                                      qp_poller_add, taken by the thread */
+    unsigned capspare;
 };
 
 struct qp_cmd {
@@ -108,13 +121,30 @@ struct qp_service {
     uint64_t nsessions, nqueues;
 };
 
+/* queue.c */
+#ifndef NDEBUG
+/* Checks qp's ring state, what only the device writes (its private
+ * copies; wire.h's layout; queue.h invariants 2, 3 and 5), from assert():
+ * called by qp's poller, or by whoever holds qp once no poller has it,
+ * never with cq_lock held (it takes it). O(1). Returns true. */
+bool qp_check(struct qp *qp);
+#endif
+
 /* queue_poll.c */
 int qp_poller_start(struct qp_poller *p);
 void qp_poller_stop(struct qp_poller *p);
-void qp_poller_add(struct qp_poller *p, struct qp *qp);
+/* Has poller p serve qp (sets qp->poller). Returns 0, or -ENOMEM when
+ * the poller has no room for one more queue (invariant 6): qp is then
+ * not polled. */
+int qp_poller_add(struct qp_poller *p, struct qp *qp);
+/* Stops serving qp; once it returns the poller no longer touches qp. */
 void qp_poller_remove(struct qp_poller *p, struct qp *qp);
 
 /* queue_done.c */
+/* READDIR output (struct eng_cmd's fill for a queue command): one struct
+ * wire_dirent record per entry, written with one copy into the result
+ * area. Returns 1 when full. */
+int qp_fill_dirent(void *arg, const struct sfs_dirent *de, const struct sfs_attr *attr);
 /* Posts an error completion for an SQE refused before it became a command. */
 void qp_post_error(struct qp *qp, uint64_t user_data, int err);
 /* The engine's done() for queue commands. */

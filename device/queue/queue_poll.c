@@ -1,20 +1,19 @@
 /*
  * device/queue/queue_poll.c - the pollers: sweep queue pairs, fetch submissions
- * within the CQ's room, copy each SQE once, validate it into an engine
- * command, hand the sweep's commands to the scheduler; spin, then sleep
- * on every doorbell at once. See queue.h for the design.
+ * within the CQ's room, copy each SQE once and have it validated into an
+ * engine command (sqe.c), hand the sweep's commands to the scheduler;
+ * spin, then sleep on every doorbell at once. See queue.h for the design.
  */
 #include "device/queue/queue_int.h"
 
 #include "common/clock.h"
 #include "device/engine/fused/fused.h"
+#include "device/queue/sqe.h"
 #include "device/sched/model.h"
 #include "device/sched/sched.h"
 
+#include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <linux/fs.h>
 #include <linux/futex.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -30,301 +29,6 @@
 #define SYS_futex_waitv 449   /* the same number on every architecture */
 #endif
 
-#define OPEN_FLAGS (O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_APPEND | O_DIRECTORY | O_NOFOLLOW)
-
-/* ---- validation: one SQE (already copied) -> one command ------------------ */
-
-static struct qp_cmd *cmd_new(struct qp *qp, const struct wire_sqe *s, unsigned op,
-                              size_t extra)
-{
-    struct qp_cmd *qc = malloc(sizeof(*qc) + extra);
-    if (!qc)
-        return NULL;
-    eng_cmd_init(&qc->c, op, &qp->sess->cred);
-    qc->c.hdl = qp->sess->hdl;
-    qc->c.chg = &qc->chg;
-    qc->c.done = qp_cmd_done;
-    qc->c.item.queue = qp->id;
-    qc->qp = qp;
-    qc->next = NULL;
-    qc->user_data = s->user_data;
-    qc->wop = s->opcode;
-    qc->res_off = 0;
-    qc->res_len = 0;
-    qc->rd_used = 0;
-    qc->rd_next = 0;
-    qc->rd_small = false;
-    qc->chg.next = NULL;
-    qc->chg.ninodes = qc->chg.nentries = 0;
-    qc->cisc = NULL;
-    return qc;
-}
-
-/* Checks a path reference: inside the arena, 1..PATH_MAX-1 bytes, no NUL. */
-static int check_path(const struct qp *qp, uint64_t addr, uint64_t len)
-{
-    if (!qp_arena_ok(&qp->arena, addr, len))
-        return -EFAULT;
-    if (len == 0)
-        return -ENOENT;
-    if (len >= WIRE_PATH_MAX)
-        return -ENAMETOOLONG;
-    return 0;
-}
-
-/* Copies the path once into dst (len + 1 bytes) and checks it has no NUL. */
-static int copy_path(const struct qp *qp, uint64_t addr, uint64_t len, char *dst)
-{
-    memcpy(dst, qp->arena.base + addr, len);
-    dst[len] = '\0';
-    return memchr(dst, '\0', len) ? -EINVAL : 0;
-}
-
-/* A command whose only operand is a path (OPEN, UNLINK, MKDIR, RMDIR,
- * READDIR, STAT by path). */
-static int path_cmd(struct qp *qp, const struct wire_sqe *s, unsigned op,
-                    struct qp_cmd **out)
-{
-    int r = check_path(qp, s->addr, s->len);
-    if (r)
-        return r;
-    struct qp_cmd *qc = cmd_new(qp, s, op, s->len + 1);
-    if (!qc)
-        return -ENOMEM;
-    r = copy_path(qp, s->addr, s->len, qc->paths);
-    if (r) {
-        free(qc);
-        return r;
-    }
-    qc->c.path = qc->paths;
-    *out = qc;
-    return 0;
-}
-
-static int dec_open(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out)
-{
-    if ((s->flags & O_ACCMODE) == O_ACCMODE)
-        return -EINVAL;
-    int r = path_cmd(qp, s, ENG_OP_OPEN_PATH, out);
-    if (!r) {
-        (*out)->c.flags = s->flags & OPEN_FLAGS;
-        (*out)->c.mode = s->mode & 07777;
-    }
-    return r;
-}
-
-/* A data transfer: fh, off, and (addr, len) inside the arena. */
-static int dec_data(struct qp *qp, const struct wire_sqe *s, unsigned op,
-                    struct qp_cmd **out)
-{
-    if (!qp_arena_ok(&qp->arena, s->addr, s->len))
-        return -EFAULT;
-    if (s->off > INT64_MAX || s->len > INT64_MAX - s->off)
-        return -EINVAL;
-    struct qp_cmd *qc = cmd_new(qp, s, op, 0);
-    if (!qc)
-        return -ENOMEM;
-    qc->c.fh = s->fh;
-    qc->c.off = s->off;
-    qc->c.size = s->len;
-    if (op == ENG_OP_READ)
-        qc->c.out = qp->arena.base + s->addr;
-    else
-        qc->c.in = qp->arena.base + s->addr;
-    *out = qc;
-    return 0;
-}
-
-/* A command on a handle with no buffer (CLOSE, TRUNCATE, FSYNC). */
-static int dec_fh(struct qp *qp, const struct wire_sqe *s, unsigned op, struct qp_cmd **out)
-{
-    if (op == ENG_OP_FSYNC && (s->flags & ~1u))
-        return -EINVAL;
-    if (op == ENG_OP_FTRUNCATE && s->off > INT64_MAX)
-        return -EINVAL;
-    struct qp_cmd *qc = cmd_new(qp, s, op, 0);
-    if (!qc)
-        return -ENOMEM;
-    qc->c.fh = s->fh;
-    qc->c.off = s->off;
-    qc->c.flags = op == ENG_OP_FSYNC ? s->flags : 0;
-    *out = qc;
-    return 0;
-}
-
-/* The result area (res_off, res_len) must lie in the arena and hold min. */
-static int check_res(const struct qp *qp, const struct wire_sqe *s, uint32_t min)
-{
-    if (!qp_arena_ok(&qp->arena, s->res_off, s->res_len))
-        return -EFAULT;
-    return s->res_len < min ? -EINVAL : 0;
-}
-
-static int dec_stat(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out)
-{
-    int r = check_res(qp, s, sizeof(struct wire_stat));
-    if (r)
-        return r;
-    if (s->fh) {
-        *out = cmd_new(qp, s, ENG_OP_FSTAT, 0);
-        if (!*out)
-            return -ENOMEM;
-        (*out)->c.fh = s->fh;
-    } else if ((r = path_cmd(qp, s, ENG_OP_STAT_PATH, out)) != 0) {
-        return r;
-    }
-    (*out)->res_off = s->res_off;
-    (*out)->res_len = s->res_len;
-    return 0;
-}
-
-static int dec_mkdir(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out)
-{
-    int r = path_cmd(qp, s, ENG_OP_MKDIR_PATH, out);
-    if (!r)
-        (*out)->c.mode = s->mode & 07777;
-    return r;
-}
-
-static int fill_dirent(void *arg, const struct sfs_dirent *de, const struct sfs_attr *attr);
-
-static int dec_readdir(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out)
-{
-    int r = check_res(qp, s, sizeof(struct wire_dirent) + 8);
-    if (!r)
-        r = path_cmd(qp, s, ENG_OP_READDIR_PATH, out);
-    if (r)
-        return r;
-    struct qp_cmd *qc = *out;
-    qc->res_off = s->res_off;
-    qc->res_len = s->res_len;
-    qc->c.off = s->off;
-    qc->c.fill = fill_dirent;
-    qc->c.fill_arg = qc;
-    return 0;
-}
-
-/* "old\0new": two non-empty paths without further NULs. */
-static int dec_rename(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out)
-{
-    if (s->flags & ~(uint32_t)(RENAME_NOREPLACE | RENAME_EXCHANGE))
-        return -EINVAL;
-    if (!qp_arena_ok(&qp->arena, s->addr, s->len))
-        return -EFAULT;
-    if (s->len < 3 || s->len >= 2 * (uint64_t)WIRE_PATH_MAX)
-        return s->len < 3 ? -ENOENT : -ENAMETOOLONG;
-    struct qp_cmd *qc = cmd_new(qp, s, ENG_OP_RENAME_PATH, s->len + 1);
-    if (!qc)
-        return -ENOMEM;
-    memcpy(qc->paths, qp->arena.base + s->addr, s->len);   /* the one copy */
-    qc->paths[s->len] = '\0';
-    size_t l1 = strlen(qc->paths);
-    size_t l2 = l1 < s->len ? strlen(qc->paths + l1 + 1) : 0;
-    int r = l1 == 0 || l1 >= s->len || l2 == 0 || l1 + 1 + l2 != s->len ? -EINVAL : 0;
-    if (!r && (l1 >= WIRE_PATH_MAX || l2 >= WIRE_PATH_MAX))
-        r = -ENAMETOOLONG;
-    if (r) {
-        free(qc);
-        return r;
-    }
-    qc->c.path = qc->paths;
-    qc->c.path2 = qc->paths + l1 + 1;
-    qc->c.flags = ((s->flags & RENAME_NOREPLACE) ? ENG_RENAME_NOREPLACE : 0) |
-                  ((s->flags & RENAME_EXCHANGE) ? ENG_RENAME_EXCHANGE : 0);
-    *out = qc;
-    return 0;
-}
-
-/* CISC: the step array and the result array inside the arena; the steps
- * are copied once into private memory and decoded (fop_decode checks
- * every step) into the command's vector. A vector the decoder refuses
- * still goes to the engine, which completes it with the decoder's status
- * and per-step results (and counts it). */
-static int dec_cisc(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out)
-{
-    uint64_t n = s->nsteps;
-    if (n == 0 || n > WIRE_MAX_STEPS || s->len != n * sizeof(struct wire_step))
-        return -EINVAL;
-    if (!qp_arena_ok(&qp->arena, s->addr, s->len) ||
-        !qp_arena_ok(&qp->arena, s->res_off, s->res_len))
-        return -EFAULT;
-    if (s->res_len < n * sizeof(struct wire_step_res) || s->flags)
-        return -EINVAL;
-    struct qp_cmd *qc = cmd_new(qp, s, ENG_OP_CISC, 0);
-    struct wire_step *steps = qc ? malloc(s->len) : NULL;
-    if (qc)
-        qc->cisc = steps ? malloc(sizeof(struct eng_cisc)) : NULL;
-    if (!qc || !qc->cisc) {
-        free(steps);
-        free(qc);
-        return -ENOMEM;
-    }
-    memcpy(steps, qp->arena.base + s->addr, s->len);   /* the one fetch */
-    struct eng_arena a = { qp->arena.base, qp->arena.size };
-    struct fop_limits lim;
-    eng_fop_limits(qp->sess->svc->eng, &lim);
-    fop_decode(qc->cisc, steps, (unsigned)n, &a, &lim, qp->sess->keys);
-    free(steps);   /* the vector keeps what it needs (paths copied) */
-    qc->c.cisc = qc->cisc;
-    qc->res_off = s->res_off;
-    qc->res_len = s->res_len;
-    *out = qc;
-    return 0;
-}
-
-/* Validates the private copy s into a command. Returns 0 or -errno. */
-static int decode(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out)
-{
-    if (s->sqe_flags)
-        return -EINVAL;   /* no flag has a meaning yet */
-    switch (s->opcode) {
-    case WIRE_OP_NOP: return (*out = cmd_new(qp, s, ENG_OP_NOP, 0)) ? 0 : -ENOMEM;
-    case WIRE_OP_OPEN: return dec_open(qp, s, out);
-    case WIRE_OP_CLOSE: return dec_fh(qp, s, ENG_OP_RELEASE, out);
-    case WIRE_OP_READ: return dec_data(qp, s, ENG_OP_READ, out);
-    case WIRE_OP_WRITE: return dec_data(qp, s, ENG_OP_WRITE, out);
-    case WIRE_OP_APPEND: return dec_data(qp, s, ENG_OP_APPEND, out);
-    case WIRE_OP_TRUNCATE: return dec_fh(qp, s, ENG_OP_FTRUNCATE, out);
-    case WIRE_OP_FSYNC: return dec_fh(qp, s, ENG_OP_FSYNC, out);
-    case WIRE_OP_STAT: return dec_stat(qp, s, out);
-    case WIRE_OP_UNLINK: return path_cmd(qp, s, ENG_OP_UNLINK_PATH, out);
-    case WIRE_OP_MKDIR: return dec_mkdir(qp, s, out);
-    case WIRE_OP_RENAME: return dec_rename(qp, s, out);
-    case WIRE_OP_READDIR: return dec_readdir(qp, s, out);
-    case WIRE_OP_RMDIR: return path_cmd(qp, s, ENG_OP_RMDIR_PATH, out);
-    case WIRE_OP_CISC: return dec_cisc(qp, s, out);
-    default: return -EINVAL;
-    }
-}
-
-/* READDIR output: one struct wire_dirent record per entry, written with
- * one copy into the result area. Returns 1 when full. */
-static int fill_dirent(void *arg, const struct sfs_dirent *de, const struct sfs_attr *attr)
-{
-    struct qp_cmd *qc = arg;
-    size_t nl = de->namelen > SFS_NAME_MAX ? SFS_NAME_MAX : de->namelen;
-    size_t rec = (sizeof(struct wire_dirent) + nl + 1 + 7) & ~(size_t)7;
-    if (qc->rd_used + rec > qc->res_len) {
-        qc->rd_small = qc->rd_used == 0;
-        return 1;
-    }
-    union {
-        struct wire_dirent d;
-        uint8_t b[sizeof(struct wire_dirent) + SFS_NAME_MAX + 8];
-    } u;
-    memset(&u, 0, rec);
-    u.d.ino = de->ino;
-    u.d.next = de->next_cookie;
-    u.d.reclen = (uint16_t)rec;
-    u.d.namelen = (uint16_t)nl;
-    u.d.type = (uint8_t)de->type;
-    memcpy(u.b + sizeof(struct wire_dirent), de->name, nl);
-    qp_arena_write(&qc->qp->arena, qc->res_off + qc->rd_used, u.b, rec);
-    qc->rd_used += (uint32_t)rec;
-    qc->rd_next = de->next_cookie;
-    return 0;
-}
-
 /* ---- fetching ---------------------------------------------------------------- */
 
 /* How many more commands qp's CQ has room for (invariant 3). */
@@ -332,7 +36,9 @@ static uint32_t cq_room(struct qp *qp)
 {
     /* inflight first, then cq_tail: a completion between the two loads is
      * counted twice, never missed (the completer bumps cq_tail, then
-     * drops inflight). */
+     * drops inflight). Both acquire loads pair with post()'s release
+     * store of cq_tail and release drop of inflight: seeing the drop
+     * means seeing the tail stored before it. */
     uint32_t inflight = __atomic_load_n(&qp->inflight, __ATOMIC_ACQUIRE);
     uint32_t tail = __atomic_load_n(&qp->cq_tail, __ATOMIC_ACQUIRE);
     /* Pairs with the client's release store of cq_head once it has read
@@ -378,7 +84,7 @@ static unsigned fetch(struct qp *qp, struct qp_cmd ***tail)
         memcpy(&s, &qp->sq[(qp->sq_head + i) & (qp->sq_entries - 1)], sizeof(s));
         __atomic_add_fetch(&qp->inflight, 1, __ATOMIC_RELAXED);
         struct qp_cmd *qc = NULL;
-        int r = decode(qp, &s, &qc);
+        int r = qp_sqe_decode(qp, &s, &qc);
         if (r) {
             __atomic_add_fetch(&svc->refused, 1, __ATOMIC_RELAXED);
             qp_post_error(qp, s.user_data, r);
@@ -392,6 +98,7 @@ static unsigned fetch(struct qp *qp, struct qp_cmd ***tail)
      * copied (above), it may reuse them. */
     __atomic_store_n(&qp->hdr->sq_head, qp->sq_head, __ATOMIC_RELEASE);
     __atomic_add_fetch(&svc->fetched, n, __ATOMIC_RELAXED);
+    assert(qp_check(qp));
     return n;
 }
 
@@ -454,7 +161,7 @@ static unsigned sweep(struct qp_poller *p)
     struct qp_cmd *list = NULL, **tail = &list;
     unsigned did = 0;
     for (unsigned i = 0; i < p->nsnap; i++)
-        did += fetch(p->snap[i], &tail);
+        did += fetch(p->snap[i].qp, &tail);
     dispatch(p->svc->eng, list);
     return did;
 }
@@ -463,27 +170,69 @@ static unsigned sweep(struct qp_poller *p)
 
 static void poller_wake(struct qp_poller *p)
 {
+    /* Pairs with the acquire load of wake in poller_sleep: a poller that
+     * reads the new value also sees the gen bumped before this, and does
+     * not sleep; one that read the old value has its futex wait fail. */
     __atomic_add_fetch(&p->wake, 1, __ATOMIC_RELEASE);
     syscall(SYS_futex, &p->wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+#ifndef NDEBUG
+/* Checks the poller's list against its count and invariant 6 (lock
+ * held). O(queues on p), only where the list changes. */
+static bool poller_check(const struct qp_poller *p)
+{
+    unsigned n = 0;
+    for (const struct qp *q = p->list; q; q = q->pnext, n++)
+        assert(q->poller == p);
+    assert(n == p->n);
+    assert(p->capsnap >= n || p->capspare >= n);   /* 6 */
+    assert(p->nsnap <= p->capsnap);
+    return true;
+}
+#endif
+
 /* Bumps gen, wakes the thread and waits until it works with the new list. */
 static void poller_sync(struct qp_poller *p)
 {
-    uint32_t want = ++p->gen;
+    uint32_t want = p->gen + 1;
+    __atomic_store_n(&p->gen, want, __ATOMIC_RELAXED);   /* the thread peeks unlocked */
     poller_wake(p);
     while (p->started && (int32_t)(p->seen - want) < 0)
         pthread_cond_wait(&p->acked, &p->lock);
 }
 
-void qp_poller_add(struct qp_poller *p, struct qp *qp)
+/* Makes sure the thread's copy can hold n queues (lock held): a larger
+ * array waits in spare until the thread's next adopt takes it, so the
+ * thread never allocates. Returns 0 or -ENOMEM. */
+static int reserve_watch(struct qp_poller *p, unsigned n)
+{
+    if (n <= p->capsnap || n <= p->capspare)
+        return 0;
+    unsigned cap = n < 8 ? 8 : 2 * n;
+    struct qp_watch *w = calloc(cap, sizeof(*w));
+    if (!w)
+        return -ENOMEM;
+    free(p->spare);   /* never seen by the thread */
+    p->spare = w;
+    p->capspare = cap;
+    return 0;
+}
+
+int qp_poller_add(struct qp_poller *p, struct qp *qp)
 {
     pthread_mutex_lock(&p->lock);
-    qp->pnext = p->list;
-    p->list = qp;
-    __atomic_store_n(&p->n, p->n + 1, __ATOMIC_RELAXED);
-    poller_sync(p);
+    int r = reserve_watch(p, p->n + 1);
+    if (!r) {
+        qp->poller = p;
+        qp->pnext = p->list;
+        p->list = qp;
+        __atomic_store_n(&p->n, p->n + 1, __ATOMIC_RELAXED);
+        assert(poller_check(p));
+        poller_sync(p);
+    }
     pthread_mutex_unlock(&p->lock);
+    return r;
 }
 
 void qp_poller_remove(struct qp_poller *p, struct qp *qp)
@@ -496,7 +245,10 @@ void qp_poller_remove(struct qp_poller *p, struct qp *qp)
             break;
         }
     }
+    assert(poller_check(p));
     poller_sync(p);   /* the thread no longer touches qp after this */
+    for (unsigned i = 0; p->started && i < p->nsnap; i++)
+        assert(p->snap[i].qp != qp);                  /* 4 */
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -505,16 +257,17 @@ static bool adopt(struct qp_poller *p)
 {
     pthread_mutex_lock(&p->lock);
     bool go = !p->stop;
-    if (p->n > p->capsnap) {
-        struct qp **s = realloc(p->snap, p->n * sizeof(*s));
-        if (s) {
-            p->snap = s;
-            p->capsnap = p->n;
-        }
+    if (p->n > p->capsnap) {   /* qp_poller_add made room in spare (invariant 6) */
+        free(p->snap);
+        p->snap = p->spare;
+        p->capsnap = p->capspare;
+        p->spare = NULL;
+        p->capspare = 0;
     }
     p->nsnap = 0;
     for (struct qp *q = p->list; q && p->nsnap < p->capsnap; q = q->pnext)
-        p->snap[p->nsnap++] = q;
+        p->snap[p->nsnap++] = (struct qp_watch){ .qp = q };
+    assert(p->nsnap == p->n && poller_check(p));      /* 6: every queue polled */
     p->seen = p->gen;
     pthread_cond_broadcast(&p->acked);
     pthread_mutex_unlock(&p->lock);
@@ -533,16 +286,16 @@ static void set_need_wakeup(struct qp *qp, bool on)
 
 /* Sleeps on the private word and every doorbell (futex_waitv), or, when
  * the kernel lacks it or there are too many queues, up to 1 ms. */
-static void wait_bells(struct qp_poller *p, uint32_t wk, const uint32_t *bells)
+static void wait_bells(struct qp_poller *p, uint32_t wk)
 {
     struct futex_waitv w[FUTEX_WAITV_MAX];
     unsigned n = 0;
     w[n++] = (struct futex_waitv){ .val = wk, .uaddr = (uintptr_t)&p->wake,
                                    .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG };
     for (unsigned i = 0; i < p->nsnap && n < FUTEX_WAITV_MAX; i++)
-        if (!p->snap[i]->dead)
-            w[n++] = (struct futex_waitv){ .val = bells[i],
-                                           .uaddr = (uintptr_t)&p->snap[i]->hdr->sq_doorbell,
+        if (!p->snap[i].qp->dead)
+            w[n++] = (struct futex_waitv){ .val = p->snap[i].bell,
+                                           .uaddr = (uintptr_t)&p->snap[i].qp->hdr->sq_doorbell,
                                            .flags = FUTEX_32 };
     if (p->nsnap < FUTEX_WAITV_MAX &&
         (syscall(SYS_futex_waitv, w, n, 0, NULL, CLOCK_MONOTONIC) >= 0 || errno != ENOSYS))
@@ -554,27 +307,26 @@ static void wait_bells(struct qp_poller *p, uint32_t wk, const uint32_t *bells)
 /* Announces sleep on every queue, rechecks, sleeps. */
 static void poller_sleep(struct qp_poller *p)
 {
+    /* Pairs with the release add in poller_wake: if this is the new
+     * value, the gen check below sees the bump made before it. */
     uint32_t wk = __atomic_load_n(&p->wake, __ATOMIC_ACQUIRE);
-    uint32_t *bells = calloc(p->nsnap + 1, sizeof(uint32_t));
-    if (!bells)
-        return;
     for (unsigned i = 0; i < p->nsnap; i++) {
-        bells[i] = __atomic_load_n(&p->snap[i]->hdr->sq_doorbell, __ATOMIC_RELAXED);
-        set_need_wakeup(p->snap[i], true);
+        struct qp_watch *w = &p->snap[i];
+        w->bell = __atomic_load_n(&w->qp->hdr->sq_doorbell, __ATOMIC_RELAXED);
+        set_need_wakeup(w->qp, true);
     }
     /* Pairs with the client's fence between its sq_tail store and its
      * sq_flags load: either it sees NEED_WAKEUP, or we see its tail. */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     bool work = __atomic_load_n(&p->gen, __ATOMIC_RELAXED) != p->seen;
     for (unsigned i = 0; i < p->nsnap && !work; i++)
-        work = fetchable(p->snap[i]) > 0;
+        work = fetchable(p->snap[i].qp) > 0;
     if (!work) {
         __atomic_add_fetch(&p->svc->sleeps, 1, __ATOMIC_RELAXED);
-        wait_bells(p, wk, bells);
+        wait_bells(p, wk);
     }
     for (unsigned i = 0; i < p->nsnap; i++)
-        set_need_wakeup(p->snap[i], false);
-    free(bells);
+        set_need_wakeup(p->snap[i].qp, false);
 }
 
 static void *poller_main(void *arg)
@@ -583,7 +335,9 @@ static void *poller_main(void *arg)
     uint64_t spin_ns = (uint64_t)p->svc->poll_us * 1000u, idle_since = now_ns();
     bool woke = false;
     for (;;) {
-        if (__atomic_load_n(&p->gen, __ATOMIC_ACQUIRE) != p->seen && !adopt(p))
+        /* An unlocked peek: adopt() reads the list and gen under p->lock,
+         * so nothing needs ordering here. */
+        if (__atomic_load_n(&p->gen, __ATOMIC_RELAXED) != p->seen && !adopt(p))
             break;
         if (sweep(p)) {
             idle_since = now_ns();
@@ -622,12 +376,13 @@ void qp_poller_stop(struct qp_poller *p)
     if (p->started) {
         pthread_mutex_lock(&p->lock);
         p->stop = true;
-        p->gen++;
+        __atomic_store_n(&p->gen, p->gen + 1, __ATOMIC_RELAXED);
         poller_wake(p);
         pthread_mutex_unlock(&p->lock);
         pthread_join(p->thread, NULL);
     }
     free(p->snap);
+    free(p->spare);
     pthread_cond_destroy(&p->acked);
     pthread_mutex_destroy(&p->lock);
 }

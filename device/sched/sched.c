@@ -4,6 +4,7 @@
 
 #include "common/clock.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -30,6 +31,26 @@ struct sched {
     uint64_t submitted, completed, direct_runs, depth, max_depth;
     struct sched_core_stats core[SCHED_MAX_CORES];
 };
+
+#define SCHED_CHECK_WALK 64u   /* a policy's check counts this many items at most */
+
+#ifndef NDEBUG
+/* The scheduler's invariants (sched.h) that its counters show, checked
+ * from assert() after each state change in debug and sanitizer builds
+ * (lock held): O(1), and the policy's own check. */
+static bool sched_check(const struct sched *s)
+{
+    unsigned nfree = (unsigned)__builtin_popcountll(s->free_slots);
+    assert(s->busy <= s->cores);                               /* 4 */
+    assert(nfree == s->cores - s->busy);                       /* 4: one slot per item */
+    assert(s->cores == 64 || (s->free_slots >> s->cores) == 0);
+    /* 1: every accepted item is queued, running, or done, once */
+    assert(s->submitted == s->completed + s->busy + s->depth);
+    assert(s->depth <= s->max_depth && s->idle <= s->nthreads);
+    assert(!s->pol->check || s->pol->check(s->q, s->depth));
+    return true;
+}
+#endif
 
 /* ---- FIFO policy: one list, oldest first ---------------------------- */
 
@@ -74,6 +95,19 @@ static void fifo_charge(void *q, const struct sched_item *it, uint64_t ns)
 {
 }
 
+/* True if the list is well formed and holds `depth` items (counted up
+ * to SCHED_CHECK_WALK). */
+static bool fifo_check(const void *q, uint64_t depth)
+{
+    const struct fifo *f = q;
+    if (!f->head != (f->tailp == &f->head) || *f->tailp != NULL)
+        return false;
+    uint64_t n = 0;
+    for (const struct sched_item *it = f->head; it && n <= SCHED_CHECK_WALK; it = it->next)
+        n++;
+    return depth > SCHED_CHECK_WALK ? n > SCHED_CHECK_WALK : n == depth;
+}
+
 const struct sched_policy sched_fifo = {
     .name = "fifo",
     .create = fifo_create,
@@ -81,6 +115,7 @@ const struct sched_policy sched_fifo = {
     .push = fifo_push,
     .pop = fifo_pop,
     .charge = fifo_charge,
+    .check = fifo_check,
 };
 
 static const struct sched_policy *const policies[] = { &sched_fifo };
@@ -98,6 +133,7 @@ const struct sched_policy *sched_policy_find(const char *name)
 /* Takes a free core slot; lock held, busy < cores guaranteed by callers. */
 static unsigned slot_get(struct sched *s)
 {
+    assert(s->busy < s->cores && s->free_slots);   /* 4 */
     unsigned slot = (unsigned)__builtin_ctzll(s->free_slots);
     s->free_slots &= ~(1ull << slot);
     s->busy++;
@@ -116,6 +152,7 @@ static void finish(struct sched *s, unsigned slot, struct sched_item *copy, uint
     s->core[slot].busy_ns += ns;
     bool quiet = s->busy == 0 && s->depth == 0;
     bool more = s->depth > 0 && s->idle > 0;
+    assert(sched_check(s));
     pthread_mutex_unlock(&s->lock);
     if (quiet)
         pthread_cond_broadcast(&s->idle_cv);
@@ -150,6 +187,7 @@ static bool take(struct sched *s, struct sched_item **it, unsigned *slot)
     }
     s->depth--;
     *slot = slot_get(s);
+    assert(sched_check(s));
     pthread_mutex_unlock(&s->lock);
     return true;
 }
@@ -239,11 +277,13 @@ static int submit(struct sched *s, struct sched_item *it, bool direct)
     if (direct && s->direct && s->depth == 0 && s->busy < s->cores) {
         unsigned slot = slot_get(s);
         s->direct_runs++;
+        assert(sched_check(s));
         pthread_mutex_unlock(&s->lock);
         run_on(s, it, slot);
         return 0;
     }
     bool wake = enqueue(s, it);
+    assert(sched_check(s));
     pthread_mutex_unlock(&s->lock);
     if (wake)
         pthread_cond_signal(&s->work);
@@ -291,6 +331,7 @@ void sched_destroy(struct sched *s)
         return;
     pthread_mutex_lock(&s->lock);
     s->stopping = true;
+    assert(sched_check(s));
     pthread_cond_broadcast(&s->work);
     pthread_mutex_unlock(&s->lock);
     for (unsigned i = 0; i < s->nthreads; i++)

@@ -28,6 +28,10 @@
  *   3. Lock order: the scheduler lock is a leaf; run() is called without it.
  *   4. At most `cores` items run at any time, in distinct slots; an item
  *      never waits in the queue while a slot is free and a worker idle.
+ *
+ * Debug and sanitizer builds check 1 (as counts: submitted = completed +
+ * running + queued), the slots of 4 and the policy's queue after every
+ * state change (sched_check in sched.c).
  */
 #ifndef CISC_DEVICE_SCHED_H
 #define CISC_DEVICE_SCHED_H
@@ -55,6 +59,10 @@ struct sched_policy {
     void (*push)(void *q, struct sched_item *it);
     struct sched_item *(*pop)(void *q, unsigned core);   /* NULL if empty */
     void (*charge)(void *q, const struct sched_item *it, uint64_t ns);
+    /* Optional: true if q is well formed and holds `depth` items (debug
+     * builds call it after every change, so it must be cheap: count at
+     * most a few dozen items). */
+    bool (*check)(const void *q, uint64_t depth);
 };
 
 extern const struct sched_policy sched_fifo;

@@ -4,6 +4,7 @@
  */
 #include "device/storagefs/alloc.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +29,13 @@ struct sfs_alloc {
     uint64_t lo, hi;             /* allocatable blocks: [lo, hi) */
     uint64_t avail;              /* zero bits of busy in [lo, hi) */
     uint64_t reserve;            /* kept for alloc_meta */
-    uint64_t free_blocks, free_inodes;   /* as on the image */
+    uint64_t free_blocks, free_inodes;   /* clear bits of the on-image bitmaps, counted
+                                            as they flip (an inconsistent image that
+                                            frees a block twice cannot skew them) */
     uint64_t hint, ihint;
     struct pending *pend;
     size_t npend, pcap;
+    uint32_t nchecks;            /* alloc_check calls (debug builds): samples its scans */
 };
 
 /* ---- bit helpers --------------------------------------------------------- */
@@ -41,14 +45,29 @@ static bool bit(const uint64_t *m, uint64_t i)
     return (m[i / 64] >> (i % 64)) & 1;
 }
 
-static void set_range(uint64_t *m, uint64_t i, uint64_t n, bool v)
+static uint64_t word_mask(uint64_t i, uint64_t n, uint64_t *k)
 {
-    for (; n && i % 64; i++, n--)
-        m[i / 64] = v ? m[i / 64] | 1ull << (i % 64) : m[i / 64] & ~(1ull << (i % 64));
-    for (; n >= 64; i += 64, n -= 64)
-        m[i / 64] = v ? ~0ull : 0;
-    for (; n; i++, n--)
-        m[i / 64] = v ? m[i / 64] | 1ull << (i % 64) : m[i / 64] & ~(1ull << (i % 64));
+    *k = 64 - i % 64 < n ? 64 - i % 64 : n;   /* bits of [i, i+n) in i's word */
+    return (*k == 64 ? ~0ull : (1ull << *k) - 1) << (i % 64);
+}
+
+/* Sets bits [i, i+n) of m. */
+static void set_range(uint64_t *m, uint64_t i, uint64_t n)
+{
+    for (uint64_t k; n; i += k, n -= k)
+        m[i / 64] |= word_mask(i, n, &k);
+}
+
+/* Clears bits [i, i+n) of m; returns how many were set. */
+static uint64_t clear_range(uint64_t *m, uint64_t i, uint64_t n)
+{
+    uint64_t was = 0;
+    for (uint64_t k; n; i += k, n -= k) {
+        uint64_t mask = word_mask(i, n, &k);
+        was += (uint64_t)__builtin_popcountll(m[i / 64] & mask);
+        m[i / 64] &= ~mask;
+    }
+    return was;
 }
 
 /* First clear bit in [from, to), or `to`. */
@@ -83,20 +102,26 @@ static uint64_t run_len(const uint64_t *m, uint64_t i, uint64_t to, uint64_t max
     return n < max ? n : max;
 }
 
-/* Sets or clears on-image bits [i, i+n) in the pinned bitmap buffers. */
-static void image_bits(struct jnl_handle *h, struct bbuf **bufs, uint64_t i, uint64_t n,
-                       bool v)
+/* Sets or clears on-image bits [i, i+n) in the pinned bitmap buffers.
+ * Returns how many bits changed: n, unless the image is inconsistent (a
+ * block freed twice), which the free counts must not follow. */
+static uint64_t image_bits(struct jnl_handle *h, struct bbuf **bufs, uint64_t i, uint64_t n,
+                           bool v)
 {
+    uint64_t flipped = 0;
     while (n) {
         uint64_t k = i / SFS_BITMAP_BITS;
         uint32_t off = (uint32_t)(i % SFS_BITMAP_BITS);
         uint64_t cnt = SFS_BITMAP_BITS - off < n ? SFS_BITMAP_BITS - off : n;
         jnl_dirty_buf(h, bufs[k]);
-        for (uint64_t b = 0; b < cnt; b++)
+        for (uint64_t b = 0; b < cnt; b++) {
+            flipped += sfs_bit_get(bufs[k]->data, off + (uint32_t)b) != v;
             sfs_bit_set(bufs[k]->data, off + (uint32_t)b, v);
+        }
         i += cnt;
         n -= cnt;
     }
+    return flipped;
 }
 
 /* ---- load / unload --------------------------------------------------------- */
@@ -147,6 +172,42 @@ static uint64_t count_clear(const uint64_t *m, uint64_t from, uint64_t to)
     return n;
 }
 
+#ifndef NDEBUG
+#define ALLOC_FULL_CHECK 256u   /* alloc_check calls between full scans */
+
+/* Clear bits of the on-image bitmap held in bufs, in [from, to). */
+static uint64_t image_clear(struct bbuf *const *bufs, uint64_t from, uint64_t to)
+{
+    uint64_t n = 0;
+    for (uint64_t i = from; i < to; i++)
+        n += !sfs_bit_get(bufs[i / SFS_BITMAP_BITS]->data, (uint32_t)(i % SFS_BITMAP_BITS));
+    return n;
+}
+
+/* The allocator's invariants that hold whenever mu is held, checked from
+ * assert() after each state change in debug and sanitizer builds: O(1),
+ * and a full scan of the maps every ALLOC_FULL_CHECK calls. The counts
+ * are kept as counts of bits (never of what the image claims), so no
+ * image, however inconsistent, can make these fail. Numbers are alloc.h's
+ * (1, 2 and 4 are orders of operations; 2 also depends on the image). */
+static bool alloc_check(struct sfs *fs)
+{
+    struct sfs_alloc *a = fs->al;
+    assert(a->lo < a->hi && a->hi <= fs->sb.nblocks);
+    assert(a->hint >= a->lo && a->hint < a->hi);                /* 3: the window hint */
+    assert(a->ihint >= 1 && a->ihint <= fs->sb.ninodes);
+    assert(a->avail <= a->hi - a->lo && a->free_blocks <= a->hi - a->lo);   /* 5 */
+    assert(a->free_inodes < fs->sb.ninodes);
+    assert(a->npend <= a->pcap);
+    if (a->nchecks++ % ALLOC_FULL_CHECK == 0) {
+        assert(a->avail == count_clear(a->busy, a->lo, a->hi));          /* 5 */
+        assert(a->free_blocks == image_clear(a->bmb, a->lo, a->hi));     /* 5 */
+        assert(a->free_inodes == count_clear(a->ibusy, 1, fs->sb.ninodes));   /* 5 */
+    }
+    return true;
+}
+#endif
+
 static struct sfs_alloc *alloc_new(const struct sfs_sb *sb)
 {
     struct sfs_alloc *a = calloc(1, sizeof(*a));
@@ -190,6 +251,7 @@ int alloc_load(struct sfs *fs)
     a->ihint = SFS_ROOT_INO + 1;
     a->reserve = (a->hi - a->lo) / 64;
     a->reserve = a->reserve < 16 ? 16 : a->reserve > 1024 ? 1024 : a->reserve;
+    assert(alloc_check(fs));
     return 0;
 }
 
@@ -264,14 +326,15 @@ static int take(struct sfs *fs, struct jnl_handle *h, uint64_t goal, uint64_t wa
     if (s == a->hi)
         s = find_clear(a->busy, a->lo, a->hi);
     uint64_t n = run_len(a->busy, s, a->hi, want);
-    set_range(a->busy, s, n, true);
-    image_bits(h, a->bmb, s, n, true);
+    assert(n > 0);               /* avail counts clear bits: one exists */
+    set_range(a->busy, s, n);
+    a->free_blocks -= image_bits(h, a->bmb, s, n, true);
     a->avail -= n;
-    a->free_blocks -= n;
     if (!at_goal) {   /* a file extending its own run leaves the hint alone */
         uint64_t end = s + (has_goal && data && n < ALLOC_WINDOW ? ALLOC_WINDOW : n);
         a->hint = end < a->hi ? end : a->lo;
     }
+    assert(alloc_check(fs));
     pthread_mutex_unlock(&a->mu);
     *start = s;
     *got = n;
@@ -303,10 +366,10 @@ int alloc_run(struct sfs *fs, struct jnl_handle *h, uint64_t n, uint64_t *start)
         pthread_mutex_unlock(&a->mu);
         return -ENOSPC;
     }
-    set_range(a->busy, s, n, true);
-    image_bits(h, a->bmb, s, n, true);
+    set_range(a->busy, s, n);
+    a->free_blocks -= image_bits(h, a->bmb, s, n, true);
     a->avail -= n;
-    a->free_blocks -= n;
+    assert(alloc_check(fs));
     pthread_mutex_unlock(&a->mu);
     *start = s;
     return 0;
@@ -338,12 +401,13 @@ void alloc_free_blocks(struct sfs *fs, struct jnl_handle *h, uint64_t start, uin
     struct sfs_alloc *a = fs->al;
     if (n == 0)
         return;
+    assert(alloc_in_data(fs, start, n));   /* callers check image-supplied runs */
     pthread_mutex_lock(&a->mu);
-    image_bits(h, a->bmb, start, n, false);
-    a->free_blocks += n;
+    a->free_blocks += image_bits(h, a->bmb, start, n, false);
     /* Without memory for the pending record the blocks simply stay busy
      * until the next mount: a leak in memory, never a reuse hazard. */
     (void)add_pending(a, start, n, h->seq, meta);
+    assert(alloc_check(fs));
     pthread_mutex_unlock(&a->mu);
     if (meta)
         for (uint64_t i = 0; i < n; i++)
@@ -357,14 +421,13 @@ static void release(struct sfs *fs, uint64_t seq, bool meta)
     size_t k = 0;
     for (size_t i = 0; i < a->npend; i++) {
         struct pending *p = &a->pend[i];
-        if (p->seq <= seq && p->meta == meta) {
-            set_range(a->busy, p->start, p->n, false);
-            a->avail += p->n;
-        } else {
+        if (p->seq <= seq && p->meta == meta)
+            a->avail += clear_range(a->busy, p->start, p->n);   /* 2: reusable now */
+        else
             a->pend[k++] = *p;
-        }
     }
     a->npend = k;
+    assert(alloc_check(fs));
     pthread_mutex_unlock(&a->mu);
 }
 
@@ -420,10 +483,12 @@ int alloc_inode(struct sfs *fs, struct jnl_handle *h, uint64_t goal, uint64_t *i
         i = find_clear(a->ibusy, a->ihint, n);
     if (i == n)
         i = find_clear(a->ibusy, 1, n);
-    set_range(a->ibusy, i, 1, true);
+    assert(i > 0 && i < n);      /* free_inodes counts clear bits: one exists */
+    set_range(a->ibusy, i, 1);
     image_bits(h, a->imb, i, 1, true);
     a->free_inodes--;
     a->ihint = i + 1 < n ? i + 1 : 1;
+    assert(alloc_check(fs));
     pthread_mutex_unlock(&a->mu);
     *ino = i;
     return 0;
@@ -432,10 +497,11 @@ int alloc_inode(struct sfs *fs, struct jnl_handle *h, uint64_t goal, uint64_t *i
 void alloc_free_inode(struct sfs *fs, struct jnl_handle *h, uint64_t ino)
 {
     struct sfs_alloc *a = fs->al;
+    assert(ino > 0 && ino < fs->sb.ninodes);   /* inode_get refuses others */
     pthread_mutex_lock(&a->mu);
-    set_range(a->ibusy, ino, 1, false);
+    a->free_inodes += clear_range(a->ibusy, ino, 1);   /* 0 if already free */
     image_bits(h, a->imb, ino, 1, false);
-    a->free_inodes++;
+    assert(alloc_check(fs));
     pthread_mutex_unlock(&a->mu);
 }
 

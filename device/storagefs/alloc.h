@@ -21,6 +21,13 @@
  *      starts a free window of 64 blocks that the hint then skips, so
  *      concurrent appenders get runs rather than alternate blocks.
  *   4. One mutex; held only for bit operations (never across I/O).
+ *   5. The counts are counts of bits: avail = clear bits of the busy map,
+ *      the free counts = clear bits of the on-image bitmaps, in the
+ *      allocatable range, whatever the image says (a block that an
+ *      inconsistent image frees twice is counted once).
+ *
+ * Debug and sanitizer builds check 3 and 5 after every state change
+ * (alloc_check in alloc.c).
  */
 #ifndef CISC_SFS_ALLOC_H
 #define CISC_SFS_ALLOC_H

@@ -114,9 +114,8 @@ static int finish_load(struct sfs *fs, struct sfs_inode *ip)
     int r = read_slot(fs, ip);
     /* It may have journaled data from before it left the cache: assume
      * the newest data-journaled transaction covers it (jdata.h). */
-    atomic_store_explicit(&ip->jdata_seq,
-                          atomic_load_explicit(&fs->jdata_last, memory_order_relaxed),
-                          memory_order_relaxed);
+    __atomic_store_n(&ip->jdata_seq, __atomic_load_n(&fs->jdata_last, __ATOMIC_RELAXED),
+                     __ATOMIC_RELAXED);
     pthread_mutex_lock(&c->mu);
     lru_load_done(c, &ip->cache, r == 0);
     pthread_mutex_unlock(&c->mu);
@@ -249,7 +248,7 @@ static void init_dinode(struct sfs *fs, struct sfs_dinode *d, uint64_t ino, uint
     d->gid = gid;
     d->rdev = rdev;
     d->nlink = S_ISDIR(mode) ? 2 : 1;
-    d->generation = atomic_fetch_add(&fs->gen_next, 1);
+    d->generation = __atomic_fetch_add(&fs->gen_next, 1, __ATOMIC_RELAXED);  /* unique only */
     d->atime = d->mtime = d->ctime = d->btime = now.tv_sec;
     d->atime_ns = d->mtime_ns = d->ctime_ns = d->btime_ns = (uint32_t)now.tv_nsec;
     if (S_ISREG(mode) || S_ISDIR(mode) || S_ISLNK(mode))

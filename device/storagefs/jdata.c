@@ -3,7 +3,6 @@
  */
 #include "device/storagefs/jdata.h"
 
-#include <stdatomic.h>
 #include <string.h>
 
 #include "common/minmax.h"
@@ -17,7 +16,7 @@ bool jdata_hot(struct sfs *fs, const struct sfs_inode *ip)
 {
     if (fs->overlay_data)
         return true;
-    uint64_t seq = atomic_load_explicit(&ip->jdata_seq, memory_order_relaxed);
+    uint64_t seq = __atomic_load_n(&ip->jdata_seq, __ATOMIC_RELAXED);
     return seq && fs->j && seq > jnl_checkpointed(fs->j);
 }
 
@@ -32,8 +31,8 @@ int jdata_write(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip, uint
     /* Hot before the first image exists: a checkpoint racing with us must
      * not find the file cold while one of its blocks is in the cache. The
      * handle's transaction cannot be checkpointed before h stops. */
-    atomic_store_explicit(&ip->jdata_seq, h->seq, memory_order_relaxed);
-    atomic_store_explicit(&fs->jdata_last, h->seq, memory_order_relaxed);
+    __atomic_store_n(&ip->jdata_seq, h->seq, __ATOMIC_RELAXED);
+    __atomic_store_n(&fs->jdata_last, h->seq, __ATOMIC_RELAXED);
     while (n) {
         size_t k = (size_t)min64(n, BS - boff);
         struct bbuf *b;

@@ -9,6 +9,7 @@
  */
 #include "device/storagefs/journal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +46,8 @@ struct jnl {
                                     the commit thread on every state change */
     struct jnl_txn *running;
     uint64_t committed;          /* last durable transaction */
-    _Atomic uint64_t ckpt_done;  /* last checkpointed transaction (read unlocked) */
+    uint64_t ckpt_done;          /* last checkpointed transaction (__atomic:
+                                    written by the commit thread, read unlocked) */
     uint64_t commit_target;      /* commit until committed >= this */
     bool want_ckpt, want_space, stop;
     bool ckpt_finishing;         /* used is 0, the frees not yet released (mu) */
@@ -57,11 +59,36 @@ struct jnl {
     size_t nck, ckcap;
     uint32_t interval_ms;
     pthread_t thread;
-    bool thread_started;
-    struct jnl_stats st;
 };
 
 static __thread struct jnl_handle *tls_handle;
+
+#ifndef NDEBUG
+/* The invariants of journal.h that hold whenever mu is held, checked in
+ * O(1) from assert() after each state change (debug and sanitizer builds
+ * only; release builds define NDEBUG and never call it). Numbers are
+ * journal.h's; 2 and 7 are orders of I/O, checked by the crash tests. */
+static bool jnl_check(const struct jnl *j)
+{
+    const struct jnl_txn *t = j->running;
+    assert(j->ring > 0 && j->head < j->ring);
+    assert(j->used <= j->ring);                      /* 3: nothing overwritten */
+    assert(j->nck <= j->ckcap);
+    assert(j->nck == 0 || j->used > 0);              /* 3: listed images are logged */
+    assert(!j->ckpt_finishing || j->used == 0);
+    assert(__atomic_load_n(&j->ckpt_done, __ATOMIC_RELAXED) <= j->committed);  /* 3 */
+    /* 5: consecutive numbers: only the transaction being written lies
+     * between the last durable one and the running one. */
+    assert(t->seq == j->committed + 1 || t->seq == j->committed + 2);
+    assert(j->commit_target <= t->seq);
+    assert(j->error == 0 || j->error == -EIO || j->error == -ENOMEM);   /* 6 */
+    assert(t->state == T_RUNNING || t->state == T_LOCKED);
+    assert(t->handles >= 0);
+    assert(t->handles > 0 || t->reserved == 0);    /* credits belong to handles */
+    assert(t->nbufs <= t->bcap && t->ninodes <= t->icap);
+    return true;
+}
+#endif
 
 static uint64_t room_limit(const struct jnl *j)
 {
@@ -134,7 +161,10 @@ static void request_commit(struct jnl *j, uint64_t seq)
 
 uint64_t jnl_checkpointed(struct jnl *j)
 {
-    return atomic_load_explicit(&j->ckpt_done, memory_order_acquire);
+    /* Pairs with the release store in do_checkpoint: a caller that sees
+     * transaction N checkpointed also sees its data blocks forgotten from
+     * the cache (invariant 7). */
+    return __atomic_load_n(&j->ckpt_done, __ATOMIC_ACQUIRE);
 }
 
 bool jnl_held(struct jnl *j)
@@ -185,6 +215,7 @@ int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle **out)
         h->t->handles++;
         h->t->reserved += credits;
     }
+    assert(jnl_check(j));
     pthread_mutex_unlock(&j->mu);
     if (r) {
         free(h);
@@ -224,6 +255,7 @@ int jnl_join(struct jnl_handle *h, uint32_t credits)
         t->reserved += credits;
         h->nest_credits[h->nest++] = credits;
     }
+    assert(jnl_check(j));
     pthread_mutex_unlock(&j->mu);
     return r;
 }
@@ -233,15 +265,19 @@ void jnl_stop(struct jnl_handle *h)
     struct jnl *j = h->j;
     if (h->nest > 0) {
         pthread_mutex_lock(&j->mu);
+        assert(h->t->reserved >= h->nest_credits[h->nest - 1]);
         h->t->reserved -= h->nest_credits[--h->nest];
+        assert(jnl_check(j));
         pthread_mutex_unlock(&j->mu);
         return;
     }
     pthread_mutex_lock(&j->mu);
+    assert(h->t == j->running && h->t->reserved >= h->credits);   /* 1 */
     h->t->handles--;
     h->t->reserved -= h->credits;
     if (h->t->handles == 0 && h->t->state == T_LOCKED)
         kick(j);                 /* the commit thread is draining */
+    assert(jnl_check(j));
     pthread_mutex_unlock(&j->mu);
     if (tls_handle == h)
         tls_handle = h->saved;
@@ -255,6 +291,7 @@ void jnl_dirty_buf(struct jnl_handle *h, struct bbuf *b)
         return;                   /* only handles of t set it to t->seq */
     struct jnl *j = h->j;
     pthread_mutex_lock(&j->mu);
+    assert(t == j->running && t->handles > 0);      /* 1: not snapshotted yet */
     if (__atomic_load_n(&b->tseq, __ATOMIC_RELAXED) != t->seq) {
         if (t->nbufs == t->bcap && reserve_lists(t, 64)) {
             fprintf(stderr, "storagefs: out of memory for a transaction\n");
@@ -266,13 +303,14 @@ void jnl_dirty_buf(struct jnl_handle *h, struct bbuf *b)
         if (t->nbufs > j->ring / 4)
             request_commit(j, t->seq);
     }
+    assert(jnl_check(j));
     pthread_mutex_unlock(&j->mu);
 }
 
 int jnl_dirty_inode(struct jnl_handle *h, struct sfs_inode *ip)
 {
     struct jnl_txn *t = h->t;
-    if (atomic_load_explicit(&ip->tseq, memory_order_relaxed) == t->seq)
+    if (__atomic_load_n(&ip->tseq, __ATOMIC_RELAXED) == t->seq)
         return 0;
     struct jnl *j = h->j;
     struct bbuf *b;
@@ -282,15 +320,17 @@ int jnl_dirty_inode(struct jnl_handle *h, struct sfs_inode *ip)
     jnl_dirty_buf(h, b);
     bcache_put(j->bc, b);
     pthread_mutex_lock(&j->mu);
-    if (atomic_load_explicit(&ip->tseq, memory_order_relaxed) != t->seq) {
+    assert(t == j->running && t->handles > 0);      /* 1 */
+    if (__atomic_load_n(&ip->tseq, __ATOMIC_RELAXED) != t->seq) {
         if (t->ninodes == t->icap && reserve_lists(t, 64)) {
             fprintf(stderr, "storagefs: out of memory for a transaction\n");
             abort();
         }
         inode_hold(j->fs, ip);
         t->inodes[t->ninodes++] = ip;
-        atomic_store_explicit(&ip->tseq, t->seq, memory_order_relaxed);
+        __atomic_store_n(&ip->tseq, t->seq, __ATOMIC_RELAXED);
     }
+    assert(jnl_check(j));
     pthread_mutex_unlock(&j->mu);
     return 0;
 }
@@ -443,6 +483,7 @@ static void set_error(struct jnl *j, int r)
         fprintf(stderr, "storagefs: journal I/O failed (%s); file system is now read-only\n",
                 strerror(-r));
     }
+    assert(jnl_check(j));                           /* 6 */
     pthread_cond_broadcast(&j->cv);
     kick(j);
 }
@@ -482,6 +523,7 @@ static void do_checkpoint(struct jnl *j)
         set_error(j, r);
         j->ck = v;               /* keep them; never written again */
         j->nck = j->ckcap = n;
+        assert(jnl_check(j));
         return;
     }
     for (size_t i = 0; i < n; i++) {
@@ -491,7 +533,6 @@ static void do_checkpoint(struct jnl *j)
     }
     j->used = 0;
     j->want_ckpt = j->want_space = false;
-    j->st.checkpoints++;
     j->ckpt_finishing = true;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
@@ -500,9 +541,10 @@ static void do_checkpoint(struct jnl *j)
     alloc_txn_checkpointed(j->fs, target);
     /* Pairs with the acquire load in jnl_checkpointed: whoever sees the
      * new value finds the forgotten data blocks on the media. */
-    atomic_store_explicit(&j->ckpt_done, target, memory_order_release);
+    __atomic_store_n(&j->ckpt_done, target, __ATOMIC_RELEASE);
     pthread_mutex_lock(&j->mu);
     j->ckpt_finishing = false;   /* jnl_sync_checkpoint's callers may reuse the frees */
+    assert(jnl_check(j));
     pthread_cond_broadcast(&j->cv);
 }
 
@@ -511,6 +553,7 @@ static void do_checkpoint(struct jnl *j)
 /* Copies every dirty buffer into its checkpoint image (sealed). */
 static int snapshot(struct jnl_txn *t)
 {
+    assert(t->state == T_LOCKED && t->handles == 0);   /* 1: whole operations only */
     for (size_t i = 0; i < t->nbufs; i++) {
         struct bbuf *b = t->bufs[i];
         if (!b->ckpt && !(b->ckpt = malloc(SFS_BSIZE)))
@@ -552,7 +595,7 @@ static void encode_inodes(struct jnl *j, struct jnl_txn *t)
             struct sfs_inode *ip = t->inodes[i];
             if (ip->deleted == (pass == 0)) {
                 inode_commit_encode(j->fs, ip);
-                atomic_store_explicit(&ip->tseq, 0, memory_order_relaxed);
+                __atomic_store_n(&ip->tseq, 0, __ATOMIC_RELAXED);
             }
         }
     }
@@ -560,16 +603,17 @@ static void encode_inodes(struct jnl *j, struct jnl_txn *t)
 
 static void finish_commit(struct jnl *j, struct jnl_txn *t, uint64_t nblk)
 {
+    assert(t->seq == j->committed + 1);             /* 5: consecutive */
+    assert(j->used + nblk <= j->ring);              /* 3: checkpointed first */
     j->head = (uint32_t)((j->head + nblk) % j->ring);
     j->used += nblk;
     j->committed = t->seq;
-    j->st.commits++;
-    j->st.blocks_logged += t->nbufs;
     int r = to_checkpoint_list(j, t);
     if (r)
         set_error(j, r);
     if (j->used > j->ring / 2)
         j->want_ckpt = true;
+    assert(jnl_check(j));
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
     for (size_t i = 0; i < t->ninodes; i++)
@@ -608,6 +652,7 @@ static void do_commit(struct jnl *j)
         t->state = T_RUNNING;
         if (j->commit_target >= t->seq)
             j->commit_target = t->seq - 1;
+        assert(jnl_check(j));
         pthread_cond_broadcast(&j->cv);
         txn_free(nt);
         return;
@@ -618,6 +663,7 @@ static void do_commit(struct jnl *j)
         do_checkpoint(j);
     int r = nblk > j->ring ? -ENOSPC : snapshot(t);
     j->running = nt;
+    assert(jnl_check(j));
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
     if (!r && !j->error)
@@ -724,11 +770,12 @@ static int jnl_alloc(struct sfs *fs, uint64_t seq, uint32_t pos, uint32_t interv
     j->bc = fs->bc;
     j->committed = seq - 1;
     j->commit_target = seq - 1;
-    atomic_store_explicit(&j->ckpt_done, seq - 1, memory_order_relaxed);
+    j->ckpt_done = seq - 1;      /* before the commit thread exists */
     j->ring_start = fs->sb.journal_start + 1;
     j->ring = (uint32_t)(fs->sb.journal_blocks - 1);
     j->head = pos % j->ring;
     j->interval_ms = interval_ms ? interval_ms : 1000;
+    assert(jnl_check(j));
     *out = j;
     return 0;
 }
@@ -759,7 +806,6 @@ int jnl_open(struct sfs *fs, uint64_t seq, uint32_t pos, uint32_t interval_ms,
         jnl_free(j);
         return r;
     }
-    j->thread_started = true;
     *out = j;
     return 0;
 }
@@ -815,14 +861,4 @@ int jnl_sync_checkpoint(struct jnl *j)
     r = j->error;
     pthread_mutex_unlock(&j->mu);
     return r;
-}
-
-void jnl_get_stats(struct jnl *j, struct jnl_stats *st)
-{
-    pthread_mutex_lock(&j->mu);
-    *st = j->st;
-    st->ring_blocks = j->ring;
-    st->ring_used = j->used;
-    st->next_seq = j->running->seq;
-    pthread_mutex_unlock(&j->mu);
 }

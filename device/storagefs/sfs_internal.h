@@ -20,7 +20,6 @@
 #define CISC_SFS_INTERNAL_H
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -44,8 +43,9 @@ struct sfs_inode {
     struct lru_node cache;         /* key ino; unhashed once freed; on the LRU
                                     * list while refs == 0 and opens == 0 */
     /* journal-owned */
-    _Atomic uint64_t tseq;         /* running transaction it is dirty in */
-    _Atomic uint64_t jdata_seq;    /* last transaction that journaled its data (jdata.h) */
+    uint64_t tseq;                 /* running transaction it is dirty in (__atomic) */
+    uint64_t jdata_seq;            /* last transaction that journaled its data
+                                      (jdata.h; __atomic) */
     bool deleted;                  /* freed: its slot is zeroed at commit */
     /* orphan list (orphan_mu) */
     bool orphan;
@@ -61,12 +61,12 @@ struct sfs {
     struct jnl *j;
     struct sfs_alloc *al;
     bool overlay_data;             /* read-only: replayed images overlay the data area */
-    _Atomic uint64_t jdata_last;   /* newest transaction that journaled file data */
+    uint64_t jdata_last;           /* newest transaction that journaled file data (__atomic) */
     struct icache *ic;
     pthread_mutex_t orphan_mu;
     struct sfs_inode orphans;      /* sentinel of the in-memory orphan list */
     pthread_mutex_t rename_mu;
-    _Atomic uint64_t gen_next;
+    uint64_t gen_next;             /* next inode generation (__atomic) */
 };
 
 struct sfs_txn {

@@ -345,7 +345,7 @@ static int mount_write(struct sfs *fs, const struct sfs_mount_opts *o, const str
     r = write_sb_direct(fs);
     if (r)
         return r;
-    atomic_store(&fs->gen_next, (uint64_t)fs->sb.mount_count << 32);
+    fs->gen_next = (uint64_t)fs->sb.mount_count << 32;   /* before any handle */
     r = jnl_open(fs, s->next_seq + 1, s->end_pos, o ? o->commit_interval_ms : 0, &fs->j);
     if (!r)
         r = orphan_load(fs);

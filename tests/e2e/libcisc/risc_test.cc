@@ -342,6 +342,40 @@ TEST_F(Risc, QueuesPerSession)
     EXPECT_TRUE(WaitStatus("qp", "queues", 1));
 }
 
+// One poller serves every queue it was given (device queue.h invariant
+// 6): more queues than one futex_waitv can watch (the poller then sleeps
+// in short naps), created and destroyed in waves so that its private list
+// grows and shrinks while it runs.
+TEST_F(Risc, EveryQueueOfAPollerIsServed)
+{
+    struct cisc_queue_params p = {};
+    p.sq_entries = 4;
+    p.arena_size = 64 << 10;
+    std::vector<struct cisc_session *> ss(3);
+    std::vector<struct cisc_queue *> qs;
+    for (auto &x : ss) {
+        ASSERT_EQ(cisc_session_open(mnt.c_str(), &x), 0);
+        struct cisc_queue *q1;
+        for (int i = 0; i < 64; i++) {   // QP_MAX_PER_SESSION each
+            ASSERT_EQ(cisc_queue_create_params(x, &p, &q1), 0) << qs.size();
+            qs.push_back(q1);
+        }
+    }
+    for (size_t i = qs.size(); i-- > 0;)   // newest first: the last added
+        ASSERT_EQ(cisc_nop(qs[i]), 0) << i;
+    for (size_t i = 0; i < qs.size(); i += 2) {   // every other one goes ...
+        cisc_queue_destroy(qs[i]);
+        qs[i] = nullptr;
+    }
+    for (size_t i = 0; i < qs.size(); i += 2)     // ... and comes back
+        ASSERT_EQ(cisc_queue_create_params(ss[i / 64], &p, &qs[i]), 0) << i;
+    for (size_t i = 0; i < qs.size(); i++)
+        ASSERT_EQ(cisc_nop(qs[i]), 0) << i;
+    for (auto *x : ss)
+        cisc_session_close(x);
+    EXPECT_TRUE(WaitStatus("qp", "queues", 1));
+}
+
 TEST_F(Risc, HandlesBelongToTheirSession)
 {
     struct cisc_session *s2;
