@@ -272,6 +272,7 @@ protected:
             Sh("umount -l " + mnt);
         ASSERT_TRUE(Until([&] { return !IsCiscMount(mnt); }, 100))
             << "dead mount stays; the killed device: " << Threads(dev);
+        ASSERT_TRUE(Until([&] { return e2e::ProcessEnded(dev); }, 100)) << "killed device lingers";
         Up();   // replays the journal
         Check(ReadFile(ledger));
         Down();

@@ -68,6 +68,17 @@ inline bool WriteFile(const std::string &path, const std::string &data)
     return f.good();
 }
 
+// True once pid has exited (gone or a zombie): its files, and with them
+// the image's lock, are released. A mount can disappear before that.
+inline bool ProcessEnded(pid_t pid)
+{
+    if (kill(pid, 0) == -1 && errno == ESRCH)
+        return true;
+    std::string st = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+    size_t p = st.rfind(')');
+    return st.empty() || (p != std::string::npos && p + 2 < st.size() && st[p + 2] == 'Z');
+}
+
 inline bool IsCiscMount(const std::string &mnt)
 {
     std::string mi = ReadFile("/proc/self/mountinfo");
