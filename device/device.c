@@ -291,6 +291,9 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
             (unsigned long long)ss.core[i].executed,
             (unsigned long long)(ss.core[i].busy_ns / 1000000u));
     put(&o, "handles %llu\n", (unsigned long long)eng_open_handles(d->eng));
+    /* Operations that met corrupt metadata (run cisc fsck when not 0). */
+    put(&o, "integrity corrupt %llu\n",
+        (unsigned long long)stats_corrupt_count(eng_stats(d->eng)));
     status_progs(d, &o);
     status_ops(d, &o);
     return o.len;

@@ -513,7 +513,11 @@ static bool is_dot(const struct rd_ent *x)
     return x->name[0] == '.' && (x->len == 1 || (x->len == 2 && x->name[1] == '.'));
 }
 
-/* Passes one entry to fill. Returns 1 when fill is full, 0 to go on. */
+/* Passes one entry to fill. Returns 1 when fill is full, 0 to go on. An
+ * entry whose inode cannot be read (it fails verification) is still
+ * listed, with what the entry knows (name, number, type) and no
+ * attributes; stat and open of it report the error, as other file
+ * systems do, instead of the file silently vanishing from listings. */
 static int rd_emit(struct engine *e, struct eng_cmd *c, const struct rd_ent *x)
 {
     struct sfs_dirent de = { x->ino, x->type, x->next, x->name, x->len };
@@ -521,8 +525,15 @@ static int rd_emit(struct engine *e, struct eng_cmd *c, const struct rd_ent *x)
         return c->fill(c->fill_arg, &de, NULL) ? 1 : 0;
     struct sfs_attr a = { .ino = x->ino, .mode = x->type << 12 };
     bool ref = !is_dot(x);
-    if (ref && (sfs_getattr(e->fs, x->ino, &a) || sfs_iget(e->fs, x->ino)))
+    int r = ref ? sfs_getattr(e->fs, x->ino, &a) : 0;
+    if (!r && ref)
+        r = sfs_iget(e->fs, x->ino);
+    if (r == -ENOENT)
         return 0;   /* removed meanwhile: skip it */
+    if (r == -EUCLEAN)
+        stats_corrupt(e->stats);
+    if (r)
+        return c->fill(c->fill_arg, &de, NULL) ? 1 : 0;
     if (!c->fill(c->fill_arg, &de, &a))
         return 0;
     if (ref)
