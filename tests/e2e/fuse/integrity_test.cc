@@ -1,12 +1,14 @@
 // tests/e2e/fuse/integrity_test.cc - damaged images through the real
 // device: an entry whose inode fails verification stays listed and says
-// EUCLEAN on access (counted in `cisc status`).
+// EUCLEAN on access (counted in `cisc status`); an image the device
+// refuses at start is left byte for byte as it was.
 #include "tests/e2e/fuse/mount_fixture.h"
 
 extern "C" {
 #include "common/crc32c.h"
 #include "common/le.h"
 #include "device/storagefs/format.h"
+#include "device/storagefs/storagefs.h"
 }
 
 #include <dirent.h>
@@ -23,6 +25,26 @@ namespace {
 
 class Integrity : public MountTest {
 protected:
+    // Inode number of a name in the image's root (device down), as the
+    // file system library reads it.
+    uint64_t RootEntryIno(const char *name)
+    {
+        struct media *m;
+        struct sfs *fs;
+        struct sfs_mount_opts mo = {};
+        mo.read_only = true;
+        if (media_open_file(img.c_str(), MEDIA_RDONLY, &m))
+            return 0;
+        if (sfs_mount(m, &mo, &fs)) {
+            media_close(m);
+            return 0;
+        }
+        struct sfs_attr a = {};
+        int r = sfs_lookup(fs, SFS_ROOT_INO, name, &a);
+        sfs_unmount(fs);
+        return r ? 0 : a.ino;
+    }
+
     // Edits inode ino's 512-byte slot in the image file; reseal: the
     // slot's checksum is recomputed, so the damage reaches the parsers.
     void EditInode(uint64_t ino, const std::function<void(uint8_t *)> &edit, bool reseal)
@@ -43,6 +65,25 @@ protected:
             le32_put(slot + DI_CRC, crc32c(0, slot + 4, SFS_INODE_SIZE - 4));
         ASSERT_EQ(pwrite(fd, slot, sizeof(slot), at), (ssize_t)sizeof(slot));
         close(fd);
+    }
+
+    std::string ImageHash()
+    {
+        RunResult r = Sh("sha256sum " + img);
+        return r.status == 0 ? r.out.substr(0, 64) : "no hash: " + r.out;
+    }
+
+    // `cisc up` on the damaged image is refused, clearly, and writes nothing.
+    void ExpectRefusedUntouched()
+    {
+        std::string before = ImageHash();
+        RunResult r = Sh(UpCmd());
+        EXPECT_NE(r.status, 0) << r.out;
+        EXPECT_FALSE(e2e::IsCiscMount(mnt));
+        std::string all = r.out + ReadFile(log);
+        EXPECT_NE(all.find("corrupt"), std::string::npos) << all;
+        EXPECT_NE(all.find("cisc fsck"), std::string::npos) << all;
+        EXPECT_EQ(ImageHash(), before) << "the refused start wrote to the image";
     }
 };
 
@@ -103,4 +144,26 @@ TEST_F(Integrity, EntryOfCorruptInodeIsListedAndReportsEuclean)
     EXPECT_GE(StatusValue(s.out, "integrity", "corrupt"), 2) << s.out;
     s = Sh(cisc + " status " + mnt);
     EXPECT_NE(s.out.find("integrity"), std::string::npos) << s.out;
+}
+
+// A root inode whose directory index is damaged, with a valid checksum:
+// the file system's own mount refuses it before writing.
+TEST_F(Integrity, DamagedRootIndexIsRefusedWithoutWriting)
+{
+    ASSERT_TRUE(e2e::WriteFile(P("f"), "x"));
+    Down();
+    EditInode(SFS_ROOT_INO, [](uint8_t *slot) { le64_put(slot + DI_DATA + ND_OWNER, 999); },
+              true);
+    ExpectRefusedUntouched();
+}
+
+// The device's system directory (read at start by the program registry)
+// fails verification: refused before the mount's first write.
+TEST_F(Integrity, DamagedSystemDirectoryIsRefusedWithoutWriting)
+{
+    Down();
+    uint64_t sys = RootEntryIno(".cisc-system");
+    ASSERT_NE(sys, 0u);
+    EditInode(sys, [](uint8_t *slot) { slot[DI_CRC] ^= 0x5a; }, false);
+    ExpectRefusedUntouched();
 }
