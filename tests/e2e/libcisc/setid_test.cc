@@ -176,6 +176,9 @@ TEST_P(Setid, NonRootChangeClearsSetidBits)
     EXPECT_EQ(ModeOf("both"), 0775u);
     EXPECT_EQ(ModeOf("lockmark"), 02765u);
     EXPECT_NE(Get("both"), "0123456789") << "the change itself happened";
+    struct stat st;   // the mount's view (its caches were told)
+    ASSERT_EQ(stat(P("both").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0775u);
 }
 
 TEST_P(Setid, RootChangeKeepsSetidBits)
