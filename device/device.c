@@ -80,7 +80,7 @@ static int open_fs(const struct dev_opts *o, struct sfs **fs, char *err, size_t 
                     o->image);
     if (r)
         return fail(err, errlen, r, "cannot open image %s: %s", o->image, strerror(-r));
-    struct sfs_mount_opts mo = { 0 };
+    struct sfs_mount_opts mo = { .defer_writes = true };   /* see finish_mount */
     cisc_corrupt_clear();
     r = sfs_mount(m, &mo, fs);
     if (r) {
@@ -91,6 +91,21 @@ static int open_fs(const struct dev_opts *o, struct sfs **fs, char *err, size_t 
         return fail(err, errlen, r, "cannot mount image %s: %s", o->image, strerror(-r));
     }
     return 0;
+}
+
+/* What the start reads of the image beyond the mount (the program
+ * store) is checked while the mount still writes nothing: an image the
+ * device refuses is left exactly as it was. Then the mount's writes. */
+static int finish_mount(struct device *d, char *err, size_t errlen)
+{
+    cisc_corrupt_clear();
+    int r = progs_check(d->fs, err, errlen);
+    if (r == -EUCLEAN)
+        return fail(err, errlen, r, "image %s is corrupt: %s (run cisc fsck)", d->image,
+                    cisc_corrupt_last());
+    if (!r && (r = sfs_mount_finish(d->fs)) != 0)
+        fail(err, errlen, r, "cannot mount image %s: %s", d->image, strerror(-r));
+    return r;
 }
 
 static int handle_ctl(void *arg, struct ctl_req *req);
@@ -158,6 +173,8 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
     }
     struct qp_config qc = { o->pollers, o->poll_us < 0 ? QP_DEFAULT_POLL_US : (unsigned)o->poll_us };
     int r = open_fs(o, &d->fs, err, errlen);
+    if (!r)
+        r = finish_mount(d, err, errlen);
     if (!r)
         r = open_progs(d, o, err, errlen);
     ec.progs = d->progs;
@@ -294,6 +311,9 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
             (unsigned long long)ss.core[i].executed,
             (unsigned long long)(ss.core[i].busy_ns / 1000000u));
     put(&o, "handles %llu\n", (unsigned long long)eng_open_handles(d->eng));
+    /* Operations that met corrupt metadata (run cisc fsck when not 0). */
+    put(&o, "integrity corrupt %llu\n",
+        (unsigned long long)stats_corrupt_count(eng_stats(d->eng)));
     status_progs(d, &o);
     status_ops(d, &o);
     return o.len;

@@ -687,16 +687,15 @@ static int fill_entry(void *arg, const struct sfs_dirent *de, const struct sfs_a
 {
     struct freq *r = arg;
     size_t n, room = r->c.size - r->len;
-    if (!a) {
-        struct stat st = { .st_ino = de->ino, .st_mode = de->type << 12 };
-        n = fuse_add_direntry(r->req, r->buf + r->len, room, de->name, &st,
+    struct fuse_entry_param e = { .attr = { .st_ino = de->ino, .st_mode = de->type << 12 } };
+    if (a)
+        to_entry(a, &e);   /* else (readdirplus) node 0: the kernel looks it up on use */
+    if (!r->c.plus)
+        n = fuse_add_direntry(r->req, r->buf + r->len, room, de->name, &e.attr,
                               (off_t)de->next_cookie);
-    } else {
-        struct fuse_entry_param e;
-        to_entry(a, &e);
+    else
         n = fuse_add_direntry_plus(r->req, r->buf + r->len, room, de->name, &e,
                                    (off_t)de->next_cookie);
-    }
     if (n > room)
         return 1;
     r->len += n;

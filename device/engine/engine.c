@@ -71,6 +71,8 @@ static void run(void *arg, struct sched_item *it, unsigned core)
     if (e->trace)
         trace(c, core, ns);
     stats_record(e->stats, core, op, ns, bytes_moved(c), c->ret < 0);
+    if (c->ret == -EUCLEAN)
+        stats_corrupt(e->stats);
     complete(c);   /* c may be gone after this */
 }
 

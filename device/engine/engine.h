@@ -157,9 +157,10 @@ struct eng_cred {
 };
 
 /* READDIR output: called once per entry, attr non-NULL for readdirplus
- * (then the entry carries one reference unless it is "." or ".."). Returns
- * nonzero when the entry did not fit: the engine stops and takes the
- * reference back. */
+ * (then the entry carries one reference unless it is "." or ".."), except
+ * for an entry whose inode could not be read (corrupt): readdirplus lists
+ * it with attr NULL and no reference. Returns nonzero when the entry did
+ * not fit: the engine stops and takes the reference back. */
 typedef int (*eng_fill_fn)(void *arg, const struct sfs_dirent *de,
                            const struct sfs_attr *attr);
 

@@ -74,6 +74,25 @@ static void stripe_unlock(struct engine *e, uint64_t ino)
     pthread_rwlock_unlock(&e->ino_lock[eng_stripe(ino)]);
 }
 
+/* Before a caller without CAP_FSETID (not root) changes the data of ino,
+ * its set-id bits go (perm_setid_kill), whichever door the change came
+ * through. The clear is committed before the data changes: overwrites go
+ * in place, so a crash must not find new data under the old bits. It
+ * happens once per such file, so the commit costs nothing in general. */
+static int setid_clear(struct engine *e, struct eng_cmd *c, uint64_t ino)
+{
+    struct sfs_attr a;
+    if (c->cred.uid == 0)
+        return 0;
+    int r = sfs_getattr(e->fs, ino, &a);
+    uint32_t kill = r ? 0 : perm_setid_kill(&c->cred, &a);
+    if (!kill)
+        return r;
+    struct sfs_attr in = { .mode = a.mode & ~kill };
+    r = sfs_setattr(e->fs, NULL, ino, &in, SFS_SET_MODE, NULL);
+    return r ? r : sfs_sync(e->fs);
+}
+
 /* A new entry's reply hands one reference to the door (invariant 3). */
 static int64_t entry_ref(struct engine *e, struct eng_cmd *c, int r)
 {
@@ -129,6 +148,8 @@ int64_t eop_setattr(struct engine *e, struct eng_cmd *c)
     if (r)
         return r;
     bool size = c->valid & SFS_SET_SIZE;
+    if (size && (r = setid_clear(e, c, c->ino)) != 0)
+        return r;
     if (size)
         stripe_lock(e, c->ino, true);
     r = sfs_setattr(e->fs, NULL, c->ino, &c->sattr, c->valid, &c->attr);
@@ -302,13 +323,18 @@ static int open_handle(struct engine *e, struct eng_cmd *c, uint64_t ino, bool d
     return r;
 }
 
-static int truncate_on_open(struct engine *e, uint64_t ino, const struct sfs_attr *a)
+/* O_TRUNC: Linux clears set-id bits even when the file is empty. */
+static int truncate_on_open(struct engine *e, struct eng_cmd *c, uint64_t ino,
+                            const struct sfs_attr *a)
 {
-    if (!S_ISREG(a->mode) || a->size == 0)
+    if (!S_ISREG(a->mode))
         return 0;
+    int r = setid_clear(e, c, ino);
+    if (r || a->size == 0)
+        return r;
     struct sfs_attr in = { .size = 0 };
     stripe_lock(e, ino, true);
-    int r = sfs_setattr(e->fs, NULL, ino, &in, SFS_SET_SIZE, NULL);
+    r = sfs_setattr(e->fs, NULL, ino, &in, SFS_SET_SIZE, NULL);
     stripe_unlock(e, ino);
     return r;
 }
@@ -323,7 +349,7 @@ int64_t eop_open(struct engine *e, struct eng_cmd *c)
         return -EISDIR;
     r = perm_check(&c->cred, &a, perm_open_mask(c->flags));
     if (!r && (c->flags & O_TRUNC) && (c->flags & O_ACCMODE) != O_RDONLY)
-        r = truncate_on_open(e, c->ino, &a);
+        r = truncate_on_open(e, c, c->ino, &a);
     return r ? r : open_handle(e, c, c->ino, S_ISDIR(a.mode));
 }
 
@@ -361,8 +387,11 @@ int64_t eop_read(struct engine *e, struct eng_cmd *c)
 static int64_t append(struct engine *e, struct eng_cmd *c, uint64_t ino)
 {
     struct sfs_attr a;
+    int64_t r = c->size ? setid_clear(e, c, ino) : 0;   /* as Linux: not for 0 bytes */
+    if (r)
+        return r;
     stripe_lock(e, ino, true);
-    int64_t r = sfs_getattr(e->fs, ino, &a);
+    r = sfs_getattr(e->fs, ino, &a);
     if (!r)
         r = sfs_write(e->fs, NULL, ino, a.size, c->in, c->size);
     stripe_unlock(e, ino);
@@ -379,6 +408,8 @@ int64_t eop_write(struct engine *e, struct eng_cmd *c)
         return r;
     if (h.flags & O_APPEND)
         return append(e, c, h.ino);
+    if (c->size && (r = setid_clear(e, c, h.ino)) != 0)
+        return r;
     stripe_lock(e, h.ino, false);
     ssize_t n = sfs_write(e->fs, NULL, h.ino, c->off, c->in, c->size);
     stripe_unlock(e, h.ino);
@@ -482,7 +513,11 @@ static bool is_dot(const struct rd_ent *x)
     return x->name[0] == '.' && (x->len == 1 || (x->len == 2 && x->name[1] == '.'));
 }
 
-/* Passes one entry to fill. Returns 1 when fill is full, 0 to go on. */
+/* Passes one entry to fill. Returns 1 when fill is full, 0 to go on. An
+ * entry whose inode cannot be read (it fails verification) is still
+ * listed, with what the entry knows (name, number, type) and no
+ * attributes; stat and open of it report the error, as other file
+ * systems do, instead of the file silently vanishing from listings. */
 static int rd_emit(struct engine *e, struct eng_cmd *c, const struct rd_ent *x)
 {
     struct sfs_dirent de = { x->ino, x->type, x->next, x->name, x->len };
@@ -490,8 +525,15 @@ static int rd_emit(struct engine *e, struct eng_cmd *c, const struct rd_ent *x)
         return c->fill(c->fill_arg, &de, NULL) ? 1 : 0;
     struct sfs_attr a = { .ino = x->ino, .mode = x->type << 12 };
     bool ref = !is_dot(x);
-    if (ref && (sfs_getattr(e->fs, x->ino, &a) || sfs_iget(e->fs, x->ino)))
+    int r = ref ? sfs_getattr(e->fs, x->ino, &a) : 0;
+    if (!r && ref)
+        r = sfs_iget(e->fs, x->ino);
+    if (r == -ENOENT)
         return 0;   /* removed meanwhile: skip it */
+    if (r == -EUCLEAN)
+        stats_corrupt(e->stats);
+    if (r)
+        return c->fill(c->fill_arg, &de, NULL) ? 1 : 0;
     if (!c->fill(c->fill_arg, &de, &a))
         return 0;
     if (ref)
@@ -635,6 +677,8 @@ int64_t eop_fallocate(struct engine *e, struct eng_cmd *c)
     if (c->len == 0 || c->off + c->len < c->off)
         return -EINVAL;
     int r = file_handle(e, c, c->fh, W_OK, &h);
+    if (!r && c->flags != FALLOC_FL_KEEP_SIZE)   /* all but pure preallocation */
+        r = setid_clear(e, c, h.ino);
     if (r)
         return r;
     unsigned m = (c->flags & FALLOC_FL_KEEP_SIZE ? SFS_FALLOC_KEEP_SIZE : 0) |
@@ -696,6 +740,8 @@ int64_t eop_copy_range(struct engine *e, struct eng_cmd *c)
         return -EOVERFLOW;
     if (in.ino == out.ino && c->off < c->off2 + c->len && c->off2 < c->off + c->len)
         return -EINVAL;
+    if (c->len && (r = setid_clear(e, c, out.ino)) != 0)
+        return r;
     unsigned a = eng_stripe(in.ino), b = eng_stripe(out.ino);
     uint64_t first = a <= b ? in.ino : out.ino, second = a <= b ? out.ino : in.ino;
     stripe_lock(e, first, false);

@@ -93,26 +93,42 @@ static int check_times(struct eng_cred *c, const struct sfs_attr *cur, unsigned 
     return perm_check(c, cur, W_OK);   /* "now": owner or writer */
 }
 
-/* chown of a non-directory clears set-user-id, and set-group-id when the
- * group can execute (otherwise it marks mandatory locking). */
+/* The set-id bits a change clears from mode: set-user-id always,
+ * set-group-id only with group execute (else a mandatory-locking mark). */
+static uint32_t setid_bits(uint32_t mode)
+{
+    uint32_t gx = S_ISGID | S_IXGRP;
+    return (mode & S_ISUID) | ((mode & gx) == gx ? S_ISGID : 0);
+}
+
+uint32_t perm_setid_kill(const struct eng_cred *c, const struct sfs_attr *a)
+{
+    return c->uid == 0 || !S_ISREG(a->mode) ? 0 : setid_bits(a->mode);
+}
+
+/* chown of a non-directory clears the set-id bits of the mode the request
+ * leaves (Linux's chown_common asks for it whoever calls, even when
+ * neither id changes). */
 static void kill_setid(const struct sfs_attr *cur, struct sfs_attr *in, unsigned *valid)
 {
     uint32_t mode = (*valid & SFS_SET_MODE) ? in->mode : cur->mode;
-    uint32_t kill = S_ISUID | ((mode & S_IXGRP) ? S_ISGID : 0);
-    if (S_ISDIR(cur->mode) || !(mode & kill))
+    uint32_t kill = setid_bits(mode);
+    if (S_ISDIR(cur->mode) || !kill)
         return;
     in->mode = mode & ~kill;
     *valid |= SFS_SET_MODE;
 }
 
 /* A writer who is not the owner may only clear set-id bits (what the
- * kernel asks for before it lets a write or truncate through). */
+ * kernel asks for before it lets a write or truncate through): the new
+ * mode is the old one less some of them. */
 static bool only_kills_setid(struct eng_cred *c, const struct sfs_attr *cur,
                              const struct sfs_attr *in, unsigned valid)
 {
-    uint32_t want = cur->mode & 07777 & ~(uint32_t)(S_ISUID | S_ISGID);
-    if ((valid & ~(SFS_SET_MODE | SFS_SET_SIZE | SFS_SET_CTIME)) || (in->mode & 07777) != want ||
-        (in->mode & 07777) == (cur->mode & 07777))
+    uint32_t was = cur->mode & 07777, now = in->mode & 07777;
+    uint32_t dropped = was & ~now;
+    if ((valid & ~(SFS_SET_MODE | SFS_SET_SIZE | SFS_SET_CTIME)) || (now & ~was) ||
+        !dropped || (dropped & ~(uint32_t)(S_ISUID | S_ISGID)))
         return false;
     return perm_check(c, cur, W_OK) == 0;
 }
@@ -137,8 +153,7 @@ int perm_setattr(struct eng_cred *c, const struct sfs_attr *cur, struct sfs_attr
         if ((in->mode & S_ISGID) && !perm_in_group(c, gid))
             in->mode &= ~(uint32_t)S_ISGID;
     }
-    if (((*valid & SFS_SET_UID) && in->uid != cur->uid) ||
-        ((*valid & SFS_SET_GID) && in->gid != cur->gid))
+    if (*valid & (SFS_SET_UID | SFS_SET_GID))
         kill_setid(cur, in, valid);
     return 0;
 }

@@ -43,11 +43,21 @@ int perm_may_delete(struct eng_cred *c, const struct sfs_attr *dir,
                     const struct sfs_attr *victim);
 
 /* Checks a setattr request against the current attributes cur and adjusts
- * it the way Linux does (drops S_ISGID on chmod by a non-member, clears
- * set-id bits on chown). wr_handle: the request came through a handle open
- * for writing (ftruncate). Returns 0, -EPERM or -EACCES. */
+ * it the way Linux does (drops S_ISGID on chmod by a non-member; a chown
+ * request of a non-directory, by anyone, clears set-id bits as
+ * perm_setid_kill describes, even when the owner stays the same).
+ * wr_handle: the request came through a handle open for writing
+ * (ftruncate). Returns 0, -EPERM or -EACCES. */
 int perm_setattr(struct eng_cred *c, const struct sfs_attr *cur, struct sfs_attr *in,
                  unsigned *valid, bool wr_handle);
+
+/* The set-id bits that c must clear before it changes the data of a
+ * (write, append, truncate, fallocate, copy), as Linux's
+ * file_remove_privs: none for root (CAP_FSETID) or a file that is not
+ * regular; else S_ISUID, and S_ISGID when the group may execute (without
+ * group execute, set-group-id marks mandatory locking and stays).
+ * Returns the bits to clear, 0 for none. */
+uint32_t perm_setid_kill(const struct eng_cred *c, const struct sfs_attr *a);
 
 /* Owner, group and final mode of a new inode created by c in dir
  * (set-group-id directories pass their group on). */

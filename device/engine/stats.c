@@ -12,6 +12,7 @@ struct stats_op {
 
 struct stats {
     unsigned nops, nshards;
+    uint64_t corrupt;         /* invariant 4: every thread adds to it */
     struct stats_op ops[];    /* nshards * nops, shard-major */
 };
 
@@ -108,4 +109,15 @@ void stats_summary(const struct stats *st, unsigned op, struct stats_summary *ou
         n += h[b];
     out->p50_ns = percentile(h, n, 50);
     out->p99_ns = percentile(h, n, 99);
+}
+
+void stats_corrupt(struct stats *st)
+{
+    if (st)
+        __atomic_add_fetch(&st->corrupt, 1, __ATOMIC_RELAXED);
+}
+
+uint64_t stats_corrupt_count(const struct stats *st)
+{
+    return st ? __atomic_load_n(&st->corrupt, __ATOMIC_RELAXED) : 0;
 }

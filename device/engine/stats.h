@@ -13,6 +13,8 @@
  *   2. A snapshot never blocks a writer; its totals may lag by the
  *      operations in flight while it is taken.
  *   3. stats_summary() of an op nobody ran is all zeros.
+ *   4. The corruption counter is the one field every thread writes (an
+ *      atomic add: corruption is rare, so it costs nothing).
  */
 #ifndef CISC_DEVICE_STATS_H
 #define CISC_DEVICE_STATS_H
@@ -51,6 +53,14 @@ void stats_record(struct stats *st, unsigned shard, unsigned op, uint64_t ns,
 
 /* Sums op over all shards into *out. */
 void stats_summary(const struct stats *st, unsigned op, struct stats_summary *out);
+
+/* Counts one encounter with corrupt metadata in the image: a command
+ * that failed with -EUCLEAN, or a listed entry whose inode failed
+ * verification. Any thread; st may be NULL. */
+void stats_corrupt(struct stats *st);
+
+/* Encounters counted by stats_corrupt so far. */
+uint64_t stats_corrupt_count(const struct stats *st);
 
 /* Bucket index for a latency and the smallest latency in a bucket
  * (exposed for tests). */

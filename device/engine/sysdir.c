@@ -5,12 +5,13 @@
 #include <errno.h>
 #include <sys/stat.h>
 
-/* Looks up dir/name, making it a 0700 root-owned directory if missing. */
-static int subdir(struct sfs *fs, uint64_t dir, const char *name, uint64_t *ino)
+/* Looks up dir/name, making it a 0700 root-owned directory if missing
+ * and `make`. */
+static int subdir(struct sfs *fs, uint64_t dir, const char *name, bool make, uint64_t *ino)
 {
     struct sfs_attr a;
     int r = sfs_lookup(fs, dir, name, &a);
-    if (r == -ENOENT) {
+    if (r == -ENOENT && make) {
         r = sfs_mkdir(fs, NULL, dir, name, S_IFDIR | 0700, 0, 0, &a);
         if (r == -EEXIST)   /* made meanwhile */
             r = sfs_lookup(fs, dir, name, &a);
@@ -25,6 +26,13 @@ static int subdir(struct sfs *fs, uint64_t dir, const char *name, uint64_t *ino)
 int sysdir_open(struct sfs *fs, const char *sub, uint64_t *ino)
 {
     uint64_t top;
-    int r = subdir(fs, SFS_ROOT_INO, SYSDIR_NAME, &top);
-    return r ? r : subdir(fs, top, sub, ino);
+    int r = subdir(fs, SFS_ROOT_INO, SYSDIR_NAME, true, &top);
+    return r ? r : subdir(fs, top, sub, true, ino);
+}
+
+int sysdir_find(struct sfs *fs, const char *sub, uint64_t *ino)
+{
+    uint64_t top;
+    int r = subdir(fs, SFS_ROOT_INO, SYSDIR_NAME, false, &top);
+    return r ? r : subdir(fs, top, sub, false, ino);
 }

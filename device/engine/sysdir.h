@@ -62,6 +62,9 @@ static inline int sysdir_check(uint64_t dir, const char *name, int err)
  * other than a directory holds one of the names). */
 int sysdir_open(struct sfs *fs, const char *sub, uint64_t *ino);
 
+/* Like sysdir_open, creating nothing: -ENOENT while a name is missing. */
+int sysdir_find(struct sfs *fs, const char *sub, uint64_t *ino);
+
 #ifdef __cplusplus
 }
 #endif

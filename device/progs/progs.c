@@ -554,6 +554,35 @@ int progs_open(struct sfs *fs, const struct progs_config *cfg, struct progs **ou
     return 0;
 }
 
+static void log_nothing(void *arg, const char *line)
+{
+    (void)arg;
+    (void)line;   /* progs_open logs the same lines */
+}
+
+int progs_check(struct sfs *fs, char *err, size_t errlen)
+{
+    struct progs_config quiet = { .log = log_nothing };
+    struct progs *p = sodium_init() < 0 ? NULL : alloc_registry(fs, &quiet);
+    if (!p)
+        return snprintf(err, errlen, "out of memory"), -ENOMEM;
+    uint32_t next;
+    int r = sysdir_find(fs, "progs", &p->dir);
+    if (r == -ENOENT) {
+        r = 0;   /* made by progs_open */
+    } else {
+        if (!r)
+            r = progs_store_next_id(p, &next);
+        if (!r)
+            r = progs_store_scan(p, NULL);
+        if (r)
+            snprintf(err, errlen, "cannot read the program store /%s/progs: %s", SYSDIR_NAME,
+                     strerror(-r));
+    }
+    progs_close(p);
+    return r;
+}
+
 void progs_close(struct progs *p)
 {
     if (!p)

@@ -104,6 +104,12 @@ struct progs_config {
 int progs_open(struct sfs *fs, const struct progs_config *cfg, struct progs **out,
                char *err, size_t errlen);
 
+/* Reads fs's program store as progs_open will (directory, next id, every
+ * record) and writes nothing, so that a device can refuse an image whose
+ * store it could not open before its first write. A store not created
+ * yet passes. Returns 0 or -errno (then err says why). */
+int progs_check(struct sfs *fs, char *err, size_t errlen);
+
 /* Frees the registry and the streams still open. Every step must have
  * finished (returned its references). NULL is a no-op. */
 void progs_close(struct progs *p);

@@ -107,7 +107,8 @@ int progs_store_remove(struct progs *p, uint32_t id);
 
 /* Reads every record, calling fn for each (obj NULL and why set when the
  * record is damaged); removes leftover temporary files. fn owns nothing.
- * Returns 0 or an I/O -errno. */
+ * fn NULL: a check that writes nothing (temporary files stay). Returns 0
+ * or an I/O -errno. */
 int progs_store_scan(struct progs *p,
                      void (*fn)(struct progs *p, uint32_t id, const struct progs_rec *r,
                                 const uint8_t *obj, const char *why));

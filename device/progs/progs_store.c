@@ -266,7 +266,8 @@ static int scan_one(struct progs *p, uint32_t id, const char *fname,
         snprintf(rec.name, sizeof(rec.name), "damaged-%u", id);
         snprintf(rec.func, sizeof(rec.func), "?");
     }
-    fn(p, id, &rec, obj, obj ? NULL : msg);
+    if (fn)
+        fn(p, id, &rec, obj, obj ? NULL : msg);
     free(obj);
     return 0;
 }
@@ -294,7 +295,7 @@ int progs_store_scan(struct progs *p,
     for (size_t i = 0; !r && i < ns.n; i++) {
         size_t len = strlen(ns.v[i]);
         if (len > 4 && !strcmp(ns.v[i] + len - 4, ".tmp"))
-            r = sfs_unlink(p->fs, NULL, p->dir, ns.v[i]);   /* an interrupted load */
+            r = fn ? sfs_unlink(p->fs, NULL, p->dir, ns.v[i]) : 0;   /* an interrupted load */
         else if (parse_id(ns.v[i]))
             r = scan_one(p, parse_id(ns.v[i]), ns.v[i], fn);
         else

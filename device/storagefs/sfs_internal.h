@@ -31,6 +31,7 @@
 
 struct sfs_alloc;
 struct icache;
+struct sfs_deferred;
 
 struct sfs_inode {
     uint64_t ino;
@@ -61,6 +62,7 @@ struct sfs {
     struct jnl *j;
     struct sfs_alloc *al;
     bool overlay_data;             /* read-only: replayed images overlay the data area */
+    struct sfs_deferred *deferred; /* mount writes waiting for sfs_mount_finish (super.c) */
     uint64_t jdata_last;           /* newest transaction that journaled file data (__atomic) */
     struct icache *ic;
     pthread_mutex_t orphan_mu;

@@ -78,14 +78,27 @@ int sfs_mkfs(struct media *m, const struct sfs_mkfs_opts *opts);
 struct sfs_mount_opts {
     bool read_only;              /* no journal replay, no writes at all */
     uint32_t commit_interval_ms; /* background commit period; 0 = 1000 */
+    bool defer_writes;           /* read-write, but read-only until
+                                    sfs_mount_finish (ignored with read_only) */
 };
 
-/* Mounts the file system on m: validates the superblock, replays the
- * journal, processes the orphan list. On success the sfs owns m (closed by
- * sfs_unmount). On failure m is left open and untouched beyond reads if
- * validation failed. Returns 0 or -errno (-EUCLEAN for corruption, with a
- * message in cisc_corrupt_last()). */
+/* Mounts the file system on m: validates the superblock, the journal, the
+ * bitmaps, the root inode and its directory index, then (read-write)
+ * replays the journal, marks the image mounted and processes the orphan
+ * list. Nothing is written before everything is validated. With
+ * defer_writes the writing part waits for sfs_mount_finish: until then
+ * the file system reads as replayed but refuses changes (-EROFS), so the
+ * caller can check what it needs of the image before the first write.
+ * On success the sfs owns m (closed by sfs_unmount). On failure m is left
+ * open and untouched beyond reads if validation failed. Returns 0 or
+ * -errno (-EUCLEAN for corruption, with a message in cisc_corrupt_last()). */
 int sfs_mount(struct media *m, const struct sfs_mount_opts *opts, struct sfs **out);
+
+/* Completes a mount made with defer_writes: the journal replayed onto the
+ * image, the image marked mounted, the orphans freed; the file system is
+ * read-write from then on. Returns 0 (also when nothing was deferred) or
+ * -errno; on failure it stays read-only and must be unmounted. */
+int sfs_mount_finish(struct sfs *fs);
 
 /* Commits, checkpoints the journal, marks the image clean and frees
  * everything, including the media. Returns 0 or -errno (the sfs is freed

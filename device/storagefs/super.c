@@ -4,10 +4,12 @@
  *
  * Mount order (nothing is written before everything is validated):
  *   superblock -> journal header and ring scan (in memory) -> replayed
- *   images installed in the block cache -> bitmaps -> root inode ->
- *   [read-write only] replayed images written in place, superblock marked
- *   mounted, journal restarted past the replayed sequence (skipping one,
- *   so a torn transaction's number is never reused), orphans freed.
+ *   images installed in the block cache -> bitmaps -> root inode and its
+ *   directory index -> [defer_writes: the caller's own checks, read-only,
+ *   until sfs_mount_finish] -> [read-write only] replayed images written
+ *   in place, superblock marked mounted, journal restarted past the
+ *   replayed sequence (skipping one, so a torn transaction's number is
+ *   never reused), orphans freed.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -244,6 +246,18 @@ static int load_sb_buffer(struct sfs *fs)
     return r;
 }
 
+/* The root directory's index reads: its inline root node and the path to
+ * its first entry are valid (every lookup in the root starts there). */
+static int check_root_index(struct sfs *fs, struct sfs_inode *ip)
+{
+    struct bt t = { fs, ip, SFS_MAGIC_DIR, NULL };
+    struct bt_rec rec;
+    pthread_rwlock_rdlock(&ip->rw);
+    int r = bt_find_ge(&t, 0, &rec);
+    pthread_rwlock_unlock(&ip->rw);
+    return r == -ENOENT ? 0 : r;
+}
+
 static int check_root(struct sfs *fs)
 {
     struct sfs_inode *ip;
@@ -255,8 +269,27 @@ static int check_root(struct sfs *fs)
     if (!S_ISDIR(ip->d.mode) || ip->d.nlink < 2)
         r = CISC_CORRUPT("block %llu (inode table): root inode is not a directory",
                          (unsigned long long)sfs_itable_blk(fs, SFS_ROOT_INO));
+    if (!r)
+        r = check_root_index(fs, ip);
     inode_put(fs, ip);
     return r;
+}
+
+/* What sfs_mount_finish needs of a mount whose writes wait for it. */
+struct sfs_deferred {
+    struct jscan scan;
+    struct bbuf **overlay;
+    struct sfs_mount_opts opts;
+};
+
+static void deferred_free(struct sfs *fs)
+{
+    if (!fs->deferred)
+        return;
+    jscan_free(&fs->deferred->scan);
+    free(fs->deferred->overlay);   /* its buffers go with the block cache */
+    free(fs->deferred);
+    fs->deferred = NULL;
 }
 
 static struct sfs *fs_new(struct media *m, bool rdonly)
@@ -275,6 +308,7 @@ static struct sfs *fs_new(struct media *m, bool rdonly)
 /* Frees an sfs without writing anything; the media is left open. */
 static void fs_teardown(struct sfs *fs)
 {
+    deferred_free(fs);
     alloc_unload(fs);
     if (fs->sbb)
         bcache_put(fs->bc, fs->sbb);
@@ -291,7 +325,7 @@ static int mount_validate(struct sfs *fs, struct jscan *s, struct bbuf ***overla
 {
     int r = sfs_read_super(fs->m, 0, &fs->sb);
     if (!r)
-        r = check_features(&fs->sb, fs->rdonly);
+        r = check_features(&fs->sb, fs->rdonly && !fs->deferred);
     if (!r)
         r = jscan_run(fs->m, &fs->sb, s);
     if (!r)
@@ -354,23 +388,52 @@ static int mount_write(struct sfs *fs, const struct sfs_mount_opts *o, const str
     return r;
 }
 
+/* mount_write, undone as far as it goes when it fails. */
+static int mount_write_all(struct sfs *fs, const struct sfs_mount_opts *o,
+                           const struct jscan *s, struct bbuf **overlay)
+{
+    int r = mount_write(fs, o, s, overlay);
+    if (r && fs->j) {
+        jnl_close(fs->j);
+        fs->j = NULL;
+    }
+    return r;
+}
+
+/* A mount with defer_writes: read-only until sfs_mount_finish, which
+ * needs the scan and the overlay. */
+static struct sfs *fs_new_deferred(struct media *m, const struct sfs_mount_opts *o)
+{
+    struct sfs_deferred *d = calloc(1, sizeof(*d));
+    struct sfs *fs = d ? fs_new(m, true) : NULL;
+    if (!fs) {
+        free(d);
+        return NULL;
+    }
+    d->opts = *o;
+    fs->deferred = d;
+    return fs;
+}
+
 int sfs_mount(struct media *m, const struct sfs_mount_opts *o, struct sfs **out)
 {
     cisc_corrupt_clear();
-    struct sfs *fs = fs_new(m, o && o->read_only);
+    bool defer = o && o->defer_writes && !o->read_only;
+    struct sfs *fs = defer ? fs_new_deferred(m, o) : fs_new(m, o && o->read_only);
     if (!fs)
         return -ENOMEM;
     struct jscan s;
     struct bbuf **overlay = NULL;
     memset(&s, 0, sizeof(s));
     int r = mount_validate(fs, &s, &overlay);
-    if (!r && !fs->rdonly) {
-        r = mount_write(fs, o, &s, overlay);
-        if (r && fs->j) {
-            jnl_close(fs->j);
-            fs->j = NULL;
-        }
+    if (!r && defer) {
+        fs->deferred->scan = s;    /* sfs_mount_finish writes them */
+        fs->deferred->overlay = overlay;
+        *out = fs;
+        return 0;
     }
+    if (!r && !fs->rdonly)
+        r = mount_write_all(fs, o, &s, overlay);
     jscan_free(&s);
     free(overlay);
     if (r) {
@@ -379,6 +442,19 @@ int sfs_mount(struct media *m, const struct sfs_mount_opts *o, struct sfs **out)
     }
     *out = fs;
     return 0;
+}
+
+int sfs_mount_finish(struct sfs *fs)
+{
+    struct sfs_deferred *d = fs->deferred;
+    if (!d)
+        return 0;
+    fs->rdonly = false;
+    fs->overlay_data = false;      /* the images go in place: no overlay to read */
+    int r = mount_write_all(fs, &d->opts, &d->scan, d->overlay);
+    fs->rdonly = r != 0;
+    deferred_free(fs);
+    return r;
 }
 
 /* ---- unmount, sync ------------------------------------------------------------ */

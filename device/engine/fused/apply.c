@@ -3,6 +3,7 @@
  * an undo log applied in reverse on failure, and copy-on-write overwrites
  * so that a crash before the commit leaves no trace of the op. */
 #include "device/engine/fused/fused_int.h"
+#include "device/engine/perm.h"
 
 #include "common/minmax.h"
 
@@ -17,6 +18,8 @@
 
 struct undo {
     bool armed;                 /* the mutation may have changed something */
+    bool killed;                /* it cleared set-id bits: old_mode goes back */
+    uint32_t old_mode;
     uint64_t old_size;
     uint8_t *old;               /* old bytes [old_off, old_off + old_len) */
     uint64_t old_off, old_len;
@@ -109,11 +112,30 @@ static int write_shadow(struct apply *ap, const struct cfile *f, const struct fo
     return r;
 }
 
+/* A writer without CAP_FSETID clears the file's set-id bits with its
+ * change (perm_setid_kill), in the op's transaction; the undo puts them
+ * back. */
+static int kill_setid(struct apply *ap, const struct cfile *f, struct undo *u)
+{
+    struct sfs_attr a;
+    int r = sfs_getattr(ap->x->e->fs, f->ino, &a);
+    uint32_t kill = r ? 0 : perm_setid_kill(ap->x->cred, &a);
+    if (!kill)
+        return r;
+    struct sfs_attr in = { .mode = a.mode & ~kill };
+    r = sfs_setattr(ap->x->e->fs, ap->tx, f->ino, &in, SFS_SET_MODE, NULL);
+    u->killed = r == 0;
+    u->old_mode = a.mode;
+    return r;
+}
+
 static int apply_write(struct apply *ap, const struct fop_mut *m, struct undo *u)
 {
     const struct cfile *f = &ap->x->files[m->file];
     uint64_t size;
-    int r = size_of(ap->x->e->fs, f->ino, &size);
+    int r = m->len ? kill_setid(ap, f, u) : 0;
+    if (!r)
+        r = size_of(ap->x->e->fs, f->ino, &size);
     if (r)
         return r;
     u->old_size = size;
@@ -132,7 +154,9 @@ static int apply_trunc(struct apply *ap, const struct fop_mut *m, struct undo *u
 {
     const struct cfile *f = &ap->x->files[m->file];
     uint64_t size, t = m->off, hb = t / BS * BS;
-    int r = size_of(ap->x->e->fs, f->ino, &size);
+    int r = kill_setid(ap, f, u);
+    if (!r)
+        r = size_of(ap->x->e->fs, f->ino, &size);
     if (r)
         return r;
     bool shadow = ap->cow && t < size && t % BS && t < f->base_size;
@@ -222,7 +246,7 @@ static int undo_data(struct apply *ap, const struct cfile *f, const struct undo 
     return r;
 }
 
-static int undo_one(struct apply *ap, unsigned k)
+static int undo_change(struct apply *ap, unsigned k)
 {
     const struct fop_mut *m = &ap->x->muts[k];
     const struct undo *u = &ap->u[k];
@@ -237,6 +261,19 @@ static int undo_one(struct apply *ap, unsigned k)
     }
 }
 
+/* The change, then the set-id bits it cleared (the reverse of apply). */
+static int undo_one(struct apply *ap, unsigned k)
+{
+    const struct undo *u = &ap->u[k];
+    int r = undo_change(ap, k);
+    if (!r && u->killed) {
+        struct sfs_attr in = { .mode = u->old_mode };
+        r = sfs_setattr(ap->x->e->fs, ap->tx, ap->x->files[ap->x->muts[k].file].ino, &in,
+                        SFS_SET_MODE, NULL);
+    }
+    return r;
+}
+
 /* Undoes seq[upto], seq[upto - 1], ..., seq[0]. */
 static void undo_all(struct apply *ap, const unsigned *seq, unsigned upto)
 {
@@ -248,10 +285,28 @@ static void undo_all(struct apply *ap, const unsigned *seq, unsigned upto)
     }
 }
 
+/* Whether a mutation clears set-id bits (kill_setid): its data must then
+ * not reach the media before the transaction that clears them commits. */
+static bool kills_setid(const struct fop_run *x)
+{
+    for (unsigned k = 0; k < x->nmuts; k++) {
+        const struct fop_mut *m = &x->muts[k];
+        const struct cfile *f = &x->files[m->file];
+        struct sfs_attr a;
+        if ((m->kind == MUT_WRITE || m->kind == MUT_TRUNC) && f->ino &&
+            !sfs_getattr(x->e->fs, f->ino, &a) && perm_setid_kill(x->cred, &a))
+            return true;
+    }
+    return false;
+}
+
 /* Copy-on-write unless the op is one overwrite inside one block of what
- * the file already holds (one block write is atomic on the media). */
+ * the file already holds (one block write is atomic on the media), or it
+ * clears set-id bits. */
 static bool need_cow(const struct fop_run *x, unsigned nreal)
 {
+    if (nreal == 1 && kills_setid(x))
+        return true;
     if (nreal != 1)
         return nreal > 1;
     for (unsigned k = 0; k < x->nmuts; k++) {

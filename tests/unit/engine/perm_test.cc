@@ -201,3 +201,54 @@ TEST(Perm, Xattrs)
     EXPECT_EQ(perm_open_mask(O_RDWR | O_TRUNC), R_OK | W_OK);
     EXPECT_EQ(perm_open_mask(O_WRONLY), W_OK);
 }
+
+// A data change by a caller without CAP_FSETID clears set-user-id always
+// and set-group-id with group execute (Linux's file_remove_privs).
+TEST(Perm, SetidKillOnDataChange)
+{
+    auto kill = [](struct eng_cred c, uint32_t mode, uint32_t owner = 6) {
+        struct sfs_attr a = Attr(mode, owner, owner);
+        return perm_setid_kill(&c, &a);
+    };
+    struct eng_cred user = Cred(7, 7), root = Cred(0, 0);
+    EXPECT_EQ(kill(user, S_IFREG | 06775), (uint32_t)(S_ISUID | S_ISGID));
+    EXPECT_EQ(kill(user, S_IFREG | 06765), (uint32_t)S_ISUID)
+        << "set-group-id without group execute marks mandatory locking";
+    EXPECT_EQ(kill(user, S_IFREG | 02775, 7), (uint32_t)S_ISGID) << "the owner's writes too";
+    EXPECT_EQ(kill(user, S_IFREG | 0775), 0u);
+    EXPECT_EQ(kill(root, S_IFREG | 06775), 0u) << "CAP_FSETID";
+    EXPECT_EQ(kill(user, S_IFDIR | 06775), 0u);
+}
+
+// chown of a non-directory clears the set-id bits even when the owner
+// stays the same, whoever asks (Linux's chown_common).
+TEST(Perm, ChownToSameOwnerClearsSetidBits)
+{
+    struct sfs_attr f = Attr(S_IFREG | 06755, 6, 6), in = f;
+    struct eng_cred root = Cred(0, 0);
+    unsigned v = SFS_SET_UID;
+    EXPECT_EQ(perm_setattr(&root, &f, &in, &v, false), 0);
+    EXPECT_TRUE(v & SFS_SET_MODE);
+    EXPECT_EQ(in.mode & 07777, 0755u);
+    struct sfs_attr d = Attr(S_IFDIR | 02755, 6, 6);
+    in = d;
+    v = SFS_SET_GID;
+    EXPECT_EQ(perm_setattr(&root, &d, &in, &v, false), 0);
+    EXPECT_FALSE(v & SFS_SET_MODE) << "directories keep set-group-id";
+}
+
+// Through the mount, the kernel asks (as the writer) to clear only the
+// set-id bits it must: set-user-id alone on a mandatory-locking file.
+TEST(Perm, WriterMayKillOneSetidBit)
+{
+    struct sfs_attr f = Attr(S_IFREG | 06765, 0, 5);
+    struct eng_cred writer = Cred(6, 5);
+    struct sfs_attr in = f;
+    in.mode = 02765;
+    unsigned v = SFS_SET_MODE;
+    EXPECT_EQ(perm_setattr(&writer, &f, &in, &v, false), 0);
+    in.mode = 06764;   // anything but set-id bits
+    EXPECT_EQ(perm_setattr(&writer, &f, &in, &v, false), -EPERM);
+    in.mode = 06765;   // no change at all is not a clear
+    EXPECT_EQ(perm_setattr(&writer, &f, &in, &v, false), -EPERM);
+}

@@ -4,6 +4,7 @@
 #include "sfs_fixture.h"
 
 extern "C" {
+#include "common/crc32c.h"
 #include "common/le.h"
 #include "device/storagefs/format.h"
 }
@@ -129,6 +130,63 @@ TEST_F(MountCheck, IoErrorsAreReportedNotFatal)
     fs = nullptr;
     media_fault_fail_write(disk, 0, 0, false);
     Mount();                              // last consistent state
+    Unmount();
+    ExpectClean();
+}
+
+// A root inode whose directory index is damaged under a valid checksum is
+// refused before the first write (every lookup in the root starts there).
+TEST_F(MountCheck, DamagedRootIndexIsRefusedBeforeWriting)
+{
+    Format();
+    Unmount();
+    uint8_t b[4096];
+    ASSERT_EQ(media_read(disk, 0, 1, b), 0);
+    struct sfs_sb sb;
+    sfs_sb_decode(b, &sb);
+    uint64_t blk = sb.itable_start + SFS_ROOT_INO / SFS_INODES_PER_BLOCK;
+    ASSERT_EQ(media_read(disk, blk, 1, b), 0);
+    uint8_t *slot = b + (SFS_ROOT_INO % SFS_INODES_PER_BLOCK) * SFS_INODE_SIZE;
+    le64_put(slot + DI_DATA + ND_OWNER, 999);
+    le32_put(slot + DI_CRC, crc32c(0, slot + 4, SFS_INODE_SIZE - 4));
+    ASSERT_EQ(media_write(disk, blk, 1, b), 0);
+    ExpectRefused(-EUCLEAN, "wrong owner");
+}
+
+// defer_writes: the mount reads as replayed and writes nothing until
+// sfs_mount_finish; unmounting before it leaves the image untouched.
+TEST_F(MountCheck, DeferredWritesWaitForFinish)
+{
+    Format();
+    uint64_t f = Create(SFS_ROOT_INO, "journaled");
+    Write(f, 0, "in the journal");
+    ASSERT_EQ(sfs_sync(fs), 0);
+    Crash(MEDIA_FAULT_KEEP_NONE);     // committed, never checkpointed
+    uint64_t w = media_fault_writes(disk);
+    struct sfs_mount_opts mo = {};
+    mo.defer_writes = true;
+    for (int finish = 0; finish < 2; finish++) {
+        struct media *h;
+        ASSERT_EQ(media_fault_open_again(disk, &h), 0);
+        ASSERT_EQ(sfs_mount(h, &mo, &fs), 0) << cisc_corrupt_last();
+        EXPECT_EQ(Lookup(SFS_ROOT_INO, "journaled"), f);
+        EXPECT_EQ(Read(f, 0, 100), "in the journal");
+        struct sfs_attr a;
+        EXPECT_EQ(sfs_mknod(fs, nullptr, SFS_ROOT_INO, "x", S_IFREG, 0, 0, 0, &a), -EROFS);
+        EXPECT_EQ(media_fault_writes(disk), w) << "a deferred mount wrote";
+        if (finish) {
+            ASSERT_EQ(sfs_mount_finish(fs), 0);
+            EXPECT_EQ(sfs_mknod(fs, nullptr, SFS_ROOT_INO, "x", S_IFREG, 0, 0, 0, &a), 0);
+            EXPECT_EQ(Read(f, 0, 100), "in the journal");
+            EXPECT_EQ(sfs_mount_finish(fs), 0);   // nothing left to do
+        }
+        Unmount();
+        if (!finish)
+            EXPECT_EQ(media_fault_writes(disk), w) << "unmount of a deferred mount wrote";
+    }
+    Mount();
+    EXPECT_EQ(Lookup(SFS_ROOT_INO, "journaled"), f);
+    EXPECT_NE(Lookup(SFS_ROOT_INO, "x"), 0u);
     Unmount();
     ExpectClean();
 }
