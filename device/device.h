@@ -3,7 +3,7 @@
  * engine (cores, scheduler) -> control socket, and back down.
  *
  * Front ends are clients of the engine that dev_engine() returns: the
- * FUSE mount (run by the caller), and libcisc's queue pairs (device/queue.*,
+ * FUSE mount (run by the caller), and libcisc's queue pairs (device/queue/,
  * run by the device itself: a control connection that asks for a session
  * gets one, and loses it, with its queues and handles, when it closes). The device does not know FUSE: a
  * front end registers a stop hook, which the control socket's SHUTDOWN

@@ -2,7 +2,7 @@
  * proto/wire.h - the host <-> device queue-pair ABI (shared memory).
  *
  * This header is the contract between libcisc (the host side) and the
- * device (device/queue.* decodes it). It is not installed: applications use
+ * device (device/queue/sqe.c decodes it). It is not installed: applications use
  * <cisc/cisc.h>. All fields are little-endian fixed-width; both sides run
  * on the same host, so they are accessed as native structs, but every
  * size is asserted and every field the device reads is copied once into
