@@ -28,6 +28,7 @@ struct fusefs {
     bool looping;                 /* protected by lock */
     pthread_mutex_t lock;
     bool ra_done;                 /* fusefs_raise_readahead ran */
+    uint64_t page;                /* the kernel's page size (set at INIT) */
 };
 
 /* Lets the kernel read ahead FUSEFS_MAX_IO per request instead of its

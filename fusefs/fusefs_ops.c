@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 /* Writes up to this size are copied and completed asynchronously. */
 #define FUSEFS_COPY_WRITE (64u * 1024)
@@ -361,6 +362,9 @@ static void reply_readdir(struct freq *r)
 
 static void ff_init(void *userdata, struct fuse_conn_info *conn)
 {
+    struct fusefs *f = userdata;
+    long page = sysconf(_SC_PAGESIZE);
+    f->page = page > 0 ? (uint64_t)page : 4096;   /* where the kernel cuts writes */
     conn->max_write = FUSEFS_MAX_IO;
     conn->max_read = FUSEFS_MAX_READ;   /* must match the max_read mount option */
     conn->max_readahead = conn->max_readahead > FUSEFS_MAX_IO ? FUSEFS_MAX_IO
@@ -604,6 +608,28 @@ static void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     freq_submit(r, 0);
 }
 
+/* What the engine learns about a WRITE (ENG_WRITE_*, device/engine/lease.h).
+ * The kernel sends the pieces of one write(2) one by one, holding the
+ * inode lock (we never ask for FOPEN_PARALLEL_DIRECT_WRITES), so no other
+ * write through the mount comes between them. It cuts a buffered write(2)
+ * only where a piece ends on a page boundary: after the first page when
+ * the write starts inside a page the cache does not hold (kernel 6.x), and
+ * after every full piece of max_write bytes (after max_pages pages, the
+ * first one partial, before 6.x). An O_DIRECT piece is cut at the pages
+ * of the caller's buffer instead: only a size that close to max_write says
+ * more may follow. Write-back of mmap'd pages (writepage) continues no
+ * write(2); it is ordered too so that no FUSE command ever waits for a
+ * lease (eng_drain). */
+static uint32_t write_flags(fuse_req_t req, const struct fuse_file_info *fi, off_t off,
+                            size_t len)
+{
+    const uint64_t page = ((struct fusefs *)fuse_req_userdata(req))->page;
+    const uint64_t max = FUSEFS_MAX_IO, o = (uint64_t)off, end = o + len;
+    bool more = (fi->flags & O_DIRECT) ? len > max - page
+                                       : end % page == 0 && (o % page != 0 || len >= max);
+    return ENG_WRITE_ORDERED | (more && !fi->writepage ? ENG_WRITE_MORE : 0);
+}
+
 /* Large single-buffer writes: the data stays in libfuse's buffer and the
  * FUSE thread waits for the device core. */
 static void write_in_place(fuse_req_t req, const void *data, size_t len, off_t off,
@@ -612,6 +638,7 @@ static void write_in_place(fuse_req_t req, const void *data, size_t len, off_t o
     struct eng_cmd c;
     cmd_init(&c, ENG_OP_WRITE, req);
     c.fh = fi->fh;
+    c.flags = write_flags(req, fi, off, len);
     c.off = (uint64_t)off;
     c.in = data;
     c.size = len;
@@ -643,6 +670,7 @@ static void ff_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *buf
     r->c.off = (uint64_t)off;
     r->c.in = r->buf;
     r->c.size = n > 0 ? (size_t)n : 0;
+    r->c.flags = write_flags(req, fi, off, r->c.size);
     freq_submit(r, n < 0 ? (int)n : 0);
 }
 

@@ -65,6 +65,8 @@ static void run(void *arg, struct sched_item *it, unsigned core)
     struct eng_cmd *c = (struct eng_cmd *)((char *)it - offsetof(struct eng_cmd, item));
     unsigned op = c->op;
     c->ret = op < ENG_OP_COUNT ? op_table[op](e, c) : -EINVAL;
+    if (c->ret == ENG_PARKED)
+        return;   /* lease.h: it runs again when the lease ends */
     if (c->chg && c->ret >= 0)
         eng_note_changes(e, c);
     uint64_t ns = now_ns() - it->t_submit_ns;
@@ -74,6 +76,15 @@ static void run(void *arg, struct sched_item *it, unsigned core)
     if (c->ret == -EUCLEAN)
         stats_corrupt(e->stats);
     complete(c);   /* c may be gone after this */
+}
+
+void eng_resume(struct engine *e, struct eng_cmd *c)
+{
+    int r = sched_submit_handoff(e->sched, &c->item);
+    if (r) {
+        c->ret = r;
+        complete(c);
+    }
 }
 
 /* Destroys the engine's locks and frees it. */
@@ -110,9 +121,12 @@ int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out
     if (!r)
         r = hdl_table_create(&e->hdl);
     if (!r)
+        r = lease_table_create(e, cfg->lease_wait_ns, &e->lease);
+    if (!r)
         r = sched_create(pol, &(struct sched_config){ cfg->cores, cfg->direct }, run, e,
                          &e->sched);
     if (r) {
+        lease_table_destroy(e->lease);
         hdl_table_destroy(e->hdl);
         stats_destroy(e->stats);
         free_locks(e);
@@ -126,7 +140,9 @@ void eng_destroy(struct engine *e)
 {
     if (!e)
         return;
+    lease_table_close(e->lease);   /* parked commands run before the cores stop */
     sched_destroy(e->sched);
+    lease_table_destroy(e->lease);
     struct hdl h;
     while (hdl_drain(e->hdl, &h))
         sfs_iput(e->fs, h.ino);
@@ -173,6 +189,11 @@ int64_t eng_call(struct engine *e, struct eng_cmd *cmd)
     while (!__atomic_load_n(&cmd->state, __ATOMIC_ACQUIRE))
         syscall(SYS_futex, &cmd->state, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
     return cmd->ret;
+}
+
+uint64_t eng_parked(struct engine *e)
+{
+    return lease_parked(e->lease);
 }
 
 const struct stats *eng_stats(struct engine *e)

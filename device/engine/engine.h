@@ -34,7 +34,7 @@
  *   OPEN        ino flags=O_*                   -> fh
  *   CREATE      ino=dir name mode flags=O_*     -> attr, fh, 1 reference
  *   READ        fh off out size [map map_arg]   -> ret=bytes (map: zero-copy)
- *   WRITE       fh off in size                  -> ret=bytes
+ *   WRITE       fh off in size flags=ENG_WRITE_* -> ret=bytes
  *   FLUSH       fh
  *   RELEASE     fh                              (also RELEASEDIR)
  *   FSYNC       fh flags=datasync               (also FSYNCDIR)
@@ -139,6 +139,12 @@ const char *eng_op_name(unsigned op);
 #define ENG_RENAME_EXCHANGE  (1u << 1)
 #define ENG_XATTR_CREATE     (1u << 0)
 #define ENG_XATTR_REPLACE    (1u << 1)
+/* WRITE from the FUSE door (device/engine/lease.h): a piece of one write(2),
+ * which the kernel sends while no other write(2) on the inode goes on
+ * through the mount; MORE: the write(2) may go on after this piece, so an
+ * O_APPEND write keeps the end of the file until its next piece. */
+#define ENG_WRITE_ORDERED    (1u << 0)
+#define ENG_WRITE_MORE       (1u << 1)
 
 #define ENG_GROUPS_MAX 64u
 
@@ -238,6 +244,8 @@ struct eng_config {
     bool direct;              /* scheduler direct dispatch (sched.h) */
     uint64_t dev_ram;         /* device memory budget for CISC buffers; 0 = 2 GiB */
     struct progs *progs;      /* eBPF program registry for bpf steps (not owned); NULL = none */
+    uint64_t lease_wait_ns;   /* longest an append waits for a mount write(2)
+                                 (lease.h); 0 = LEASE_WAIT_NS (1 s) */
 };
 
 /* Starts the engine on a mounted StorageFS (not owned: the caller unmounts
@@ -249,9 +257,15 @@ int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out
  * open and every reference handed out, and frees the engine. */
 void eng_destroy(struct engine *e);
 
+/* Commands waiting now for a mount write(2) to end (lease.h). */
+uint64_t eng_parked(struct engine *e);
+
 /* Waits until every command submitted so far has completed (its done()
  * has returned). The caller stops its own submissions first: a door that
- * replies from done() drains before it tears down its session. */
+ * replies from done() drains before it tears down its session. Commands
+ * parked on an append lease (lease.h) are not waited for: they complete
+ * when the lease ends, within lease_wait_ns; a write with
+ * ENG_WRITE_ORDERED (all the FUSE door's) never parks. */
 void eng_drain(struct engine *e);
 
 /* Zeroes cmd and sets its opcode and credentials. */

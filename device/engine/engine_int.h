@@ -6,9 +6,11 @@
 #define CISC_DEVICE_ENGINE_INT_H
 
 #include <pthread.h>
+#include <stdint.h>
 
 #include "device/engine/engine.h"
 #include "device/engine/handle.h"
+#include "device/engine/lease.h"
 #include "device/engine/stats.h"
 
 #define ENG_INO_STRIPES 256u
@@ -48,7 +50,16 @@ struct engine {
     struct eng_watch watch;
     bool watching;            /* protected by watch_lock; also read relaxed as a hint */
     struct progs *progs;      /* bpf steps' programs (device/progs/progs.h); may be NULL */
+    struct lease_table *lease;   /* append leases of mount write(2)s (lease.h) */
 };
+
+/* An op's result meaning "parked" (lease.h): the command is not complete;
+ * it runs again, through eng_resume, when the lease it waits for ends. */
+#define ENG_PARKED INT64_MIN
+
+/* Submits a parked command again (to a core, never on the calling
+ * thread); completes it with -ESHUTDOWN if the scheduler refuses. */
+void eng_resume(struct engine *e, struct eng_cmd *c);
 
 /* The handle table a command uses: its session's, or the engine's. */
 static inline struct hdl_table *eng_hdl(struct engine *e, const struct eng_cmd *c)

@@ -383,17 +383,24 @@ int64_t eop_read(struct engine *e, struct eng_cmd *c)
 }
 
 /* O_APPEND: size read and write under the stripe held exclusive, so two
- * appenders never write at the same offset. */
-static int64_t append(struct engine *e, struct eng_cmd *c, uint64_t ino)
+ * appenders never write at the same offset; a mount write(2) cut into
+ * pieces keeps the end of the file between them (lease.h). */
+static int64_t append(struct engine *e, struct eng_cmd *c, uint64_t ino,
+                      const struct lease_who *w)
 {
     struct sfs_attr a;
     int64_t r = c->size ? setid_clear(e, c, ino) : 0;   /* as Linux: not for 0 bytes */
     if (r)
         return r;
     stripe_lock(e, ino, true);
+    if (lease_enter(e->lease, ino, w, c)) {
+        stripe_unlock(e, ino);
+        return ENG_PARKED;   /* rerun later: setid_clear above is idempotent */
+    }
     r = sfs_getattr(e->fs, ino, &a);
     if (!r)
         r = sfs_write(e->fs, NULL, ino, a.size, c->in, c->size);
+    lease_exit(e->lease, ino, w, r == (int64_t)c->size);
     stripe_unlock(e, ino);
     if (r >= 0)
         c->out_off = a.size;
@@ -407,7 +414,10 @@ int64_t eop_write(struct engine *e, struct eng_cmd *c)
     if (r)
         return r;
     if (h.flags & O_APPEND)
-        return append(e, c, h.ino);
+        return append(e, c, h.ino,
+                      &(struct lease_who){ eng_hdl(e, c), c->fh,
+                                           c->flags & ENG_WRITE_ORDERED,
+                                           c->flags & ENG_WRITE_MORE });
     if (c->size && (r = setid_clear(e, c, h.ino)) != 0)
         return r;
     stripe_lock(e, h.ino, false);
@@ -421,7 +431,7 @@ int64_t eop_append(struct engine *e, struct eng_cmd *c)
 {
     struct hdl h;
     int r = file_handle(e, c, c->fh, W_OK, &h);
-    return r ? r : append(e, c, h.ino);
+    return r ? r : append(e, c, h.ino, &(struct lease_who){ eng_hdl(e, c), c->fh });
 }
 
 /* ftruncate(2): the handle must be a file open for writing (-EINVAL). */
@@ -449,8 +459,10 @@ int64_t eop_release(struct engine *e, struct eng_cmd *c)
 {
     struct hdl h;
     int r = hdl_close(eng_hdl(e, c), c->fh, &h);
-    if (!r)
+    if (!r) {
+        lease_release(e->lease, h.ino, eng_hdl(e, c), c->fh);
         sfs_iput(e->fs, h.ino);
+    }
     return r;
 }
 

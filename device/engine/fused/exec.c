@@ -553,6 +553,26 @@ static struct fop_run *thread_run(void)
     return x;
 }
 
+/* Whether step i appends: an APPEND, or a WRITE on an O_APPEND file. */
+static bool step_appends(const struct fop_run *x, unsigned i)
+{
+    unsigned k = x->v->st[i].kind;
+    return k == WIRE_STEP_APPEND || (k == WIRE_STEP_WRITE && (x->sacc[i] & O_APPEND));
+}
+
+/* With the stripes held: parks c while a mount write(2) holds the end of
+ * a file the op appends to (lease.h). Returns true when parked. */
+static bool parked_on_lease(struct fop_run *x, struct eng_cmd *c)
+{
+    for (unsigned i = 0; i < x->v->n; i++) {
+        uint64_t ino = x->sfile[i] == FOP_NOFILE ? 0 : x->files[x->sfile[i]].ino;
+        if (ino && step_appends(x, i) &&
+            lease_enter(x->e->lease, ino, &(struct lease_who){ x->hdl, 0 }, c))
+            return true;
+    }
+    return false;
+}
+
 int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
 {
     struct eng_cisc *v = c->cisc;
@@ -570,10 +590,15 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
         fop_mem_reserve(e, v->mem);
         stripes_collect(x, &sp);
         stripes_lock(e, &sp);
-        r = run_locked(x);
+        bool parked = parked_on_lease(x, c);
+        r = parked ? 0 : run_locked(x);
         stripes_unlock(e, &sp);
         fop_mem_release(e, v->mem);
         free_bufs(x);   /* after the release: large ones may stay as spares */
+        if (parked) {
+            fop_unprepare(x);
+            return ENG_PARKED;   /* runs again, from the start, when the lease ends */
+        }
     }
     fop_unprepare(x);
     v->ran = 0;
