@@ -5,6 +5,7 @@
 #include "device/engine/lease.h"
 
 #include "device/engine/engine_int.h"
+#include "common/clock.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -129,7 +130,7 @@ int lease_enter(struct lease_table *t, uint64_t ino, const struct lease_who *w,
     struct eng_cmd *wake = NULL;
     pthread_mutex_lock(&t->mu);
     struct lease **p = find(t, ino);
-    enum verdict v = judge(*p, w, sched_now_ns());
+    enum verdict v = judge(*p, w, now_ns());
     if (v == V_END)
         drop(t, p, &wake);
     else if (v == V_PARK)
@@ -150,7 +151,7 @@ static void grant(struct lease_table *t, uint64_t ino, const struct lease_who *w
     l->ino = ino;
     l->tbl = w->tbl;
     l->fh = w->fh;
-    l->deadline_ns = sched_now_ns() + t->wait_ns;
+    l->deadline_ns = now_ns() + t->wait_ns;
     l->parked_tail = &l->parked;
     l->next = t->list;
     t->list = l;
@@ -168,7 +169,7 @@ void lease_exit(struct lease_table *t, uint64_t ino, const struct lease_who *w, 
         if (!l && !t->closed)
             grant(t, ino, w);
         else if (l && holds(l, w) && !l->parked && !l->broken)
-            l->deadline_ns = sched_now_ns() + t->wait_ns;   /* renew */
+            l->deadline_ns = now_ns() + t->wait_ns;   /* renew */
     } else if (l && holds(l, w)) {
         drop(t, p, &wake);
     }
@@ -225,7 +226,7 @@ static void *timer_main(void *arg)
     pthread_mutex_lock(&t->mu);
     while (!t->stop) {
         struct eng_cmd *wake = NULL;
-        uint64_t next = break_due(t, sched_now_ns(), &wake);
+        uint64_t next = break_due(t, now_ns(), &wake);
         assert(table_ok(t));
         if (wake) {
             pthread_mutex_unlock(&t->mu);
