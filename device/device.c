@@ -146,12 +146,14 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
     struct dm_model dm = o->model ? *o->model : (struct dm_model){ DM_DEFAULT_LINK_NS, 1.0 };
     if (!sched_policy_find(d->sched) || d->cores > SCHED_MAX_CORES || dm_configure(&dm) ||
         o->pollers > QP_MAX_POLLERS) {
-        free_device(d);
-        return fail(err, errlen, -EINVAL,
-                    "bad device model: cores %u (1..%u), sched '%s' (fifo), link latency %llu ns "
-                    "(0..%u), core speed %g (1..%g), pollers %u (1..%u)",
-                    d->cores, SCHED_MAX_CORES, d->sched, (unsigned long long)dm.link_latency_ns,
-                    DM_LINK_MAX_NS, dm.core_speed, DM_CORE_SPEED_MAX, o->pollers, QP_MAX_POLLERS);
+        int bad = fail(err, errlen, -EINVAL,
+                       "bad device model: cores %u (1..%u), sched '%s' (fifo), link latency "
+                       "%llu ns (0..%u), core speed %g (1..%g), pollers %u (1..%u)",
+                       d->cores, SCHED_MAX_CORES, d->sched,
+                       (unsigned long long)dm.link_latency_ns, DM_LINK_MAX_NS, dm.core_speed,
+                       DM_CORE_SPEED_MAX, o->pollers, QP_MAX_POLLERS);
+        free_device(d);          /* after the message, which reads d */
+        return bad;
     }
     struct qp_config qc = { o->pollers, o->poll_us < 0 ? QP_DEFAULT_POLL_US : (unsigned)o->poll_us };
     int r = open_fs(o, &d->fs, err, errlen);
