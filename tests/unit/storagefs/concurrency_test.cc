@@ -163,10 +163,11 @@ TEST_F(Concurrency, CrossRenamesDoNotDeadlock)
         t4(mover, b, a, "fa");
     t1.join(), t2.join(), t3.join(), t4.join();
     EXPECT_EQ(bad.load(), 0) << "first unexpected result " << first_bad.load();
-    // Renames are atomic, so a name stays where it is only if someone moved
-    // it: of the two opposite moves a thread makes of one name in a row, one
-    // succeeds unless another thread's move succeeded in between. Hence at
-    // least ROUNDS successes per family, whatever the interleaving.
+    // Renames are atomic, so when both of the two opposite moves a thread
+    // makes of one name in a row fail, the name moved in between: every
+    // such pair spans a success (its own or another thread's). One
+    // thread's pairs do not overlap in time, hence at least ROUNDS
+    // successes per family, whatever the interleaving.
     EXPECT_GE(moved_fa.load(), ROUNDS);
     EXPECT_GE(moved_fb.load(), ROUNDS);
     EXPECT_GE(moved_x.load(), ROUNDS);
