@@ -4,25 +4,45 @@ BUILD      ?= build
 BUILD_ASAN ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_OPTS ?=
-export CC  := clang
-export CXX := clang++
+# Two builds, two compilers, warnings as errors in both (a plain `cmake`
+# leaves CISC_WERROR off): the release build with GCC, Debian's default
+# compiler and so what packagers use; the ASan+UBSan build with clang,
+# which also builds the libFuzzer targets and runs their smoke tests.
+CC_RELEASE  ?= gcc
+CXX_RELEASE ?= g++
+CC_ASAN     ?= clang
+CXX_ASAN    ?= clang++
 
 CISC := $(BUILD)/cmd/cisc
 # The distribution's python3 (python3-matplotlib) for benchmarks that plot.
 PYTHON_PLOT ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
-.PHONY: all deps build build-asan test test-release test-asan run bench bench-bpf bench-fs bench-qp bench-cisc bench-offload clean
+.PHONY: all deps build build-asan test test-release test-asan run bench bench-bpf bench-exec \
+	bench-sfs bench-qp bench-fs bench-cisc bench-offload clean FORCE
 
 all: build
 
 deps:
 	@./scripts/install-deps.sh
 
-$(BUILD)/build.ninja: | deps
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_OPTS)
+# <dir>/compilers names the compilers a build directory is configured with;
+# it changes only when they do, and then the directory is configured again
+# from scratch (CMake keeps the compiler of its first run).
+$(BUILD)/compilers: COMPILERS = $(CC_RELEASE) $(CXX_RELEASE)
+$(BUILD_ASAN)/compilers: COMPILERS = $(CC_ASAN) $(CXX_ASAN)
+$(BUILD)/compilers $(BUILD_ASAN)/compilers: FORCE
+	@mkdir -p $(@D)
+	@echo "$(COMPILERS)" | cmp -s - $@ || echo "$(COMPILERS)" > $@
 
-$(BUILD_ASAN)/build.ninja: | deps
-	cmake -S . -B $(BUILD_ASAN) -G Ninja -DCMAKE_BUILD_TYPE=Asan $(CMAKE_OPTS)
+# $(call configure,DIR,BUILD_TYPE,CC,CXX)
+configure = rm -rf $(1)/CMakeCache.txt $(1)/CMakeFiles && CC=$(3) CXX=$(4) cmake -S . -B $(1) -G Ninja \
+	-DCMAKE_BUILD_TYPE=$(2) -DCISC_WERROR=ON $(CMAKE_OPTS)
+
+$(BUILD)/build.ninja: $(BUILD)/compilers | deps
+	$(call configure,$(BUILD),RelWithDebInfo,$(CC_RELEASE),$(CXX_RELEASE))
+
+$(BUILD_ASAN)/build.ninja: $(BUILD_ASAN)/compilers | deps
+	$(call configure,$(BUILD_ASAN),Asan,$(CC_ASAN),$(CXX_ASAN))
 
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
@@ -45,18 +65,37 @@ test-asan: build-asan
 run: build
 	@./scripts/run.sh $(CISC)
 
+# Every benchmark, one after another (never in parallel, whatever -j says:
+# they would time each other), on the optimised build.
+BENCHES := bench-bpf bench-exec bench-sfs bench-qp bench-fs bench-cisc bench-offload
+bench: build
+	@for b in $(BENCHES); do echo "== make $$b"; $(MAKE) --no-print-directory $$b || exit 1; done
+
 # eBPF runtime speed: interpreter ns/instruction vs native C, verification
-# time of every corpus program (optimised build).
+# time of every corpus program (`cisc bpf verify OBJ` times any other).
 bench-bpf: build
 	$(BUILD)/bench/bpf/cisc-bench-bpf
+
+# The fused-op executor alone, in process on a RAM medium, beside the same
+# sequences as engine RISC commands: ns per op without the transport.
+bench-exec: build
+	$(BUILD)/bench/cisc/cisc-bench-exec
+
+# StorageFS through its C API on a sparse image file: a create+stat+unlink
+# storm, then 1 MiB sequential writes and reads.
+bench-sfs: build
+	$(BUILD)/bench/sfs_bench $(BUILD)/bench/sfs_bench.img
+
+# libcisc transport: round trip of a NOP and a 4 KiB read through a queue
+# pair at link latency 0 and 900 ns, beside a FUSE O_DIRECT read.
+bench-qp: build
+	@./bench/qp/rtt.sh $(CISC) $(BUILD)/bench/qp/cisc-bench-rtt
 
 # File-system benchmark: fio jobs and a metadata storm on a ciscfs mount
 # and on tmpfs; prints both and their ratio, saves CSV in bench/out/.
 bench-fs: build
 	@python3 bench/fs/bench_fs.py --cisc $(CISC) --mdstorm $(BUILD)/bench/fs/cisc-mdstorm
 
-# libcisc transport: round trip of a NOP and a 4 KiB read through a queue
-# pair at link latency 0 and 900 ns, beside a FUSE O_DIRECT read.
 # Fused ops: the FusionFS microbenchmarks over POSIX (tmpfs, the mount),
 # libcisc RISC ops, fused ops and fused ops batched ten per doorbell;
 # 1, 2, 4 threads; link latency 900 ns and 0. CSV and PNG in bench/out/.
@@ -68,8 +107,7 @@ bench-cisc: build
 bench-offload: build
 	@python3 bench/offload/bench_offload.py --cisc $(CISC) --grep-obj $(BUILD)/examples/bpf/grep.o
 
-bench-qp: build
-	@./bench/qp/rtt.sh $(CISC) $(BUILD)/bench/qp/cisc-bench-rtt
+FORCE:
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN)

@@ -12,6 +12,7 @@
 #ifndef CISC_BPF_ABI_H
 #define CISC_BPF_ABI_H
 
+#include <assert.h>   /* static_assert, in C and in the C++ tests */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,8 +34,8 @@ struct vm_ctx {
     uint64_t block;
     uint64_t arg[4];
 };
-_Static_assert(sizeof(struct vm_ctx) == 96, "cisc_ctx is 96 bytes");
-_Static_assert(offsetof(struct vm_ctx, arg) == 64, "cisc_ctx.arg at 64");
+static_assert(sizeof(struct vm_ctx) == 96, "cisc_ctx is 96 bytes");
+static_assert(offsetof(struct vm_ctx, arg) == 64, "cisc_ctx.arg at 64");
 
 #define VM_F_FIRST_BLOCK (1ull << 0)
 #define VM_F_LAST_BLOCK  (1ull << 1)

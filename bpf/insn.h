@@ -16,6 +16,7 @@
 #ifndef CISC_BPF_INSN_H
 #define CISC_BPF_INSN_H
 
+#include <assert.h>   /* static_assert, in C and in the C++ tests */
 #include <stdint.h>
 
 struct vm_insn {
@@ -24,7 +25,7 @@ struct vm_insn {
     int16_t off;
     int32_t imm;
 };
-_Static_assert(sizeof(struct vm_insn) == 8, "eBPF instruction is 8 bytes");
+static_assert(sizeof(struct vm_insn) == 8, "eBPF instruction is 8 bytes");
 
 static inline unsigned vm_dst(const struct vm_insn *i) { return i->regs & 0xf; }
 static inline unsigned vm_src(const struct vm_insn *i) { return i->regs >> 4; }

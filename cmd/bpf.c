@@ -237,7 +237,7 @@ static int map_input(const char *path, const uint8_t **buf, size_t *len)
 
 static int load_object(const struct bpf_opts *o, struct vm_object **obj)
 {
-    uint8_t *buf = NULL;   /* set on success only (GCC cannot see cmd_fail's 2) */
+    uint8_t *buf = NULL;   /* GCC cannot see that cmd_fail returns nonzero */
     size_t len = 0;
     char err[512];
     int rc = read_file(o->object, &buf, &len);
@@ -419,7 +419,7 @@ static int run_cmd(const struct bpf_opts *o, struct vm_prog *p)
         return rc;
     if ((rc = vm_prepare(p)) != 0)
         return cmd_fail("bpf", "run: cannot prepare '%s': %s", p->name, strerror(-rc));
-    const uint8_t *input = NULL;
+    const uint8_t *input = NULL;   /* set by map_input unless it fails */
     size_t len = 0;
     if ((rc = map_input(o->input, &input, &len)) != 0)
         return rc;

@@ -143,8 +143,8 @@ CISC_API int cisc_prog_load_file(struct cisc_session *s, const char *path,
                                  const struct cisc_prog_load_opts *o,
                                  struct cisc_prog_info *info, char *msg, size_t msglen)
 {
-    uint8_t *obj;
-    size_t size;
+    uint8_t *obj = NULL;     /* set by read_file when it returns 0 */
+    size_t size = 0;
     int r = path ? read_file(path, &obj, &size) : -EINVAL;
     if (r) {
         if (msg && msglen)

@@ -117,7 +117,8 @@ static int request_qp(struct cisc_session *s, const struct cisc_queue_params *p,
     pthread_mutex_lock(&s->lock);
     ssize_t n = ctl_call_fd(s->fd, CTL_QP_CREATE, req, sizeof(req), &st, rep, sizeof(rep), &fd);
     pthread_mutex_unlock(&s->lock);
-    int r = n < 0 ? (int)n : st ? st : (n < 4 || fd < 0) ? -EPROTO : 0;
+    /* A status is 0 or -errno; anything else is a broken reply, not an fd. */
+    int r = n < 0 ? (int)n : st > 0 ? -EPROTO : st ? st : (n < 4 || fd < 0) ? -EPROTO : 0;
     if (r) {
         if (fd >= 0)
             close(fd);
@@ -142,7 +143,7 @@ CISC_API int cisc_queue_create_params(struct cisc_session *s,
 {
     if (!s || !out)
         return -EINVAL;
-    uint32_t id;
+    uint32_t id = 0;         /* set by request_qp when it returns an fd */
     int fd = request_qp(s, p, &id);
     if (fd < 0)
         return fd;

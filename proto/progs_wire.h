@@ -38,6 +38,7 @@
 #ifndef CISC_PROTO_PROGS_WIRE_H
 #define CISC_PROTO_PROGS_WIRE_H
 
+#include <assert.h>   /* static_assert, in C and in the C++ tests */
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
@@ -79,14 +80,14 @@ struct progs_info {
 #define PW_INFO_SIZE     256u
 #define PW_LIST_HDR      8u
 
-_Static_assert(120 + 2 * PROGS_NAME_MAX + 8 == PW_INFO_SIZE, "info record is 256 bytes");
+static_assert(120 + 2 * PROGS_NAME_MAX + 8 == PW_INFO_SIZE, "info record is 256 bytes");
 
 /* Copies a NUL-terminated name (or "" for NULL) into a 64-byte field. */
 static inline void pw_put_name(uint8_t *f, const char *s)
 {
     memset(f, 0, PROGS_NAME_MAX);
     if (s)
-        strncpy((char *)f, s, PROGS_NAME_MAX - 1);
+        memcpy(f, s, strnlen(s, PROGS_NAME_MAX - 1));   /* the last byte stays NUL */
 }
 
 /* Reads a 64-byte name field into out (always NUL-terminated); returns

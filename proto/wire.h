@@ -78,6 +78,7 @@
 #ifndef CISC_DEVICE_WIRE_H
 #define CISC_DEVICE_WIRE_H
 
+#include <assert.h>   /* static_assert, in C and in the C++ tests */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -107,8 +108,8 @@ struct wire_qp_hdr {
     uint32_t cq_tail;   uint8_t pad6[60];   /* device writes; futex word */
     uint32_t cq_flags;  uint8_t pad7[60];   /* client writes */
 };
-_Static_assert(sizeof(struct wire_qp_hdr) <= WIRE_HDR_SIZE, "qp header fits a page");
-_Static_assert(offsetof(struct wire_qp_hdr, sq_head) == 64, "sq_head on line 1");
+static_assert(sizeof(struct wire_qp_hdr) <= WIRE_HDR_SIZE, "qp header fits a page");
+static_assert(offsetof(struct wire_qp_hdr, sq_head) == 64, "sq_head on line 1");
 
 /* RISC opcodes (and WIRE_OP_CISC). Paths are (addr, len) in the arena,
  * 1..WIRE_PATH_MAX bytes without NUL, relative to the file system's root
@@ -154,7 +155,7 @@ struct wire_sqe {
     uint32_t res_len;    /* its capacity */
     uint32_t mode;       /* create mode */
 };
-_Static_assert(sizeof(struct wire_sqe) == 64, "SQE is 64 bytes");
+static_assert(sizeof(struct wire_sqe) == 64, "SQE is 64 bytes");
 
 struct wire_cqe {
     uint64_t user_data;
@@ -163,7 +164,7 @@ struct wire_cqe {
     uint32_t flags;      /* WIRE_CQE_* */
     uint32_t arrive;     /* WIRE_CQE_ARRIVE: see below */
 };
-_Static_assert(sizeof(struct wire_cqe) == 32, "CQE is 32 bytes");
+static_assert(sizeof(struct wire_cqe) == 32, "CQE is 32 bytes");
 
 /* The completion crosses the link: it arrives at the host when the low 32
  * bits of CLOCK_MONOTONIC in nanoseconds reach `arrive` (compared modulo
@@ -177,7 +178,7 @@ struct wire_stat {
     uint32_t mode, uid, gid, reserved;
     int64_t atime_ns, mtime_ns, ctime_ns;
 };
-_Static_assert(sizeof(struct wire_stat) == 72, "wire_stat is 72 bytes");
+static_assert(sizeof(struct wire_stat) == 72, "wire_stat is 72 bytes");
 
 /* READDIR output: records back to back, each 8-byte aligned:
  * the header, then namelen name bytes, then a NUL, then padding to 8. */
@@ -190,7 +191,7 @@ struct wire_dirent {
     uint8_t pad[3];
     /* char name[namelen + 1] follows */
 };
-_Static_assert(sizeof(struct wire_dirent) == 24, "wire_dirent header is 24 bytes");
+static_assert(sizeof(struct wire_dirent) == 24, "wire_dirent header is 24 bytes");
 
 /* ---- CISC steps ------------------------------------------------------- */
 
@@ -263,13 +264,13 @@ struct wire_step {
     uint32_t mode;       /* OPEN create mode */
     uint32_t reserved;
 };
-_Static_assert(sizeof(struct wire_step) == 88, "wire_step is 88 bytes");
+static_assert(sizeof(struct wire_step) == 88, "wire_step is 88 bytes");
 
 struct wire_step_res {
     int64_t ret;         /* >= 0 or -errno; -ECANCELED: did not run */
     uint64_t out_len;    /* bytes of output produced (copied if F_OUT_ARENA) */
 };
-_Static_assert(sizeof(struct wire_step_res) == 16, "wire_step_res is 16 bytes");
+static_assert(sizeof(struct wire_step_res) == 16, "wire_step_res is 16 bytes");
 
 /* ---- the bpf step (issue 6; docs/BPF.md "Programs in the device") -------
  *
@@ -303,6 +304,6 @@ struct wire_bpf_args {
     uint32_t reserved;   /* 0 */
     uint64_t reserved2[2];
 };
-_Static_assert(sizeof(struct wire_bpf_args) == 64, "wire_bpf_args is 64 bytes");
+static_assert(sizeof(struct wire_bpf_args) == 64, "wire_bpf_args is 64 bytes");
 
 #endif

@@ -45,8 +45,9 @@ void progs_rec_encode(const struct progs_rec *r, uint8_t *b)
     le32_put(b + RH_OBJSIZE, r->obj_size);
     le64_put(b + RH_TIME, r->load_time_ns);
     memcpy(b + RH_SHA, r->sha256, 32);
-    strncpy((char *)b + RH_NAME, r->name, PROGS_NAME_MAX - 1);
-    strncpy((char *)b + RH_FUNC, r->func, PROGS_NAME_MAX - 1);
+    /* NUL-padded fields (zeroed above); the last byte stays NUL */
+    memcpy(b + RH_NAME, r->name, strnlen(r->name, PROGS_NAME_MAX - 1));
+    memcpy(b + RH_FUNC, r->func, strnlen(r->func, PROGS_NAME_MAX - 1));
     le32_put(b + RH_CRC, crc32c(0, b, RH_CRC));
 }
 

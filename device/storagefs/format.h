@@ -18,6 +18,7 @@
 #ifndef CISC_SFS_FORMAT_H
 #define CISC_SFS_FORMAT_H
 
+#include <assert.h>   /* static_assert, in C and in the C++ tests */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,7 +50,7 @@
 /* ---- block header ------------------------------------------------------ */
 
 enum { BH_CRC = 0, BH_MAGIC = 4, BH_BLKNO = 8, BH_END = 16 };
-_Static_assert(BH_END == 16, "block header is 16 bytes");
+static_assert(BH_END == 16, "block header is 16 bytes");
 
 /* Human name of a block kind ("directory node", ...). */
 const char *sfs_kind_name(uint32_t magic);
@@ -78,7 +79,7 @@ enum {
     SB_MKFS_TIME = 200, SB_MOUNT_TIME = 208, SB_WRITE_TIME = 216, SB_ROOT_INO = 224,
     SB_END = 232
 };
-_Static_assert(SB_END == 232 && SB_END <= SFS_BSIZE, "superblock layout");
+static_assert(SB_END == 232 && SB_END <= SFS_BSIZE, "superblock layout");
 
 #define SFS_STATE_CLEAN   1u
 #define SFS_STATE_MOUNTED 2u
@@ -145,8 +146,8 @@ enum {
 };
 #define SFS_IDATA_SIZE   (DI_IXATTR - DI_DATA)   /* 256 */
 #define SFS_IXATTR_SIZE  (DI_END - DI_IXATTR)    /* 112 */
-_Static_assert(DI_END == SFS_INODE_SIZE, "inode is 512 bytes");
-_Static_assert(SFS_IDATA_SIZE == 256 && SFS_IXATTR_SIZE == 112, "inode areas");
+static_assert(DI_END == SFS_INODE_SIZE, "inode is 512 bytes");
+static_assert(SFS_IDATA_SIZE == 256 && SFS_IXATTR_SIZE == 112, "inode areas");
 
 #define SFS_IFL_INLINE_DATA 0x1u   /* symlink target stored in the data area */
 #define SFS_IFL_KNOWN       0x1u
@@ -175,18 +176,18 @@ bool sfs_mode_valid(uint32_t mode);
 /* ---- B+tree nodes (extent trees and directories) ------------------------ */
 
 enum { ND_LEVEL = 0, ND_NRECS = 2, ND_USED = 4, ND_PAD = 6, ND_OWNER = 8, ND_END = 16 };
-_Static_assert(ND_END == 16, "node header is 16 bytes");
+static_assert(ND_END == 16, "node header is 16 bytes");
 #define SFS_NODE_BLOCK_CAP (SFS_BSIZE - BH_END - ND_END)   /* 4064 bytes of records */
 #define SFS_NODE_ROOT_CAP  (SFS_IDATA_SIZE - ND_END)       /* 240 bytes inline */
 #define SFS_BT_MAX_LEVEL   8u
 
 enum { IR_KEY = 0, IR_CHILD = 8, IR_END = 16 };           /* index record */
 enum { LR_KEY = 0, LR_VLEN = 8, LR_VALUE = 10 };          /* leaf record header */
-_Static_assert(IR_END == 16 && LR_VALUE == 10, "tree records");
+static_assert(IR_END == 16 && LR_VALUE == 10, "tree records");
 
 /* Extent value: where logical blocks [key, key+len) live. */
 enum { EV_PBLK = 0, EV_LEN = 8, EV_FLAGS = 12, EV_END = 16 };
-_Static_assert(EV_END == 16, "extent value is 16 bytes");
+static_assert(EV_END == 16, "extent value is 16 bytes");
 #define SFS_EXT_UNWRITTEN 0x1u
 #define SFS_EXT_KNOWN     0x1u
 
@@ -200,7 +201,7 @@ void sfs_extent_decode(uint64_t key, const uint8_t v[EV_END], struct sfs_extent 
 
 /* Directory entry value: ino, type, name. */
 enum { DV_INO = 0, DV_TYPE = 8, DV_NAMELEN = 9, DV_NAME = 10 };
-_Static_assert(DV_NAME == 10, "dirent value header is 10 bytes");
+static_assert(DV_NAME == 10, "dirent value header is 10 bytes");
 #define SFS_DIRENT_MAX (DV_NAME + 255)
 
 /* Directory keys: bit 62 set, bits 61..16 the top 46 bits of the name
@@ -225,14 +226,14 @@ enum { XB_OWNER = 16, XB_COUNT = 24, XB_USED = 26, XB_PAD = 28, XB_ENTRIES = 32 
  * reference. */
 enum { XE_NS = 0, XE_NAMELEN = 1, XE_FLAGS = 2, XE_VSIZE = 4, XE_NAME = 8 };
 enum { XR_VBLK = 0, XR_NBLK = 8, XR_PAD = 12, XR_END = 16 };
-_Static_assert(XE_NAME == 8 && XR_END == 16, "xattr entry layout");
+static_assert(XE_NAME == 8 && XR_END == 16, "xattr entry layout");
 #define SFS_XE_EXTERNAL 0x1u
 #define SFS_XNS_USER    1u
 #define SFS_XNS_TRUSTED 2u
 
 enum { XV_OWNER = 16, XV_INDEX = 24, XV_PAD = 28, XV_DATA = 32 };
 #define SFS_XVALUE_CAP (SFS_BSIZE - XV_DATA)       /* 4064 bytes per block */
-_Static_assert(XV_DATA == 32, "xattr value block header");
+static_assert(XV_DATA == 32, "xattr value block header");
 
 /* ---- journal ---------------------------------------------------------- */
 
@@ -248,7 +249,7 @@ enum {
     JC_JID = 16, JC_SEQ = 24, JC_TYPE = 32, JC_PAD = 34, JC_NBLOCKS = 36, JC_NDESC = 40,
     JC_TXN_CRC = 44, JC_STEP_DONE = 48, JC_SEC = 56, JC_NSEC = 64, JC_END = 68
 };
-_Static_assert(JH_END == 48 && JD_TARGETS == 64 && JC_END == 68, "journal layout");
+static_assert(JH_END == 48 && JD_TARGETS == 64 && JC_END == 68, "journal layout");
 #define SFS_JD_MAX ((SFS_BSIZE - JD_TARGETS) / 8u)   /* 504 targets per descriptor */
 
 /* Transaction types (the `type` of descriptors and commit records). */

@@ -344,7 +344,7 @@ static int change_locked(struct sfs *fs, struct jnl_handle *h, struct sfs_inode 
                          struct xstate *st, const struct xreq *q)
 {
     struct xent e = {0};
-    bool in_block;
+    bool in_block = false;       /* set by find_any when it finds the name */
     int r = load_state(fs, ip, st);
     if (!r)
         r = find_any(fs, ip, st, q->ns, q->name, q->len, &e, &in_block);
@@ -430,7 +430,7 @@ static ssize_t get_locked(struct sfs *fs, struct sfs_inode *ip, struct xstate *s
                           const struct xreq *q, void *value, size_t size)
 {
     struct xent e;
-    bool in_block;
+    bool in_block = false;       /* set by find_any when it finds the name */
     int r = load_state(fs, ip, st);
     if (!r)
         r = find_any(fs, ip, st, q->ns, q->name, q->len, &e, &in_block);

@@ -181,7 +181,7 @@ Bytes charstats_ref(const Bytes &in)
 {
     uint64_t n[4] = {0, 0, 0, 0}, h = 0xcbf29ce484222325ull;
     for (unsigned char c : in) {
-        int k = c - '0' < 10u ? 1 : ((c | 32u) - 'a' < 26u) ? 2
+        int k = (unsigned)(c - '0') < 10u ? 1 : ((c | 32u) - 'a' < 26u) ? 2
                 : (c == ' ' || c == '\n' || c == '\t' || c == '\r') ? 3 : 0;
         n[k]++;
         if (k == 1)

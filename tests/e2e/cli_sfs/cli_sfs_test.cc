@@ -57,10 +57,13 @@ class Cli : public ::testing::Test {
         return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, Slurp(o), Slurp(e)};
     }
 
+    // Fatal on failure: every caller's test is about the file it writes.
     void WriteFile(const std::string &path, const std::string &data)
     {
         std::ofstream f(path, std::ios::binary);
         f << data;
+        f.close();
+        ASSERT_FALSE(f.fail()) << "cannot write " << path;
     }
 
     // One line on stderr starting "cisc CMD: ".
@@ -94,7 +97,7 @@ class Cli : public ::testing::Test {
         std::string img(4096ull * 4096, '\0');
         ASSERT_EQ(media_read(snap, 0, 4096, &img[0]), 0);
         media_close(snap);
-        WriteFile(path, img);
+        ASSERT_NO_FATAL_FAILURE(WriteFile(path, img));
     }
 };
 
@@ -151,7 +154,7 @@ TEST_F(Cli, MkfsSizesAndInodes)
 
 TEST_F(Cli, MkfsRefusesToOverwrite)
 {
-    WriteFile(P("data"), "precious");
+    ASSERT_NO_FATAL_FAILURE(WriteFile(P("data"), "precious"));
     Outcome r = Cisc("mkfs --size 16M " + P("data"));
     EXPECT_EQ(r.status, 2);
     ExpectOneLineError(r, "mkfs", "not empty");
@@ -164,7 +167,7 @@ TEST_F(Cli, MkfsRefusesToOverwrite)
     EXPECT_EQ(Slurp(P("img")), before);
     EXPECT_EQ(Cisc("mkfs --force --size 16M " + P("img")).status, 0);
     EXPECT_NE(Slurp(P("img")), before);              // new uuid, new journal id
-    WriteFile(P("empty"), "");
+    ASSERT_NO_FATAL_FAILURE(WriteFile(P("empty"), ""));
     EXPECT_EQ(Cisc("mkfs --size 16M " + P("empty")).status, 0);
     ExpectOneLineError(Cisc("mkfs " + dir), "mkfs", "not a regular file");
 }
@@ -173,12 +176,12 @@ TEST_F(Cli, BadImagesGetOneLineAndAreNotWritten)
 {
     ExpectOneLineError(Cisc("fsck " + P("missing.img")), "fsck", "No such file");
     ExpectOneLineError(Cisc("info " + P("missing.img")), "info", "No such file");
-    WriteFile(P("zero.img"), std::string(1 << 20, '\0'));
+    ASSERT_NO_FATAL_FAILURE(WriteFile(P("zero.img"), std::string(1 << 20, '\0')));
     std::mt19937 rng(3);
     std::string rnd(1 << 20, '\0');
     for (auto &c : rnd)
         c = (char)rng();
-    WriteFile(P("random.img"), rnd);
+    ASSERT_NO_FATAL_FAILURE(WriteFile(P("random.img"), rnd));
     for (const char *img : {"zero.img", "random.img"}) {
         std::string before = Slurp(P(img));
         Outcome f = Cisc(std::string("fsck ") + P(img));

@@ -91,7 +91,7 @@ TEST_F(MountTest, AppendAndDirect)
 
     fd = open(P("direct").c_str(), O_CREAT | O_RDWR | O_DIRECT, 0644);
     ASSERT_GE(fd, 0) << strerror(errno);
-    void *buf;
+    void *buf = nullptr;
     ASSERT_EQ(posix_memalign(&buf, 4096, 65536), 0);
     memset(buf, 0x5a, 65536);
     EXPECT_EQ(pwrite(fd, buf, 65536, 0), 65536);

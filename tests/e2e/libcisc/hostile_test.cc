@@ -72,8 +72,9 @@ TEST_F(Hostile, MalformedCommandsGetErrors)
     memcpy(r.arena, "file", 4);
     // bad opcodes and flags
     for (int op = WIRE_OP_RMDIR + 1; op < 256; op++)
-        if (op != WIRE_OP_CISC)
+        if (op != WIRE_OP_CISC) {
             EXPECT_EQ(r.Call(Sqe((uint8_t)op)), -EINVAL) << op;
+        }
     struct wire_sqe e = Sqe(WIRE_OP_NOP);
     e.sqe_flags = 0x80;
     EXPECT_EQ(r.Call(e), -EINVAL);

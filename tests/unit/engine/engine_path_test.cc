@@ -58,8 +58,9 @@ protected:
         eng_release_handles(eng, tbl);
         hdl_table_destroy(tbl);
         eng_destroy(eng);
-        if (fs)
+        if (fs) {
             EXPECT_EQ(sfs_unmount(fs), 0);
+        }
         unlink(path.c_str());
     }
 
@@ -120,7 +121,7 @@ protected:
 
 TEST_F(EnginePath, CreateOpenAndTheirFlags)
 {
-    uint64_t fh;
+    uint64_t fh = 0;
     ASSERT_EQ(Open("f", O_CREAT | O_RDWR, 0640, &fh, root), 0);
     ASSERT_EQ(chg.nentries, 1u);   // created: the entry, and the root's attributes
     EXPECT_EQ(chg.entry[0].parent, (uint64_t)SFS_ROOT_INO);
@@ -175,7 +176,7 @@ TEST_F(EnginePath, SearchPermissionOnEveryComponent)
     ASSERT_EQ(Simple(ENG_OP_MKDIR_PATH, "a", root, 0755), 0);
     ASSERT_EQ(Simple(ENG_OP_MKDIR_PATH, "a/b", root, 0700), 0);   // closed to others
     ASSERT_EQ(Simple(ENG_OP_MKDIR_PATH, "a/b/c", root, 0777), 0);
-    uint64_t fh;
+    uint64_t fh = 0;
     ASSERT_EQ(Open("a/b/c/f", O_CREAT | O_RDWR, 0666, &fh, root), 0);
     EXPECT_EQ(Close(fh), 0);
     EXPECT_EQ(Open("a/b/c/f", O_RDONLY, 0, &fh, user), -EACCES);
@@ -195,7 +196,7 @@ TEST_F(EnginePath, SearchPermissionOnEveryComponent)
 TEST_F(EnginePath, SymlinksDotsAndNames)
 {
     ASSERT_EQ(Simple(ENG_OP_MKDIR_PATH, "d", root, 0755), 0);
-    uint64_t fh;
+    uint64_t fh = 0;
     ASSERT_EQ(Open("d/f", O_CREAT | O_RDWR, 0644, &fh, root), 0);
     EXPECT_EQ(Close(fh), 0);
     struct eng_cmd c;
@@ -208,7 +209,7 @@ TEST_F(EnginePath, SymlinksDotsAndNames)
     eng_cmd_init(&c, ENG_OP_FORGET, &root);
     c.ino = lino;
     c.len = 1;
-    eng_call(eng, &c);
+    EXPECT_EQ(eng_call(eng, &c), 0);
     EXPECT_EQ(Simple(ENG_OP_STAT_PATH, "l", root), 0);
     EXPECT_EQ(Simple(ENG_OP_STAT_PATH, "d/../../d/f", root), 0);
     EXPECT_EQ(Open("l", O_RDONLY | O_NOFOLLOW, 0, &fh, root), -ELOOP);
@@ -225,7 +226,7 @@ TEST_F(EnginePath, SymlinksDotsAndNames)
 
 TEST_F(EnginePath, RenameRecordsBothEntries)
 {
-    uint64_t fh;
+    uint64_t fh = 0;
     ASSERT_EQ(Open("a", O_CREAT | O_RDWR, 0644, &fh, root), 0);
     EXPECT_EQ(Close(fh), 0);
     ASSERT_EQ(Simple(ENG_OP_MKDIR_PATH, "d", root, 0755), 0);
@@ -256,7 +257,7 @@ TEST_F(EnginePath, NopAndWatcher)
         &w,
     };
     eng_set_watch(eng, &ew);
-    uint64_t fh;
+    uint64_t fh = 0;
     ASSERT_EQ(Open("f", O_CREAT | O_RDWR, 0644, &fh, root), 0);
     EXPECT_TRUE(eng_chg_pending(eng, &chg));   // an entry of the root, which is known
     eng_chg_flush(eng, &chg);

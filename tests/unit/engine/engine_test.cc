@@ -49,8 +49,9 @@ protected:
     void TearDown() override
     {
         eng_destroy(eng);
-        if (fs)
+        if (fs) {
             EXPECT_EQ(sfs_unmount(fs), 0);
+        }
         unlink(path.c_str());
     }
 

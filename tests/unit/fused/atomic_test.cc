@@ -252,9 +252,10 @@ TEST_F(Atomic, PowerCutAtEveryWriteOfAFusedOp)
                 saw_before++;
             else if (got == after)
                 saw_after++;
-            else
+            else {
                 ADD_FAILURE() << "cut after write " << k << " (variant " << variant
                               << "): recovered state is neither before nor after the op";
+            }
             ExpectCleanFsck();
         }
     }

@@ -341,10 +341,12 @@ TEST(Decode, RandomVectorsNeverBreakInvariants)
                 EXPECT_TRUE(s.in == WIRE_NO_STEP || s.in < i);
                 EXPECT_TRUE(s.in2 == WIRE_NO_STEP || s.in2 < i);
                 EXPECT_TRUE((s.flags & WIRE_STEP_F_FH) || s.file == WIRE_NO_STEP || s.file < i);
-                if (s.src)
+                if (s.src) {
                     EXPECT_LE(s.src + s.src_len, d.a.mem.data() + d.a.mem.size());
-                if (s.dst)
+                }
+                if (s.dst) {
                     EXPECT_LE(s.dst + s.dst_cap, d.a.mem.data() + d.a.mem.size());
+                }
                 EXPECT_LE(s.cap, d.lim.step_bytes);
             }
             EXPECT_LE(d.out.mem, d.lim.op_bytes);

@@ -651,8 +651,9 @@ TEST_F(Cisc, OtherClientsNeverSeeHalfAnOp)
             int64_t st = Run(v, &out);
             if (st == -EBADMSG)
                 torn++;
-            else
+            else {
                 EXPECT_EQ(st, 0);
+            }
             reads++;
         }
     });

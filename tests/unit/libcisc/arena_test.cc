@@ -31,10 +31,12 @@ TEST(LcArena, RandomModel)
             EXPECT_EQ(off % 256, 0u);
             EXPECT_LE(off + len, a.size);
             auto next = live.lower_bound(off);
-            if (next != live.end())
+            if (next != live.end()) {
                 EXPECT_LE(off + len, next->first) << "overlaps the next block";
-            if (next != live.begin())
+            }
+            if (next != live.begin()) {
                 EXPECT_LE(std::prev(next)->first + std::prev(next)->second, off);
+            }
             live[off] = len;
         } else {
             auto it = live.begin();

@@ -94,10 +94,10 @@ class ProgsFixture : public SfsFixture {
     std::vector<struct progs_info> List()
     {
         std::vector<struct progs_info> v;
-        progs_list(reg, 0, [](void *a, const struct progs_info *i) {
+        EXPECT_EQ(progs_list(reg, 0, [](void *a, const struct progs_info *i) {
             static_cast<std::vector<struct progs_info> *>(a)->push_back(*i);
             return 0;
-        }, &v);
+        }, &v), 0);
         return v;
     }
 };

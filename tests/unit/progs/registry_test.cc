@@ -74,8 +74,9 @@ TEST_F(Registry, NamesAndFunctions)
     EXPECT_NE(msg.find("exists"), std::string::npos);
     for (const char *bad : { "12", "a b", "x/y", "", "0123456789012345678901234567890123456789"
                                                       "012345678901234567890123" })
-        if (*bad)
+        if (*bad) {
             EXPECT_EQ(Load(two, bad, 0, false, "first"), -EINVAL) << bad;
+        }
     EXPECT_EQ(Load(two, "ok-name_1.x", 0, false, "first"), 0);
 }
 

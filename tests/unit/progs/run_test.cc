@@ -48,6 +48,7 @@ class Run : public ProgsFixture {
 TEST_F(Run, BlocksAreCutAndOutputsAppended)
 {
     struct progs_prog *pp = Get("upper");
+    ASSERT_NE(pp, nullptr);
     std::string in(10000, 'a');
     in[4095] = 'z';
     std::vector<uint8_t> out(20000);
@@ -70,6 +71,7 @@ TEST_F(Run, BlocksAreCutAndOutputsAppended)
 TEST_F(Run, BlockSizeAndContextFields)
 {
     struct progs_prog *pp = Get("blockinfo");
+    ASSERT_NE(pp, nullptr);
     std::string in(2500, 'x');
     std::vector<uint8_t> out(1000);
     struct progs_run run = {};
@@ -95,6 +97,7 @@ TEST_F(Run, BlockSizeAndContextFields)
 TEST_F(Run, EmptyInputIsOneEmptyBlock)
 {
     struct progs_prog *pp = Get("blockinfo");
+    ASSERT_NE(pp, nullptr);
     std::vector<uint8_t> out(64);
     struct progs_run run = {};
     ASSERT_EQ(Go(pp, "", out, run), 0);
@@ -108,6 +111,7 @@ TEST_F(Run, EmptyInputIsOneEmptyBlock)
 TEST_F(Run, ProgramErrorIsPassedThroughAndCounted)
 {
     struct progs_prog *pp = Get("upper");
+    ASSERT_NE(pp, nullptr);
     std::string in(3 * 4096, 'q');
     std::vector<uint8_t> out(in.size());
     struct progs_run run = {};
@@ -129,6 +133,7 @@ TEST_F(Run, BudgetIsPerInvocationAndGivesEtime)
     lim.budget = 5000;
     Open();
     struct progs_prog *pp = Get("spin");
+    ASSERT_NE(pp, nullptr);
     std::string in(3 * 4096, 0);
     std::vector<uint8_t> out(64);
     struct progs_run run = {};
@@ -148,6 +153,7 @@ TEST_F(Run, BudgetIsPerInvocationAndGivesEtime)
 TEST_F(Run, OutputLargerThanTheStepFails)
 {
     struct progs_prog *pp = Get("upper");
+    ASSERT_NE(pp, nullptr);
     std::string in(5000, 'a');
     std::vector<uint8_t> out(4500);
     struct progs_run run = {};
@@ -173,6 +179,7 @@ TEST_F(Run, OutCapCoversEveryBlock)
 TEST_F(Run, StreamContinuesStateAndBlocks)
 {
     struct progs_prog *pp = Get("wc", true);
+    ASSERT_NE(pp, nullptr);
     std::string text;
     for (int i = 0; i < 3000; i++)
         text += "word" + std::to_string(i) + (i % 7 ? " " : "\n");
@@ -207,7 +214,7 @@ TEST_F(Run, StreamContinuesStateAndBlocks)
 
 TEST_F(Run, StreamsBelongToTheirOwnerAndOneStep)
 {
-    int a, b;
+    int a = 0, b = 0;             // owners: only their addresses matter
     uint64_t t;
     ASSERT_EQ(progs_stream_open(reg, &a, 1000, &t), 0);
     EXPECT_NE(t, 0u);
@@ -221,6 +228,8 @@ TEST_F(Run, StreamsBelongToTheirOwnerAndOneStep)
     progs_stream_put(s);                                      // freed now
     // a stream is bound to the first program that ran in it
     struct progs_prog *p1 = Get("upper"), *p2 = Get("blockinfo");
+    ASSERT_NE(p1, nullptr);
+    ASSERT_NE(p2, nullptr);
     ASSERT_EQ(progs_stream_open(reg, &a, 1000, &t), 0);
     ASSERT_EQ(progs_stream_get(reg, 1000, t, &s), 0);
     std::vector<uint8_t> out(100);
@@ -241,6 +250,7 @@ TEST_F(Run, StreamsBelongToTheirOwnerAndOneStep)
 TEST_F(Run, UnloadDuringRunIsSafe)
 {
     struct progs_prog *pp = Get("upper");
+    ASSERT_NE(pp, nullptr);
     ASSERT_EQ(progs_unload(reg, 1000, pp->info.id, nullptr), 0);
     std::vector<uint8_t> out(16);
     struct progs_run run = {};

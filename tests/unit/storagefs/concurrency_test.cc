@@ -4,6 +4,7 @@
 #include "sfs_fixture.h"
 
 #include <atomic>
+#include <set>
 #include <thread>
 
 class Concurrency : public SfsFixture {};
@@ -114,28 +115,88 @@ TEST_F(Concurrency, ManyThreadsOneFile)
     Mount();
 }
 
+// Four threads move the same names back and forth between a and b in
+// opposite directions (every rename is cross-directory, so they also
+// contend for the rename lock and lock a and b in both orders). Each name
+// lives in exactly one of a and b, so a rename succeeds or finds its source
+// gone (-ENOENT; -EEXIST too for the NOREPLACE moves of the directory x,
+// whose target may be checked first); nothing else is legitimate.
 TEST_F(Concurrency, CrossRenamesDoNotDeadlock)
 {
     Format(16384);
     uint64_t a = Mkdir(SFS_ROOT_INO, "a"), b = Mkdir(SFS_ROOT_INO, "b");
-    Mkdir(a, "x");
-    Mkdir(b, "y");
+    ASSERT_NE(a, 0u);
+    ASSERT_NE(b, 0u);
+    ASSERT_NE(Mkdir(a, "x"), 0u);
+    ASSERT_NE(Mkdir(b, "y"), 0u);
+    std::set<std::string> files;
     for (int i = 0; i < 20; i++) {
-        Create(a, ("fa" + std::to_string(i)).c_str());
-        Create(b, ("fb" + std::to_string(i)).c_str());
+        for (const char *p : {"fa", "fb"}) {
+            std::string n = p + std::to_string(i);
+            ASSERT_NE(Create(p[1] == 'a' ? a : b, n.c_str()), 0u);
+            files.insert(n);
+        }
     }
+    const int ROUNDS = 300;
+    // Successful renames, per name family; anything else is counted in bad.
+    std::atomic<int> moved_fa{0}, moved_fb{0}, moved_x{0}, bad{0};
+    std::atomic<int> first_bad{0};
+    auto note = [&](int r, bool noreplace, std::atomic<int> &moved) {
+        if (r == 0)
+            moved++;
+        else if (r != -ENOENT && !(noreplace && r == -EEXIST) && bad++ == 0)
+            first_bad = r;
+    };
     auto mover = [&](uint64_t from, uint64_t to, const char *prefix) {
-        for (int r = 0; r < 300; r++) {
+        std::atomic<int> &moved = prefix[1] == 'a' ? moved_fa : moved_fb;
+        for (int r = 0; r < ROUNDS; r++) {
             std::string n = prefix + std::to_string(r % 20);
-            sfs_rename(fs, nullptr, from, n.c_str(), to, n.c_str(), 0);
-            sfs_rename(fs, nullptr, to, n.c_str(), from, n.c_str(), 0);
-            sfs_rename(fs, nullptr, from, "x", to, "x", SFS_RENAME_NOREPLACE);
-            sfs_rename(fs, nullptr, to, "x", from, "x", SFS_RENAME_NOREPLACE);
+            note(sfs_rename(fs, nullptr, from, n.c_str(), to, n.c_str(), 0), false, moved);
+            note(sfs_rename(fs, nullptr, to, n.c_str(), from, n.c_str(), 0), false, moved);
+            note(sfs_rename(fs, nullptr, from, "x", to, "x", SFS_RENAME_NOREPLACE), true,
+                 moved_x);
+            note(sfs_rename(fs, nullptr, to, "x", from, "x", SFS_RENAME_NOREPLACE), true,
+                 moved_x);
         }
     };
     std::thread t1(mover, a, b, "fa"), t2(mover, b, a, "fb"), t3(mover, a, b, "fb"),
         t4(mover, b, a, "fa");
     t1.join(), t2.join(), t3.join(), t4.join();
+    EXPECT_EQ(bad.load(), 0) << "first unexpected result " << first_bad.load();
+    // Renames are atomic, so when both of the two opposite moves a thread
+    // makes of one name in a row fail, the name moved in between: every
+    // such pair spans a success (its own or another thread's). One
+    // thread's pairs do not overlap in time, hence at least ROUNDS
+    // successes per family, whatever the interleaving.
+    EXPECT_GE(moved_fa.load(), ROUNDS);
+    EXPECT_GE(moved_fb.load(), ROUNDS);
+    EXPECT_GE(moved_x.load(), ROUNDS);
+    // Every name is in exactly one of a and b, and nothing else is there.
+    std::multiset<std::string> in_a, in_b, all;
+    for (auto &n : List(a))
+        in_a.insert(n), all.insert(n);
+    for (auto &n : List(b))
+        in_b.insert(n), all.insert(n);
+    std::multiset<std::string> want(files.begin(), files.end());
+    want.insert("x");
+    want.insert("y");
+    EXPECT_EQ(all, want);
+    EXPECT_EQ(in_b.count("y"), 1u);
+    // x's ".." and the link counts of a and b follow where x ended up.
+    uint64_t xdir = in_a.count("x") ? a : b, x = Lookup(xdir, "x");
+    ASSERT_NE(x, 0u);
+    uint64_t parent = 0;
+    ASSERT_EQ(sfs_readdir(fs, x, 0, [](void *arg, const struct sfs_dirent *de) {
+        if (de->namelen == 2 && !memcmp(de->name, "..", 2))
+            *static_cast<uint64_t *>(arg) = de->ino;
+        return 0;
+    }, &parent), 0);
+    EXPECT_EQ(parent, xdir);
+    struct sfs_attr at;
+    ASSERT_EQ(sfs_getattr(fs, a, &at), 0);
+    EXPECT_EQ(at.nlink, 2u + (xdir == a));
+    ASSERT_EQ(sfs_getattr(fs, b, &at), 0);
+    EXPECT_EQ(at.nlink, 3u + (xdir == b));
     Unmount();
     ExpectClean();
     Mount();

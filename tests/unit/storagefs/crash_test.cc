@@ -22,11 +22,13 @@ std::string Xattrs(struct sfs *fs, uint64_t ino)
 {
     char list[4096];
     ssize_t n = sfs_listxattr(fs, ino, list, sizeof(list));
+    EXPECT_GE(n, 0) << "listxattr of inode " << ino;   // n < 0 lists nothing below
     std::string out;
     std::map<std::string, std::string> kv;
     for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(list + i) + 1) {
         std::string v(70000, '\0');
         ssize_t k = sfs_getxattr(fs, ino, list + i, &v[0], v.size());
+        EXPECT_GE(k, 0) << "getxattr " << list + i << " of inode " << ino;
         v.resize(k < 0 ? 0 : (size_t)k);
         kv[list + i] = v;
     }
@@ -38,7 +40,9 @@ std::string Xattrs(struct sfs *fs, uint64_t ino)
 void DumpEntry(struct sfs *fs, uint64_t ino, const std::string &p, State &st)
 {
     struct sfs_attr a;
-    if (sfs_getattr(fs, ino, &a) != 0) {
+    int r = sfs_getattr(fs, ino, &a);
+    if (r != 0) {
+        ADD_FAILURE() << "getattr " << p << ": " << r;
         st[p] = "<unreadable>";
         return;
     }
@@ -47,10 +51,12 @@ void DumpEntry(struct sfs *fs, uint64_t ino, const std::string &p, State &st)
     if (S_ISREG(a.mode)) {
         std::string c(a.size, '\0');
         ssize_t n = sfs_read(fs, ino, 0, &c[0], c.size());
+        EXPECT_EQ(n, (ssize_t)c.size()) << "read " << p;   // n is in the state too
         d += "/" + std::to_string(n) + ":" + std::to_string(std::hash<std::string>{}(c));
     } else if (S_ISLNK(a.mode)) {
         char t[5000];
         ssize_t n = sfs_readlink(fs, ino, t, sizeof(t));
+        EXPECT_GT(n, 0) << "readlink " << p;
         d += "/" + std::string(t, n > 0 ? (size_t)n : 0);
     }
     st[p] = d;
@@ -61,12 +67,12 @@ void DumpEntry(struct sfs *fs, uint64_t ino, const std::string &p, State &st)
 void DumpDir(struct sfs *fs, uint64_t dir, const std::string &path, State &st)
 {
     std::vector<std::pair<std::string, uint64_t>> ents;
-    sfs_readdir(fs, dir, 0, [](void *arg, const struct sfs_dirent *de) {
+    EXPECT_EQ(sfs_readdir(fs, dir, 0, [](void *arg, const struct sfs_dirent *de) {
         std::string n(de->name, de->namelen);
         if (n != "." && n != "..")
             static_cast<decltype(ents) *>(arg)->emplace_back(n, de->ino);
         return 0;
-    }, &ents);
+    }, &ents), 0) << "readdir " << path;
     for (auto &e : ents)
         DumpEntry(fs, e.second, path + "/" + e.first, st);
 }
@@ -89,52 +95,59 @@ std::string Fill(size_t n, char c)
     return std::string(n, c);
 }
 
-// The fixed workload: each step is followed by a sync. Errors are
-// ignored: after a power cut the doomed file system keeps running.
-void RunStep(struct sfs *fs, int i)
+// The fixed workload: each step is followed by a sync. Returns how many
+// calls did not give the result they give on a healthy file system: after
+// a power cut the doomed file system keeps running and may fail anything,
+// but the uncut reference runs must see 0, or the states they record (and
+// every comparison with them) would prove nothing.
+int RunStep(struct sfs *fs, int i)
 {
     struct sfs_attr a;
     uint64_t r = SFS_ROOT_INO;
+    int bad = 0;
     switch (i) {
     case 0:
-        sfs_mknod(fs, nullptr, r, "a", S_IFREG | 0644, 0, 0, 0, &a);
-        sfs_write(fs, nullptr, a.ino, 0, Fill(5000, 'a').data(), 5000);
+        bad += sfs_mknod(fs, nullptr, r, "a", S_IFREG | 0644, 0, 0, 0, &a) != 0;
+        bad += sfs_write(fs, nullptr, a.ino, 0, Fill(5000, 'a').data(), 5000) != 5000;
         break;
     case 1:
-        sfs_mkdir(fs, nullptr, r, "d", 0755, 0, 0, &a);
-        sfs_mknod(fs, nullptr, a.ino, "b", S_IFREG | 0600, 0, 0, 0, &a);
-        sfs_write(fs, nullptr, a.ino, 100, Fill(9000, 'b').data(), 9000);
-        sfs_setxattr(fs, nullptr, a.ino, "user.k", "v", 1, 0);
+        bad += sfs_mkdir(fs, nullptr, r, "d", 0755, 0, 0, &a) != 0;
+        bad += sfs_mknod(fs, nullptr, a.ino, "b", S_IFREG | 0600, 0, 0, 0, &a) != 0;
+        bad += sfs_write(fs, nullptr, a.ino, 100, Fill(9000, 'b').data(), 9000) != 9000;
+        bad += sfs_setxattr(fs, nullptr, a.ino, "user.k", "v", 1, 0) != 0;
         break;
     case 2:
-        sfs_rename(fs, nullptr, r, "a", Ino(fs, r, "d"), "c", 0);
-        sfs_symlink(fs, nullptr, r, "s", "d/c", 0, 0, &a);
+        bad += sfs_rename(fs, nullptr, r, "a", Ino(fs, r, "d"), "c", 0) != 0;
+        bad += sfs_symlink(fs, nullptr, r, "s", "d/c", 0, 0, &a) != 0;
         break;
     case 3: {
         uint64_t d = Ino(fs, r, "d");
-        sfs_unlink(fs, nullptr, d, "b");
+        bad += sfs_unlink(fs, nullptr, d, "b") != 0;
         struct sfs_attr in = {};
         in.size = 100;
-        sfs_setattr(fs, nullptr, Ino(fs, d, "c"), &in, SFS_SET_SIZE, nullptr);
-        sfs_link(fs, nullptr, Ino(fs, d, "c"), r, "hard", &a);
+        bad += sfs_setattr(fs, nullptr, Ino(fs, d, "c"), &in, SFS_SET_SIZE, nullptr) != 0;
+        bad += sfs_link(fs, nullptr, Ino(fs, d, "c"), r, "hard", &a) != 0;
         break;
     }
     case 4:
-        sfs_mknod(fs, nullptr, r, "big", S_IFREG | 0644, 0, 0, 0, &a);
-        sfs_write(fs, nullptr, a.ino, 0, Fill(200000, 'B').data(), 200000);
-        sfs_setxattr(fs, nullptr, a.ino, "trusted.big", Fill(6000, 'x').data(), 6000, 0);
+        bad += sfs_mknod(fs, nullptr, r, "big", S_IFREG | 0644, 0, 0, 0, &a) != 0;
+        bad += sfs_write(fs, nullptr, a.ino, 0, Fill(200000, 'B').data(), 200000) != 200000;
+        bad += sfs_setxattr(fs, nullptr, a.ino, "trusted.big", Fill(6000, 'x').data(), 6000,
+                            0) != 0;
         break;
     case 5:
-        sfs_write(fs, nullptr, Ino(fs, r, "big"), 1 << 20, "far", 3);
-        sfs_rmdir(fs, nullptr, r, "nonexistent");
-        sfs_mkdir(fs, nullptr, Ino(fs, r, "d"), "e", 0755, 0, 0, &a);
+        bad += sfs_write(fs, nullptr, Ino(fs, r, "big"), 1 << 20, "far", 3) != 3;
+        bad += sfs_rmdir(fs, nullptr, r, "nonexistent") != -ENOENT;
+        bad += sfs_mkdir(fs, nullptr, Ino(fs, r, "d"), "e", 0755, 0, 0, &a) != 0;
         break;
     case 6:
-        sfs_rename(fs, nullptr, Ino(fs, r, "d"), "e", r, "e2", 0);
-        sfs_unlink(fs, nullptr, r, "big");
-        sfs_removexattr(fs, nullptr, Ino(fs, Ino(fs, r, "d"), "c"), "user.none");
+        bad += sfs_rename(fs, nullptr, Ino(fs, r, "d"), "e", r, "e2", 0) != 0;
+        bad += sfs_unlink(fs, nullptr, r, "big") != 0;
+        bad += sfs_removexattr(fs, nullptr, Ino(fs, Ino(fs, r, "d"), "c"), "user.none") !=
+               -ENODATA;
         break;
     }
+    return bad;
 }
 const int kSteps = 7;
 
@@ -144,19 +157,23 @@ const int kSteps = 7;
 // overwrite of an allocated block goes in place and may survive a crash
 // that loses the metadata change of the same step, so an exact "state
 // of some step" comparison holds only for data written to new space.
-void SmallStep(struct sfs *fs, int i)
+// Returns the unexpected results, as RunStep does.
+int SmallStep(struct sfs *fs, int i)
 {
     struct sfs_attr a;
     std::string name = "n" + std::to_string(i % 9);
     if (i % 4 == 3) {
-        sfs_unlink(fs, nullptr, SFS_ROOT_INO, name.c_str());
-        return;
+        int r = sfs_unlink(fs, nullptr, SFS_ROOT_INO, name.c_str());
+        return r != 0 && r != -ENOENT;   // absent when its last step was an unlink too
     }
-    if (sfs_lookup(fs, SFS_ROOT_INO, name.c_str(), &a) &&
-        sfs_mknod(fs, nullptr, SFS_ROOT_INO, name.c_str(), S_IFREG | 0644, 0, 0, 0, &a))
-        return;
+    int r = sfs_lookup(fs, SFS_ROOT_INO, name.c_str(), &a);
+    if (r == -ENOENT)
+        r = sfs_mknod(fs, nullptr, SFS_ROOT_INO, name.c_str(), S_IFREG | 0644, 0, 0, 0, &a);
+    if (r)
+        return 1;
     std::string data(100 + i * 37, (char)('a' + i % 26));
-    sfs_write(fs, nullptr, a.ino, a.size, data.data(), data.size());
+    return sfs_write(fs, nullptr, a.ino, a.size, data.data(), data.size()) !=
+           (ssize_t)data.size();
 }
 
 }  // namespace
@@ -165,7 +182,7 @@ class PowerCut : public SfsFixture {
   protected:
     std::vector<State> states;   // states[j]: after j steps
     uint64_t base_writes = 0;
-    std::function<void(struct sfs *, int)> step = RunStep;
+    std::function<int(struct sfs *, int)> step = RunStep;
     int nsteps = kSteps;
 
     void FreshDisk()
@@ -179,14 +196,18 @@ class PowerCut : public SfsFixture {
     }
 
     // Runs the workload; returns how many syncs returned before the cut.
+    // Until the cut, every call must give its healthy result.
     int RunWorkload(const std::function<void(int)> &after = nullptr)
     {
         int durable = 0;
         for (int i = 0; i < nsteps; i++) {
-            step(fs, i);
-            sfs_sync(fs);
-            if (!media_fault_is_cut(disk))
+            int bad = step(fs, i);
+            int r = sfs_sync(fs);
+            if (!media_fault_is_cut(disk)) {
+                EXPECT_EQ(bad, 0) << "step " << i << " before the cut";
+                EXPECT_EQ(r, 0) << "sync after step " << i << " before the cut";
                 durable = i + 1;
+            }
             if (after)
                 after(i + 1);
         }
@@ -360,50 +381,67 @@ TEST_F(PowerCut, RandomWorkloadRandomCuts)
     uint64_t seed = env ? strtoull(env, nullptr, 0) : 12345;
     printf("crash seed %llu (set SFS_CRASH_SEED to repeat)\n", (unsigned long long)seed);
     std::mt19937_64 rng(seed);
+    // Returns the calls that did not give their healthy result (which
+    // only a cut excuses).
     auto workload = [&](struct sfs *f, uint64_t s, std::map<std::string, size_t> *synced,
                         struct media *d) {
         std::mt19937_64 w(s);
         std::map<std::string, size_t> sizes;
         std::set<std::string> gone;      // unlinked since the last sync
+        int bad = 0;
         for (int i = 0; i < 120; i++) {
             std::string name = "f" + std::to_string(w() % 25);
             struct sfs_attr a;
             switch (w() % 5) {
             case 0:
             case 1: {
-                if (sfs_lookup(f, SFS_ROOT_INO, name.c_str(), &a) &&
-                    sfs_mknod(f, nullptr, SFS_ROOT_INO, name.c_str(), S_IFREG | 0644, 0, 0, 0,
-                              &a))
+                int r = sfs_lookup(f, SFS_ROOT_INO, name.c_str(), &a);
+                if (r == -ENOENT)
+                    r = sfs_mknod(f, nullptr, SFS_ROOT_INO, name.c_str(), S_IFREG | 0644, 0,
+                                  0, 0, &a);
+                if (r) {
+                    bad++;
                     break;
+                }
                 size_t n = w() % 30000;
                 std::string data(n, (char)('a' + n % 26));
-                sfs_write(f, nullptr, a.ino, 0, data.data(), n);
+                bad += sfs_write(f, nullptr, a.ino, 0, data.data(), n) != (ssize_t)n;
                 if (sizes[name] < n)
                     sizes[name] = n;
                 break;
             }
-            case 2:
-                if (sfs_unlink(f, nullptr, SFS_ROOT_INO, name.c_str()) == 0) {
+            case 2: {
+                int r = sfs_unlink(f, nullptr, SFS_ROOT_INO, name.c_str());
+                if (r == 0) {
                     sizes.erase(name);
                     gone.insert(name);
                 }
+                bad += r != 0 && r != -ENOENT;
                 break;
-            case 3:
-                if (sfs_lookup(f, SFS_ROOT_INO, name.c_str(), &a) == 0)
-                    sfs_setxattr(f, nullptr, a.ino, "user.x", name.data(), name.size(), 0);
+            }
+            case 3: {
+                int r = sfs_lookup(f, SFS_ROOT_INO, name.c_str(), &a);
+                if (r == 0)
+                    r = sfs_setxattr(f, nullptr, a.ino, "user.x", name.data(), name.size(), 0);
+                bad += r != 0 && r != -ENOENT;
                 break;
-            case 4:
-                if (sfs_sync(f) == 0 && synced && !media_fault_is_cut(d)) {
+            }
+            case 4: {
+                int r = sfs_sync(f);
+                if (r == 0 && synced && !media_fault_is_cut(d)) {
                     *synced = sizes;
                     gone.clear();
                 }
+                bad += r != 0;
                 break;
+            }
             }
         }
         // A background commit may have made a later unlink durable.
         for (auto &g : gone)
             if (synced)
                 synced->erase(g);
+        return bad;
     };
     // Count writes of an uncut run.
     ASSERT_EQ(media_fault_create(8192, &disk), 0);
@@ -412,7 +450,7 @@ TEST_F(PowerCut, RandomWorkloadRandomCuts)
     ASSERT_EQ(sfs_mkfs(disk, &o), 0);
     ASSERT_EQ(TryMount(false, 2), 0);
     uint64_t base = media_fault_writes(disk);
-    workload(fs, seed, nullptr, disk);
+    ASSERT_EQ(workload(fs, seed, nullptr, disk), 0) << "calls failed without a cut";
     uint64_t total = media_fault_writes(disk) - base;
     Unmount();
     ExpectClean();
@@ -426,7 +464,7 @@ TEST_F(PowerCut, RandomWorkloadRandomCuts)
         ASSERT_EQ(TryMount(false, 2), 0);
         media_fault_cut_after(disk, media_fault_writes(disk) + k, rng() % 5000);
         std::map<std::string, size_t> synced;
-        workload(fs, seed, &synced, disk);
+        workload(fs, seed, &synced, disk);   // fails from the cut on: not checked
         Crash(MEDIA_FAULT_KEEP_RANDOM, rng());
         auto p = Fsck();
         for (auto &l : p)
@@ -435,8 +473,9 @@ TEST_F(PowerCut, RandomWorkloadRandomCuts)
         for (auto &kv : synced) {
             uint64_t ino = Lookup(SFS_ROOT_INO, kv.first.c_str());
             EXPECT_NE(ino, 0u) << kv.first;
-            if (ino)
+            if (ino) {
                 EXPECT_GE(Size(ino), kv.second) << kv.first;
+            }
         }
         Unmount();
         ExpectClean();

@@ -20,7 +20,7 @@ class File : public SfsFixture {
 
     uint64_t Blocks(uint64_t ino)
     {
-        struct sfs_attr a;
+        struct sfs_attr a = {};   // zeros if getattr fails (the test has failed then)
         EXPECT_EQ(sfs_getattr(fs, ino, &a), 0);
         return a.blocks / 8;
     }
@@ -275,8 +275,9 @@ class ReadMap : public File {
             ASSERT_EQ(n, (ssize_t)want.size()) << off << "+" << len;
             EXPECT_EQ(m.calls, 1);
             EXPECT_EQ(m.bytes, want) << off << "+" << len;
-            if (!want.empty() && want != std::string(want.size(), '\0'))
+            if (!want.empty() && want != std::string(want.size(), '\0')) {
                 EXPECT_EQ(want_fd ? m.fd_seen : m.mem_seen, true);
+            }
         }
     }
 

@@ -10,11 +10,7 @@
 #include <random>
 #include <thread>
 
-extern "C" {
-#include "device/storagefs/alloc.h"
-#include "device/storagefs/journal.h"
-#include "device/storagefs/sfs_internal.h"
-}
+#include "sfs_probe.h"
 
 namespace {
 
@@ -134,8 +130,9 @@ TEST_F(JData, OverwritesCommitTogetherAtEveryCutPoint)
         ASSERT_EQ(TryMount(), 0) << cisc_corrupt_last();
         int st = State();
         EXPECT_NE(st, -1) << "half a transaction after a cut at write " << k << " of " << total;
-        if (k == 0 || k > commit)
+        if (k == 0 || k > commit) {
             EXPECT_EQ(st, 1) << "cut at write " << k << ", commit took " << commit;
+        }
         Unmount();
         ExpectClean();
         media_close(disk);
@@ -238,7 +235,7 @@ TEST_F(JData, FreedBlocksWithPendingImagesAreNotReused)
     for (int i = 0; i < 3; i++)
         ASSERT_EQ(sfs_unlink(fs, nullptr, SFS_ROOT_INO, kChanges[i].name), 0);
     ASSERT_EQ(sfs_sync(fs), 0);   // the frees are committed, not checkpointed
-    EXPECT_TRUE(alloc_has_pending(fs)) << "freed blocks reusable before the checkpoint";
+    EXPECT_TRUE(sfs_probe_has_pending(fs)) << "freed blocks reusable before the checkpoint";
     std::string d = Pattern(8 * 4096, 7);
     uint64_t f = Create(SFS_ROOT_INO, "fresh");
     ssize_t n = sfs_write(fs, nullptr, f, 0, d.data(), d.size());
@@ -308,7 +305,7 @@ TEST_F(JData, CheckpointDropsCachedImages)
         EXPECT_EQ(sfs_txn_commit(tx, false), 0);
     };
     journaled(0, std::string(4096, 'x'));
-    ASSERT_EQ(jnl_sync_checkpoint(fs->j), 0);     // in place; the file is cold again
+    ASSERT_EQ(sfs_probe_checkpoint(fs), 0);     // in place; the file is cold again
     Write(f, 0, std::string(4096, 'y'));          // in place
     journaled(100, "zz");
     std::string want(4096, 'y');
@@ -335,11 +332,13 @@ TEST_F(JData, ConcurrentJournaledAndPlainWritersOnOneFile)
             uint64_t off = w * region + rng() % (region - 9000);
             std::string d = Pattern(1 + rng() % 9000, w * 1000 + i);
             struct sfs_txn *tx = nullptr;
-            if (w != 1)   // writers 0 and 2 journal their data, 1 writes in place
+            if (w != 1) {  // writers 0 and 2 journal their data, 1 writes in place
                 EXPECT_EQ(sfs_txn_begin_flags(fs, SFS_TXN_DATA_JOURNAL, &tx), 0);
+            }
             EXPECT_EQ(sfs_write(fs, tx, f, off, d.data(), d.size()), (ssize_t)d.size());
-            if (tx)
+            if (tx) {
                 EXPECT_EQ(sfs_txn_commit(tx, false), 0);
+            }
             std::string back(d.size(), '\0');
             EXPECT_EQ(sfs_read(fs, f, off, &back[0], back.size()), (ssize_t)back.size());
             EXPECT_EQ(back, d) << "writer " << w << " step " << i;
@@ -350,7 +349,7 @@ TEST_F(JData, ConcurrentJournaledAndPlainWritersOnOneFile)
     };
     std::thread ck([&] {
         while (!stop.load())
-            EXPECT_EQ(jnl_sync_checkpoint(fs->j), 0);
+            EXPECT_EQ(sfs_probe_checkpoint(fs), 0);
     });
     std::vector<std::thread> ts;
     for (int w = 0; w < 3; w++)

@@ -10,10 +10,7 @@
 #include <map>
 #include <random>
 
-extern "C" {
-#include "device/storagefs/journal.h"
-#include "device/storagefs/sfs_internal.h"
-}
+#include "sfs_probe.h"
 
 namespace {
 
@@ -141,11 +138,13 @@ class ModelTest : public SfsFixture {
         // hot: later reads, writes, truncates and punches take the journal
         // path until the next checkpoint).
         struct sfs_txn *tx = nullptr;
-        if (R(4) == 0)
+        if (R(4) == 0) {
             ASSERT_EQ(sfs_txn_begin_flags(fs, SFS_TXN_DATA_JOURNAL, &tx), 0);
+        }
         ssize_t n = sfs_write(fs, tx, real[f], off, s.data(), s.size());
-        if (tx)
+        if (tx) {
             ASSERT_EQ(sfs_txn_commit(tx, false), 0);
+        }
         ASSERT_EQ(n, (ssize_t)s.size());
         if (s.empty())
             return;              /* a zero-length write changes nothing */
@@ -390,10 +389,12 @@ TEST_F(ModelTest, ThousandsOfRandomOperations)
     for (steps = 0; steps < N; steps++) {
         SCOPED_TRACE("step " + std::to_string(steps) + " seed " + std::to_string(seed));
         ASSERT_NO_FATAL_FAILURE(Step());
-        if (steps % 37 == 36)    // hot files (data journaling) turn cold
-            ASSERT_EQ(jnl_sync_checkpoint(fs->j), 0);
-        if (steps % 100 == 99 || getenv("SFS_MODEL_CHECK_ALL"))
+        if (steps % 37 == 36) {  // hot files (data journaling) turn cold
+            ASSERT_EQ(sfs_probe_checkpoint(fs), 0);
+        }
+        if (steps % 100 == 99 || getenv("SFS_MODEL_CHECK_ALL")) {
             ASSERT_NO_FATAL_FAILURE(CheckTree(0));
+        }
         if (steps % 1000 == 999) {
             Unmount();
             ExpectClean();

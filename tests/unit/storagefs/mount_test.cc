@@ -18,9 +18,10 @@ class MountCheck : public SfsFixture {
         uint64_t w = media_fault_writes(disk);
         EXPECT_EQ(TryMount(), want);
         EXPECT_EQ(media_fault_writes(disk), w) << "mount wrote to a refused image";
-        if (!msg.empty())
+        if (!msg.empty()) {
             EXPECT_NE(std::string(cisc_corrupt_last()).find(msg), std::string::npos)
                 << cisc_corrupt_last();
+        }
     }
     void RewriteSb(void (*edit)(struct sfs_sb *))
     {

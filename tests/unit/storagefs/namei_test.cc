@@ -7,7 +7,7 @@ class Namei : public SfsFixture {
     void SetUp() override { Format(); }
     uint32_t Nlink(uint64_t ino)
     {
-        struct sfs_attr a;
+        struct sfs_attr a = {};   // zeros if getattr fails (the test has failed then)
         EXPECT_EQ(sfs_getattr(fs, ino, &a), 0);
         return a.nlink;
     }

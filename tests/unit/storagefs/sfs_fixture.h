@@ -20,8 +20,9 @@ class SfsFixture : public ::testing::Test {
 
     void TearDown() override
     {
-        if (fs)
+        if (fs) {
             EXPECT_EQ(sfs_unmount(fs), 0);
+        }
         fs = nullptr;
         media_close(disk);
         disk = nullptr;
@@ -41,11 +42,16 @@ class SfsFixture : public ::testing::Test {
     int TryMount(bool ro = false, uint32_t interval_ms = 0)
     {
         struct media *h;
-        EXPECT_EQ(media_fault_open_again(disk, &h), 0);
+        int r = media_fault_open_again(disk, &h);
+        if (r) {                 // no handle to mount: the test cannot go on
+            ADD_FAILURE() << "media_fault_open_again: " << r;
+            fs = nullptr;
+            return r;
+        }
         struct sfs_mount_opts mo = {};
         mo.read_only = ro;
         mo.commit_interval_ms = interval_ms;
-        int r = sfs_mount(h, &mo, &fs);
+        r = sfs_mount(h, &mo, &fs);
         if (r) {
             media_close(h);
             fs = nullptr;
@@ -134,18 +140,28 @@ class SfsFixture : public ::testing::Test {
         ASSERT_EQ(sfs_write(fs, nullptr, ino, off, s.data(), s.size()), (ssize_t)s.size());
     }
 
+    // Reads into *s (left empty when the read fails: its result sizes s).
+    void ReadInto(uint64_t ino, uint64_t off, size_t len, std::string *s)
+    {
+        s->assign(len, '\0');
+        ssize_t n = sfs_read(fs, ino, off, &(*s)[0], len);
+        if (n < 0)
+            s->clear();
+        ASSERT_GE(n, 0) << "read of inode " << ino << " at " << off;
+        ASSERT_LE((size_t)n, len);
+        s->resize((size_t)n);
+    }
+
     std::string Read(uint64_t ino, uint64_t off, size_t len)
     {
-        std::string s(len, '\0');
-        ssize_t n = sfs_read(fs, ino, off, &s[0], len);
-        EXPECT_GE(n, 0);
-        s.resize(n < 0 ? 0 : (size_t)n);
+        std::string s;
+        ReadInto(ino, off, len, &s);
         return s;
     }
 
     uint64_t Size(uint64_t ino)
     {
-        struct sfs_attr a;
+        struct sfs_attr a = {};   // zeros if getattr fails (the test has failed then)
         EXPECT_EQ(sfs_getattr(fs, ino, &a), 0);
         return a.size;
     }

@@ -78,8 +78,9 @@ TEST_F(Txn, AllOrNothingAtEveryCutPoint)
         ASSERT_EQ(TryMount(), 0) << cisc_corrupt_last();
         int v = Visible();
         EXPECT_NE(v, -1) << "partial transaction visible after cut at write " << k;
-        if (k == 0 || k > total)
+        if (k == 0 || k > total) {
             EXPECT_EQ(v, 1);
+        }
         Unmount();
         ExpectClean();
         media_close(disk);

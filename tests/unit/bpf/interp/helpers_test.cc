@@ -24,7 +24,10 @@ uint64_t call(uint32_t id, vm_env *env, uint64_t a = 0, uint64_t b = 0, uint64_t
               uint64_t d = 0, uint64_t e = 0)
 {
     const vm_helper *h = vm_helper_find(id);
-    EXPECT_NE(h, nullptr);
+    if (!h) {                    // nothing to call
+        ADD_FAILURE() << "no helper " << id;
+        return ~0ull;
+    }
     return h->fn(env, a, b, c, d, e);
 }
 
@@ -95,8 +98,9 @@ TEST(CtxFields, TableMatchesStruct)
     for (unsigned i = 0; i < vm_ctx_nfields; i++) {
         EXPECT_EQ(vm_ctx_fields[i].offset, i * 8);
         EXPECT_EQ(vm_ctx_fields[i].size, 8u);
-        if (i >= 4)
+        if (i >= 4) {
             EXPECT_EQ(vm_ctx_fields[i].kind, VM_CTXF_SCALAR);
+        }
     }
 }
 

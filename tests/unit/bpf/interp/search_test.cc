@@ -20,7 +20,10 @@ uint64_t call(uint32_t id, vm_env *env, uint64_t a = 0, uint64_t b = 0, uint64_t
               uint64_t d = 0, uint64_t e = 0)
 {
     const vm_helper *h = vm_helper_find(id);
-    EXPECT_NE(h, nullptr);
+    if (!h) {                    // nothing to call
+        ADD_FAILURE() << "no helper " << id;
+        return ~0ull;
+    }
     return h->fn(env, a, b, c, d, e);
 }
 

@@ -76,8 +76,9 @@ static inline uint64_t run_both(TestProg &p, void *mem = nullptr, uint64_t len =
     EXPECT_EQ(rc2, 0) << e2.fault;
     EXPECT_EQ(fast, checked);
     EXPECT_EQ(e1.used, e2.used);
-    if (len)
+    if (len) {
         EXPECT_EQ(0, std::memcmp(mem, copy.data(), len)) << "fast and checked memory differ";
+    }
     return fast;
 }
 

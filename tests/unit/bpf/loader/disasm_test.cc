@@ -152,8 +152,9 @@ TEST(Disasm, SmallBuffersAndBadPc)
     for (size_t n = 0; n < sizeof(buf); n++) {
         memset(buf, 'x', sizeof(buf));
         vm_disasm_insn(&p, 0, buf, n);
-        if (n)
+        if (n) {
             EXPECT_EQ(strnlen(buf, n), n - 1) << "not truncated to " << n;
+        }
         for (size_t i = n; i < sizeof(buf); i++)
             EXPECT_EQ(buf[i], 'x') << "wrote past " << n;
     }

@@ -79,8 +79,9 @@ TEST_P(ClangProg, Verdict)
     vm_verify_result res;
     int rc = vm_verify(p, nullptr, &res);
     EXPECT_EQ(rc, c.rc) << res.msg;
-    if (c.frag)
+    if (c.frag) {
         EXPECT_NE(std::string(res.msg).find(c.frag), std::string::npos) << res.msg;
+    }
     if (rc == 0) {
         ASSERT_EQ(vm_prepare(p), 0);
         for (uint32_t len : {0u, 1u, 7u, 100u, 4096u})

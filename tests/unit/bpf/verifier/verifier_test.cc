@@ -646,11 +646,13 @@ TEST_P(VerifierCase, Verdict)
     const Case &c = GetParam();
     Verdict v = run_verifier(c.insns, c.rodata);
     EXPECT_EQ(v.rc, c.rc) << c.name << ": " << v.msg;
-    if (c.frag)
+    if (c.frag) {
         EXPECT_NE(v.msg.find(c.frag), std::string::npos)
             << c.name << ": expected \"" << c.frag << "\" in:\n" << v.msg;
-    if (c.rc == 0)
+    }
+    if (c.rc == 0) {
         EXPECT_EQ(v.msg, "");
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Programs, VerifierCase, ::testing::ValuesIn(kCases),
