@@ -268,8 +268,9 @@ TEST_F(MountTest, MountHelperDispatchReachesTheDevice)
         ASSERT_NE(q, std::string::npos) << r.out;
         std::string line = r.out.substr(q + 1, r.out.find('\n', q + 1) - q - 1);
         EXPECT_EQ(line.find(" submitted 0 "), std::string::npos) << line;
-        if (mode == "queue")
+        if (mode == "queue") {
             EXPECT_EQ(line.substr(line.rfind(' ')), " 0") << "direct runs: " << line;
+        }
         Down();
     }
     Up("-o dispatch=queue,pollers=2");

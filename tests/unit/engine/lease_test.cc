@@ -74,8 +74,9 @@ protected:
             eng_destroy(eng);
         }
         hdl_table_destroy(sess);
-        if (fs)
+        if (fs) {
             EXPECT_EQ(sfs_unmount(fs), 0);
+        }
         unlink(path.c_str());
     }
 

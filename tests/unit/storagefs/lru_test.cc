@@ -101,8 +101,9 @@ TEST_F(Lru, RemoveUnhashesOnceAndLeavesTheRest)
     EXPECT_EQ(s->count, same.size() - 1);
     EXPECT_EQ(lru_find(s, same[2]), nullptr);
     for (size_t i = 0; i < same.size(); i++)
-        if (i != 2)
+        if (i != 2) {
             EXPECT_EQ(of(lru_find(s, same[i])), objs[i]);
+        }
     pthread_mutex_unlock(&s->mu);
     delete objs[2];
 }

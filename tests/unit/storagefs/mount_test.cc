@@ -182,8 +182,9 @@ TEST_F(MountCheck, DeferredWritesWaitForFinish)
             EXPECT_EQ(sfs_mount_finish(fs), 0);   // nothing left to do
         }
         Unmount();
-        if (!finish)
+        if (!finish) {
             EXPECT_EQ(media_fault_writes(disk), w) << "unmount of a deferred mount wrote";
+        }
     }
     Mount();
     EXPECT_EQ(Lookup(SFS_ROOT_INO, "journaled"), f);
