@@ -107,7 +107,7 @@ static void close_session(void *arg, void *session);
 
 static int start_control(struct device *d, const char *path, char *err, size_t errlen)
 {
-    int r = ctl_create(path, handle_ctl, d, &d->ctl);
+    int r = ctl_create(path, NULL, handle_ctl, d, &d->ctl);
     if (!r)
         ctl_set_close_hook(d->ctl, close_session);
     /* Connecting needs write permission on the socket. A device run by
@@ -247,6 +247,19 @@ static void status_ops(struct device *d, struct out *o)
     }
 }
 
+/* The control socket's connection counters (the control thread's: status
+ * requests run there). */
+static void status_ctl(struct device *d, struct out *o)
+{
+    struct ctl_stats cs;
+    if (!d->ctl)
+        return;
+    ctl_stats_get(d->ctl, &cs);
+    put(o, "ctl conns %u accepted %llu refused %llu idle_closed %llu slow_closed %llu\n",
+        cs.conns, (unsigned long long)cs.accepted, (unsigned long long)cs.refused,
+        (unsigned long long)cs.idle_closed, (unsigned long long)cs.slow_closed);
+}
+
 static void status_progs(struct device *d, struct out *o)
 {
     uint32_t n, broken;
@@ -291,6 +304,7 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
             (unsigned long long)ss.core[i].executed,
             (unsigned long long)(ss.core[i].busy_ns / 1000000u));
     put(&o, "handles %llu\n", (unsigned long long)eng_open_handles(d->eng));
+    status_ctl(d, &o);
     status_progs(d, &o);
     status_ops(d, &o);
     return o.len;
