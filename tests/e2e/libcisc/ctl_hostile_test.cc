@@ -255,7 +255,7 @@ TEST_F(CtlHostile, ConnectionHoardersCannotLockRootOut)
         GTEST_SKIP() << "needs a descriptor limit above " << CTL_MAX_CONNS + 256;
     std::string sock = SockOf(mnt);
     long before = Status("ctl", "conns") - 1;   // without the status request's own
-    ASSERT_GE(before, 0);
+    EXPECT_GE(before, 0) << "cisc status shows the ctl line";
     // uid after uid takes all it can, more than the device's total at first
     std::vector<std::unique_ptr<Holder>> hold;
     long held = 0;
@@ -272,7 +272,9 @@ TEST_F(CtlHostile, ConnectionHoardersCannotLockRootOut)
         if (n == 0)
             break;
     }
-    EXPECT_EQ(held + before, CTL_MAX_CONNS - CTL_RESERVED_CONNS) << "all but the reserve";
+    if (before >= 0) {
+        EXPECT_EQ(held + before, CTL_MAX_CONNS - CTL_RESERVED_CONNS) << "all but the reserve";
+    }
     // root still gets in: status, a libcisc session, down
     RunResult r = Bounded(cisc, "status " + mnt);
     EXPECT_EQ(r.status, 0) << r.out;
