@@ -37,11 +37,22 @@ struct out {
     uint8_t data[];           /* status, then payload */
 };
 
+/* An answer from another thread (ctl_answer), for the control thread. */
+struct answer {
+    struct answer *next;
+    struct ctl_later later;
+    int32_t status;
+    size_t len;
+    uint8_t data[];
+};
+
 struct ctl_conn {
     int fd;
+    uint64_t serial;          /* unique for the life of the struct ctl */
     void *session;            /* the handler's per-connection state */
     struct ctl_peer peer;
     bool deferred;            /* holds a request waiting for ctl_destroy */
+    bool waiting;             /* holds a request another thread answers (ctl_later) */
     bool heard;               /* has sent a request */
     bool dead;                /* to be closed after the current request */
     bool slow;                /* ... because it did not take its replies */
@@ -56,8 +67,11 @@ struct ctl_conn {
 struct ctl {
     char path[PATH_MAX];
     int lfd;
-    int stop_pipe[2];
+    int wake_pipe[2];         /* wakes the control thread: answers, or stop */
     pthread_t thread;
+    pthread_mutex_t lock;     /* protects answers, stop */
+    struct answer *answers;   /* newest first */
+    bool stop;
     ctl_handler_fn fn;
     ctl_close_fn close_fn;
     void *arg;
@@ -69,6 +83,7 @@ struct ctl {
     unsigned nconns;
     struct pollfd *pfd;       /* stop pipe, listener, then one per connection */
     uint64_t accept_at_ms;    /* listener paused (EMFILE) until then */
+    uint64_t next_serial;
     struct ctl_stats st;
 };
 
@@ -168,6 +183,38 @@ int ctl_reply_fd(struct ctl_req *req, int32_t status, const void *payload, size_
     return conn_reply(req->conn, req->type, req->id, status, payload, len, fd);
 }
 
+void ctl_later(struct ctl_req *req, struct ctl_later *out)
+{
+    *out = (struct ctl_later){ req->conn->serial, req->type, req->id };
+    req->conn->waiting = true;
+}
+
+static void wake(struct ctl *c)
+{
+    /* A full pipe already holds a wake-up: the reader drains it all. */
+    if (write(c->wake_pipe[1], "w", 1) < 0 && errno != EAGAIN)
+        perror("cisc device: control wake");
+}
+
+int ctl_answer(struct ctl *c, const struct ctl_later *l, int32_t status, const void *payload,
+               size_t len)
+{
+    if (len > CTL_MAX_PAYLOAD - 4)
+        return -EMSGSIZE;
+    struct answer *a = malloc(sizeof(*a) + len);
+    if (!a)
+        return -ENOMEM;
+    *a = (struct answer){ NULL, *l, status, len };
+    if (len)
+        memcpy(a->data, payload, len);
+    pthread_mutex_lock(&c->lock);
+    a->next = c->answers;
+    c->answers = a;
+    pthread_mutex_unlock(&c->lock);
+    wake(c);
+    return 0;
+}
+
 int ctl_peer_groups(const struct ctl_req *req, uint32_t *groups, unsigned max)
 {
     gid_t g[256];
@@ -248,7 +295,8 @@ static bool accept_conn(struct ctl *c)
         return true;
     }
     c->st.accepted++;
-    c->conns[c->nconns++] = (struct ctl_conn){ .fd = fd, .peer = { uc.pid, uc.uid, uc.gid },
+    c->conns[c->nconns++] = (struct ctl_conn){ .fd = fd, .serial = ++c->next_serial,
+                                               .peer = { uc.pid, uc.uid, uc.gid },
                                                .rx_ms = now_ms() };
     return true;
 }
@@ -259,7 +307,7 @@ static uint64_t conn_deadline(const struct ctl *c, const struct ctl_conn *cn)
     uint64_t t = UINT64_MAX;
     if (cn->nout)
         t = cn->tx_ms + c->lim.stall_ms;
-    if (!cn->session && !cn->deferred) {
+    if (!cn->session && !cn->deferred && !cn->waiting) {
         uint64_t idle = cn->rx_ms + (cn->heard ? c->lim.idle_ms : c->lim.idle_new_ms);
         t = idle < t ? idle : t;
     }
@@ -322,6 +370,8 @@ static void service(struct ctl *c, unsigned i, short revents, uint8_t *frame)
     if (cn->nout) {
         if (conn_flush(cn))
             cn->dead = true;
+    } else if (cn->waiting) {
+        cn->dead = (revents & (POLLHUP | POLLERR)) != 0;   /* polled for nothing else */
     } else if (revents) {
         serve(c, cn, frame);
     }
@@ -332,13 +382,18 @@ static void service(struct ctl *c, unsigned i, short revents, uint8_t *frame)
 }
 
 /* Fills the poll set: a connection with queued replies waits to write,
- * others to read. Returns the number of entries. */
+ * one whose request another thread answers waits for nothing (poll still
+ * reports its hang-up), others wait to read. Returns the number of
+ * entries. */
 static unsigned poll_set(struct ctl *c, uint64_t now)
 {
-    c->pfd[0] = (struct pollfd){ c->stop_pipe[0], POLLIN, 0 };
+    c->pfd[0] = (struct pollfd){ c->wake_pipe[0], POLLIN, 0 };
     c->pfd[1] = (struct pollfd){ now >= c->accept_at_ms ? c->lfd : -1, POLLIN, 0 };
-    for (unsigned i = 0; i < c->nconns; i++)
-        c->pfd[i + 2] = (struct pollfd){ c->conns[i].fd, c->conns[i].nout ? POLLOUT : POLLIN, 0 };
+    for (unsigned i = 0; i < c->nconns; i++) {
+        const struct ctl_conn *cn = &c->conns[i];
+        short ev = cn->nout ? POLLOUT : cn->waiting ? 0 : POLLIN;
+        c->pfd[i + 2] = (struct pollfd){ cn->fd, ev, 0 };
+    }
     return c->nconns + 2;
 }
 
@@ -351,6 +406,59 @@ static int poll_timeout(const struct ctl *c, uint64_t now, uint64_t next)
     return next - now > INT_MAX ? INT_MAX : (int)(next - now);
 }
 
+/* The index of the connection with that serial, or -1 (it was closed). */
+static int find_conn(const struct ctl *c, uint64_t serial)
+{
+    for (unsigned i = 0; i < c->nconns; i++)
+        if (c->conns[i].serial == serial)
+            return (int)i;
+    return -1;
+}
+
+/* Sends the answers other threads left (oldest first; those of closed
+ * connections are dropped) and frees them. */
+static void send_answers(struct ctl *c, struct answer *list)
+{
+    struct answer *old = NULL;
+    while (list) {   /* newest first: reverse */
+        struct answer *next = list->next;
+        list->next = old;
+        old = list;
+        list = next;
+    }
+    for (struct answer *a = old, *next; a; a = next) {
+        next = a->next;
+        int i = find_conn(c, a->later.conn);
+        struct ctl_conn *cn = i < 0 ? NULL : &c->conns[i];
+        if (cn && cn->waiting) {
+            cn->waiting = false;
+            cn->rx_ms = now_ms();
+            conn_reply(cn, a->later.type, a->later.id, a->status, a->data, a->len, -1);
+            if (cn->dead) {
+                c->st.slow_closed += cn->slow;
+                drop_conn(c, (unsigned)i);
+            }
+        }
+        free(a);
+    }
+}
+
+/* Drains the wake pipe and sends waiting answers; returns true when the
+ * thread is to stop. */
+static bool take_answers(struct ctl *c)
+{
+    char buf[64];
+    while (read(c->wake_pipe[0], buf, sizeof(buf)) > 0)
+        ;
+    pthread_mutex_lock(&c->lock);
+    struct answer *list = c->answers;
+    c->answers = NULL;
+    bool stop = c->stop;
+    pthread_mutex_unlock(&c->lock);
+    send_answers(c, list);
+    return stop;
+}
+
 static void *ctl_main(void *p)
 {
     struct ctl *c = p;
@@ -361,14 +469,15 @@ static void *ctl_main(void *p)
         unsigned n = poll_set(c, now);
         if (poll(c->pfd, n, poll_timeout(c, now, next)) < 0 && errno != EINTR)
             break;
-        if (c->pfd[0].revents)
-            break;
         for (unsigned i = n - 2; i-- > 0;)
             if (c->pfd[i + 2].revents)
                 service(c, i, c->pfd[i + 2].revents, frame);
         if (c->pfd[1].revents)
             for (unsigned k = 0; k < CTL_ACCEPT_BURST && accept_conn(c); k++)
                 ;
+        /* Last: it may close connections, which moves them in conns. */
+        if (c->pfd[0].revents && take_answers(c))
+            break;
     }
     free(frame);
     return NULL;
@@ -444,10 +553,16 @@ static void fit_fd_limit(unsigned max_conns)
 
 static void free_ctl(struct ctl *c)
 {
-    if (c->stop_pipe[0] >= 0) {
-        close(c->stop_pipe[0]);
-        close(c->stop_pipe[1]);
+    if (c->wake_pipe[0] >= 0) {
+        close(c->wake_pipe[0]);
+        close(c->wake_pipe[1]);
     }
+    while (c->answers) {
+        struct answer *a = c->answers;
+        c->answers = a->next;
+        free(a);
+    }
+    pthread_mutex_destroy(&c->lock);
     free(c->conns);
     free(c->pfd);
     free(c);
@@ -455,7 +570,7 @@ static void free_ctl(struct ctl *c)
 
 static int start_thread(struct ctl *c)
 {
-    int r = pipe2(c->stop_pipe, O_CLOEXEC) ? -errno : 0;
+    int r = pipe2(c->wake_pipe, O_CLOEXEC | O_NONBLOCK) ? -errno : 0;
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);   /* signals go to the main thread */
@@ -474,7 +589,8 @@ int ctl_create(const char *path, const struct ctl_limits *lim, ctl_handler_fn fn
     if (!c)
         return -ENOMEM;
     strcpy(c->path, path);
-    c->stop_pipe[0] = c->stop_pipe[1] = -1;
+    c->wake_pipe[0] = c->wake_pipe[1] = -1;
+    pthread_mutex_init(&c->lock, NULL);
     c->fn = fn;
     c->arg = arg;
     c->owner = geteuid();
@@ -504,8 +620,10 @@ void ctl_quiesce(struct ctl *c)
 {
     if (!c || c->joined)
         return;
-    if (write(c->stop_pipe[1], "x", 1) < 0)
-        perror("cisc device: control stop");
+    pthread_mutex_lock(&c->lock);
+    c->stop = true;
+    pthread_mutex_unlock(&c->lock);
+    wake(c);
     pthread_join(c->thread, NULL);
     c->joined = true;
 }
@@ -519,6 +637,8 @@ void ctl_destroy(struct ctl *c, int32_t status)
      * device can bind the same path right away. */
     close(c->lfd);
     unlink(c->path);
+    c->close_fn = NULL;   /* the owner ends its sessions itself now */
+    take_answers(c);      /* answers that came after the thread stopped: one try */
     for (unsigned i = 0; i < c->nconns; i++) {
         struct ctl_conn *cn = &c->conns[i];
         if (cn->deferred && !conn_flush(cn))   /* one try: nobody waits on a non-reader */

@@ -22,11 +22,13 @@
  *      |   without a request     (no session) --> closed           |
  *      +-------------- replies queued and unmoved for stall_ms ----+--> closed
  *
- * A deferred request (CTL_DEFER) pins its connection until ctl_destroy.
+ * A deferred request (CTL_DEFER) pins its connection until ctl_destroy; a
+ * request kept by ctl_later() pins it until ctl_answer().
  *
  * Invariants:
  *   1. The handler runs on the control thread, one request at a time; no
- *      socket call of the control thread blocks.
+ *      socket call of the control thread blocks. A connection has at most
+ *      one request in hand (being handled, kept by ctl_later, or deferred).
  *   2. A deferred request gets exactly one reply attempt: from ctl_destroy()
  *      with its final status.
  *   3. ctl_destroy() removes the socket file it created.
@@ -92,11 +94,29 @@ struct ctl_req {
 
 #define CTL_DEFER 1
 
-/* Handles one request: calls ctl_reply() and returns 0, or returns
- * CTL_DEFER to answer later (the connection stays open). */
+/* Handles one request: calls ctl_reply() or ctl_later() and returns 0, or
+ * returns CTL_DEFER to answer at ctl_destroy (the connection stays open). */
 typedef int (*ctl_handler_fn)(void *arg, struct ctl_req *req);
 
 struct ctl;
+
+/* A request taken off the control thread, to be answered by another one. */
+struct ctl_later {
+    uint64_t conn;   /* the connection's serial */
+    uint16_t type;
+    uint32_t id;
+};
+
+/* In the handler, instead of ctl_reply: keeps req for an answer from
+ * another thread with ctl_answer() (work that may wait must not run on the
+ * control thread). The connection reads no request until then. */
+void ctl_later(struct ctl_req *req, struct ctl_later *out);
+
+/* Any thread, until ctl_destroy: answers a request kept by ctl_later
+ * (status, then a copy of `len` payload bytes). An answer for a closed
+ * connection is dropped. Returns 0 or -errno. */
+int ctl_answer(struct ctl *c, const struct ctl_later *l, int32_t status, const void *payload,
+               size_t len);
 
 /* Binds `path` (replacing a stale socket nobody listens on; -EADDRINUSE if
  * a live device owns it) and starts the control thread. lim may be NULL;

@@ -17,7 +17,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -36,6 +38,8 @@ struct Dir {
 struct Sessions {
     std::atomic<int> closed{ 0 };
     int token = 0;
+    std::mutex mu;
+    std::vector<struct ctl_later> later;   // requests of type 99, to answer by hand
 };
 
 // CTL_SESSION (and QP_CREATE) open a session; QP_CREATE replies with 16 KiB
@@ -48,6 +52,13 @@ int Handler(void *arg, struct ctl_req *req)
         *req->session = &s->token;
     if (req->type == CTL_SHUTDOWN)
         return CTL_DEFER;
+    if (req->type == 99) {
+        struct ctl_later l;
+        ctl_later(req, &l);
+        std::lock_guard<std::mutex> g(s->mu);
+        s->later.push_back(l);
+        return 0;
+    }
     if (req->type != CTL_QP_CREATE)
         return ctl_reply(req, 0, req->payload, req->len), 0;
     int p[2];
@@ -68,7 +79,6 @@ void CloseHook(void *arg, void *session)
     static_cast<Sessions *>(arg)->closed++;
 }
 
-// The hook gets the handler's arg through this wrapper's struct ctl.
 struct Server {
     Sessions s;
     struct ctl *c = nullptr;
@@ -308,4 +318,51 @@ TEST(ControlLimits, IdleConnectionsWithoutASessionAreClosed)
     EXPECT_EQ(h.id, 7u);
     EXPECT_EQ((int32_t)le32_get((uint8_t *)buf + CTL_HDR_SIZE), -EIO);
     close(waiting);
+}
+
+namespace {
+
+size_t Kept(Sessions &s)
+{
+    std::lock_guard<std::mutex> g(s.mu);
+    return s.later.size();
+}
+
+}  // namespace
+
+// A request the handler hands to another thread holds up nobody: others are
+// served meanwhile, its own connection waits for the answer, and an answer
+// for a connection that has gone is dropped.
+TEST(ControlLimits, RequestsAnsweredFromAnotherThread)
+{
+    Dir d;
+    Server srv;
+    ASSERT_EQ(srv.Start(d.path, nullptr), 0);
+    int gone = ctl_connect(d.path.c_str());
+    ASSERT_GE(gone, 0);
+    ASSERT_EQ(ctl_send_frame(gone, 99, 1, nullptr, 0, nullptr, 0, -1), 0);
+    int fd = ctl_connect(d.path.c_str());
+    ASSERT_GE(fd, 0);
+    std::atomic<ssize_t> got{ -1 };
+    int32_t st = 1;
+    char buf[8] = {};
+    std::thread waiter([&] { got = ctl_call(fd, 99, nullptr, 0, &st, buf, sizeof(buf)); });
+    for (int i = 0; i < 1000 && Kept(srv.s) < 2; i++)
+        usleep(5000);
+    ASSERT_EQ(Kept(srv.s), 2u);
+    close(gone);
+    int other = ctl_connect(d.path.c_str());
+    ASSERT_GE(other, 0);
+    EXPECT_TRUE(Ping(other)) << "served while two requests wait";
+    EXPECT_EQ(got.load(), -1) << "not answered yet";
+    for (auto &l : srv.s.later)
+        EXPECT_EQ(ctl_answer(srv.c, &l, -EXDEV, "late", 4), 0);
+    waiter.join();
+    EXPECT_EQ(got.load(), 4);
+    EXPECT_EQ(st, -EXDEV);
+    EXPECT_STREQ(buf, "late");
+    EXPECT_TRUE(Ping(fd)) << "the connection reads requests again";
+    close(fd);
+    close(other);
+    srv.Stop();
 }
