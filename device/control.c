@@ -81,7 +81,7 @@ struct ctl {
     /* Owned by the control thread until joined: */
     struct ctl_conn *conns;   /* lim.max_conns slots, nconns used */
     unsigned nconns;
-    struct pollfd *pfd;       /* stop pipe, listener, then one per connection */
+    struct pollfd *pfd;       /* wake pipe, listener, then one per connection */
     uint64_t accept_at_ms;    /* listener paused (EMFILE) until then */
     uint64_t next_serial;
     struct ctl_stats st;

@@ -405,6 +405,10 @@ static int slow_start(struct device *d)
     int r = -pthread_create(&w->thread, NULL, slow_main, d);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     w->started = r == 0;
+    if (r) {
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->lock);
+    }
     return r;
 }
 
