@@ -50,13 +50,18 @@ static int run_down(int argc, char **argv)
     int32_t status = 0;
     char dummy[4];
     ssize_t n = ctl_call(fd, CTL_SHUTDOWN, NULL, 0, &status, dummy, sizeof(dummy));
-    if (n >= 0) {   /* the device closes the socket as it exits */
+    /* A refusal comes at once and the device goes on: nothing to wait for.
+     * Otherwise the device closes the socket as it exits. */
+    if (n >= 0 && status != -EPERM) {
         while (read(fd, dummy, sizeof(dummy)) > 0)
             ;
     }
     close(fd);
     if (n < 0)
         return cmd_fail("down", "device at %s: %s", sock, strerror((int)-n));
+    if (status == -EPERM)
+        return cmd_fail("down", "may not stop the device at %s (only its owner or root may): %s",
+                        mnt, strerror(EPERM));
     if (status)
         return cmd_fail("down", "device at %s stopped with an error: %s", mnt,
                         strerror(-status));

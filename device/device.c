@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,12 +20,33 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Control work that waits for a queue's commands to finish (destroying a
+ * queue pair, ending a session) runs on this thread, never on the control
+ * thread: one client's busy queues hold up no other client's requests.
+ * Jobs run in order, so a session's queue goes before the session. */
+struct slow_job {
+    struct slow_job *next;
+    struct qp_session *session;
+    bool end;                 /* end the session (its connection closed) ... */
+    uint32_t qp;              /* ... or destroy this queue and answer `later` */
+    struct ctl_later later;
+};
+
+struct slow {
+    pthread_t thread;
+    pthread_mutex_t lock;     /* protects head, tail, stop */
+    pthread_cond_t cv;
+    struct slow_job *head, **tail;
+    bool stop, started;
+};
+
 struct device {
     struct sfs *fs;
     struct engine *eng;
     struct qp_service *qps;          /* libcisc queue pairs */
     struct progs *progs;             /* eBPF program registry */
     struct ctl *ctl;
+    struct slow slow;                /* the control requests that wait */
     char *image, *mountpoint;
     unsigned cores;
     const char *sched;
@@ -120,10 +142,14 @@ static int open_progs(struct device *d, const struct dev_opts *o, char *err, siz
     return progs_open(d->fs, &pc, &d->progs, err, errlen);
 }
 static void close_session(void *arg, void *session);
+static int slow_start(struct device *d);
+static void slow_stop(struct device *d);
 
 static int start_control(struct device *d, const char *path, char *err, size_t errlen)
 {
-    int r = ctl_create(path, handle_ctl, d, &d->ctl);
+    int r = slow_start(d);
+    if (!r && (r = ctl_create(path, NULL, handle_ctl, d, &d->ctl)))
+        slow_stop(d);
     if (!r)
         ctl_set_close_hook(d->ctl, close_session);
     /* Connecting needs write permission on the socket. A device run by
@@ -223,6 +249,7 @@ int dev_stop(struct device *d)
     d->stopping = true;   /* the control thread stops reading the engine */
     pthread_mutex_unlock(&d->hook_lock);
     ctl_quiesce(d->ctl);  /* no request or session change after this */
+    slow_stop(d);         /* ... and none in progress */
     qp_service_destroy(d->qps);
     eng_destroy(d->eng);
     progs_close(d->progs);
@@ -265,6 +292,19 @@ static void status_ops(struct device *d, struct out *o)
             (unsigned long long)(s.total_ns / s.count), (unsigned long long)s.p50_ns,
             (unsigned long long)s.p99_ns, (unsigned long long)s.max_ns);
     }
+}
+
+/* The control socket's connection counters (the control thread's: status
+ * requests run there). */
+static void status_ctl(struct device *d, struct out *o)
+{
+    struct ctl_stats cs;
+    if (!d->ctl)
+        return;
+    ctl_stats_get(d->ctl, &cs);
+    put(o, "ctl conns %u accepted %llu refused %llu idle_closed %llu slow_closed %llu\n",
+        cs.conns, (unsigned long long)cs.accepted, (unsigned long long)cs.refused,
+        (unsigned long long)cs.idle_closed, (unsigned long long)cs.slow_closed);
 }
 
 static void status_progs(struct device *d, struct out *o)
@@ -314,6 +354,7 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
     /* Operations that met corrupt metadata (run cisc fsck when not 0). */
     put(&o, "integrity corrupt %llu\n",
         (unsigned long long)stats_corrupt_count(eng_stats(d->eng)));
+    status_ctl(d, &o);
     status_progs(d, &o);
     status_ops(d, &o);
     return o.len;
@@ -346,11 +387,92 @@ static int reply_status(struct device *d, struct ctl_req *req)
 
 /* ---- libcisc sessions and queue pairs ------------------------------------ */
 
+static void slow_run(struct device *d, struct slow_job *j)
+{
+    if (j->end) {
+        progs_owner_gone(d->progs, j->session);   /* its bpf streams */
+        qp_session_destroy(j->session);
+    } else {
+        ctl_answer(d->ctl, &j->later, qp_destroy(j->session, j->qp), NULL, 0);
+    }
+    free(j);
+}
+
+static void *slow_main(void *arg)
+{
+    struct device *d = arg;
+    struct slow *w = &d->slow;
+    for (;;) {
+        pthread_mutex_lock(&w->lock);
+        while (!w->head && !w->stop)
+            pthread_cond_wait(&w->cv, &w->lock);
+        struct slow_job *j = w->head;
+        if (j && !(w->head = j->next))
+            w->tail = &w->head;
+        pthread_mutex_unlock(&w->lock);
+        if (!j)
+            return NULL;   /* stopped, and all done */
+        slow_run(d, j);
+    }
+}
+
+static int slow_start(struct device *d)
+{
+    struct slow *w = &d->slow;
+    w->tail = &w->head;
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);   /* signals go to the main thread */
+    int r = -pthread_create(&w->thread, NULL, slow_main, d);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    w->started = r == 0;
+    if (r) {
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->lock);
+    }
+    return r;
+}
+
+/* Runs the jobs left, then stops the thread. */
+static void slow_stop(struct device *d)
+{
+    struct slow *w = &d->slow;
+    if (!w->started)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->stop = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->lock);
+    pthread_join(w->thread, NULL);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->lock);
+    w->started = false;
+}
+
+/* Queues a job for the slow thread. */
+static void slow_push(struct device *d, struct slow_job *j)
+{
+    struct slow *w = &d->slow;
+    pthread_mutex_lock(&w->lock);
+    *w->tail = j;
+    w->tail = &j->next;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->lock);
+}
+
 static void close_session(void *arg, void *session)
 {
     struct device *d = arg;
-    progs_owner_gone(d->progs, session);   /* its bpf streams */
-    qp_session_destroy(session);
+    struct slow_job *j = calloc(1, sizeof(*j));
+    if (!j) {   /* no memory for the job: wait here */
+        progs_owner_gone(d->progs, session);
+        qp_session_destroy(session);
+        return;
+    }
+    *j = (struct slow_job){ .session = session, .end = true };
+    slow_push(d, j);
 }
 
 /* The connection's session, opened on first use with the kernel's
@@ -406,11 +528,18 @@ static int reply_qp_create(struct device *d, struct ctl_req *req)
     return 0;
 }
 
+/* Answered from the slow thread: the queue's commands finish first. */
 static int reply_qp_destroy(struct device *d, struct ctl_req *req)
 {
-    int r = req->len < 4 || !*req->session ? -ENOENT
-                                           : qp_destroy(*req->session, le32_get(req->payload));
-    return ctl_reply(req, r, NULL, 0), 0;
+    if (req->len < 4 || !*req->session)
+        return ctl_reply(req, -ENOENT, NULL, 0), 0;
+    struct slow_job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return ctl_reply(req, -ENOMEM, NULL, 0), 0;
+    *j = (struct slow_job){ .session = *req->session, .qp = le32_get(req->payload) };
+    ctl_later(req, &j->later);
+    slow_push(d, j);
+    return 0;
 }
 
 /* CTL_PROG_*: device/progs/progs_ctl.c; streams belong to the session. */

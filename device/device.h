@@ -78,7 +78,8 @@ void dev_set_stop_hook(struct device *d, void (*hook)(void *arg), void *arg);
 int dev_stop(struct device *d);
 
 /* Writes the status report (the CTL_STATUS text) into buf; returns its
- * length (truncated to size - 1). */
+ * length (truncated to size - 1). Call it on the control thread: the
+ * report reads that thread's connection counters. */
 size_t dev_status_text(struct device *d, char *buf, size_t size);
 
 #ifdef __cplusplus

@@ -43,6 +43,13 @@
  * A connection's session (its queue pairs and open file handles) ends
  * with the connection.
  *
+ * The device serves a connection one request at a time and reads its next
+ * request only once the client has taken (most of) its replies. It closes
+ * a connection that leaves its replies unread for a while, one that holds
+ * no session and stays silent (10 s before its first request, 60 s after
+ * one), and at once one over its uid's share of connections (limits:
+ * device/control.h).
+ *
  * Unknown types get status -EOPNOTSUPP; a malformed frame closes the
  * connection. New requests are new type numbers; payloads only grow at
  * the end, so an old client reads what it knows.

@@ -73,9 +73,9 @@ TEST(Control, RequestsRepliesAndDeferred)
     std::string dir = TempDir(), path = dir + "/.m.cisc.sock";
     Seen seen;
     struct ctl *c;
-    ASSERT_EQ(ctl_create(path.c_str(), Handler, &seen, &c), 0);
+    ASSERT_EQ(ctl_create(path.c_str(), nullptr, Handler, &seen, &c), 0);
     struct ctl *c2;
-    EXPECT_EQ(ctl_create(path.c_str(), Handler, &seen, &c2), -EADDRINUSE);
+    EXPECT_EQ(ctl_create(path.c_str(), nullptr, Handler, &seen, &c2), -EADDRINUSE);
     int fd = ctl_connect(path.c_str());
     ASSERT_GE(fd, 0);
     int32_t st = 1;
@@ -120,7 +120,7 @@ TEST(Control, LongPathsWork)
     ASSERT_GT(path.size(), 108u);
     Seen seen;
     struct ctl *c;
-    ASSERT_EQ(ctl_create(path.c_str(), Handler, &seen, &c), 0);
+    ASSERT_EQ(ctl_create(path.c_str(), nullptr, Handler, &seen, &c), 0);
     int fd = ctl_connect(path.c_str());
     ASSERT_GE(fd, 0);
     int32_t st = 1;
@@ -174,7 +174,7 @@ TEST(Control, DescriptorsSessionsAndCloseHook)
     std::string dir = TempDir(), path = dir + "/.m.cisc.sock";
     Sessions s;
     struct ctl *c;
-    ASSERT_EQ(ctl_create(path.c_str(), SessionHandler, &s, &c), 0);
+    ASSERT_EQ(ctl_create(path.c_str(), nullptr, SessionHandler, &s, &c), 0);
     ctl_set_close_hook(c, CloseHook);
     int fd = ctl_connect(path.c_str());
     ASSERT_GE(fd, 0);
