@@ -48,6 +48,9 @@ struct engine {
     struct eng_watch watch;
     bool watching;            /* protected by watch_lock; also read relaxed as a hint */
     struct progs *progs;      /* bpf steps' programs (device/progs/progs.h); may be NULL */
+    /* The floor on fused ops' work (engine.h, ENG_OP_TIME_MS_DEFAULT). */
+    uint64_t op_time_ns;      /* device-time ceiling of one op */
+    uint32_t cancel;          /* eng_cancel: non-zero from then on (atomic) */
 };
 
 /* The handle table a command uses: its session's, or the engine's. */
