@@ -156,6 +156,7 @@ static int run_device(const struct up_opts *o, const char *img, const char *mnt,
     }
     int lr = fusefs_loop(fs);
     dev_set_stop_hook(dev, NULL, NULL);
+    eng_cancel(dev_engine(dev));  /* SIGTERM too: long fused ops stop, the drain is short */
     eng_drain(dev_engine(dev));   /* device cores reply through the session */
     fusefs_destroy(fs);
     r = dev_stop(dev);

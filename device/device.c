@@ -249,7 +249,8 @@ int dev_stop(struct device *d)
     d->stopping = true;   /* the control thread stops reading the engine */
     pthread_mutex_unlock(&d->hook_lock);
     ctl_quiesce(d->ctl);  /* no request or session change after this */
-    slow_stop(d);         /* ... and none in progress */
+    eng_cancel(d->eng);   /* fused ops still running stop: the waits below are short */
+    slow_stop(d);         /* no control job in progress */
     qp_service_destroy(d->qps);
     eng_destroy(d->eng);
     progs_close(d->progs);
@@ -362,6 +363,7 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
 
 static void request_stop(struct device *d)
 {
+    eng_cancel(d->eng);   /* running fused ops stop at their next block */
     pthread_mutex_lock(&d->hook_lock);
     d->stop_requested = true;
     if (d->stop_hook)

@@ -68,13 +68,16 @@ void dev_log_notes(struct device *d);
 struct engine *dev_engine(struct device *d);
 
 /* Registers the hook a control-socket SHUTDOWN request calls (from the
- * control thread): it must make the front end's loop return soon. If a
+ * control thread, after eng_cancel: running fused ops stop at their next
+ * block): it must make the front end's loop return soon. If a
  * SHUTDOWN came before, the hook is called at once. */
 void dev_set_stop_hook(struct device *d, void (*hook)(void *arg), void *arg);
 
-/* Drains and stops the engine, unmounts StorageFS (commit, checkpoint),
- * answers waiting SHUTDOWN requests, removes the control socket and frees
- * d. Returns 0 or the unmount's -errno. */
+/* Cancels the fused ops still running (eng_cancel: they fail with
+ * -ECANCELED and roll back), drains and stops the engine, unmounts
+ * StorageFS (commit, checkpoint), answers waiting SHUTDOWN requests,
+ * removes the control socket and frees d. Returns 0 or the unmount's
+ * -errno. */
 int dev_stop(struct device *d);
 
 /* Writes the status report (the CTL_STATUS text) into buf; returns its

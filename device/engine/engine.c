@@ -111,6 +111,8 @@ int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out
     e->cores = cfg->cores;
     e->trace = cfg->trace;
     e->progs = cfg->progs;
+    uint64_t ms = cfg->op_time_ms ? cfg->op_time_ms : ENG_OP_TIME_MS_DEFAULT;
+    e->op_time_ns = ms < (1ull << 62) / 1000000u ? ms * 1000000u : 1ull << 62;   /* no overflow */
     for (unsigned i = 0; i < ENG_INO_STRIPES; i++)
         pthread_rwlock_init(&e->ino_lock[i], NULL);
     pthread_mutex_init(&e->mem_mu, NULL);
@@ -176,6 +178,13 @@ int eng_submit_handoff(struct engine *e, struct eng_cmd *cmd)
 {
     cmd->item.tenant = cmd->cred.uid;
     return sched_submit_handoff(e->sched, &cmd->item);
+}
+
+void eng_cancel(struct engine *e)
+{
+    /* Relaxed: ops poll it at their boundaries; seeing it a block late
+     * costs one block, and nothing else is published with it. */
+    __atomic_store_n(&e->cancel, 1, __ATOMIC_RELAXED);
 }
 
 int64_t eng_call(struct engine *e, struct eng_cmd *cmd)

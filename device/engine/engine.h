@@ -237,6 +237,23 @@ struct eng_cmd {
 struct engine;
 struct progs;
 
+/* The floor on one fused op's work, which holds under every scheduling
+ * policy (a policy's own limits may only be tighter):
+ *   - device time: an op that has executed for op_time_ms (device time:
+ *     host time scaled by the device model's core speed) fails with
+ *     -ETIME at its next step or block boundary;
+ *   - instructions: a bpf step runs at most ENG_STEP_BUDGETS times the
+ *     per-invocation budget (progs.h, --prog-budget), summed over its
+ *     blocks, and an op's bpf steps ENG_OP_BUDGETS times it; past that
+ *     the step fails with -ETIME, as one block does past its budget.
+ * Generous for honest use (a 64 MiB step in 4 KiB blocks is 16384
+ * invocations, far below the budget each), they stop the worst case (the
+ * budget in every block of a large input in tiny blocks) in seconds, not
+ * days. A failed op is rolled back like any other. */
+#define ENG_OP_TIME_MS_DEFAULT 30000u
+#define ENG_STEP_BUDGETS       4096u
+#define ENG_OP_BUDGETS         (4u * ENG_STEP_BUDGETS)
+
 struct eng_config {
     unsigned cores;           /* device cores, 1..SCHED_MAX_CORES */
     const char *sched;        /* policy name, "fifo" */
@@ -246,6 +263,8 @@ struct eng_config {
     struct progs *progs;      /* eBPF program registry for bpf steps (not owned); NULL = none */
     uint64_t lease_wait_ns;   /* longest an append waits for a mount write(2)
                                  (lease.h); 0 = LEASE_WAIT_NS (1 s) */
+    uint64_t op_time_ms;      /* device-time ceiling of one fused op (above);
+                                 0 = ENG_OP_TIME_MS_DEFAULT */
 };
 
 /* Starts the engine on a mounted StorageFS (not owned: the caller unmounts
@@ -277,9 +296,15 @@ int eng_submit(struct engine *e, struct eng_cmd *cmd);
 
 /* Like eng_submit, but never runs cmd on the calling thread (no direct
  * dispatch): a device core handing work to other cores, a poller handing
- * over all but the last command of a batch. Returns 0 or -errno (done is
- * then not called). */
+ * over a command that is large or may run long. Returns 0 or -errno
+ * (done is then not called). */
 int eng_submit_handoff(struct engine *e, struct eng_cmd *cmd);
+
+/* Makes every fused op that is running or yet to run stop at its next
+ * block or step boundary with -ECANCELED, rolled back like any failed op
+ * (shutdown: `cisc down`, SIGTERM). Other commands are not affected.
+ * Irreversible; safe from any thread. */
+void eng_cancel(struct engine *e);
 
 /* Queues cmd and waits for it. Returns cmd->ret. */
 int64_t eng_call(struct engine *e, struct eng_cmd *cmd);

@@ -51,6 +51,9 @@ struct engine {
     bool watching;            /* protected by watch_lock; also read relaxed as a hint */
     struct progs *progs;      /* bpf steps' programs (device/progs/progs.h); may be NULL */
     struct lease_table *lease;   /* append leases of mount write(2)s (lease.h) */
+    /* The floor on fused ops' work (engine.h, ENG_OP_TIME_MS_DEFAULT). */
+    uint64_t op_time_ns;      /* device-time ceiling of one op */
+    uint32_t cancel;          /* eng_cancel: non-zero from then on (atomic) */
 };
 
 /* An op's result meaning "parked" (lease.h): the command is not complete;

@@ -187,6 +187,11 @@ struct progs_run {
     uint32_t block_out;        /* per-invocation output; 0 = 2 * block_size */
     bool more;                 /* stream: more input follows in a later op */
     uint32_t uid;              /* the invoking client (traces, accounting) */
+    /* Bounds on the whole step, checked after every block (0 / NULL:
+     * none); the engine's floor (engine.h, ENG_STEP_BUDGETS). */
+    uint64_t insns_max;        /* instructions summed over its blocks */
+    uint64_t deadline_ns;      /* now_ns() (common/clock.h) past which it stops */
+    const uint32_t *cancel;    /* non-zero: stop (read relaxed, any thread sets it) */
     /* results */
     size_t out_len;            /* bytes of output produced */
     uint64_t blocks, insns;    /* invocations made, instructions executed */
@@ -197,7 +202,9 @@ struct progs_run {
  * to run->out. s (may be NULL) is a stream claimed with progs_stream_get:
  * its state and block count continue. Returns 0, or: the program's own
  * negative return value as is (it failed a block); -ETIME (a block
- * exhausted the instruction budget); -ERANGE (a block returned more than
+ * exhausted the instruction budget, or the step its insns_max or
+ * deadline_ns); -ECANCELED (*cancel was set: checked after every block,
+ * so the step stops within one block); -ERANGE (a block returned more than
  * its output buffer); -EOVERFLOW (the outputs exceed out_cap); -EINVAL
  * (bad block options, or a stream bound to another program); -EFAULT
  * (call depth); -ENOMEM. Thread-safe: any number of cores at once. */

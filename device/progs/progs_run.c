@@ -5,6 +5,7 @@
 
 #include "bpf/abi.h"
 #include "bpf/blocks.h"
+#include "common/clock.h"
 
 #include <errno.h>
 #include <sodium.h>
@@ -33,7 +34,21 @@ struct collect {
     uint64_t first;            /* ctx.block of the run's first block */
     uint32_t block_out;
     int32_t last_ret;          /* the program's return of the last block */
+    int stop;                  /* why on_block stopped a good run (step_bound) */
 };
+
+/* The step's bounds after a good block (progs.h, struct progs_run):
+ * -ECANCELED, -ETIME, or 0 to go on. */
+static int step_bound(const struct progs_run *run)
+{
+    if (run->cancel && __atomic_load_n(run->cancel, __ATOMIC_RELAXED))
+        return -ECANCELED;
+    if (run->insns_max && run->insns > run->insns_max)
+        return -ETIME;
+    if (run->deadline_ns && now_ns() > run->deadline_ns)
+        return -ETIME;
+    return 0;
+}
 
 /* Appends a block's output to the step's; notes a failing block. */
 static int on_block(void *arg, const struct vm_block_result *r)
@@ -53,7 +68,10 @@ static int on_block(void *arg, const struct vm_block_result *r)
     }
     memcpy(run->out + run->out_len, r->out, (size_t)r->ret);
     run->out_len += (size_t)r->ret;
-    return 0;
+    c->stop = step_bound(run);
+    if (c->stop)
+        run->fail_block = r->index;
+    return c->stop;
 }
 
 /* Keeps the message in the program's ring, and logs it when tracing. */
@@ -89,6 +107,8 @@ static void account(struct progs_prog *pp, const struct progs_run *run, int rc)
 /* The step's error for vm_blocks_run's result (progs.h, progs_run). */
 static int step_error(int rc, const struct collect *c)
 {
+    if (c->stop)
+        return c->stop;       /* a bound of the step, not the program's errno */
     if (rc == -ECANCELED)
         return c->last_ret;   /* the program's own errno, as it returned it */
     return rc;
@@ -103,7 +123,7 @@ int progs_run(struct progs_prog *pp, struct progs_stream *s, struct progs_run *r
         return -EINVAL;
     uint32_t bs = run->block_size ? run->block_size : VM_BLOCK_SIZE_DEFAULT;
     struct collect c = { pp, run, s ? s->next_block : 0, run->block_out ? run->block_out : 2 * bs,
-                         0 };
+                         0, 0 };
     struct vm_blocks_opts o = {
         .block_size = bs, .out_cap = c.block_out, .budget = pp->reg->lim.budget,
         .offset = run->offset, .trace = on_trace, .trace_arg = &c,

@@ -137,18 +137,20 @@ static bool worth_handoff(const struct eng_cmd *c)
     return bytes >= QP_HANDOFF_MIN_BYTES;
 }
 
-/* Hands a sweep's commands to the scheduler: small ones (above) and the
- * last run right here when a core slot is free (direct), the others go
- * to the device cores' queue so that a batch of large commands spreads
- * over free cores. */
+/* Hands a sweep's commands to the scheduler: small ones (above) run
+ * right here when a core slot is free (direct), the others go to the
+ * device cores' queue so that a batch of large commands spreads over
+ * free cores. A command worth handing off never runs here, not even
+ * alone or last of its sweep: a poller serves every queue pair on it, and
+ * one long command (a bpf step may run for the engine's whole op time
+ * ceiling, engine.h) on it would stall them all. */
 static void dispatch(struct engine *e, struct qp_cmd *list)
 {
     while (list) {
         struct qp_cmd *qc = list;
         list = qc->next;
         qc->next = NULL;
-        int r = list && worth_handoff(&qc->c) ? eng_submit_handoff(e, &qc->c)
-                                              : eng_submit(e, &qc->c);
+        int r = worth_handoff(&qc->c) ? eng_submit_handoff(e, &qc->c) : eng_submit(e, &qc->c);
         if (r) {
             qc->c.ret = r;
             qp_cmd_done(&qc->c);

@@ -78,6 +78,24 @@ void fop_bpf_unprep(struct fop_run *x)
     }
 }
 
+/* The engine's floor for one step (engine.h): instructions left to the
+ * step and the op, the op's deadline in host time (device time runs
+ * core_speed times slower), the cancel flag. */
+static void step_bounds(struct fop_run *x, struct progs_run *run)
+{
+    struct progs_limits l;
+    progs_limits_get(x->e->progs, &l);
+    uint64_t step = l.budget * ENG_STEP_BUDGETS, op = l.budget * ENG_OP_BUDGETS;
+    uint64_t used = __atomic_load_n(&x->insns, __ATOMIC_RELAXED);
+    uint64_t left = used < op ? op - used : 1;   /* 1: stops after one block */
+    run->insns_max = step < left ? step : left;
+    uint64_t now = now_ns();
+    double speed = dm_get().core_speed;
+    uint64_t dev_left = x->deadline_ns > now ? x->deadline_ns - now : 0;
+    run->deadline_ns = now + (uint64_t)((double)dev_left / (speed > 1.0 ? speed : 1.0));
+    run->cancel = &x->e->cancel;
+}
+
 int64_t fop_bpf_exec(struct fop_run *x, unsigned i)
 {
     const struct fop_step *s = &x->v->st[i];
@@ -97,9 +115,13 @@ int64_t fop_bpf_exec(struct fop_run *x, unsigned i)
     if (!x->buf[i])
         return -ENOMEM;
     run.out = x->buf[i];
+    step_bounds(x, &run);
     uint64_t t0 = now_ns();
     int r = progs_run(x->prog[i], x->stream[i], &run);
     dm_compute_charge(now_ns() - t0);   /* the device model's core speed */
+    /* Relaxed: steps of one op that run at once (independent runs on
+     * several cores) only need the sum; nothing is published with it. */
+    __atomic_add_fetch(&x->insns, run.insns, __ATOMIC_RELAXED);
     x->olen[i] = run.out_len;
     return r ? r : (int64_t)run.out_len;
 }

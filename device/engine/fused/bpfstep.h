@@ -11,7 +11,11 @@
  *            in use by another step) - all before any step of the op runs;
  *   execute  the program over the input in blocks (bpf/blocks.h) with the
  *            client's uid, into the step's device buffer; the device
- *            model's core speed is charged for the time it took;
+ *            model's core speed is charged for the time it took; the
+ *            step stops at a block boundary past the engine's floor
+ *            (engine.h): -ETIME past its instructions (ENG_STEP_BUDGETS,
+ *            or what is left of the op's ENG_OP_BUDGETS) or the op's
+ *            device-time deadline, -ECANCELED once eng_cancel was called;
  *   end      references and streams are returned (also on failure).
  *
  * A failing program fails its step like any other step: later steps are

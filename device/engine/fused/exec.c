@@ -466,11 +466,26 @@ static unsigned independent_run(const struct eng_cisc *v, unsigned i)
     return j - i;
 }
 
+/* The engine's floor between steps (engine.h): -ECANCELED once the
+ * device is stopping, -ETIME past the op's device-time deadline, else 0.
+ * Within a bpf step the same bounds are checked at every block. */
+static int op_bound(const struct fop_run *x)
+{
+    if (__atomic_load_n(&x->e->cancel, __ATOMIC_RELAXED))
+        return -ECANCELED;
+    return now_ns() > x->deadline_ns ? -ETIME : 0;
+}
+
 /* Runs every step; returns 0 or the first failure (marked in v). */
 static int execute(struct fop_run *x)
 {
     struct eng_cisc *v = x->v;
     for (unsigned i = 0; i < v->n;) {
+        int r = op_bound(x);
+        if (r) {
+            fop_fail(v, i, r);
+            return r;
+        }
         unsigned run = independent_run(v, i);
         if (run >= 2 && x->e->cores > 1) {
             fan_run(x, run, step_task, &i);
@@ -505,6 +520,7 @@ static int run_locked(struct fop_run *x)
         fop_fail(x->v, 0, r);
         return r;
     }
+    x->deadline_ns = now_ns() + x->e->op_time_ns;   /* device time starts here */
     r = execute(x);
     return r ? r : fop_apply(x);
 }
@@ -522,6 +538,7 @@ static void run_init(struct fop_run *x, struct engine *e, struct eng_cmd *c,
     eng_fop_limits(e, &x->lim);
     x->nfiles = x->nclosed_fh = x->nns = x->nmuts = x->ndead = 0;
     x->fsync = false;
+    x->insns = 0;
     for (unsigned i = 0; i < v->n; i++) {
         x->sfile[i] = FOP_NOFILE;
         x->sacc[i] = 0;

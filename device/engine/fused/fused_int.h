@@ -85,6 +85,9 @@ struct fop_run {
     unsigned ndead;
     struct progs_prog *prog[WIRE_MAX_STEPS];     /* BPF steps' programs (bpfstep.h) */
     struct progs_stream *stream[WIRE_MAX_STEPS]; /* and their claimed streams */
+    /* The floor on the op's work (engine.h, ENG_OP_TIME_MS_DEFAULT). */
+    uint64_t deadline_ns;               /* now_ns() past which it fails with -ETIME */
+    uint64_t insns;                     /* its bpf steps' instructions so far (atomic) */
 };
 
 /* Phase 2: resolves files and checks every step's permission; on failure

@@ -179,6 +179,7 @@ protected:
     struct eng_cred root = {}, user = {};
     unsigned cores = 4;
     uint64_t dev_ram = 0;
+    uint64_t op_time_ms = 0;   // eng_config.op_time_ms: 0 = the default ceiling
 
     void SetUp() override { Boot(16384); }
 
@@ -215,6 +216,7 @@ protected:
         cfg.sched = "fifo";
         cfg.direct = true;
         cfg.dev_ram = dev_ram;
+        cfg.op_time_ms = op_time_ms;
         ASSERT_EQ(eng_create(fs, &cfg, &eng), 0);
     }
 

@@ -694,3 +694,53 @@ TEST_F(Cisc, ManyThreadsSameAndDifferentFiles)
     for (int t = 0; t < 4; t++)
         EXPECT_EQ(Get("own" + std::to_string(t)).size(), 5000u);
 }
+
+// The engine's floor on an op (engine.h): past its device-time ceiling the
+// op fails at the next step boundary with -ETIME, and once the engine is
+// cancelled (shutdown) every op fails with -ECANCELED; nothing is applied.
+TEST_F(Cisc, OpTimeCeilingStopsTheOpAtAStepBoundary)
+{
+    Shutdown();
+    op_time_ms = 5;   // far less than compressing 8 MiB at level 19 takes
+    Start();
+    std::string big = Pattern(8 << 20, 3);
+    Put("big", big);
+    Put("out", "before");
+    Arena a;
+    Vec v(a);
+    auto o = v.Open("out", O_WRONLY | O_TRUNC);
+    auto in = v.Open("big", O_RDONLY);
+    auto r = v.Read(in, 0, big.size());
+    auto z = v.Compute(WIRE_STEP_ZSTD_COMPRESS, r, "", 19);
+    auto c = v.Compute(WIRE_STEP_CRC32C, z);
+    auto w = v.Write(o, 0, c);
+    struct eng_cisc out;
+    EXPECT_EQ(Run(v, &out), -ETIME);
+    // Some step met the ceiling at its start: those before it finished,
+    // those after it did not run.
+    unsigned k = out.bad_step;
+    ASSERT_LE(k, (unsigned)w);
+    EXPECT_EQ(out.res[k].ret, -ETIME);
+    for (unsigned i = 0; i < k; i++)
+        EXPECT_GE(out.res[i].ret, 0) << i;
+    for (unsigned i = k + 1; i <= (unsigned)w; i++)
+        EXPECT_EQ(out.res[i].ret, -ECANCELED) << i;
+    EXPECT_EQ(Get("out"), "before");       // the truncate was not applied
+}
+
+TEST_F(Cisc, CancelledEngineFailsOpsWithEcanceled)
+{
+    Put("out", "before");
+    eng_cancel(eng);
+    Arena a;
+    Vec v(a);
+    auto o = v.Open("out", O_WRONLY | O_TRUNC);
+    auto w = v.Write(o, 0, -1, "after");
+    struct eng_cisc out;
+    EXPECT_EQ(Run(v, &out), -ECANCELED);
+    EXPECT_EQ(out.res[o].ret, -ECANCELED);
+    EXPECT_EQ(out.res[w].ret, -ECANCELED);
+    EXPECT_EQ(Get("out"), "before");
+    struct sfs_attr at;
+    EXPECT_EQ(sfs_getattr(fs, Ino("out"), &at), 0);   // other commands still run
+}

@@ -150,6 +150,55 @@ TEST_F(Run, BudgetIsPerInvocationAndGivesEtime)
     progs_put(pp);
 }
 
+// The engine's floor on a whole step (engine.h): instructions summed over
+// blocks, a deadline, a cancel flag; each stops the run at the block
+// boundary where it is seen, with its own errno, and a program that stays
+// under its per-invocation budget in every block cannot outrun them.
+TEST_F(Run, StepBoundsStopAtABlockBoundary)
+{
+    progs_close(reg);
+    lim.budget = 20000;
+    Open();
+    struct progs_prog *pp = Get("burn");
+    std::string in(200, 0);
+    std::vector<uint8_t> out(400);
+    struct progs_run run = {};
+    run.block_size = 1;
+    run.arg[0] = 1000;                 // well under the budget in every block
+    ASSERT_EQ(Go(pp, in, out, run), 0);
+    ASSERT_EQ(run.blocks, 200u);
+    uint64_t per_block = run.insns / run.blocks;
+    EXPECT_LT(per_block, 20000u);
+    run = {};
+    run.block_size = 1;
+    run.arg[0] = 1000;
+    run.insns_max = 10 * per_block + per_block / 2;
+    EXPECT_EQ(Go(pp, in, out, run), -ETIME);
+    EXPECT_EQ(run.blocks, 11u);        // the block that went past it ran, no more
+    EXPECT_EQ(run.fail_block, 10u);
+    run = {};
+    run.block_size = 1;
+    run.arg[0] = 1000;
+    run.deadline_ns = 1;               // long past
+    EXPECT_EQ(Go(pp, in, out, run), -ETIME);
+    EXPECT_EQ(run.blocks, 1u);
+    uint32_t cancel = 1;
+    run = {};
+    run.block_size = 1;
+    run.arg[0] = 1000;
+    run.cancel = &cancel;
+    EXPECT_EQ(Go(pp, in, out, run), -ECANCELED);
+    EXPECT_EQ(run.blocks, 1u);
+    cancel = 0;
+    run.cancel = &cancel;
+    EXPECT_EQ(Go(pp, in, out, run), 0);
+    struct progs_info i;
+    ASSERT_TRUE(Show("burn", &i));
+    EXPECT_EQ(i.budget_hits, 2u);      // the step bounds count as budget hits
+    EXPECT_EQ(i.errors, 1u);           // the cancel as an error
+    progs_put(pp);
+}
+
 TEST_F(Run, OutputLargerThanTheStepFails)
 {
     struct progs_prog *pp = Get("upper");
