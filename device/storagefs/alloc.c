@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/corrupt.h"
-#include "device/storagefs/sfs_internal.h"
+#include "device/storagefs/sfs_int.h"
 
 #define MAX_RUN (1u << 20)
 #define ALLOC_WINDOW 64u   /* blocks; see data_start() */

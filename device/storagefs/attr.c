@@ -12,7 +12,7 @@
 #include "device/storagefs/extent.h"
 #include "device/storagefs/file.h"
 #include "device/storagefs/inode.h"
-#include "device/storagefs/sfs_internal.h"
+#include "device/storagefs/sfs_int.h"
 
 #define TRIM_EXTENTS 8u
 

@@ -16,7 +16,7 @@
 #include "common/le.h"
 #include "device/storagefs/alloc.h"
 #include "device/storagefs/inode.h"
-#include "device/storagefs/sfs_internal.h"
+#include "device/storagefs/sfs_int.h"
 
 struct node {
     uint8_t *p;                  /* node header */

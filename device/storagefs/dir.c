@@ -13,7 +13,7 @@
 #include "common/le.h"
 #include "device/storagefs/btree.h"
 #include "device/storagefs/inode.h"
-#include "device/storagefs/sfs_internal.h"
+#include "device/storagefs/sfs_int.h"
 
 static struct bt tree(struct sfs *fs, struct sfs_inode *dp, struct jnl_handle *h)
 {

@@ -12,7 +12,7 @@
 #include "device/storagefs/file.h"
 #include "device/storagefs/inode.h"
 #include "device/storagefs/jdata.h"
-#include "device/storagefs/sfs_internal.h"
+#include "device/storagefs/sfs_int.h"
 
 static struct bt tree(struct sfs *fs, struct sfs_inode *ip, struct jnl_handle *h)
 {

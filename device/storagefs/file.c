@@ -16,7 +16,7 @@
 #include "device/storagefs/extent.h"
 #include "device/storagefs/inode.h"
 #include "device/storagefs/jdata.h"
-#include "device/storagefs/sfs_internal.h"
+#include "device/storagefs/sfs_int.h"
 #include "device/storagefs/xattr.h"
 
 #define BS SFS_BSIZE

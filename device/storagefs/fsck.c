@@ -17,7 +17,7 @@
 #include "common/corrupt.h"
 #include "common/le.h"
 #include "device/storagefs/fsck_int.h"
-#include "device/storagefs/sfs_internal.h"
+#include "device/storagefs/sfs_int.h"
 
 /* ---- reporting and reading ------------------------------------------------------ */
 

@@ -13,7 +13,7 @@
 #include "common/le.h"
 #include "device/storagefs/alloc.h"
 #include "device/storagefs/btree.h"
-#include "device/storagefs/sfs_internal.h"
+#include "device/storagefs/sfs_int.h"
 
 #define NBUCKETS   512u          /* hash chains per shard */
 #define MAX_UNUSED 512u          /* per shard: 32768 cached unused inodes */

@@ -8,7 +8,7 @@
 #include "common/minmax.h"
 #include "device/storagefs/bcache.h"
 #include "device/storagefs/journal.h"
-#include "device/storagefs/sfs_internal.h"
+#include "device/storagefs/sfs_int.h"
 
 #define BS ((uint64_t)SFS_BSIZE)
 

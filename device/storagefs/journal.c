@@ -20,7 +20,7 @@
 #include "common/le.h"
 #include "device/storagefs/alloc.h"
 #include "device/storagefs/inode.h"
-#include "device/storagefs/sfs_internal.h"
+#include "device/storagefs/sfs_int.h"
 
 enum { T_RUNNING = 1, T_LOCKED = 2 };
 

@@ -16,7 +16,7 @@
 #include "device/storagefs/dir.h"
 #include "device/storagefs/file.h"
 #include "device/storagefs/inode.h"
-#include "device/storagefs/sfs_internal.h"
+#include "device/storagefs/sfs_int.h"
 
 #define LINK_MAX_COUNT 65000u
 #define CREATE_CREDITS 40u

@@ -24,7 +24,7 @@
 #include "device/storagefs/file.h"
 #include "device/storagefs/inode.h"
 #include "device/storagefs/jreplay.h"
-#include "device/storagefs/sfs_internal.h"
+#include "device/storagefs/sfs_int.h"
 
 #define CACHE_BLOCKS 65536u      /* about 256 MiB of metadata blocks */
 

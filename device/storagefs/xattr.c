@@ -13,7 +13,7 @@
 #include "common/le.h"
 #include "device/storagefs/alloc.h"
 #include "device/storagefs/inode.h"
-#include "device/storagefs/sfs_internal.h"
+#include "device/storagefs/sfs_int.h"
 
 #define SMALL_VALUE 2048u        /* larger values go to value blocks */
 

@@ -3,7 +3,7 @@
 
 #include "device/storagefs/alloc.h"
 #include "device/storagefs/journal.h"
-#include "device/storagefs/sfs_internal.h"
+#include "device/storagefs/sfs_int.h"
 
 int sfs_probe_checkpoint(struct sfs *fs)
 {

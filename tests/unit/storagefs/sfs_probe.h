@@ -1,8 +1,8 @@
 /*
  * tests/unit/storagefs/sfs_probe.h - the few internal StorageFS calls the
- * tests make, behind a C boundary: the internal headers use C11 _Atomic,
- * which C++ compilers other than clang do not accept, so only C includes
- * them (sfs_probe.c).
+ * tests make, behind a C boundary: the internal headers are C, not
+ * written to compile as C++ with every compiler (g++ rejected their C11
+ * atomics), so only C includes them (sfs_probe.c).
  */
 #ifndef CISC_TESTS_SFS_PROBE_H
 #define CISC_TESTS_SFS_PROBE_H

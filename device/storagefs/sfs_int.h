@@ -1,5 +1,5 @@
 /*
- * device/storagefs/sfs_internal.h - the mounted file system and in-memory
+ * device/storagefs/sfs_int.h - the mounted file system and in-memory
  * inode, shared by the StorageFS modules (never included outside
  * device/storagefs/).
  *
@@ -16,8 +16,8 @@
  *   4. Every mutating operation runs inside one journal handle (its own,
  *      or that of the caller's sfs_txn).
  */
-#ifndef CISC_SFS_INTERNAL_H
-#define CISC_SFS_INTERNAL_H
+#ifndef CISC_SFS_INT_H
+#define CISC_SFS_INT_H
 
 #include <pthread.h>
 #include <stdbool.h>
