@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 
-#include "bpf/diag.h"
+#include "bpf/loader_int.h"
 #include "bpf/elf.h"
 
 struct btf;

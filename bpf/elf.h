@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bpf/diag.h"
+#include "bpf/loader_int.h"
 
 /* The subset of <elf.h> constants the reader checks, under our prefix. */
 #define VM_ELF_SHT_PROGBITS 1

@@ -2,7 +2,7 @@
  * bpf/interp.c - the eBPF interpreter (RFC 9669, full ISA).
  *
  * vm_prepare() decodes the program once into an array of 16-byte
- * instructions (bpf/interp_ops.h): one internal operation per opcode
+ * instructions (bpf/interp_int.h): one internal operation per opcode
  * variant (64/32-bit, K/X, signed or not, each size), jump and call
  * targets as pointers, ld_imm64 values (rodata already resolved to an
  * address), helpers looked up. Anything malformed decodes as INVALID and
@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bpf/interp_ops.h"
+#include "bpf/interp_int.h"
 
 enum vm_access { VM_ACC_LOAD, VM_ACC_STORE, VM_ACC_ATOMIC, VM_ACC_HELPER_R, VM_ACC_HELPER_W };
 

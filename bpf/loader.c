@@ -29,7 +29,7 @@
 
 #include "bpf/abi.h"
 #include "bpf/btfext.h"
-#include "bpf/diag.h"
+#include "bpf/loader_int.h"
 #include "bpf/elf.h"
 #include "common/le.h"
 

@@ -1,5 +1,5 @@
 /*
- * bpf/interp_ops.h - private to the interpreter: the pre-decoded
+ * bpf/interp_int.h - private to the interpreter: the pre-decoded
  * instruction form that vm_prepare() builds and the loop runs, the list of
  * internal operations, and the arithmetic of each one.
  *
@@ -14,8 +14,8 @@
  *   3. 32-bit operations return uint32_t, so assigning the result to a
  *      64-bit register zero-extends it.
  */
-#ifndef CISC_BPF_INTERP_OPS_H
-#define CISC_BPF_INTERP_OPS_H
+#ifndef CISC_BPF_INTERP_INT_H
+#define CISC_BPF_INTERP_INT_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /*
- * bpf/diag.h - one-line error messages for the loader's internal modules
+ * bpf/loader_int.h - private to the loader: one-line error messages for the loader's internal modules
  * (elf.c, btfext.c, loader.c).
  *
  * A struct vm_diag is the caller's buffer; the first failure fills it and
@@ -11,8 +11,8 @@
  *      any byte) are replaced by '?'.
  *   2. Only the first report is kept; vm_diagf() never fails.
  */
-#ifndef CISC_BPF_DIAG_H
-#define CISC_BPF_DIAG_H
+#ifndef CISC_BPF_LOADER_INT_H
+#define CISC_BPF_LOADER_INT_H
 
 #include <stdarg.h>
 #include <stdbool.h>
