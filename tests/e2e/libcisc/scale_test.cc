@@ -4,6 +4,8 @@
 // of queues or arena memory (device/queue/queue.h).
 #include "tests/e2e/libcisc/cisc_fixture.h"
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -25,8 +27,10 @@ protected:
         return p;
     }
 
-    // nsess sessions with per queues each, every queue used once.
-    void Open(std::vector<struct cisc_session *> &ss, int nsess, int per)
+    // nsess sessions with per queues each (into *qs if given), every
+    // queue used once.
+    void Open(std::vector<struct cisc_session *> &ss, int nsess, int per,
+              std::vector<struct cisc_queue *> *qs = nullptr)
     {
         struct cisc_queue_params p = Small();
         for (int i = 0; i < nsess; i++) {
@@ -37,6 +41,8 @@ protected:
                 struct cisc_queue *y;
                 ASSERT_EQ(cisc_queue_create_params(x, &p, &y), 0) << i << " " << j;
                 ASSERT_EQ(cisc_nop(y), 0);
+                if (qs)
+                    qs->push_back(y);
             }
         }
     }
@@ -68,58 +74,88 @@ double Seconds(std::chrono::steady_clock::time_point since)
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
-// 6,400 queues in 100 sessions go away in one go; meanwhile another
-// client's `cisc status` is answered. The bounds tell "works" from "holds
-// the control socket for minutes" (each removal used to wait for a full
-// sweep of every queue): they are not performance figures.
-TEST_F(Scale, ThousandsOfQueuesTearDownWhileTheDeviceAnswers)
+// Sessions for the many-queues test: CISC_E2E_SCALE_SESSIONS, or 100
+// (6,400 queues). The issue's 1,020 sessions fit one uid's root.
+int ScaleSessions()
 {
-    std::vector<struct cisc_session *> ss;
-    Open(ss, 100, 64);
-    if (HasFatalFailure())
-        return;
-    ASSERT_EQ(Status("qp", "queues"), 6401);
-    std::atomic<bool> done{ false };
-    auto t0 = std::chrono::steady_clock::now();
-    std::thread down([&] {
-        for (auto *x : ss)
-            cisc_session_close(x);
-        done = true;
-    });
-    RunResult st = Sh("timeout 60 " + cisc + " status " + mnt);
-    double status_s = Seconds(t0);
-    down.join();
-    double down_s = Seconds(t0);
-    fprintf(stderr, "teardown of 6400 queues: %.2f s; status answered after %.2f s\n", down_s,
-            status_s);
-    EXPECT_EQ(st.status, 0) << st.out;
-    EXPECT_LT(status_s, 30.0);
-    EXPECT_LT(down_s, 60.0);
-    EXPECT_TRUE(WaitStatus("qp", "queues", 1));
-    EXPECT_EQ(cisc_nop(q), 0);
-    ExpectDeviceUp();
+    const char *v = getenv("CISC_E2E_SCALE_SESSIONS");
+    return v && atoi(v) > 0 ? atoi(v) : 100;
 }
 
-// A thousand idle queues: the device process uses well under a third of
-// one CPU (the poller used to sweep them all every millisecond and spin at
-// 100%), and every queue still answers at once when used again.
-TEST_F(Scale, IdleQueuesCostNoCpu)
+// A client holding 6,400 queues in 100 sessions dies: the device tears
+// them all down at once while another client's `cisc status` is
+// answered. Idle before, they cost the device little CPU (under 15% of
+// one CPU; 25% before the active set, 2.5% with it). The bounds
+// tell "works" from "holds the control socket for minutes" or "spins at
+// 100%" (each removal used to wait for a sweep of every queue, and the
+// poller swept them all every millisecond): not performance figures.
+TEST_F(Scale, ThousandsOfQueuesTearDownWhileTheDeviceAnswers)
 {
-    std::vector<struct cisc_session *> ss;
-    Open(ss, 16, 63);
-    if (HasFatalFailure())
-        return;
+    int nsess = ScaleSessions(), ready[2];
+    ASSERT_EQ(pipe(ready), 0);
+    pid_t child = fork();
+    if (child == 0) {
+        close(ready[0]);
+        std::vector<struct cisc_session *> ss;
+        Open(ss, nsess, 64);
+        if (HasFailure() || write(ready[1], "y", 1) != 1)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    close(ready[1]);
+    char c;
+    bool up = read(ready[0], &c, 1) == 1;
+    close(ready[0]);
+    ASSERT_TRUE(up) << "the client could not open its queues";
+    long long want = 64LL * nsess + 1;
+    EXPECT_EQ(Status("qp", "queues"), want);
     pid_t pid = DaemonPid();
     ASSERT_GT(pid, 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(500));   // past every spin
     long long t0 = CpuTicks(pid);
     auto w0 = std::chrono::steady_clock::now();
     std::this_thread::sleep_for(std::chrono::seconds(2));
-    long long t1 = CpuTicks(pid);
-    double wall = Seconds(w0), cpu = (double)(t1 - t0) / (double)sysconf(_SC_CLK_TCK);
-    fprintf(stderr, "device CPU with 1009 idle queues: %.1f%% of one CPU\n", 100 * cpu / wall);
-    ASSERT_GE(t0, 0);
-    EXPECT_LT(cpu, 0.3 * wall);
+    double cpu = (double)(CpuTicks(pid) - t0) / (double)sysconf(_SC_CLK_TCK), wall = Seconds(w0);
+    fprintf(stderr, "device CPU with %lld idle queues: %.1f%% of one CPU\n", want,
+            100 * cpu / wall);
+    EXPECT_LT(cpu, 0.15 * wall);
+
+    auto d0 = std::chrono::steady_clock::now();
+    kill(child, SIGKILL);   // every connection closes at once
+    waitpid(child, nullptr, 0);
+    RunResult st = Sh("timeout 60 " + cisc + " status " + mnt);
+    double status_s = Seconds(d0);
+    EXPECT_EQ(st.status, 0) << st.out;
+    long long left = -1;
+    while ((left = Status("qp", "queues")) != 1 && Seconds(d0) < 120)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    double down_s = Seconds(d0);
+    fprintf(stderr, "teardown of %lld queues: %.2f s; status answered after %.2f s\n", want - 1,
+            down_s, status_s);
+    EXPECT_EQ(left, 1);
+    EXPECT_LT(status_s, 30.0);
+    EXPECT_LT(down_s, 60.0);
+    EXPECT_EQ(cisc_nop(q), 0);
+    ExpectDeviceUp();
+}
+
+// A thousand queues idle long enough to sleep (most of them beyond what
+// one futex_waitv watches) each answer when used again, in any order.
+TEST_F(Scale, IdleQueuesWakeWhenUsed)
+{
+    std::vector<struct cisc_session *> ss;
+    std::vector<struct cisc_queue *> qs;
+    Open(ss, 16, 63, &qs);
+    if (HasFatalFailure())
+        return;
+    for (int round = 0; round < 2; round++) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));   // all asleep
+        for (size_t i = 0; i < qs.size(); i++) {
+            size_t k = round ? i : qs.size() - 1 - i;
+            ASSERT_EQ(cisc_nop(qs[k]), 0) << k;
+        }
+    }
     EXPECT_EQ(cisc_nop(q), 0);
     for (auto *x : ss)
         cisc_session_close(x);
