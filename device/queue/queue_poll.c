@@ -2,7 +2,8 @@
  * device/queue/queue_poll.c - the pollers: sweep queue pairs, fetch submissions
  * within the CQ's room, copy each SQE once and have it validated into an
  * engine command (sqe.c), hand the sweep's commands to the scheduler;
- * spin, then sleep on every doorbell at once. See queue.h for the design.
+ * keep the active set (idle queues sleep until their doorbell rings),
+ * take and drop queues handed over. See queue.h for the design.
  */
 #include "device/queue/queue_int.h"
 
@@ -244,12 +245,15 @@ static unsigned sweep(struct qp_poller *p, uint64_t spin_ns)
  * went to sleep (a client rings after every submission it makes while
  * NEED_WAKEUP is set, and after freeing CQ room). A woken queue stays
  * active only if a sweep finds work on it. */
-static void check_asleep(struct qp_poller *p, unsigned from, unsigned to, uint64_t spin_ns)
+static void check_asleep(struct qp_poller *p, unsigned from, unsigned to, uint64_t now,
+                         uint64_t spin_ns)
 {
-    uint64_t now = now_ns();
     for (unsigned i = from; i < to; i++) {
         struct qp *qp = p->q[i];
-        if (__atomic_load_n(&qp->hdr->sq_doorbell, __ATOMIC_RELAXED) == qp->bell)
+        /* Pairs with the client's release increment of the doorbell
+         * (ring_doorbell): the sq_tail it published before is visible to
+         * the sweep that follows. */
+        if (__atomic_load_n(&qp->hdr->sq_doorbell, __ATOMIC_ACQUIRE) == qp->bell)
             continue;
         set_need_wakeup(qp, false);
         qp->busy_ns = now - spin_ns;
@@ -268,12 +272,12 @@ static unsigned watched_end(const struct qp_poller *p)
 static void check_bells(struct qp_poller *p, uint64_t spin_ns)
 {
     unsigned w = watched_end(p);
-    check_asleep(p, p->nactive, w, spin_ns);
     uint64_t now = now_ns();
+    check_asleep(p, p->nactive, w, now, spin_ns);
     if (w == p->nq || now < p->scan_at)
         return;
     unsigned before = p->nactive;
-    check_asleep(p, w, p->nq, spin_ns);
+    check_asleep(p, w, p->nq, now, spin_ns);
     p->scan_ns = p->nactive > before ? QP_SCAN_MIN_NS
                  : 2 * p->scan_ns > QP_SCAN_MAX_NS ? QP_SCAN_MAX_NS : 2 * p->scan_ns;
     p->scan_at = now + p->scan_ns;
