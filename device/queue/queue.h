@@ -30,11 +30,17 @@
  * its own: the poller announces it (WIRE_SQ_NEED_WAKEUP), rechecks, and
  * stops sweeping it; from then on its client rings its doorbell after
  * each submission. So a sweep costs the active queues only, whatever the
- * number of idle ones. With no active queue the poller sleeps on its
- * wake word and the doorbells of the most recently asleep queues at once
- * (futex_waitv, up to 127); the others, if any, it checks (one load of
- * the doorbell each) every 1 to 8 ms, and with an old kernel it naps 1 ms
- * at a time. A queue whose doorbell rang becomes active again.
+ * number of idle ones. Each asleep queue has a futex wait on its
+ * doorbell in the poller's io_uring (IORING_OP_FUTEX_WAIT, Linux 6.7,
+ * queue_bells.c), which completes when its client rings: with no active
+ * queue the poller sleeps in io_uring_enter, also woken by its wake word,
+ * and an idle queue costs nothing at all. Where the kernel lacks that (or
+ * io_uring is disabled), the poller sleeps on the doorbells of the most
+ * recently asleep queues at once (futex_waitv, up to 127) and checks the
+ * others (one load of the doorbell each) every 1 to 8 ms; with a kernel
+ * older than 5.16 it naps 1 ms at a time. A queue whose doorbell rang
+ * becomes active again. A queue's wait is cancelled, and its completion
+ * reaped, before its poller lets go of it (invariant 4).
  *
  * Adding and removing. Queues reach a poller through hand-over lists
  * under its lock; the thread takes them at the top of its next round.

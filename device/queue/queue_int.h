@@ -9,6 +9,7 @@
 #define CISC_DEVICE_QUEUE_INT_H
 
 #include <pthread.h>
+#include <stdbool.h>
 
 #include "device/engine/engine.h"
 #include "device/queue/queue.h"
@@ -31,6 +32,7 @@ struct qp {
     /* the poller thread's own: where qp sits in its array, and its sleep */
     unsigned pidx;
     uint32_t bell;                 /* sq_doorbell read when qp went to sleep */
+    bool armed;                    /* a futex wait on its doorbell is in p->bells */
     uint64_t busy_ns;              /* when a sweep last found work on it */
     uint32_t id;
     uint8_t *map;
@@ -67,6 +69,22 @@ struct qp_session {
     uint32_t next_id;
 };
 
+/* A poller's io_uring of futex waits (queue_bells.c). */
+struct qp_bells {
+    int fd;                        /* -1: none (futex_waitv and scans instead) */
+    void *ring;
+    size_t sqsz, sqesz;
+    struct io_uring_sqe *sqes;
+    unsigned *sq_head, *sq_tail, *sq_array, sq_mask;
+    unsigned *cq_head, *cq_tail, cq_mask;
+    struct io_uring_cqe *cqes;
+    unsigned queued;               /* SQEs not yet submitted */
+};
+
+/* Tags of a poller's io_uring completions besides a queue's address. */
+#define QP_BELL_TAG_WAKE   0u      /* the poller's wake word */
+#define QP_BELL_TAG_CANCEL 1u      /* a cancellation's own completion */
+
 struct qp_poller {
     struct qp_service *svc;
     unsigned idx;
@@ -94,6 +112,9 @@ struct qp_poller {
     unsigned capspare;
     uint64_t scan_ns, scan_at;     /* the asleep queues no futex_waitv watches:
                                       checked every scan_ns, next at scan_at */
+    struct qp_bells bells;         /* when it works, every asleep queue is watched */
+    uint64_t spin_ns;              /* poll_us: how long an active queue spins idle */
+    bool wake_armed;               /* bells waits on the wake word */
 };
 
 struct qp_cmd {
@@ -163,6 +184,24 @@ void qp_poller_drop(struct qp_poller *p, struct qp *qp);
 /* Waits until p let go of qp (asked by qp_poller_drop): from then on
  * the poller never touches qp. */
 void qp_poller_wait_dropped(struct qp_poller *p, struct qp *qp);
+
+/* queue_bells.c */
+/* Opens b (Linux 6.7's io_uring futex waits). Returns 0, or -errno when
+ * the kernel or its settings do not allow it (b->fd is then -1). */
+int qp_bells_open(struct qp_bells *b);
+void qp_bells_close(struct qp_bells *b);
+/* Queues a wait for *word to change from val (a shared futex unless
+ * private); its completion carries tag. Returns 0 or -errno. */
+int qp_bells_arm(struct qp_bells *b, uint32_t *word, uint32_t val, bool private, uint64_t tag);
+/* Queues the cancellation of the wait tagged tag (its completion then
+ * comes with -ECANCELED, unless it had completed). Returns 0 or -errno. */
+int qp_bells_cancel(struct qp_bells *b, uint64_t tag);
+/* Submits what is queued. Returns 0 or -errno. */
+int qp_bells_submit(struct qp_bells *b);
+/* Submits what is queued and sleeps until a completion is there. */
+int qp_bells_wait(struct qp_bells *b);
+/* Calls fn(arg, tag, res) for each completion there. Returns how many. */
+unsigned qp_bells_reap(struct qp_bells *b, void (*fn)(void *, uint64_t, int32_t), void *arg);
 
 /* queue_done.c */
 /* READDIR output (struct eng_cmd's fill for a queue command): one struct

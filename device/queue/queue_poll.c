@@ -200,6 +200,24 @@ static void set_need_wakeup(struct qp *qp, bool on)
     __atomic_store_n(&qp->hdr->sq_flags, qp->sq_flags, __ATOMIC_RELAXED);
 }
 
+static bool bells_on(const struct qp_poller *p)
+{
+    return p->bells.fd >= 0;
+}
+
+/* With the io_uring, has it wait on qp's doorbell from bell on (once:
+ * a wait still pending from before is as good). Returns false if it
+ * cannot, and qp must stay active: with the io_uring every asleep queue
+ * is watched. */
+static bool arm(struct qp_poller *p, struct qp *qp)
+{
+    if (!bells_on(p) || qp->armed)
+        return true;
+    qp->armed = !qp_bells_arm(&p->bells, &qp->hdr->sq_doorbell, qp->bell, false,
+                              (uintptr_t)qp);
+    return qp->armed;
+}
+
 /* Puts the active qp to sleep: announces it (NEED_WAKEUP), then rechecks.
  * Returns true if it went to sleep (it then left slot qp->pidx). */
 static bool try_sleep(struct qp_poller *p, struct qp *qp)
@@ -212,7 +230,7 @@ static bool try_sleep(struct qp_poller *p, struct qp *qp)
      * sq_flags load: either it sees NEED_WAKEUP (and rings), or we see
      * its tail here. */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (fetchable(qp)) {
+    if (fetchable(qp) || !arm(p, qp)) {
         set_need_wakeup(qp, false);
         return false;
     }
@@ -241,6 +259,16 @@ static unsigned sweep(struct qp_poller *p, uint64_t spin_ns)
     return did;
 }
 
+/* The asleep qp becomes active; it stays so only if a sweep finds work on
+ * it after busy (now - spin_ns: a ring that brought nothing sends it
+ * straight back to sleep). */
+static void wake_queue(struct qp_poller *p, struct qp *qp, uint64_t busy)
+{
+    set_need_wakeup(qp, false);
+    qp->busy_ns = busy;
+    to_active(p, qp->pidx);
+}
+
 /* Wakes the asleep queues at [from, to) whose doorbell rang since they
  * went to sleep (a client rings after every submission it makes while
  * NEED_WAKEUP is set, and after freeing CQ room). A woken queue stays
@@ -253,11 +281,24 @@ static void check_asleep(struct qp_poller *p, unsigned from, unsigned to, uint64
         /* Pairs with the client's release increment of the doorbell
          * (ring_doorbell): the sq_tail it published before is visible to
          * the sweep that follows. */
-        if (__atomic_load_n(&qp->hdr->sq_doorbell, __ATOMIC_ACQUIRE) == qp->bell)
-            continue;
-        set_need_wakeup(qp, false);
-        qp->busy_ns = now - spin_ns;
-        to_active(p, i);   /* slot i takes an asleep queue already checked */
+        if (__atomic_load_n(&qp->hdr->sq_doorbell, __ATOMIC_ACQUIRE) != qp->bell)
+            wake_queue(p, qp, now - spin_ns);   /* slot i takes one already checked */
+    }
+}
+
+/* One completion of the io_uring: a doorbell rang (or changed before the
+ * wait began), the wake word changed, or a cancellation. */
+static void on_bell(void *arg, uint64_t tag, int32_t res)
+{
+    struct qp_poller *p = arg;
+    (void)res;   /* woken, -EAGAIN (changed already) or -ECANCELED: all end the wait */
+    if (tag == QP_BELL_TAG_WAKE) {
+        p->wake_armed = false;
+    } else if (tag != QP_BELL_TAG_CANCEL) {
+        struct qp *qp = (struct qp *)(uintptr_t)tag;
+        qp->armed = false;
+        if (qp->pidx >= p->nactive)
+            wake_queue(p, qp, now_ns() - p->spin_ns);
     }
 }
 
@@ -403,10 +444,36 @@ static void take_spare(struct qp_poller *p)
     p->capspare = 0;
 }
 
+/* True while a doomed queue still has a wait in the io_uring. */
+static bool doomed_armed(const struct qp_poller *p)
+{
+    for (const struct qp *q = p->doomed; q; q = q->pnext)
+        if (q->armed)
+            return true;
+    return false;
+}
+
+/* Cancels the io_uring's waits on the doomed queues' doorbells and reaps
+ * until none is left (lock held): a completion must never name a queue
+ * already let go. Waiting for completions may wake other queues. */
+static void disarm_doomed(struct qp_poller *p)
+{
+    for (struct qp *q = p->doomed; q; q = q->pnext)
+        while (q->armed && qp_bells_cancel(&p->bells, (uintptr_t)q)) {
+            qp_bells_wait(&p->bells);   /* full: make room */
+            qp_bells_reap(&p->bells, on_bell, p);
+        }
+    while (doomed_armed(p)) {
+        qp_bells_wait(&p->bells);
+        qp_bells_reap(&p->bells, on_bell, p);
+    }
+}
+
 /* Lets go of the doomed queues (lock held): from now on the thread never
  * touches them (invariant 4). */
 static void drop_doomed(struct qp_poller *p)
 {
+    disarm_doomed(p);
     while (p->doomed) {
         struct qp *qp = p->doomed;
         p->doomed = qp->pnext;
@@ -485,6 +552,15 @@ static void poller_sleep(struct qp_poller *p, uint64_t spin_ns)
     if (__atomic_load_n(&p->gen, __ATOMIC_RELAXED) != p->seen)
         return;
     __atomic_add_fetch(&p->svc->sleeps, 1, __ATOMIC_RELAXED);
+    if (bells_on(p)) {
+        /* A wait on the wake word still pending from before is as good:
+         * nothing bumped it since (that would have completed it). */
+        if (!p->wake_armed)
+            p->wake_armed = !qp_bells_arm(&p->bells, &p->wake, wk, true, QP_BELL_TAG_WAKE);
+        qp_bells_wait(&p->bells);
+        qp_bells_reap(&p->bells, on_bell, p);
+        return;
+    }
     wait_bells(p, wk);
     check_bells(p, spin_ns);
 }
@@ -493,7 +569,9 @@ static void *poller_main(void *arg)
 {
     struct qp_poller *p = arg;
     uint64_t spin_ns = (uint64_t)p->svc->poll_us * 1000u;
+    p->spin_ns = spin_ns;
     p->scan_ns = QP_SCAN_MIN_NS;
+    qp_bells_open(&p->bells);   /* in this thread: its completions run here */
     for (;;) {
         /* An unlocked peek: adopt() reads the lists and gen under p->lock,
          * so nothing needs ordering here. */
@@ -507,8 +585,14 @@ static void *poller_main(void *arg)
          * that rang meanwhile join them. */
         if (!sweep(p, spin_ns))
             dm_cpu_relax();
-        check_bells(p, spin_ns);
+        if (!bells_on(p)) {
+            check_bells(p, spin_ns);
+        } else {
+            qp_bells_submit(&p->bells);   /* the waits of queues just asleep */
+            qp_bells_reap(&p->bells, on_bell, p);
+        }
     }
+    qp_bells_close(&p->bells);
     return NULL;
 }
 
