@@ -35,7 +35,8 @@
  * queue_bells.c), which completes when its client rings: with no active
  * queue the poller sleeps in io_uring_enter, also woken by its wake word,
  * and an idle queue costs nothing at all. Where the kernel lacks that (or
- * io_uring is disabled), the poller sleeps on the doorbells of the most
+ * io_uring is disabled, or CISC_QP_NO_URING is in the device's
+ * environment: for tests), the poller sleeps on the doorbells of the most
  * recently asleep queues at once (futex_waitv, up to 127) and checks the
  * others (one load of the doorbell each) every 1 to 8 ms; with a kernel
  * older than 5.16 it naps 1 ms at a time. A queue whose doorbell rang

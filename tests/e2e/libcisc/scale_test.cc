@@ -67,6 +67,29 @@ protected:
         }
         return utime < 0 || stime < 0 ? -1 : utime + stime;
     }
+
+    // A thousand queues idle long enough to sleep (most of them beyond
+    // what one futex_waitv watches) each answer when used again, in
+    // either order.
+    void WakeAfterIdle()
+    {
+        std::vector<struct cisc_session *> ss;
+        std::vector<struct cisc_queue *> qs;
+        Open(ss, 16, 63, &qs);
+        if (HasFatalFailure())
+            return;
+        for (int round = 0; round < 2; round++) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));   // all asleep
+            for (size_t i = 0; i < qs.size(); i++) {
+                size_t k = round ? i : qs.size() - 1 - i;
+                ASSERT_EQ(cisc_nop(qs[k]), 0) << k;
+            }
+        }
+        EXPECT_EQ(cisc_nop(q), 0);
+        for (auto *x : ss)
+            cisc_session_close(x);
+        EXPECT_TRUE(WaitStatus("qp", "queues", 1));
+    }
 };
 
 double Seconds(std::chrono::steady_clock::time_point since)
@@ -140,26 +163,25 @@ TEST_F(Scale, ThousandsOfQueuesTearDownWhileTheDeviceAnswers)
     ExpectDeviceUp();
 }
 
-// A thousand queues idle long enough to sleep (most of them beyond what
-// one futex_waitv watches) each answer when used again, in any order.
+
 TEST_F(Scale, IdleQueuesWakeWhenUsed)
 {
-    std::vector<struct cisc_session *> ss;
-    std::vector<struct cisc_queue *> qs;
-    Open(ss, 16, 63, &qs);
-    if (HasFatalFailure())
-        return;
-    for (int round = 0; round < 2; round++) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));   // all asleep
-        for (size_t i = 0; i < qs.size(); i++) {
-            size_t k = round ? i : qs.size() - 1 - i;
-            ASSERT_EQ(cisc_nop(qs[k]), 0) << k;
-        }
-    }
-    EXPECT_EQ(cisc_nop(q), 0);
-    for (auto *x : ss)
-        cisc_session_close(x);
-    EXPECT_TRUE(WaitStatus("qp", "queues", 1));
+    WakeAfterIdle();
+}
+
+// The same where the kernel has no futex waits in io_uring (futex_waitv
+// for the most recent, scans for the others).
+TEST_F(Scale, IdleQueuesWakeWhenUsedWithoutIoUring)
+{
+    cisc_session_close(s);
+    s = nullptr;
+    Down();
+    setenv("CISC_QP_NO_URING", "1", 1);
+    Up();
+    unsetenv("CISC_QP_NO_URING");
+    ASSERT_EQ(cisc_session_open(mnt.c_str(), &s), 0);
+    ASSERT_EQ(cisc_queue_create(s, &q), 0);
+    WakeAfterIdle();
 }
 
 // A uid other than root gets at most QP_UID_MAX_QUEUES queues over all its
