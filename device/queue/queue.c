@@ -9,6 +9,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -140,7 +141,7 @@ static void session_unlink(struct qp_session *s)
     pthread_mutex_unlock(&svc->lock);
 }
 
-static void qp_free(struct qp *qp);
+static void qp_release(struct qp *qp);
 
 void qp_session_destroy(struct qp_session *s)
 {
@@ -151,10 +152,17 @@ void qp_session_destroy(struct qp_session *s)
     s->qps = NULL;
     s->nqps = 0;
     pthread_mutex_unlock(&s->lock);
+    /* All queues to their pollers first: they go in one round each, not
+     * one round per queue. */
+    for (struct qp *qp = list; qp; qp = qp->next)
+        if (qp->poller)
+            qp_poller_drop(qp->poller, qp);
     while (list) {
         struct qp *qp = list;
         list = qp->next;
-        qp_free(qp);
+        if (qp->poller)
+            qp_poller_wait_dropped(qp->poller, qp);
+        qp_release(qp);
     }
     /* No command of the session is in flight now: its handles can go. */
     eng_release_handles(s->svc->eng, s->hdl);
@@ -270,6 +278,73 @@ static struct qp_poller *pick_poller(struct qp_service *svc)
     return best;
 }
 
+/* uid's entry (service lock held), made when make is set; NULL if none
+ * or out of memory. */
+static struct qp_uid *uid_entry(struct qp_service *svc, uint32_t uid, bool make)
+{
+    for (struct qp_uid *u = svc->uids; u; u = u->next)
+        if (u->uid == uid)
+            return u;
+    struct qp_uid *u = make ? calloc(1, sizeof(*u)) : NULL;
+    if (u) {
+        u->uid = uid;
+        u->next = svc->uids;
+        svc->uids = u;
+    }
+    return u;
+}
+
+/* Counts qp (arena bytes of arena) against its session's uid, within the
+ * per-uid limits; root is not limited. Returns 0, -EDQUOT or -ENOMEM. */
+static int uid_charge(struct qp *qp, uint64_t arena)
+{
+    struct qp_service *svc = qp->sess->svc;
+    uint32_t uid = qp->sess->cred.uid;
+    if (uid == 0)
+        return 0;
+    pthread_mutex_lock(&svc->lock);
+    struct qp_uid *u = uid_entry(svc, uid, true);
+    int r = !u ? -ENOMEM
+            : u->queues >= QP_UID_MAX_QUEUES || arena > QP_UID_MAX_ARENA - u->arena ? -EDQUOT
+                                                                                    : 0;
+    if (!r) {
+        u->queues++;
+        u->arena += arena;
+        qp->charged = true;
+        qp->charge = arena;
+    } else if (u && !u->warned) {   /* once per uid while it holds queues: no log flood */
+        u->warned = true;
+        fprintf(stderr, "cisc device: uid %u refused a queue pair: it holds %u queues and "
+                "%llu MiB of arenas, the limit per uid is %u queues and %llu MiB\n",
+                uid, u->queues, (unsigned long long)(u->arena >> 20), QP_UID_MAX_QUEUES,
+                (unsigned long long)(QP_UID_MAX_ARENA >> 20));
+    }
+    pthread_mutex_unlock(&svc->lock);
+    return r;
+}
+
+/* Gives back what uid_charge counted for qp. */
+static void uid_uncharge(struct qp *qp)
+{
+    struct qp_service *svc = qp->sess->svc;
+    pthread_mutex_lock(&svc->lock);
+    struct qp_uid *u = uid_entry(svc, qp->sess->cred.uid, false);
+    assert(u && u->queues > 0 && u->arena >= qp->charge);
+    u->queues--;
+    u->arena -= qp->charge;
+    if (!u->queues) {
+        for (struct qp_uid **pp = &svc->uids; *pp; pp = &(*pp)->next) {
+            if (*pp == u) {
+                *pp = u->next;
+                break;
+            }
+        }
+        free(u);
+    }
+    pthread_mutex_unlock(&svc->lock);
+    qp->charged = false;
+}
+
 static int session_add(struct qp_session *s, struct qp *qp)
 {
     pthread_mutex_lock(&s->lock);
@@ -304,7 +379,9 @@ int qp_create(struct qp_session *s, const struct qp_geom *g, int *memfd, uint32_
         free(qp);
         return r;
     }
-    r = qp_map(qp, sq, cq, arena, memfd);
+    r = uid_charge(qp, arena);
+    if (!r)
+        r = qp_map(qp, sq, cq, arena, memfd);
     if (r) {
         qp_destroy(s, qp->id);   /* not mapped, not polled: just freed */
         return r;
@@ -351,11 +428,11 @@ bool qp_check(struct qp *qp)
 }
 #endif
 
-/* Stops polling qp, waits for its commands, wakes its client, frees it. */
-static void qp_free(struct qp *qp)
+/* Waits for qp's commands (its poller, if it had one, let go of it),
+ * wakes its client, frees it. */
+static void qp_release(struct qp *qp)
 {
-    if (qp->poller)
-        qp_poller_remove(qp->poller, qp);
+    assert(!qp->poller || qp->dropped);   /* 4: the poller no longer touches it */
     pthread_mutex_lock(&qp->cq_lock);
     /* Pairs with post()'s release decrement of inflight (its last touch
      * of qp); cq_lock, held by both, orders them too. */
@@ -368,6 +445,8 @@ static void qp_free(struct qp *qp)
         munmap(qp->map, qp->map_size);
         __atomic_sub_fetch(&qp->sess->svc->nqueues, 1, __ATOMIC_RELAXED);
     }
+    if (qp->charged)
+        uid_uncharge(qp);
     pthread_cond_destroy(&qp->drained);
     pthread_mutex_destroy(&qp->cq_lock);
     free(qp);
@@ -388,6 +467,10 @@ int qp_destroy(struct qp_session *s, uint32_t id)
     pthread_mutex_unlock(&s->lock);
     if (!found)
         return -ENOENT;
-    qp_free(found);
+    if (found->poller) {
+        qp_poller_drop(found->poller, found);
+        qp_poller_wait_dropped(found->poller, found);
+    }
+    qp_release(found);
     return 0;
 }

@@ -14,7 +14,7 @@
  * Decoding an SQE into a command is sqe.h's job.
  *
  * Pollers. `pollers` threads each serve a share of the queue pairs. A
- * poller sweeps its queues: for each it reads sq_tail once, fetches at
+ * poller sweeps its active queues: for each it reads sq_tail once, fetches at
  * most what the CQ has room for (and never more than sq_entries: bounded
  * work per poll, whatever the indices say), charges one link crossing for
  * the batch, copies each SQE once into private memory, validates it into
@@ -24,10 +24,35 @@
  * cores (so a batch spreads over free cores); small ones and the last may
  * run at once on the poller in a free core's slot (direct dispatch: a
  * small command costs less than waking a core). Every command therefore runs in a core slot, counted in the
- * scheduler's and the engine's statistics. With nothing to do a poller
- * spins poll_us, then announces sleep (WIRE_SQ_NEED_WAKEUP on each of its
- * queues) and sleeps on all their doorbells at once (futex_waitv; with an
- * old kernel, short timed sleeps instead).
+ * scheduler's and the engine's statistics.
+ *
+ * Active set. A queue with nothing to fetch for poll_us goes to sleep on
+ * its own: the poller announces it (WIRE_SQ_NEED_WAKEUP), rechecks, and
+ * stops sweeping it; from then on its client rings its doorbell after
+ * each submission. So a sweep costs the active queues only, whatever the
+ * number of idle ones. Each asleep queue has a futex wait on its
+ * doorbell in the poller's io_uring (IORING_OP_FUTEX_WAIT, Linux 6.7,
+ * queue_bells.c), which completes when its client rings: with no active
+ * queue the poller sleeps in io_uring_enter, also woken by its wake word,
+ * and an idle queue costs nothing at all. Where the kernel lacks that (or
+ * io_uring is disabled, or CISC_QP_NO_URING is in the device's
+ * environment: for tests), the poller sleeps on the doorbells of the most
+ * recently asleep queues at once (futex_waitv, up to 127) and checks the
+ * others (one load of the doorbell each) every 1 to 8 ms; with a kernel
+ * older than 5.16 it naps 1 ms at a time. A queue whose doorbell rang
+ * becomes active again. A queue's wait is cancelled, and its completion
+ * reaped, before its poller lets go of it (invariant 4).
+ *
+ * Adding and removing. Queues reach a poller through hand-over lists
+ * under its lock; the thread takes them at the top of its next round.
+ * Nobody waits for a round to add a queue; removing one waits for one
+ * round, and a session that ends hands all its queues over first and
+ * then waits, so that its queues go in one round, not one round each.
+ *
+ * Limits. A session holds at most QP_MAX_PER_SESSION queues; a uid other
+ * than root at most QP_UID_MAX_QUEUES over all its sessions and
+ * QP_UID_MAX_ARENA bytes of arenas (-EDQUOT, logged once while it holds
+ * queues).
  *
  * Completions. When a command completes on a device core, the queue
  * writes its results into the arena ranges the command named, charges one
@@ -45,26 +70,30 @@
  * at any time: an executor that needs a value twice copies it once.
  *
  * Lock order: session lock -> poller lock; the CQ lock and notifier lock
- * are leaves. Device cores never take the session or poller locks.
+ * are leaves; the service lock is never held with the session or a
+ * poller lock. Device cores never take the session or poller locks.
  *
  * Invariants:
  *   1. Each SQE is read from shared memory exactly once (one memcpy into
  *      a private copy); every field is validated before use.
  *   2. Each fetched SQE gets exactly one CQE, unless its queue died.
  *   3. Completions not yet posted + CQEs not yet consumed <= cq_entries.
- *   4. A queue is freed only after its poller dropped it and every
- *      command fetched from it has completed.
+ *   4. A queue is freed only after its poller dropped it (took it out
+ *      of its array at a round's start; it never touches it again) and
+ *      every command fetched from it has completed.
  *   5. The device never reads back what only it writes (sq_head, cq_tail,
  *      sq_flags): it keeps private copies.
- *   6. Every queue on a poller's list is polled: the poller's private
- *      copy of its list has room for all of them, made when a queue is
- *      added (qp_create fails with -ENOMEM otherwise), so the poller never
- *      allocates, and its sleep needs no memory either.
+ *   6. Every queue handed to a poller is polled: the poller's private
+ *      array has room for all of them, made when a queue is added
+ *      (qp_create fails with -ENOMEM otherwise), so the poller never
+ *      allocates, and its sleep needs no memory either. In the array
+ *      each queue is active (swept) or asleep (NEED_WAKEUP published,
+ *      its doorbell watched or scanned).
  *
  * Debug and sanitizer builds check 2 and 3 (as counts of the private
  * copies: sq_head - cq_tail = commands in flight <= cq_entries), 4, 5's
  * private flags, 6 and wire.h's ring layout at each state change
- * (qp_check in queue.c, poller_check in queue_poll.c). Shared memory is
+ * (qp_check in queue.c, poller_check and array_check in queue_poll.c). Shared memory is
  * never asserted on: the client may write anything there.
  */
 #ifndef CISC_DEVICE_QUEUE_H
@@ -116,6 +145,10 @@ int qp_arena_write(const struct qp_arena *a, uint64_t off, const void *src, uint
 #define QP_MAX_SQ_ENTRIES    4096u
 #define QP_MIN_ARENA         (64u << 10)
 #define QP_MAX_ARENA         (1ull << 30)
+/* Per uid over all its sessions (root is not limited): a client cannot
+ * take the device's memory or its pollers' attention for itself. */
+#define QP_UID_MAX_QUEUES    256u
+#define QP_UID_MAX_ARENA     (4ull << 30)   /* bytes of arenas */
 
 struct qp_config {
     unsigned pollers;         /* 0 = QP_DEFAULT_POLLERS */
@@ -153,8 +186,8 @@ void qp_service_stats(struct qp_service *svc, struct qp_stats *st);
 int qp_session_create(struct qp_service *svc, const struct eng_cred *cred,
                       struct qp_session **out);
 
-/* Destroys the session's queues (waiting for their commands), closes its
- * handles and frees it. */
+/* Destroys the session's queues (all handed to their pollers at once,
+ * then waiting for their commands), closes its handles and frees it. */
 void qp_session_destroy(struct qp_session *s);
 
 /* The credentials a session acts with. */
@@ -174,7 +207,9 @@ struct qp_geom {
 /* Creates a queue pair in session s. On success *memfd is a descriptor of
  * the shared region for the client (the caller sends it and closes it)
  * and *id the queue's id. Returns 0 or -errno (-EINVAL: geometry out of
- * range, -EMFILE: QP_MAX_PER_SESSION reached, -ENOMEM). */
+ * range, -EMFILE: QP_MAX_PER_SESSION reached, -EDQUOT: the session's uid
+ * holds QP_UID_MAX_QUEUES queues or would exceed QP_UID_MAX_ARENA bytes
+ * of arenas, -ENOMEM). */
 int qp_create(struct qp_session *s, const struct qp_geom *g, int *memfd, uint32_t *id);
 
 /* Destroys queue `id` of session s after its commands completed.

@@ -139,10 +139,10 @@ static void post(struct qp *qp, const struct wire_cqe *cqe)
     if (__atomic_load_n(&qp->hdr->cq_flags, __ATOMIC_RELAXED) & WIRE_CQ_WAITING)
         qp_wake_client(qp);
     __atomic_add_fetch(&svc->completed, 1, __ATOMIC_RELAXED);
-    /* Last touch of qp: qp_free waits for inflight 0 under cq_lock.
+    /* Last touch of qp: qp_release waits for inflight 0 under cq_lock.
      * Release pairs with the acquire loads of inflight in cq_room (the
      * new cq_tail above is visible to a poller that sees the drop) and in
-     * qp_free. */
+     * qp_release. */
     uint32_t left = __atomic_sub_fetch(&qp->inflight, 1, __ATOMIC_RELEASE);
     assert(left < qp->cq_entries);   /* queue.h 2: one CQE per fetched SQE */
     if (left == 0)

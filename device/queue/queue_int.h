@@ -9,6 +9,7 @@
 #define CISC_DEVICE_QUEUE_INT_H
 
 #include <pthread.h>
+#include <stdbool.h>
 
 #include "device/engine/engine.h"
 #include "device/queue/queue.h"
@@ -23,7 +24,16 @@ struct qp {
     struct qp_session *sess;
     struct qp_poller *poller;
     struct qp *next;               /* session's list (session lock) */
-    struct qp *pnext;              /* poller's list (poller lock) */
+    struct qp *pnext;              /* poller's incoming or doomed list (poller lock) */
+    /* the poller's hand-over (poller lock) */
+    bool adopted;                  /* in the poller thread's array */
+    bool doomed;                   /* removal asked: on the doomed list */
+    bool dropped;                  /* the poller let go of it (invariant 4) */
+    /* the poller thread's own: where qp sits in its array, and its sleep */
+    unsigned pidx;
+    uint32_t bell;                 /* sq_doorbell read when qp went to sleep */
+    bool armed;                    /* a futex wait on its doorbell is in p->bells */
+    uint64_t busy_ns;              /* when a sweep last found work on it */
     uint32_t id;
     uint8_t *map;
     size_t map_size;
@@ -36,6 +46,8 @@ struct qp {
     uint32_t sq_head;
     uint32_t sq_flags;
     bool dead;
+    bool charged;                  /* charge counted against the session's uid */
+    uint64_t charge;               /* arena bytes */
     /* completions */
     pthread_mutex_t cq_lock;       /* protects cq_tail's updates, the CQ ring, inflight's decrement */
     pthread_cond_t drained;        /* inflight reached 0 (with cq_lock) */
@@ -57,33 +69,52 @@ struct qp_session {
     uint32_t next_id;
 };
 
-/* A queue in a poller's private copy of its list, with the doorbell
- * value read before the poller last announced sleep. */
-struct qp_watch {
-    struct qp *qp;
-    uint32_t bell;
+/* A poller's io_uring of futex waits (queue_bells.c). */
+struct qp_bells {
+    int fd;                        /* -1: none (futex_waitv and scans instead) */
+    void *ring;
+    size_t sqsz, sqesz;
+    struct io_uring_sqe *sqes;
+    unsigned *sq_head, *sq_tail, *sq_array, sq_mask;
+    unsigned *cq_head, *cq_tail, cq_mask;
+    struct io_uring_cqe *cqes;
+    unsigned queued;               /* SQEs not yet submitted */
 };
+
+/* Tags of a poller's io_uring completions besides a queue's address. */
+#define QP_BELL_TAG_WAKE   0u      /* the poller's wake word */
+#define QP_BELL_TAG_CANCEL 1u      /* a cancellation's own completion */
 
 struct qp_poller {
     struct qp_service *svc;
     unsigned idx;
     pthread_t thread;
     bool started;
-    pthread_mutex_t lock;          /* protects list, n, gen, stop, spare, and
-                                      snap's capacity (queue.h invariant 6) */
-    pthread_cond_t acked;          /* seen caught up with gen */
-    struct qp *list;
-    unsigned n;
-    uint32_t gen;                  /* bumped on every change of list / stop */
+    pthread_mutex_t lock;          /* protects incoming, doomed, n, gen, seen,
+                                      stop, spare, nq and capq (invariant 6) */
+    pthread_cond_t acked;          /* seen caught up with gen: incoming adopted,
+                                      doomed dropped */
+    struct qp *incoming;           /* added, not yet in the array */
+    struct qp *doomed;             /* removal asked, still in the array */
+    unsigned n;                    /* queues served: incoming + array */
+    uint32_t gen;                  /* bumped on every hand-over and on stop */
     uint32_t seen;                 /* the gen the thread works with (lock) */
     bool stop;
     uint32_t wake;                 /* private futex word: bumped to wake the thread */
-    struct qp_watch *snap;         /* the thread's copy of list (read unlocked by
-                                      the thread, replaced only under lock) */
-    unsigned nsnap, capsnap;
-    struct qp_watch *spare;        /* room for n when snap has none: made by
+    /* The thread's array of its queues: [0, nactive) active (swept every
+     * round), [nactive, nq) asleep (NEED_WAKEUP set, woken by their
+     * doorbells), the most recently asleep first. Entries move only in
+     * the thread; nq and capq change only under lock. */
+    struct qp **q;
+    unsigned nq, nactive, capq;
+    struct qp **spare;             /* room for n when q has none: made by
                                       qp_poller_add, taken by the thread */
     unsigned capspare;
+    uint64_t scan_ns, scan_at;     /* the asleep queues no futex_waitv watches:
+                                      checked every scan_ns, next at scan_at */
+    struct qp_bells bells;         /* when it works, every asleep queue is watched */
+    uint64_t spin_ns;              /* poll_us: how long an active queue spins idle */
+    bool wake_armed;               /* bells waits on the wake word */
 };
 
 struct qp_cmd {
@@ -103,12 +134,22 @@ struct qp_cmd {
     char paths[];                  /* private copies of the paths */
 };
 
+/* What one uid holds over all its sessions (queue.h's per-uid limits). */
+struct qp_uid {
+    struct qp_uid *next;
+    uint32_t uid;
+    unsigned queues;
+    uint64_t arena;                /* bytes */
+    bool warned;                   /* a refusal was logged */
+};
+
 struct qp_service {
     struct engine *eng;
     unsigned npollers, poll_us;
     struct qp_poller pollers[QP_MAX_POLLERS];
-    pthread_mutex_t lock;          /* protects sessions */
+    pthread_mutex_t lock;          /* protects sessions, uids */
     struct qp_session *sessions;
+    struct qp_uid *uids;           /* uids holding queues (root is not counted) */
     /* the notifier: completions that first invalidate the FUSE caches */
     pthread_t notifier;
     bool notifier_started;
@@ -133,12 +174,34 @@ bool qp_check(struct qp *qp);
 /* queue_poll.c */
 int qp_poller_start(struct qp_poller *p);
 void qp_poller_stop(struct qp_poller *p);
-/* Has poller p serve qp (sets qp->poller). Returns 0, or -ENOMEM when
- * the poller has no room for one more queue (invariant 6): qp is then
- * not polled. */
+/* Has poller p serve qp (sets qp->poller) from its next round, without
+ * waiting for it. Returns 0, or -ENOMEM when the poller has no room for
+ * one more queue (invariant 6): qp is then not polled. */
 int qp_poller_add(struct qp_poller *p, struct qp *qp);
-/* Stops serving qp; once it returns the poller no longer touches qp. */
-void qp_poller_remove(struct qp_poller *p, struct qp *qp);
+/* Asks p to stop serving qp at its next round and returns at once, so
+ * that many queues go in one round (qp_poller_wait_dropped waits). */
+void qp_poller_drop(struct qp_poller *p, struct qp *qp);
+/* Waits until p let go of qp (asked by qp_poller_drop): from then on
+ * the poller never touches qp. */
+void qp_poller_wait_dropped(struct qp_poller *p, struct qp *qp);
+
+/* queue_bells.c */
+/* Opens b (Linux 6.7's io_uring futex waits). Returns 0, or -errno when
+ * the kernel or its settings do not allow it (b->fd is then -1). */
+int qp_bells_open(struct qp_bells *b);
+void qp_bells_close(struct qp_bells *b);
+/* Queues a wait for *word to change from val (a shared futex unless
+ * private); its completion carries tag. Returns 0 or -errno. */
+int qp_bells_arm(struct qp_bells *b, uint32_t *word, uint32_t val, bool private, uint64_t tag);
+/* Queues the cancellation of the wait tagged tag (its completion then
+ * comes with -ECANCELED, unless it had completed). Returns 0 or -errno. */
+int qp_bells_cancel(struct qp_bells *b, uint64_t tag);
+/* Submits what is queued. Returns 0 or -errno. */
+int qp_bells_submit(struct qp_bells *b);
+/* Submits what is queued and sleeps until a completion is there. */
+int qp_bells_wait(struct qp_bells *b);
+/* Calls fn(arg, tag, res) for each completion there. Returns how many. */
+unsigned qp_bells_reap(struct qp_bells *b, void (*fn)(void *, uint64_t, int32_t), void *arg);
 
 /* queue_done.c */
 /* READDIR output (struct eng_cmd's fill for a queue command): one struct

@@ -2,7 +2,8 @@
  * device/queue/queue_poll.c - the pollers: sweep queue pairs, fetch submissions
  * within the CQ's room, copy each SQE once and have it validated into an
  * engine command (sqe.c), hand the sweep's commands to the scheduler;
- * spin, then sleep on every doorbell at once. See queue.h for the design.
+ * keep the active set (idle queues sleep until their doorbell rings),
+ * take and drop queues handed over. See queue.h for the design.
  */
 #include "device/queue/queue_int.h"
 
@@ -158,17 +159,174 @@ static void dispatch(struct engine *e, struct qp_cmd *list)
     }
 }
 
-static unsigned sweep(struct qp_poller *p)
+/* ---- the thread's array: active and asleep queues -------------------------- */
+
+/* Doorbells one futex_waitv watches besides the poller's wake word. */
+#define QP_WATCH (FUTEX_WAITV_MAX - 1u)
+/* The asleep queues beyond QP_WATCH are checked every scan interval: 1 ms
+ * after one of them rang, doubling while none does, up to 8 ms (so
+ * a thousand idle queues cost about one doorbell load each per 8 ms). */
+#define QP_SCAN_MIN_NS 1000000ull
+#define QP_SCAN_MAX_NS 8000000ull
+
+static void put_at(struct qp_poller *p, unsigned i, struct qp *qp)
+{
+    p->q[i] = qp;
+    qp->pidx = i;
+}
+
+static void swap_at(struct qp_poller *p, unsigned i, unsigned j)
+{
+    struct qp *a = p->q[i];
+    put_at(p, i, p->q[j]);
+    put_at(p, j, a);
+}
+
+/* The active queue at i becomes the first asleep one. */
+static void to_asleep(struct qp_poller *p, unsigned i)
+{
+    swap_at(p, i, --p->nactive);
+}
+
+/* The asleep queue at i becomes active. */
+static void to_active(struct qp_poller *p, unsigned i)
+{
+    swap_at(p, i, p->nactive++);
+}
+
+static void set_need_wakeup(struct qp *qp, bool on)
+{
+    if (qp->dead)
+        return;
+    qp->sq_flags = on ? qp->sq_flags | WIRE_SQ_NEED_WAKEUP : qp->sq_flags & ~WIRE_SQ_NEED_WAKEUP;
+    __atomic_store_n(&qp->hdr->sq_flags, qp->sq_flags, __ATOMIC_RELAXED);
+}
+
+static bool bells_on(const struct qp_poller *p)
+{
+    return p->bells.fd >= 0;
+}
+
+/* With the io_uring, has it wait on qp's doorbell from bell on (once:
+ * a wait still pending from before is as good). Returns false if it
+ * cannot, and qp must stay active: with the io_uring every asleep queue
+ * is watched. */
+static bool arm(struct qp_poller *p, struct qp *qp)
+{
+    if (!bells_on(p) || qp->armed)
+        return true;
+    qp->armed = !qp_bells_arm(&p->bells, &qp->hdr->sq_doorbell, qp->bell, false,
+                              (uintptr_t)qp);
+    return qp->armed;
+}
+
+/* Puts the active qp to sleep: announces it (NEED_WAKEUP), then rechecks.
+ * Returns true if it went to sleep (it then left slot qp->pidx). */
+static bool try_sleep(struct qp_poller *p, struct qp *qp)
+{
+    /* Read before the flag is set: any ring after the client saw the flag
+     * changes the doorbell from this value. */
+    qp->bell = __atomic_load_n(&qp->hdr->sq_doorbell, __ATOMIC_RELAXED);
+    set_need_wakeup(qp, true);
+    /* Pairs with the client's fence between its sq_tail store and its
+     * sq_flags load: either it sees NEED_WAKEUP (and rings), or we see
+     * its tail here. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (fetchable(qp) || !arm(p, qp)) {
+        set_need_wakeup(qp, false);
+        return false;
+    }
+    to_asleep(p, qp->pidx);
+    return true;
+}
+
+/* Fetches from every active queue; one idle for spin_ns goes to sleep.
+ * Hands the commands to the scheduler. Returns SQEs taken. */
+static unsigned sweep(struct qp_poller *p, uint64_t spin_ns)
 {
     struct qp_cmd *list = NULL, **tail = &list;
     unsigned did = 0;
-    for (unsigned i = 0; i < p->nsnap; i++)
-        did += fetch(p->snap[i].qp, &tail);
+    uint64_t now = now_ns();
+    for (unsigned i = 0; i < p->nactive;) {
+        struct qp *qp = p->q[i];
+        unsigned n = fetch(qp, &tail);
+        did += n;
+        if (n)
+            qp->busy_ns = now;
+        else if (now - qp->busy_ns >= spin_ns && try_sleep(p, qp))
+            continue;   /* slot i now holds an active queue not yet fetched from */
+        i++;
+    }
     dispatch(p->svc->eng, list);
     return did;
 }
 
-/* ---- the poller's queue list ----------------------------------------------- */
+/* The asleep qp becomes active; it stays so only if a sweep finds work on
+ * it after busy (now - spin_ns: a ring that brought nothing sends it
+ * straight back to sleep). */
+static void wake_queue(struct qp_poller *p, struct qp *qp, uint64_t busy)
+{
+    set_need_wakeup(qp, false);
+    qp->busy_ns = busy;
+    to_active(p, qp->pidx);
+}
+
+/* Wakes the asleep queues at [from, to) whose doorbell rang since they
+ * went to sleep (a client rings after every submission it makes while
+ * NEED_WAKEUP is set, and after freeing CQ room). A woken queue stays
+ * active only if a sweep finds work on it. */
+static void check_asleep(struct qp_poller *p, unsigned from, unsigned to, uint64_t now,
+                         uint64_t spin_ns)
+{
+    for (unsigned i = from; i < to; i++) {
+        struct qp *qp = p->q[i];
+        /* Pairs with the client's release increment of the doorbell
+         * (ring_doorbell): the sq_tail it published before is visible to
+         * the sweep that follows. */
+        if (__atomic_load_n(&qp->hdr->sq_doorbell, __ATOMIC_ACQUIRE) != qp->bell)
+            wake_queue(p, qp, now - spin_ns);   /* slot i takes one already checked */
+    }
+}
+
+/* One completion of the io_uring: a doorbell rang (or changed before the
+ * wait began), the wake word changed, or a cancellation. */
+static void on_bell(void *arg, uint64_t tag, int32_t res)
+{
+    struct qp_poller *p = arg;
+    (void)res;   /* woken, -EAGAIN (changed already) or -ECANCELED: all end the wait */
+    if (tag == QP_BELL_TAG_WAKE) {
+        p->wake_armed = false;
+    } else if (tag != QP_BELL_TAG_CANCEL) {
+        struct qp *qp = (struct qp *)(uintptr_t)tag;
+        qp->armed = false;
+        if (qp->pidx >= p->nactive)
+            wake_queue(p, qp, now_ns() - p->spin_ns);
+    }
+}
+
+/* The asleep queues a futex_waitv watches: the QP_WATCH most recently
+ * asleep (the front of the asleep part). Returns the end of that range. */
+static unsigned watched_end(const struct qp_poller *p)
+{
+    return p->nq - p->nactive > QP_WATCH ? p->nactive + QP_WATCH : p->nq;
+}
+
+/* Checks the watched doorbells, and the others when their scan is due. */
+static void check_bells(struct qp_poller *p, uint64_t spin_ns)
+{
+    unsigned w = watched_end(p);
+    uint64_t now = now_ns();
+    check_asleep(p, p->nactive, w, now, spin_ns);
+    if (w == p->nq || now < p->scan_at)
+        return;
+    unsigned before = p->nactive;
+    check_asleep(p, w, p->nq, now, spin_ns);
+    p->scan_ns = p->nactive > before ? QP_SCAN_MIN_NS
+                 : 2 * p->scan_ns > QP_SCAN_MAX_NS ? QP_SCAN_MAX_NS : 2 * p->scan_ns;
+    p->scan_at = now + p->scan_ns;
+}
+
+/* ---- the hand-over: adding and dropping queues --------------------------- */
 
 static void poller_wake(struct qp_poller *p)
 {
@@ -179,44 +337,53 @@ static void poller_wake(struct qp_poller *p)
     syscall(SYS_futex, &p->wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+/* Tells the thread that the hand-over lists changed (lock held). */
+static void poller_kick(struct qp_poller *p)
+{
+    __atomic_store_n(&p->gen, p->gen + 1, __ATOMIC_RELAXED);   /* the thread peeks unlocked */
+    poller_wake(p);
+}
+
 #ifndef NDEBUG
-/* Checks the poller's list against its count and invariant 6 (lock
- * held). O(queues on p), only where the list changes. */
+/* Checks the hand-over lists against n and invariant 6 (lock held).
+ * O(queues not yet adopted or dropped). */
 static bool poller_check(const struct qp_poller *p)
 {
     unsigned n = 0;
-    for (const struct qp *q = p->list; q; q = q->pnext, n++)
-        assert(q->poller == p);
-    assert(n == p->n);
-    assert(p->capsnap >= n || p->capspare >= n);   /* 6 */
-    assert(p->nsnap <= p->capsnap);
+    for (const struct qp *q = p->incoming; q; q = q->pnext, n++)
+        assert(q->poller == p && !q->adopted && !q->dropped);
+    for (const struct qp *q = p->doomed; q; q = q->pnext)
+        assert(q->poller == p && q->adopted && q->doomed);
+    assert(n + p->nq == p->n);
+    assert(p->capq >= p->n || p->capspare >= p->n);   /* 6 */
+    return true;
+}
+
+/* Checks the thread's array (thread, lock held): every queue polled
+ * (6) sits where it says, not dropped (4). O(queues on p). */
+static bool array_check(const struct qp_poller *p)
+{
+    assert(p->nactive <= p->nq && p->nq <= p->capq);
+    for (unsigned i = 0; i < p->nq; i++)
+        assert(p->q[i]->pidx == i && p->q[i]->poller == p && p->q[i]->adopted &&
+               !p->q[i]->dropped);
     return true;
 }
 #endif
 
-/* Bumps gen, wakes the thread and waits until it works with the new list. */
-static void poller_sync(struct qp_poller *p)
-{
-    uint32_t want = p->gen + 1;
-    __atomic_store_n(&p->gen, want, __ATOMIC_RELAXED);   /* the thread peeks unlocked */
-    poller_wake(p);
-    while (p->started && (int32_t)(p->seen - want) < 0)
-        pthread_cond_wait(&p->acked, &p->lock);
-}
-
-/* Makes sure the thread's copy can hold n queues (lock held): a larger
+/* Makes sure the thread's array can hold n queues (lock held): a larger
  * array waits in spare until the thread's next adopt takes it, so the
  * thread never allocates. Returns 0 or -ENOMEM. */
 static int reserve_watch(struct qp_poller *p, unsigned n)
 {
-    if (n <= p->capsnap || n <= p->capspare)
+    if (n <= p->capq || n <= p->capspare)
         return 0;
     unsigned cap = n < 8 ? 8 : 2 * n;
-    struct qp_watch *w = calloc(cap, sizeof(*w));
-    if (!w)
+    struct qp **a = calloc(cap, sizeof(*a));
+    if (!a)
         return -ENOMEM;
     free(p->spare);   /* never seen by the thread */
-    p->spare = w;
+    p->spare = a;
     p->capspare = cap;
     return 0;
 }
@@ -227,49 +394,126 @@ int qp_poller_add(struct qp_poller *p, struct qp *qp)
     int r = reserve_watch(p, p->n + 1);
     if (!r) {
         qp->poller = p;
-        qp->pnext = p->list;
-        p->list = qp;
+        qp->pnext = p->incoming;
+        p->incoming = qp;
         __atomic_store_n(&p->n, p->n + 1, __ATOMIC_RELAXED);
         assert(poller_check(p));
-        poller_sync(p);
+        poller_kick(p);
     }
     pthread_mutex_unlock(&p->lock);
     return r;
 }
 
-void qp_poller_remove(struct qp_poller *p, struct qp *qp)
+void qp_poller_drop(struct qp_poller *p, struct qp *qp)
 {
     pthread_mutex_lock(&p->lock);
-    for (struct qp **pp = &p->list; *pp; pp = &(*pp)->pnext) {
-        if (*pp == qp) {
-            *pp = qp->pnext;
-            __atomic_store_n(&p->n, p->n - 1, __ATOMIC_RELAXED);
-            break;
+    if (!qp->adopted) {   /* still incoming: the thread never saw it */
+        for (struct qp **pp = &p->incoming; *pp; pp = &(*pp)->pnext) {
+            if (*pp == qp) {
+                *pp = qp->pnext;
+                break;
+            }
         }
+        qp->dropped = true;
+        __atomic_store_n(&p->n, p->n - 1, __ATOMIC_RELAXED);
+    } else if (!qp->doomed) {
+        qp->doomed = true;
+        qp->pnext = p->doomed;
+        p->doomed = qp;
+        poller_kick(p);
     }
     assert(poller_check(p));
-    poller_sync(p);   /* the thread no longer touches qp after this */
-    for (unsigned i = 0; p->started && i < p->nsnap; i++)
-        assert(p->snap[i].qp != qp);                  /* 4 */
     pthread_mutex_unlock(&p->lock);
 }
 
-/* The thread adopts the current list. Returns false when told to stop. */
+void qp_poller_wait_dropped(struct qp_poller *p, struct qp *qp)
+{
+    pthread_mutex_lock(&p->lock);
+    while (!qp->dropped)
+        pthread_cond_wait(&p->acked, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* Moves the array into spare, made larger by qp_poller_add (lock held). */
+static void take_spare(struct qp_poller *p)
+{
+    if (p->nq)
+        memcpy(p->spare, p->q, p->nq * sizeof(*p->q));
+    free(p->q);
+    p->q = p->spare;
+    p->capq = p->capspare;
+    p->spare = NULL;
+    p->capspare = 0;
+}
+
+/* True while a doomed queue still has a wait in the io_uring. */
+static bool doomed_armed(const struct qp_poller *p)
+{
+    for (const struct qp *q = p->doomed; q; q = q->pnext)
+        if (q->armed)
+            return true;
+    return false;
+}
+
+/* Cancels the io_uring's waits on the doomed queues' doorbells and reaps
+ * until none is left (lock held): a completion must never name a queue
+ * already let go. Waiting for completions may wake other queues. */
+static void disarm_doomed(struct qp_poller *p)
+{
+    for (struct qp *q = p->doomed; q; q = q->pnext)
+        while (q->armed && qp_bells_cancel(&p->bells, (uintptr_t)q)) {
+            qp_bells_wait(&p->bells);   /* full: make room */
+            qp_bells_reap(&p->bells, on_bell, p);
+        }
+    while (doomed_armed(p)) {
+        qp_bells_wait(&p->bells);
+        qp_bells_reap(&p->bells, on_bell, p);
+    }
+}
+
+/* Lets go of the doomed queues (lock held): from now on the thread never
+ * touches them (invariant 4). */
+static void drop_doomed(struct qp_poller *p)
+{
+    disarm_doomed(p);
+    while (p->doomed) {
+        struct qp *qp = p->doomed;
+        p->doomed = qp->pnext;
+        if (qp->pidx < p->nactive)
+            to_asleep(p, qp->pidx);
+        swap_at(p, qp->pidx, p->nq - 1);
+        p->q[--p->nq] = NULL;
+        qp->adopted = false;
+        qp->dropped = true;
+        __atomic_store_n(&p->n, p->n - 1, __ATOMIC_RELAXED);
+    }
+}
+
+/* Takes the incoming queues into the array, active (lock held). */
+static void take_incoming(struct qp_poller *p)
+{
+    uint64_t now = now_ns();
+    while (p->incoming) {
+        struct qp *qp = p->incoming;
+        p->incoming = qp->pnext;
+        qp->pnext = NULL;
+        qp->adopted = true;
+        qp->busy_ns = now;
+        put_at(p, p->nq++, qp);
+        to_active(p, qp->pidx);
+    }
+}
+
+/* The thread takes what was handed over. Returns false when told to stop. */
 static bool adopt(struct qp_poller *p)
 {
     pthread_mutex_lock(&p->lock);
     bool go = !p->stop;
-    if (p->n > p->capsnap) {   /* qp_poller_add made room in spare (invariant 6) */
-        free(p->snap);
-        p->snap = p->spare;
-        p->capsnap = p->capspare;
-        p->spare = NULL;
-        p->capspare = 0;
-    }
-    p->nsnap = 0;
-    for (struct qp *q = p->list; q && p->nsnap < p->capsnap; q = q->pnext)
-        p->snap[p->nsnap++] = (struct qp_watch){ .qp = q };
-    assert(p->nsnap == p->n && poller_check(p));      /* 6: every queue polled */
+    if (p->n > p->capq)   /* qp_poller_add made room in spare (invariant 6) */
+        take_spare(p);
+    drop_doomed(p);
+    take_incoming(p);
+    assert(poller_check(p) && array_check(p));
     p->seen = p->gen;
     pthread_cond_broadcast(&p->acked);
     pthread_mutex_unlock(&p->lock);
@@ -278,83 +522,79 @@ static bool adopt(struct qp_poller *p)
 
 /* ---- sleeping ------------------------------------------------------------------- */
 
-static void set_need_wakeup(struct qp *qp, bool on)
-{
-    if (qp->dead)
-        return;
-    qp->sq_flags = on ? qp->sq_flags | WIRE_SQ_NEED_WAKEUP : qp->sq_flags & ~WIRE_SQ_NEED_WAKEUP;
-    __atomic_store_n(&qp->hdr->sq_flags, qp->sq_flags, __ATOMIC_RELAXED);
-}
-
-/* Sleeps on the private word and every doorbell (futex_waitv), or, when
- * the kernel lacks it or there are too many queues, up to 1 ms. */
+/* Sleeps on the wake word and the watched doorbells (futex_waitv), until
+ * the others' scan is due; with an old kernel, naps up to 1 ms. */
 static void wait_bells(struct qp_poller *p, uint32_t wk)
 {
     struct futex_waitv w[FUTEX_WAITV_MAX];
-    unsigned n = 0;
+    unsigned n = 0, end = watched_end(p);
     w[n++] = (struct futex_waitv){ .val = wk, .uaddr = (uintptr_t)&p->wake,
                                    .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG };
-    for (unsigned i = 0; i < p->nsnap && n < FUTEX_WAITV_MAX; i++)
-        if (!p->snap[i].qp->dead)
-            w[n++] = (struct futex_waitv){ .val = p->snap[i].bell,
-                                           .uaddr = (uintptr_t)&p->snap[i].qp->hdr->sq_doorbell,
+    for (unsigned i = p->nactive; i < end; i++)
+        if (!p->q[i]->dead)
+            w[n++] = (struct futex_waitv){ .val = p->q[i]->bell,
+                                           .uaddr = (uintptr_t)&p->q[i]->hdr->sq_doorbell,
                                            .flags = FUTEX_32 };
-    if (p->nsnap < FUTEX_WAITV_MAX &&
-        (syscall(SYS_futex_waitv, w, n, 0, NULL, CLOCK_MONOTONIC) >= 0 || errno != ENOSYS))
+    struct timespec until = { (time_t)(p->scan_at / 1000000000u),
+                              (long)(p->scan_at % 1000000000u) };
+    if (syscall(SYS_futex_waitv, w, n, 0, end < p->nq ? &until : NULL, CLOCK_MONOTONIC) >= 0 ||
+        errno != ENOSYS)
         return;
     struct timespec ms = { 0, 1000000 };
     syscall(SYS_futex, &p->wake, FUTEX_WAIT_PRIVATE, wk, &ms, NULL, 0);
 }
 
-/* Announces sleep on every queue, rechecks, sleeps. */
-static void poller_sleep(struct qp_poller *p)
+/* With no active queue: sleeps until a doorbell rings, a hand-over or a
+ * scan is due, then wakes the queues that rang. */
+static void poller_sleep(struct qp_poller *p, uint64_t spin_ns)
 {
     /* Pairs with the release add in poller_wake: if this is the new
      * value, the gen check below sees the bump made before it. */
     uint32_t wk = __atomic_load_n(&p->wake, __ATOMIC_ACQUIRE);
-    for (unsigned i = 0; i < p->nsnap; i++) {
-        struct qp_watch *w = &p->snap[i];
-        w->bell = __atomic_load_n(&w->qp->hdr->sq_doorbell, __ATOMIC_RELAXED);
-        set_need_wakeup(w->qp, true);
+    if (__atomic_load_n(&p->gen, __ATOMIC_RELAXED) != p->seen)
+        return;
+    __atomic_add_fetch(&p->svc->sleeps, 1, __ATOMIC_RELAXED);
+    if (bells_on(p)) {
+        /* A wait on the wake word still pending from before is as good:
+         * nothing bumped it since (that would have completed it). */
+        if (!p->wake_armed)
+            p->wake_armed = !qp_bells_arm(&p->bells, &p->wake, wk, true, QP_BELL_TAG_WAKE);
+        qp_bells_wait(&p->bells);
+        qp_bells_reap(&p->bells, on_bell, p);
+        return;
     }
-    /* Pairs with the client's fence between its sq_tail store and its
-     * sq_flags load: either it sees NEED_WAKEUP, or we see its tail. */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    bool work = __atomic_load_n(&p->gen, __ATOMIC_RELAXED) != p->seen;
-    for (unsigned i = 0; i < p->nsnap && !work; i++)
-        work = fetchable(p->snap[i].qp) > 0;
-    if (!work) {
-        __atomic_add_fetch(&p->svc->sleeps, 1, __ATOMIC_RELAXED);
-        wait_bells(p, wk);
-    }
-    for (unsigned i = 0; i < p->nsnap; i++)
-        set_need_wakeup(p->snap[i].qp, false);
+    wait_bells(p, wk);
+    check_bells(p, spin_ns);
 }
 
 static void *poller_main(void *arg)
 {
     struct qp_poller *p = arg;
-    uint64_t spin_ns = (uint64_t)p->svc->poll_us * 1000u, idle_since = now_ns();
-    bool woke = false;
+    uint64_t spin_ns = (uint64_t)p->svc->poll_us * 1000u;
+    p->spin_ns = spin_ns;
+    p->scan_ns = QP_SCAN_MIN_NS;
+    qp_bells_open(&p->bells);   /* in this thread: its completions run here */
     for (;;) {
-        /* An unlocked peek: adopt() reads the list and gen under p->lock,
+        /* An unlocked peek: adopt() reads the lists and gen under p->lock,
          * so nothing needs ordering here. */
         if (__atomic_load_n(&p->gen, __ATOMIC_RELAXED) != p->seen && !adopt(p))
             break;
-        if (sweep(p)) {
-            idle_since = now_ns();
-            woke = false;
+        if (!p->nactive) {
+            poller_sleep(p, spin_ns);
             continue;
         }
-        /* Spin only after real work: a doorbell that brought nothing (a
-         * client ringing for fun) sends the poller straight back to sleep. */
-        if (!woke && now_ns() - idle_since < spin_ns) {
+        /* Active queues spin spin_ns after their last work; asleep ones
+         * that rang meanwhile join them. */
+        if (!sweep(p, spin_ns))
             dm_cpu_relax();
-            continue;
+        if (!bells_on(p)) {
+            check_bells(p, spin_ns);
+        } else {
+            qp_bells_submit(&p->bells);   /* the waits of queues just asleep */
+            qp_bells_reap(&p->bells, on_bell, p);
         }
-        poller_sleep(p);
-        woke = true;
     }
+    qp_bells_close(&p->bells);
     return NULL;
 }
 
@@ -378,12 +618,11 @@ void qp_poller_stop(struct qp_poller *p)
     if (p->started) {
         pthread_mutex_lock(&p->lock);
         p->stop = true;
-        __atomic_store_n(&p->gen, p->gen + 1, __ATOMIC_RELAXED);
-        poller_wake(p);
+        poller_kick(p);
         pthread_mutex_unlock(&p->lock);
         pthread_join(p->thread, NULL);
     }
-    free(p->snap);
+    free(p->q);
     free(p->spare);
     pthread_cond_destroy(&p->acked);
     pthread_mutex_destroy(&p->lock);

@@ -343,8 +343,8 @@ TEST_F(Risc, QueuesPerSession)
 }
 
 // One poller serves every queue it was given (device queue.h invariant
-// 6): more queues than one futex_waitv can watch (the poller then sleeps
-// in short naps), created and destroyed in waves so that its private list
+// 6): more queues than one futex_waitv can watch (the others' doorbells
+// are scanned), created and destroyed in waves so that its private array
 // grows and shrinks while it runs.
 TEST_F(Risc, EveryQueueOfAPollerIsServed)
 {
