@@ -7,6 +7,7 @@
 #include "device/compute/keys.h"
 #include "device/control.h"
 #include "device/engine/stats.h"
+#include "proto/wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -158,7 +159,7 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
     d->mountpoint = strdup(o->mountpoint ? o->mountpoint : "-");
     d->started_ns = now_ns();
     struct eng_config ec = { .cores = d->cores, .sched = d->sched, .trace = o->trace,
-                             .direct = !o->queue_only };
+                             .direct = !o->queue_only, .tx = o->tx };
     struct dm_model dm = o->model ? *o->model : (struct dm_model){ DM_DEFAULT_LINK_NS, 1.0 };
     if (!sched_policy_find(d->sched) || d->cores > SCHED_MAX_CORES || dm_configure(&dm) ||
         o->pollers > QP_MAX_POLLERS) {
@@ -170,6 +171,12 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
                        DM_CORE_SPEED_MAX, o->pollers, QP_MAX_POLLERS);
         free_device(d);     /* after the message, which reads d */
         return bad;
+    }
+    if (o->tx == WIRE_TX_AUTOREC) {
+        fail(err, errlen, -EOPNOTSUPP, "--tx autorec: the operational log is not "
+             "implemented yet (macro and micro are)");
+        free_device(d);
+        return -EOPNOTSUPP;
     }
     struct qp_config qc = { o->pollers, o->poll_us < 0 ? QP_DEFAULT_POLL_US : (unsigned)o->poll_us };
     int r = open_fs(o, &d->fs, err, errlen);
@@ -310,6 +317,7 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
         put(&o, "core %u executed %llu busy_ms %llu\n", i,
             (unsigned long long)ss.core[i].executed,
             (unsigned long long)(ss.core[i].busy_ns / 1000000u));
+    put(&o, "tx mode %s\n", eng_tx_name(eng_tx_mode(d->eng)));
     put(&o, "handles %llu\n", (unsigned long long)eng_open_handles(d->eng));
     /* Operations that met corrupt metadata (run cisc fsck when not 0). */
     put(&o, "integrity corrupt %llu\n",

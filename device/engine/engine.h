@@ -238,6 +238,8 @@ struct eng_config {
     bool direct;              /* scheduler direct dispatch (sched.h) */
     uint64_t dev_ram;         /* device memory budget for CISC buffers; 0 = 2 GiB */
     struct progs *progs;      /* eBPF program registry for bpf steps (not owned); NULL = none */
+    unsigned tx;              /* default transaction mode of fused ops: enum wire_tx,
+                                 WIRE_TX_DEFAULT = macro (fused.h) */
 };
 
 /* Starts the engine on a mounted StorageFS (not owned: the caller unmounts
@@ -277,6 +279,11 @@ void eng_sched_stats(struct engine *e, struct sched_stats *st);
 
 /* Number of handles open now (for status). */
 uint64_t eng_open_handles(struct engine *e);
+
+/* The default transaction mode of fused ops (enum wire_tx, never
+ * WIRE_TX_DEFAULT) and its name ("macro", "micro", "autorec"). */
+unsigned eng_tx_mode(struct engine *e);
+const char *eng_tx_name(unsigned tx);
 
 /* Closes every handle of table t (a session's), dropping the references
  * they hold. No command using t may be in flight. */

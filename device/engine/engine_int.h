@@ -48,6 +48,7 @@ struct engine {
     struct eng_watch watch;
     bool watching;            /* protected by watch_lock; also read relaxed as a hint */
     struct progs *progs;      /* bpf steps' programs (device/progs/progs.h); may be NULL */
+    unsigned tx;              /* default transaction mode of fused ops (enum wire_tx, >= MACRO) */
 };
 
 /* The handle table a command uses: its session's, or the engine's. */

@@ -466,10 +466,17 @@ static unsigned independent_run(const struct eng_cisc *v, unsigned i)
     return j - i;
 }
 
+void fop_step_run(struct fop_run *x, unsigned i)
+{
+    finish_step(x, i, ex_step(x, i));
+}
+
 /* Runs every step; returns 0 or the first failure (marked in v). */
 static int execute(struct fop_run *x)
 {
     struct eng_cisc *v = x->v;
+    if (x->tx != WIRE_TX_MACRO)
+        return fop_execute_micro(x);   /* micro.c */
     for (unsigned i = 0; i < v->n;) {
         unsigned run = independent_run(v, i);
         if (run >= 2 && x->e->cores > 1) {
@@ -483,6 +490,8 @@ static int execute(struct fop_run *x)
                 fop_fail(v, j, v->res[j].ret);
                 return (int)v->res[j].ret;
             }
+        for (unsigned j = i; j < i + run; j++)
+            fop_crash_step(x, j);
         i += run;
     }
     return 0;
@@ -506,6 +515,8 @@ static int run_locked(struct fop_run *x)
         return r;
     }
     r = execute(x);
+    if (r && x->tx != WIRE_TX_MACRO && x->applied)
+        fop_apply(x);   /* micro: what committed stays; its handles and changes */
     return r ? r : fop_apply(x);
 }
 
@@ -522,7 +533,11 @@ static void run_init(struct fop_run *x, struct engine *e, struct eng_cmd *c,
     eng_fop_limits(e, &x->lim);
     x->nfiles = x->nclosed_fh = x->nns = x->nmuts = x->ndead = 0;
     x->fsync = false;
+    x->tx = v->tx > e->tx ? v->tx : e->tx;
+    x->commit_step = fop_commit_step(v);
+    x->applied = false;
     for (unsigned i = 0; i < v->n; i++) {
+        x->failed[i] = false;
         x->sfile[i] = FOP_NOFILE;
         x->sacc[i] = 0;
         x->closed[i] = false;
@@ -564,6 +579,11 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
     if (!x)
         return -ENOMEM;
     run_init(x, e, c, v);
+    if (x->tx == WIRE_TX_AUTOREC) {   /* no operational log yet: never a silent downgrade */
+        fop_fail(v, 0, -EOPNOTSUPP);
+        v->ran = 0;
+        return v->status;
+    }
     int r = fop_prepare(x);
     if (!r) {
         struct stripes sp;

@@ -1,0 +1,113 @@
+/* device/engine/fused/micro.c - MicroTx (fused.h "Transaction modes",
+ * FusionFS §4.4.2-4.4.3): the execute phase of an op whose mutating steps
+ * commit one by one, with the error semantics of §4.4.3 (a failing step
+ * cancels the later steps that depend on it, directly or through another;
+ * independent later steps still run; what committed stays committed);
+ * and the crash points of macro ops' execute phase. */
+#include "device/engine/fused/fused_int.h"
+#include "device/engine/fused/crash.h"
+
+#include <errno.h>
+#include <fcntl.h>
+
+/* Whether step kind/flags may change a file (the commit of a macro op is
+ * that of its last such step). */
+static bool may_mutate(const struct fop_step *s)
+{
+    switch (s->kind) {
+    case WIRE_STEP_WRITE: case WIRE_STEP_APPEND: case WIRE_STEP_TRUNCATE:
+    case WIRE_STEP_UNLINK:
+        return true;
+    case WIRE_STEP_OPEN:
+        return (s->oflags & (O_CREAT | O_TRUNC)) != 0;
+    default:
+        return false;
+    }
+}
+
+unsigned fop_commit_step(const struct eng_cisc *v)
+{
+    for (unsigned i = v->n; i-- > 0;)
+        if (may_mutate(&v->st[i]))
+            return i;
+    return v->n - 1;
+}
+
+void fop_crash_step(const struct fop_run *x, unsigned i)
+{
+    if (x->tx == WIRE_TX_MACRO && i == x->commit_step)
+        return;   /* the op's one commit: fop_apply fires its points */
+    fop_crash_point(FOP_CRASH_BEFORE_COMMIT, i);
+    fop_crash_point(FOP_CRASH_AFTER_COMMIT, i);
+}
+
+/* Whether step i takes an input or a file from a step that failed or
+ * was cancelled. */
+static bool depends_on_failure(const struct fop_run *x, unsigned i)
+{
+    const struct fop_step *s = &x->v->st[i];
+    uint16_t ref[3] = { s->in, s->in2, s->file };
+    for (unsigned k = 0; k < 3; k++)
+        if (ref[k] != WIRE_NO_STEP && x->failed[ref[k]])
+            return true;
+    return false;
+}
+
+/* After step i committed: the committed size is the base that later
+ * steps' copy-on-write decisions and reads go by. */
+static void rebase(struct fop_run *x, unsigned i)
+{
+    if (x->sfile[i] == FOP_NOFILE)
+        return;
+    struct cfile *f = &x->files[x->sfile[i]];
+    struct sfs_attr a;
+    if (f->ino && sfs_getattr(x->e->fs, f->ino, &a) == 0)
+        f->base_size = a.size;
+}
+
+/* Runs and commits step i; returns its result (>= 0) or -errno. A
+ * failure leaves no trace of the step: its mutations are dropped (and
+ * undone if they were being applied) and its file's view restored. */
+static int64_t micro_step(struct fop_run *x, unsigned i)
+{
+    struct cfile *f = x->sfile[i] == FOP_NOFILE ? NULL : &x->files[x->sfile[i]];
+    uint64_t vsize = f ? f->vsize : 0;
+    bool create_mut = f ? f->create_mut : false;
+    unsigned k0 = x->nmuts;
+    fop_step_run(x, i);
+    int64_t r = x->v->res[i].ret;
+    bool applied = false;
+    if (r >= 0) {
+        int a = fop_apply_step(x, i, k0, &applied);
+        r = a ? a : r;
+    }
+    if (r < 0) {
+        x->nmuts = k0;
+        if (f) {
+            f->vsize = vsize;
+            f->create_mut = create_mut;
+        }
+        return r;
+    }
+    if (applied)
+        rebase(x, i);
+    else
+        fop_crash_step(x, i);
+    return r;
+}
+
+int fop_execute_micro(struct fop_run *x)
+{
+    struct eng_cisc *v = x->v;
+    for (unsigned i = 0; i < v->n; i++) {
+        int64_t r = depends_on_failure(x, i) ? -ECANCELED : micro_step(x, i);
+        if (r < 0) {
+            x->failed[i] = true;
+            if (r == -ECANCELED)
+                v->res[i] = (struct wire_step_res){ -ECANCELED, 0 };
+            else
+                fop_fail_one(v, i, r);
+        }
+    }
+    return (int)v->status;
+}

@@ -1,0 +1,341 @@
+// tests/e2e/cisc/microtx_test.cc - transaction modes of fused ops against a
+// real device: FusionFS Table 10a/10b as a matrix (append-CRC-write with
+// crash points F1-F3, a ten-write vector with F4-F6, under macro and
+// micro; the device stops dead at the point, restarts, and the test
+// asserts the exact file contents and a clean fsck); MicroTx's error
+// semantics (§4.4.3); the mode chosen at start-up, shown by status, and
+// asked for per op.
+#include "tests/e2e/libcisc/cisc_fixture.h"
+
+extern "C" {
+#include "common/crc32c.h"
+}
+
+#include <sys/wait.h>
+
+namespace e2e {
+namespace {
+
+template <typename Fn>
+bool Until(Fn cond, int tenths = 200)
+{
+    for (int i = 0; i < tenths; i++) {
+        if (cond())
+            return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return cond();
+}
+
+const size_t kBlock = 4096;
+
+// The append-CRC-write op's data, and the file before it.
+std::string AppendData()
+{
+    std::string d(6000, 0);
+    for (size_t i = 0; i < d.size(); i++)
+        d[i] = (char)('a' + i % 23);
+    return d;
+}
+const std::string kHead = "HEAD";
+
+std::string Crc(const std::string &d)
+{
+    uint32_t c = crc32c(0, d.data(), d.size());
+    return std::string((const char *)&c, 4);   // little-endian host
+}
+
+// The ten-write vector: write k (1..10) puts 4 KiB of 'A'+k-1 at block k-1
+// of a 40 KiB file of '.'.
+std::string VectorFile(unsigned writes)
+{
+    std::string s(10 * kBlock, '.');
+    for (unsigned k = 0; k < writes; k++)
+        std::fill(s.begin() + k * kBlock, s.begin() + (k + 1) * kBlock, (char)('A' + k));
+    return s;
+}
+
+enum class Op { AppendCrcWrite, TenWrites };
+
+class MicroTx : public CiscTest {
+protected:
+    void CloseSession()
+    {
+        cisc_session_close(s);
+        s = nullptr;
+        q = nullptr;
+    }
+
+    void OpenSession()
+    {
+        ASSERT_EQ(cisc_session_open(mnt.c_str(), &s), 0);
+        ASSERT_EQ(cisc_queue_create(s, &q), 0);
+    }
+
+    // Restarts the device with `extra` options and $CISC_CRASH_POINT=crash.
+    void Restart(const std::string &extra, const std::string &crash = "")
+    {
+        CloseSession();
+        Down();
+        std::string env = crash.empty() ? "" : "CISC_CRASH_POINT=" + crash + " ";
+        RunResult r = Sh(env + UpCmd(extra));
+        ASSERT_EQ(r.status, 0) << r.out << ReadFile(log);
+        ASSERT_TRUE(IsCiscMount(mnt));
+        up = true;
+        OpenSession();
+    }
+
+    // Builds op into v; tx is the mode it asks for.
+    static void Build(struct cisc_vec *v, Op op, int tx)
+    {
+        ASSERT_EQ(cisc_vec_set_tx(v, tx), 0);
+        if (op == Op::AppendCrcWrite) {
+            static const std::string d = AppendData();
+            int f = cisc_vec_open(v, "a", O_RDWR, 0);
+            cisc_vec_append(v, f, CISC_IN_BUF(d.data(), d.size()));    // 1: append
+            int c = cisc_vec_crc32c(v, CISC_IN_BUF(d.data(), d.size()), 0);   // 2: checksum
+            cisc_vec_append(v, f, CISC_IN_STEP(c));                      // 3: checksum write
+            cisc_vec_fsync(v, f, 0);
+        } else {
+            int f = cisc_vec_open(v, "v", O_RDWR, 0);
+            for (unsigned k = 0; k < 10; k++) {                          // 1..10: writes
+                std::string b(kBlock, (char)('A' + k));
+                cisc_vec_write(v, f, k * kBlock, CISC_IN_BUF(b.data(), b.size()));
+            }
+            cisc_vec_fsync(v, f, 0);
+        }
+    }
+
+    void Prepare(Op op)
+    {
+        if (op == Op::AppendCrcWrite)
+            Put("a", kHead);
+        else
+            Put("v", VectorFile(0));
+    }
+
+    // Submits op from a child process (the device dies under it) and
+    // waits until the device has stopped and its mount is gone.
+    void SubmitAndCrash(Op op, int tx)
+    {
+        pid_t dev = DaemonPid();
+        ASSERT_GT(dev, 0);
+        CloseSession();
+        pid_t child = fork();
+        if (child == 0) {
+            struct cisc_session *cs;
+            struct cisc_queue *cq;
+            if (cisc_session_open(mnt.c_str(), &cs) || cisc_queue_create(cs, &cq))
+                _exit(1);
+            struct cisc_vec v;
+            cisc_vec_init(&v, cq);
+            Build(&v, op, tx);
+            cisc_vec_submit(&v);
+            _exit(0);
+        }
+        ASSERT_TRUE(Until([&] { return ProcessEnded(dev); }, 300)) << "device did not stop";
+        kill(child, SIGKILL);
+        waitpid(child, nullptr, 0);
+        up = false;
+        EXPECT_NE(ReadFile(log).find("crash point reached"), std::string::npos) << ReadFile(log);
+        if (!Until([&] { return !IsCiscMount(mnt); }, 100))
+            Sh("umount -l " + mnt);
+        ASSERT_TRUE(Until([&] { return !IsCiscMount(mnt); }, 100));
+    }
+
+    // After the crash: restart (journal replay), the file as expected,
+    // then fsck clean.
+    void ExpectAfterRestart(const std::string &mode, const std::string &file,
+                            const std::string &want)
+    {
+        Up("--tx " + mode);
+        OpenSession();
+        std::string got = Get(file);
+        EXPECT_EQ(got.size(), want.size());
+        EXPECT_TRUE(got == want) << "contents differ from the expected state";
+        CloseSession();
+        Down();
+        RunResult f = Sh(cisc + " fsck " + img);
+        EXPECT_EQ(f.status, 0) << f.out;
+        Up();
+        OpenSession();
+    }
+
+    void Case(const std::string &mode, Op op, const std::string &point, const std::string &want)
+    {
+        Prepare(op);
+        Restart("--tx " + mode, point);
+        if (HasFatalFailure())
+            return;
+        SubmitAndCrash(op, CISC_TX_DEFAULT);
+        if (HasFatalFailure())
+            return;
+        ExpectAfterRestart(mode, op == Op::AppendCrcWrite ? "a" : "v", want);
+    }
+};
+
+// Table 10a/10b: F1 before the append commits, F2 after the checksum,
+// F3 after the checksum write; F4 before any write, F5 between writes 4
+// and 5, F6 after all. Macro: nothing or everything; micro: exactly the
+// committed prefix.
+struct Row {
+    const char *name, *point;
+    Op op;
+    std::string macro, micro;
+};
+
+std::vector<Row> Rows()
+{
+    std::string d = AppendData(), all = kHead + d + Crc(d);
+    return {
+        { "F1", "before-commit:1", Op::AppendCrcWrite, kHead, kHead },
+        { "F2", "after-commit:2", Op::AppendCrcWrite, kHead, kHead + d },
+        { "F3", "after-commit:3", Op::AppendCrcWrite, all, all },
+        { "F4", "before-commit:1", Op::TenWrites, VectorFile(0), VectorFile(0) },
+        { "F5", "after-commit:4", Op::TenWrites, VectorFile(0), VectorFile(4) },
+        { "F6", "after-commit:10", Op::TenWrites, VectorFile(10), VectorFile(10) },
+    };
+}
+
+TEST_F(MicroTx, Table10Macro)
+{
+    for (const Row &r : Rows()) {
+        SCOPED_TRACE(std::string("macro ") + r.name);
+        Case("macro", r.op, r.point, r.macro);
+        if (HasFatalFailure())
+            return;
+    }
+}
+
+TEST_F(MicroTx, Table10Micro)
+{
+    for (const Row &r : Rows()) {
+        SCOPED_TRACE(std::string("micro ") + r.name);
+        Case("micro", r.op, r.point, r.micro);
+        if (HasFatalFailure())
+            return;
+    }
+}
+
+// An op asks for micro on a macro device: F5 keeps the four writes.
+TEST_F(MicroTx, PerOpModeIsHonoured)
+{
+    Prepare(Op::TenWrites);
+    Restart("--tx macro", "after-commit:4");
+    SubmitAndCrash(Op::TenWrites, CISC_TX_MICRO);
+    ExpectAfterRestart("macro", "v", VectorFile(4));
+}
+
+// A weaker mode than the device's changes nothing: micro stays micro.
+TEST_F(MicroTx, WeakerRequestKeepsDeviceMode)
+{
+    Prepare(Op::TenWrites);
+    Restart("--tx micro", "after-commit:4");
+    SubmitAndCrash(Op::TenWrites, CISC_TX_MACRO);
+    ExpectAfterRestart("micro", "v", VectorFile(4));
+}
+
+TEST_F(MicroTx, StatusShowsMode)
+{
+    Restart("--tx micro");
+    EXPECT_NE(Sh(cisc + " status --raw " + mnt).out.find("\ntx mode micro\n"), std::string::npos);
+    Restart("");
+    EXPECT_NE(Sh(cisc + " status --raw " + mnt).out.find("\ntx mode macro\n"), std::string::npos);
+    RunResult r = Sh(cisc + " up --help");
+    EXPECT_NE(r.out.find("--tx"), std::string::npos) << r.out;
+}
+
+TEST_F(MicroTx, AutorecRefusedUntilImplemented)
+{
+    struct cisc_vec v;
+    ASSERT_EQ(cisc_vec_init(&v, q), 0);
+    Put("v", VectorFile(0));
+    Build(&v, Op::TenWrites, CISC_TX_AUTOREC);
+    EXPECT_EQ(cisc_vec_submit(&v), -EOPNOTSUPP);
+    cisc_vec_free(&v);
+    EXPECT_EQ(Get("v"), VectorFile(0));   // never a silent downgrade
+    EXPECT_EQ(cisc_vec_set_tx(&v, 7), -EINVAL);
+}
+
+// §4.4.3: a failing step aborts itself and the steps that depend on it
+// (directly or through another); independent later steps still run; each
+// step reports its own result; what committed stays.
+TEST_F(MicroTx, FailureCancelsOnlyDependents)
+{
+    Put("v", VectorFile(0));
+    for (int tx : { CISC_TX_MICRO, CISC_TX_MACRO }) {
+        SCOPED_TRACE(tx == CISC_TX_MICRO ? "micro" : "macro");
+        Put("v", VectorFile(0));
+        struct cisc_vec v;
+        ASSERT_EQ(cisc_vec_init(&v, q), 0);
+        ASSERT_EQ(cisc_vec_set_tx(&v, tx), 0);
+        int f = cisc_vec_open(&v, "v", O_RDWR, 0);
+        std::vector<int> w;
+        for (unsigned k = 0; k < 5; k++) {
+            std::string b(kBlock, (char)('A' + k));
+            w.push_back(cisc_vec_write(&v, f, k * kBlock, CISC_IN_BUF(b.data(), b.size())));
+        }
+        int bad = cisc_vec_decompress(&v, CISC_IN_BUF("not zstd at all", 15), kBlock);
+        int dep = cisc_vec_write(&v, f, 5 * kBlock, CISC_IN_STEP(bad));        // depends on bad
+        int dep2 = cisc_vec_crc32c(&v, CISC_IN_STEP(bad), 0);
+        int dep3 = cisc_vec_append(&v, f, CISC_IN_STEP(dep2));                 // through dep2
+        for (unsigned k = 6; k < 10; k++) {
+            std::string b(kBlock, (char)('A' + k));
+            w.push_back(cisc_vec_write(&v, f, k * kBlock, CISC_IN_BUF(b.data(), b.size())));
+        }
+        int64_t st = cisc_vec_submit(&v);
+        EXPECT_EQ(st, -EBADMSG);
+        EXPECT_EQ(cisc_vec_ret(&v, bad), -EBADMSG);
+        EXPECT_EQ(cisc_vec_ret(&v, dep), -ECANCELED);
+        EXPECT_EQ(cisc_vec_ret(&v, dep2), -ECANCELED);
+        EXPECT_EQ(cisc_vec_ret(&v, dep3), -ECANCELED);
+        std::string want = VectorFile(0);
+        if (tx == CISC_TX_MICRO) {
+            for (int i : w)
+                EXPECT_EQ(cisc_vec_ret(&v, i), (int64_t)kBlock) << "step " << i;
+            want = VectorFile(10);
+            std::fill(want.begin() + 5 * kBlock, want.begin() + 6 * kBlock, '.');
+        } else {
+            for (unsigned k = 6; k < 10; k++)
+                EXPECT_EQ(cisc_vec_ret(&v, w[k - 1]), -ECANCELED);
+        }
+        cisc_vec_free(&v);
+        EXPECT_TRUE(Get("v") == want);
+    }
+}
+
+// A mutation that fails in micro (ENOSPC for the 6th of ten writes)
+// is undone alone; the smaller later writes still commit.
+TEST_F(MicroTx, EnospcMidVectorKeepsOthers)
+{
+    CloseSession();
+    Down();
+    Sh("rm -f " + img);
+    Up("--size 24M --tx micro");
+    OpenSession();
+    Put("v", VectorFile(0));
+    ASSERT_TRUE(WriteFile(P("fill"), std::string(16u << 20, 'f')));   // leaves a few MiB
+    std::string big(4u << 20, 'Z');   // more than what is left (with its undo room)
+    struct cisc_vec v;
+    ASSERT_EQ(cisc_vec_init(&v, q), 0);
+    int f = cisc_vec_open(&v, "v", O_RDWR, 0);
+    std::vector<int> w;
+    for (unsigned k = 0; k < 10; k++) {
+        std::string b(kBlock, (char)('A' + k));
+        w.push_back(k == 5 ? cisc_vec_write(&v, f, 10 * kBlock, CISC_IN_BUF(big.data(), big.size()))
+                           : cisc_vec_write(&v, f, k * kBlock, CISC_IN_BUF(b.data(), b.size())));
+    }
+    int64_t st = cisc_vec_submit(&v);
+    EXPECT_EQ(st, -ENOSPC);
+    EXPECT_EQ(cisc_vec_ret(&v, w[5]), -ENOSPC);
+    for (unsigned k = 0; k < 10; k++)
+        if (k != 5)
+            EXPECT_EQ(cisc_vec_ret(&v, w[k]), (int64_t)kBlock) << k;
+    cisc_vec_free(&v);
+    std::string want = VectorFile(10);
+    std::fill(want.begin() + 5 * kBlock, want.begin() + 6 * kBlock, '.');
+    EXPECT_TRUE(Get("v") == want);
+}
+
+}  // namespace
+}  // namespace e2e
