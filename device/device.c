@@ -7,6 +7,7 @@
 #include "device/compute/keys.h"
 #include "device/control.h"
 #include "device/engine/stats.h"
+#include "device/engine/fused/oplog.h"
 #include "proto/wire.h"
 
 #include <errno.h>
@@ -35,6 +36,8 @@ struct device {
     bool stop_requested;             /* a SHUTDOWN arrived (maybe before the hook) */
     void (*stop_hook)(void *arg);
     void *stop_arg;
+    char *recovery;                  /* what recovery at start-up did (oplog.h), or NULL */
+    size_t recovery_len;
 };
 
 static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
@@ -144,7 +147,22 @@ static void free_device(struct device *d)
     pthread_mutex_destroy(&d->hook_lock);
     free(d->image);
     free(d->mountpoint);
+    free(d->recovery);
     free(d);
+}
+
+/* Finishes the ops of the operational log and keeps the report for the
+ * log and the status. */
+static int recover(struct device *d, char *err, size_t errlen)
+{
+    FILE *f = open_memstream(&d->recovery, &d->recovery_len);
+    if (!f)
+        return fail(err, errlen, -ENOMEM, "out of memory");
+    int r = fop_recover(d->eng, f);
+    fclose(f);
+    if (r < 0)
+        return fail(err, errlen, r, "cannot read the operational log: %s", strerror(-r));
+    return 0;
 }
 
 int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t errlen)
@@ -172,12 +190,6 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
         free_device(d);     /* after the message, which reads d */
         return bad;
     }
-    if (o->tx == WIRE_TX_AUTOREC) {
-        fail(err, errlen, -EOPNOTSUPP, "--tx autorec: the operational log is not "
-             "implemented yet (macro and micro are)");
-        free_device(d);
-        return -EOPNOTSUPP;
-    }
     struct qp_config qc = { o->pollers, o->poll_us < 0 ? QP_DEFAULT_POLL_US : (unsigned)o->poll_us };
     int r = open_fs(o, &d->fs, err, errlen);
     if (!r)
@@ -187,6 +199,8 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
     ec.progs = d->progs;
     if (!r && (r = eng_create(d->fs, &ec, &d->eng)))
         fail(err, errlen, r, "cannot start the engine: %s", strerror(-r));
+    if (!r)
+        r = recover(d, err, errlen);   /* before any client is served */
     if (!r && (r = qp_service_create(d->eng, &qc, &d->qps)))
         fail(err, errlen, r, "cannot start the queue pollers: %s", strerror(-r));
     if (!r && o->control_path)
@@ -207,6 +221,8 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
 void dev_log_notes(struct device *d)
 {
     progs_log_broken(d->progs);
+    if (d->recovery_len)
+        fprintf(stderr, "%s", d->recovery);
 }
 
 struct engine *dev_engine(struct device *d)
@@ -318,6 +334,8 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
             (unsigned long long)ss.core[i].executed,
             (unsigned long long)(ss.core[i].busy_ns / 1000000u));
     put(&o, "tx mode %s\n", eng_tx_name(eng_tx_mode(d->eng)));
+    if (d->recovery_len)   /* one line per op recovered at start-up */
+        put(&o, "%s", d->recovery);
     put(&o, "handles %llu\n", (unsigned long long)eng_open_handles(d->eng));
     /* Operations that met corrupt metadata (run cisc fsck when not 0). */
     put(&o, "integrity corrupt %llu\n",

@@ -49,6 +49,7 @@ struct engine {
     bool watching;            /* protected by watch_lock; also read relaxed as a hint */
     struct progs *progs;      /* bpf steps' programs (device/progs/progs.h); may be NULL */
     unsigned tx;              /* default transaction mode of fused ops (enum wire_tx, >= MACRO) */
+    uint64_t oplog_dir;       /* the operational log's directory once known (atomic) */
 };
 
 /* The handle table a command uses: its session's, or the engine's. */

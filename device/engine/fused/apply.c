@@ -4,6 +4,7 @@
  * so that a crash before the commit leaves no trace of the op. */
 #include "device/engine/fused/fused_int.h"
 #include "device/engine/fused/crash.h"
+#include "device/engine/fused/oplog.h"
 #include "device/engine/perm.h"
 
 #include "common/minmax.h"
@@ -438,11 +439,14 @@ static int apply_tx(struct apply *ap)
     for (; !r && i < n; i++)
         if ((r = apply_one(ap, seq[i])) != 0)
             break;
+    if (!r && x->oplog && (r = fop_oplog_step(x, ap->tx, ap->cstep)) != 0)
+        i = n - 1;   /* the step's record joins its commit, or the step is undone */
     if (r && ap->tx)
-        undo_all(ap, seq, i);
+        undo_all(ap, seq, i < n ? i : n - 1);
     if (!r)
         fop_crash_point(FOP_CRASH_BEFORE_COMMIT, ap->cstep);
-    int c = ap->tx ? sfs_txn_commit(ap->tx, x->fsync && !r) : 0;
+    bool durable = x->fsync || x->tx == WIRE_TX_AUTOREC;
+    int c = ap->tx ? sfs_txn_commit(ap->tx, durable && !r) : 0;
     if (r) {
         ap->bad = x->muts[seq[i < n ? i : 0]].step;
         return r;

@@ -217,6 +217,7 @@ int fop_decode(struct eng_cisc *v, const struct wire_step *steps, unsigned n,
     v->mem = 0;
     v->keys = keys;
     v->tx = WIRE_TX_DEFAULT;
+    v->replay = NULL;
     fop_res_fill(v, -ECANCELED);
     for (unsigned i = 0; i < n && i < WIRE_MAX_STEPS; i++)
         v->st[i].path = NULL;   /* fop_release frees the decoded ones */

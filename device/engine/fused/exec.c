@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "device/engine/fused/bpfstep.h"
+#include "device/engine/fused/oplog.h"
 #include "device/compute/compute.h"
 #include "device/sched/model.h"
 #include "proto/steps.h"
@@ -536,6 +537,7 @@ static void run_init(struct fop_run *x, struct engine *e, struct eng_cmd *c,
     x->tx = v->tx > e->tx ? v->tx : e->tx;
     x->commit_step = fop_commit_step(v);
     x->applied = false;
+    x->oplog = 0;
     for (unsigned i = 0; i < v->n; i++) {
         x->failed[i] = false;
         x->sfile[i] = FOP_NOFILE;
@@ -579,12 +581,9 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
     if (!x)
         return -ENOMEM;
     run_init(x, e, c, v);
-    if (x->tx == WIRE_TX_AUTOREC) {   /* no operational log yet: never a silent downgrade */
-        fop_fail(v, 0, -EOPNOTSUPP);
-        v->ran = 0;
-        return v->status;
-    }
-    int r = fop_prepare(x);
+    int r = x->tx == WIRE_TX_AUTOREC ? fop_autorec_begin(x) : 0;   /* micro.c */
+    if (!r)
+        r = fop_prepare(x);
     if (!r) {
         struct stripes sp;
         fop_mem_reserve(e, v->mem);
@@ -595,6 +594,8 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
         fop_mem_release(e, v->mem);
         free_bufs(x);   /* after the release: large ones may stay as spares */
     }
+    if (x->oplog)
+        fop_oplog_end(x);   /* the op is complete: its operational log goes */
     fop_unprepare(x);
     v->ran = 0;
     for (unsigned i = 0; i < v->n; i++)

@@ -103,8 +103,13 @@
  *            base size is the committed size (later copy-on-write and
  *            reads go by it; reads still overlay the op's mutations, which
  *            is idempotent over committed ones).
- *   autorec  not implemented yet: refused (-EOPNOTSUPP, nothing changed;
- *            never a silent downgrade).
+ *   autorec  micro, plus the operational log (oplog.h): the op is logged
+ *            durably before it starts, each step's record commits with
+ *            the step, the log goes when the op ends; fop_recover()
+ *            finishes logged ops at start-up (v->replay: committed steps
+ *            take their logged result and output instead of running).
+ *            Steps it cannot replay yet are refused (-EOPNOTSUPP, nothing
+ *            changed; never a silent downgrade).
  * Crash points (crash.h) fire around each step's commit: in macro every
  * step but the last mutating one fires its points after it executed, and
  * that one around the op's commit.
@@ -197,6 +202,19 @@ struct fop_step {
     uint32_t block_out;        /* BPF: output bytes per invocation, 0 = 2 * block size */
 };
 
+#define OPLOG_NAME_MAX 32   /* an operational log's file name, with its NUL */
+
+/* Recovery (oplog.c): what an interrupted autorec op's log says. */
+struct fop_replay {
+    uint64_t oplog;                      /* the log file's inode and size */
+    uint64_t oplog_size;
+    char name[OPLOG_NAME_MAX];
+    uint64_t done;                       /* bit i: step i's record committed */
+    int64_t ret[WIRE_MAX_STEPS];         /* its result */
+    const uint8_t *out[WIRE_MAX_STEPS];  /* its logged output, or NULL */
+    uint64_t out_len[WIRE_MAX_STEPS];
+};
+
 struct eng_cisc {
     unsigned n;
     struct fop_step st[WIRE_MAX_STEPS];
@@ -207,6 +225,7 @@ struct eng_cisc {
     uint64_t mem;              /* device bytes the op's buffers need */
     struct ckey_table *keys;   /* the session's key registry, or NULL */
     uint8_t tx;                /* enum wire_tx the client asked for (WIRE_TX_DEFAULT) */
+    const struct fop_replay *replay;   /* recovery of a logged op, else NULL */
 };
 
 /* Limits for vectors on engine e (from its device memory budget). */

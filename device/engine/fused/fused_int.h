@@ -87,6 +87,8 @@ struct fop_run {
     unsigned commit_step;               /* macro: the step whose commit is the op's */
     bool applied;                       /* micro: some step's mutations committed */
     bool failed[WIRE_MAX_STEPS];        /* micro: step failed or was cancelled */
+    uint64_t oplog, oplog_size;         /* autorec: the op's log file (oplog.h), 0 = none */
+    char oplog_name[OPLOG_NAME_MAX];
     struct progs_prog *prog[WIRE_MAX_STEPS];     /* BPF steps' programs (bpfstep.h) */
     struct progs_stream *stream[WIRE_MAX_STEPS]; /* and their claimed streams */
 };
@@ -145,6 +147,11 @@ void fop_step_run(struct fop_run *x, unsigned i);
  * step committed on its own; returns 0 or the first failure's -errno
  * (every step's result is in v->res). */
 int fop_execute_micro(struct fop_run *x);
+
+/* Autorec, before the op's first step: a replayed op adopts its log;
+ * a new one is checked (oplog.h: what autorec covers) and logged. On
+ * failure the op is marked failed. Returns 0 or -errno. */
+int fop_autorec_begin(struct fop_run *x);
 
 /* The step whose commit is a macro op's one commit: its last step that
  * may change a file (or its last step). */

@@ -6,6 +6,9 @@
  * and the crash points of macro ops' execute phase. */
 #include "device/engine/fused/fused_int.h"
 #include "device/engine/fused/crash.h"
+#include "device/engine/fused/oplog.h"
+
+#include <string.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -65,11 +68,58 @@ static void rebase(struct fop_run *x, unsigned i)
         f->base_size = a.size;
 }
 
+int fop_autorec_begin(struct fop_run *x)
+{
+    const struct fop_replay *rp = x->v->replay;
+    if (rp) {
+        x->oplog = rp->oplog;
+        x->oplog_size = rp->oplog_size;
+        memcpy(x->oplog_name, rp->name, sizeof(x->oplog_name));
+        return 0;
+    }
+    unsigned bad = 0;
+    int r = fop_oplog_supported(x, &bad);
+    if (!r)
+        r = fop_oplog_begin(x);
+    if (r) {
+        fop_res_fill(x->v, -ECANCELED);
+        fop_fail(x->v, bad, r);
+    }
+    return r;
+}
+
+/* Recovery: step i committed before the crash; its logged result and
+ * output stand in for running it. */
+static int64_t replayed_step(struct fop_run *x, unsigned i)
+{
+    const struct fop_replay *rp = x->v->replay;
+    x->olen[i] = rp->out_len[i];
+    if (rp->out[i]) {
+        x->buf[i] = fop_buf_get(x->e, rp->out_len[i], &x->bufsize[i]);
+        if (!x->buf[i])
+            return -ENOMEM;
+        memcpy(x->buf[i], rp->out[i], rp->out_len[i]);
+    }
+    x->v->res[i] = (struct wire_step_res){ rp->ret[i], rp->out_len[i] };
+    return rp->ret[i];
+}
+
+/* Autorec: a step that committed nothing of its own logs its output when
+ * a later step takes it (a durable transaction of its own). */
+static int log_unapplied(struct fop_run *x, unsigned i)
+{
+    if (!x->oplog || !fop_oplog_needs_output(x, i))
+        return 0;
+    return fop_oplog_step(x, NULL, i);
+}
+
 /* Runs and commits step i; returns its result (>= 0) or -errno. A
  * failure leaves no trace of the step: its mutations are dropped (and
  * undone if they were being applied) and its file's view restored. */
 static int64_t micro_step(struct fop_run *x, unsigned i)
 {
+    if (x->v->replay && (x->v->replay->done >> i & 1))
+        return replayed_step(x, i);
     struct cfile *f = x->sfile[i] == FOP_NOFILE ? NULL : &x->files[x->sfile[i]];
     uint64_t vsize = f ? f->vsize : 0;
     bool create_mut = f ? f->create_mut : false;
@@ -79,6 +129,8 @@ static int64_t micro_step(struct fop_run *x, unsigned i)
     bool applied = false;
     if (r >= 0) {
         int a = fop_apply_step(x, i, k0, &applied);
+        if (!a && !applied)
+            a = log_unapplied(x, i);
         r = a ? a : r;
     }
     if (r < 0) {

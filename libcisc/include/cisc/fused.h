@@ -147,8 +147,8 @@ enum cisc_tx {
     CISC_TX_DEFAULT = 0,             /* the device's default */
     CISC_TX_MACRO = 1,               /* all or nothing */
     CISC_TX_MICRO = 2,               /* each mutating step commits on its own */
-    CISC_TX_AUTOREC = 3,             /* micro, finished by the device after a crash
-                                        (not available yet: -EOPNOTSUPP) */
+    CISC_TX_AUTOREC = 3,             /* micro, logged first, finished by the device after
+                                        a crash (docs/LIBCISC.md: what it covers) */
 };
 
 /* ---- building ---------------------------------------------------------- */
