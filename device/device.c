@@ -7,6 +7,7 @@
 #include "device/compute/keys.h"
 #include "device/control.h"
 #include "device/engine/stats.h"
+#include "device/engine/fused/fused.h"
 #include "device/engine/fused/oplog.h"
 #include "proto/wire.h"
 
@@ -463,6 +464,26 @@ static int reply_key(struct device *d, struct ctl_req *req)
     return ctl_reply(req, r, id, !r && req->type == CTL_KEY_ADD ? sizeof(id) : 0), 0;
 }
 
+/* Recovery records of the peer's uid (device/engine/fused/oplog.h). */
+static int reply_recovery(struct device *d, struct ctl_req *req)
+{
+    if (req->type == CTL_RECOVERY_ACK) {
+        char name[OPLOG_NAME_MAX];
+        int r = req->len == 0 || req->len >= sizeof(name) ? -EINVAL : 0;
+        if (!r) {
+            memcpy(name, req->payload, req->len);
+            name[req->len] = '\0';
+            r = fop_recovery_ack(d->eng, req->peer->uid, name);
+        }
+        return ctl_reply(req, r, NULL, 0), 0;
+    }
+    char *text = malloc(CTL_MAX_PAYLOAD - 4);
+    int n = text ? fop_recovery_list(d->eng, req->peer->uid, text, CTL_MAX_PAYLOAD - 4) : -ENOMEM;
+    ctl_reply(req, n < 0 ? n : 0, text, n < 0 ? 0 : (size_t)n);
+    free(text);
+    return 0;
+}
+
 static int handle_ctl(void *arg, struct ctl_req *req)
 {
     struct device *d = arg;
@@ -486,6 +507,9 @@ static int handle_ctl(void *arg, struct ctl_req *req)
     }
     case CTL_STATUS:
         return reply_status(d, req);
+    case CTL_RECOVERY_LIST:
+    case CTL_RECOVERY_ACK:
+        return reply_recovery(d, req);
     case CTL_SHUTDOWN:
         if (req->peer->uid != 0 && req->peer->uid != geteuid())
             return ctl_reply(req, -EPERM, NULL, 0), 0;

@@ -661,6 +661,34 @@ CISC_API int cisc_key_remove(struct cisc_session *s, uint32_t id)
     return r == -ECONNRESET ? -ENOTCONN : r;
 }
 
+/* ---- recovery records ---------------------------------------------------------- */
+
+CISC_API ssize_t cisc_recovery_list(struct cisc_session *s, char *buf, size_t size)
+{
+    if (!s || (!buf && size))
+        return -EINVAL;
+    int32_t st = 0;
+    pthread_mutex_lock(&s->lock);
+    ssize_t n = ctl_call(s->fd, CTL_RECOVERY_LIST, NULL, 0, &st, buf, size);
+    pthread_mutex_unlock(&s->lock);
+    ssize_t r = n < 0 ? n : st ? st : n;
+    if (r >= 0 && (size_t)r < size)
+        buf[r] = '\0';
+    return r == -ECONNRESET ? -ENOTCONN : r;
+}
+
+CISC_API int cisc_recovery_ack(struct cisc_session *s, const char *name)
+{
+    if (!s || !name)
+        return -EINVAL;
+    int32_t st = 0;
+    pthread_mutex_lock(&s->lock);
+    ssize_t n = ctl_call(s->fd, CTL_RECOVERY_ACK, name, strlen(name), &st, NULL, 0);
+    pthread_mutex_unlock(&s->lock);
+    int r = n < 0 ? (int)n : st;
+    return r == -ECONNRESET ? -ENOTCONN : r;
+}
+
 /* ---- for step builders in other files (internal.h) ---------------------------- */
 
 struct wire_step *lc_vec_add(struct cisc_vec *v, uint8_t kind, int *idx)

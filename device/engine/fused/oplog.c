@@ -404,9 +404,89 @@ static void report(FILE *out, const char *name, const struct recovered *rc, int6
                     strerror((int)-rc->v.res[i].ret));
 }
 
-/* Finishes the op logged in file (dir, name). */
-static void recover_one(struct engine *e, FILE *out, uint64_t dir, const char *name)
+/* ---- recovery records ---------------------------------------------------- */
+
+#define REC_SUB "recovery"
+
+/* Keeps text as the recovery record of op name, owned by uid (the
+ * file's owner is the record's owner). */
+static void keep_record(struct engine *e, const char *name, uint32_t uid, const char *text,
+                        size_t len)
 {
+    uint64_t dir;
+    struct sfs_attr a;
+    int r = sysdir_open(e->fs, REC_SUB, &dir);
+    if (!r && sfs_lookup(e->fs, dir, name, &a) == 0)
+        r = sfs_unlink(e->fs, NULL, dir, name);   /* a crash during recovery: the newer one */
+    if (!r)
+        r = sfs_mknod(e->fs, NULL, dir, name, S_IFREG | 0600, 0, uid, uid, &a);
+    if (!r && sfs_write(e->fs, NULL, a.ino, 0, text, len) != (ssize_t)len)
+        r = -EIO;
+    if (r)
+        fprintf(stderr, "cisc device: cannot keep the recovery record of %s: %s\n", name,
+                strerror(-r));
+}
+
+struct rec_list {
+    struct engine *e;
+    uint32_t uid;
+    char *buf;
+    size_t size, len;
+    int err;
+};
+
+static int list_one(void *arg, const struct sfs_dirent *de)
+{
+    struct rec_list *l = arg;
+    struct sfs_attr a;
+    if (de->name[0] == '.' || sfs_getattr(l->e->fs, de->ino, &a) || !S_ISREG(a.mode))
+        return 0;
+    if (l->uid != 0 && a.uid != l->uid)
+        return 0;
+    if (a.size > l->size - l->len) {
+        l->err = -ENOSPC;
+        return 1;
+    }
+    ssize_t n = sfs_read(l->e->fs, de->ino, 0, l->buf + l->len, a.size);
+    l->len += n > 0 ? (size_t)n : 0;
+    return 0;
+}
+
+int fop_recovery_list(struct engine *e, uint32_t uid, char *buf, size_t size)
+{
+    uint64_t dir;
+    int r = sysdir_find(e->fs, REC_SUB, &dir);
+    if (r)
+        return r == -ENOENT ? 0 : r;
+    struct rec_list l = { e, uid, buf, size, 0, 0 };
+    r = sfs_readdir(e->fs, dir, 0, list_one, &l);
+    r = r ? r : l.err;
+    return r ? r : (int)l.len;
+}
+
+int fop_recovery_ack(struct engine *e, uint32_t uid, const char *name)
+{
+    uint64_t dir;
+    struct sfs_attr a;
+    if (!name[0] || name[0] == '.' || strchr(name, '/') || strlen(name) >= OPLOG_NAME_MAX)
+        return -EINVAL;
+    int r = sysdir_find(e->fs, REC_SUB, &dir);
+    if (!r)
+        r = sfs_lookup(e->fs, dir, name, &a);
+    if (!r && uid != 0 && a.uid != uid)
+        r = -ENOENT;   /* another user's record does not exist for you */
+    return r ? r : sfs_unlink(e->fs, NULL, dir, name);
+}
+
+/* Finishes the op logged in file (dir, name); reports to top and keeps
+ * the report as the op's recovery record. */
+static void recover_one(struct engine *e, FILE *top, uint64_t dir, const char *name)
+{
+    char *text = NULL;
+    size_t tlen = 0;
+    FILE *out = open_memstream(&text, &tlen);
+    if (!out)
+        out = top;
     struct sfs_attr a;
     struct recovered *rc = calloc(1, sizeof(*rc));
     size_t len = 0;
@@ -432,6 +512,12 @@ static void recover_one(struct engine *e, FILE *out, uint64_t dir, const char *n
         rc->v.replay = &rc->rp;
         int64_t st = fop_exec(e, &rc->cred, &rc->v);
         report(out, name, rc, st);
+    }
+    if (out != top) {
+        fclose(out);
+        fwrite(text, 1, tlen, top);
+        keep_record(e, name, rc && !why ? rc->cred.uid : 0, text, tlen);
+        free(text);
     }
     if (rc) {
         fop_release(&rc->v);

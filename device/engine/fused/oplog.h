@@ -65,4 +65,13 @@ void fop_oplog_end(struct fop_run *x);
  * number of ops found, or -errno. */
 int fop_recover(struct engine *e, FILE *out);
 
+/* Recovery records: each recovered op's report is kept, owned by the
+ * op's uid, in /.cisc-system/recovery/NAME until its owner acknowledges
+ * it. fop_recovery_list copies the records uid may read (root: all) into
+ * buf; returns their length or -errno (-ENOSPC: buf too small).
+ * fop_recovery_ack removes record name; -ENOENT when uid has none of
+ * that name (root may remove any). */
+int fop_recovery_list(struct engine *e, uint32_t uid, char *buf, size_t size);
+int fop_recovery_ack(struct engine *e, uint32_t uid, const char *name);
+
 #endif

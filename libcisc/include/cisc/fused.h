@@ -231,6 +231,19 @@ CISC_API int cisc_vec_concat(struct cisc_vec *v, int a, struct cisc_src b);
  * independent compute steps. Returns 0 or -errno. */
 CISC_API int cisc_vec_independent(struct cisc_vec *v, int i);
 
+/* Recovery records (autorec): after a crash, the device finishes the
+ * autorec ops it had accepted at its next start and keeps one record per
+ * op, owned by the op's uid, until acknowledged. cisc_recovery_list()
+ * copies the session uid's records (root: everyone's) into buf, NUL-
+ * terminated when it fits: one line "recovery op NAME uid U steps N
+ * committed C status S" per op (S: 0 or -errno; C: steps that had
+ * committed before the crash), then "recovery op NAME step I error TEXT"
+ * per step that failed during recovery. Returns the text's length or
+ * -errno. cisc_recovery_ack() removes record NAME: 0, or -ENOENT when
+ * the session's uid has none of that name. */
+CISC_API ssize_t cisc_recovery_list(struct cisc_session *s, char *buf, size_t size);
+CISC_API int cisc_recovery_ack(struct cisc_session *s, const char *name);
+
 /* Asks for transaction mode tx (enum cisc_tx) for this op; a mode weaker
  * than the device's default changes nothing. Kept across
  * cisc_vec_reset(). Returns 0 or -EINVAL (unknown mode; sticks in v like

@@ -11,7 +11,10 @@ extern "C" {
 #include "common/crc32c.h"
 }
 
+#include <dirent.h>
 #include <sys/wait.h>
+
+#include <algorithm>
 
 namespace e2e {
 namespace {
@@ -57,9 +60,41 @@ std::string VectorFile(unsigned writes)
 
 enum class Op { AppendCrcWrite, TenWrites };
 
+// Whether a reaper of a device on image img still runs (a forked copy of
+// `cisc up ... img ...` named cisc-reaper). Once its device is gone it
+// detaches the mount it watched if that mount's device number is still
+// the one it saw; a new mount on the same point may have got that number
+// again, so the next `cisc up` waits for it.
+bool ReaperRuns(const std::string &img)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    bool found = false;
+    while (d && !found && (de = readdir(d))) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        std::string p = std::string("/proc/") + de->d_name;
+        if (ReadFile(p + "/comm") != "cisc-reaper\n")
+            continue;
+        std::string cmd = ReadFile(p + "/cmdline");
+        std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+        found = cmd.find(" " + img + " ") != std::string::npos;
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
 class MicroTx : public CiscTest {
 protected:
     std::string status;   // `cisc status` right after the restart that recovered
+    // `cisc down`, then the device's reaper gone (see ReaperRuns).
+    void DownAndWait()
+    {
+        Down();
+        ASSERT_TRUE(Until([&] { return !ReaperRuns(img); }, 100)) << "reaper lingers";
+    }
+
     void CloseSession()
     {
         cisc_session_close(s);
@@ -77,7 +112,7 @@ protected:
     void Restart(const std::string &extra, const std::string &crash = "")
     {
         CloseSession();
-        Down();
+        DownAndWait();
         std::string env = crash.empty() ? "" : "CISC_CRASH_POINT=" + crash + " ";
         RunResult r = Sh(env + UpCmd(extra));
         ASSERT_EQ(r.status, 0) << r.out << ReadFile(log);
@@ -142,6 +177,7 @@ protected:
         if (!Until([&] { return !IsCiscMount(mnt); }, 100))
             Sh("umount -l " + mnt);
         ASSERT_TRUE(Until([&] { return !IsCiscMount(mnt); }, 100));
+        ASSERT_TRUE(Until([&] { return !ReaperRuns(img); }, 100)) << "reaper lingers";
     }
 
     // After the crash: restart (journal replay), the file as expected,
@@ -156,7 +192,7 @@ protected:
         EXPECT_EQ(got.size(), want.size());
         EXPECT_TRUE(got == want) << "contents differ from the expected state";
         CloseSession();
-        Down();
+        DownAndWait();
         RunResult f = Sh(cisc + " fsck " + img);
         EXPECT_EQ(f.status, 0) << f.out;
         Up();
@@ -264,6 +300,38 @@ TEST_F(MicroTx, RecoveryIsIdempotent)
         if (HasFatalFailure())
             return;
     }
+}
+
+// Recovery records: kept across restarts until acknowledged, readable by
+// the op's uid only (root's op here: another user sees nothing and cannot
+// acknowledge it), printed by `cisc recovery`.
+TEST_F(MicroTx, RecoveryRecordsBelongToTheirOwner)
+{
+    Case("autorec", Op::TenWrites, "after-commit:4", VectorFile(10));
+    char buf[4096];
+    ssize_t n = cisc_recovery_list(s, buf, sizeof(buf));
+    ASSERT_GT(n, 0);
+    std::string text(buf, (size_t)n);
+    EXPECT_NE(text.find(" uid 0 steps 12 committed 4 status 0\n"), std::string::npos) << text;
+    std::string name = text.substr(strlen("recovery op "), 25);
+    RunResult r = Sh(cisc + " recovery " + mnt);
+    EXPECT_EQ(r.status, 0);
+    EXPECT_NE(r.out.find(name), std::string::npos) << r.out;
+    std::string m = mnt;
+    EXPECT_EQ(AsUser([&] {
+                  struct cisc_session *us;
+                  char b[4096];
+                  if (cisc_session_open(m.c_str(), &us))
+                      return 1;
+                  ssize_t k = cisc_recovery_list(us, b, sizeof(b));
+                  int ack = cisc_recovery_ack(us, name.c_str());
+                  cisc_session_close(us);
+                  return k == 0 && ack == -ENOENT ? 0 : 2;
+              }),
+              0);
+    EXPECT_EQ(cisc_recovery_ack(s, name.c_str()), 0);
+    EXPECT_EQ(cisc_recovery_list(s, buf, sizeof(buf)), 0);
+    EXPECT_EQ(cisc_recovery_ack(s, name.c_str()), -ENOENT);
 }
 
 // An op asks for micro on a macro device: F5 keeps the four writes.
@@ -383,7 +451,7 @@ TEST_F(MicroTx, FailureCancelsOnlyDependents)
 TEST_F(MicroTx, EnospcMidVectorKeepsOthers)
 {
     CloseSession();
-    Down();
+    DownAndWait();
     Sh("rm -f " + img);
     Up("--size 24M --tx micro");
     OpenSession();
