@@ -11,7 +11,7 @@ CISC := $(BUILD)/cmd/cisc
 # The distribution's python3 (python3-matplotlib) for benchmarks that plot.
 PYTHON_PLOT ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
-.PHONY: all deps build build-asan test test-release test-asan run bench bench-bpf bench-fs bench-qp bench-cisc bench-offload clean
+.PHONY: all deps build build-asan test test-release test-asan run bench bench-bpf bench-fs bench-qp bench-cisc bench-offload bench-recovery clean
 
 all: build
 
@@ -67,6 +67,11 @@ bench-cisc: build
 # with examples/bpf/grep.c inside the device; time and bytes moved for both.
 bench-offload: build
 	@python3 bench/offload/bench_offload.py --cisc $(CISC) --grep-obj $(BUILD)/examples/bpf/grep.o
+
+# Crash recovery: FusionFS Table 10c/10d (restart-to-effect time of POSIX
+# re-execution, MacroTx re-submission and AutoRec; latency per mode).
+bench-recovery: build
+	@$(PYTHON_PLOT) bench/recovery/bench_recovery.py --cisc $(CISC) --bench $(BUILD)/bench/recovery/cisc-bench-recovery $(BENCH_RECOVERY_ARGS)
 
 bench-qp: build
 	@./bench/qp/rtt.sh $(CISC) $(BUILD)/bench/qp/cisc-bench-rtt
