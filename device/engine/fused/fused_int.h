@@ -153,6 +153,10 @@ int fop_execute_micro(struct fop_run *x);
  * failure the op is marked failed. Returns 0 or -errno. */
 int fop_autorec_begin(struct fop_run *x);
 
+/* Whether step s may change a file (OPEN with O_CREAT or O_TRUNC,
+ * WRITE, APPEND, TRUNCATE, UNLINK). */
+bool fop_step_may_mutate(const struct fop_step *s);
+
 /* The step whose commit is a macro op's one commit: its last step that
  * may change a file (or its last step). */
 unsigned fop_commit_step(const struct eng_cisc *v);

@@ -13,9 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 
-/* Whether step kind/flags may change a file (the commit of a macro op is
- * that of its last such step). */
-static bool may_mutate(const struct fop_step *s)
+bool fop_step_may_mutate(const struct fop_step *s)
 {
     switch (s->kind) {
     case WIRE_STEP_WRITE: case WIRE_STEP_APPEND: case WIRE_STEP_TRUNCATE:
@@ -31,7 +29,7 @@ static bool may_mutate(const struct fop_step *s)
 unsigned fop_commit_step(const struct eng_cisc *v)
 {
     for (unsigned i = v->n; i-- > 0;)
-        if (may_mutate(&v->st[i]))
+        if (fop_step_may_mutate(&v->st[i]))
             return i;
     return v->n - 1;
 }

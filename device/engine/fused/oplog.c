@@ -366,6 +366,22 @@ static void parse_steps(struct recovered *rc, struct rd *r)
     }
 }
 
+/* Whether the logged op still has work: a step that may change a file,
+ * or whose output a later step takes, without its record. An op whose
+ * every such step committed had completed; only the removal of its log
+ * (not made durable, to keep a flush off every op) was lost. */
+static bool pending(const struct recovered *rc)
+{
+    for (unsigned i = 0; i < rc->v.n; i++) {
+        bool needed = false;
+        for (unsigned j = i + 1; j < rc->v.n; j++)
+            needed |= rc->v.st[j].in == i || rc->v.st[j].in2 == i;
+        if (!(rc->rp.done >> i & 1) && (needed || fop_step_may_mutate(&rc->v.st[i])))
+            return true;
+    }
+    return false;
+}
+
 /* A committed OPEN is opened again without creating or truncating. */
 static void settle_done_opens(struct recovered *rc)
 {
@@ -502,8 +518,9 @@ static void recover_one(struct engine *e, FILE *top, uint64_t dir, const char *n
     if (why) {
         fprintf(out, "recovery op %s unrecoverable (%s): nothing of it runs, the log is kept\n",
                 name, why);
+    } else if (parse_steps(rc, &rd), !pending(rc)) {
+        sfs_unlink(e->fs, NULL, dir, name);   /* it had completed: no record */
     } else {
-        parse_steps(rc, &rd);
         settle_done_opens(rc);
         rc->rp.oplog = a.ino;
         rc->rp.oplog_size = len;
@@ -516,7 +533,8 @@ static void recover_one(struct engine *e, FILE *top, uint64_t dir, const char *n
     if (out != top) {
         fclose(out);
         fwrite(text, 1, tlen, top);
-        keep_record(e, name, rc && !why ? rc->cred.uid : 0, text, tlen);
+        if (tlen)
+            keep_record(e, name, rc && !why ? rc->cred.uid : 0, text, tlen);
         free(text);
     }
     if (rc) {

@@ -8,6 +8,9 @@
  * fop_recover() finishes every op still in the log before any client is
  * served: committed steps are not run again, their logged outputs feed
  * the steps that had not committed, which run with the logged credentials.
+ * The log's removal is not made durable (no flush per op): a log whose
+ * every mutating or output-feeding step has its record is an op that had
+ * completed, and recovery just removes it.
  *
  * Where: one file per op in the device's system directory,
  * /.cisc-system/oplog/<16 hex digits of the op's number>, written through
