@@ -7,6 +7,8 @@
 
 #include "proto/ctl.h"
 #include "device/device.h"
+#include "device/engine/fused/crash.h"
+#include "proto/wire.h"
 #include "fusefs/fusefs.h"
 
 #include <errno.h>
@@ -113,6 +115,20 @@ static void print_ready(const char *img, const char *mnt, const char *sock,
     fflush(stdout);
 }
 
+/* Test builds (CISC_CRASH_POINTS): a device started by root arms the
+ * crash point named by $CISC_CRASH_POINT (fop_crash_arm), so that tests
+ * can cut its power at a chosen point of the next fused op. Nobody else
+ * can: the variable is read only here, only then. */
+static int arm_crash_point(void)
+{
+#ifdef CISC_CRASH_POINTS
+    const char *spec = getenv(FOP_CRASH_ENV);
+    if (spec && *spec && geteuid() == 0)
+        return fop_crash_arm(spec);
+#endif
+    return 0;
+}
+
 static int run_device(const struct up_opts *o, const char *img, const char *mnt,
                       const char *sock, uint64_t create, int ready_fd)
 {
@@ -125,7 +141,14 @@ static int run_device(const struct up_opts *o, const char *img, const char *mnt,
     dopts.control_path = sock;
     dopts.model = &o->model;
     dopts.progs = &o->progs;
-    int r = dev_start(&dopts, &dev, err, sizeof(err));
+    dopts.tx = WIRE_TX_MACRO + o->tx;   /* the table's words in enum wire_tx order */
+    int r = arm_crash_point();
+    if (r) {
+        cmd_fail("up", "bad %s: %s", FOP_CRASH_ENV, getenv(FOP_CRASH_ENV));
+        report_ready(ready_fd, r);
+        return 2;
+    }
+    r = dev_start(&dopts, &dev, err, sizeof(err));
     if (r) {
         cmd_fail("up", "%s", err);
         report_ready(ready_fd, r);

@@ -224,6 +224,10 @@ static const struct up_opt up_table[] = {
       .help = "device cores (worker threads)" },
     { 0, "sched", "sched", &k_word, WORDS("fifo"), AT(dev.sched),
       .help = "scheduler for the device cores" },
+    { 0, "tx", "tx", &k_index, WORDS("macro", "micro", "autorec"), AT(tx),
+      .help = "fused ops' default transaction mode: macro (all or nothing), micro (each "
+              "mutating step commits on its own), autorec (micro, and interrupted ops are "
+              "finished by the device at the next start); an op may ask for a stronger one" },
     { 0, "log", "log", &k_log, "FILE", AT(log),
       .help = "where the daemon writes its messages (default: none)" },
     { 0, "size", "size", &k_size, "SIZE", 1u << 20, UINT64_MAX, AT(size),

@@ -7,6 +7,9 @@
 #include "device/compute/keys.h"
 #include "device/control.h"
 #include "device/engine/stats.h"
+#include "device/engine/fused/fused.h"
+#include "device/engine/fused/oplog.h"
+#include "proto/wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,6 +59,8 @@ struct device {
     bool stop_requested;             /* a SHUTDOWN arrived (maybe before the hook) */
     void (*stop_hook)(void *arg);
     void *stop_arg;
+    char *recovery;                  /* what recovery at start-up did (oplog.h), or NULL */
+    size_t recovery_len;
 };
 
 static int fail(char *err, size_t errlen, int r, const char *fmt, ...)
@@ -169,7 +174,22 @@ static void free_device(struct device *d)
     pthread_mutex_destroy(&d->hook_lock);
     free(d->image);
     free(d->mountpoint);
+    free(d->recovery);
     free(d);
+}
+
+/* Finishes the ops of the operational log and keeps the report for the
+ * log and the status. */
+static int recover(struct device *d, char *err, size_t errlen)
+{
+    FILE *f = open_memstream(&d->recovery, &d->recovery_len);
+    if (!f)
+        return fail(err, errlen, -ENOMEM, "out of memory");
+    int r = fop_recover(d->eng, f);
+    fclose(f);
+    if (r < 0)
+        return fail(err, errlen, r, "cannot read the operational log: %s", strerror(-r));
+    return 0;
 }
 
 int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t errlen)
@@ -184,7 +204,7 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
     d->mountpoint = strdup(o->mountpoint ? o->mountpoint : "-");
     d->started_ns = now_ns();
     struct eng_config ec = { .cores = d->cores, .sched = d->sched, .trace = o->trace,
-                             .direct = !o->queue_only };
+                             .direct = !o->queue_only, .tx = o->tx };
     struct dm_model dm = o->model ? *o->model : (struct dm_model){ DM_DEFAULT_LINK_NS, 1.0 };
     if (!sched_policy_find(d->sched) || d->cores > SCHED_MAX_CORES || dm_configure(&dm) ||
         o->pollers > QP_MAX_POLLERS) {
@@ -206,6 +226,8 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
     ec.progs = d->progs;
     if (!r && (r = eng_create(d->fs, &ec, &d->eng)))
         fail(err, errlen, r, "cannot start the engine: %s", strerror(-r));
+    if (!r)
+        r = recover(d, err, errlen);   /* before any client is served */
     if (!r && (r = qp_service_create(d->eng, &qc, &d->qps)))
         fail(err, errlen, r, "cannot start the queue pollers: %s", strerror(-r));
     if (!r && o->control_path)
@@ -226,6 +248,8 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
 void dev_log_notes(struct device *d)
 {
     progs_log_broken(d->progs);
+    if (d->recovery_len)
+        fprintf(stderr, "%s", d->recovery);
 }
 
 struct engine *dev_engine(struct device *d)
@@ -351,6 +375,9 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
         put(&o, "core %u executed %llu busy_ms %llu\n", i,
             (unsigned long long)ss.core[i].executed,
             (unsigned long long)(ss.core[i].busy_ns / 1000000u));
+    put(&o, "tx mode %s\n", eng_tx_name(eng_tx_mode(d->eng)));
+    if (d->recovery_len)   /* one line per op recovered at start-up */
+        put(&o, "%s", d->recovery);
     put(&o, "handles %llu\n", (unsigned long long)eng_open_handles(d->eng));
     /* Operations that met corrupt metadata (run cisc fsck when not 0). */
     put(&o, "integrity corrupt %llu\n",
@@ -568,6 +595,26 @@ static int reply_key(struct device *d, struct ctl_req *req)
     return ctl_reply(req, r, id, !r && req->type == CTL_KEY_ADD ? sizeof(id) : 0), 0;
 }
 
+/* Recovery records of the peer's uid (device/engine/fused/oplog.h). */
+static int reply_recovery(struct device *d, struct ctl_req *req)
+{
+    if (req->type == CTL_RECOVERY_ACK) {
+        char name[OPLOG_NAME_MAX];
+        int r = req->len == 0 || req->len >= sizeof(name) ? -EINVAL : 0;
+        if (!r) {
+            memcpy(name, req->payload, req->len);
+            name[req->len] = '\0';
+            r = fop_recovery_ack(d->eng, req->peer->uid, name);
+        }
+        return ctl_reply(req, r, NULL, 0), 0;
+    }
+    char *text = malloc(CTL_MAX_PAYLOAD - 4);
+    int n = text ? fop_recovery_list(d->eng, req->peer->uid, text, CTL_MAX_PAYLOAD - 4) : -ENOMEM;
+    ctl_reply(req, n < 0 ? n : 0, text, n < 0 ? 0 : (size_t)n);
+    free(text);
+    return 0;
+}
+
 static int handle_ctl(void *arg, struct ctl_req *req)
 {
     struct device *d = arg;
@@ -591,6 +638,9 @@ static int handle_ctl(void *arg, struct ctl_req *req)
     }
     case CTL_STATUS:
         return reply_status(d, req);
+    case CTL_RECOVERY_LIST:
+    case CTL_RECOVERY_ACK:
+        return reply_recovery(d, req);
     case CTL_SHUTDOWN:
         if (req->peer->uid != 0 && req->peer->uid != geteuid())
             return ctl_reply(req, -EPERM, NULL, 0), 0;

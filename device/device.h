@@ -52,6 +52,8 @@ struct dev_opts {
     unsigned pollers;         /* queue-pair pollers; 0 = QP_DEFAULT_POLLERS */
     int poll_us;              /* pollers spin this long before sleeping; < 0 = default */
     const struct progs_limits *progs;  /* eBPF program limits; NULL = defaults */
+    unsigned tx;              /* fused ops' default transaction mode: enum wire_tx
+                                 (proto/wire.h); WIRE_TX_DEFAULT = macro */
 };
 
 struct device;

@@ -410,6 +410,22 @@ CISC_API int cisc_vec_concat(struct cisc_vec *v, int a, struct cisc_src b)
     return two(v, WIRE_STEP_CONCAT, a, b, 0);
 }
 
+_Static_assert((int)CISC_TX_MACRO == (int)WIRE_TX_MACRO &&
+                   (int)CISC_TX_MICRO == (int)WIRE_TX_MICRO &&
+                   (int)CISC_TX_AUTOREC == (int)WIRE_TX_AUTOREC &&
+                   (int)CISC_TX_DEFAULT == (int)WIRE_TX_DEFAULT,
+               "cisc_tx is wire_tx");
+
+CISC_API int cisc_vec_set_tx(struct cisc_vec *v, int tx)
+{
+    if (bad(v))
+        return bad(v);
+    if (tx < CISC_TX_DEFAULT || tx > CISC_TX_AUTOREC || v->state == VEC_INFLIGHT)
+        return fail(v, -EINVAL);
+    v->tx = (unsigned)tx;
+    return 0;
+}
+
 CISC_API int cisc_vec_independent(struct cisc_vec *v, int i)
 {
     if (bad(v))
@@ -465,6 +481,7 @@ static void make_sqe(const struct cisc_vec *v, struct wire_sqe *e)
     memset(e, 0, sizeof(*e));
     e->opcode = WIRE_OP_CISC;
     e->nsteps = (uint16_t)v->n;
+    e->flags = v->tx;   /* enum wire_tx */
     e->addr = v->area;
     e->len = v->n * sizeof(struct wire_step);
     e->res_off = v->area + STEP_BYTES;
@@ -639,6 +656,34 @@ CISC_API int cisc_key_remove(struct cisc_session *s, uint32_t id)
     int32_t st = 0;
     pthread_mutex_lock(&s->lock);
     ssize_t n = ctl_call(s->fd, CTL_KEY_REMOVE, req, sizeof(req), &st, NULL, 0);
+    pthread_mutex_unlock(&s->lock);
+    int r = n < 0 ? (int)n : st;
+    return r == -ECONNRESET ? -ENOTCONN : r;
+}
+
+/* ---- recovery records ---------------------------------------------------------- */
+
+CISC_API ssize_t cisc_recovery_list(struct cisc_session *s, char *buf, size_t size)
+{
+    if (!s || (!buf && size))
+        return -EINVAL;
+    int32_t st = 0;
+    pthread_mutex_lock(&s->lock);
+    ssize_t n = ctl_call(s->fd, CTL_RECOVERY_LIST, NULL, 0, &st, buf, size);
+    pthread_mutex_unlock(&s->lock);
+    ssize_t r = n < 0 ? n : st ? st : n;
+    if (r >= 0 && (size_t)r < size)
+        buf[r] = '\0';
+    return r == -ECONNRESET ? -ENOTCONN : r;
+}
+
+CISC_API int cisc_recovery_ack(struct cisc_session *s, const char *name)
+{
+    if (!s || !name)
+        return -EINVAL;
+    int32_t st = 0;
+    pthread_mutex_lock(&s->lock);
+    ssize_t n = ctl_call(s->fd, CTL_RECOVERY_ACK, name, strlen(name), &st, NULL, 0);
     pthread_mutex_unlock(&s->lock);
     int r = n < 0 ? (int)n : st;
     return r == -ECONNRESET ? -ENOTCONN : r;

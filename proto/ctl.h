@@ -36,6 +36,13 @@
  *                    registers an encryption key with the session for
  *                    ENCRYPT/DECRYPT steps (device/compute/keys.h)
  *   CTL_KEY_REMOVE u32 key id -> s32 status
+ *   CTL_RECOVERY_LIST -> s32 status, UTF-8 text: the recovery records of
+ *                    autorec ops the peer's uid owns (root: all), one
+ *                    "recovery op NAME uid U steps N committed C status
+ *                    S" line per op, then "recovery op NAME step I error
+ *                    TEXT" per failed step
+ *   CTL_RECOVERY_ACK NAME bytes -> s32 status: removes that record
+ *                    (-ENOENT: the peer owns none of that name)
  *   CTL_PROG_LOAD, _LIST, _SHOW, _UNLOAD, _STREAM (16..20): eBPF programs;
  *                    payloads in proto/progs_wire.h (a load passes the
  *                    object as a sealed memfd in SCM_RIGHTS: see rfd below)
@@ -88,6 +95,8 @@ enum ctl_type {
     CTL_QP_DESTROY = 6,
     CTL_KEY_ADD = 7,
     CTL_KEY_REMOVE = 8,
+    CTL_RECOVERY_LIST = 9,
+    CTL_RECOVERY_ACK = 10,
     /* 16..31: eBPF programs (proto/progs_wire.h has the payloads) */
     CTL_PROG_LOAD = 16,
     CTL_PROG_LIST = 17,

@@ -141,6 +141,18 @@ enum wire_op {
 
 #define WIRE_SQE_F_NOLATENCY (1u << 0)  /* reserved: device model hints */
 
+/* CISC: the op's transaction mode, in the SQE's flags (FusionFS §4.4;
+ * device/engine/fused/fused.h "Transaction modes"). The device runs the
+ * op in the stronger of this and its start-up default (`cisc up --tx`);
+ * DEFAULT asks for nothing more. Other flag bits are refused (-EINVAL). */
+enum wire_tx {
+    WIRE_TX_DEFAULT = 0,
+    WIRE_TX_MACRO = 1,     /* all or nothing */
+    WIRE_TX_MICRO = 2,     /* each mutating step commits on its own */
+    WIRE_TX_AUTOREC = 3,   /* micro + operational log, finished after a crash */
+};
+#define WIRE_CISC_TX_MASK 0x3u
+
 struct wire_sqe {
     uint64_t user_data;  /* echoed in the CQE */
     uint8_t opcode;      /* enum wire_op */

@@ -3,6 +3,7 @@
 #include "device/engine/engine_int.h"
 
 #include "common/clock.h"
+#include "proto/wire.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -102,7 +103,7 @@ static void free_locks(struct engine *e)
 int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out)
 {
     const struct sched_policy *pol = sched_policy_find(cfg->sched ? cfg->sched : "fifo");
-    if (!pol || cfg->cores < 1 || cfg->cores > SCHED_MAX_CORES)
+    if (!pol || cfg->cores < 1 || cfg->cores > SCHED_MAX_CORES || cfg->tx > WIRE_TX_AUTOREC)
         return -EINVAL;
     struct engine *e = calloc(1, sizeof(*e));
     if (!e)
@@ -113,6 +114,7 @@ int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out
     e->progs = cfg->progs;
     uint64_t ms = cfg->op_time_ms ? cfg->op_time_ms : ENG_OP_TIME_MS_DEFAULT;
     e->op_time_ns = ms < (1ull << 62) / 1000000u ? ms * 1000000u : 1ull << 62;   /* no overflow */
+    e->tx = cfg->tx ? cfg->tx : WIRE_TX_MACRO;
     for (unsigned i = 0; i < ENG_INO_STRIPES; i++)
         pthread_rwlock_init(&e->ino_lock[i], NULL);
     pthread_mutex_init(&e->mem_mu, NULL);
@@ -218,6 +220,17 @@ void eng_sched_stats(struct engine *e, struct sched_stats *st)
 uint64_t eng_open_handles(struct engine *e)
 {
     return hdl_count(e->hdl);
+}
+
+unsigned eng_tx_mode(struct engine *e)
+{
+    return e->tx;
+}
+
+const char *eng_tx_name(unsigned tx)
+{
+    static const char *const names[] = { "default", "macro", "micro", "autorec" };
+    return tx <= WIRE_TX_AUTOREC ? names[tx] : "?";
 }
 
 void eng_release_handles(struct engine *e, struct hdl_table *t)

@@ -265,6 +265,8 @@ struct eng_config {
                                  (lease.h); 0 = LEASE_WAIT_NS (1 s) */
     uint64_t op_time_ms;      /* device-time ceiling of one fused op (above);
                                  0 = ENG_OP_TIME_MS_DEFAULT */
+    unsigned tx;              /* default transaction mode of fused ops: enum wire_tx,
+                                 WIRE_TX_DEFAULT = macro (fused.h) */
 };
 
 /* Starts the engine on a mounted StorageFS (not owned: the caller unmounts
@@ -316,6 +318,11 @@ void eng_sched_stats(struct engine *e, struct sched_stats *st);
 
 /* Number of handles open now (for status). */
 uint64_t eng_open_handles(struct engine *e);
+
+/* The default transaction mode of fused ops (enum wire_tx, never
+ * WIRE_TX_DEFAULT) and its name ("macro", "micro", "autorec"). */
+unsigned eng_tx_mode(struct engine *e);
+const char *eng_tx_name(unsigned tx);
 
 /* Closes every handle of table t (a session's), dropping the references
  * they hold. No command using t may be in flight. */

@@ -54,6 +54,8 @@ struct engine {
     /* The floor on fused ops' work (engine.h, ENG_OP_TIME_MS_DEFAULT). */
     uint64_t op_time_ns;      /* device-time ceiling of one op */
     uint32_t cancel;          /* eng_cancel: non-zero from then on (atomic) */
+    unsigned tx;              /* default transaction mode of fused ops (enum wire_tx, >= MACRO) */
+    uint64_t oplog_dir;       /* the operational log's directory once known (atomic) */
 };
 
 /* An op's result meaning "parked" (lease.h): the command is not complete;

@@ -227,7 +227,7 @@ static int dec_cisc(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out
     if (!qp_arena_ok(&qp->arena, s->addr, s->len) ||
         !qp_arena_ok(&qp->arena, s->res_off, s->res_len))
         return -EFAULT;
-    if (s->res_len < n * sizeof(struct wire_step_res) || s->flags)
+    if (s->res_len < n * sizeof(struct wire_step_res) || (s->flags & ~WIRE_CISC_TX_MASK))
         return -EINVAL;
     struct qp_cmd *qc = cmd_new(qp, s, ENG_OP_CISC, 0);
     struct wire_step *steps = qc ? malloc(s->len) : NULL;
@@ -243,6 +243,7 @@ static int dec_cisc(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out
     struct fop_limits lim;
     eng_fop_limits(qp->sess->svc->eng, &lim);
     fop_decode(qc->cisc, steps, (unsigned)n, &a, &lim, qp->sess->keys);
+    qc->cisc->tx = (uint8_t)(s->flags & WIRE_CISC_TX_MASK);
     free(steps);   /* the vector keeps what it needs (paths copied) */
     qc->c.cisc = qc->cisc;
     qc->res_off = s->res_off;

@@ -3,6 +3,8 @@
  * an undo log applied in reverse on failure, and copy-on-write overwrites
  * so that a crash before the commit leaves no trace of the op. */
 #include "device/engine/fused/fused_int.h"
+#include "device/engine/fused/crash.h"
+#include "device/engine/fused/oplog.h"
 #include "device/engine/perm.h"
 
 #include "common/minmax.h"
@@ -28,6 +30,9 @@ struct undo {
 struct apply {
     struct fop_run *x;
     struct sfs_txn *tx;
+    unsigned k0;                /* the mutations applied: muts[k0, nmuts) */
+    unsigned cstep;             /* the step whose commit this is (crash points) */
+    unsigned bad;               /* on failure: the step that failed */
     bool cow;                   /* overwrites below base sizes are shadowed */
     struct undo u[FOP_MAX_MUTS];
 };
@@ -287,9 +292,9 @@ static void undo_all(struct apply *ap, const unsigned *seq, unsigned upto)
 
 /* Whether a mutation clears set-id bits (kill_setid): its data must then
  * not reach the media before the transaction that clears them commits. */
-static bool kills_setid(const struct fop_run *x)
+static bool kills_setid(const struct fop_run *x, unsigned k0)
 {
-    for (unsigned k = 0; k < x->nmuts; k++) {
+    for (unsigned k = k0; k < x->nmuts; k++) {
         const struct fop_mut *m = &x->muts[k];
         const struct cfile *f = &x->files[m->file];
         struct sfs_attr a;
@@ -303,13 +308,13 @@ static bool kills_setid(const struct fop_run *x)
 /* Copy-on-write unless the op is one overwrite inside one block of what
  * the file already holds (one block write is atomic on the media), or it
  * clears set-id bits. */
-static bool need_cow(const struct fop_run *x, unsigned nreal)
+static bool need_cow(const struct fop_run *x, unsigned k0, unsigned nreal)
 {
-    if (nreal == 1 && kills_setid(x))
+    if (nreal == 1 && kills_setid(x, k0))
         return true;
     if (nreal != 1)
         return nreal > 1;
-    for (unsigned k = 0; k < x->nmuts; k++) {
+    for (unsigned k = k0; k < x->nmuts; k++) {
         const struct fop_mut *m = &x->muts[k];
         if (m->kind == MUT_WRITE) {
             const struct cfile *f = &x->files[m->file];
@@ -333,14 +338,15 @@ static uint64_t blocks_of(uint64_t bytes)
  * after a failed copy-on-write), every shrink may have to rewrite its
  * tail. Other writers may still take the space meanwhile (then the
  * mutation fails and is undone). */
-static int space_check(struct fop_run *x)
+static int space_check(struct apply *ap)
 {
+    struct fop_run *x = ap->x;
     struct sfs_statfs st;
     int r = sfs_statfs(x->e->fs, &st);
     if (r)
         return r;
     uint64_t blocks = COW_SPARE_BLOCKS, inodes = 0;
-    for (unsigned k = 0; k < x->nmuts; k++) {
+    for (unsigned k = ap->k0; k < x->nmuts; k++) {
         const struct fop_mut *m = &x->muts[k];
         if (m->kind == MUT_WRITE)
             blocks += 2 * blocks_of(m->len) + 2;
@@ -348,7 +354,7 @@ static int space_check(struct fop_run *x)
             blocks += blocks_of(m->len > m->off ? m->len - m->off : 0) + 1;
         inodes += m->kind == MUT_CREATE;
         if (blocks > st.blocks_free || inodes > st.inodes_free) {
-            fop_fail(x->v, m->step, -ENOSPC);
+            ap->bad = m->step;
             return -ENOSPC;
         }
     }
@@ -404,44 +410,58 @@ static unsigned fsync_step(const struct fop_run *x)
  * is gone, so nothing may fail after an unlink but another unlink).
  * Moving them is invisible: the op's own later OPENs already saw the
  * name as removed, and its handles keep the inode. */
-static unsigned order(const struct fop_run *x, unsigned *seq)
+static unsigned order(const struct fop_run *x, unsigned k0, unsigned *seq)
 {
     unsigned n = 0;
     for (int pass = 0; pass < 2; pass++)
-        for (unsigned k = 0; k < x->nmuts; k++)
+        for (unsigned k = k0; k < x->nmuts; k++)
             if (x->muts[k].kind != MUT_CLOSE_FH &&
                 (x->muts[k].kind == MUT_UNLINK) == (pass == 1))
                 seq[n++] = k;
     return n;
 }
 
+/* Applies muts[k0, nmuts) in one transaction and commits it (durably
+ * when the op asked for durability). On failure the undo runs inside the
+ * transaction and ap->bad names the failing step. */
 static int apply_tx(struct apply *ap)
 {
     struct fop_run *x = ap->x;
-    unsigned seq[FOP_MAX_MUTS], n = order(x, seq), i = 0;
-    int r = space_check(x);
+    unsigned seq[FOP_MAX_MUTS], n = order(x, ap->k0, seq), i = 0;
+    int r = space_check(ap);
     if (r)
         return r;
-    r = sfs_txn_begin(x->e->fs, &ap->tx);
+    /* A micro step that writes in place (not copy-on-write: one overwrite
+     * inside one block) journals that block, so that its commit is the
+     * step's commit: a crash before it leaves the old bytes. */
+    unsigned flags = x->tx != WIRE_TX_MACRO && !ap->cow ? SFS_TXN_DATA_JOURNAL : 0;
+    r = sfs_txn_begin_flags(x->e->fs, flags, &ap->tx);
     for (; !r && i < n; i++)
         if ((r = apply_one(ap, seq[i])) != 0)
             break;
+    if (!r && x->oplog && (r = fop_oplog_step(x, ap->tx, ap->cstep)) != 0)
+        i = n - 1;   /* the step's record joins its commit, or the step is undone */
     if (r && ap->tx)
-        undo_all(ap, seq, i);
-    int c = ap->tx ? sfs_txn_commit(ap->tx, x->fsync && !r) : 0;
+        undo_all(ap, seq, i < n ? i : n - 1);
+    if (!r)
+        fop_crash_point(FOP_CRASH_BEFORE_COMMIT, ap->cstep);
+    bool durable = x->fsync || x->tx == WIRE_TX_AUTOREC;
+    int c = ap->tx ? sfs_txn_commit(ap->tx, durable && !r) : 0;
     if (r) {
-        fop_fail(x->v, x->muts[seq[i < n ? i : 0]].step, r);
+        ap->bad = x->muts[seq[i < n ? i : 0]].step;
         return r;
     }
     if (c) {
-        fop_fail(x->v, fsync_step(x), c);
+        ap->bad = x->tx == WIRE_TX_MACRO ? fsync_step(x) : ap->cstep;
         return c;
     }
+    fop_crash_point(FOP_CRASH_AFTER_COMMIT, ap->cstep);
     return 0;
 }
 
-/* One attempt: a transaction, every mutation, undo on failure. */
-static int attempt(struct fop_run *x)
+/* One attempt: a transaction for muts[k0, nmuts), undo on failure; the
+ * failing step in *bad. */
+static int attempt(struct fop_run *x, unsigned k0, unsigned cstep, unsigned *bad)
 {
     struct apply *ap = malloc(sizeof(*ap));
     if (!ap)
@@ -449,40 +469,75 @@ static int attempt(struct fop_run *x)
     ap->tx = NULL;
     memset(ap->u, 0, x->nmuts * sizeof(ap->u[0]));
     unsigned nreal = 0;
-    for (unsigned k = 0; k < x->nmuts; k++)
+    for (unsigned k = k0; k < x->nmuts; k++)
         nreal += x->muts[k].kind != MUT_CLOSE_FH;
     ap->x = x;
-    ap->cow = need_cow(x, nreal);
+    ap->k0 = k0;
+    ap->cstep = cstep;
+    ap->bad = cstep;
+    ap->cow = need_cow(x, k0, nreal);
     int r = apply_tx(ap);
+    *bad = ap->bad;
     for (unsigned k = 0; k < x->nmuts; k++)
         free(ap->u[k].old);
     free(ap);
     return r;
 }
 
+/* Whether muts[k0, nmuts) change anything (CLOSE_FH waits for the end). */
+static bool any_real(const struct fop_run *x, unsigned k0)
+{
+    for (unsigned k = k0; k < x->nmuts; k++)
+        if (x->muts[k].kind != MUT_CLOSE_FH)
+            return true;
+    return false;
+}
+
+/* Applies muts[k0, nmuts) as the commit of step cstep, or nothing;
+ * -errno with the failing step in *bad. */
+static int apply_range(struct fop_run *x, unsigned k0, unsigned cstep, unsigned *bad)
+{
+    int r = attempt(x, k0, cstep, bad);
+    if (r == -ENOSPC) {
+        /* Blocks freed by transactions not committed yet are not
+         * reusable: commit everything once (the mutations were undone)
+         * and try again. */
+        int s = sfs_sync(x->e->fs);
+        r = s ? r : attempt(x, k0, cstep, bad);
+    }
+    return r;
+}
+
+int fop_apply_step(struct fop_run *x, unsigned i, unsigned k0, bool *applied)
+{
+    *applied = any_real(x, k0);
+    if (!*applied)
+        return 0;
+    unsigned bad;
+    int r = apply_range(x, k0, i, &bad);
+    if (!r)
+        x->applied = true;
+    return r;
+}
+
 int fop_apply(struct fop_run *x)
 {
-    bool any = false;
-    for (unsigned k = 0; k < x->nmuts; k++)
-        any |= x->muts[k].kind != MUT_CLOSE_FH;
+    bool any = x->tx == WIRE_TX_MACRO ? any_real(x, 0) : x->applied;
     int r = 0;
-    if (any) {
-        struct wire_step_res saved[WIRE_MAX_STEPS];
-        memcpy(saved, x->v->res, sizeof(saved));
-        r = attempt(x);
-        if (r == -ENOSPC && x->v->bad_step < x->v->n) {
-            /* Blocks freed by transactions not committed yet are not
-             * reusable: commit everything once (the op was undone) and
-             * try again. */
-            memcpy(x->v->res, saved, sizeof(saved));
-            x->v->status = 0;
-            if (sfs_sync(x->e->fs) == 0)
-                r = attempt(x);
-            else
-                fop_fail(x->v, x->muts[0].step, r);
-        }
+    if (x->tx == WIRE_TX_MACRO && any) {
+        unsigned bad;
+        r = apply_range(x, 0, x->commit_step, &bad);
+        if (r)
+            fop_fail(x->v, bad, r);
+    } else if (x->tx == WIRE_TX_MACRO) {
+        fop_crash_point(FOP_CRASH_BEFORE_COMMIT, x->commit_step);
+        fop_crash_point(FOP_CRASH_AFTER_COMMIT, x->commit_step);
     }
-    if (!r && (r = finish(x, any)) != 0)
-        fop_fail(x->v, fsync_step(x), r);
+    if (!r && (r = finish(x, any)) != 0) {
+        if (x->tx == WIRE_TX_MACRO)
+            fop_fail(x->v, fsync_step(x), r);
+        else
+            fop_fail_one(x->v, fsync_step(x), r);
+    }
     return r;
 }

@@ -41,6 +41,15 @@ void fop_fail(struct eng_cisc *v, unsigned i, int64_t err)
     v->bad_step = i;
 }
 
+void fop_fail_one(struct eng_cisc *v, unsigned i, int64_t err)
+{
+    v->res[i] = (struct wire_step_res){ err, 0 };
+    if (v->status == 0) {
+        v->status = err;
+        v->bad_step = i;
+    }
+}
+
 /* A reference to an earlier producing step, or none when allowed. */
 static int check_ref(const struct eng_cisc *v, unsigned i, uint16_t ref, bool allowed)
 {
@@ -207,6 +216,8 @@ int fop_decode(struct eng_cisc *v, const struct wire_step *steps, unsigned n,
     v->ran = v->bad_step = 0;
     v->mem = 0;
     v->keys = keys;
+    v->tx = WIRE_TX_DEFAULT;
+    v->replay = NULL;
     fop_res_fill(v, -ECANCELED);
     for (unsigned i = 0; i < n && i < WIRE_MAX_STEPS; i++)
         v->st[i].path = NULL;   /* fop_release frees the decoded ones */

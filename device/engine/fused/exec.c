@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "device/engine/fused/bpfstep.h"
+#include "device/engine/fused/oplog.h"
 #include "device/compute/compute.h"
 #include "device/sched/model.h"
 #include "proto/steps.h"
@@ -466,22 +467,27 @@ static unsigned independent_run(const struct eng_cisc *v, unsigned i)
     return j - i;
 }
 
-/* The engine's floor between steps (engine.h): -ECANCELED once the
- * device is stopping, -ETIME past the op's device-time deadline, else 0.
- * Within a bpf step the same bounds are checked at every block. */
-static int op_bound(const struct fop_run *x)
+/* Within a bpf step the same bounds are checked at every block. */
+int fop_op_bound(const struct fop_run *x)
 {
     if (__atomic_load_n(&x->e->cancel, __ATOMIC_RELAXED))
         return -ECANCELED;
     return now_ns() > x->deadline_ns ? -ETIME : 0;
 }
 
+void fop_step_run(struct fop_run *x, unsigned i)
+{
+    finish_step(x, i, ex_step(x, i));
+}
+
 /* Runs every step; returns 0 or the first failure (marked in v). */
 static int execute(struct fop_run *x)
 {
     struct eng_cisc *v = x->v;
+    if (x->tx != WIRE_TX_MACRO)
+        return fop_execute_micro(x);   /* micro.c */
     for (unsigned i = 0; i < v->n;) {
-        int r = op_bound(x);
+        int r = fop_op_bound(x);
         if (r) {
             fop_fail(v, i, r);
             return r;
@@ -498,6 +504,8 @@ static int execute(struct fop_run *x)
                 fop_fail(v, j, v->res[j].ret);
                 return (int)v->res[j].ret;
             }
+        for (unsigned j = i; j < i + run; j++)
+            fop_crash_step(x, j);
         i += run;
     }
     return 0;
@@ -522,6 +530,8 @@ static int run_locked(struct fop_run *x)
     }
     x->deadline_ns = now_ns() + x->e->op_time_ns;   /* device time starts here */
     r = execute(x);
+    if (r && x->tx != WIRE_TX_MACRO && x->applied)
+        fop_apply(x);   /* micro: what committed stays; its handles and changes */
     return r ? r : fop_apply(x);
 }
 
@@ -539,7 +549,12 @@ static void run_init(struct fop_run *x, struct engine *e, struct eng_cmd *c,
     x->nfiles = x->nclosed_fh = x->nns = x->nmuts = x->ndead = 0;
     x->fsync = false;
     x->insns = 0;
+    x->tx = v->tx > e->tx ? v->tx : e->tx;
+    x->commit_step = fop_commit_step(v);
+    x->applied = false;
+    x->oplog = 0;
     for (unsigned i = 0; i < v->n; i++) {
+        x->failed[i] = false;
         x->sfile[i] = FOP_NOFILE;
         x->sacc[i] = 0;
         x->closed[i] = false;
@@ -601,7 +616,9 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
     if (!x)
         return -ENOMEM;
     run_init(x, e, c, v);
-    int r = fop_prepare(x);
+    int r = x->tx == WIRE_TX_AUTOREC ? fop_autorec_begin(x) : 0;   /* micro.c */
+    if (!r)
+        r = fop_prepare(x);
     if (!r) {
         struct stripes sp;
         fop_mem_reserve(e, v->mem);
@@ -617,6 +634,8 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
             return ENG_PARKED;   /* runs again, from the start, when the lease ends */
         }
     }
+    if (x->oplog)
+        fop_oplog_end(x);   /* the op is complete: its operational log goes */
     fop_unprepare(x);
     v->ran = 0;
     for (unsigned i = 0; i < v->n; i++)

@@ -85,6 +85,35 @@
  * single small overwrite writes in place (one block write is the unit the
  * media gives anyway).
  *
+ * Transaction modes (FusionFS §4.4; wire.h enum wire_tx). An op runs in
+ * the stronger of the device's default (`cisc up --tx`) and the mode it
+ * asks for:
+ *   macro    everything above: deferred mutations, one transaction.
+ *   micro    (micro.c) steps run in order and every step that records
+ *            mutations has them applied at once in a transaction of its
+ *            own (apply.c fop_apply_step, the same undo and copy-on-write
+ *            rules restricted to the step; a single in-place overwrite is
+ *            data-journaled so that the step's commit carries it), durable
+ *            when the op has an FSYNC step. The journal commits
+ *            transactions in order, so after a crash the op's committed
+ *            steps are a prefix of its steps. A failing step is undone and
+ *            reports its -errno (fop_fail_one); a later step whose input,
+ *            second input or file is a failed or cancelled step reports
+ *            -ECANCELED; the others run. After a step commits, its file's
+ *            base size is the committed size (later copy-on-write and
+ *            reads go by it; reads still overlay the op's mutations, which
+ *            is idempotent over committed ones).
+ *   autorec  micro, plus the operational log (oplog.h): the op is logged
+ *            durably before it starts, each step's record commits with
+ *            the step, the log goes when the op ends; fop_recover()
+ *            finishes logged ops at start-up (v->replay: committed steps
+ *            take their logged result and output instead of running).
+ *            Steps it cannot replay yet are refused (-EOPNOTSUPP, nothing
+ *            changed; never a silent downgrade).
+ * Crash points (crash.h) fire around each step's commit: in macro every
+ * step but the last mutating one fires its points after it executed, and
+ * that one around the op's commit.
+ *
  * Isolation. Before executing, the op takes the engine's striped inode
  * locks of every file it touches, in ascending stripe order: exclusive for
  * files it mutates, shared for files it only reads; RISC data ops (read,
@@ -105,11 +134,15 @@
  *
  * Invariants:
  *   1. No step runs before every step's permission and file check passed.
- *   2. An op either applies all of its mutations or none of them (the
- *      journal commits one transaction with all or with the net nothing).
- *   3. res[i].ret is the step's result (>= 0) or -errno; steps after the
- *      failing one report -ECANCELED; exactly one step fails when the op
- *      fails after decode.
+ *   2. Macro: an op either applies all of its mutations or none of them
+ *      (the journal commits one transaction with all or with the net
+ *      nothing). Micro: each step applies all of its mutations or none,
+ *      in step order.
+ *   3. res[i].ret is the step's result (>= 0) or -errno. Macro: steps
+ *      after the failing one report -ECANCELED; exactly one step fails
+ *      when the op fails after decode. Micro: a step reports -ECANCELED
+ *      exactly when one of the steps it references failed or was
+ *      cancelled; status is the first failure.
  *   4. Device memory used by an op never exceeds the capacity computed at
  *      decode, and is reserved from the device budget before execution.
  *   5. Lock order: device memory reservation (no lock held while waiting)
@@ -169,6 +202,19 @@ struct fop_step {
     uint32_t block_out;        /* BPF: output bytes per invocation, 0 = 2 * block size */
 };
 
+#define OPLOG_NAME_MAX 32   /* an operational log's file name, with its NUL */
+
+/* Recovery (oplog.c): what an interrupted autorec op's log says. */
+struct fop_replay {
+    uint64_t oplog;                      /* the log file's inode and size */
+    uint64_t oplog_size;
+    char name[OPLOG_NAME_MAX];
+    uint64_t done;                       /* bit i: step i's record committed */
+    int64_t ret[WIRE_MAX_STEPS];         /* its result */
+    const uint8_t *out[WIRE_MAX_STEPS];  /* its logged output, or NULL */
+    uint64_t out_len[WIRE_MAX_STEPS];
+};
+
 struct eng_cisc {
     unsigned n;
     struct fop_step st[WIRE_MAX_STEPS];
@@ -178,6 +224,8 @@ struct eng_cisc {
     unsigned bad_step;         /* the failing step when status < 0 */
     uint64_t mem;              /* device bytes the op's buffers need */
     struct ckey_table *keys;   /* the session's key registry, or NULL */
+    uint8_t tx;                /* enum wire_tx the client asked for (WIRE_TX_DEFAULT) */
+    const struct fop_replay *replay;   /* recovery of a logged op, else NULL */
 };
 
 /* Limits for vectors on engine e (from its device memory budget). */
@@ -207,6 +255,10 @@ void fop_res_fill(struct eng_cisc *v, int64_t ret);
 /* Marks step i failed with err: res[i] = err, later steps -ECANCELED,
  * status = err. */
 void fop_fail(struct eng_cisc *v, unsigned i, int64_t err);
+
+/* Micro: marks step i failed with err and leaves later steps alone; the
+ * op's status (and bad_step) is the first failure's. */
+void fop_fail_one(struct eng_cisc *v, unsigned i, int64_t err);
 
 #ifdef __cplusplus
 }

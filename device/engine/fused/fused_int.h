@@ -83,6 +83,12 @@ struct fop_run {
     bool fsync;                         /* some step asked for durability */
     uint64_t dead[WIRE_MAX_STEPS];      /* references of undone creates, dropped at the end */
     unsigned ndead;
+    unsigned tx;                        /* the op's mode: enum wire_tx, >= MACRO */
+    unsigned commit_step;               /* macro: the step whose commit is the op's */
+    bool applied;                       /* micro: some step's mutations committed */
+    bool failed[WIRE_MAX_STEPS];        /* micro: step failed or was cancelled */
+    uint64_t oplog, oplog_size;         /* autorec: the op's log file (oplog.h), 0 = none */
+    char oplog_name[OPLOG_NAME_MAX];
     struct progs_prog *prog[WIRE_MAX_STEPS];     /* BPF steps' programs (bpfstep.h) */
     struct progs_stream *stream[WIRE_MAX_STEPS]; /* and their claimed streams */
     /* The floor on the op's work (engine.h, ENG_OP_TIME_MS_DEFAULT). */
@@ -120,8 +126,51 @@ uint8_t *fop_buf_get(struct engine *e, uint64_t cap, uint64_t *size);
  * when large and within the spare limits, else freed. */
 void fop_buf_put(struct engine *e, uint8_t *p, uint64_t size);
 
-/* Phase 4: applies the deferred mutations; on failure undoes them and
- * marks the failing step. Returns 0 or -errno. */
+/* Phase 4: macro: applies the deferred mutations as one transaction; on
+ * failure undoes them and marks the failing step. Micro (the steps
+ * committed one by one, fop_apply_step): what is left after the last
+ * step (durability of an op that changed nothing, session handles).
+ * Returns 0 or -errno. */
 int fop_apply(struct fop_run *x);
+
+/* Micro: applies step i's mutations, muts[k0, nmuts), in a transaction
+ * of their own and commits it (durably when the op has an FSYNC step);
+ * *applied tells whether there was anything to commit. On failure the
+ * step's changes are undone and the -errno is returned (the caller marks
+ * the step). */
+int fop_apply_step(struct fop_run *x, unsigned i, unsigned k0, bool *applied);
+
+/* The engine's floor between steps (exec.c; engine.h): -ECANCELED once
+ * the device is stopping, -ETIME past the op's device-time deadline,
+ * else 0. Every execute loop (macro and micro) checks it before a step. */
+int fop_op_bound(const struct fop_run *x);
+
+/* ---- MicroTx and crash points (micro.c) ---- */
+
+/* Runs step i as the execute phase does and records its result in
+ * v->res[i] (exec.c). */
+void fop_step_run(struct fop_run *x, unsigned i);
+
+/* Phase 3 of a micro or autorec op: every step in order, each mutating
+ * step committed on its own; returns 0 or the first failure's -errno
+ * (every step's result is in v->res). */
+int fop_execute_micro(struct fop_run *x);
+
+/* Autorec, before the op's first step: a replayed op adopts its log;
+ * a new one is checked (oplog.h: what autorec covers) and logged. On
+ * failure the op is marked failed. Returns 0 or -errno. */
+int fop_autorec_begin(struct fop_run *x);
+
+/* Whether step s may change a file (OPEN with O_CREAT or O_TRUNC,
+ * WRITE, APPEND, TRUNCATE, UNLINK). */
+bool fop_step_may_mutate(const struct fop_step *s);
+
+/* The step whose commit is a macro op's one commit: its last step that
+ * may change a file (or its last step). */
+unsigned fop_commit_step(const struct eng_cisc *v);
+
+/* The crash points of step i when it commits nothing of its own (a step
+ * that changes nothing, or any step of a macro op but its commit step). */
+void fop_crash_step(const struct fop_run *x, unsigned i);
 
 #endif

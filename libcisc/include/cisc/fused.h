@@ -33,12 +33,21 @@
  * the device checks every step's permissions against the session's
  * credentials: a fused op never stops halfway for lack of permission.
  *
- * All or nothing (MacroTx). A fused op that changes files commits as one
- * journal transaction. If a step fails, none of the op's changes are
- * applied: the failing step's result is its -errno and every later step
- * reports -ECANCELED ("did not run"); the op's status is the failing
- * step's -errno. A crash of the device leaves each op entirely applied or
- * entirely absent. Outputs asked for with cisc_vec_out_to() are copied
+ * All or nothing (MacroTx, the default). A fused op that changes files
+ * commits as one journal transaction. If a step fails, none of the op's
+ * changes are applied: the failing step's result is its -errno and every
+ * later step reports -ECANCELED ("did not run"); the op's status is the
+ * failing step's -errno. A crash of the device leaves each op entirely
+ * applied or entirely absent.
+ *
+ * Step by step (MicroTx: `cisc up --tx micro`, or cisc_vec_set_tx()).
+ * Each step that changes a file commits on its own, in step order (durably
+ * when the op has an FSYNC step). A failing step's changes are undone and
+ * it reports its -errno; every later step that takes its output or its
+ * file (directly or through another step) reports -ECANCELED; the other
+ * later steps still run; what committed stays. The op's status is the
+ * first failure's -errno. A crash leaves a prefix of the op's steps
+ * applied. Outputs asked for with cisc_vec_out_to() are copied
  * for every step that completed; after a failure the other output
  * buffers hold unspecified bytes.
  *
@@ -128,6 +137,18 @@ struct cisc_vec {
         size_t cap;
     } out[CISC_VEC_MAX];
     uint64_t tmp[2 * CISC_VEC_MAX];  /* arena space staged for this op */
+    unsigned tx;                     /* enum cisc_tx asked for */
+};
+
+/* Transaction modes (see "All or nothing" and "Step by step" above). The
+ * device runs an op in the stronger of the mode it asks for and the
+ * device's default (`cisc up --tx`). */
+enum cisc_tx {
+    CISC_TX_DEFAULT = 0,             /* the device's default */
+    CISC_TX_MACRO = 1,               /* all or nothing */
+    CISC_TX_MICRO = 2,               /* each mutating step commits on its own */
+    CISC_TX_AUTOREC = 3,             /* micro, logged first, finished by the device after
+                                        a crash (docs/LIBCISC.md: what it covers) */
 };
 
 /* ---- building ---------------------------------------------------------- */
@@ -209,6 +230,25 @@ CISC_API int cisc_vec_concat(struct cisc_vec *v, int a, struct cisc_src b);
 /* Marks step i independent: it may run in parallel with neighbouring
  * independent compute steps. Returns 0 or -errno. */
 CISC_API int cisc_vec_independent(struct cisc_vec *v, int i);
+
+/* Recovery records (autorec): after a crash, the device finishes the
+ * autorec ops it had accepted at its next start and keeps one record per
+ * op, owned by the op's uid, until acknowledged. cisc_recovery_list()
+ * copies the session uid's records (root: everyone's) into buf, NUL-
+ * terminated when it fits: one line "recovery op NAME uid U steps N
+ * committed C status S" per op (S: 0 or -errno; C: steps that had
+ * committed before the crash), then "recovery op NAME step I error TEXT"
+ * per step that failed during recovery. Returns the text's length or
+ * -errno. cisc_recovery_ack() removes record NAME: 0, or -ENOENT when
+ * the session's uid has none of that name. */
+CISC_API ssize_t cisc_recovery_list(struct cisc_session *s, char *buf, size_t size);
+CISC_API int cisc_recovery_ack(struct cisc_session *s, const char *name);
+
+/* Asks for transaction mode tx (enum cisc_tx) for this op; a mode weaker
+ * than the device's default changes nothing. Kept across
+ * cisc_vec_reset(). Returns 0 or -EINVAL (unknown mode; sticks in v like
+ * a builder error). */
+CISC_API int cisc_vec_set_tx(struct cisc_vec *v, int tx);
 
 /* Asks for step i's output in buf (cap bytes, at least what the step can
  * produce: its READ length, 4 for crc32c ...). Zero-copy when buf is an

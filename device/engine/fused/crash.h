@@ -1,0 +1,61 @@
+/*
+ * device/engine/fused/crash.h - crash-point injection for tests: the
+ * device stops dead, as a power cut would, at a named point of the next
+ * fused op that reaches it (FusionFS Table 10a's F1..F6 are such points).
+ *
+ * Points (the spec fop_crash_arm() takes):
+ *   before-commit:N   step N's changes are made but its commit is not
+ *                     written (macro: every step's commit is the op's one
+ *                     commit, made after its last mutating step; before
+ *                     that, the point fires right after step N executed)
+ *   after-commit:N    step N's commit has returned (durable when the op
+ *                     asked for durability: an FSYNC step)
+ *   after-log         the op's operational log is durable, no step ran
+ *                     (autorec)
+ *   recovery:K        recovery at start-up finished K steps of the
+ *                     operational log's ops (autorec)
+ * A point of a step that changes nothing (a compute step, a read) fires
+ * after the step ran.
+ *
+ * Stopping: SIGKILL of the device itself. Nothing is flushed that the
+ * device had not flushed already; what it wrote to the image file before
+ * stays (the host's page cache survives the process).
+ *
+ * Reach: only in builds with CISC_CRASH_POINTS, only armed by the process
+ * itself (cmd/up.c reads $CISC_CRASH_POINT when it runs as root; tests
+ * call fop_crash_arm). Clients have no way to arm one.
+ *
+ * Invariants:
+ *   1. At most one point is armed; it fires at most once.
+ */
+#ifndef CISC_DEVICE_FUSED_CRASH_H
+#define CISC_DEVICE_FUSED_CRASH_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FOP_CRASH_ENV "CISC_CRASH_POINT"
+
+enum fop_crash_kind {
+    FOP_CRASH_NONE = 0,
+    FOP_CRASH_BEFORE_COMMIT,
+    FOP_CRASH_AFTER_COMMIT,
+    FOP_CRASH_AFTER_LOG,
+    FOP_CRASH_RECOVERY,
+};
+
+/* Arms the point spec names (see above; "" or "none" disarms). Returns 0
+ * or -EINVAL (unknown spec), -EOPNOTSUPP in builds without
+ * CISC_CRASH_POINTS. */
+int fop_crash_arm(const char *spec);
+
+/* Stops the process dead when point (kind, n) is the armed one. Cheap
+ * when nothing is armed. */
+void fop_crash_point(enum fop_crash_kind kind, unsigned n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

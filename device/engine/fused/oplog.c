@@ -1,0 +1,589 @@
+/* device/engine/fused/oplog.c - AutoRec's operational log and recovery
+ * (oplog.h; records drawn in docs/FORMAT.md "Operational log"). */
+#include "device/engine/fused/oplog.h"
+#include "device/engine/fused/crash.h"
+#include "device/engine/fused/fused_int.h"
+#include "device/engine/sysdir.h"
+
+#include "common/crc32c.h"
+#include "common/le.h"
+#include "proto/steps.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define OPLOG_SUB "oplog"
+#define OP_MAGIC 0x4c4f6673u      /* "sfOL" */
+#define STEP_MAGIC 0x534f6673u    /* "sfOS" */
+#define OP_VERSION 1u
+#define OP_HDR 32u                /* magic version nsteps uid gid ngroups mem(8) */
+#define STEP_FIXED 96u            /* one step's fixed fields */
+#define REC_HDR 32u               /* step record: magic step pad ret out_len data_len */
+#define OPLOG_MAX (512ull << 20)  /* one op's log (inputs included) */
+
+/* ---- what autorec covers ------------------------------------------------ */
+
+int fop_oplog_supported(const struct fop_run *x, unsigned *bad)
+{
+    for (unsigned i = 0; i < x->v->n; i++) {
+        const struct fop_step *s = &x->v->st[i];
+        bool no = s->kind == WIRE_STEP_BPF || s->kind == WIRE_STEP_UNLINK ||
+                  s->kind == WIRE_STEP_ENCRYPT || s->kind == WIRE_STEP_DECRYPT ||
+                  (s->flags & WIRE_STEP_F_FH);
+        if (no) {
+            *bad = i;
+            return -EOPNOTSUPP;
+        }
+    }
+    return 0;
+}
+
+bool fop_oplog_needs_output(const struct fop_run *x, unsigned i)
+{
+    for (unsigned j = i + 1; j < x->v->n; j++)
+        if (x->v->st[j].in == i || x->v->st[j].in2 == i)
+            return true;
+    return false;
+}
+
+/* ---- the op record ---------------------------------------------------- */
+
+/* A growable byte buffer. */
+struct obuf {
+    uint8_t *p;
+    size_t len, cap;
+    int err;
+};
+
+static uint8_t *ob_room(struct obuf *b, size_t n)
+{
+    if (b->err)
+        return NULL;
+    if (b->len + n > b->cap) {
+        size_t c = b->cap ? b->cap : 1024;
+        while (c < b->len + n)
+            c *= 2;
+        uint8_t *q = c > OPLOG_MAX ? NULL : realloc(b->p, c);
+        if (!q) {
+            b->err = -ENOSPC;
+            return NULL;
+        }
+        b->p = q;
+        b->cap = c;
+    }
+    uint8_t *at = b->p + b->len;
+    b->len += n;
+    return at;
+}
+
+static void ob_u16(struct obuf *b, uint16_t v) { uint8_t *q = ob_room(b, 2); if (q) le16_put(q, v); }
+static void ob_u32(struct obuf *b, uint32_t v) { uint8_t *q = ob_room(b, 4); if (q) le32_put(q, v); }
+static void ob_u64(struct obuf *b, uint64_t v) { uint8_t *q = ob_room(b, 8); if (q) le64_put(q, v); }
+
+static void ob_bytes(struct obuf *b, const void *p, size_t n)
+{
+    uint8_t *q = ob_room(b, n);
+    if (q && n)
+        memcpy(q, p, n);
+}
+
+static void put_step(struct obuf *b, const struct fop_step *s)
+{
+    size_t l0 = b->len;
+    ob_bytes(b, &s->kind, 1);
+    ob_bytes(b, &s->flags, 1);
+    ob_u16(b, s->in);
+    ob_u16(b, s->in2);
+    ob_u16(b, s->file);
+    ob_u32(b, s->key_id);
+    ob_u32(b, s->oflags);
+    ob_u32(b, s->mode);
+    ob_u32(b, s->block_out);
+    ob_u64(b, s->off);
+    ob_u64(b, s->len);
+    for (unsigned k = 0; k < 4; k++)
+        ob_u64(b, s->arg[k]);
+    ob_u64(b, s->cap);
+    uint32_t plen = s->path ? (uint32_t)strlen(s->path) : 0;
+    ob_u32(b, plen);
+    ob_u64(b, s->src ? s->src_len : 0);
+    ob_u32(b, 0);   /* reserved */
+    if (!b->err && b->len - l0 != STEP_FIXED)
+        b->err = -EINVAL;   /* programmer error: the layout and STEP_FIXED disagree */
+    ob_bytes(b, s->path, plen);
+    if (s->src)
+        ob_bytes(b, s->src, s->src_len);
+}
+
+static int encode_op(const struct fop_run *x, struct obuf *b)
+{
+    const struct eng_cred *c = x->cred;
+    unsigned ng = c->ngroups > 0 ? (unsigned)c->ngroups : 0;
+    ob_u32(b, OP_MAGIC);
+    ob_u32(b, OP_VERSION);
+    ob_u32(b, x->v->n);
+    ob_u32(b, c->uid);
+    ob_u32(b, c->gid);
+    ob_u32(b, ng);
+    ob_u64(b, x->v->mem);
+    for (unsigned g = 0; g < ng; g++)
+        ob_u32(b, c->groups[g]);
+    for (unsigned i = 0; i < x->v->n; i++)
+        put_step(b, &x->v->st[i]);
+    if (!b->err)
+        ob_u32(b, crc32c(0, b->p, b->len));
+    return b->err;
+}
+
+/* ---- the log files ---------------------------------------------------- */
+
+static int oplog_dir(struct engine *e, uint64_t *dir)
+{
+    uint64_t d = __atomic_load_n(&e->oplog_dir, __ATOMIC_ACQUIRE);
+    if (d) {
+        *dir = d;
+        return 0;
+    }
+    int r = sysdir_open(e->fs, OPLOG_SUB, &d);   /* idempotent: racing callers agree */
+    if (!r)
+        __atomic_store_n(&e->oplog_dir, d, __ATOMIC_RELEASE);
+    *dir = d;
+    return r;
+}
+
+/* A name that sorts in submission order: wall-clock ns and a counter. */
+static void op_name(char *name, size_t size)
+{
+    static uint32_t seq;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    snprintf(name, size, "%016" PRIx64 "-%08x", ns, __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+}
+
+static int write_all(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t off,
+                     const void *p, size_t n)
+{
+    ssize_t w = sfs_write(fs, tx, ino, off, p, n);
+    return w == (ssize_t)n ? 0 : w < 0 ? (int)w : -ENOSPC;
+}
+
+int fop_oplog_begin(struct fop_run *x)
+{
+    struct obuf b = { 0 };
+    uint64_t dir;
+    int r = encode_op(x, &b);
+    if (!r)
+        r = oplog_dir(x->e, &dir);
+    struct sfs_txn *tx = NULL;
+    if (!r)
+        r = sfs_txn_begin(x->e->fs, &tx);
+    struct sfs_attr a;
+    if (!r) {
+        op_name(x->oplog_name, sizeof(x->oplog_name));
+        r = sfs_mknod(x->e->fs, tx, dir, x->oplog_name, S_IFREG | 0600, 0, 0, 0, &a);
+    }
+    if (!r)
+        r = write_all(x->e->fs, tx, a.ino, 0, b.p, b.len);
+    int c = tx ? sfs_txn_commit(tx, true) : 0;   /* the client's receipt */
+    free(b.p);
+    r = r ? r : c;
+    if (r)
+        return r;   /* a half-written log fails its checks: recovery skips and reports it */
+    x->oplog = a.ino;
+    x->oplog_size = b.len;
+    fop_crash_point(FOP_CRASH_AFTER_LOG, 0);
+    return 0;
+}
+
+int fop_oplog_step(struct fop_run *x, struct sfs_txn *tx, unsigned i)
+{
+    bool out = fop_oplog_needs_output(x, i);
+    uint64_t dlen = out ? x->olen[i] : 0;
+    struct obuf b = { 0 };
+    ob_u32(&b, STEP_MAGIC);
+    ob_u16(&b, (uint16_t)i);
+    ob_u16(&b, 0);
+    ob_u64(&b, (uint64_t)x->v->res[i].ret);
+    ob_u64(&b, x->olen[i]);
+    ob_u32(&b, (uint32_t)dlen);
+    ob_bytes(&b, out ? x->buf[i] : NULL, dlen);
+    if (!b.err)
+        ob_u32(&b, crc32c(0, b.p, b.len));
+    int r = b.err;
+    struct sfs_txn *own = NULL;
+    if (!r && !tx && (r = sfs_txn_begin(x->e->fs, &own)) == 0)
+        tx = own;
+    if (!r)
+        r = write_all(x->e->fs, tx, x->oplog, x->oplog_size, b.p, b.len);
+    int c = own ? sfs_txn_commit(own, true) : 0;
+    free(b.p);
+    r = r ? r : c;
+    if (!r)
+        x->oplog_size += b.len;
+    return r;
+}
+
+void fop_oplog_end(struct fop_run *x)
+{
+    uint64_t dir;
+    int r = oplog_dir(x->e, &dir);
+    if (!r)
+        r = sfs_unlink(x->e->fs, NULL, dir, x->oplog_name);
+    if (r)
+        fprintf(stderr, "cisc device: cannot remove operational log %s: %s\n", x->oplog_name,
+                strerror(-r));
+    x->oplog = 0;
+}
+
+/* ---- recovery ------------------------------------------------------------ */
+
+/* A parsed log: the op, its credentials, and what its steps committed. */
+struct recovered {
+    struct eng_cisc v;
+    struct eng_cred cred;
+    struct fop_replay rp;
+    uint8_t *data;               /* the file's bytes (inputs and outputs point here) */
+};
+
+struct rd {
+    const uint8_t *p;
+    size_t len, at;
+    bool bad;
+};
+
+static const uint8_t *rd_take(struct rd *r, size_t n)
+{
+    if (r->bad || n > r->len - r->at) {
+        r->bad = true;
+        return NULL;
+    }
+    const uint8_t *q = r->p + r->at;
+    r->at += n;
+    return q;
+}
+
+static uint16_t rd_u16(struct rd *r) { const uint8_t *q = rd_take(r, 2); return q ? le16_get(q) : 0; }
+static uint32_t rd_u32(struct rd *r) { const uint8_t *q = rd_take(r, 4); return q ? le32_get(q) : 0; }
+static uint64_t rd_u64(struct rd *r) { const uint8_t *q = rd_take(r, 8); return q ? le64_get(q) : 0; }
+
+static bool ref_ok(uint16_t ref, unsigned i)
+{
+    return ref == WIRE_NO_STEP || ref < i;
+}
+
+/* One step's fields; "impossible" vectors (bad kinds, forward references,
+ * lengths past the end) make the whole log unrecoverable. */
+static const char *get_step(struct rd *r, struct fop_step *s, unsigned i)
+{
+    const uint8_t *k = rd_take(r, 2);
+    s->kind = k ? k[0] : 0;
+    s->flags = k ? k[1] & (uint8_t)~WIRE_STEP_F_OUT_ARENA : 0;   /* nobody to copy to */
+    s->in = rd_u16(r);
+    s->in2 = rd_u16(r);
+    s->file = rd_u16(r);
+    s->key_id = rd_u32(r);
+    s->oflags = rd_u32(r);
+    s->mode = rd_u32(r);
+    s->block_out = rd_u32(r);
+    s->off = rd_u64(r);
+    s->len = rd_u64(r);
+    for (unsigned j = 0; j < 4; j++)
+        s->arg[j] = rd_u64(r);
+    s->cap = rd_u64(r);
+    uint32_t plen = rd_u32(r);
+    uint64_t slen = rd_u64(r);
+    rd_u32(r);
+    if (r->bad)
+        return "step vector past the log's end";
+    if (!step_kind(s->kind) || !ref_ok(s->in, i) || !ref_ok(s->in2, i) ||
+        !ref_ok(s->file, i) || plen >= WIRE_PATH_MAX || s->cap > FOP_STEP_BYTES_MAX)
+        return "impossible step vector";
+    const uint8_t *path = rd_take(r, plen);
+    s->src = slen ? rd_take(r, slen) : NULL;
+    s->src_len = slen;
+    if (r->bad)
+        return "inputs past the log's end";
+    s->path = plen ? strndup((const char *)path, plen) : NULL;
+    return plen && !s->path ? "out of memory" : NULL;
+}
+
+static const char *parse_op(struct recovered *rc, struct rd *r)
+{
+    if (rd_u32(r) != OP_MAGIC || rd_u32(r) != OP_VERSION)
+        return "not an operational log";
+    unsigned n = rd_u32(r);
+    rc->cred.uid = rd_u32(r);
+    rc->cred.gid = rd_u32(r);
+    unsigned ng = rd_u32(r);
+    rc->v.mem = rd_u64(r);
+    if (r->bad || n == 0 || n > WIRE_MAX_STEPS || ng > ENG_GROUPS_MAX)
+        return "impossible step vector";
+    rc->cred.ngroups = (int32_t)ng;
+    for (unsigned g = 0; g < ng; g++)
+        rc->cred.groups[g] = rd_u32(r);
+    rc->v.n = n;
+    for (unsigned i = 0; i < n; i++) {
+        const char *why = get_step(r, &rc->v.st[i], i);
+        if (why)
+            return why;
+    }
+    size_t body = r->at;
+    uint32_t crc = rd_u32(r);
+    if (r->bad || crc != crc32c(0, r->p, body))
+        return "checksum mismatch";
+    return NULL;
+}
+
+/* Step records after the op record, up to the first that does not check
+ * (a transaction that did not commit leaves none: the file's size is
+ * journaled with it). */
+static void parse_steps(struct recovered *rc, struct rd *r)
+{
+    while (r->at < r->len) {
+        size_t at = r->at;
+        uint32_t magic = rd_u32(r);
+        unsigned i = rd_u16(r);
+        rd_u16(r);
+        int64_t ret = (int64_t)rd_u64(r);
+        uint64_t olen = rd_u64(r);
+        uint32_t dlen = rd_u32(r);
+        const uint8_t *d = rd_take(r, dlen);
+        uint32_t crc = rd_u32(r);
+        if (r->bad || magic != STEP_MAGIC || i >= rc->v.n ||
+            crc != crc32c(0, r->p + at, r->at - at - 4))
+            return;
+        rc->rp.done |= 1ull << i;
+        rc->rp.ret[i] = ret;
+        rc->rp.out[i] = dlen ? d : NULL;
+        rc->rp.out_len[i] = dlen ? dlen : olen;
+    }
+}
+
+/* Whether the logged op still has work: a step that may change a file,
+ * or whose output a later step takes, without its record. An op whose
+ * every such step committed had completed; only the removal of its log
+ * (not made durable, to keep a flush off every op) was lost. */
+static bool pending(const struct recovered *rc)
+{
+    for (unsigned i = 0; i < rc->v.n; i++) {
+        bool needed = false;
+        for (unsigned j = i + 1; j < rc->v.n; j++)
+            needed |= rc->v.st[j].in == i || rc->v.st[j].in2 == i;
+        if (!(rc->rp.done >> i & 1) && (needed || fop_step_may_mutate(&rc->v.st[i])))
+            return true;
+    }
+    return false;
+}
+
+/* A committed OPEN is opened again without creating or truncating. */
+static void settle_done_opens(struct recovered *rc)
+{
+    for (unsigned i = 0; i < rc->v.n; i++)
+        if (rc->v.st[i].kind == WIRE_STEP_OPEN && (rc->rp.done >> i & 1))
+            rc->v.st[i].oflags &= ~(uint32_t)(O_EXCL | O_TRUNC);
+}
+
+static int read_log(struct sfs *fs, uint64_t ino, uint8_t **out, size_t *len)
+{
+    struct sfs_attr a;
+    int r = sfs_getattr(fs, ino, &a);
+    if (r)
+        return r;
+    if (a.size > OPLOG_MAX)
+        return -EFBIG;
+    *out = malloc(a.size ? a.size : 1);
+    if (!*out)
+        return -ENOMEM;
+    ssize_t n = sfs_read(fs, ino, 0, *out, a.size);
+    *len = n < 0 ? 0 : (size_t)n;
+    return n < 0 ? (int)n : 0;
+}
+
+static void report(FILE *out, const char *name, const struct recovered *rc, int64_t status)
+{
+    unsigned done = 0;
+    for (unsigned i = 0; i < rc->v.n; i++)
+        done += (unsigned)(rc->rp.done >> i & 1);
+    fprintf(out, "recovery op %s uid %u steps %u committed %u status %" PRId64 "%s%s\n", name,
+            rc->cred.uid, rc->v.n, done, status,
+            status < 0 ? " " : "", status < 0 ? strerror((int)-status) : "");
+    for (unsigned i = 0; i < rc->v.n && status < 0; i++)
+        if (rc->v.res[i].ret < 0)
+            fprintf(out, "recovery op %s step %u error %s\n", name, i,
+                    strerror((int)-rc->v.res[i].ret));
+}
+
+/* ---- recovery records ---------------------------------------------------- */
+
+#define REC_SUB "recovery"
+
+/* Keeps text as the recovery record of op name, owned by uid (the
+ * file's owner is the record's owner). */
+static void keep_record(struct engine *e, const char *name, uint32_t uid, const char *text,
+                        size_t len)
+{
+    uint64_t dir;
+    struct sfs_attr a;
+    int r = sysdir_open(e->fs, REC_SUB, &dir);
+    if (!r && sfs_lookup(e->fs, dir, name, &a) == 0)
+        r = sfs_unlink(e->fs, NULL, dir, name);   /* a crash during recovery: the newer one */
+    if (!r)
+        r = sfs_mknod(e->fs, NULL, dir, name, S_IFREG | 0600, 0, uid, uid, &a);
+    if (!r && sfs_write(e->fs, NULL, a.ino, 0, text, len) != (ssize_t)len)
+        r = -EIO;
+    if (r)
+        fprintf(stderr, "cisc device: cannot keep the recovery record of %s: %s\n", name,
+                strerror(-r));
+}
+
+struct rec_list {
+    struct engine *e;
+    uint32_t uid;
+    char *buf;
+    size_t size, len;
+    int err;
+};
+
+static int list_one(void *arg, const struct sfs_dirent *de)
+{
+    struct rec_list *l = arg;
+    struct sfs_attr a;
+    if (de->name[0] == '.' || sfs_getattr(l->e->fs, de->ino, &a) || !S_ISREG(a.mode))
+        return 0;
+    if (l->uid != 0 && a.uid != l->uid)
+        return 0;
+    if (a.size > l->size - l->len) {
+        l->err = -ENOSPC;
+        return 1;
+    }
+    ssize_t n = sfs_read(l->e->fs, de->ino, 0, l->buf + l->len, a.size);
+    l->len += n > 0 ? (size_t)n : 0;
+    return 0;
+}
+
+int fop_recovery_list(struct engine *e, uint32_t uid, char *buf, size_t size)
+{
+    uint64_t dir;
+    int r = sysdir_find(e->fs, REC_SUB, &dir);
+    if (r)
+        return r == -ENOENT ? 0 : r;
+    struct rec_list l = { e, uid, buf, size, 0, 0 };
+    r = sfs_readdir(e->fs, dir, 0, list_one, &l);
+    r = r ? r : l.err;
+    return r ? r : (int)l.len;
+}
+
+int fop_recovery_ack(struct engine *e, uint32_t uid, const char *name)
+{
+    uint64_t dir;
+    struct sfs_attr a;
+    if (!name[0] || name[0] == '.' || strchr(name, '/') || strlen(name) >= OPLOG_NAME_MAX)
+        return -EINVAL;
+    int r = sysdir_find(e->fs, REC_SUB, &dir);
+    if (!r)
+        r = sfs_lookup(e->fs, dir, name, &a);
+    if (!r && uid != 0 && a.uid != uid)
+        r = -ENOENT;   /* another user's record does not exist for you */
+    return r ? r : sfs_unlink(e->fs, NULL, dir, name);
+}
+
+/* Finishes the op logged in file (dir, name); reports to top and keeps
+ * the report as the op's recovery record. */
+static void recover_one(struct engine *e, FILE *top, uint64_t dir, const char *name)
+{
+    char *text = NULL;
+    size_t tlen = 0;
+    FILE *out = open_memstream(&text, &tlen);
+    if (!out)
+        out = top;
+    struct sfs_attr a;
+    struct recovered *rc = calloc(1, sizeof(*rc));
+    size_t len = 0;
+    int r = rc ? sfs_lookup(e->fs, dir, name, &a) : -ENOMEM;
+    if (!r)
+        r = read_log(e->fs, a.ino, &rc->data, &len);
+    const char *why = r ? strerror(-r) : NULL;
+    struct rd rd = { rc ? rc->data : NULL, len, 0, false };
+    if (!why) {
+        fop_res_fill(&rc->v, -ECANCELED);
+        why = parse_op(rc, &rd);
+    }
+    if (why) {
+        fprintf(out, "recovery op %s unrecoverable (%s): nothing of it runs, the log is kept\n",
+                name, why);
+    } else if (parse_steps(rc, &rd), !pending(rc)) {
+        sfs_unlink(e->fs, NULL, dir, name);   /* it had completed: no record */
+    } else {
+        settle_done_opens(rc);
+        rc->rp.oplog = a.ino;
+        rc->rp.oplog_size = len;
+        memcpy(rc->rp.name, name, sizeof(rc->rp.name) - 1);
+        rc->v.tx = WIRE_TX_AUTOREC;
+        rc->v.replay = &rc->rp;
+        int64_t st = fop_exec(e, &rc->cred, &rc->v);
+        report(out, name, rc, st);
+    }
+    if (out != top) {
+        fclose(out);
+        fwrite(text, 1, tlen, top);
+        if (tlen)
+            keep_record(e, name, rc && !why ? rc->cred.uid : 0, text, tlen);
+        free(text);
+    }
+    if (rc) {
+        fop_release(&rc->v);
+        free(rc->data);
+    }
+    free(rc);
+}
+
+#define RECOVER_MAX 4096u
+
+struct names {
+    char (*name)[OPLOG_NAME_MAX];
+    unsigned n;
+};
+
+static int collect(void *arg, const struct sfs_dirent *de)
+{
+    struct names *ns = arg;
+    if (de->name[0] == '.' || de->namelen >= OPLOG_NAME_MAX || ns->n == RECOVER_MAX)
+        return 0;
+    memcpy(ns->name[ns->n], de->name, de->namelen);
+    ns->name[ns->n++][de->namelen] = '\0';
+    return 0;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+int fop_recover(struct engine *e, FILE *out)
+{
+    uint64_t dir;
+    int r = sysdir_find(e->fs, OPLOG_SUB, &dir);
+    if (r == -ENOENT)
+        return 0;
+    struct names ns = { calloc(RECOVER_MAX, OPLOG_NAME_MAX), 0 };
+    if (!r && !ns.name)
+        r = -ENOMEM;
+    if (!r)
+        r = sfs_readdir(e->fs, dir, 0, collect, &ns);
+    if (!r) {
+        qsort(ns.name, ns.n, OPLOG_NAME_MAX, cmp_name);
+        for (unsigned k = 0; k < ns.n; k++) {
+            fop_crash_point(FOP_CRASH_RECOVERY, k);
+            recover_one(e, out, dir, ns.name[k]);
+        }
+    }
+    free(ns.name);
+    return r ? r : (int)ns.n;
+}

@@ -1,0 +1,486 @@
+// tests/e2e/cisc/microtx_test.cc - transaction modes of fused ops against a
+// real device: FusionFS Table 10a/10b as a matrix (append-CRC-write with
+// crash points F1-F3, a ten-write vector with F4-F6, under macro and
+// micro; the device stops dead at the point, restarts, and the test
+// asserts the exact file contents and a clean fsck); MicroTx's error
+// semantics (§4.4.3); the mode chosen at start-up, shown by status, and
+// asked for per op.
+#include "tests/e2e/libcisc/cisc_fixture.h"
+
+extern "C" {
+#include "common/crc32c.h"
+}
+
+#include <dirent.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+
+namespace e2e {
+namespace {
+
+template <typename Fn>
+bool Until(Fn cond, int tenths = 200)
+{
+    for (int i = 0; i < tenths; i++) {
+        if (cond())
+            return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return cond();
+}
+
+const size_t kBlock = 4096;
+
+// The append-CRC-write op's data, and the file before it.
+std::string AppendData()
+{
+    std::string d(6000, 0);
+    for (size_t i = 0; i < d.size(); i++)
+        d[i] = (char)('a' + i % 23);
+    return d;
+}
+const std::string kHead = "HEAD";
+
+std::string Crc(const std::string &d)
+{
+    uint32_t c = crc32c(0, d.data(), d.size());
+    return std::string((const char *)&c, 4);   // little-endian host
+}
+
+// The ten-write vector: write k (1..10) puts 4 KiB of 'A'+k-1 at block k-1
+// of a 40 KiB file of '.'.
+std::string VectorFile(unsigned writes)
+{
+    std::string s(10 * kBlock, '.');
+    for (unsigned k = 0; k < writes; k++)
+        std::fill(s.begin() + k * kBlock, s.begin() + (k + 1) * kBlock, (char)('A' + k));
+    return s;
+}
+
+enum class Op { AppendCrcWrite, TenWrites };
+
+// Whether a reaper of a device on image img still runs (a forked copy of
+// `cisc up ... img ...` named cisc-reaper). Once its device is gone it
+// detaches the mount it watched if that mount's device number is still
+// the one it saw; a new mount on the same point may have got that number
+// again, so the next `cisc up` waits for it.
+bool ReaperRuns(const std::string &img)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    bool found = false;
+    while (d && !found && (de = readdir(d))) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        std::string p = std::string("/proc/") + de->d_name;
+        if (ReadFile(p + "/comm") != "cisc-reaper\n")
+            continue;
+        std::string cmd = ReadFile(p + "/cmdline");
+        std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+        found = cmd.find(" " + img + " ") != std::string::npos;
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+class MicroTx : public CiscTest {
+protected:
+    std::string status;   // `cisc status` right after the restart that recovered
+    // `cisc down`, then the device's reaper gone (see ReaperRuns).
+    void DownAndWait()
+    {
+        Down();
+        ASSERT_TRUE(Until([&] { return !ReaperRuns(img); }, 100)) << "reaper lingers";
+    }
+
+    void CloseSession()
+    {
+        cisc_session_close(s);
+        s = nullptr;
+        q = nullptr;
+    }
+
+    void OpenSession()
+    {
+        ASSERT_EQ(cisc_session_open(mnt.c_str(), &s), 0);
+        ASSERT_EQ(cisc_queue_create(s, &q), 0);
+    }
+
+    // Restarts the device with `extra` options and $CISC_CRASH_POINT=crash.
+    void Restart(const std::string &extra, const std::string &crash = "")
+    {
+        CloseSession();
+        DownAndWait();
+        std::string env = crash.empty() ? "" : "CISC_CRASH_POINT=" + crash + " ";
+        RunResult r = Sh(env + UpCmd(extra));
+        ASSERT_EQ(r.status, 0) << r.out << ReadFile(log);
+        ASSERT_TRUE(IsCiscMount(mnt));
+        up = true;
+        OpenSession();
+    }
+
+    // Builds op into v; tx is the mode it asks for.
+    static void Build(struct cisc_vec *v, Op op, int tx)
+    {
+        ASSERT_EQ(cisc_vec_set_tx(v, tx), 0);
+        if (op == Op::AppendCrcWrite) {
+            static const std::string d = AppendData();
+            int f = cisc_vec_open(v, "a", O_RDWR, 0);
+            cisc_vec_append(v, f, CISC_IN_BUF(d.data(), d.size()));    // 1: append
+            int c = cisc_vec_crc32c(v, CISC_IN_BUF(d.data(), d.size()), 0);   // 2: checksum
+            cisc_vec_append(v, f, CISC_IN_STEP(c));                      // 3: checksum write
+            cisc_vec_fsync(v, f, 0);
+        } else {
+            int f = cisc_vec_open(v, "v", O_RDWR, 0);
+            for (unsigned k = 0; k < 10; k++) {                          // 1..10: writes
+                std::string b(kBlock, (char)('A' + k));
+                cisc_vec_write(v, f, k * kBlock, CISC_IN_BUF(b.data(), b.size()));
+            }
+            cisc_vec_fsync(v, f, 0);
+        }
+    }
+
+    void Prepare(Op op)
+    {
+        if (op == Op::AppendCrcWrite)
+            Put("a", kHead);
+        else
+            Put("v", VectorFile(0));
+    }
+
+    // Submits op from a child process (the device dies under it) and
+    // waits until the device has stopped and its mount is gone.
+    void SubmitAndCrash(Op op, int tx)
+    {
+        pid_t dev = DaemonPid();
+        ASSERT_GT(dev, 0);
+        CloseSession();
+        pid_t child = fork();
+        if (child == 0) {
+            struct cisc_session *cs;
+            struct cisc_queue *cq;
+            if (cisc_session_open(mnt.c_str(), &cs) || cisc_queue_create(cs, &cq))
+                _exit(1);
+            struct cisc_vec v;
+            cisc_vec_init(&v, cq);
+            Build(&v, op, tx);
+            cisc_vec_submit(&v);
+            _exit(0);
+        }
+        ASSERT_TRUE(Until([&] { return ProcessEnded(dev); }, 300)) << "device did not stop";
+        kill(child, SIGKILL);
+        waitpid(child, nullptr, 0);
+        up = false;
+        EXPECT_NE(ReadFile(log).find("crash point reached"), std::string::npos) << ReadFile(log);
+        if (!Until([&] { return !IsCiscMount(mnt); }, 100))
+            Sh("umount -l " + mnt);
+        ASSERT_TRUE(Until([&] { return !IsCiscMount(mnt); }, 100));
+        ASSERT_TRUE(Until([&] { return !ReaperRuns(img); }, 100)) << "reaper lingers";
+    }
+
+    // After the crash: restart (journal replay), the file as expected,
+    // then fsck clean.
+    void ExpectAfterRestart(const std::string &mode, const std::string &file,
+                            const std::string &want)
+    {
+        Up("--tx " + mode);
+        status = Sh(cisc + " status --raw " + mnt).out;
+        OpenSession();
+        std::string got = Get(file);
+        EXPECT_EQ(got.size(), want.size());
+        EXPECT_TRUE(got == want) << "contents differ from the expected state";
+        CloseSession();
+        DownAndWait();
+        RunResult f = Sh(cisc + " fsck " + img);
+        EXPECT_EQ(f.status, 0) << f.out;
+        Up();
+        OpenSession();
+    }
+
+    void Case(const std::string &mode, Op op, const std::string &point, const std::string &want)
+    {
+        Prepare(op);
+        Restart("--tx " + mode, point);
+        if (HasFatalFailure())
+            return;
+        SubmitAndCrash(op, CISC_TX_DEFAULT);
+        if (HasFatalFailure())
+            return;
+        ExpectAfterRestart(mode, op == Op::AppendCrcWrite ? "a" : "v", want);
+    }
+};
+
+// Table 10a/10b: F1 before the append commits, F2 after the checksum,
+// F3 after the checksum write; F4 before any write, F5 between writes 4
+// and 5, F6 after all. Macro: nothing or everything; micro: exactly the
+// committed prefix.
+struct Row {
+    const char *name, *point;
+    Op op;
+    std::string macro, micro, autorec;
+};
+
+std::vector<Row> Rows()
+{
+    std::string d = AppendData(), all = kHead + d + Crc(d);
+    return {
+        { "F1", "before-commit:1", Op::AppendCrcWrite, kHead, kHead, all },
+        { "F2", "after-commit:2", Op::AppendCrcWrite, kHead, kHead + d, all },
+        { "F3", "after-commit:3", Op::AppendCrcWrite, all, all, all },
+        { "F4", "before-commit:1", Op::TenWrites, VectorFile(0), VectorFile(0), VectorFile(10) },
+        { "F5", "after-commit:4", Op::TenWrites, VectorFile(0), VectorFile(4), VectorFile(10) },
+        { "F6", "after-commit:10", Op::TenWrites, VectorFile(10), VectorFile(10), VectorFile(10) },
+    };
+}
+
+TEST_F(MicroTx, Table10Macro)
+{
+    for (const Row &r : Rows()) {
+        SCOPED_TRACE(std::string("macro ") + r.name);
+        Case("macro", r.op, r.point, r.macro);
+        if (HasFatalFailure())
+            return;
+    }
+}
+
+TEST_F(MicroTx, Table10Micro)
+{
+    for (const Row &r : Rows()) {
+        SCOPED_TRACE(std::string("micro ") + r.name);
+        Case("micro", r.op, r.point, r.micro);
+        if (HasFatalFailure())
+            return;
+    }
+}
+
+// Autorec: the device finishes every interrupted op by itself at the
+// next start (C/R in every column), and says so in its status; an op
+// whose every change had committed (F3, F6: only the removal of its log
+// was lost) had completed, and gets no recovery record.
+TEST_F(MicroTx, Table10Autorec)
+{
+    for (const Row &r : Rows()) {
+        SCOPED_TRACE(std::string("autorec ") + r.name);
+        Case("autorec", r.op, r.point, r.autorec);
+        if (HasFatalFailure())
+            return;
+        bool completed = r.macro == r.autorec;
+        EXPECT_EQ(status.find("\nrecovery op ") == std::string::npos, completed) << status;
+        if (!completed)
+            EXPECT_NE(status.find(" status 0\n"), std::string::npos) << status;
+    }
+}
+
+// Between the log's commit (the receipt) and the first step: the whole op
+// runs at the next start.
+TEST_F(MicroTx, AutorecAfterLogRunsTheWholeOp)
+{
+    Case("autorec", Op::TenWrites, "after-log", VectorFile(10));
+}
+
+// A crash during recovery, at any point, then another start: the same
+// final state.
+TEST_F(MicroTx, RecoveryIsIdempotent)
+{
+    std::string d = AppendData(), all = kHead + d + Crc(d);
+    for (const char *second : { "recovery:0", "before-commit:3", "after-commit:3" }) {
+        SCOPED_TRACE(second);
+        Prepare(Op::AppendCrcWrite);
+        Restart("--tx autorec", "after-commit:1");
+        SubmitAndCrash(Op::AppendCrcWrite, CISC_TX_DEFAULT);
+        // The second start crashes while it recovers: it never serves.
+        RunResult r = Sh("CISC_CRASH_POINT=" + std::string(second) + " " + UpCmd("--tx autorec"));
+        EXPECT_NE(r.status, 0) << r.out;
+        up = false;
+        if (IsCiscMount(mnt))
+            Sh("umount -l " + mnt);
+        // [p]: the pattern does not match the shell that runs pgrep.
+        ASSERT_TRUE(Until([&] { return Sh("pgrep -f 'cisc u[p] .*" + img + "'").status != 0; },
+                          100));
+        ExpectAfterRestart("autorec", "a", all);
+        if (HasFatalFailure())
+            return;
+    }
+}
+
+// Recovery records: kept across restarts until acknowledged, readable by
+// the op's uid only (root's op here: another user sees nothing and cannot
+// acknowledge it), printed by `cisc recovery`.
+TEST_F(MicroTx, RecoveryRecordsBelongToTheirOwner)
+{
+    Case("autorec", Op::TenWrites, "after-commit:4", VectorFile(10));
+    char buf[4096];
+    ssize_t n = cisc_recovery_list(s, buf, sizeof(buf));
+    ASSERT_GT(n, 0);
+    std::string text(buf, (size_t)n);
+    EXPECT_NE(text.find(" uid 0 steps 12 committed 4 status 0\n"), std::string::npos) << text;
+    std::string name = text.substr(strlen("recovery op "), 25);
+    RunResult r = Sh(cisc + " recovery " + mnt);
+    EXPECT_EQ(r.status, 0);
+    EXPECT_NE(r.out.find(name), std::string::npos) << r.out;
+    std::string m = mnt;
+    EXPECT_EQ(AsUser([&] {
+                  struct cisc_session *us;
+                  char b[4096];
+                  if (cisc_session_open(m.c_str(), &us))
+                      return 1;
+                  ssize_t k = cisc_recovery_list(us, b, sizeof(b));
+                  int ack = cisc_recovery_ack(us, name.c_str());
+                  cisc_session_close(us);
+                  return k == 0 && ack == -ENOENT ? 0 : 2;
+              }),
+              0);
+    EXPECT_EQ(cisc_recovery_ack(s, name.c_str()), 0);
+    EXPECT_EQ(cisc_recovery_list(s, buf, sizeof(buf)), 0);
+    EXPECT_EQ(cisc_recovery_ack(s, name.c_str()), -ENOENT);
+}
+
+// An op asks for micro on a macro device: F5 keeps the four writes.
+TEST_F(MicroTx, PerOpModeIsHonoured)
+{
+    Prepare(Op::TenWrites);
+    Restart("--tx macro", "after-commit:4");
+    SubmitAndCrash(Op::TenWrites, CISC_TX_MICRO);
+    ExpectAfterRestart("macro", "v", VectorFile(4));
+}
+
+// A weaker mode than the device's changes nothing: micro stays micro.
+TEST_F(MicroTx, WeakerRequestKeepsDeviceMode)
+{
+    Prepare(Op::TenWrites);
+    Restart("--tx micro", "after-commit:4");
+    SubmitAndCrash(Op::TenWrites, CISC_TX_MACRO);
+    ExpectAfterRestart("micro", "v", VectorFile(4));
+}
+
+TEST_F(MicroTx, StatusShowsMode)
+{
+    Restart("--tx micro");
+    EXPECT_NE(Sh(cisc + " status --raw " + mnt).out.find("\ntx mode micro\n"), std::string::npos);
+    Restart("");
+    EXPECT_NE(Sh(cisc + " status --raw " + mnt).out.find("\ntx mode macro\n"), std::string::npos);
+    RunResult r = Sh(cisc + " up --help");
+    EXPECT_NE(r.out.find("--tx"), std::string::npos) << r.out;
+}
+
+// Steps autorec does not cover yet are refused before anything changes:
+// never a silent downgrade to a weaker mode.
+TEST_F(MicroTx, AutorecRefusesWhatItCannotReplay)
+{
+    Put("v", VectorFile(0));
+    Put("gone", "x");
+    struct cisc_vec v;
+    ASSERT_EQ(cisc_vec_init(&v, q), 0);
+    ASSERT_EQ(cisc_vec_set_tx(&v, CISC_TX_AUTOREC), 0);
+    int f = cisc_vec_open(&v, "v", O_RDWR, 0);
+    cisc_vec_write(&v, f, 0, CISC_IN_BUF("zz", 2));
+    int u = cisc_vec_unlink(&v, "gone");
+    EXPECT_EQ(cisc_vec_submit(&v), -EOPNOTSUPP);
+    EXPECT_EQ(cisc_vec_ret(&v, u), -EOPNOTSUPP);
+    cisc_vec_free(&v);
+    EXPECT_TRUE(Get("v") == VectorFile(0));
+    EXPECT_EQ(Get("gone"), "x");
+    EXPECT_EQ(cisc_vec_set_tx(&v, 7), -EINVAL);
+}
+
+// Autorec without a crash: the op completes and leaves no log behind
+// (a second start recovers nothing).
+TEST_F(MicroTx, AutorecCompletesAndCleansUp)
+{
+    Restart("--tx autorec");
+    Put("v", VectorFile(0));
+    struct cisc_vec v;
+    ASSERT_EQ(cisc_vec_init(&v, q), 0);
+    Build(&v, Op::TenWrites, CISC_TX_DEFAULT);
+    EXPECT_EQ(cisc_vec_submit(&v), 0);
+    cisc_vec_free(&v);
+    EXPECT_TRUE(Get("v") == VectorFile(10));
+    Restart("--tx autorec");
+    EXPECT_EQ(ReadFile(log).find("recovery op"), std::string::npos);
+    EXPECT_TRUE(Get("v") == VectorFile(10));
+}
+
+// §4.4.3: a failing step aborts itself and the steps that depend on it
+// (directly or through another); independent later steps still run; each
+// step reports its own result; what committed stays.
+TEST_F(MicroTx, FailureCancelsOnlyDependents)
+{
+    Put("v", VectorFile(0));
+    for (int tx : { CISC_TX_MICRO, CISC_TX_MACRO }) {
+        SCOPED_TRACE(tx == CISC_TX_MICRO ? "micro" : "macro");
+        Put("v", VectorFile(0));
+        struct cisc_vec v;
+        ASSERT_EQ(cisc_vec_init(&v, q), 0);
+        ASSERT_EQ(cisc_vec_set_tx(&v, tx), 0);
+        int f = cisc_vec_open(&v, "v", O_RDWR, 0);
+        std::vector<int> w;
+        for (unsigned k = 0; k < 5; k++) {
+            std::string b(kBlock, (char)('A' + k));
+            w.push_back(cisc_vec_write(&v, f, k * kBlock, CISC_IN_BUF(b.data(), b.size())));
+        }
+        int bad = cisc_vec_decompress(&v, CISC_IN_BUF("not zstd at all", 15), kBlock);
+        int dep = cisc_vec_write(&v, f, 5 * kBlock, CISC_IN_STEP(bad));        // depends on bad
+        int dep2 = cisc_vec_crc32c(&v, CISC_IN_STEP(bad), 0);
+        int dep3 = cisc_vec_append(&v, f, CISC_IN_STEP(dep2));                 // through dep2
+        for (unsigned k = 6; k < 10; k++) {
+            std::string b(kBlock, (char)('A' + k));
+            w.push_back(cisc_vec_write(&v, f, k * kBlock, CISC_IN_BUF(b.data(), b.size())));
+        }
+        int64_t st = cisc_vec_submit(&v);
+        EXPECT_EQ(st, -EBADMSG);
+        EXPECT_EQ(cisc_vec_ret(&v, bad), -EBADMSG);
+        EXPECT_EQ(cisc_vec_ret(&v, dep), -ECANCELED);
+        EXPECT_EQ(cisc_vec_ret(&v, dep2), -ECANCELED);
+        EXPECT_EQ(cisc_vec_ret(&v, dep3), -ECANCELED);
+        std::string want = VectorFile(0);
+        if (tx == CISC_TX_MICRO) {
+            for (int i : w)
+                EXPECT_EQ(cisc_vec_ret(&v, i), (int64_t)kBlock) << "step " << i;
+            want = VectorFile(10);
+            std::fill(want.begin() + 5 * kBlock, want.begin() + 6 * kBlock, '.');
+        } else {
+            for (unsigned k = 6; k < 10; k++)
+                EXPECT_EQ(cisc_vec_ret(&v, w[k - 1]), -ECANCELED);
+        }
+        cisc_vec_free(&v);
+        EXPECT_TRUE(Get("v") == want);
+    }
+}
+
+// A mutation that fails in micro (ENOSPC for the 6th of ten writes)
+// is undone alone; the smaller later writes still commit.
+TEST_F(MicroTx, EnospcMidVectorKeepsOthers)
+{
+    CloseSession();
+    DownAndWait();
+    Sh("rm -f " + img);
+    Up("--size 24M --tx micro");
+    OpenSession();
+    Put("v", VectorFile(0));
+    ASSERT_TRUE(WriteFile(P("fill"), std::string(16u << 20, 'f')));   // leaves a few MiB
+    std::string big(4u << 20, 'Z');   // more than what is left (with its undo room)
+    struct cisc_vec v;
+    ASSERT_EQ(cisc_vec_init(&v, q), 0);
+    int f = cisc_vec_open(&v, "v", O_RDWR, 0);
+    std::vector<int> w;
+    for (unsigned k = 0; k < 10; k++) {
+        std::string b(kBlock, (char)('A' + k));
+        w.push_back(k == 5 ? cisc_vec_write(&v, f, 10 * kBlock, CISC_IN_BUF(big.data(), big.size()))
+                           : cisc_vec_write(&v, f, k * kBlock, CISC_IN_BUF(b.data(), b.size())));
+    }
+    int64_t st = cisc_vec_submit(&v);
+    EXPECT_EQ(st, -ENOSPC);
+    EXPECT_EQ(cisc_vec_ret(&v, w[5]), -ENOSPC);
+    for (unsigned k = 0; k < 10; k++)
+        if (k != 5)
+            EXPECT_EQ(cisc_vec_ret(&v, w[k]), (int64_t)kBlock) << k;
+    cisc_vec_free(&v);
+    std::string want = VectorFile(10);
+    std::fill(want.begin() + 5 * kBlock, want.begin() + 6 * kBlock, '.');
+    EXPECT_TRUE(Get("v") == want);
+}
+
+}  // namespace
+}  // namespace e2e

@@ -1,0 +1,226 @@
+// tests/unit/fused/oplog_test.cc - AutoRec's operational log as
+// docs/FORMAT.md draws it: a log written by hand from the document is
+// recovered (committed steps take their logged output instead of
+// running); a corrupted log (checksum, impossible vector, inputs past the
+// end) runs nothing and is reported; an autorec op leaves no log behind;
+// a power cut during an autorec op is finished by recovery.
+#include "tests/unit/fused/cisc_fixture.h"
+
+extern "C" {
+#include "common/crc32c.h"
+#include "common/le.h"
+#include "device/engine/fused/oplog.h"
+#include "device/engine/sysdir.h"
+}
+
+namespace {
+
+// One logged step (FORMAT.md "Step entry").
+struct LStep {
+    uint8_t kind;
+    uint16_t in = WIRE_NO_STEP, in2 = WIRE_NO_STEP, file = WIRE_NO_STEP;
+    uint32_t oflags = 0, mode = 0;
+    uint64_t off = 0, len = 0, cap = 0;
+    std::string path, src;
+};
+
+void U16(std::string &b, uint16_t v) { char q[2]; le16_put(q, v); b.append(q, 2); }
+void U32(std::string &b, uint32_t v) { char q[4]; le32_put(q, v); b.append(q, 4); }
+void U64(std::string &b, uint64_t v) { char q[8]; le64_put(q, v); b.append(q, 8); }
+
+std::string OpRecord(const std::vector<LStep> &steps, uint32_t uid = 0, bool good_crc = true)
+{
+    std::string b;
+    U32(b, 0x4c4f6673);
+    U32(b, 1);
+    U32(b, (uint32_t)steps.size());
+    U32(b, uid);
+    U32(b, uid);
+    U32(b, 0);
+    U64(b, 1 << 20);
+    for (const LStep &s : steps) {
+        b += (char)s.kind;
+        b += (char)0;
+        U16(b, s.in);
+        U16(b, s.in2);
+        U16(b, s.file);
+        U32(b, 0);
+        U32(b, s.oflags);
+        U32(b, s.mode);
+        U32(b, 0);
+        U64(b, s.off);
+        U64(b, s.len);
+        for (int k = 0; k < 4; k++)
+            U64(b, 0);
+        U64(b, s.cap);
+        U32(b, (uint32_t)s.path.size());
+        U64(b, s.src.size());
+        U32(b, 0);
+        b += s.path + s.src;
+    }
+    U32(b, crc32c(0, b.data(), b.size()) ^ (good_crc ? 0 : 1));
+    return b;
+}
+
+std::string StepRecord(uint16_t i, int64_t ret, const std::string &out)
+{
+    std::string b;
+    U32(b, 0x534f6673);
+    U16(b, i);
+    U16(b, 0);
+    U64(b, (uint64_t)ret);
+    U64(b, out.size());
+    U32(b, (uint32_t)out.size());
+    b += out;
+    U32(b, crc32c(0, b.data(), b.size()));
+    return b;
+}
+
+class Oplog : public CiscFixture {
+protected:
+    uint64_t dir = 0;
+
+    void Log(const std::string &name, const std::string &bytes)
+    {
+        ASSERT_EQ(sysdir_open(fs, "oplog", &dir), 0);
+        struct sfs_attr at;
+        ASSERT_EQ(sfs_mknod(fs, nullptr, dir, name.c_str(), S_IFREG | 0600, 0, 0, 0, &at), 0);
+        ASSERT_EQ(sfs_write(fs, nullptr, at.ino, 0, bytes.data(), bytes.size()),
+                  (ssize_t)bytes.size());
+    }
+
+    bool LogExists(const std::string &name)
+    {
+        struct sfs_attr at;
+        return dir && sfs_lookup(fs, dir, name.c_str(), &at) == 0;
+    }
+
+    std::string Recover(int want_ops = 1)
+    {
+        char *text = nullptr;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        EXPECT_EQ(fop_recover(eng, f), want_ops);
+        fclose(f);
+        std::string s(text, len);
+        free(text);
+        return s;
+    }
+};
+
+const uint32_t kCreate = O_CREAT | O_RDWR;
+
+TEST_F(Oplog, HandWrittenLogIsFinished)
+{
+    Log("0000000000000001-00000000",
+        OpRecord({ { .kind = WIRE_STEP_OPEN, .oflags = kCreate, .mode = 0644, .path = "x" },
+                   { .kind = WIRE_STEP_WRITE, .file = 0, .src = "hello" } }));
+    std::string rep = Recover();
+    EXPECT_NE(rep.find("steps 2 committed 0 status 0"), std::string::npos) << rep;
+    EXPECT_EQ(Get("x"), "hello");
+    EXPECT_FALSE(LogExists("0000000000000001-00000000"));   // the completion mark
+    EXPECT_EQ(Recover(0), "");                             // nothing left to do
+}
+
+// Steps 0-2 committed before the crash, the checksum's output logged with
+// it: the append takes the logged bytes (the step is not run again).
+TEST_F(Oplog, CommittedStepsAreNotRunAgain)
+{
+    Put("a", "HEAD");
+    std::string rec = OpRecord(
+        { { .kind = WIRE_STEP_OPEN, .oflags = O_RDWR, .path = "a" },
+          { .kind = WIRE_STEP_APPEND, .file = 0, .src = "data" },
+          { .kind = WIRE_STEP_CRC32C, .src = "data" },
+          { .kind = WIRE_STEP_APPEND, .in = 2, .file = 0 } });
+    // The append of step 1 is in the file already (it committed).
+    Put("a", "HEADdata");
+    rec += StepRecord(1, 4, "") + StepRecord(2, 4, "LOGD");
+    Log("0000000000000002-00000000", rec);
+    std::string rep = Recover();
+    EXPECT_NE(rep.find("steps 4 committed 2 status 0"), std::string::npos) << rep;
+    EXPECT_EQ(Get("a"), "HEADdataLOGD");
+}
+
+// A torn step record (its CRC does not check) counts as not committed.
+TEST_F(Oplog, TornStepRecordIsNotCommitted)
+{
+    std::string rec = OpRecord(
+        { { .kind = WIRE_STEP_OPEN, .oflags = kCreate, .mode = 0644, .path = "y" },
+          { .kind = WIRE_STEP_WRITE, .file = 0, .src = "abc" } });
+    std::string sr = StepRecord(1, 3, "");
+    sr[sr.size() - 1] ^= 1;
+    Log("0000000000000003-00000000", rec + sr);
+    std::string rep = Recover();
+    EXPECT_NE(rep.find("committed 0 status 0"), std::string::npos) << rep;
+    EXPECT_EQ(Get("y"), "abc");
+}
+
+struct Bad {
+    const char *why;
+    std::string bytes;
+};
+
+TEST_F(Oplog, CorruptedLogRunsNothing)
+{
+    std::vector<LStep> ok = { { .kind = WIRE_STEP_OPEN, .oflags = kCreate, .mode = 0644,
+                                .path = "never" },
+                              { .kind = WIRE_STEP_WRITE, .file = 0, .src = "no" } };
+    std::vector<LStep> forward = ok;
+    forward[1].file = 1;   // a step naming itself: impossible
+    std::string past = OpRecord(ok);
+    past.resize(past.size() - 10);   // the input runs past the log's end
+    std::vector<Bad> cases = {
+        { "checksum mismatch", OpRecord(ok, 0, false) },
+        { "impossible step vector", OpRecord(forward) },
+        { "past the log's end", past },
+        { "not an operational log", std::string(200, 'z') },
+    };
+    for (size_t k = 0; k < cases.size(); k++) {
+        SCOPED_TRACE(cases[k].why);
+        std::string name = "00000000000000a" + std::to_string(k) + "-00000000";
+        Log(name, cases[k].bytes);
+        std::string rep = Recover((int)k + 1);   // earlier bad logs are kept, reported again
+        EXPECT_NE(rep.find(name + " unrecoverable (" ), std::string::npos) << rep;
+        EXPECT_NE(rep.find(cases[k].why), std::string::npos) << rep;
+        EXPECT_FALSE(Exists("never"));
+        EXPECT_TRUE(LogExists(name));
+    }
+}
+
+// The logged credentials are the ones checked: a log of uid 1000 cannot
+// write a root-only file.
+TEST_F(Oplog, ReplayUsesLoggedCredentials)
+{
+    Put("secret", "root only", 0600);
+    Log("0000000000000004-00000000",
+        OpRecord({ { .kind = WIRE_STEP_OPEN, .oflags = O_RDWR, .path = "secret" },
+                   { .kind = WIRE_STEP_WRITE, .file = 0, .src = "pwned" } },
+                 1000));
+    std::string rep = Recover();
+    EXPECT_NE(rep.find("status -13"), std::string::npos) << rep;
+    EXPECT_EQ(Get("secret"), "root only");
+}
+
+// An autorec op that completes leaves no log; one cut by a power loss
+// after its first write is finished by recovery.
+TEST_F(Oplog, AutorecOpThroughTheEngine)
+{
+    Put("v", std::string(8192, '.'));
+    Arena a;
+    Vec v(a);
+    uint16_t f = v.Open("v", O_RDWR);
+    v.Write(f, 0, -1, std::string(4096, 'A'));
+    v.Write(f, 4096, -1, std::string(4096, 'B'));
+    struct fop_limits lim;
+    eng_fop_limits(eng, &lim);
+    struct eng_arena ar = a.View();
+    static struct eng_cisc out;
+    ASSERT_EQ(fop_decode(&out, v.st.data(), (unsigned)v.st.size(), &ar, &lim, keys), 0);
+    out.tx = WIRE_TX_AUTOREC;
+    EXPECT_EQ(fop_exec(eng, &root, &out), 0);
+    fop_release(&out);
+    EXPECT_EQ(Get("v"), std::string(4096, 'A') + std::string(4096, 'B'));
+    EXPECT_EQ(Recover(0), "");
+}
+
+}  // namespace
