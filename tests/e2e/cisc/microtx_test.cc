@@ -268,8 +268,9 @@ TEST_F(MicroTx, Table10Autorec)
             return;
         bool completed = r.macro == r.autorec;
         EXPECT_EQ(status.find("\nrecovery op ") == std::string::npos, completed) << status;
-        if (!completed)
+        if (!completed) {
             EXPECT_NE(status.find(" status 0\n"), std::string::npos) << status;
+        }
     }
 }
 
@@ -474,8 +475,9 @@ TEST_F(MicroTx, EnospcMidVectorKeepsOthers)
     EXPECT_EQ(st, -ENOSPC);
     EXPECT_EQ(cisc_vec_ret(&v, w[5]), -ENOSPC);
     for (unsigned k = 0; k < 10; k++)
-        if (k != 5)
+        if (k != 5) {
             EXPECT_EQ(cisc_vec_ret(&v, w[k]), (int64_t)kBlock) << k;
+        }
     cisc_vec_free(&v);
     std::string want = VectorFile(10);
     std::fill(want.begin() + 5 * kBlock, want.begin() + 6 * kBlock, '.');
