@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -157,8 +158,18 @@ bool mnt_is_ciscfs(const char *path)
     return find_ciscfs(path, NULL);
 }
 
+/* True if the mount on path has lost its device: its FUSE connection is
+ * gone, so every call fails with ENOTCONN. A live mount answers. */
+static bool mount_is_dead(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == -1 && errno == ENOTCONN;
+}
+
 /* The reaper's life (mnt_reaper_start): waits for EOF on fd, then detaches
- * the mount on path while it is still the one numbered dev. */
+ * the mount on path while it is still the one numbered dev and dead. The
+ * kernel reuses device numbers: a new device mounted on path after this
+ * one ended may have the same major:minor, and it is alive, so it stays. */
 static void reap(int fd, const char *path, const char *dev)
 {
     char buf[16], now[32];
@@ -166,7 +177,9 @@ static void reap(int fd, const char *path, const char *dev)
     do
         n = read(fd, buf, sizeof(buf));   /* nobody writes: EOF when the device ends */
     while (n > 0 || (n < 0 && errno == EINTR));
-    for (int i = 0; i < MNT_REAP_TRIES && find_ciscfs(path, now) && !strcmp(now, dev); i++) {
+    for (int i = 0; i < MNT_REAP_TRIES && find_ciscfs(path, now) && !strcmp(now, dev) &&
+                    mount_is_dead(path);
+         i++) {
         if (mnt_detach(path) == 0)
             break;
         usleep(100000);   /* e.g. fusermount3 holds the mount table lock */
