@@ -190,7 +190,7 @@ struct eng_chg {
 struct hdl_table;
 
 struct eng_cmd {
-    struct sched_item item;   /* scheduler link; tenant = cred.uid */
+    struct sched_item item;   /* scheduler link; tenant = cred.uid (or pid) */
     uint32_t op;              /* enum eng_op */
     struct eng_cred cred;
     /* operands (see the table in the header comment) */
@@ -233,10 +233,13 @@ struct progs;
 
 struct eng_config {
     unsigned cores;           /* device cores, 1..SCHED_MAX_CORES */
-    const char *sched;        /* policy name, "fifo" */
+    const char *sched;        /* policy name (sched.h: fifo, rr, cfs, cfs-cpu, drf) */
     bool trace;               /* log every command to stderr (off by default) */
     bool direct;              /* scheduler direct dispatch (sched.h) */
     uint64_t dev_ram;         /* device memory budget for CISC buffers; 0 = 2 GiB */
+    bool tenant_pid;          /* a tenant is the caller's pid (default: its uid) */
+    uint32_t max_queues;      /* queue pairs per tenant; 0 = no cap */
+    uint64_t op_time_limit_ms; /* a fused op running longer stops at its next step: -ETIME; 0 = none */
     struct progs *progs;      /* eBPF program registry for bpf steps (not owned); NULL = none */
 };
 
@@ -274,6 +277,20 @@ int64_t eng_call(struct engine *e, struct eng_cmd *cmd);
 struct stats;
 const struct stats *eng_stats(struct engine *e);
 void eng_sched_stats(struct engine *e, struct sched_stats *st);
+
+/* The tenant cred belongs to: its uid, or its pid under tenant_pid. */
+uint32_t eng_tenant(const struct engine *e, const struct eng_cred *cred);
+
+/* Per-tenant scheduler statistics (sched_tenant_stats). */
+unsigned eng_tenant_stats(struct engine *e, struct sched_tenant_stats *out, unsigned max);
+
+/* Sets a tenant's scheduling weight. Returns 0 or -EINVAL / -ENOMEM. */
+int eng_tenant_weight(struct engine *e, uint32_t tenant, uint32_t weight);
+
+/* A door opens a queue for cred's tenant: -EDQUOT when the tenant has
+ * max_queues open. eng_queue_close undoes one successful open. */
+int eng_queue_open(struct engine *e, const struct eng_cred *cred);
+void eng_queue_close(struct engine *e, const struct eng_cred *cred);
 
 /* Number of handles open now (for status). */
 uint64_t eng_open_handles(struct engine *e);

@@ -25,6 +25,7 @@ struct qp {
     struct qp *next;               /* session's list (session lock) */
     struct qp *pnext;              /* poller's list (poller lock) */
     uint32_t id;
+    uint32_t sched_id;             /* the scheduler's queue number, unique in the device */
     uint8_t *map;
     size_t map_size;
     struct wire_qp_hdr *hdr;

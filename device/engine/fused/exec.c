@@ -466,11 +466,27 @@ static unsigned independent_run(const struct eng_cisc *v, unsigned i)
     return j - i;
 }
 
+/* Why the op must stop before its next step, or 0: it ran past its
+ * device-time limit (-ETIME; its tenant is charged what it used, and
+ * nothing it did is applied). The one check point between steps. */
+static int stop_reason(struct fop_run *x)
+{
+    if (!x->deadline_ns || now_ns() < x->deadline_ns)
+        return 0;
+    sched_note_terminated(x->e->sched, &x->cmd->item);
+    return -ETIME;
+}
+
 /* Runs every step; returns 0 or the first failure (marked in v). */
 static int execute(struct fop_run *x)
 {
     struct eng_cisc *v = x->v;
     for (unsigned i = 0; i < v->n;) {
+        int stop = stop_reason(x);
+        if (stop) {
+            fop_fail(v, i, stop);
+            return stop;
+        }
         unsigned run = independent_run(v, i);
         if (run >= 2 && x->e->cores > 1) {
             fan_run(x, run, step_task, &i);
@@ -505,6 +521,8 @@ static int run_locked(struct fop_run *x)
         fop_fail(x->v, 0, r);
         return r;
     }
+    uint64_t limit = x->e->op_limit_ns;
+    x->deadline_ns = limit ? now_ns() + limit : 0;   /* device time, not waits for memory or files */
     r = execute(x);
     return r ? r : fop_apply(x);
 }

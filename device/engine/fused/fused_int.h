@@ -85,6 +85,7 @@ struct fop_run {
     unsigned ndead;
     struct progs_prog *prog[WIRE_MAX_STEPS];     /* BPF steps' programs (bpfstep.h) */
     struct progs_stream *stream[WIRE_MAX_STEPS]; /* and their claimed streams */
+    uint64_t deadline_ns;               /* device-time limit (now_ns); 0 = none */
 };
 
 /* Phase 2: resolves files and checks every step's permission; on failure

@@ -179,6 +179,7 @@ protected:
     struct eng_cred root = {}, user = {};
     unsigned cores = 4;
     uint64_t dev_ram = 0;
+    uint64_t op_limit_ms = 0;   // the engine's per-op device-time limit; 0 = none
 
     void SetUp() override { Boot(16384); }
 
@@ -214,6 +215,7 @@ protected:
         cfg.sched = "fifo";
         cfg.direct = true;
         cfg.dev_ram = dev_ram;
+        cfg.op_time_limit_ms = op_limit_ms;
         ASSERT_EQ(eng_create(fs, &cfg, &eng), 0);
     }
 
