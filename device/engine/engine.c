@@ -5,6 +5,7 @@
 
 #include "common/clock.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -180,6 +181,29 @@ int eng_submit_handoff(struct engine *e, struct eng_cmd *cmd)
 {
     tag(e, cmd);
     return sched_submit_handoff(e->sched, &cmd->item);
+}
+
+struct batch_mine {
+    bool (*mine)(const struct eng_cmd *c);
+};
+
+static bool batch_mine(void *arg, const struct sched_item *it)
+{
+    const struct batch_mine *m = arg;
+    return m->mine((const struct eng_cmd *)((const char *)it - offsetof(struct eng_cmd, item)));
+}
+
+void eng_submit_batch(struct engine *e, struct eng_cmd **cmds, unsigned n, int *err,
+                      bool (*mine)(const struct eng_cmd *c))
+{
+    struct sched_item *items[ENG_BATCH_MAX];
+    struct batch_mine m = { mine };
+    assert(n <= ENG_BATCH_MAX);
+    for (unsigned i = 0; i < n; i++) {
+        tag(e, cmds[i]);
+        items[i] = &cmds[i]->item;
+    }
+    sched_submit_batch(e->sched, items, n, err, batch_mine, &m);
 }
 
 unsigned eng_tenant_stats(struct engine *e, struct sched_tenant_stats *out, unsigned max)

@@ -270,6 +270,16 @@ int eng_submit(struct engine *e, struct eng_cmd *cmd);
  * then not called). */
 int eng_submit_handoff(struct engine *e, struct eng_cmd *cmd);
 
+#define ENG_BATCH_MAX 64u
+
+/* Queues n (<= ENG_BATCH_MAX) commands at once: err[i] is each one's
+ * eng_submit result (done is not called for one that failed). Then the
+ * calling thread runs, in free core slots, each command the scheduler's
+ * policy picks next while mine(c) accepts it (a poller's small commands),
+ * and the device cores take the rest: no command jumps the policy. */
+void eng_submit_batch(struct engine *e, struct eng_cmd **cmds, unsigned n, int *err,
+                      bool (*mine)(const struct eng_cmd *c));
+
 /* Queues cmd and waits for it. Returns cmd->ret. */
 int64_t eng_call(struct engine *e, struct eng_cmd *cmd);
 

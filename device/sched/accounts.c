@@ -137,13 +137,15 @@ int sched_acct_resolve(struct sched_accts *a, struct sched_item *it)
     return 0;
 }
 
-void sched_acct_queued(struct sched_item *it)
+void sched_acct_queued(struct sched_accts *a, struct sched_item *it)
 {
+    it->starts_at_push = a->starts;
     it->sq->queued++;
     it->sq->t->queued++;
 }
 
-void sched_acct_start(struct sched_item *it, bool was_queued, uint64_t now)
+void sched_acct_start(struct sched_accts *a, struct sched_item *it, bool was_queued,
+                      uint64_t now)
 {
     struct sched_queue *q = it->sq;
     struct sched_tenant *t = q->t;
@@ -151,7 +153,9 @@ void sched_acct_start(struct sched_item *it, bool was_queued, uint64_t now)
         q->queued--;
         t->queued--;
         t->throttled_ns += now > it->t_submit_ns ? now - it->t_submit_ns : 0;
+        t->overtaken += a->starts - it->starts_at_push;   /* counts its own too */
     }
+    a->starts++;
     t->running++;
     q->running++;
     q->mem_use += it->mem;

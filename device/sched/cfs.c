@@ -239,6 +239,12 @@ static struct sched_tenant *pick_tenant(struct cfs *c, bool mem_tight)
     return TENANT_OF(n, by_vt);
 }
 
+static struct sched_item *cfs_peek(void *p, bool mem_tight)
+{
+    struct sched_tenant *t = pick_tenant(p, mem_tight);
+    return t ? QUEUE_OF(heap_min(&t->queues))->head : NULL;
+}
+
 static struct sched_item *cfs_pop(void *p, bool mem_tight)
 {
     struct cfs *c = p;
@@ -333,7 +339,8 @@ static bool cfs_check(const void *p, uint64_t depth)
 
 #define FAIR_POLICY(var, nm, mk)                                                           \
     const struct sched_policy var = { .name = nm, .create = mk, .destroy = cfs_destroy,   \
-                                      .push = cfs_push, .pop = cfs_pop, .start = cfs_start, \
+                                      .push = cfs_push, .pop = cfs_pop, .peek = cfs_peek,     \
+                                      .start = cfs_start,                                 \
                                       .charge = cfs_charge, .check = cfs_check }
 
 FAIR_POLICY(sched_cfs, "cfs", cfs_create);

@@ -53,6 +53,12 @@ static struct sched_item *rr_pop(void *p, bool mem_tight)
     return it;
 }
 
+static struct sched_item *rr_peek(void *p, bool mem_tight)
+{
+    struct rr *r = p;
+    return r->tail ? r->tail->rr_next->head : NULL;
+}
+
 static void rr_charge(void *q, const struct sched_item *it, uint64_t ns)
 {
     (void)q, (void)it, (void)ns;
@@ -84,6 +90,7 @@ const struct sched_policy sched_rr = {
     .destroy = rr_destroy,
     .push = rr_push,
     .pop = rr_pop,
+    .peek = rr_peek,
     .charge = rr_charge,
     .check = rr_check,
 };

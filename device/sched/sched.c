@@ -84,6 +84,11 @@ static int fifo_push(void *q, struct sched_item *it)
     return 0;
 }
 
+static struct sched_item *fifo_peek(void *q, bool mem_tight)
+{
+    return ((struct fifo *)q)->head;
+}
+
 static struct sched_item *fifo_pop(void *q, bool mem_tight)
 {
     struct fifo *f = q;
@@ -119,6 +124,7 @@ const struct sched_policy sched_fifo = {
     .destroy = fifo_destroy,
     .push = fifo_push,
     .pop = fifo_pop,
+    .peek = fifo_peek,
     .charge = fifo_charge,
     .check = fifo_check,
 };
@@ -151,7 +157,7 @@ static unsigned slot_get(struct sched *s)
 /* it starts running (lock held): accounted, and the policy told. */
 static void started(struct sched *s, struct sched_item *it, bool was_queued)
 {
-    sched_acct_start(it, was_queued, now_ns());
+    sched_acct_start(&s->acct, it, was_queued, now_ns());
     if (s->pol->start)
         s->pol->start(s->q, it);
 }
@@ -281,7 +287,7 @@ static int enqueue(struct sched *s, struct sched_item *it)
     int r = s->pol->push(s->q, it);
     if (r)
         return r;
-    sched_acct_queued(it);
+    sched_acct_queued(&s->acct, it);
     if (++s->depth > s->max_depth)
         s->max_depth = s->depth;
     return 0;
@@ -316,6 +322,58 @@ static int submit(struct sched *s, struct sched_item *it, bool direct)
     if (wake)
         pthread_cond_signal(&s->work);
     return r;
+}
+
+/* Queues one item of a batch (lock held). */
+static int batch_push(struct sched *s, struct sched_item *it)
+{
+    it->t_submit_ns = now_ns();
+    int r = s->stopping ? -ESHUTDOWN : sched_acct_resolve(&s->acct, it);
+    if (!r)
+        r = enqueue(s, it);
+    s->submitted += r == 0;
+    return r;
+}
+
+/* Takes the policy's next item if mine() accepts it and a slot is free
+ * (lock held); NULL otherwise. */
+static struct sched_item *help_take(struct sched *s, unsigned *slot, sched_mine_fn mine,
+                                    void *arg)
+{
+    bool tight = s->mem_waiting > 0;
+    struct sched_item *it = s->busy < s->cores ? s->pol->peek(s->q, tight) : NULL;
+    if (!it || !mine(arg, it))
+        return NULL;
+    it = s->pol->pop(s->q, tight);
+    s->depth--;
+    s->direct_runs++;
+    *slot = slot_get(s);
+    started(s, it, true);
+    assert(sched_check(s));
+    return it;
+}
+
+void sched_submit_batch(struct sched *s, struct sched_item **items, unsigned n, int *err,
+                        sched_mine_fn mine, void *arg)
+{
+    pthread_mutex_lock(&s->lock);
+    for (unsigned i = 0; i < n; i++)
+        err[i] = batch_push(s, items[i]);
+    assert(sched_check(s));
+    for (;;) {
+        unsigned slot;
+        struct sched_item *it = help_take(s, &slot, mine, arg);
+        if (!it)
+            break;
+        pthread_mutex_unlock(&s->lock);
+        run_on(s, it, slot);   /* in the policy's order, charged like any */
+        pthread_mutex_lock(&s->lock);
+    }
+    unsigned free_slots = s->cores - s->busy;
+    unsigned wake = s->depth < free_slots ? (unsigned)s->depth : free_slots;
+    pthread_mutex_unlock(&s->lock);
+    for (unsigned i = 0; i < wake; i++)
+        pthread_cond_signal(&s->work);
 }
 
 int sched_submit(struct sched *s, struct sched_item *it)
@@ -357,6 +415,7 @@ static void tenant_stats(const struct sched *s, const struct sched_tenant *t,
         .core_ns = t->core_ns, .share = s->pol == &sched_drf && mem > core ? mem : core,
         .mem_use = t->mem_use, .mem_peak = t->mem_peak, .queued = t->queued,
         .running = t->running, .done = t->done, .throttled_ns = t->throttled_ns,
+        .overtaken = t->overtaken,
         .terminated = t->terminated,
     };
 }

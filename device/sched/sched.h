@@ -84,6 +84,7 @@ struct sched_item {
     /* the scheduler's */
     struct sched_queue *sq;    /* its queue's account (sched_int.h) */
     uint64_t vt_pre;           /* virtual time the policy charged when it started */
+    uint64_t starts_at_push;   /* the device's start count when it was queued */
 };
 
 #define SCHED_WEIGHT_DEFAULT 100u
@@ -107,6 +108,8 @@ struct sched_policy {
     /* The next item to run, NULL if empty. mem_tight: commands are
      * waiting for device memory (a core is free: it is asking). */
     struct sched_item *(*pop)(void *q, bool mem_tight);
+    /* What pop would return now, without taking it. */
+    struct sched_item *(*peek)(void *q, bool mem_tight);
     /* Optional: it starts running (popped, or run directly unqueued). */
     void (*start)(void *q, struct sched_item *it);
     void (*charge)(void *q, const struct sched_item *it, uint64_t ns);
@@ -151,6 +154,7 @@ struct sched_tenant_stats {
     uint64_t mem_use, mem_peak;
     uint64_t queued, running, done;
     uint64_t throttled_ns;     /* time its items waited queued */
+    uint64_t overtaken;        /* items that started while one of its own waited */
     uint64_t terminated;       /* ops stopped at the time limit */
 };
 
@@ -182,6 +186,18 @@ int sched_submit(struct sched *s, struct sched_item *it);
  * direct dispatch): for work a device core hands to the other cores, and
  * for the commands a queue-pair poller hands over in a batch. */
 int sched_submit_handoff(struct sched *s, struct sched_item *it);
+
+/* Says whether the calling thread may run it itself (arg: the caller's). */
+typedef bool (*sched_mine_fn)(void *arg, const struct sched_item *it);
+
+/* Queues a batch of n items: err[i] gets each one's result as from
+ * sched_submit (an item with err[i] != 0 was not queued and will not
+ * run). Then, while a core slot is free, the calling thread runs the
+ * item the policy picks next as long as mine() accepts it (the shortcut
+ * a queue-pair poller takes for small commands: never out of the
+ * policy's order), and wakes idle cores for what is left. */
+void sched_submit_batch(struct sched *s, struct sched_item **items, unsigned n, int *err,
+                        sched_mine_fn mine, void *arg);
 
 /* Copies current statistics. */
 void sched_get_stats(struct sched *s, struct sched_stats *st);

@@ -40,6 +40,7 @@ struct sched_tenant {
     double mem_bns;               /* memory held x time, byte-ns (DRF's share) */
     uint64_t mem_use, mem_peak;   /* reservations of its running items */
     uint64_t throttled_ns;        /* time its items waited while queued */
+    uint64_t overtaken;           /* starts of other items while one of its waited */
     uint64_t terminated;          /* ops stopped for their time limit */
     /* the policy's */
     uint64_t vt;                  /* virtual time, weighted ns */
@@ -72,6 +73,7 @@ struct sched_accts {
     struct acct_map tenants, queues;
     uint32_t max_queues;          /* per tenant; 0 = no cap */
     uint64_t core_ns;             /* all tenants' */
+    uint64_t starts;              /* items started, queued or direct */
     double mem_bns;
     unsigned cores;
     uint64_t mem_budget;
@@ -92,8 +94,9 @@ int sched_acct_resolve(struct sched_accts *a, struct sched_item *it);
 
 /* Bookkeeping when an item is queued, starts running, and finishes after
  * `ns` on a core. `now` is the clock (tests pass a fake one). */
-void sched_acct_queued(struct sched_item *it);
-void sched_acct_start(struct sched_item *it, bool was_queued, uint64_t now);
+void sched_acct_queued(struct sched_accts *a, struct sched_item *it);
+void sched_acct_start(struct sched_accts *a, struct sched_item *it, bool was_queued,
+                      uint64_t now);
 void sched_acct_finish(struct sched_accts *a, const struct sched_item *it, uint64_t ns);
 
 /* Invariants 1-3 over at most `walk` accounts. */

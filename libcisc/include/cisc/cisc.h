@@ -110,7 +110,8 @@ struct cisc_queue_params {
 /* Creates a queue pair with default geometry in session s. The queue
  * belongs to s (cisc_session_close destroys it too) and is used by one
  * thread at a time. Returns 0 and sets *out, or -errno (-EMFILE: the
- * device's limit of queues per session, -ENOMEM). */
+ * device's limit of queues per session, -EDQUOT: its limit of queues
+ * per tenant (cisc up --max-queues-per-tenant), -ENOMEM). */
 CISC_API int cisc_queue_create(struct cisc_session *s, struct cisc_queue **out);
 
 /* Same with explicit geometry (p may be NULL for the defaults).

@@ -57,13 +57,22 @@ TEST_F(CiscLimit, RunawayOpStopsWithEtimeAndChangesNothing)
     auto w = v.Write(k, 0, c);
     struct eng_cisc out;
     EXPECT_EQ(Run(v, &out), -ETIME);
-    EXPECT_EQ(out.res[c].ret, 4);            // it ran; the limit passed during it
-    EXPECT_EQ(out.res[w].ret, -ETIME);       // the next step was refused
-    EXPECT_GE(out.res[w0].ret, 0);
+    // The limit passes during the checksum at the latest (a loaded host
+    // may get there sooner): the step after it is refused with -ETIME at
+    // the latest, every later one is cancelled, none before failed.
+    unsigned stopped = v.st.size();
+    for (unsigned i = 0; i < v.st.size(); i++)
+        if (out.res[i].ret == -ETIME && stopped == v.st.size())
+            stopped = i;
+    ASSERT_LE(stopped, (unsigned)w);
+    for (unsigned i = 0; i < stopped; i++)
+        EXPECT_GE(out.res[i].ret, 0) << i;
+    for (unsigned i = stopped + 1; i < v.st.size(); i++)
+        EXPECT_EQ(out.res[i].ret, -ECANCELED) << i;
     EXPECT_FALSE(Exists("new"));             // rolled back like any failed op
     EXPECT_EQ(Get("keep"), "old");
     struct sched_tenant_stats t = Tenant(0);
     EXPECT_EQ(t.terminated, 1u);
-    EXPECT_GT(t.core_ns, 1000000u);          // charged for what it used
-    (void)o, (void)f;
+    EXPECT_GE(t.core_ns, 1000000u);   // charged for what it used: past the limit
+    (void)o, (void)f, (void)c, (void)w0;
 }

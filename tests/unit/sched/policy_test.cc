@@ -50,7 +50,7 @@ public:
         x->it.t_submit_ns = clock_;
         EXPECT_EQ(sched_acct_resolve(&a_, &x->it), 0);
         EXPECT_EQ(pol_->push(q_, &x->it), 0);
-        sched_acct_queued(&x->it);
+        sched_acct_queued(&a_, &x->it);
         depth_++;
         Check();
         return x;
@@ -69,7 +69,7 @@ public:
         if (!it)
             return nullptr;
         depth_--;
-        sched_acct_start(it, true, clock_);
+        sched_acct_start(&a_, it, true, clock_);
         if (pol_->start)
             pol_->start(q_, it);
         Check();
@@ -84,7 +84,7 @@ public:
         x->it.tenant = tenant;
         x->it.queue = queue;
         ASSERT_EQ(sched_acct_resolve(&a_, &x->it), 0);
-        sched_acct_start(&x->it, false, clock_);
+        sched_acct_start(&a_, &x->it, false, clock_);
         if (pol_->start)
             pol_->start(q_, &x->it);
         Finish(x, ns);
