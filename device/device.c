@@ -470,6 +470,15 @@ static int reply_key(struct device *d, struct ctl_req *req)
     return ctl_reply(req, r, id, !r && req->type == CTL_KEY_ADD ? sizeof(id) : 0), 0;
 }
 
+/* A tenant's scheduling weight: root only. */
+static int reply_tenant(struct device *d, struct ctl_req *req)
+{
+    int r = req->peer->uid != 0 ? -EPERM : req->len < 8 ? -EINVAL : 0;
+    if (!r)
+        r = eng_tenant_weight(d->eng, le32_get(req->payload), le32_get(req->payload + 4));
+    return ctl_reply(req, r, NULL, 0), 0;
+}
+
 static int handle_ctl(void *arg, struct ctl_req *req)
 {
     struct device *d = arg;
@@ -481,6 +490,8 @@ static int handle_ctl(void *arg, struct ctl_req *req)
         return reply_key(d, req);
     case CTL_SESSION:
         return reply_session(d, req);
+    case CTL_TENANT_SET:
+        return reply_tenant(d, req);
     case CTL_QP_CREATE:
         return reply_qp_create(d, req);
     case CTL_QP_DESTROY:

@@ -36,6 +36,9 @@
  *                    registers an encryption key with the session for
  *                    ENCRYPT/DECRYPT steps (device/compute/keys.h)
  *   CTL_KEY_REMOVE u32 key id -> s32 status
+ *   CTL_TENANT_SET u32 tenant (uid or pid), u32 weight -> s32 status: the
+ *                    scheduler's weight of a tenant; root only (-EPERM),
+ *                    -EINVAL for a weight out of range (1..10000)
  *   CTL_PROG_LOAD, _LIST, _SHOW, _UNLOAD, _STREAM (16..20): eBPF programs;
  *                    payloads in proto/progs_wire.h (a load passes the
  *                    object as a sealed memfd in SCM_RIGHTS: see rfd below)
@@ -81,6 +84,7 @@ enum ctl_type {
     CTL_QP_DESTROY = 6,
     CTL_KEY_ADD = 7,
     CTL_KEY_REMOVE = 8,
+    CTL_TENANT_SET = 9,
     /* 16..31: eBPF programs (proto/progs_wire.h has the payloads) */
     CTL_PROG_LOAD = 16,
     CTL_PROG_LIST = 17,

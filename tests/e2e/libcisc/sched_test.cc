@@ -228,5 +228,32 @@ TEST_F(CiscSched, QueuePairsPerTenantAreCapped)
     cisc_session_close(s);
 }
 
+TEST_F(CiscSched, WeightsAreSetByRootOnlyAndShown)
+{
+    Restart("--sched drf");
+    RunResult r = Sh(cisc + " tenant set " + mnt + " 4242 --weight 300");
+    EXPECT_EQ(r.status, 0) << r.out;
+    EXPECT_EQ(Of(4242, "weight"), 300);
+    for (const char *bad : { "0", "10001", "x" }) {
+        r = Sh(cisc + " tenant set " + mnt + " 4242 --weight " + bad);
+        EXPECT_EQ(r.status, 2) << bad;
+        EXPECT_NE(r.out.find("--weight wants 1..10000"), std::string::npos) << r.out;
+    }
+    std::string c = cisc, m = mnt;
+    int st = AsUser([c, m] {
+        return WEXITSTATUS(system((c + " tenant set " + m + " 4242 --weight 1 2>/dev/null").c_str()));
+    }, kLight, kLight);
+    EXPECT_EQ(st, 2) << "a user may not set weights";
+    EXPECT_EQ(Of(4242, "weight"), 300) << "nothing changed";
+    // top: one JSON snapshot with the tenant and the policy
+    r = Sh(cisc + " top --json " + mnt);
+    EXPECT_EQ(r.status, 0);
+    EXPECT_NE(r.out.find("\"policy\":\"drf\""), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("{\"tenant\":4242,\"weight\":300,"), std::string::npos) << r.out;
+    r = Sh(cisc + " top -n 1 -d 0.2 " + mnt);
+    EXPECT_EQ(r.status, 0);
+    EXPECT_NE(r.out.find("SHARE"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace e2e
