@@ -11,7 +11,7 @@ CISC := $(BUILD)/cmd/cisc
 # The distribution's python3 (python3-matplotlib) for benchmarks that plot.
 PYTHON_PLOT ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
-.PHONY: all deps build build-asan test test-release test-asan run bench bench-bpf bench-fs bench-qp bench-cisc bench-offload clean
+.PHONY: all deps build build-asan test test-release test-asan run bench bench-bpf bench-fs bench-qp bench-cisc bench-offload bench-sched clean
 
 all: build
 
@@ -67,6 +67,12 @@ bench-cisc: build
 # with examples/bpf/grep.c inside the device; time and bytes moved for both.
 bench-offload: build
 	@python3 bench/offload/bench_offload.py --cisc $(CISC) --grep-obj $(BUILD)/examples/bpf/grep.o
+
+# Scheduling (FusionFS Figure 9): tenants sharing a device made the
+# bottleneck, under rr, cfs, cfs-cpu, drf and fifo. CSV and PNG in bench/out/.
+bench-sched: build
+	@$(PYTHON_PLOT) bench/sched/bench_sched.py --cisc $(CISC) --bench $(BUILD)/bench/sched/cisc-bench-sched \
+		--choice $(BUILD)/bench/sched/cisc-bench-sched-choice $(BENCH_SCHED_ARGS)
 
 bench-qp: build
 	@./bench/qp/rtt.sh $(CISC) $(BUILD)/bench/qp/cisc-bench-rtt
