@@ -255,5 +255,31 @@ TEST_F(CiscSched, WeightsAreSetByRootOnlyAndShown)
     EXPECT_NE(r.out.find("SHARE"), std::string::npos) << r.out;
 }
 
+// A runaway fused op on a real device: stopped at its next step with
+// -ETIME, nothing it did stays, its tenant's terminated count shows it.
+TEST_F(CiscSched, RunawayOpIsTerminatedAndChangesNothing)
+{
+    Restart("--op-time-limit-ms 1 --core-speed 200");
+    struct cisc_session *s;
+    struct cisc_queue *q;
+    ASSERT_EQ(cisc_session_open(mnt.c_str(), &s), 0);
+    ASSERT_EQ(cisc_queue_create(s, &q), 0);
+    std::vector<char> big(1 << 20, 'r');
+    struct cisc_vec v;
+    cisc_vec_init(&v, q);
+    int o = cisc_vec_open(&v, "made-by-runaway", O_CREAT | O_WRONLY, 0644);
+    cisc_vec_write(&v, o, 0, CISC_IN_BUF("x", 1));
+    int c = cisc_vec_crc32c(&v, CISC_IN_BUF(big.data(), big.size()), 0);   // > 1 ms here
+    int w = cisc_vec_write(&v, o, 0, CISC_IN_STEP(c));
+    EXPECT_EQ(cisc_vec_submit(&v), -ETIME);
+    EXPECT_TRUE(cisc_vec_ret(&v, w) == -ETIME || cisc_vec_ret(&v, c) == -ETIME);
+    cisc_vec_free(&v);
+    struct stat st;
+    EXPECT_NE(stat((mnt + "/made-by-runaway").c_str(), &st), 0) << "rolled back";
+    EXPECT_EQ(Of(0, "terminated"), 1);
+    EXPECT_EQ(cisc_nop(q), 0) << "the device goes on";
+    cisc_session_close(s);
+}
+
 }  // namespace
 }  // namespace e2e
