@@ -18,7 +18,7 @@ CISC := $(BUILD)/cmd/cisc
 PYTHON_PLOT ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
 .PHONY: all deps build build-asan test test-release test-asan run bench bench-bpf bench-exec \
-	bench-sfs bench-qp bench-fs bench-cisc bench-offload bench-recovery clean FORCE
+	bench-sfs bench-qp bench-fs bench-cisc bench-offload bench-recovery bench-sched clean FORCE
 
 all: build
 
@@ -112,6 +112,11 @@ bench-offload: build
 bench-recovery: build
 	@$(PYTHON_PLOT) bench/recovery/bench_recovery.py --cisc $(CISC) --bench $(BUILD)/bench/recovery/cisc-bench-recovery $(BENCH_RECOVERY_ARGS)
 
+# Scheduling (FusionFS Figure 9): tenants sharing a device made the
+# bottleneck, under rr, cfs, cfs-cpu, drf and fifo. CSV and PNG in bench/out/.
+bench-sched: build
+	@$(PYTHON_PLOT) bench/sched/bench_sched.py --cisc $(CISC) --bench $(BUILD)/bench/sched/cisc-bench-sched \
+		--choice $(BUILD)/bench/sched/cisc-bench-sched-choice $(BENCH_SCHED_ARGS)
 
 FORCE:
 

@@ -222,8 +222,21 @@ static const struct up_opt up_table[] = {
       .help = "stay in the foreground (default: return once mounted)" },
     { 0, "cores", "cores", &k_uint, "N", 1, SCHED_MAX_CORES, DEV_DEFAULT_CORES, AT(dev.cores),
       .help = "device cores (worker threads)" },
-    { 0, "sched", "sched", &k_word, WORDS("fifo"), AT(dev.sched),
-      .help = "scheduler for the device cores" },
+    { 0, "sched", "sched", &k_word, WORDS("fifo", "rr", "cfs", "cfs-cpu", "drf"), AT(dev.sched),
+      .help = "scheduler for the device cores: fifo; rr (round robin over queues); cfs "
+              "(fair core time per tenant, then per queue; least memory first while "
+              "memory is short); cfs-cpu (cfs without the memory key); drf (dominant "
+              "resource fairness over core time and device memory)" },
+    { 0, "tenant", "tenant", &k_index, WORDS("uid", "pid"), AT(dev.tenant_pid),
+      .help = "whom the scheduler is fair to: each uid (default) or each process" },
+    { 0, "max-queues-per-tenant", "max_queues_per_tenant", &k_uint, "N", 0, 1u << 20, 0,
+      AT(dev.max_queues), .help = "libcisc queue pairs a tenant may have open; 0: no cap" },
+    { 0, "op-time-limit-ms", "op_time_limit_ms", &k_uint, "N", 1, 86400000, ENG_OP_TIME_MS_DEFAULT,
+      AT(dev.op_time_limit_ms),
+      .help = "a fused op that has run this long stops at its next step with -ETIME, "
+              "changing nothing (at most 1 day: there is always a limit)" },
+    { 0, "device-ram", "device_ram", &k_size, "SIZE", 1u << 20, 1ull << 40, AT(dev.dev_ram),
+      .help = "device memory for fused ops' buffers (default 2 GiB)" },
     { 0, "tx", "tx", &k_index, WORDS("macro", "micro", "autorec"), AT(tx),
       .help = "fused ops' default transaction mode: macro (all or nothing), micro (each "
               "mutating step commits on its own), autorec (micro, and interrupted ops are "

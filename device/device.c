@@ -204,14 +204,16 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
     d->mountpoint = strdup(o->mountpoint ? o->mountpoint : "-");
     d->started_ns = now_ns();
     struct eng_config ec = { .cores = d->cores, .sched = d->sched, .trace = o->trace,
-                             .direct = !o->queue_only, .tx = o->tx };
+                             .direct = !o->queue_only, .tx = o->tx, .dev_ram = o->dev_ram,
+                             .tenant_pid = o->tenant_pid, .max_queues = o->max_queues,
+                             .op_time_ms = o->op_time_limit_ms };
     struct dm_model dm = o->model ? *o->model : (struct dm_model){ DM_DEFAULT_LINK_NS, 1.0 };
     if (!sched_policy_find(d->sched) || d->cores > SCHED_MAX_CORES || dm_configure(&dm) ||
         o->pollers > QP_MAX_POLLERS) {
         int bad = fail(err, errlen, -EINVAL,
-                       "bad device model: cores %u (1..%u), sched '%s' (fifo), link latency "
+                       "bad device model: cores %u (1..%u), sched '%s' (%s), link latency "
                        "%llu ns (0..%u), core speed %g (1..%g), pollers %u (1..%u)",
-                       d->cores, SCHED_MAX_CORES, d->sched,
+                       d->cores, SCHED_MAX_CORES, d->sched, sched_policy_names,
                        (unsigned long long)dm.link_latency_ns, DM_LINK_MAX_NS, dm.core_speed,
                        DM_CORE_SPEED_MAX, o->pollers, QP_MAX_POLLERS);
         free_device(d);     /* after the message, which reads d */
@@ -344,6 +346,36 @@ static void status_progs(struct device *d, struct out *o)
         (unsigned long long)l.budget);
 }
 
+#define STATUS_TENANTS 64u   /* the busiest this many (the report has a size limit) */
+
+static int by_core_desc(const void *a, const void *b)
+{
+    const struct sched_tenant_stats *x = a, *y = b;
+    return x->core_ns < y->core_ns ? 1 : x->core_ns > y->core_ns ? -1 : 0;
+}
+
+/* One line per tenant, most device-core time first. */
+static void status_tenants(struct device *d, struct out *o)
+{
+    struct sched_tenant_stats *t = calloc(STATUS_TENANTS * 16, sizeof(*t));
+    if (!t)
+        return;
+    unsigned n = eng_tenant_stats(d->eng, t, STATUS_TENANTS * 16);
+    n = n < STATUS_TENANTS * 16 ? n : STATUS_TENANTS * 16;
+    qsort(t, n, sizeof(*t), by_core_desc);
+    for (unsigned i = 0; i < n && i < STATUS_TENANTS; i++)
+        put(o, "tenant %u weight %u queues %u vt_ns %llu core_ns %llu share %.3f mem %llu "
+               "mem_peak %llu waiting %llu running %llu done %llu throttled_ns %llu "
+               "overtaken %llu terminated %llu\n",
+            t[i].id, t[i].weight, t[i].queues, (unsigned long long)t[i].vt,
+            (unsigned long long)t[i].core_ns, t[i].share, (unsigned long long)t[i].mem_use,
+            (unsigned long long)t[i].mem_peak, (unsigned long long)t[i].queued,
+            (unsigned long long)t[i].running, (unsigned long long)t[i].done,
+            (unsigned long long)t[i].throttled_ns, (unsigned long long)t[i].overtaken,
+            (unsigned long long)t[i].terminated);
+    free(t);
+}
+
 size_t dev_status_text(struct device *d, char *buf, size_t size)
 {
     struct out o = { buf, size, 0 };
@@ -378,6 +410,7 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
     put(&o, "tx mode %s\n", eng_tx_name(eng_tx_mode(d->eng)));
     if (d->recovery_len)   /* one line per op recovered at start-up */
         put(&o, "%s", d->recovery);
+    status_tenants(d, &o);
     put(&o, "handles %llu\n", (unsigned long long)eng_open_handles(d->eng));
     /* Operations that met corrupt metadata (run cisc fsck when not 0). */
     put(&o, "integrity corrupt %llu\n",
@@ -615,6 +648,15 @@ static int reply_recovery(struct device *d, struct ctl_req *req)
     return 0;
 }
 
+/* A tenant's scheduling weight: root only. */
+static int reply_tenant(struct device *d, struct ctl_req *req)
+{
+    int r = req->peer->uid != 0 ? -EPERM : req->len < 8 ? -EINVAL : 0;
+    if (!r)
+        r = eng_tenant_weight(d->eng, le32_get(req->payload), le32_get(req->payload + 4));
+    return ctl_reply(req, r, NULL, 0), 0;
+}
+
 static int handle_ctl(void *arg, struct ctl_req *req)
 {
     struct device *d = arg;
@@ -626,6 +668,8 @@ static int handle_ctl(void *arg, struct ctl_req *req)
         return reply_key(d, req);
     case CTL_SESSION:
         return reply_session(d, req);
+    case CTL_TENANT_SET:
+        return reply_tenant(d, req);
     case CTL_QP_CREATE:
         return reply_qp_create(d, req);
     case CTL_QP_DESTROY:

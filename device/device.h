@@ -45,7 +45,11 @@ struct dev_opts {
     const char *mountpoint;   /* shown in status; may be NULL */
     const char *control_path; /* control socket; NULL = none */
     unsigned cores;           /* 0 = DEV_DEFAULT_CORES */
-    const char *sched;        /* NULL = "fifo" */
+    const char *sched;        /* NULL = "fifo" (sched.h: fifo, rr, cfs, cfs-cpu, drf) */
+    bool tenant_pid;          /* the scheduler's tenants are pids (default: uids) */
+    unsigned max_queues;      /* libcisc queue pairs per tenant; 0 = no cap */
+    uint64_t dev_ram;         /* device memory budget; 0 = 2 GiB */
+    uint64_t op_time_limit_ms; /* fused ops stop after this much device time (-ETIME); 0 = the engine default (ENG_OP_TIME_MS_DEFAULT) */
     bool trace;               /* log every command (engine trace) */
     bool queue_only;          /* no direct dispatch: every command is handed over */
     const struct dm_model *model;  /* link latency, core speed; NULL = defaults */

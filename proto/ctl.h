@@ -43,6 +43,9 @@
  *                    TEXT" per failed step
  *   CTL_RECOVERY_ACK NAME bytes -> s32 status: removes that record
  *                    (-ENOENT: the peer owns none of that name)
+ *   CTL_TENANT_SET u32 tenant (uid or pid), u32 weight -> s32 status: the
+ *                    scheduler's weight of a tenant; root only (-EPERM),
+ *                    -EINVAL for a weight out of range (1..10000)
  *   CTL_PROG_LOAD, _LIST, _SHOW, _UNLOAD, _STREAM (16..20): eBPF programs;
  *                    payloads in proto/progs_wire.h (a load passes the
  *                    object as a sealed memfd in SCM_RIGHTS: see rfd below)
@@ -97,6 +100,7 @@ enum ctl_type {
     CTL_KEY_REMOVE = 8,
     CTL_RECOVERY_LIST = 9,
     CTL_RECOVERY_ACK = 10,
+    CTL_TENANT_SET = 11,
     /* 16..31: eBPF programs (proto/progs_wire.h has the payloads) */
     CTL_PROG_LOAD = 16,
     CTL_PROG_LIST = 17,

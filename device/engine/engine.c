@@ -1,10 +1,12 @@
 /* device/engine/engine.c - engine lifecycle, dispatch on the device cores,
  * completion and statistics. The operations are in engine_ops.c. */
 #include "device/engine/engine_int.h"
+#include "device/engine/fused/fused.h"
 
 #include "common/clock.h"
 #include "proto/wire.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -121,14 +123,17 @@ int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out
     pthread_cond_init(&e->mem_cv, NULL);
     pthread_rwlock_init(&e->watch_lock, NULL);
     e->mem_budget = cfg->dev_ram ? cfg->dev_ram : ENG_DEV_RAM_DEFAULT;
+    e->tenant_pid = cfg->tenant_pid;
     int r = stats_create(ENG_OP_COUNT, cfg->cores, &e->stats);
     if (!r)
         r = hdl_table_create(&e->hdl);
     if (!r)
         r = lease_table_create(e, cfg->lease_wait_ns, &e->lease);
     if (!r)
-        r = sched_create(pol, &(struct sched_config){ cfg->cores, cfg->direct }, run, e,
-                         &e->sched);
+        r = sched_create(pol,
+                         &(struct sched_config){ cfg->cores, cfg->direct, e->mem_budget,
+                                                 cfg->max_queues },
+                         run, e, &e->sched);
     if (r) {
         lease_table_destroy(e->lease);
         hdl_table_destroy(e->hdl);
@@ -170,15 +175,30 @@ void eng_cmd_init(struct eng_cmd *cmd, unsigned op, const struct eng_cred *cred)
         cmd->cred.ngroups = -1;
 }
 
+uint32_t eng_tenant(const struct engine *e, const struct eng_cred *cred)
+{
+    return e->tenant_pid ? (uint32_t)cred->pid : cred->uid;
+}
+
+/* Who the scheduler charges cmd to, and the device memory it will hold
+ * (a fused op's reservation, fused.h; other commands hold none). */
+static void tag(struct engine *e, struct eng_cmd *cmd)
+{
+    cmd->item.tenant = eng_tenant(e, &cmd->cred);
+    cmd->item.mem = cmd->op == ENG_OP_CISC && cmd->cisc && !cmd->cisc->status
+                        ? cmd->cisc->mem
+                        : 0;
+}
+
 int eng_submit(struct engine *e, struct eng_cmd *cmd)
 {
-    cmd->item.tenant = cmd->cred.uid;
+    tag(e, cmd);
     return sched_submit(e->sched, &cmd->item);
 }
 
 int eng_submit_handoff(struct engine *e, struct eng_cmd *cmd)
 {
-    cmd->item.tenant = cmd->cred.uid;
+    tag(e, cmd);
     return sched_submit_handoff(e->sched, &cmd->item);
 }
 
@@ -187,6 +207,49 @@ void eng_cancel(struct engine *e)
     /* Relaxed: ops poll it at their boundaries; seeing it a block late
      * costs one block, and nothing else is published with it. */
     __atomic_store_n(&e->cancel, 1, __ATOMIC_RELAXED);
+}
+
+struct batch_mine {
+    bool (*mine)(const struct eng_cmd *c);
+};
+
+static bool batch_mine(void *arg, const struct sched_item *it)
+{
+    const struct batch_mine *m = arg;
+    return m->mine((const struct eng_cmd *)((const char *)it - offsetof(struct eng_cmd, item)));
+}
+
+void eng_submit_batch(struct engine *e, struct eng_cmd **cmds, unsigned n, int *err,
+                      bool (*mine)(const struct eng_cmd *c))
+{
+    struct sched_item *items[ENG_BATCH_MAX];
+    struct batch_mine m = { mine };
+    assert(n <= ENG_BATCH_MAX);
+    for (unsigned i = 0; i < n; i++) {
+        tag(e, cmds[i]);
+        items[i] = &cmds[i]->item;
+    }
+    sched_submit_batch(e->sched, items, n, err, batch_mine, &m);
+}
+
+unsigned eng_tenant_stats(struct engine *e, struct sched_tenant_stats *out, unsigned max)
+{
+    return sched_tenant_stats(e->sched, out, max);
+}
+
+int eng_tenant_weight(struct engine *e, uint32_t tenant, uint32_t weight)
+{
+    return sched_tenant_weight(e->sched, tenant, weight);
+}
+
+int eng_queue_open(struct engine *e, const struct eng_cred *cred)
+{
+    return sched_queue_open(e->sched, eng_tenant(e, cred));
+}
+
+void eng_queue_close(struct engine *e, const struct eng_cred *cred)
+{
+    sched_queue_close(e->sched, eng_tenant(e, cred));
 }
 
 int64_t eng_call(struct engine *e, struct eng_cmd *cmd)

@@ -196,7 +196,7 @@ struct eng_chg {
 struct hdl_table;
 
 struct eng_cmd {
-    struct sched_item item;   /* scheduler link; tenant = cred.uid */
+    struct sched_item item;   /* scheduler link; tenant = cred.uid (or pid) */
     uint32_t op;              /* enum eng_op */
     struct eng_cred cred;
     /* operands (see the table in the header comment) */
@@ -256,10 +256,12 @@ struct progs;
 
 struct eng_config {
     unsigned cores;           /* device cores, 1..SCHED_MAX_CORES */
-    const char *sched;        /* policy name, "fifo" */
+    const char *sched;        /* policy name (sched.h: fifo, rr, cfs, cfs-cpu, drf) */
     bool trace;               /* log every command to stderr (off by default) */
     bool direct;              /* scheduler direct dispatch (sched.h) */
     uint64_t dev_ram;         /* device memory budget for CISC buffers; 0 = 2 GiB */
+    bool tenant_pid;          /* a tenant is the caller's pid (default: its uid) */
+    uint32_t max_queues;      /* queue pairs per tenant; 0 = no cap */
     struct progs *progs;      /* eBPF program registry for bpf steps (not owned); NULL = none */
     uint64_t lease_wait_ns;   /* longest an append waits for a mount write(2)
                                  (lease.h); 0 = LEASE_WAIT_NS (1 s) */
@@ -308,6 +310,16 @@ int eng_submit_handoff(struct engine *e, struct eng_cmd *cmd);
  * Irreversible; safe from any thread. */
 void eng_cancel(struct engine *e);
 
+#define ENG_BATCH_MAX 64u
+
+/* Queues n (<= ENG_BATCH_MAX) commands at once: err[i] is each one's
+ * eng_submit result (done is not called for one that failed). Then the
+ * calling thread runs, in free core slots, each command the scheduler's
+ * policy picks next while mine(c) accepts it (a poller's small commands),
+ * and the device cores take the rest: no command jumps the policy. */
+void eng_submit_batch(struct engine *e, struct eng_cmd **cmds, unsigned n, int *err,
+                      bool (*mine)(const struct eng_cmd *c));
+
 /* Queues cmd and waits for it. Returns cmd->ret. */
 int64_t eng_call(struct engine *e, struct eng_cmd *cmd);
 
@@ -315,6 +327,20 @@ int64_t eng_call(struct engine *e, struct eng_cmd *cmd);
 struct stats;
 const struct stats *eng_stats(struct engine *e);
 void eng_sched_stats(struct engine *e, struct sched_stats *st);
+
+/* The tenant cred belongs to: its uid, or its pid under tenant_pid. */
+uint32_t eng_tenant(const struct engine *e, const struct eng_cred *cred);
+
+/* Per-tenant scheduler statistics (sched_tenant_stats). */
+unsigned eng_tenant_stats(struct engine *e, struct sched_tenant_stats *out, unsigned max);
+
+/* Sets a tenant's scheduling weight. Returns 0 or -EINVAL / -ENOMEM. */
+int eng_tenant_weight(struct engine *e, uint32_t tenant, uint32_t weight);
+
+/* A door opens a queue for cred's tenant: -EDQUOT when the tenant has
+ * max_queues open. eng_queue_close undoes one successful open. */
+int eng_queue_open(struct engine *e, const struct eng_cred *cred);
+void eng_queue_close(struct engine *e, const struct eng_cred *cred);
 
 /* Number of handles open now (for status). */
 uint64_t eng_open_handles(struct engine *e);

@@ -29,6 +29,7 @@ struct engine {
     struct hdl_table *hdl;
     unsigned cores;
     bool trace;
+    bool tenant_pid;              /* tenants are pids, not uids */
     /* Striped inode locks, for O_APPEND (size read and write together)
      * and for isolation of fused ops (device/engine/fused/fused.h):
      * RISC data ops hold their inode's stripe shared (appends and size

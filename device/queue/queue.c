@@ -347,9 +347,13 @@ static void uid_uncharge(struct qp *qp)
 
 static int session_add(struct qp_session *s, struct qp *qp)
 {
+    static uint32_t sched_ids;   /* 0 is the FUSE mount's queue */
     pthread_mutex_lock(&s->lock);
     int r = s->nqps >= QP_MAX_PER_SESSION ? -EMFILE : 0;
+    if (!r)   /* the tenant's queue cap (sched.h invariant 6) */
+        r = eng_queue_open(s->svc->eng, &s->cred);
     if (!r) {
+        qp->sched_id = __atomic_add_fetch(&sched_ids, 1, __ATOMIC_RELAXED);
         qp->id = s->next_id++;
         qp->next = s->qps;
         s->qps = qp;
@@ -447,6 +451,7 @@ static void qp_release(struct qp *qp)
     }
     if (qp->charged)
         uid_uncharge(qp);
+    eng_queue_close(qp->sess->svc->eng, &qp->sess->cred);
     pthread_cond_destroy(&qp->drained);
     pthread_mutex_destroy(&qp->cq_lock);
     free(qp);

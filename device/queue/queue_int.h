@@ -35,6 +35,7 @@ struct qp {
     bool armed;                    /* a futex wait on its doorbell is in p->bells */
     uint64_t busy_ns;              /* when a sweep last found work on it */
     uint32_t id;
+    uint32_t sched_id;             /* the scheduler's queue number, unique in the device */
     uint8_t *map;
     size_t map_size;
     struct wire_qp_hdr *hdr;

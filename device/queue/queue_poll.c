@@ -138,24 +138,40 @@ static bool worth_handoff(const struct eng_cmd *c)
     return bytes >= QP_HANDOFF_MIN_BYTES;
 }
 
-/* Hands a sweep's commands to the scheduler: small ones (above) run
- * right here when a core slot is free (direct), the others go to the
- * device cores' queue so that a batch of large commands spreads over
- * free cores. A command worth handing off never runs here, not even
- * alone or last of its sweep: a poller serves every queue pair on it, and
- * one long command (a bpf step may run for the engine's whole op time
- * ceiling, engine.h) on it would stall them all. */
+/* The poller may run c itself (in a free core's slot). A command worth
+ * handing off never runs here, not even alone or last of its sweep: a
+ * poller serves every queue pair on it, and one long command (a bpf step
+ * may run for the engine's whole op time ceiling, engine.h) would stall
+ * them all. */
+static bool run_here(const struct eng_cmd *c)
+{
+    return !worth_handoff(c);
+}
+
+/* Hands a sweep's commands to the scheduler as one batch: the poller then
+ * runs small ones (above) itself while a core slot is free, but only in
+ * the order the policy picks them (a tenant flooding one queue does not
+ * go before the others because its commands were fetched first); the
+ * device cores take the rest, so a batch of large commands spreads over
+ * free cores. */
 static void dispatch(struct engine *e, struct qp_cmd *list)
 {
     while (list) {
-        struct qp_cmd *qc = list;
-        list = qc->next;
-        qc->next = NULL;
-        int r = worth_handoff(&qc->c) ? eng_submit_handoff(e, &qc->c) : eng_submit(e, &qc->c);
-        if (r) {
-            qc->c.ret = r;
-            qp_cmd_done(&qc->c);
+        struct eng_cmd *cmd[ENG_BATCH_MAX];
+        int err[ENG_BATCH_MAX];
+        unsigned n = 0;
+        for (; list && n < ENG_BATCH_MAX; n++) {   /* detach first: a core may free them */
+            struct qp_cmd *qc = list;
+            list = qc->next;
+            qc->next = NULL;
+            cmd[n] = &qc->c;
         }
+        eng_submit_batch(e, cmd, n, err, run_here);
+        for (unsigned i = 0; i < n; i++)
+            if (err[i]) {
+                cmd[i]->ret = err[i];
+                qp_cmd_done(cmd[i]);
+            }
     }
 }
 

@@ -25,7 +25,7 @@ static struct qp_cmd *cmd_new(struct qp *qp, const struct wire_sqe *s, unsigned 
     qc->c.hdl = qp->sess->hdl;
     qc->c.chg = &qc->chg;
     qc->c.done = qp_cmd_done;
-    qc->c.item.queue = qp->id;
+    qc->c.item.queue = qp->sched_id;
     qc->qp = qp;
     qc->next = NULL;
     qc->user_data = s->user_data;

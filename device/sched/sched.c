@@ -1,6 +1,7 @@
-/* device/sched/sched.c - device cores (worker threads and core slots) and the
- * FIFO policy. */
-#include "device/sched/sched.h"
+/* device/sched/sched.c - device cores (worker threads and core slots), the
+ * accounting around every run, and the FIFO policy. The other policies are
+ * in rr.c and cfs.c. */
+#include "device/sched/sched_int.h"
 
 #include "common/clock.h"
 
@@ -25,6 +26,8 @@ struct sched {
     pthread_cond_t work;       /* signalled when an item is queued or on stop */
     pthread_cond_t idle_cv;    /* signalled when the last running item finishes */
     bool stopping;
+    unsigned mem_waiting;      /* running commands waiting for device memory */
+    struct sched_accts acct;   /* tenants and queues */
     unsigned idle;             /* worker threads waiting on `work` */
     unsigned busy;             /* core slots in use */
     uint64_t free_slots;       /* bit i set: core slot i is free */
@@ -48,6 +51,7 @@ static bool sched_check(const struct sched *s)
     assert(s->submitted == s->completed + s->busy + s->depth);
     assert(s->depth <= s->max_depth && s->idle <= s->nthreads);
     assert(!s->pol->check || s->pol->check(s->q, s->depth));
+    assert(sched_acct_check(&s->acct, SCHED_CHECK_WALK));
     return true;
 }
 #endif
@@ -58,7 +62,7 @@ struct fifo {
     struct sched_item *head, **tailp;
 };
 
-static void *fifo_create(unsigned cores)
+static void *fifo_create(const struct sched_env *env)
 {
     struct fifo *f = calloc(1, sizeof(*f));
     if (f)
@@ -71,15 +75,21 @@ static void fifo_destroy(void *q)
     free(q);
 }
 
-static void fifo_push(void *q, struct sched_item *it)
+static int fifo_push(void *q, struct sched_item *it)
 {
     struct fifo *f = q;
     it->next = NULL;
     *f->tailp = it;
     f->tailp = &it->next;
+    return 0;
 }
 
-static struct sched_item *fifo_pop(void *q, unsigned core)
+static struct sched_item *fifo_peek(void *q, bool mem_tight)
+{
+    return ((struct fifo *)q)->head;
+}
+
+static struct sched_item *fifo_pop(void *q, bool mem_tight)
 {
     struct fifo *f = q;
     struct sched_item *it = f->head;
@@ -114,11 +124,15 @@ const struct sched_policy sched_fifo = {
     .destroy = fifo_destroy,
     .push = fifo_push,
     .pop = fifo_pop,
+    .peek = fifo_peek,
     .charge = fifo_charge,
     .check = fifo_check,
 };
 
-static const struct sched_policy *const policies[] = { &sched_fifo };
+static const struct sched_policy *const policies[] = { &sched_fifo, &sched_rr, &sched_cfs,
+                                                        &sched_cfs_cpu, &sched_drf };
+
+const char sched_policy_names[] = "fifo|rr|cfs|cfs-cpu|drf";
 
 const struct sched_policy *sched_policy_find(const char *name)
 {
@@ -140,10 +154,19 @@ static unsigned slot_get(struct sched *s)
     return slot;
 }
 
+/* it starts running (lock held): accounted, and the policy told. */
+static void started(struct sched *s, struct sched_item *it, bool was_queued)
+{
+    sched_acct_start(&s->acct, it, was_queued, now_ns());
+    if (s->pol->start)
+        s->pol->start(s->q, it);
+}
+
 /* Charges the policy, returns the slot, wakes sched_drain when quiet. */
 static void finish(struct sched *s, unsigned slot, struct sched_item *copy, uint64_t ns)
 {
     pthread_mutex_lock(&s->lock);
+    sched_acct_finish(&s->acct, copy, ns);   /* 5 */
     s->pol->charge(s->q, copy, ns);
     s->free_slots |= 1ull << slot;
     s->busy--;
@@ -175,7 +198,7 @@ static bool take(struct sched *s, struct sched_item **it, unsigned *slot)
 {
     pthread_mutex_lock(&s->lock);
     for (;;) {
-        if (s->busy < s->cores && (*it = s->pol->pop(s->q, 0)) != NULL)
+        if (s->busy < s->cores && (*it = s->pol->pop(s->q, s->mem_waiting > 0)) != NULL)
             break;
         if (s->stopping && s->depth == 0) {
             pthread_mutex_unlock(&s->lock);
@@ -187,6 +210,7 @@ static bool take(struct sched *s, struct sched_item **it, unsigned *slot)
     }
     s->depth--;
     *slot = slot_get(s);
+    started(s, *it, true);
     assert(sched_check(s));
     pthread_mutex_unlock(&s->lock);
     return true;
@@ -232,8 +256,11 @@ int sched_create(const struct sched_policy *pol, const struct sched_config *cfg,
     s->arg = arg;
     s->cores = cfg->cores;
     s->direct = cfg->direct;
+    uint64_t budget = cfg->mem_budget ? cfg->mem_budget : SCHED_MEM_DEFAULT;
+    sched_acct_init(&s->acct, cfg->cores, budget);
+    s->acct.max_queues = cfg->max_queues;
     s->free_slots = cfg->cores == 64 ? ~0ull : (1ull << cfg->cores) - 1;
-    s->q = pol->create(cfg->cores);
+    s->q = pol->create(&(struct sched_env){ cfg->cores, budget });
     s->threads = calloc(cfg->cores, sizeof(pthread_t));
     if (!s->q || !s->threads) {
         if (s->q)
@@ -254,40 +281,99 @@ int sched_create(const struct sched_policy *pol, const struct sched_config *cfg,
     return 0;
 }
 
-/* Queues it; lock held. Returns whether a worker should be woken. */
-static bool enqueue(struct sched *s, struct sched_item *it)
+/* Queues it; lock held. Returns 0 or -ENOMEM. */
+static int enqueue(struct sched *s, struct sched_item *it)
 {
-    s->pol->push(s->q, it);
+    int r = s->pol->push(s->q, it);
+    if (r)
+        return r;
+    sched_acct_queued(&s->acct, it);
     if (++s->depth > s->max_depth)
         s->max_depth = s->depth;
-    return s->idle > 0 && s->busy < s->cores;
+    return 0;
 }
 
 static int submit(struct sched *s, struct sched_item *it, bool direct)
 {
     it->t_submit_ns = now_ns();
     pthread_mutex_lock(&s->lock);
-    if (s->stopping) {
+    int r = s->stopping ? -ESHUTDOWN : sched_acct_resolve(&s->acct, it);
+    if (r) {
         pthread_mutex_unlock(&s->lock);
-        return -ESHUTDOWN;
+        return r;
     }
-    s->submitted++;
     /* Direct dispatch: nothing waits and a core is free, so the submitter
      * runs the item in that core's slot instead of waking a worker. */
     if (direct && s->direct && s->depth == 0 && s->busy < s->cores) {
+        s->submitted++;
         unsigned slot = slot_get(s);
         s->direct_runs++;
+        started(s, it, false);
         assert(sched_check(s));
         pthread_mutex_unlock(&s->lock);
         run_on(s, it, slot);
         return 0;
     }
-    bool wake = enqueue(s, it);
+    r = enqueue(s, it);
+    s->submitted += r == 0;
+    bool wake = !r && s->idle > 0 && s->busy < s->cores;
     assert(sched_check(s));
     pthread_mutex_unlock(&s->lock);
     if (wake)
         pthread_cond_signal(&s->work);
-    return 0;
+    return r;
+}
+
+/* Queues one item of a batch (lock held). */
+static int batch_push(struct sched *s, struct sched_item *it)
+{
+    it->t_submit_ns = now_ns();
+    int r = s->stopping ? -ESHUTDOWN : sched_acct_resolve(&s->acct, it);
+    if (!r)
+        r = enqueue(s, it);
+    s->submitted += r == 0;
+    return r;
+}
+
+/* Takes the policy's next item if mine() accepts it and a slot is free
+ * (lock held); NULL otherwise. */
+static struct sched_item *help_take(struct sched *s, unsigned *slot, sched_mine_fn mine,
+                                    void *arg)
+{
+    bool tight = s->mem_waiting > 0;
+    struct sched_item *it = s->busy < s->cores ? s->pol->peek(s->q, tight) : NULL;
+    if (!it || !mine(arg, it))
+        return NULL;
+    it = s->pol->pop(s->q, tight);
+    s->depth--;
+    s->direct_runs++;
+    *slot = slot_get(s);
+    started(s, it, true);
+    assert(sched_check(s));
+    return it;
+}
+
+void sched_submit_batch(struct sched *s, struct sched_item **items, unsigned n, int *err,
+                        sched_mine_fn mine, void *arg)
+{
+    pthread_mutex_lock(&s->lock);
+    for (unsigned i = 0; i < n; i++)
+        err[i] = batch_push(s, items[i]);
+    assert(sched_check(s));
+    for (;;) {
+        unsigned slot;
+        struct sched_item *it = help_take(s, &slot, mine, arg);
+        if (!it)
+            break;
+        pthread_mutex_unlock(&s->lock);
+        run_on(s, it, slot);   /* in the policy's order, charged like any */
+        pthread_mutex_lock(&s->lock);
+    }
+    unsigned free_slots = s->cores - s->busy;
+    unsigned wake = s->depth < free_slots ? (unsigned)s->depth : free_slots;
+    pthread_mutex_unlock(&s->lock);
+    for (unsigned i = 0; i < wake; i++)
+        pthread_cond_signal(&s->work);
 }
 
 int sched_submit(struct sched *s, struct sched_item *it)
@@ -317,6 +403,85 @@ void sched_get_stats(struct sched *s, struct sched_stats *st)
     pthread_mutex_unlock(&s->lock);
 }
 
+/* One tenant's numbers (lock held). */
+static void tenant_stats(const struct sched *s, const struct sched_tenant *t,
+                         struct sched_tenant_stats *o)
+{
+    const struct sched_accts *a = &s->acct;
+    double core = a->core_ns ? (double)t->core_ns / (double)a->core_ns : 0.0;
+    double mem = a->mem_bns > 0 ? t->mem_bns / a->mem_bns : 0.0;
+    *o = (struct sched_tenant_stats){
+        .id = t->id, .weight = t->weight, .queues = t->queues_open, .vt = t->vt,
+        .core_ns = t->core_ns, .share = s->pol == &sched_drf && mem > core ? mem : core,
+        .mem_use = t->mem_use, .mem_peak = t->mem_peak, .queued = t->queued,
+        .running = t->running, .done = t->done, .throttled_ns = t->throttled_ns,
+        .overtaken = t->overtaken,
+        .terminated = t->terminated,
+    };
+}
+
+unsigned sched_tenant_stats(struct sched *s, struct sched_tenant_stats *out, unsigned max)
+{
+    unsigned n = 0;
+    pthread_mutex_lock(&s->lock);
+    const struct acct_map *m = &s->acct.tenants;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->val[i] && n++ < max)
+            tenant_stats(s, m->val[i], &out[n - 1]);
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
+int sched_tenant_weight(struct sched *s, uint32_t tenant, uint32_t weight)
+{
+    if (weight < SCHED_WEIGHT_MIN || weight > SCHED_WEIGHT_MAX)
+        return -EINVAL;
+    pthread_mutex_lock(&s->lock);
+    struct sched_tenant *t = sched_acct_tenant(&s->acct, tenant);
+    if (t)
+        t->weight = weight;   /* counts from the next charge on */
+    pthread_mutex_unlock(&s->lock);
+    return t ? 0 : -ENOMEM;
+}
+
+int sched_queue_open(struct sched *s, uint32_t tenant)
+{
+    pthread_mutex_lock(&s->lock);
+    struct sched_tenant *t = sched_acct_tenant(&s->acct, tenant);
+    int r = !t ? -ENOMEM
+            : s->acct.max_queues && t->queues_open >= s->acct.max_queues ? -EDQUOT : 0;
+    if (!r)
+        t->queues_open++;
+    assert(sched_check(s));
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
+void sched_queue_close(struct sched *s, uint32_t tenant)
+{
+    pthread_mutex_lock(&s->lock);
+    struct sched_tenant *t = sched_acct_tenant(&s->acct, tenant);
+    assert(t && t->queues_open > 0);
+    if (t && t->queues_open)
+        t->queues_open--;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void sched_note_terminated(struct sched *s, const struct sched_item *it)
+{
+    pthread_mutex_lock(&s->lock);
+    it->sq->t->terminated++;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void sched_mem_wait(struct sched *s, int delta)
+{
+    pthread_mutex_lock(&s->lock);
+    assert(delta > 0 || s->mem_waiting >= (unsigned)-delta);
+    s->mem_waiting += (unsigned)delta;
+    pthread_mutex_unlock(&s->lock);
+}
+
 void sched_drain(struct sched *s)
 {
     pthread_mutex_lock(&s->lock);
@@ -337,6 +502,7 @@ void sched_destroy(struct sched *s)
     for (unsigned i = 0; i < s->nthreads; i++)
         pthread_join(s->threads[i], NULL);
     s->pol->destroy(s->q);
+    sched_acct_free(&s->acct);
     pthread_cond_destroy(&s->work);
     pthread_cond_destroy(&s->idle_cv);
     pthread_mutex_destroy(&s->lock);

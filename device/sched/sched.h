@@ -3,21 +3,47 @@
  * feeds them.
  *
  * The device runs every command in one of `cores` core slots (below).
- * Which pending command a free core takes next is the policy's choice, behind
- * struct sched_policy: "fifo" now; a CFS policy (per-tenant virtual
- * runtime, FusionFS §4.5) slots in later without touching callers. The
- * policy is chosen by name when the device starts.
+ * Which pending command a free core takes next is the policy's choice,
+ * behind struct sched_policy, chosen by name when the device starts:
  *
- * The framework owns the threads, one lock and one condition variable;
- * the policy only orders items (its calls run under the lock). After a
- * core runs an item it charges the policy with the time it took.
+ *   fifo     oldest first, whoever sent it.
+ *   rr       round robin over queues (FusionFS's baseline): one item from
+ *            each queue with work in turn.
+ *   cfs      FusionFS §4.6: a free core takes the next item from the
+ *            tenant with the least virtual core time, then from that
+ *            tenant's queue with the least; virtual time is core time
+ *            divided by the tenant's weight; a tenant or queue that
+ *            becomes active starts at the current minimum (no credit
+ *            saved up while idle). When device memory is the bottleneck
+ *            (commands wait for memory while a core is free), the tenant
+ *            with the least memory in use goes first instead (§4.6.2).
+ *   cfs-cpu  cfs without the memory key (the paper's CFScpu).
+ *   drf      dominant resource fairness over core time and device memory:
+ *            an item that ran t ns holding m bytes costs the tenant
+ *            t * max(1, m * cores / budget), i.e. its larger share of the
+ *            two resources in core-time units; least first, like cfs.
+ *
+ * Each choice costs O(log n) in tenants and queues (heaps, heap.h).
+ *
+ * A tenant is whoever the door says (sched_item.tenant: a uid, or a pid
+ * with the device's tenant=pid); a queue is a door's submission queue
+ * (libcisc queue pairs; the FUSE mount is queue 0 of each caller).
+ *
+ * The framework owns the threads, one lock and one condition variable,
+ * and the accounts of tenants and queues (core time, memory, waiting;
+ * sched_int.h); the policy only orders items (its calls run under the
+ * lock). After a core runs an item it charges the policy with the time
+ * the item held the core: its StorageFS work and its compute steps as the
+ * core-speed model stretches them (model.h spins on the core).
  *
  * A device core is a slot: at most `cores` items run at once, each in its
  * own slot (whose statistics shard it uses). Worker threads fill slots
  * from the queue. With `direct` dispatch, a submitter that finds the
  * queue empty and a slot free runs the item itself in that slot, saving
- * the thread wake-up a hand-off costs; under load (anything queued, or
- * every slot busy) items queue and the policy orders them as usual.
+ * the thread wake-up a hand-off costs: with nothing queued, that item is
+ * what any policy would pick, and it is charged like any other. Under load
+ * (anything queued, or every slot busy) items queue and the policy orders
+ * them.
  *
  * States: RUNNING --sched_destroy--> DRAINING --queue empty--> STOPPED.
  *
@@ -28,10 +54,13 @@
  *   3. Lock order: the scheduler lock is a leaf; run() is called without it.
  *   4. At most `cores` items run at any time, in distinct slots; an item
  *      never waits in the queue while a slot is free and a worker idle.
+ *   5. Every item that runs, queued or direct, is charged to its tenant
+ *      and queue exactly once, with the time it held its core.
+ *   6. A tenant never has more than max_queues queues open (when set).
  *
  * Debug and sanitizer builds check 1 (as counts: submitted = completed +
- * running + queued), the slots of 4 and the policy's queue after every
- * state change (sched_check in sched.c).
+ * running + queued), the slots of 4, the accounts and the policy's queue
+ * after every state change (sched_check in sched.c).
  */
 #ifndef CISC_DEVICE_SCHED_H
 #define CISC_DEVICE_SCHED_H
@@ -43,21 +72,46 @@
 extern "C" {
 #endif
 
+struct sched_queue;
+
 /* Embedded in whatever the caller schedules (the engine's command). */
 struct sched_item {
     struct sched_item *next;   /* policy's link; owned by the scheduler while queued */
-    uint32_t tenant;           /* who to be fair to (uid) */
+    uint32_t tenant;           /* who to be fair to (uid or pid) */
     uint32_t queue;            /* which submission queue it came from */
+    uint64_t mem;              /* device memory it reserves while it runs (bytes) */
     uint64_t t_submit_ns;      /* set by sched_submit (CLOCK_MONOTONIC) */
+    /* the scheduler's */
+    struct sched_queue *sq;    /* its queue's account (sched_int.h) */
+    uint64_t vt_pre;           /* virtual time the policy charged when it started */
+    uint64_t starts_at_push;   /* the device's start count when it was queued */
 };
 
-/* A scheduling policy. All calls are made with the scheduler lock held. */
+#define SCHED_WEIGHT_DEFAULT 100u
+#define SCHED_WEIGHT_MIN     1u
+#define SCHED_WEIGHT_MAX     10000u
+
+/* What a policy is created for. */
+struct sched_env {
+    unsigned cores;
+    uint64_t mem_budget;       /* device memory, bytes (> 0) */
+};
+
+/* A scheduling policy. All calls are made with the scheduler lock held;
+ * items reach push/start/charge with it->sq set. */
 struct sched_policy {
     const char *name;
-    void *(*create)(unsigned cores);
+    void *(*create)(const struct sched_env *env);
     void (*destroy)(void *q);
-    void (*push)(void *q, struct sched_item *it);
-    struct sched_item *(*pop)(void *q, unsigned core);   /* NULL if empty */
+    /* Queues it. Returns 0 or -ENOMEM (then it is not queued). */
+    int (*push)(void *q, struct sched_item *it);
+    /* The next item to run, NULL if empty. mem_tight: commands are
+     * waiting for device memory (a core is free: it is asking). */
+    struct sched_item *(*pop)(void *q, bool mem_tight);
+    /* What pop would return now, without taking it. */
+    struct sched_item *(*peek)(void *q, bool mem_tight);
+    /* Optional: it starts running (popped, or run directly unqueued). */
+    void (*start)(void *q, struct sched_item *it);
     void (*charge)(void *q, const struct sched_item *it, uint64_t ns);
     /* Optional: true if q is well formed and holds `depth` items (debug
      * builds call it after every change, so it must be cheap: count at
@@ -67,12 +121,16 @@ struct sched_policy {
 
 extern const struct sched_policy sched_fifo;
 
+/* The policies' names, "fifo|rr|cfs|cfs-cpu|drf", for usage and errors. */
+extern const char sched_policy_names[];
+
 /* Runs one item in core slot `core`; the item may be freed by it. */
 typedef void (*sched_run_fn)(void *arg, struct sched_item *it, unsigned core);
 
 struct sched;
 
 #define SCHED_MAX_CORES 64u
+#define SCHED_MEM_DEFAULT (2ull << 30)   /* the device RAM knob's default */
 
 struct sched_core_stats {
     uint64_t executed;
@@ -82,6 +140,22 @@ struct sched_core_stats {
 struct sched_config {
     unsigned cores;            /* 1..SCHED_MAX_CORES */
     bool direct;               /* allow direct dispatch (see above) */
+    uint64_t mem_budget;       /* device memory for the memory key and drf; 0 = 2 GiB */
+    uint32_t max_queues;       /* per tenant; 0 = no cap */
+};
+
+/* One tenant, for `cisc status` and `cisc top`. */
+struct sched_tenant_stats {
+    uint32_t id, weight;
+    uint32_t queues;           /* queue pairs open now */
+    uint64_t vt;               /* virtual time (policy's; 0 under fifo and rr) */
+    uint64_t core_ns;          /* device-core time charged */
+    double share;              /* core_ns / everyone's; drf: the dominant share */
+    uint64_t mem_use, mem_peak;
+    uint64_t queued, running, done;
+    uint64_t throttled_ns;     /* time its items waited queued */
+    uint64_t overtaken;        /* items that started while one of its own waited */
+    uint64_t terminated;       /* ops stopped at the time limit */
 };
 
 struct sched_stats {
@@ -96,7 +170,7 @@ struct sched_stats {
     struct sched_core_stats core[SCHED_MAX_CORES];
 };
 
-/* Looks a policy up by name ("fifo"); NULL if unknown. */
+/* Looks a policy up by name ("fifo", "cfs", ...); NULL if unknown. */
 const struct sched_policy *sched_policy_find(const char *name);
 
 /* Starts cfg->cores worker threads that call run(arg, item, slot) for
@@ -105,7 +179,7 @@ int sched_create(const struct sched_policy *pol, const struct sched_config *cfg,
                  sched_run_fn run, void *arg, struct sched **out);
 
 /* Queues an item, or with direct dispatch may run it before returning.
- * Returns 0, or -ESHUTDOWN once sched_destroy has begun. */
+ * Returns 0, -ESHUTDOWN once sched_destroy has begun, or -ENOMEM. */
 int sched_submit(struct sched *s, struct sched_item *it);
 
 /* Like sched_submit, but never runs the item on the calling thread (no
@@ -113,8 +187,43 @@ int sched_submit(struct sched *s, struct sched_item *it);
  * for the commands a queue-pair poller hands over in a batch. */
 int sched_submit_handoff(struct sched *s, struct sched_item *it);
 
+/* Says whether the calling thread may run it itself (arg: the caller's). */
+typedef bool (*sched_mine_fn)(void *arg, const struct sched_item *it);
+
+/* Queues a batch of n items: err[i] gets each one's result as from
+ * sched_submit (an item with err[i] != 0 was not queued and will not
+ * run). Then, while a core slot is free, the calling thread runs the
+ * item the policy picks next as long as mine() accepts it (the shortcut
+ * a queue-pair poller takes for small commands: never out of the
+ * policy's order), and wakes idle cores for what is left. */
+void sched_submit_batch(struct sched *s, struct sched_item **items, unsigned n, int *err,
+                        sched_mine_fn mine, void *arg);
+
 /* Copies current statistics. */
 void sched_get_stats(struct sched *s, struct sched_stats *st);
+
+/* Copies up to max tenants' statistics into out (in no order). Returns
+ * how many tenants there are (may exceed max). */
+unsigned sched_tenant_stats(struct sched *s, struct sched_tenant_stats *out, unsigned max);
+
+/* Sets a tenant's weight (SCHED_WEIGHT_MIN..MAX; default
+ * SCHED_WEIGHT_DEFAULT): its virtual time runs 1/weight as fast. Returns
+ * 0, -EINVAL (out of range) or -ENOMEM. */
+int sched_tenant_weight(struct sched *s, uint32_t tenant, uint32_t weight);
+
+/* A door opens / closes a queue for tenant: open refuses with -EDQUOT when
+ * the tenant has max_queues open (invariant 6). Returns 0 or -errno. */
+int sched_queue_open(struct sched *s, uint32_t tenant);
+void sched_queue_close(struct sched *s, uint32_t tenant);
+
+/* The runner of `it` (running now) stopped it at its time limit: counted
+ * for its tenant. */
+void sched_note_terminated(struct sched *s, const struct sched_item *it);
+
+/* The device-memory budget's waiters: +1 when a running command starts
+ * waiting for memory, -1 when it stops. While any waits, memory is the
+ * bottleneck (the policy's mem_tight). */
+void sched_mem_wait(struct sched *s, int delta);
 
 /* Waits until every item submitted so far has finished running (the
  * caller makes sure no new ones arrive meanwhile). */

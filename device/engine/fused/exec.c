@@ -472,7 +472,10 @@ int fop_op_bound(const struct fop_run *x)
 {
     if (__atomic_load_n(&x->e->cancel, __ATOMIC_RELAXED))
         return -ECANCELED;
-    return now_ns() > x->deadline_ns ? -ETIME : 0;
+    if (now_ns() <= x->deadline_ns)
+        return 0;
+    sched_note_terminated(x->e->sched, &x->cmd->item);   /* charged, counted */
+    return -ETIME;
 }
 
 void fop_step_run(struct fop_run *x, unsigned i)

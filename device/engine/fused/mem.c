@@ -15,6 +15,9 @@
  *      at most ENG_SPARES of them and FOP_SPARE_SHARE of the budget.
  *   3. A reservation that does not fit drops spares before it waits, so
  *      spares never make an op wait.
+ *   5. While a reservation waits, the scheduler knows (sched_mem_wait):
+ *      memory is then the bottleneck, and the cfs policy serves the
+ *      tenants that hold the least memory first (sched.h).
  *   4. Spare contents are stale bytes of an earlier op: every consumer
  *      reads only the bytes a step produced (its out_len), as with
  *      malloc'd memory, never the rest.
@@ -45,16 +48,22 @@ static void *spare_take(struct engine *e, unsigned i)
 
 void fop_mem_reserve(struct engine *e, uint64_t n)
 {
+    bool waited = false;
     pthread_mutex_lock(&e->mem_mu);
     while (e->mem_used + n > e->mem_budget && e->mem_used > 0) {
         if (e->nspare) {
             free(spare_take(e, e->nspare - 1));   /* invariant 3 */
             continue;
         }
+        if (!waited)   /* lock order: mem_mu, then the scheduler's (a leaf) */
+            sched_mem_wait(e->sched, +1);   /* invariant 5 */
+        waited = true;
         pthread_cond_wait(&e->mem_cv, &e->mem_mu);
     }
     e->mem_used += n;
     pthread_mutex_unlock(&e->mem_mu);
+    if (waited)
+        sched_mem_wait(e->sched, -1);
 }
 
 void fop_mem_release(struct engine *e, uint64_t n)

@@ -111,7 +111,8 @@ struct cisc_queue_params {
  * belongs to s (cisc_session_close destroys it too) and is used by one
  * thread at a time. Returns 0 and sets *out, or -errno (-EMFILE: the
  * device's limit of queues per session; -EDQUOT: the limit of queues or
- * arena bytes per user over all its sessions, root excepted; -ENOMEM). */
+ * arena bytes per user over all its sessions, root excepted, or of queues
+ * per tenant (cisc up --max-queues-per-tenant); -ENOMEM). */
 CISC_API int cisc_queue_create(struct cisc_session *s, struct cisc_queue **out);
 
 /* Same with explicit geometry (p may be NULL for the defaults).

@@ -213,8 +213,7 @@ TEST_F(Engine, AsyncCompletionAndStats)
     }
     while (done_calls < 100)
         usleep(1000);
-    // A core counts a command completed when it frees the slot, just after
-    // the command's done callback returned: wait for the last of them.
+    eng_drain(eng);   // a core counts a command completed after its done() returns
     struct sched_stats ss;
     for (int i = 0; i < 10000; i++) {
         eng_sched_stats(eng, &ss);

@@ -1,7 +1,7 @@
 // tests/unit/sched/sched_test.cc - device cores and the FIFO policy.
 #include <gtest/gtest.h>
 
-#include "device/sched/sched.h"
+#include "device/sched/sched_int.h"
 
 #include <errno.h>
 
@@ -43,6 +43,7 @@ TEST(Sched, PolicyLookup)
 {
     EXPECT_EQ(sched_policy_find("fifo"), &sched_fifo);
     EXPECT_EQ(sched_policy_find("cfs-not-yet"), nullptr);
+    EXPECT_EQ(sched_policy_find("drf"), &sched_drf);
     struct sched *s;
     Log log;
     struct sched_config none = { 0, false }, many = { SCHED_MAX_CORES + 1, false };
@@ -142,4 +143,90 @@ TEST(Sched, DirectDispatchRunsOnSubmitterWithinCoreLimit)
     EXPECT_EQ(c.total.load(), 12001);
     EXPECT_LE(c.max.load(), 2);
     EXPECT_FALSE(c.clash.load());
+}
+
+namespace {
+
+struct TItem {
+    struct sched_item it;
+    int id;
+};
+
+struct TLog {
+    std::vector<uint32_t> tenants;   // one core: runs are serial
+    std::atomic<int> total{ 0 };
+};
+
+void RunTagged(void *arg, struct sched_item *it, unsigned core)
+{
+    auto *log = static_cast<TLog *>(arg);
+    log->tenants.push_back(it->tenant);
+    for (volatile int i = 0; i < 20000; i++)
+        ;
+    log->total++;
+}
+
+bool AllMine(void *, const struct sched_item *)
+{
+    return true;
+}
+
+}  // namespace
+
+TEST(Sched, BatchRunsInThePolicysOrderNotFetchOrder)
+{
+    TLog log;
+    struct sched *s;
+    struct sched_config one = { 1, true };
+    ASSERT_EQ(sched_create(&sched_cfs, &one, RunTagged, &log, &s), 0);
+    // a poller fetched ten commands of tenant 1, then one of tenant 2
+    std::vector<TItem> items(11);
+    std::vector<struct sched_item *> ptr;
+    for (int i = 0; i < 11; i++) {
+        items[i].it.tenant = i < 10 ? 1 : 2;
+        items[i].it.queue = i < 10 ? 1 : 2;
+        ptr.push_back(&items[i].it);
+    }
+    int err[11];
+    sched_submit_batch(s, ptr.data(), 11, err, AllMine, nullptr);
+    sched_drain(s);
+    for (int e : err)
+        EXPECT_EQ(e, 0);
+    ASSERT_EQ(log.tenants.size(), 11u);
+    // tenant 2 does not wait behind all of tenant 1's: it goes second
+    EXPECT_EQ(log.tenants[1], 2u);
+    struct sched_tenant_stats ts[4];
+    ASSERT_EQ(sched_tenant_stats(s, ts, 4), 2u);
+    for (auto &t : ts)
+        if (t.id == 1) {
+            EXPECT_EQ(t.done, 10u);
+            EXPECT_GT(t.core_ns, 0u);
+        }
+    sched_destroy(s);
+}
+
+TEST(Sched, QueueCapPerTenant)
+{
+    TLog log;
+    struct sched *s;
+    struct sched_config cfg = { 1, false, 0, 2 };
+    ASSERT_EQ(sched_create(&sched_cfs, &cfg, RunTagged, &log, &s), 0);
+    EXPECT_EQ(sched_queue_open(s, 7), 0);
+    EXPECT_EQ(sched_queue_open(s, 7), 0);
+    EXPECT_EQ(sched_queue_open(s, 7), -EDQUOT);
+    EXPECT_EQ(sched_queue_open(s, 8), 0);   // another tenant has its own cap
+    sched_queue_close(s, 7);
+    EXPECT_EQ(sched_queue_open(s, 7), 0);
+    EXPECT_EQ(sched_tenant_weight(s, 7, 0), -EINVAL);
+    EXPECT_EQ(sched_tenant_weight(s, 7, SCHED_WEIGHT_MAX + 1), -EINVAL);
+    EXPECT_EQ(sched_tenant_weight(s, 7, 500), 0);
+    struct sched_tenant_stats ts[4];
+    unsigned n = sched_tenant_stats(s, ts, 4);
+    ASSERT_EQ(n, 2u);
+    for (unsigned i = 0; i < n; i++)
+        if (ts[i].id == 7) {
+            EXPECT_EQ(ts[i].queues, 2u);
+            EXPECT_EQ(ts[i].weight, 500u);
+        }
+    sched_destroy(s);
 }

@@ -1,0 +1,289 @@
+// tests/e2e/libcisc/sched_test.cc - fairness across tenants on a real device
+// (`cisc up --sched cfs`, one device core, slow cores): two real uids; the
+// flooding one opens more queues and keeps many compute-heavy fused ops in
+// flight, or floods the FUSE mount instead; the light one, one op at a time,
+// still gets a fair part of the device core. Also: the tenant cap on queue
+// pairs. Shares come from `cisc status` (device-core time per tenant).
+#include "tests/e2e/libcisc/cisc_fixture.h"
+
+#include <cisc/fused.h>
+
+#include <sys/wait.h>
+
+#include <chrono>
+#include <vector>
+
+namespace e2e {
+namespace {
+
+constexpr uid_t kFlood = 20001, kLight = 20002;
+constexpr size_t kOpBytes = 64 << 10;
+constexpr auto kRun = std::chrono::milliseconds(1500);
+
+// Runs fn as uid in a child; returns its pid (not waited for).
+template <class Fn> pid_t Spawn(uid_t uid, Fn fn)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (setgroups(0, nullptr) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+            _exit(99);
+        _exit(fn());
+    }
+    return pid;
+}
+
+int Wait(pid_t pid)
+{
+    int st;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+        return -1;
+    return WEXITSTATUS(st);
+}
+
+bool Before(std::chrono::steady_clock::time_point end)
+{
+    return std::chrono::steady_clock::now() < end;
+}
+
+// The light tenant: one queue, one checksum op at a time.
+int Light(const std::string &mnt)
+{
+    struct cisc_session *s;
+    struct cisc_queue *q;
+    if (cisc_session_open(mnt.c_str(), &s) || cisc_queue_create(s, &q))
+        return 10;
+    std::vector<char> buf(kOpBytes, 'l');
+    auto end = std::chrono::steady_clock::now() + kRun;
+    int bad = 0;
+    while (Before(end) && !bad) {
+        struct cisc_vec v;
+        cisc_vec_init(&v, q);
+        cisc_vec_crc32c(&v, CISC_IN_BUF(buf.data(), buf.size()), 0);
+        bad = cisc_vec_submit(&v) != 0;
+        cisc_vec_free(&v);
+    }
+    cisc_session_close(s);
+    return bad ? 11 : 0;
+}
+
+// The flooder: four queues, each with eight checksum ops in flight.
+int Flood(const std::string &mnt)
+{
+    constexpr int kQueues = 4, kDepth = 8;
+    struct cisc_session *s;
+    struct cisc_queue *q[kQueues];
+    if (cisc_session_open(mnt.c_str(), &s))
+        return 20;
+    for (auto &x : q)
+        if (cisc_queue_create(s, &x))
+            return 21;
+    std::vector<char> buf(kOpBytes, 'f');
+    std::vector<struct cisc_vec> v(kQueues * kDepth);
+    std::vector<bool> busy(v.size(), false);
+    auto end = std::chrono::steady_clock::now() + kRun;
+    // Waits (sleeps) for each op in turn and submits it again: the host's
+    // CPUs stay free for the light tenant's client and the device.
+    for (size_t i = 0; Before(end); i = (i + 1) % v.size()) {
+        if (busy[i]) {
+            cisc_vec_wait(&v[i]);
+            cisc_vec_free(&v[i]);
+        }
+        cisc_vec_init(&v[i], q[i / kDepth]);
+        cisc_vec_crc32c(&v[i], CISC_IN_BUF(buf.data(), buf.size()), 0);
+        busy[i] = cisc_vec_submit_async(&v[i]) == 0;
+    }
+    for (size_t i = 0; i < v.size(); i++)
+        if (busy[i]) {
+            cisc_vec_wait(&v[i]);
+            cisc_vec_free(&v[i]);
+        }
+    cisc_session_close(s);
+    return 0;
+}
+
+// The flooder on the mount: large writes from four processes.
+int FloodMount(const std::string &mnt)
+{
+    std::vector<pid_t> kids;
+    for (int k = 0; k < 4; k++) {
+        pid_t p = fork();
+        if (p == 0) {
+            std::string path = mnt + "/flood" + std::to_string(k);
+            int fd = open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+            if (fd < 0)
+                _exit(30);
+            std::vector<char> buf(128 << 10, 'm');
+            auto end = std::chrono::steady_clock::now() + kRun;
+            for (off_t off = 0; Before(end); off = (off + (off_t)buf.size()) % (8 << 20))
+                if (pwrite(fd, buf.data(), buf.size(), off) != (ssize_t)buf.size())
+                    _exit(31);
+            close(fd);
+            _exit(0);
+        }
+        kids.push_back(p);
+    }
+    int bad = 0;
+    for (pid_t p : kids)
+        bad |= Wait(p);
+    return bad;
+}
+
+class CiscSched : public CiscTest {
+protected:
+    void SetUp() override
+    {
+        MountTest::SetUp();   // no session of the test's own: two tenants only
+    }
+    void TearDown() override { MountTest::TearDown(); }
+
+    // The device again with args, on a fresh mount point: the first
+    // device's reaper may still be about to detach the old one.
+    void Restart(const std::string &args)
+    {
+        Down();
+        mnt = dir + "/m2";
+        ASSERT_EQ(mkdir(mnt.c_str(), 0755), 0);
+        Up(args);
+        ASSERT_EQ(chmod(mnt.c_str(), 0777), 0);
+    }
+
+    // A tenant's number from the status report.
+    long long Of(uid_t uid, const char *key) { return Status("tenant " + std::to_string(uid), key); }
+
+    // The light tenant's ops were not left waiting while the flooder's ran:
+    // on average fewer than `most` other items started while one of its
+    // ops waited (first come first served: about as many as the flooder
+    // keeps queued, 32).
+    void ExpectLightServedPromptly(double most)
+    {
+        long long done = Of(kLight, "done"), over = Of(kLight, "overtaken");
+        long long light = Of(kLight, "core_ns"), flood = Of(kFlood, "core_ns");
+        ASSERT_GT(flood, 0) << "the flooder is charged, whichever door it used";
+        ASSERT_GT(done, 5);
+        EXPECT_LT((double)over / (double)done, most)
+            << "overtaken " << over << " in " << done << " ops; core time: light " << light
+            << " ns, flooder " << flood << " ns";
+    }
+
+    // The light tenant got at least `least` of the device core's time.
+    void ExpectLightShare(double least)
+    {
+        long long light = Of(kLight, "core_ns"), flood = Of(kFlood, "core_ns");
+        ASSERT_GT(flood, 0) << "the flooder is charged, whichever door it used";
+        ASSERT_GT(light, 0);
+        EXPECT_GT((double)light / (double)(light + flood), least)
+            << "core time: light " << light << " ns, flooder " << flood << " ns";
+    }
+};
+
+TEST_F(CiscSched, MoreQueuesBuyTheFlooderNoShare)
+{
+    Restart("--cores 1 --sched cfs --core-speed 100");
+    std::string m = mnt;
+    pid_t f = Spawn(kFlood, [m] { return Flood(m); });
+    pid_t l = Spawn(kLight, [m] { return Light(m); });
+    EXPECT_EQ(Wait(l), 0);
+    EXPECT_EQ(Wait(f), 0);
+    ExpectLightServedPromptly(6);
+}
+
+// The mount's requests are charged to their caller like libcisc's: the
+// flooder's many small writes are cheap, so cfs lets them pass the light
+// tenant's ops once it has used more core time (the light one may be the
+// heavier user here), but never so far that it falls below a fair part.
+TEST_F(CiscSched, TheMountIsChargedToItsCallerToo)
+{
+    Restart("--cores 1 --sched cfs --core-speed 100");
+    std::string m = mnt;
+    pid_t f = Spawn(kFlood, [m] { return FloodMount(m); });
+    pid_t l = Spawn(kLight, [m] { return Light(m); });
+    EXPECT_EQ(Wait(l), 0);
+    EXPECT_EQ(Wait(f), 0);
+    ExpectLightShare(0.25);
+}
+
+TEST_F(CiscSched, QueuePairsPerTenantAreCapped)
+{
+    Restart("--max-queues-per-tenant 2");
+    std::string m = mnt;
+    int r = AsUser(
+        [m] {
+            struct cisc_session *a, *b;
+            struct cisc_queue *q1, *q2, *q3;
+            if (cisc_session_open(m.c_str(), &a) || cisc_session_open(m.c_str(), &b))
+                return 1;
+            if (cisc_queue_create(a, &q1) || cisc_queue_create(b, &q2))
+                return 2;
+            int over = cisc_queue_create(a, &q3);   // a third, in either session
+            cisc_queue_destroy(q1);
+            int again = cisc_queue_create(b, &q3);   // one closed: room again
+            cisc_session_close(a);
+            cisc_session_close(b);
+            return over == -EDQUOT && again == 0 ? 0 : 3;
+        },
+        kLight, kLight);
+    EXPECT_EQ(r, 0);
+    // another tenant is not affected
+    struct cisc_session *s;
+    struct cisc_queue *q1, *q2;
+    ASSERT_EQ(cisc_session_open(mnt.c_str(), &s), 0);
+    EXPECT_EQ(cisc_queue_create(s, &q1), 0);
+    EXPECT_EQ(cisc_queue_create(s, &q2), 0);
+    cisc_session_close(s);
+}
+
+TEST_F(CiscSched, WeightsAreSetByRootOnlyAndShown)
+{
+    Restart("--sched drf");
+    RunResult r = Sh(cisc + " tenant set " + mnt + " 4242 --weight 300");
+    EXPECT_EQ(r.status, 0) << r.out;
+    EXPECT_EQ(Of(4242, "weight"), 300);
+    for (const char *bad : { "0", "10001", "x" }) {
+        r = Sh(cisc + " tenant set " + mnt + " 4242 --weight " + bad);
+        EXPECT_EQ(r.status, 2) << bad;
+        EXPECT_NE(r.out.find("--weight wants 1..10000"), std::string::npos) << r.out;
+    }
+    std::string c = cisc, m = mnt;
+    int st = AsUser([c, m] {
+        return WEXITSTATUS(system((c + " tenant set " + m + " 4242 --weight 1 2>/dev/null").c_str()));
+    }, kLight, kLight);
+    EXPECT_EQ(st, 2) << "a user may not set weights";
+    EXPECT_EQ(Of(4242, "weight"), 300) << "nothing changed";
+    // top: one JSON snapshot with the tenant and the policy
+    r = Sh(cisc + " top --json " + mnt);
+    EXPECT_EQ(r.status, 0);
+    EXPECT_NE(r.out.find("\"policy\":\"drf\""), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("{\"tenant\":4242,\"weight\":300,"), std::string::npos) << r.out;
+    r = Sh(cisc + " top -n 1 -d 0.2 " + mnt);
+    EXPECT_EQ(r.status, 0);
+    EXPECT_NE(r.out.find("SHARE"), std::string::npos) << r.out;
+}
+
+// A runaway fused op on a real device: stopped at its next step with
+// -ETIME, nothing it did stays, its tenant's terminated count shows it.
+TEST_F(CiscSched, RunawayOpIsTerminatedAndChangesNothing)
+{
+    Restart("--op-time-limit-ms 1 --core-speed 200");
+    struct cisc_session *s;
+    struct cisc_queue *q;
+    ASSERT_EQ(cisc_session_open(mnt.c_str(), &s), 0);
+    ASSERT_EQ(cisc_queue_create(s, &q), 0);
+    std::vector<char> big(1 << 20, 'r');
+    struct cisc_vec v;
+    cisc_vec_init(&v, q);
+    int o = cisc_vec_open(&v, "made-by-runaway", O_CREAT | O_WRONLY, 0644);
+    cisc_vec_write(&v, o, 0, CISC_IN_BUF("x", 1));
+    int c = cisc_vec_crc32c(&v, CISC_IN_BUF(big.data(), big.size()), 0);   // > 1 ms here
+    int w = cisc_vec_write(&v, o, 0, CISC_IN_STEP(c));
+    EXPECT_EQ(cisc_vec_submit(&v), -ETIME);
+    EXPECT_TRUE(cisc_vec_ret(&v, w) == -ETIME || cisc_vec_ret(&v, c) == -ETIME);
+    cisc_vec_free(&v);
+    struct stat st;
+    EXPECT_NE(stat((mnt + "/made-by-runaway").c_str(), &st), 0) << "rolled back";
+    EXPECT_EQ(Of(0, "terminated"), 1);
+    EXPECT_EQ(cisc_nop(q), 0) << "the device goes on";
+    cisc_session_close(s);
+}
+
+}  // namespace
+}  // namespace e2e
