@@ -116,8 +116,9 @@ public:
 private:
     void Check()
     {
-        if (pol_->check)
+        if (pol_->check) {
             EXPECT_TRUE(pol_->check(q_, depth_));
+        }
         EXPECT_TRUE(sched_acct_check(&a_, 1000));
     }
 
