@@ -28,6 +28,7 @@
 #include "bpf/blocks.h"
 #include "bpf/helpers.h"
 #include "bpf/interp.h"
+#include "bpf/jit_x86_64.h"
 #include "bpf/loader.h"
 #include "bpf/verifier.h"
 
@@ -41,13 +42,15 @@ struct bpf_opts {
     const char *out;
     bool log;
     bool verbose;
+    bool interp;                 /* --interp: no JIT */
     struct vm_blocks_opts run;
 };
 
 static const char usage[] =
     "usage: cisc bpf verify PROG.o [--prog NAME] [--log]\n"
     "       cisc bpf run PROG.o [--prog NAME] --input FILE [--arg N=V]... [--out FILE]\n"
-    "                    [--block-size N] [--out-size N] [--budget N] [--checked] [-v]\n"
+    "                    [--block-size N] [--out-size N] [--budget N] [--checked] [--interp]\n"
+    "                    [-v]\n"
     "       cisc bpf disasm PROG.o [--prog NAME]\n"
     "\n"
     "Check and try an eBPF program (clang -O2 -g -target bpf -c prog.c -o prog.o)\n"
@@ -70,7 +73,9 @@ static const char usage[] =
     "  --block-size N    bytes per invocation (default 4096, e.g. 64K, 1M)\n"
     "  --out-size N      output buffer per invocation (default 2 x block size)\n"
     "  --budget N        instructions per invocation (default 1000000)\n"
-    "  --checked         also bounds-check every access at run time (debug)\n"
+    "  --checked         also bounds-check every access at run time (debug;\n"
+    "                    runs in the interpreter)\n"
+    "  --interp          run in the interpreter, not as x86-64 code (JIT)\n"
     "  -v, --verbose     print every block's result\n";
 
 /* ---- Argument parsing ------------------------------------------------------ */
@@ -122,6 +127,8 @@ static int parse_flag(struct bpf_opts *o, const char *opt)
         o->log = true;
     else if (!strcmp(opt, "--checked"))
         o->run.checked = true;
+    else if (!strcmp(opt, "--interp"))
+        o->interp = true;
     else if (!strcmp(opt, "-v") || !strcmp(opt, "--verbose"))
         o->verbose = true;
     else
@@ -419,6 +426,8 @@ static int run_cmd(const struct bpf_opts *o, struct vm_prog *p)
         return rc;
     if ((rc = vm_prepare(p)) != 0)
         return cmd_fail("bpf", "run: cannot prepare '%s': %s", p->name, strerror(-rc));
+    if (!o->interp && (rc = vm_jit_compile(p)) != 0 && rc != -ENOTSUP)
+        return cmd_fail("bpf", "run: cannot JIT-compile '%s': %s", p->name, strerror(-rc));
     const uint8_t *input = NULL;   /* set by map_input unless it fails */
     size_t len = 0;
     if ((rc = map_input(o->input, &input, &len)) != 0)
