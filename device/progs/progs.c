@@ -404,6 +404,11 @@ static void status_text(struct progs_prog *pp, char *text, size_t size)
     text[0] = '\0';
     if (pp->why)
         len += (size_t)snprintf(text, size, "not run: %s\n", pp->why);
+    else if (pp->prog && pp->prog->jit)
+        len += (size_t)snprintf(text, size, "runs as: JIT-compiled x86-64 code, %zu bytes\n",
+                                vm_jit_size(pp->prog));
+    else if (pp->prog)
+        len += (size_t)snprintf(text, size, "runs as: interpreter\n");
     pthread_mutex_lock(&pp->trace_lock);
     unsigned n = pp->ntrace < PROGS_TRACE_KEEP ? pp->ntrace : PROGS_TRACE_KEEP;
     for (unsigned i = pp->ntrace - n; i < pp->ntrace && len < size; i++)
