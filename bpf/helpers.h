@@ -88,6 +88,9 @@ struct vm_env {
     vm_trace_fn trace;        /* may be NULL: messages dropped */
     void *trace_arg;
     bool checked;             /* debug mode: bounds-check every access */
+    /* Run in the interpreter even when the program is JIT-compiled (the
+     * reference engine; checked mode always does). */
+    bool interp;
     /* Set by vm_run() for the run (NULL otherwise, e.g. vm_run_raw): the
      * invocation's context, which the input helpers search. */
     const struct vm_ctx *ctx;

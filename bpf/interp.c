@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "bpf/interp_int.h"
+#include "bpf/jit_x86_64.h"
 
 enum vm_access { VM_ACC_LOAD, VM_ACC_STORE, VM_ACC_ATOMIC, VM_ACC_HELPER_R, VM_ACC_HELPER_W };
 
@@ -354,6 +355,7 @@ void vm_unprepare(struct vm_prog *prog)
 {
     if (!prog)
         return;
+    vm_jit_free(prog);
     free(prog->exec);
     prog->exec = NULL;
 }
@@ -593,6 +595,40 @@ static void add_region(struct vm_run *rs, uint64_t start, uint64_t end, const ch
         rs->regions[rs->nregions++] = (struct vm_region){start, end, name, writable};
 }
 
+/* Budgets above this are treated as this: 2^62 instructions cannot run
+ * in a lifetime, and the JIT keeps `budget - count` as a signed number. */
+#define VM_BUDGET_CAP (1ull << 62)
+
+/* Runs the JIT-compiled code; same results, `used` and faults as the
+ * fast loop (bpf/jit_x86_64.h, invariant 3). */
+static int run_jit(struct vm_run *rs, uint64_t r1, uint64_t r2, uint64_t *ret)
+{
+    uint64_t budget = rs->budget < VM_BUDGET_CAP ? rs->budget : VM_BUDGET_CAP;
+    struct vm_jit_ctl c = {
+        .r1 = r1,
+        .r2 = r2,
+        .fp_top = stack_top(rs),
+        .fp_limit = (uint64_t)(uintptr_t)rs->stack + VM_STACK_SIZE,
+        .left = (int64_t)budget,
+        .env = rs->env,
+        .state_area = rs->state,
+    };
+    enum vm_jit_end end = vm_jit_exec(rs->prog, &c);
+
+    rs->env->used = budget - (uint64_t)c.left;
+    rs->own_state = c.own_state;
+    *ret = c.r0;
+    switch (end) {
+    case VM_JIT_OK: return 0;
+    case VM_JIT_BUDGET: return vm_fault_budget(rs, c.fault_pc);
+    case VM_JIT_DEPTH: return vm_fault_depth(rs, c.fault_pc);
+    default:
+        return vm_fault_invalid(rs, c.fault_pc,
+                                c.fault_pc < rs->x->n ? (enum vm_bad)rs->x->code[c.fault_pc].imm
+                                                      : (enum vm_bad)0);
+    }
+}
+
 static int run(struct vm_run *rs, uint64_t r1, uint64_t r2, uint64_t *ret)
 {
     struct vm_env *env = rs->env;
@@ -613,6 +649,8 @@ static int run(struct vm_run *rs, uint64_t r1, uint64_t r2, uint64_t *ret)
     if (env->checked) {
         memset(rs->stack, 0, sizeof(rs->stack));
         rc = run_checked(rs, r1, r2, &r0);
+    } else if (p->jit && !env->interp) {
+        rc = run_jit(rs, r1, r2, &r0);
     } else {
         rc = run_fast(rs, r1, r2, &r0);
     }

@@ -31,7 +31,10 @@ int vm_prepare(struct vm_prog *prog);
  * No-op when the program was never prepared. vm_prog_free() calls it. */
 void vm_unprepare(struct vm_prog *prog);
 
-/* Runs prog with r1 = ctx. Returns 0 and sets *ret to r0, or -ETIME
+/* Runs prog with r1 = ctx: as native code when prog was JIT-compiled
+ * (bpf/jit_x86_64.h) and neither env->checked nor env->interp is set,
+ * otherwise in the interpreter; both give the same results, instruction
+ * counts and faults. Returns 0 and sets *ret to r0, or -ETIME
  * (budget exhausted), -EFAULT (checked-mode fault, or local calls nested
  * deeper than VM_MAX_CALL_DEPTH), -EINVAL (invalid instruction reached,
  * only possible in unverified programs; or ctx buffers that break the

@@ -49,6 +49,9 @@ struct vm_prog {
 
     /* Private to the interpreter (pre-decoded form), NULL until prepared. */
     void *exec;
+    /* Private to the JIT (bpf/jit_x86_64.h): native code, NULL unless
+     * compiled; freed with exec by vm_unprepare(). */
+    void *jit;
 };
 
 /* Frees a program and everything it owns. NULL is a no-op. */

@@ -28,6 +28,7 @@
 #include "bpf/blocks.h"
 #include "bpf/helpers.h"
 #include "bpf/interp.h"
+#include "bpf/jit_x86_64.h"
 #include "bpf/loader.h"
 #include "bpf/verifier.h"
 
@@ -41,14 +42,17 @@ struct bpf_opts {
     const char *out;
     bool log;
     bool verbose;
+    bool interp;                 /* --interp: no JIT */
+    bool jited;                  /* disasm --jited: with the native code */
     struct vm_blocks_opts run;
 };
 
 static const char usage[] =
     "usage: cisc bpf verify PROG.o [--prog NAME] [--log]\n"
     "       cisc bpf run PROG.o [--prog NAME] --input FILE [--arg N=V]... [--out FILE]\n"
-    "                    [--block-size N] [--out-size N] [--budget N] [--checked] [-v]\n"
-    "       cisc bpf disasm PROG.o [--prog NAME]\n"
+    "                    [--block-size N] [--out-size N] [--budget N] [--checked] [--interp]\n"
+    "                    [-v]\n"
+    "       cisc bpf disasm PROG.o [--prog NAME] [--jited]\n"
     "\n"
     "Check and try an eBPF program (clang -O2 -g -target bpf -c prog.c -o prog.o)\n"
     "without a device. See docs/BPF.md for the program ABI.\n"
@@ -70,7 +74,11 @@ static const char usage[] =
     "  --block-size N    bytes per invocation (default 4096, e.g. 64K, 1M)\n"
     "  --out-size N      output buffer per invocation (default 2 x block size)\n"
     "  --budget N        instructions per invocation (default 1000000)\n"
-    "  --checked         also bounds-check every access at run time (debug)\n"
+    "  --checked         also bounds-check every access at run time (debug;\n"
+    "                    runs in the interpreter)\n"
+    "  --interp          run in the interpreter, not as x86-64 code (JIT)\n"
+    "  --jited           disasm: verify and JIT-compile, show each instruction's\n"
+    "                    x86-64 bytes under it\n"
     "  -v, --verbose     print every block's result\n";
 
 /* ---- Argument parsing ------------------------------------------------------ */
@@ -122,6 +130,10 @@ static int parse_flag(struct bpf_opts *o, const char *opt)
         o->log = true;
     else if (!strcmp(opt, "--checked"))
         o->run.checked = true;
+    else if (!strcmp(opt, "--interp"))
+        o->interp = true;
+    else if (!strcmp(opt, "--jited"))
+        o->jited = true;
     else if (!strcmp(opt, "-v") || !strcmp(opt, "--verbose"))
         o->verbose = true;
     else
@@ -419,6 +431,8 @@ static int run_cmd(const struct bpf_opts *o, struct vm_prog *p)
         return rc;
     if ((rc = vm_prepare(p)) != 0)
         return cmd_fail("bpf", "run: cannot prepare '%s': %s", p->name, strerror(-rc));
+    if (!o->interp && (rc = vm_jit_compile(p)) != 0 && rc != -ENOTSUP)
+        return cmd_fail("bpf", "run: cannot JIT-compile '%s': %s", p->name, strerror(-rc));
     const uint8_t *input = NULL;   /* set by map_input unless it fails */
     size_t len = 0;
     if ((rc = map_input(o->input, &input, &len)) != 0)
@@ -505,12 +519,28 @@ static void print_source(const struct vm_prog *p, uint32_t pc, const struct vm_l
     printf("; %s:%u: %s\n", li->file ? li->file : "?", li->line, src);
 }
 
+/* The native code of instruction pc (JIT-compiled programs), as hex
+ * bytes under the instruction, 16 a line. */
+static void print_native(const struct vm_prog *p, uint32_t pc)
+{
+    const uint8_t *code;
+    size_t len;
+    if (vm_jit_insn_code(p, pc, &code, &len) != 0)
+        return;
+    for (size_t i = 0; i < len; i++)
+        printf("%s%02x%s", i % 16 == 0 ? "\t\t\t" : " ", code[i],
+               i % 16 == 15 || i + 1 == len ? "\n" : "");
+}
+
 static void disasm_one(const struct vm_prog *p)
 {
     const struct vm_line_info *last = NULL;
     char text[160], note[96];
     printf("%s: section %s, %u instructions, %u bytes of read-only data\n", p->name,
            p->section, p->ninsns, p->rodata_size);
+    if (p->jit)
+        printf("JIT-compiled: %zu bytes of x86-64 code; each instruction's bytes follow it\n",
+               vm_jit_size(p));
     for (uint32_t pc = 0; pc < p->ninsns;) {
         if (pc && is_call_target(p, pc)) {
             printf("\n<subprogram at %u>:\n", pc);
@@ -520,13 +550,28 @@ static void disasm_one(const struct vm_prog *p)
         int slots = vm_disasm_insn(p, pc, text, sizeof(text));
         annotate(p, pc, note, sizeof(note));
         printf("%6u:\t%s%s\n", pc, text, note);
+        print_native(p, pc);
         pc += (uint32_t)slots;
     }
 }
 
-static int cmd_disasm(struct vm_prog **progs, int n)
+/* --jited: verify, prepare and compile p, as loading it would. */
+static int jit_one(const struct bpf_opts *o, struct vm_prog *p)
+{
+    int rc = verify_one(o, p, true);
+    if (rc)
+        return rc;
+    if ((rc = vm_prepare(p)) != 0 || (rc = vm_jit_compile(p)) != 0)
+        return cmd_fail("bpf", "disasm: cannot JIT-compile '%s': %s", p->name, strerror(-rc));
+    return 0;
+}
+
+static int cmd_disasm(const struct bpf_opts *o, struct vm_prog **progs, int n)
 {
     for (int i = 0; i < n; i++) {
+        int rc = o->jited ? jit_one(o, progs[i]) : 0;
+        if (rc)
+            return rc;
         if (i)
             putchar('\n');
         disasm_one(progs[i]);
@@ -554,7 +599,7 @@ static int run_bpf(int argc, char **argv)
     else if (!strcmp(o.verb, "run"))
         rc = run_cmd(&o, progs[0]);
     else
-        rc = cmd_disasm(progs, n);
+        rc = cmd_disasm(&o, progs, n);
     free(progs);
     vm_object_free(obj);
     return rc;

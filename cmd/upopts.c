@@ -271,6 +271,9 @@ static const struct up_opt up_table[] = {
       AT(progs.budget),
       .help = "instructions a program may run per invocation (one block) before it is "
               "stopped" },
+    { 0, "bpf-exec", "bpf_exec", &k_index, WORDS("jit", "interp"), AT(progs.interp),
+      .help = "jit (default where the host is x86-64): programs run as native code; "
+              "interp: in the interpreter (the reference engine)" },
     { 'o', NULL, NULL, &k_list, "OPTS", AT(fuse_opts),
       .help = "mount options, comma-separated: any option here as its mount key "
               "(below), or the FUSE mount's (e.g. ro)" },

@@ -3,6 +3,7 @@
 #include "device/progs/progs_int.h"
 
 #include "bpf/interp.h"
+#include "bpf/jit_x86_64.h"
 #include "bpf/loader.h"
 #include "bpf/verifier.h"
 #include "common/clock.h"
@@ -57,7 +58,7 @@ static struct vm_prog *take_prog(struct vm_object *obj, const char *func, char *
     return NULL;
 }
 
-static int verify_prepare(struct vm_prog *vp, char *msg, size_t msglen)
+static int verify_prepare(struct vm_prog *vp, bool jit, char *msg, size_t msglen)
 {
     struct vm_verify_result res;
     memset(&res, 0, sizeof(res));
@@ -70,11 +71,15 @@ static int verify_prepare(struct vm_prog *vp, char *msg, size_t msglen)
     r = vm_prepare(vp);
     if (r)
         snprintf(msg, msglen, "program '%s': cannot prepare it: %s", vp->name, strerror(-r));
+    else if (jit && (r = vm_jit_compile(vp)) == -ENOTSUP)
+        r = 0;   /* no JIT here: the interpreter runs it */
+    else if (r)
+        snprintf(msg, msglen, "program '%s': cannot compile it: %s", vp->name, strerror(-r));
     return r;
 }
 
-int progs_build(const void *obj, size_t size, const char *func, struct vm_prog **out,
-                char *msg, size_t msglen)
+int progs_build(const void *obj, size_t size, const char *func, bool jit,
+                struct vm_prog **out, char *msg, size_t msglen)
 {
     struct vm_object *o = NULL;
     int r = vm_object_load(obj, size, NULL, &o, msg, msglen);
@@ -84,7 +89,7 @@ int progs_build(const void *obj, size_t size, const char *func, struct vm_prog *
     vm_object_free(o);
     if (!vp)
         return r;
-    r = verify_prepare(vp, msg, msglen);
+    r = verify_prepare(vp, jit, msg, msglen);
     if (r) {
         vm_prog_free(vp);
         return r;
@@ -324,7 +329,7 @@ int progs_load(struct progs *p, const struct progs_load_req *rq, struct progs_in
         return -EINVAL;
     }
     struct vm_prog *vp;
-    int r = progs_build(rq->obj, rq->size, rq->func, &vp, msg, msglen);
+    int r = progs_build(rq->obj, rq->size, rq->func, !p->lim.interp, &vp, msg, msglen);
     if (r)
         return r;
     if (!name || !*name)
@@ -399,6 +404,11 @@ static void status_text(struct progs_prog *pp, char *text, size_t size)
     text[0] = '\0';
     if (pp->why)
         len += (size_t)snprintf(text, size, "not run: %s\n", pp->why);
+    else if (pp->prog && pp->prog->jit)
+        len += (size_t)snprintf(text, size, "runs as: JIT-compiled x86-64 code, %zu bytes\n",
+                                vm_jit_size(pp->prog));
+    else if (pp->prog)
+        len += (size_t)snprintf(text, size, "runs as: interpreter\n");
     pthread_mutex_lock(&pp->trace_lock);
     unsigned n = pp->ntrace < PROGS_TRACE_KEEP ? pp->ntrace : PROGS_TRACE_KEEP;
     for (unsigned i = pp->ntrace - n; i < pp->ntrace && len < size; i++)
@@ -472,7 +482,8 @@ static void reload(struct progs *p, uint32_t id, const struct progs_rec *rec,
     struct vm_prog *vp = NULL;
     struct progs_rec r = *rec;
     r.id = id;
-    if (!why && progs_build(obj, rec->obj_size, rec->func, &vp, msg, sizeof(msg)))
+    if (!why &&
+        progs_build(obj, rec->obj_size, rec->func, !p->lim.interp, &vp, msg, sizeof(msg)))
         why = msg;
     if (vp && find(p, 0, rec->name))
         why = "another stored program has the same name";

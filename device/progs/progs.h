@@ -82,6 +82,7 @@ struct progs_limits {
     uint32_t max_progs;        /* 0 = PROGS_DEFAULT_MAX */
     uint64_t max_insns;        /* 0 = PROGS_DEFAULT_MAX_INSNS */
     uint64_t budget;           /* 0 = PROGS_DEFAULT_BUDGET */
+    bool interp;               /* --bpf-exec interp: no JIT, run the interpreter */
 };
 
 /* Device log lines (load, unload, broken programs, traces). */

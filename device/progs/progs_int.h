@@ -63,10 +63,11 @@ struct progs {
 void progs_logf(struct progs *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Parses obj and verifies function func (NULL: the only program).
- * On success *out is a verified, prepared program; otherwise msg says why.
- * Returns 0 or -errno (see progs_load). */
-int progs_build(const void *obj, size_t size, const char *func, struct vm_prog **out,
-                char *msg, size_t msglen);
+ * On success *out is a verified, prepared program, JIT-compiled when jit
+ * and the host has a JIT; otherwise msg says why. Returns 0 or -errno
+ * (see progs_load). */
+int progs_build(const void *obj, size_t size, const char *func, bool jit,
+                struct vm_prog **out, char *msg, size_t msglen);
 
 /* Adds pp to the table (under lock; keeps the order by id). 0 or -ENOMEM. */
 int progs_insert(struct progs *p, struct progs_prog *pp);

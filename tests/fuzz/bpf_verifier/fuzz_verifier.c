@@ -16,6 +16,13 @@
  *      the checked run's (which zeroes the stack) - a difference means
  *      an uninitialised read or an address leaked into data -> abort.
  *      Skipped for programs calling cisc_ktime_ns (not deterministic).
+ *   3. JIT-compiled (bpf/jit_x86_64.h) against the fast interpreter, same
+ *      buffers: the return code (budget exhaustion and errors included),
+ *      r0, instructions used, fault pc, output and state must be equal -
+ *      a difference is a JIT bug -> abort. Also skipped with ktime.
+ *
+ * jit_diff_main.c drives the same function without libFuzzer, from a
+ * seeded PRNG, as the short differential run of every `make test`.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -27,6 +34,7 @@
 #include "bpf/abi.h"
 #include "bpf/insn.h"
 #include "bpf/interp.h"
+#include "bpf/jit_x86_64.h"
 #include "bpf/prog.h"
 #include "bpf/verifier.h"
 
@@ -333,16 +341,19 @@ static void generate(struct gen *g)
     fix_jumps(g, start, g->len);
 }
 
+enum run_mode { RUN_CHECKED, RUN_FAST, RUN_JIT };
+
 struct outcome {
     int rc;
-    uint64_t r0;
+    uint64_t r0, used;
+    uint32_t fault_pc;
     uint8_t out[256];
     uint8_t state[VM_STATE_SIZE];
 };
 
 /* Slot 0 and 1 put every region at a different address. */
 static void run_once(struct vm_prog *p, const uint8_t *input, uint32_t in_len, uint32_t out_len,
-                     const uint64_t args[4], bool checked, int slot, struct outcome *o)
+                     const uint64_t args[4], enum run_mode mode, int slot, struct outcome *o)
 {
     static struct vm_ctx ctxs[2];
     static uint8_t state[2][VM_STATE_SIZE];
@@ -361,10 +372,14 @@ static void run_once(struct vm_prog *p, const uint8_t *input, uint32_t in_len, u
     ctx.out_end = (uintptr_t)out + out_len;
     ctx.len = in_len;
     memcpy(ctx.arg, args, sizeof(ctx.arg));
-    struct vm_env env = {.budget = 20000, .checked = checked, .state = state[slot]};
+    struct vm_env env = {.budget = 20000, .checked = mode == RUN_CHECKED,
+                         .interp = mode != RUN_JIT, .state = state[slot]};
     ctxs[slot] = ctx;
+    o->r0 = 0;
     o->rc = vm_run(p, &ctxs[slot], &env, &o->r0);
-    if (checked && o->rc == -EFAULT) {
+    o->used = env.used;
+    o->fault_pc = env.fault_pc;
+    if (mode == RUN_CHECKED && o->rc == -EFAULT) {
         fprintf(stderr, "VERIFIER BUG: accepted program faulted at pc %u: %s\n", env.fault_pc,
                 env.fault);
         abort();
@@ -395,10 +410,30 @@ static void compare(const struct vm_prog *p, const struct outcome *a, const stru
     }
 }
 
+/* Runs compared between the JIT and the interpreter (jit_diff_main.c
+ * checks that a run compared enough of them to mean something). */
+unsigned long fuzz_jit_compared;
+
+/* The JIT against the fast interpreter: everything must be equal, also
+ * when the run failed (budget exhausted). */
+static void compare_jit(const struct vm_prog *p, const struct outcome *i, const struct outcome *j)
+{
+    if (i->rc != j->rc || i->r0 != j->r0 || i->used != j->used || i->fault_pc != j->fault_pc ||
+        memcmp(i->out, j->out, 256) || memcmp(i->state, j->state, VM_STATE_SIZE)) {
+        fprintf(stderr, "JIT BUG: interpreter and JIT differ (rc %d/%d, r0 %#llx/%#llx, used "
+                        "%llu/%llu, pc %u/%u) in a program of %u instructions\n",
+                i->rc, j->rc, (unsigned long long)i->r0, (unsigned long long)j->r0,
+                (unsigned long long)i->used, (unsigned long long)j->used, i->fault_pc,
+                j->fault_pc, p->ninsns);
+        abort();
+    }
+}
+
 static void run_program(struct vm_prog *p, struct gen *g, bool deterministic)
 {
     if (vm_prepare(p) != 0)
         return;
+    bool jit = deterministic && vm_jit_compile(p) == 0;
     for (int round = 0; round < 3; round++) {
         uint8_t input[256];
         uint64_t args[4];
@@ -410,13 +445,19 @@ static void run_program(struct vm_prog *p, struct gen *g, bool deterministic)
             input[k] = byte(g) ^ (uint8_t)k;
         for (int k = 0; k < 4; k++)
             args[k] = (uint64_t)(int64_t)imm(g);
-        struct outcome checked, fast;
-        run_once(p, input, in_len, out_len, args, true, 0, &checked);
-        if (!deterministic || checked.rc != 0)
+        static struct outcome checked, fast, native;
+        run_once(p, input, in_len, out_len, args, RUN_CHECKED, 0, &checked);
+        if (!deterministic)
             continue;
         dirty_stack();
-        run_once(p, input, in_len, out_len, args, false, 1, &fast);
-        compare(p, &checked, &fast);
+        run_once(p, input, in_len, out_len, args, RUN_FAST, 1, &fast);
+        if (checked.rc == 0)
+            compare(p, &checked, &fast);
+        if (jit) {
+            run_once(p, input, in_len, out_len, args, RUN_JIT, 1, &native);
+            compare_jit(p, &fast, &native);
+            fuzz_jit_compared++;
+        }
     }
     vm_unprepare(p);
 }

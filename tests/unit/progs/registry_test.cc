@@ -3,6 +3,10 @@
 // verifying records, and the hidden system directory.
 #include "tests/unit/progs/progs_fixture.h"
 
+extern "C" {
+#include "bpf/jit_x86_64.h"
+}
+
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -35,10 +39,15 @@ TEST_F(Registry, LoadListShowUnload)
     struct progs_info s;
     ASSERT_TRUE(Show("words", &s));
     EXPECT_EQ(s.id, b.id);
-    char text[64];
+    char text[256];
     ASSERT_EQ(progs_show(reg, a.id, nullptr, &s, text, sizeof(text)), 0);   // by id
     EXPECT_STREQ(s.name, "count");
-    EXPECT_STREQ(text, "");   // verified, never traced
+    // verified, never traced: only how it runs (JIT by default where there is one)
+    if (vm_jit_available()) {
+        EXPECT_EQ(std::string(text).rfind("runs as: JIT-compiled x86-64 code, ", 0), 0u) << text;
+    } else {
+        EXPECT_STREQ(text, "runs as: interpreter\n");
+    }
     EXPECT_EQ(progs_show(reg, 0, "nope", &s, nullptr, 0), -ENOENT);
 
     EXPECT_EQ(progs_unload(reg, 1000, 0, "words"), -EPERM);   // not the owner
@@ -249,4 +258,19 @@ TEST(Sysdir, OnlyTheRootEntryIsHidden)
     EXPECT_EQ(sysdir_check(SFS_ROOT_INO, ".cisc", -EPERM), 0);
     EXPECT_EQ(sysdir_check(5, SYSDIR_NAME, -EPERM), 0);
     EXPECT_TRUE(sysdir_hidden(SFS_ROOT_INO, ".cisc-system!", 12));
+}
+
+// --bpf-exec interp (progs_limits.interp): programs are not JIT-compiled, and
+// show says so; they run and give the same result (run_test covers results).
+TEST_F(Registry, InterpOptionKeepsProgramsInTheInterpreter)
+{
+    progs_close(reg);
+    reg = nullptr;
+    lim.interp = true;
+    Open();
+    ASSERT_EQ(Load(CorpusObj("count"), nullptr, 1000), 0);
+    struct progs_info s;
+    std::string text;
+    ASSERT_TRUE(Show("count", &s, &text));
+    EXPECT_EQ(text, "runs as: interpreter\n");
 }

@@ -11,6 +11,7 @@
 
 extern "C" {
 #include "bpf/interp.h"
+#include "bpf/jit_x86_64.h"
 }
 #include "vm_asm.h"
 
@@ -35,15 +36,81 @@ class TestProg
     vm_prog *prog() { return &p_; }
     int prepare_rc() const { return prepare_rc_; }
 
-    /* Runs with r1 = mem, r2 = len. Returns the vm_run_raw() code. */
+    /* Runs with r1 = mem, r2 = len. Returns the vm_run_raw() code of the
+     * interpreter. Unchecked runs also run the JIT-compiled code first, on
+     * copies of the memory and state, and expect the same code, r0,
+     * instruction count, fault and bytes (the differential check every
+     * hand-built program goes through). */
     int run_raw(uint64_t *r0, bool checked, void *mem = nullptr, uint64_t len = 0,
                 vm_env *env = nullptr)
     {
         vm_env local{};
         vm_env *e = env ? env : &local;
         e->checked = checked;
-        return vm_run_raw(&p_, mem, len, e, r0);
+        if (!checked && p_.jit && !e->trace)
+            run_jit_compare(mem, len, e);
+        e->interp = true;
+        int rc = vm_run_raw(&p_, mem, len, e, r0);
+        e->interp = false;
+        return rc;
     }
+
+  private:
+    struct Outcome {
+        int rc;
+        uint64_t r0, used;
+        uint32_t fault_pc;
+        std::string fault;
+        std::vector<uint8_t> mem, state;
+    };
+
+    Outcome run_engine(bool interp, const std::vector<uint8_t> &mem, const vm_env &proto)
+    {
+        Outcome o{};
+        o.mem = mem;
+        vm_env e = proto;
+        std::vector<uint8_t> state;
+        if (proto.state) {
+            state.assign((uint8_t *)proto.state, (uint8_t *)proto.state + VM_STATE_SIZE);
+            e.state = state.data();
+        }
+        e.interp = interp;
+        o.r0 = 0x5a5a;
+        o.rc = vm_run_raw(&p_, mem.empty() ? nullptr : o.mem.data(), o.mem.size(), &e, &o.r0);
+        o.used = e.used;
+        o.fault_pc = e.fault_pc;
+        o.fault = e.fault;
+        o.state = state;
+        return o;
+    }
+
+    /* cisc_ktime_ns() makes r0 differ between any two runs. */
+    bool calls_clock() const
+    {
+        for (const vm_insn &in : insns_)
+            if (in.code == (VM_CLS_JMP | VM_CALL) && vm_src(&in) == 0 && in.imm == 8)
+                return true;
+        return false;
+    }
+
+    void run_jit_compare(void *mem, uint64_t len, const vm_env *e)
+    {
+        std::vector<uint8_t> m(static_cast<uint8_t *>(mem), static_cast<uint8_t *>(mem) + len);
+        if (!mem)
+            m.clear();
+        Outcome j = run_engine(false, m, *e), i = run_engine(true, m, *e);
+        EXPECT_EQ(j.rc, i.rc) << "jit vs interpreter: " << j.fault << " / " << i.fault;
+        if (!calls_clock()) {
+            EXPECT_EQ(j.r0, i.r0) << "jit vs interpreter r0";
+        }
+        EXPECT_EQ(j.used, i.used) << "jit vs interpreter instruction count";
+        EXPECT_EQ(j.fault_pc, i.fault_pc);
+        EXPECT_EQ(j.fault, i.fault);
+        EXPECT_TRUE(j.mem == i.mem) << "jit vs interpreter memory";
+        EXPECT_TRUE(j.state == i.state) << "jit vs interpreter state";
+    }
+
+  public:
 
   private:
     void init()
@@ -56,6 +123,13 @@ class TestProg
             p_.rodata_size = (uint32_t)rodata_.size();
         }
         prepare_rc_ = vm_prepare(&p_);
+        /* Hand-built programs are trusted test vectors: compile them even
+         * though they are not verified, so both engines run each one. */
+        if (prepare_rc_ == 0 && vm_jit_available()) {
+            p_.verified = true;
+            EXPECT_EQ(vm_jit_compile(&p_), 0);
+            p_.verified = false;
+        }
     }
     std::vector<vm_insn> insns_;
     std::vector<uint8_t> rodata_;

@@ -185,6 +185,36 @@ TEST_F(Cli, DisasmInterleavesSource)
     EXPECT_NE(r.out.find("= *(u8 *)("), std::string::npos);
 }
 
+TEST_F(Cli, RunInterpAndJitGiveTheSameOutputAndCounts)
+{
+    std::string text;
+    for (int i = 0; i < 500; i++)
+        text += "row " + std::to_string(i) + (i % 5 ? " fine\n" : " ERROR\n");
+    std::string in = write("in.txt", text);
+    Result jit = bpf("run " + corpus("grep") + " --input " + in + " --arg 0=str:ERROR -v");
+    Result interp =
+        bpf("run " + corpus("grep") + " --input " + in + " --arg 0=str:ERROR -v --interp");
+    ASSERT_EQ(jit.status, 0) << jit.err;
+    ASSERT_EQ(interp.status, 0) << interp.err;
+    EXPECT_FALSE(jit.out.empty());
+    EXPECT_EQ(jit.out, interp.out);
+    EXPECT_EQ(jit.err, interp.err);   // every block's return value and instruction count
+}
+
+TEST_F(Cli, DisasmJitedShowsNativeCodeUnderEachInstruction)
+{
+    Result r = bpf("disasm " + corpus("subprog") + " --jited");
+    ASSERT_EQ(r.status, 0) << r.err;
+#if defined(__x86_64__)
+    EXPECT_NE(r.out.find("JIT-compiled: "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("bytes of x86-64 code"), std::string::npos);
+    EXPECT_NE(r.out.find("\n\t\t\t"), std::string::npos);   // a line of native bytes
+#endif
+    EXPECT_NE(r.out.find("<subprogram at "), std::string::npos);
+    Result bad = bpf("disasm " + corpus("oob_by_one") + " --jited");
+    EXPECT_EQ(bad.status, 1);   // only verified programs are compiled
+}
+
 TEST_F(Cli, DisasmShowsStringsFromRodata)
 {
     Result r = bpf("disasm " + corpus("grep"));

@@ -1,0 +1,857 @@
+/*
+ * bpf/jit_x86_64.c - the x86-64 code generator for verified programs.
+ *
+ * One pass over the interpreter's pre-decoded form emits code for each
+ * instruction; jumps and calls are rel32 and patched once every
+ * instruction's offset is known. Out-of-line stubs at the end report
+ * budget exhaustion, call depth and invalid instructions.
+ *
+ * Register assignment (fixed; BPF r1-r5 and x86 argument registers line
+ * up except for r4, which is rcx because shifts need cl anyway):
+ *   r0 rax  r1 rdi  r2 rsi  r3 rdx  r4 rcx  r5 r8
+ *   r6 rbx  r7 r13  r8 r14  r9 r15  r10 rbp
+ *   r9  -> struct vm_jit_ctl (saved around helper calls)
+ *   r12 -> budget left (budget minus instructions counted)
+ *   r10, r11 scratch.
+ *
+ * Invariants:
+ *   1. Instructions are counted lazily: a straight-line stretch adds its
+ *      length to the count (subtracts from r12) once, before it leaves
+ *      (any jump, call or exit) and before every jump target, so the count
+ *      equals the interpreter's at every point where it is checked.
+ *   2. The native stack is 16-byte aligned wherever BPF code runs; a local
+ *      call pushes 48 bytes (r6-r9, padding, return address) so it stays so.
+ *   3. Depth is r10 itself: frame d has r10 = fp_top - d * VM_STACK_SIZE.
+ *
+ * Constants from the program appear as immediates in the code (no
+ * blinding): the generated code has no indirect jump whose target the
+ * program controls and is entered only at its start, so a constant can
+ * only be executed as an instruction after an unrelated control-flow
+ * hijack of the device; see docs/BPF.md.
+ */
+#include "bpf/jit_x86_64.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "bpf/abi.h"
+#include "bpf/interp_int.h"
+
+/* What prog->jit points at. */
+struct vm_jit {
+    uint8_t *code;       /* read+exec mapping */
+    size_t size;         /* bytes of code */
+    size_t map_size;     /* bytes mapped */
+    uint32_t n;          /* instructions */
+    uint32_t *off;       /* n + 1 entries: native offset of each pc, then the end */
+};
+
+bool vm_jit_available(void)
+{
+#if defined(__x86_64__)
+    return true;
+#else
+    return false;
+#endif
+}
+
+#if defined(__x86_64__)
+
+enum { RAX = 0, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8, R9, R10, R11, R12, R13, R14, R15 };
+enum { CTL = R9, LEFT = R12 };
+
+static const uint8_t reg_of[VM_NREGS] = {RAX, RDI, RSI, RDX, RCX, R8, RBX, R13, R14, R15, RBP};
+
+/* Condition codes (the low nibble of Jcc). */
+enum { CC_B = 2, CC_AE = 3, CC_E = 4, CC_NE = 5, CC_BE = 6, CC_A = 7, CC_S = 8,
+       CC_L = 12, CC_GE = 13, CC_LE = 14, CC_G = 15 };
+
+#define CTL_OFF(f) ((int32_t)offsetof(struct vm_jit_ctl, f))
+
+/* Encoding flags. */
+enum { F_W = 1, F_BYTE = 2, F_66 = 4, F_0F = 8 };
+
+struct fixup {
+    uint32_t end;        /* offset just past the rel32 */
+    uint32_t target;     /* pc, or stub index with is_stub */
+    bool is_stub;
+};
+
+struct stub {
+    uint32_t pc;
+    uint8_t kind;        /* enum vm_jit_end */
+    uint32_t end;        /* the jump to patch */
+};
+
+struct jbuf {
+    uint8_t *p;
+    size_t len, cap;
+    bool oom;
+    struct fixup *fx;
+    size_t nfx, capfx;
+    struct stub *st;
+    size_t nst, capst;
+    uint32_t pend;        /* instructions not yet subtracted from r12 */
+};
+
+static void *grow(void *p, size_t *cap, size_t need, size_t elem, bool *oom)
+{
+    if (need <= *cap)
+        return p;
+    size_t c = *cap ? *cap * 2 : 64;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(p, c * elem);
+    if (!q) {
+        *oom = true;
+        return p;
+    }
+    *cap = c;
+    return q;
+}
+
+static void emit(struct jbuf *b, const void *bytes, size_t n)
+{
+    b->p = grow(b->p, &b->cap, b->len + n, 1, &b->oom);
+    if (b->oom)
+        return;
+    memcpy(b->p + b->len, bytes, n);
+    b->len += n;
+}
+
+static void emit1(struct jbuf *b, uint8_t v) { emit(b, &v, 1); }
+static void emit2(struct jbuf *b, uint16_t v) { emit(b, &v, 2); }
+static void emit4(struct jbuf *b, uint32_t v) { emit(b, &v, 4); }
+static void emit8(struct jbuf *b, uint64_t v) { emit(b, &v, 8); }
+
+static void rex(struct jbuf *b, int fl, int reg, int rm)
+{
+    uint8_t r = (uint8_t)(0x40 | (fl & F_W ? 8 : 0) | (reg >> 3) << 2 | (rm >> 3));
+    if (r != 0x40 || (fl & F_BYTE))
+        emit1(b, r);
+}
+
+static void prefix(struct jbuf *b, int fl, uint8_t op, int reg, int rm)
+{
+    if (fl & F_66)
+        emit1(b, 0x66);
+    rex(b, fl, reg, rm);
+    if (fl & F_0F)
+        emit1(b, 0x0f);
+    emit1(b, op);
+}
+
+/* op with a register operand: ModRM reg field `reg`, r/m register `rm`. */
+static void enc_rr(struct jbuf *b, int fl, uint8_t op, int reg, int rm)
+{
+    prefix(b, fl, op, reg, rm);
+    emit1(b, (uint8_t)(0xc0 | (reg & 7) << 3 | (rm & 7)));
+}
+
+/* op with a memory operand [base + disp32]. */
+static void enc_rm(struct jbuf *b, int fl, uint8_t op, int reg, int base, int32_t disp)
+{
+    prefix(b, fl, op, reg, base);
+    emit1(b, (uint8_t)(0x80 | (reg & 7) << 3 | (base & 7)));
+    if ((base & 7) == RSP)
+        emit1(b, 0x24);
+    emit4(b, (uint32_t)disp);
+}
+
+static void mov_rr(struct jbuf *b, int dst, int src) { enc_rr(b, F_W, 0x89, src, dst); }
+static void mov32_rr(struct jbuf *b, int dst, int src) { enc_rr(b, 0, 0x89, src, dst); }
+
+static void mov_imm64(struct jbuf *b, int dst, uint64_t v)
+{
+    rex(b, F_W, 0, dst);
+    emit1(b, (uint8_t)(0xb8 | (dst & 7)));
+    emit8(b, v);
+}
+
+static void push(struct jbuf *b, int r)
+{
+    if (r >= 8)
+        emit1(b, 0x41);
+    emit1(b, (uint8_t)(0x50 | (r & 7)));
+}
+
+static void pop(struct jbuf *b, int r)
+{
+    if (r >= 8)
+        emit1(b, 0x41);
+    emit1(b, (uint8_t)(0x58 | (r & 7)));
+}
+
+/* op r/m, imm32 (group 1: digit 0 add, 1 or, 4 and, 5 sub, 6 xor, 7 cmp). */
+static void alu_ri(struct jbuf *b, int fl, int digit, int rm, int32_t imm)
+{
+    enc_rr(b, fl, 0x81, digit, rm);
+    emit4(b, (uint32_t)imm);
+}
+
+/* Jcc / JMP / CALL rel32 with a zero displacement; returns the offset just
+ * past it, for patch(). */
+static uint32_t jcc32(struct jbuf *b, int cc)
+{
+    emit1(b, 0x0f);
+    emit1(b, (uint8_t)(0x80 | cc));
+    emit4(b, 0);
+    return (uint32_t)b->len;
+}
+
+static uint32_t jmp32(struct jbuf *b, uint8_t op)
+{
+    emit1(b, op);
+    emit4(b, 0);
+    return (uint32_t)b->len;
+}
+
+static void patch(struct jbuf *b, uint32_t end, size_t target)
+{
+    if (b->oom)
+        return;
+    int32_t rel = (int32_t)((int64_t)target - (int64_t)end);
+    memcpy(b->p + end - 4, &rel, 4);
+}
+
+static void fixup(struct jbuf *b, uint32_t end, uint32_t target, bool is_stub)
+{
+    b->fx = grow(b->fx, &b->capfx, b->nfx + 1, sizeof(*b->fx), &b->oom);
+    if (!b->oom)
+        b->fx[b->nfx++] = (struct fixup){end, target, is_stub};
+}
+
+/* A conditional jump to an out-of-line stub that ends the run. */
+static void jcc_stub(struct jbuf *b, int cc, uint8_t kind, uint32_t pc)
+{
+    uint32_t end = jcc32(b, cc);
+    b->st = grow(b->st, &b->capst, b->nst + 1, sizeof(*b->st), &b->oom);
+    if (!b->oom)
+        b->st[b->nst++] = (struct stub){pc, kind, end};
+}
+
+/* Subtracts the pending instruction count from r12. */
+static void flush(struct jbuf *b)
+{
+    if (b->pend)
+        alu_ri(b, F_W, 5, LEFT, (int32_t)b->pend);
+    b->pend = 0;
+}
+
+/* The budget check of the interpreter: count > budget means r12 < 0. */
+static void budget_check(struct jbuf *b, uint32_t pc)
+{
+    enc_rr(b, F_W, 0x85, LEFT, LEFT);
+    jcc_stub(b, CC_S, VM_JIT_BUDGET, pc);
+}
+
+/* ------------------------------------------------------------------ */
+/* ALU                                                                 */
+/* ------------------------------------------------------------------ */
+
+/* Group-1 ALU ops: opcode of `op r/m, r` and digit of `op r/m, imm32`. */
+static bool group1(int base, uint8_t *opx, int *digit)
+{
+    switch (base) {
+    case XOP_ADD64_K: *opx = 0x01; *digit = 0; return true;
+    case XOP_SUB64_K: *opx = 0x29; *digit = 5; return true;
+    case XOP_OR64_K: *opx = 0x09; *digit = 1; return true;
+    case XOP_AND64_K: *opx = 0x21; *digit = 4; return true;
+    case XOP_XOR64_K: *opx = 0x31; *digit = 6; return true;
+    default: return false;
+    }
+}
+
+static int shift_digit(int base)
+{
+    return base == XOP_LSH64_K ? 4 : base == XOP_RSH64_K ? 5 : 7;
+}
+
+/* dst <<= src (or >>, sar) where the count must be in cl. */
+static void shift_x(struct jbuf *b, int fl, int digit, int dst, int src)
+{
+    if (src == RCX) {
+        enc_rr(b, fl, 0xd3, digit, dst);
+        return;
+    }
+    mov_rr(b, R11, RCX);
+    mov_rr(b, RCX, src);
+    if (dst == RCX) {
+        enc_rr(b, fl, 0xd3, digit, R11);
+        mov_rr(b, RCX, R11);
+    } else {
+        enc_rr(b, fl, 0xd3, digit, dst);
+        mov_rr(b, RCX, R11);
+    }
+}
+
+/* DIV/SDIV/MOD/SMOD with RFC 9669's results for 0 and -1 divisors. The
+ * divisor is in src (a register) or imm. */
+static void divide(struct jbuf *b, int fl, bool sign, bool mod, int dst, int src, bool k,
+                   int32_t imm)
+{
+    push(b, RAX);
+    push(b, RDX);
+    if (k)
+        enc_rr(b, F_W, 0xc7, 0, R11), emit4(b, (uint32_t)imm);
+    else
+        mov_rr(b, R11, src);
+    mov_rr(b, RAX, dst);
+    enc_rr(b, fl, 0x85, R11, R11);
+    uint32_t zero = jcc32(b, CC_E);
+    uint32_t neg1 = 0;
+    if (sign) {
+        alu_ri(b, fl, 7, R11, -1);
+        neg1 = jcc32(b, CC_E);
+        if (fl & F_W)   /* cqo, else cdq */
+            emit1(b, 0x48);
+        emit1(b, 0x99);
+        enc_rr(b, fl, 0xf7, 7, R11);   /* idiv */
+    } else {
+        enc_rr(b, 0, 0x31, RDX, RDX);
+        enc_rr(b, fl, 0xf7, 6, R11);   /* div */
+    }
+    enc_rr(b, fl, 0x89, mod ? RDX : RAX, R10);
+    uint32_t done1 = jmp32(b, 0xe9);
+    patch(b, zero, b->len);   /* divisor 0: quotient 0, remainder dst */
+    if (mod)
+        enc_rr(b, fl, 0x89, RAX, R10);
+    else
+        enc_rr(b, 0, 0x31, R10, R10);
+    uint32_t done2 = jmp32(b, 0xe9);
+    if (sign) {
+        patch(b, neg1, b->len);   /* divisor -1: quotient -dst, remainder 0 */
+        if (mod) {
+            enc_rr(b, 0, 0x31, R10, R10);
+        } else {
+            enc_rr(b, fl, 0x89, RAX, R10);
+            enc_rr(b, fl, 0xf7, 3, R10);
+        }
+    }
+    patch(b, done1, b->len);
+    patch(b, done2, b->len);
+    pop(b, RDX);
+    pop(b, RAX);
+    mov_rr(b, dst, R10);
+}
+
+/* Binary ALU op `base` (the 64_K member of its family) with variant v
+ * (0 64_K, 1 64_X, 2 32_K, 3 32_X). */
+static void alu_bin(struct jbuf *b, int base, int v, const struct vm_dinsn *d)
+{
+    int fl = v < 2 ? F_W : 0;
+    bool k = !(v & 1);
+    int dst = reg_of[d->dst], src = k ? 0 : reg_of[d->src];
+    uint8_t opx;
+    int digit;
+
+    if (group1(base, &opx, &digit)) {
+        if (k)
+            alu_ri(b, fl, digit, dst, d->imm);
+        else
+            enc_rr(b, fl, opx, src, dst);
+    } else if (base == XOP_MOV64_K) {
+        if (k)
+            enc_rr(b, fl, 0xc7, 0, dst), emit4(b, (uint32_t)d->imm);
+        else
+            enc_rr(b, fl, 0x89, src, dst);
+    } else if (base == XOP_MUL64_K) {
+        if (k)
+            enc_rr(b, fl, 0x69, dst, dst), emit4(b, (uint32_t)d->imm);
+        else
+            enc_rr(b, fl | F_0F, 0xaf, dst, src);
+    } else if (base == XOP_LSH64_K || base == XOP_RSH64_K || base == XOP_ARSH64_K) {
+        if (k)
+            enc_rr(b, fl, 0xc1, shift_digit(base), dst), emit1(b, (uint8_t)(d->imm & (fl ? 63 : 31)));
+        else
+            shift_x(b, fl, shift_digit(base), dst, src);
+        if (!fl)
+            mov32_rr(b, dst, dst);   /* a count of 0 leaves the upper half alone */
+    } else {
+        bool sign = base == XOP_SDIV64_K || base == XOP_SMOD64_K;
+        bool mod = base == XOP_MOD64_K || base == XOP_SMOD64_K;
+        divide(b, fl, sign, mod, dst, src, k, d->imm);
+    }
+}
+
+static void alu_misc(struct jbuf *b, const struct vm_dinsn *d)
+{
+    int dst = reg_of[d->dst], src = d->src <= VM_REG_FP ? reg_of[d->src] : 0;
+    switch (d->op) {
+    case XOP_NEG64: enc_rr(b, F_W, 0xf7, 3, dst); break;
+    case XOP_NEG32: enc_rr(b, 0, 0xf7, 3, dst); break;
+    case XOP_MOVSX64_8: enc_rr(b, F_W | F_0F, 0xbe, dst, src); break;
+    case XOP_MOVSX64_16: enc_rr(b, F_W | F_0F, 0xbf, dst, src); break;
+    case XOP_MOVSX64_32: enc_rr(b, F_W, 0x63, dst, src); break;
+    case XOP_MOVSX32_8: enc_rr(b, F_BYTE | F_0F, 0xbe, dst, src); break;
+    case XOP_MOVSX32_16: enc_rr(b, F_0F, 0xbf, dst, src); break;
+    case XOP_LE16: enc_rr(b, F_0F, 0xb7, dst, dst); break;
+    case XOP_LE32: mov32_rr(b, dst, dst); break;
+    case XOP_LE64: break;
+    case XOP_BE16:
+    case XOP_BSWAP16:
+        enc_rr(b, F_66, 0xc1, 0, dst), emit1(b, 8);   /* rol r16, 8 */
+        enc_rr(b, F_0F, 0xb7, dst, dst);
+        break;
+    case XOP_BE32:
+    case XOP_BSWAP32:
+    case XOP_BE64:
+    case XOP_BSWAP64:
+        rex(b, d->op == XOP_BE64 || d->op == XOP_BSWAP64 ? F_W : 0, 0, dst);
+        emit1(b, 0x0f);
+        emit1(b, (uint8_t)(0xc8 | (dst & 7)));
+        break;
+    default: break;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Memory                                                              */
+/* ------------------------------------------------------------------ */
+
+static void load(struct jbuf *b, const struct vm_dinsn *d)
+{
+    int dst = reg_of[d->dst], base = reg_of[d->src];
+    int32_t off = (int32_t)d->aux.u64;
+    switch (d->op) {
+    case XOP_LDXB: enc_rm(b, F_0F, 0xb6, dst, base, off); break;
+    case XOP_LDXH: enc_rm(b, F_0F, 0xb7, dst, base, off); break;
+    case XOP_LDXW: enc_rm(b, 0, 0x8b, dst, base, off); break;
+    case XOP_LDXDW: enc_rm(b, F_W, 0x8b, dst, base, off); break;
+    case XOP_LDXSB: enc_rm(b, F_W | F_0F, 0xbe, dst, base, off); break;
+    case XOP_LDXSH: enc_rm(b, F_W | F_0F, 0xbf, dst, base, off); break;
+    default: enc_rm(b, F_W, 0x63, dst, base, off); break;   /* LDXSW */
+    }
+}
+
+static void store(struct jbuf *b, const struct vm_dinsn *d)
+{
+    int base = reg_of[d->dst], src = reg_of[d->src <= VM_REG_FP ? d->src : 0];
+    int32_t off = (int32_t)d->aux.u64;
+    switch (d->op) {
+    case XOP_STB: enc_rm(b, 0, 0xc6, 0, base, off), emit1(b, (uint8_t)d->imm); break;
+    case XOP_STH: enc_rm(b, F_66, 0xc7, 0, base, off), emit2(b, (uint16_t)d->imm); break;
+    case XOP_STW: enc_rm(b, 0, 0xc7, 0, base, off), emit4(b, (uint32_t)d->imm); break;
+    case XOP_STDW: enc_rm(b, F_W, 0xc7, 0, base, off), emit4(b, (uint32_t)d->imm); break;
+    case XOP_STXB: enc_rm(b, F_BYTE, 0x88, src, base, off); break;
+    case XOP_STXH: enc_rm(b, F_66, 0x89, src, base, off); break;
+    case XOP_STXW: enc_rm(b, 0, 0x89, src, base, off); break;
+    default: enc_rm(b, F_W, 0x89, src, base, off); break;   /* STXDW */
+    }
+}
+
+/* FOR/FAND/FXOR: a cmpxchg loop; r11 = address, r10 = saved r0, r9 the
+ * new value (ctl pointer pushed meanwhile). */
+static void atomic_fetch_loop(struct jbuf *b, int fl, uint8_t opx, int base, int src,
+                              int32_t off)
+{
+    int s = src == RAX ? R10 : src;
+    push(b, CTL);
+    enc_rm(b, F_W, 0x8d, R11, base, off);
+    mov_rr(b, R10, RAX);
+    enc_rm(b, fl, 0x8b, RAX, R11, 0);
+    size_t loop = b->len;
+    mov_rr(b, CTL, RAX);
+    enc_rr(b, fl, opx, s, CTL);
+    emit1(b, 0xf0);
+    enc_rm(b, fl | F_0F, 0xb1, CTL, R11, 0);
+    patch(b, jcc32(b, CC_NE), loop);
+    if (src == RAX) {
+        if (!(fl & F_W))
+            mov32_rr(b, RAX, RAX);
+    } else {
+        enc_rr(b, fl, 0x89, RAX, src);
+        mov_rr(b, RAX, R10);
+    }
+    pop(b, CTL);
+}
+
+static void atomic(struct jbuf *b, const struct vm_dinsn *d)
+{
+    int rel = d->op - XOP_AADD32;
+    int fl = rel & 1 ? F_W : 0;
+    int kind = rel / 2;   /* order of VM_ATOMICS */
+    int base = reg_of[d->dst], src = reg_of[d->src];
+    int32_t off = (int32_t)d->aux.u64;
+    static const uint8_t opx[4] = {0x01, 0x09, 0x21, 0x31};
+
+    if (kind < 4) {   /* AADD AOR AAND AXOR */
+        emit1(b, 0xf0);
+        enc_rm(b, fl, opx[kind], src, base, off);
+    } else if (kind == 4) {   /* FADD */
+        emit1(b, 0xf0);
+        enc_rm(b, fl | F_0F, 0xc1, src, base, off);
+    } else if (kind < 8) {
+        atomic_fetch_loop(b, fl, opx[kind - 4], base, src, off);
+    } else if (kind == 8) {   /* XCHG */
+        enc_rm(b, fl, 0x87, src, base, off);
+    } else {   /* CMPXCHG */
+        emit1(b, 0xf0);
+        enc_rm(b, fl | F_0F, 0xb1, src, base, off);
+        if (!fl)
+            mov32_rr(b, RAX, RAX);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Control flow                                                        */
+/* ------------------------------------------------------------------ */
+
+static int cond_cc(int base)
+{
+    switch (base) {
+    case XOP_JEQ_K: return CC_E;
+    case XOP_JNE_K: return CC_NE;
+    case XOP_JGT_K: return CC_A;
+    case XOP_JGE_K: return CC_AE;
+    case XOP_JLT_K: return CC_B;
+    case XOP_JLE_K: return CC_BE;
+    case XOP_JSET_K: return CC_NE;
+    case XOP_JSGT_K: return CC_G;
+    case XOP_JSGE_K: return CC_GE;
+    case XOP_JSLT_K: return CC_L;
+    default: return CC_LE;   /* JSLE */
+    }
+}
+
+/* Jump to pc `t` from pc `pc` when cc holds (-1: always). A backward jump
+ * checks the budget on the taken path, as the interpreter does. */
+static void jump_to(struct jbuf *b, int cc, uint32_t pc, uint32_t t)
+{
+    if (t > pc) {
+        fixup(b, cc < 0 ? jmp32(b, 0xe9) : jcc32(b, cc), t, false);
+        return;
+    }
+    uint32_t skip = cc < 0 ? 0 : jcc32(b, cc ^ 1);
+    budget_check(b, pc);
+    fixup(b, jmp32(b, 0xe9), t, false);
+    if (cc >= 0)
+        patch(b, skip, b->len);
+}
+
+static void cond(struct jbuf *b, int base, int v, const struct vm_dinsn *d, uint32_t pc,
+                 uint32_t t)
+{
+    int fl = v < 2 ? F_W : 0;
+    bool k = !(v & 1);
+    int dst = reg_of[d->dst];
+    bool jset = base == XOP_JSET_K;
+
+    if (k && jset)
+        enc_rr(b, fl, 0xf7, 0, dst), emit4(b, (uint32_t)d->imm);
+    else if (k)
+        alu_ri(b, fl, 7, dst, d->imm);
+    else
+        enc_rr(b, fl, jset ? 0x85 : 0x39, reg_of[d->src], dst);
+    jump_to(b, cond_cc(base), pc, t);
+}
+
+/* The trampoline generated code calls for a helper: the same steps as the
+ * interpreter's vm_helper_call() in fast mode. */
+static uint64_t jit_helper(struct vm_jit_ctl *c, uint64_t r1, uint64_t r2, uint64_t r3,
+                           uint64_t r4, uint64_t r5)
+{
+    struct vm_env *env = c->env;
+    if (!env->state) {
+        memset(c->state_area, 0, VM_STATE_SIZE);
+        env->state = c->state_area;
+        c->own_state = true;
+    }
+    env->charge = 0;
+    uint64_t r0 = c->helper->fn(env, r1, r2, r3, r4, r5);
+    c->charge = env->charge;
+    return r0;
+}
+
+static void call_helper(struct jbuf *b, const struct vm_dinsn *d, uint32_t pc)
+{
+    mov_imm64(b, R10, (uint64_t)(uintptr_t)d->aux.helper);
+    enc_rm(b, F_W, 0x89, R10, CTL, CTL_OFF(helper));
+    push(b, CTL);
+    push(b, CTL);   /* keeps the stack 16-byte aligned */
+    mov_rr(b, R10, CTL);
+    mov_rr(b, R9, R8);
+    mov_rr(b, R8, RCX);
+    mov_rr(b, RCX, RDX);
+    mov_rr(b, RDX, RSI);
+    mov_rr(b, RSI, RDI);
+    mov_rr(b, RDI, R10);
+    mov_imm64(b, RAX, (uint64_t)(uintptr_t)jit_helper);
+    enc_rr(b, 0, 0xff, 2, RAX);
+    pop(b, CTL);
+    pop(b, CTL);
+    enc_rm(b, F_W, 0x2b, LEFT, CTL, CTL_OFF(charge));   /* r12 -= charge */
+    jcc_stub(b, CC_S, VM_JIT_BUDGET, pc);
+}
+
+static void call_local(struct jbuf *b, uint32_t pc, uint32_t t)
+{
+    enc_rm(b, F_W, 0x3b, RBP, CTL, CTL_OFF(fp_limit));
+    jcc_stub(b, CC_BE, VM_JIT_DEPTH, pc);
+    budget_check(b, pc);
+    push(b, RBX);
+    push(b, R13);
+    push(b, R14);
+    push(b, R15);
+    alu_ri(b, F_W, 5, RSP, 8);
+    alu_ri(b, F_W, 5, RBP, VM_STACK_SIZE);
+    fixup(b, jmp32(b, 0xe8), t, false);
+    alu_ri(b, F_W, 0, RBP, VM_STACK_SIZE);
+    alu_ri(b, F_W, 0, RSP, 8);
+    pop(b, R15);
+    pop(b, R14);
+    pop(b, R13);
+    pop(b, RBX);
+}
+
+/* Index of the epilogue in the fixup list: a pseudo pc past the stubs. */
+#define OUT_LABEL UINT32_MAX
+
+static void exit_insn(struct jbuf *b)
+{
+    enc_rm(b, F_W, 0x3b, RBP, CTL, CTL_OFF(fp_top));
+    uint32_t sub = jcc32(b, CC_NE);
+    enc_rr(b, 0, 0x31, R10, R10);
+    fixup(b, jmp32(b, 0xe9), OUT_LABEL, false);
+    patch(b, sub, b->len);
+    emit1(b, 0xc3);   /* return to the local call */
+}
+
+static void end_run(struct jbuf *b, uint8_t kind, uint32_t pc)
+{
+    enc_rm(b, 0, 0xc7, 0, CTL, CTL_OFF(fault_pc));
+    emit4(b, pc);
+    enc_rr(b, 0, 0xc7, 0, R10);
+    emit4(b, kind);
+    fixup(b, jmp32(b, 0xe9), OUT_LABEL, false);
+}
+
+static uint32_t target_pc(const struct vm_exec *x, const struct vm_dinsn *d)
+{
+    return (uint32_t)(d->aux.target - x->code);
+}
+
+static void insn(struct jbuf *b, const struct vm_exec *x, uint32_t pc)
+{
+    const struct vm_dinsn *d = &x->code[pc];
+    int op = d->op;
+
+    b->pend++;
+    if (op >= XOP_ADD64_K && op <= XOP_MOV32_X) {
+        int rel = op - XOP_ADD64_K;
+        alu_bin(b, XOP_ADD64_K + rel / 4 * 4, rel % 4, d);
+    } else if (op >= XOP_NEG64 && op <= XOP_BSWAP64) {
+        alu_misc(b, d);
+    } else if (op == XOP_JA) {
+        flush(b);
+        jump_to(b, -1, pc, target_pc(x, d));
+    } else if (op >= XOP_JEQ_K && op <= XOP_JSLE32_X) {
+        int rel = op - XOP_JEQ_K;
+        flush(b);
+        cond(b, XOP_JEQ_K + rel / 4 * 4, rel % 4, d, pc, target_pc(x, d));
+    } else if (op == XOP_CALL_HELPER) {
+        flush(b);
+        call_helper(b, d, pc);
+    } else if (op == XOP_CALL_LOCAL) {
+        flush(b);
+        call_local(b, pc, target_pc(x, d));
+    } else if (op == XOP_EXIT) {
+        flush(b);
+        exit_insn(b);
+    } else if (op == XOP_LDDW) {
+        mov_imm64(b, reg_of[d->dst], d->aux.u64);
+    } else if (op >= XOP_LDXB && op <= XOP_LDXSW) {
+        load(b, d);
+    } else if (op >= XOP_STB && op <= XOP_STXDW) {
+        store(b, d);
+    } else if (op >= XOP_AADD32 && op <= XOP_CMPXCHG64) {
+        atomic(b, d);
+    } else {   /* INVALID, FALLOFF */
+        flush(b);
+        end_run(b, VM_JIT_INVALID, pc);
+    }
+}
+
+/* Marks every pc some jump or local call lands on. */
+static bool *jump_targets(const struct vm_exec *x)
+{
+    bool *t = calloc((size_t)x->n + 1, 1);
+    if (!t)
+        return NULL;
+    for (uint32_t pc = 0; pc < x->n; pc++) {
+        int op = x->code[pc].op;
+        if (op == XOP_JA || op == XOP_CALL_LOCAL || (op >= XOP_JEQ_K && op <= XOP_JSLE32_X))
+            t[target_pc(x, &x->code[pc])] = true;
+    }
+    return t;
+}
+
+static void prologue(struct jbuf *b)
+{
+    static const int saved[] = {RBP, RBX, R12, R13, R14, R15};
+    for (unsigned i = 0; i < 6; i++)
+        push(b, saved[i]);
+    alu_ri(b, F_W, 5, RSP, 8);
+    mov_rr(b, CTL, RDI);
+    enc_rm(b, F_W, 0x89, RSP, CTL, CTL_OFF(saved_rsp));
+    enc_rm(b, F_W, 0x8b, RDI, CTL, CTL_OFF(r1));
+    enc_rm(b, F_W, 0x8b, RSI, CTL, CTL_OFF(r2));
+    enc_rm(b, F_W, 0x8b, RBP, CTL, CTL_OFF(fp_top));
+    enc_rm(b, F_W, 0x8b, LEFT, CTL, CTL_OFF(left));
+    static const int zero[] = {RAX, RDX, RCX, R8, RBX, R13, R14, R15};
+    for (unsigned i = 0; i < 8; i++)
+        enc_rr(b, 0, 0x31, zero[i], zero[i]);
+}
+
+static void epilogue(struct jbuf *b)
+{
+    enc_rm(b, F_W, 0x89, RAX, CTL, CTL_OFF(r0));
+    enc_rm(b, F_W, 0x89, LEFT, CTL, CTL_OFF(left));
+    mov32_rr(b, RAX, R10);
+    enc_rm(b, F_W, 0x8b, RSP, CTL, CTL_OFF(saved_rsp));
+    alu_ri(b, F_W, 0, RSP, 8);
+    static const int saved[] = {R15, R14, R13, R12, RBX, RBP};
+    for (unsigned i = 0; i < 6; i++)
+        pop(b, saved[i]);
+    emit1(b, 0xc3);
+}
+
+/* Emits the whole program; off[] gets each pc's native offset. */
+static int generate(struct jbuf *b, const struct vm_exec *x, uint32_t *off)
+{
+    bool *targets = jump_targets(x);
+    if (!targets)
+        return -ENOMEM;
+    prologue(b);
+    for (uint32_t pc = 0; pc <= x->n; pc++) {
+        const struct vm_dinsn *d = &x->code[pc];
+        bool slot2 = pc < x->n && d->op == XOP_INVALID && d->imm == VM_BAD_SLOT2;
+        if (targets[pc])
+            flush(b);
+        off[pc] = (uint32_t)b->len;
+        if (slot2 && !targets[pc])
+            continue;
+        insn(b, x, pc);
+        if (pc < x->n && d->op == XOP_LDDW && pc + 1 < x->n && targets[pc + 1]) {
+            flush(b);
+            fixup(b, jmp32(b, 0xe9), pc + 2, false);   /* over a jumped-into slot 2 */
+        }
+    }
+    free(targets);
+    for (size_t i = 0; i < b->nst; i++) {
+        patch(b, b->st[i].end, b->len);
+        end_run(b, b->st[i].kind, b->st[i].pc);
+    }
+    size_t out = b->len;
+    epilogue(b);
+    for (size_t i = 0; i < b->nfx; i++)
+        patch(b, b->fx[i].end, b->fx[i].target == OUT_LABEL ? out : off[b->fx[i].target]);
+    return b->oom ? -ENOMEM : 0;
+}
+
+_Static_assert(offsetof(struct vm_jit_ctl, left) % 8 == 0, "ctl fields are aligned");
+
+int vm_jit_compile(struct vm_prog *prog)
+{
+    if (!prog || !prog->verified || !prog->exec)
+        return -ENOTSUP;
+    if (prog->jit)
+        return 0;
+    const struct vm_exec *x = prog->exec;
+    struct vm_jit *j = calloc(1, sizeof(*j));
+    uint32_t *off = calloc((size_t)x->n + 1, sizeof(*off));
+    struct jbuf b = {0};
+    int rc = j && off ? generate(&b, x, off) : -ENOMEM;
+    if (rc == 0) {
+        long page = sysconf(_SC_PAGESIZE);
+        size_t map = (b.len + (size_t)page - 1) / (size_t)page * (size_t)page;
+        void *m = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) {
+            rc = -ENOMEM;
+        } else {
+            memcpy(m, b.p, b.len);
+            if (mprotect(m, map, PROT_READ | PROT_EXEC) != 0) {
+                rc = -errno;
+                munmap(m, map);
+            } else {
+                *j = (struct vm_jit){m, b.len, map, x->n, off};
+                prog->jit = j;
+            }
+        }
+    }
+    free(b.p);
+    free(b.fx);
+    free(b.st);
+    if (rc) {
+        free(off);
+        free(j);
+    }
+    return rc;
+}
+
+enum vm_jit_end vm_jit_exec(const struct vm_prog *prog, struct vm_jit_ctl *c)
+{
+    const struct vm_jit *j = prog->jit;
+    int (*fn)(struct vm_jit_ctl *);
+    void *code = j->code;
+    memcpy(&fn, &code, sizeof(fn));
+    return (enum vm_jit_end)fn(c);
+}
+
+#else   /* not x86-64: no JIT, the interpreter runs everything */
+
+struct vm_jit {
+    uint8_t *code;
+    size_t size, map_size;
+    uint32_t n;
+    uint32_t *off;
+};
+
+int vm_jit_compile(struct vm_prog *prog)
+{
+    (void)prog;
+    return -ENOTSUP;
+}
+
+enum vm_jit_end vm_jit_exec(const struct vm_prog *prog, struct vm_jit_ctl *c)
+{
+    (void)prog;
+    (void)c;
+    return VM_JIT_INVALID;
+}
+
+#endif
+
+void vm_jit_free(struct vm_prog *prog)
+{
+    if (!prog || !prog->jit)
+        return;
+    struct vm_jit *j = prog->jit;
+#if defined(__x86_64__)
+    munmap(j->code, j->map_size);
+#endif
+    free(j->off);
+    free(j);
+    prog->jit = NULL;
+}
+
+size_t vm_jit_size(const struct vm_prog *prog)
+{
+    const struct vm_jit *j = prog ? prog->jit : NULL;
+    return j ? j->size : 0;
+}
+
+int vm_jit_insn_code(const struct vm_prog *prog, uint32_t pc, const uint8_t **code,
+                     size_t *len)
+{
+    const struct vm_jit *j = prog ? prog->jit : NULL;
+    if (!j || pc >= j->n)
+        return -ENOENT;
+    *code = j->code + j->off[pc];
+    *len = j->off[pc + 1] - j->off[pc];
+    return 0;
+}
