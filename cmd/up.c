@@ -125,6 +125,7 @@ static int run_device(const struct up_opts *o, const char *img, const char *mnt,
     dopts.control_path = sock;
     dopts.model = &o->model;
     dopts.progs = &o->progs;
+    dopts.flash = o->media ? &o->flash : NULL;
     int r = dev_start(&dopts, &dev, err, sizeof(err));
     if (r) {
         cmd_fail("up", "%s", err);

@@ -7,6 +7,7 @@
 #include "device/compute/keys.h"
 #include "device/control.h"
 #include "device/engine/stats.h"
+#include "device/media/flash_media.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +43,7 @@ struct slow {
 
 struct device {
     struct sfs *fs;
+    struct flash *flash;             /* the NAND model under fs, or NULL */
     struct engine *eng;
     struct qp_service *qps;          /* libcisc queue pairs */
     struct progs *progs;             /* eBPF program registry */
@@ -87,7 +89,8 @@ static int create_image(const char *path, uint64_t size, char *err, size_t errle
     return 0;
 }
 
-static int open_fs(const struct dev_opts *o, struct sfs **fs, char *err, size_t errlen)
+static int open_fs(const struct dev_opts *o, struct sfs **fs, struct flash **model,
+                   char *err, size_t errlen)
 {
     struct stat st;
     if (stat(o->image, &st) && errno == ENOENT && o->create_size) {
@@ -102,8 +105,16 @@ static int open_fs(const struct dev_opts *o, struct sfs **fs, char *err, size_t 
                     o->image);
     if (r)
         return fail(err, errlen, r, "cannot open image %s: %s", o->image, strerror(-r));
+    if (o->flash) {
+        char why[128];
+        r = flash_media_open(m, o->flash, why, sizeof(why), &m);
+        if (r)
+            return fail(err, errlen, r, "cannot model flash for image %s: %s", o->image,
+                        r == -EINVAL ? why : strerror(-r));
+    }
     struct sfs_mount_opts mo = { .defer_writes = true };   /* see finish_mount */
     cisc_corrupt_clear();
+    *model = flash_media_model(m);   /* owned by m, hence by the mount */
     r = sfs_mount(m, &mo, fs);
     if (r) {
         media_close(m);
@@ -198,7 +209,7 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
         return bad;
     }
     struct qp_config qc = { o->pollers, o->poll_us < 0 ? QP_DEFAULT_POLL_US : (unsigned)o->poll_us };
-    int r = open_fs(o, &d->fs, err, errlen);
+    int r = open_fs(o, &d->fs, &d->flash, err, errlen);
     if (!r)
         r = finish_mount(d, err, errlen);
     if (!r)
@@ -320,6 +331,35 @@ static void status_progs(struct device *d, struct out *o)
         (unsigned long long)l.budget);
 }
 
+/* The flash model: its geometry, write amplification, GC and wear, and
+ * how busy each die and channel has been (busy / simulated time). */
+static void status_flash(struct device *d, struct out *o)
+{
+    if (!d->flash)
+        return;
+    const struct flash_geom *g = flash_geom(d->flash);
+    struct flash_stats st;
+    flash_stats(d->flash, &st);
+    put(o, "flash channels %u dies %u blocks %u pages %u op_permille %u gc %s read_ns %llu "
+           "prog_ns %llu erase_ns %llu xfer_ns %llu\n", g->channels, g->dies_per_channel,
+        g->blocks_per_die, g->pages_per_block, g->op_permille,
+        g->gc_policy == FLASH_GC_GREEDY ? "greedy" : "cost-benefit",
+        (unsigned long long)g->t_read_ns, (unsigned long long)g->t_prog_ns,
+        (unsigned long long)g->t_erase_ns, (unsigned long long)g->t_xfer_ns);
+    put(o, "flash_ftl waf %.3f host_reads %llu host_writes %llu trims %llu gc_runs %llu "
+           "pages_moved %llu erase_min %u erase_avg %.2f erase_max %u\n", st.waf,
+        (unsigned long long)st.host_reads, (unsigned long long)st.host_writes,
+        (unsigned long long)st.trims, (unsigned long long)st.gc_runs,
+        (unsigned long long)st.pages_moved, st.erase_min, st.erase_avg, st.erase_max);
+    double span = (double)(st.now_ns > d->started_ns ? st.now_ns - d->started_ns : 1);
+    for (uint32_t c = 0; c < g->channels; c++) {
+        put(o, "flash_chan %u util %.3f dies", c, (double)flash_chan_busy_ns(d->flash, c) / span);
+        for (uint32_t k = 0; k < g->dies_per_channel; k++)
+            put(o, " %.3f", (double)flash_die_busy_ns(d->flash, c * g->dies_per_channel + k) / span);
+        put(o, "\n");
+    }
+}
+
 size_t dev_status_text(struct device *d, char *buf, size_t size)
 {
     struct out o = { buf, size, 0 };
@@ -358,6 +398,7 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
     status_ctl(d, &o);
     status_progs(d, &o);
     status_ops(d, &o);
+    status_flash(d, &o);
     return o.len;
 }
 

@@ -32,6 +32,7 @@ extern "C" {   /* also for the StorageFS header included here */
 #endif
 
 #include "device/engine/engine.h"
+#include "device/media/flash.h"
 #include "device/sched/model.h"
 #include "device/progs/progs.h"
 #include "device/queue/queue.h"
@@ -52,6 +53,8 @@ struct dev_opts {
     unsigned pollers;         /* queue-pair pollers; 0 = QP_DEFAULT_POLLERS */
     int poll_us;              /* pollers spin this long before sleeping; < 0 = default */
     const struct progs_limits *progs;  /* eBPF program limits; NULL = defaults */
+    const struct flash_geom *flash;    /* NULL: the image file as it is; else the
+                                        * NAND model over it (zero fields scaled) */
 };
 
 struct device;
