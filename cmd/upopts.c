@@ -269,6 +269,9 @@ static const struct up_opt up_table[] = {
       .help = "over-provisioning, spare pages per 1000 logical (0: 70)" },
     { 0, "flash-gc", "flash_gc", &k_index, WORDS("greedy", "cost-benefit"),
       AT(flash.gc_policy), .help = "GC victim selection" },
+    { 0, "flash-partitions", "flash_partitions", &k_uint, "N", 0, 256, 0,
+      AT(flash.partitions), .help = "FTL partitions, each owning its stripes, channels "
+                                    "and dies (0: 1, the single-lock FTL); divides the channels" },
     { 0, "flash-read-ns", "flash_read_ns", &k_uint, "N", 0, 1000000000, 0,
       AT(flash.t_read_ns), .help = "page read latency (0: 18000)" },
     { 0, "flash-prog-ns", "flash_prog_ns", &k_uint, "N", 0, 1000000000, 0,

@@ -41,20 +41,28 @@ struct fchan {
     uint64_t busy_ns;
 };
 
+/* One partition: the stripes of the logical space it owns, the channels
+ * c with c % partitions == its index and their dies. Its lock protects
+ * those l2p entries, those dies' blocks, pages and timelines, those
+ * channels and the fields below; no two partitions share any of them. */
+struct fpart {
+    pthread_mutex_t mu;
+    uint32_t next;          /* round-robin write cursor over its dies */
+    uint64_t seq;           /* host writes so far (age clock) */
+    uint64_t now;
+    uint64_t host_reads, host_writes, trims, gc_runs, moved, erases;
+};
+
 struct flash {
     struct flash_geom g;
     uint64_t nlog;          /* logical pages */
-    uint32_t ndies, ppb, bpd;
+    uint32_t ndies, ppb, bpd, nparts, stripe;
     uint32_t *l2p;          /* logical -> physical page */
     uint32_t *p2l;          /* physical -> logical page */
     struct fblock *blk;     /* ndies * bpd */
     struct fdie *die;
     struct fchan *chan;
-    uint32_t next;          /* round-robin write cursor */
-    uint64_t seq;           /* host writes so far (age clock) */
-    uint64_t now;
-    uint64_t host_reads, host_writes, trims, gc_runs, moved, erases;
-    pthread_mutex_t mu;     /* protects everything above (single-lock FTL) */
+    struct fpart *part;     /* nparts; 1 = the single-lock FTL */
 };
 
 static uint64_t max64(uint64_t a, uint64_t b)
@@ -86,6 +94,10 @@ void flash_geom_default(struct flash_geom *g, uint64_t nblocks)
         g->op_permille = 70;
     if (!g->gc_free_blocks)
         g->gc_free_blocks = 2;
+    if (!g->partitions)
+        g->partitions = 1;
+    if (!g->stripe_pages)
+        g->stripe_pages = 32;
     if (!g->t_read_ns)
         g->t_read_ns = 18000;
     if (!g->t_prog_ns)
@@ -141,6 +153,10 @@ static int check_counts(const struct flash_geom *g, char *err, unsigned len)
         return fail(err, len, "flash GC threshold must be at least 2 free blocks");
     if (g->gc_policy != FLASH_GC_GREEDY && g->gc_policy != FLASH_GC_COST_BENEFIT)
         return fail(err, len, "unknown flash GC policy");
+    if (!g->partitions || g->channels % g->partitions)
+        return fail(err, len, "flash partitions must divide the channels");
+    if (!g->stripe_pages)
+        return fail(err, len, "flash stripe must be at least one page");
     return 0;
 }
 
@@ -162,6 +178,12 @@ int flash_geom_check(const struct flash_geom *g, uint64_t nblocks, char *err,
     if (pages < nblocks + reserve)
         return fail(err, errlen, "flash geometry too small for the image plus "
                                  "over-provisioning and GC reserve");
+    /* Each partition holds its own stripes on its own dies. */
+    uint64_t nstripes = (nblocks + g->stripe_pages - 1) / g->stripe_pages;
+    uint64_t share = (nstripes + g->partitions - 1) / g->partitions * g->stripe_pages;
+    if (pages / g->partitions < share + reserve / g->partitions)
+        return fail(err, errlen, "flash geometry too small for each partition's "
+                                 "stripes plus GC reserve");
     return 0;
 }
 
@@ -206,12 +228,16 @@ int flash_create(const struct flash_geom *g, uint64_t nblocks, struct flash **ou
     f->ndies = g->channels * g->dies_per_channel;
     f->ppb = g->pages_per_block;
     f->bpd = g->blocks_per_die;
-    int r = alloc_arrays(f);
+    f->nparts = g->partitions;
+    f->stripe = g->stripe_pages;
+    f->part = calloc(f->nparts, sizeof(*f->part));
+    int r = f->part ? alloc_arrays(f) : -ENOMEM;
     if (r) {
         flash_destroy(f);
         return r;
     }
-    pthread_mutex_init(&f->mu, NULL);
+    for (uint32_t i = 0; i < f->nparts; i++)
+        pthread_mutex_init(&f->part[i].mu, NULL);
     *out = f;
     return 0;
 }
@@ -223,8 +249,10 @@ void flash_destroy(struct flash *f)
     if (f->die)
         for (uint32_t d = 0; d < f->ndies; d++)
             free(f->die[d].pool);
-    if (f->l2p)
-        pthread_mutex_destroy(&f->mu);
+    if (f->part && f->l2p)
+        for (uint32_t i = 0; i < f->nparts; i++)
+            pthread_mutex_destroy(&f->part[i].mu);
+    free(f->part);
     free(f->l2p);
     free(f->p2l);
     free(f->blk);
@@ -269,6 +297,16 @@ static uint32_t pool_take(struct flash *f, uint32_t d)
     return b;
 }
 
+static struct fpart *part_of_die(struct flash *f, uint32_t d)
+{
+    return &f->part[(d / f->g.dies_per_channel) % f->nparts];
+}
+
+static struct fpart *part_of(struct flash *f, uint64_t l)
+{
+    return &f->part[(l / f->stripe) % f->nparts];
+}
+
 static void close_open(struct flash *f, uint32_t d)
 {
     struct fdie *die = &f->die[d];
@@ -276,7 +314,7 @@ static void close_open(struct flash *f, uint32_t d)
         return;
     struct fblock *b = blk_of(f, d, die->open);
     b->state = BLK_FULL;
-    b->stamp = f->seq;
+    b->stamp = part_of_die(f, d)->seq;
     die->open = UINT32_MAX;
 }
 
@@ -323,12 +361,12 @@ static void map(struct flash *f, uint64_t l, uint32_t p)
 
 /* ---- garbage collection ---- */
 
-static double cb_score(const struct flash *f, const struct fblock *b)
+static double cb_score(const struct flash *f, uint64_t seq, const struct fblock *b)
 {
     if (b->valid == 0)
         return INFINITY;
     double u = (double)b->valid / f->ppb;
-    return (1.0 - u) / (2.0 * u) * (double)(f->seq - b->stamp + 1);
+    return (1.0 - u) / (2.0 * u) * (double)(seq - b->stamp + 1);
 }
 
 /* The victim by policy among die d's full blocks, or UINT32_MAX. */
@@ -340,7 +378,7 @@ static uint32_t pick_victim(struct flash *f, uint32_t d)
         const struct fblock *k = blk_of(f, d, b);
         if (k->state != BLK_FULL || k->valid == f->ppb)
             continue;
-        double s = f->g.gc_policy == FLASH_GC_COST_BENEFIT ? cb_score(f, k)
+        double s = f->g.gc_policy == FLASH_GC_COST_BENEFIT ? cb_score(f, part_of_die(f, d)->seq, k)
                                                            : (double)(f->ppb - k->valid);
         if (s > best_score) {
             best_score = s;
@@ -355,7 +393,7 @@ static uint32_t pick_victim(struct flash *f, uint32_t d)
  * victim instead, so its block rejoins the pool. */
 static uint32_t pick_cold(struct flash *f, uint32_t d)
 {
-    if (!f->g.wear_delta || f->gc_runs % 16)
+    if (!f->g.wear_delta || part_of_die(f, d)->gc_runs % 16)
         return UINT32_MAX;
     uint32_t lo = UINT32_MAX, hi = 0, cold = UINT32_MAX;
     for (uint32_t b = 0; b < f->bpd; b++) {
@@ -387,9 +425,10 @@ static uint64_t collect(struct flash *f, uint32_t d, uint32_t v)
     k->erases++;
     k->state = BLK_FREE;
     f->die[d].pool[f->die[d].nfree++] = v;
-    f->moved += moved;
-    f->gc_runs++;
-    f->erases++;
+    struct fpart *pt = part_of_die(f, d);
+    pt->moved += moved;
+    pt->gc_runs++;
+    pt->erases++;
     return moved * (f->g.t_read_ns + f->g.t_prog_ns) + f->g.t_erase_ns;
 }
 
@@ -419,9 +458,9 @@ static void gc_foreground(struct flash *f, uint32_t d, uint64_t now)
 
 /* ---- host operations ---- */
 
-static void see(struct flash *f, uint64_t now)
+static void see(struct fpart *pt, uint64_t now)
 {
-    f->now = max64(f->now, now);
+    pt->now = max64(pt->now, now);
 }
 
 struct flash_io flash_read(struct flash *f, uint64_t l, uint64_t now_ns)
@@ -429,9 +468,10 @@ struct flash_io flash_read(struct flash *f, uint64_t l, uint64_t now_ns)
     struct flash_io io = {now_ns, false};
     if (l >= f->nlog)
         return io;
-    pthread_mutex_lock(&f->mu);
-    see(f, now_ns);
-    f->host_reads++;
+    struct fpart *pt = part_of(f, l);
+    pthread_mutex_lock(&pt->mu);
+    see(pt, now_ns);
+    pt->host_reads++;
     uint32_t p = f->l2p[l];
     if (p != FLASH_UNMAPPED) {
         uint32_t d = die_of_page(f, p);
@@ -445,24 +485,26 @@ struct flash_io flash_read(struct flash *f, uint64_t l, uint64_t now_ns)
         die->busy_until = io.done_ns;
         ch->busy_ns += f->g.t_xfer_ns;
         ch->busy_until = io.done_ns;
-        see(f, io.done_ns);
+        see(pt, io.done_ns);
     }
-    pthread_mutex_unlock(&f->mu);
+    pthread_mutex_unlock(&pt->mu);
     return io;
 }
 
-/* The next die in round-robin order, channel first. */
-static uint32_t next_die(struct flash *f)
+/* The next of partition pt's dies in round-robin order, channel first:
+ * its channels are p, p + nparts, p + 2 nparts, ... */
+static uint32_t next_die(struct flash *f, struct fpart *pt)
 {
-    uint32_t k = f->next++ % f->ndies, ch = f->g.channels;
-    return (k % ch) * f->g.dies_per_channel + k / ch;
+    uint32_t nch = f->g.channels / f->nparts, p = (uint32_t)(pt - f->part);
+    uint32_t k = pt->next++ % (nch * f->g.dies_per_channel);
+    return (p + (k % nch) * f->nparts) * f->g.dies_per_channel + k / nch;
 }
 
-/* A die that can take a page after foreground GC, or UINT32_MAX. */
-static uint32_t pick_die(struct flash *f, uint64_t now)
+/* A die of pt that can take a page after foreground GC, or UINT32_MAX. */
+static uint32_t pick_die(struct flash *f, struct fpart *pt, uint64_t now)
 {
-    for (uint32_t tries = 0; tries < f->ndies; tries++) {
-        uint32_t d = next_die(f);
+    for (uint32_t tries = 0; tries < f->ndies / f->nparts; tries++) {
+        uint32_t d = next_die(f, pt);
         gc_foreground(f, d, now);
         if (die_has_room(f, d, false))
             return d;
@@ -488,51 +530,67 @@ struct flash_io flash_write(struct flash *f, uint64_t l, uint64_t now_ns)
     struct flash_io io = {now_ns, false};
     if (l >= f->nlog)
         return io;
-    pthread_mutex_lock(&f->mu);
-    see(f, now_ns);
+    struct fpart *pt = part_of(f, l);
+    pthread_mutex_lock(&pt->mu);
+    see(pt, now_ns);
     unmap(f, l);    /* first, so GC does not migrate the page being replaced */
-    uint32_t d = pick_die(f, now_ns);
+    uint32_t d = pick_die(f, pt, now_ns);
     if (d != UINT32_MAX) {
-        f->host_writes++;
-        f->seq++;
+        pt->host_writes++;
+        pt->seq++;
         map(f, l, page_take(f, d));
         io.gc = f->die[d].gc_until > now_ns;
         io.done_ns = program_time(f, d, now_ns);
-        see(f, io.done_ns);
+        see(pt, io.done_ns);
     }
-    pthread_mutex_unlock(&f->mu);
+    pthread_mutex_unlock(&pt->mu);
     return io;
 }
 
 void flash_trim(struct flash *f, uint64_t l, uint64_t n)
 {
-    pthread_mutex_lock(&f->mu);
     for (uint64_t i = l; i < f->nlog && i - l < n; i++) {
+        struct fpart *pt = part_of(f, i);
+        pthread_mutex_lock(&pt->mu);
         if (f->l2p[i] != FLASH_UNMAPPED)
-            f->trims++;
+            pt->trims++;
         unmap(f, i);
+        pthread_mutex_unlock(&pt->mu);
     }
-    pthread_mutex_unlock(&f->mu);
 }
 
 unsigned flash_idle(struct flash *f, uint64_t now_ns)
 {
     unsigned n = 0;
-    pthread_mutex_lock(&f->mu);
-    see(f, now_ns);
-    for (uint32_t d = 0; d < f->ndies; d++)
+    for (uint32_t d = 0; d < f->ndies; d++) {
+        struct fpart *pt = part_of_die(f, d);
+        pthread_mutex_lock(&pt->mu);
+        see(pt, now_ns);
         if (f->die[d].busy_until <= now_ns && f->die[d].nfree < 2 * f->g.gc_free_blocks &&
             gc_once(f, d, now_ns))
             n++;
-    pthread_mutex_unlock(&f->mu);
+        pthread_mutex_unlock(&pt->mu);
+    }
     return n;
 }
 
 /* ---- statistics ---- */
 
+static void lock_all(struct flash *f)
+{
+    for (uint32_t i = 0; i < f->nparts; i++)   /* lock order: by index */
+        pthread_mutex_lock(&f->part[i].mu);
+}
+
+static void unlock_all(struct flash *f)
+{
+    for (uint32_t i = f->nparts; i-- > 0;)
+        pthread_mutex_unlock(&f->part[i].mu);
+}
+
 void flash_stats(struct flash *f, struct flash_stats *st)
 {
-    pthread_mutex_lock(&f->mu);
+    lock_all(f);
     uint64_t nblk = (uint64_t)f->ndies * f->bpd, sum = 0;
     st->erase_min = UINT32_MAX;
     st->erase_max = 0;
@@ -543,31 +601,43 @@ void flash_stats(struct flash *f, struct flash_stats *st)
         st->erase_max = e > st->erase_max ? e : st->erase_max;
     }
     st->erase_avg = (double)sum / (double)nblk;
-    st->host_reads = f->host_reads;
-    st->host_writes = f->host_writes;
-    st->trims = f->trims;
-    st->gc_runs = f->gc_runs;
-    st->pages_moved = f->moved;
-    st->erases = f->erases;
-    st->waf = f->host_writes ? (double)(f->host_writes + f->moved) / (double)f->host_writes
-                             : 1.0;
-    st->now_ns = f->now;
-    pthread_mutex_unlock(&f->mu);
+    st->host_reads = st->host_writes = st->trims = st->gc_runs = 0;
+    st->pages_moved = st->erases = st->now_ns = 0;
+    for (uint32_t i = 0; i < f->nparts; i++) {
+        const struct fpart *pt = &f->part[i];
+        st->host_reads += pt->host_reads;
+        st->host_writes += pt->host_writes;
+        st->trims += pt->trims;
+        st->gc_runs += pt->gc_runs;
+        st->pages_moved += pt->moved;
+        st->erases += pt->erases;
+        st->now_ns = max64(st->now_ns, pt->now);
+    }
+    st->waf = st->host_writes
+                  ? (double)(st->host_writes + st->pages_moved) / (double)st->host_writes
+                  : 1.0;
+    unlock_all(f);
 }
 
 uint64_t flash_die_busy_ns(struct flash *f, uint32_t d)
 {
-    pthread_mutex_lock(&f->mu);
-    uint64_t b = d < f->ndies ? f->die[d].busy_ns : 0;
-    pthread_mutex_unlock(&f->mu);
+    if (d >= f->ndies)
+        return 0;
+    struct fpart *pt = part_of_die(f, d);
+    pthread_mutex_lock(&pt->mu);
+    uint64_t b = f->die[d].busy_ns;
+    pthread_mutex_unlock(&pt->mu);
     return b;
 }
 
 uint64_t flash_chan_busy_ns(struct flash *f, uint32_t c)
 {
-    pthread_mutex_lock(&f->mu);
-    uint64_t b = c < f->g.channels ? f->chan[c].busy_ns : 0;
-    pthread_mutex_unlock(&f->mu);
+    if (c >= f->g.channels)
+        return 0;
+    struct fpart *pt = &f->part[c % f->nparts];
+    pthread_mutex_lock(&pt->mu);
+    uint64_t b = f->chan[c].busy_ns;
+    pthread_mutex_unlock(&pt->mu);
     return b;
 }
 
@@ -575,7 +645,7 @@ uint64_t flash_chan_busy_ns(struct flash *f, uint32_t c)
 
 int flash_check(struct flash *f)
 {
-    pthread_mutex_lock(&f->mu);
+    lock_all(f);
     uint64_t nblk = (uint64_t)f->ndies * f->bpd, mapped = 0, valid = 0;
     int bad = 0;
     for (uint64_t l = 0; l < f->nlog; l++)
@@ -598,7 +668,10 @@ int flash_check(struct flash *f)
         bad |= nfree != f->die[d].nfree;                            /* 3 */
         bad |= f->die[d].nfree == 0;                                /* 4 */
     }
-    pthread_mutex_unlock(&f->mu);
+    for (uint64_t l = 0; l < f->nlog; l++)                        /* 6 */
+        if (f->l2p[l] != FLASH_UNMAPPED)
+            bad |= part_of_die(f, die_of_page(f, f->l2p[l])) != part_of(f, l);
+    unlock_all(f);
     return bad ? -EUCLEAN : 0;
 }
 

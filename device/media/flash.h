@@ -32,8 +32,16 @@
  *      the spare space that makes this possible).
  *   5. Time never runs backwards on a timeline: busy-until values only
  *      grow, and every completion time is >= the time the op was issued.
+ *   6. Partitions (ScalaCache 5.2): logical page l belongs to partition
+ *      (l / stripe_pages) % partitions, channel c (with its dies) to
+ *      partition c % partitions; a mapped l lives on a die of its own
+ *      partition, so partitions share no mapping entry, block, die or
+ *      channel.
  *
- * Thread safety: one mutex per struct flash (the single-lock FTL).
+ * Thread safety: one mutex per partition, taken by whoever touches that
+ * partition (with partitions = 1, the single-lock FTL). Threads working on
+ * different partitions never contend. Stats and the checker take all of
+ * them, in index order.
  */
 #ifndef CISC_DEVICE_FLASH_H
 #define CISC_DEVICE_FLASH_H
@@ -59,6 +67,8 @@ struct flash_geom {
     uint32_t gc_free_blocks;    /* per die: foreground GC below this many free */
     uint32_t wear_delta;        /* static wear levelling when max-min erases exceed it */
     enum flash_gc_policy gc_policy;
+    uint32_t partitions;        /* FTL partitions (device cores); 1 = single lock */
+    uint32_t stripe_pages;      /* logical stripe owned by one partition (32: 128 KiB) */
     uint64_t t_read_ns;         /* array read of one page */
     uint64_t t_prog_ns;         /* program of one page */
     uint64_t t_erase_ns;        /* erase of one block */
@@ -133,7 +143,7 @@ void flash_stats(struct flash *f, struct flash_stats *st);
 uint64_t flash_die_busy_ns(struct flash *f, uint32_t d);
 uint64_t flash_chan_busy_ns(struct flash *f, uint32_t c);
 
-/* Checks invariants 1-4 of this header (O(pages)). Returns 0, or
+/* Checks invariants 1-4 and 6 of this header (O(pages)). Returns 0, or
  * -EUCLEAN when one is broken (a model bug). */
 int flash_check(struct flash *f);
 
