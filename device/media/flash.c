@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum blk_state { BLK_FREE = 0, BLK_OPEN, BLK_FULL };
 
@@ -36,9 +37,19 @@ struct fdie {
     uint64_t gc_until;      /* end of the latest GC on this die */
 };
 
+/* A channel arbitrates among its dies: a transfer takes the first gap
+ * after it is ready, not only the end of the latest one booked (which
+ * would leave the channel idle whenever a die that started later finishes
+ * earlier). The last CHAN_SLOTS bookings are kept sorted by start; older
+ * ones are forgotten, and nothing is booked before `floor`. */
+#define CHAN_SLOTS 32
+
 struct fchan {
     uint64_t busy_until;
     uint64_t busy_ns;
+    uint64_t floor;
+    uint32_t n;
+    uint64_t start[CHAN_SLOTS], end[CHAN_SLOTS];
 };
 
 /* One partition: the stripes of the logical space it owns, the channels
@@ -456,6 +467,39 @@ static void gc_foreground(struct flash *f, uint32_t d, uint64_t now)
         ;
 }
 
+/* ---- channel arbitration ---- */
+
+/* Books len ns on ch no earlier than ready; returns the end. */
+static uint64_t chan_book(struct fchan *ch, uint64_t ready, uint64_t len)
+{
+    uint64_t t = max64(ready, ch->floor);
+    uint32_t i = 0;
+    for (; i < ch->n; i++) {
+        if (ch->end[i] <= t)
+            continue;
+        if (ch->start[i] >= t + len)
+            break;          /* the gap before booking i fits */
+        t = ch->end[i];
+    }
+    if (ch->n == CHAN_SLOTS) {          /* forget the oldest */
+        ch->floor = max64(ch->floor, ch->end[0]);
+        memmove(ch->start, ch->start + 1, (CHAN_SLOTS - 1) * sizeof(ch->start[0]));
+        memmove(ch->end, ch->end + 1, (CHAN_SLOTS - 1) * sizeof(ch->end[0]));
+        ch->n--;
+        i = i ? i - 1 : 0;
+        if (t < ch->floor)
+            return chan_book(ch, ready, len);
+    }
+    memmove(ch->start + i + 1, ch->start + i, (ch->n - i) * sizeof(ch->start[0]));
+    memmove(ch->end + i + 1, ch->end + i, (ch->n - i) * sizeof(ch->end[0]));
+    ch->start[i] = t;
+    ch->end[i] = t + len;
+    ch->n++;
+    ch->busy_until = max64(ch->busy_until, t + len);
+    ch->busy_ns += len;
+    return t + len;
+}
+
 /* ---- host operations ---- */
 
 static void see(struct fpart *pt, uint64_t now)
@@ -479,12 +523,9 @@ struct flash_io flash_read(struct flash *f, uint64_t l, uint64_t now_ns)
         struct fchan *ch = &f->chan[d / f->g.dies_per_channel];
         io.gc = die->gc_until > now_ns;
         uint64_t start = max64(now_ns, die->busy_until);
-        uint64_t xfer = max64(start + f->g.t_read_ns, ch->busy_until);
-        io.done_ns = xfer + f->g.t_xfer_ns;
+        io.done_ns = chan_book(ch, start + f->g.t_read_ns, f->g.t_xfer_ns);
         die->busy_ns += io.done_ns - start;   /* the die holds the page until sent */
         die->busy_until = io.done_ns;
-        ch->busy_ns += f->g.t_xfer_ns;
-        ch->busy_until = io.done_ns;
         see(pt, io.done_ns);
     }
     pthread_mutex_unlock(&pt->mu);
@@ -516,10 +557,7 @@ static uint64_t program_time(struct flash *f, uint32_t d, uint64_t now)
 {
     struct fdie *die = &f->die[d];
     struct fchan *ch = &f->chan[d / f->g.dies_per_channel];
-    uint64_t xfer = max64(now, ch->busy_until);
-    ch->busy_until = xfer + f->g.t_xfer_ns;
-    ch->busy_ns += f->g.t_xfer_ns;
-    uint64_t start = max64(ch->busy_until, die->busy_until);
+    uint64_t start = max64(chan_book(ch, now, f->g.t_xfer_ns), die->busy_until);
     die->busy_until = start + f->g.t_prog_ns;
     die->busy_ns += f->g.t_prog_ns;
     return die->busy_until;
