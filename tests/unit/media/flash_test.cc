@@ -408,7 +408,7 @@ TEST_P(FlashThreads, ConcurrentWritersKeepTheInvariants)
     const int per = 40000;
     std::vector<std::thread> ts;
     for (uint64_t t = 0; t < 4; t++)
-        ts.emplace_back([f, t, n, stripe] {
+        ts.emplace_back([=] {
             std::mt19937_64 rng(t + 1);
             for (int i = 0; i < per; i++) {
                 // A stripe s with s % 4 == t: thread t's own partition when
