@@ -272,6 +272,9 @@ static const struct up_opt up_table[] = {
     { 0, "flash-partitions", "flash_partitions", &k_uint, "N", 0, 256, 0,
       AT(flash.partitions), .help = "FTL partitions, each owning its stripes, channels "
                                     "and dies (0: 1, the single-lock FTL); divides the channels" },
+    { 0, "flash-members", "flash_members", &k_uint, "N", 0, 64, 0, AT(flash.members),
+      .help = "flash drives in an array, the image striped 64 KiB across them, each "
+              "with its own FTL, GC and dies (0: 1)" },
     { 0, "flash-read-ns", "flash_read_ns", &k_uint, "N", 0, 1000000000, 0,
       AT(flash.t_read_ns), .help = "page read latency (0: 18000)" },
     { 0, "flash-prog-ns", "flash_prog_ns", &k_uint, "N", 0, 1000000000, 0,

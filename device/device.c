@@ -43,7 +43,7 @@ struct slow {
 
 struct device {
     struct sfs *fs;
-    struct flash *flash;             /* the NAND model under fs, or NULL */
+    struct media *flash;             /* the flash media under fs (owned by it), or NULL */
     struct engine *eng;
     struct qp_service *qps;          /* libcisc queue pairs */
     struct progs *progs;             /* eBPF program registry */
@@ -89,7 +89,7 @@ static int create_image(const char *path, uint64_t size, char *err, size_t errle
     return 0;
 }
 
-static int open_fs(const struct dev_opts *o, struct sfs **fs, struct flash **model,
+static int open_fs(const struct dev_opts *o, struct sfs **fs, struct media **model,
                    char *err, size_t errlen)
 {
     struct stat st;
@@ -114,7 +114,7 @@ static int open_fs(const struct dev_opts *o, struct sfs **fs, struct flash **mod
     }
     struct sfs_mount_opts mo = { .defer_writes = true };   /* see finish_mount */
     cisc_corrupt_clear();
-    *model = flash_media_model(m);   /* owned by m, hence by the mount */
+    *model = flash_media_members(m) ? m : NULL;   /* owned by the mount */
     r = sfs_mount(m, &mo, fs);
     if (r) {
         media_close(m);
@@ -331,33 +331,39 @@ static void status_progs(struct device *d, struct out *o)
         (unsigned long long)l.budget);
 }
 
-/* The flash model: its geometry, write amplification, GC and wear, and
- * how busy each die and channel has been (busy / simulated time). */
-static void status_flash(struct device *d, struct out *o)
+/* One flash model (an array member): its geometry, write amplification,
+ * GC and wear, and how busy each die and channel has been. */
+static void status_flash_member(struct device *d, struct out *o, unsigned i)
 {
-    if (!d->flash)
-        return;
-    const struct flash_geom *g = flash_geom(d->flash);
+    struct flash *f = flash_media_member(d->flash, i);
+    const struct flash_geom *g = flash_geom(f);
     struct flash_stats st;
-    flash_stats(d->flash, &st);
-    put(o, "flash channels %u dies %u blocks %u pages %u op_permille %u gc %s read_ns %llu "
-           "prog_ns %llu erase_ns %llu xfer_ns %llu\n", g->channels, g->dies_per_channel,
-        g->blocks_per_die, g->pages_per_block, g->op_permille,
-        g->gc_policy == FLASH_GC_GREEDY ? "greedy" : "cost-benefit",
+    flash_stats(f, &st);
+    put(o, "flash member %u channels %u dies %u blocks %u pages %u op_permille %u "
+           "partitions %u gc %s read_ns %llu prog_ns %llu erase_ns %llu xfer_ns %llu\n", i,
+        g->channels, g->dies_per_channel, g->blocks_per_die, g->pages_per_block,
+        g->op_permille, g->partitions, g->gc_policy == FLASH_GC_GREEDY ? "greedy" : "cost-benefit",
         (unsigned long long)g->t_read_ns, (unsigned long long)g->t_prog_ns,
         (unsigned long long)g->t_erase_ns, (unsigned long long)g->t_xfer_ns);
-    put(o, "flash_ftl waf %.3f host_reads %llu host_writes %llu trims %llu gc_runs %llu "
-           "pages_moved %llu erase_min %u erase_avg %.2f erase_max %u\n", st.waf,
+    put(o, "flash_ftl member %u waf %.3f host_reads %llu host_writes %llu trims %llu "
+           "gc_runs %llu pages_moved %llu erase_min %u erase_avg %.2f erase_max %u\n", i, st.waf,
         (unsigned long long)st.host_reads, (unsigned long long)st.host_writes,
         (unsigned long long)st.trims, (unsigned long long)st.gc_runs,
         (unsigned long long)st.pages_moved, st.erase_min, st.erase_avg, st.erase_max);
     double span = (double)(st.now_ns > d->started_ns ? st.now_ns - d->started_ns : 1);
     for (uint32_t c = 0; c < g->channels; c++) {
-        put(o, "flash_chan %u util %.3f dies", c, (double)flash_chan_busy_ns(d->flash, c) / span);
+        put(o, "flash_chan member %u channel %u util %.3f dies", i, c,
+            (double)flash_chan_busy_ns(f, c) / span);
         for (uint32_t k = 0; k < g->dies_per_channel; k++)
-            put(o, " %.3f", (double)flash_die_busy_ns(d->flash, c * g->dies_per_channel + k) / span);
+            put(o, " %.3f", (double)flash_die_busy_ns(f, c * g->dies_per_channel + k) / span);
         put(o, "\n");
     }
+}
+
+static void status_flash(struct device *d, struct out *o)
+{
+    for (unsigned i = 0; d->flash && i < flash_media_members(d->flash); i++)
+        status_flash_member(d, o, i);
 }
 
 size_t dev_status_text(struct device *d, char *buf, size_t size)

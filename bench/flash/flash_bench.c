@@ -4,7 +4,8 @@
  * Desnoyers' curve, random-read IOPS against queue depth, the GC cliff of
  * random writes on a full device (throughput and p99 per interval), the
  * simulator's own CPU cost per page, and single-lock vs partitioned FTL
- * with 1..4 threads (wall-clock model throughput). Prints the model and
+ * with 1..4 threads (wall-clock model throughput), arrays of 1, 2, 4
+ * members. Prints the model and
  * writes CSV files into the directory given as argv[1]. Asserts nothing.
  */
 #include "device/media/flash.h"
@@ -245,12 +246,53 @@ static void bench_threads(const char *dir)
     fclose(fp);
 }
 
+/* Arrays of 1, 2, 4 members (64 KiB stripes, each member the default
+ * geometry for its share): random-read IOPS at queue depth 32 per member. */
+static void bench_array(const char *dir)
+{
+    const uint64_t n = 262144, stripe = 16;
+    FILE *fp = csv(dir, "flash_array.csv", "members,qd,iops,x_one");
+    printf("\narrays (64 KiB stripes), random 4 KiB reads, qd 32 per member:\n");
+    double one = 0;
+    for (unsigned mem = 1; mem <= 4; mem *= 2) {
+        struct flash *f[4];
+        uint64_t share = n / mem;
+        for (unsigned i = 0; i < mem; i++) {
+            struct flash_geom g = {0};
+            f[i] = make(g, share);
+            for (uint64_t l = 0; l < share; l++)
+                flash_write(f[i], l, 0);
+        }
+        unsigned qd = 32 * mem;
+        uint64_t slot[128], s = 5, reads = 100000, t0 = 1000000000000ull, last = 0;
+        for (unsigned i = 0; i < qd; i++)
+            slot[i] = t0;
+        for (uint64_t r = 0; r < reads; r++) {
+            unsigned m = 0;
+            for (unsigned i = 1; i < qd; i++)
+                m = slot[i] < slot[m] ? i : m;
+            uint64_t b = rng_next(&s) % n, st = b / stripe;
+            uint64_t l = st / mem * stripe + b % stripe;
+            slot[m] = flash_read(f[st % mem], l, slot[m]).done_ns;
+            last = slot[m] > last ? slot[m] : last;
+        }
+        double iops = (double)reads * 1e9 / (double)(last - t0);
+        one = mem == 1 ? iops : one;
+        printf("  %u members: %10.0f IOPS (x%.2f)\n", mem, iops, iops / one);
+        fprintf(fp, "%u,%u,%.0f,%.3f\n", mem, qd, iops, iops / one);
+        for (unsigned i = 0; i < mem; i++)
+            flash_destroy(f[i]);
+    }
+    fclose(fp);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : ".";
     bench_qd(dir);
     bench_waf(dir);
     bench_cliff(dir);
+    bench_array(dir);
     bench_threads(dir);
     return 0;
 }

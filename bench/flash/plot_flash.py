@@ -62,6 +62,9 @@ def main():
          [("single lock", col(t, "single_lock_mops"), "ko-"),
           ("partitioned", col(t, "partitioned_mops"), "bo-")],
          "threads", "model Mops/s (wall clock)")
+    a = rows(d, "flash_array.csv")
+    plot(d, "flash_array.png", col(a, "members"), [("random read IOPS", col(a, "iops"), "bo-")],
+         "array members", "IOPS (qd 32 per member)")
     print("plots in", d)
 
 

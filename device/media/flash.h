@@ -69,6 +69,7 @@ struct flash_geom {
     enum flash_gc_policy gc_policy;
     uint32_t partitions;        /* FTL partitions (device cores); 1 = single lock */
     uint32_t stripe_pages;      /* logical stripe owned by one partition (32: 128 KiB) */
+    uint32_t members;           /* flash_media: drives in the array (0: 1) */
     uint64_t t_read_ns;         /* array read of one page */
     uint64_t t_prog_ns;         /* program of one page */
     uint64_t t_erase_ns;        /* erase of one block */

@@ -5,13 +5,15 @@
 #include "device/media/flash_media.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 struct media_flash {
     struct media m;         /* first: the media a caller sees */
     struct media *lower;
-    struct flash *model;
+    uint32_t nmem;
+    struct flash *model[FLASH_MAX_MEMBERS];   /* one per member */
     flash_clock_fn clock;
     void *clock_ctx;
 };
@@ -40,6 +42,15 @@ static void note(struct flash_io io)
     deadline_gc |= io.gc;
 }
 
+/* Block b of the array: member (b / stripe) % nmem, at the same stripe
+ * row within it (invariant 5). */
+static struct flash *route(struct media_flash *f, uint64_t b, uint64_t *local)
+{
+    uint64_t s = b / FLASH_ARRAY_STRIPE;
+    *local = s / f->nmem * FLASH_ARRAY_STRIPE + b % FLASH_ARRAY_STRIPE;
+    return f->model[s % f->nmem];
+}
+
 static int fm_read(struct media *m, uint64_t blk, uint32_t n, void *buf)
 {
     struct media_flash *f = to_flash(m);
@@ -47,8 +58,11 @@ static int fm_read(struct media *m, uint64_t blk, uint32_t n, void *buf)
     if (r)
         return r;
     uint64_t now = f->clock(f->clock_ctx);
-    for (uint32_t i = 0; i < n; i++)
-        note(flash_read(f->model, blk + i, now));
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t l;
+        struct flash *fl = route(f, blk + i, &l);
+        note(flash_read(fl, l, now));
+    }
     return 0;
 }
 
@@ -59,8 +73,11 @@ static int fm_write(struct media *m, uint64_t blk, uint32_t n, const void *buf)
     if (r)
         return r;
     uint64_t now = f->clock(f->clock_ctx);
-    for (uint32_t i = 0; i < n; i++)
-        note(flash_write(f->model, blk + i, now));
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t l;
+        struct flash *fl = route(f, blk + i, &l);
+        note(flash_write(fl, l, now));
+    }
     return 0;
 }
 
@@ -71,7 +88,11 @@ static int fm_flush(struct media *m)
 
 static void fm_trim(struct media *m, uint64_t blk, uint64_t n)
 {
-    flash_trim(to_flash(m)->model, blk, n);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t l;
+        struct flash *fl = route(to_flash(m), blk + i, &l);
+        flash_trim(fl, l, 1);
+    }
 }
 
 static int fm_discard(struct media *m, uint64_t blk, uint64_t n)
@@ -86,7 +107,8 @@ static void fm_close(struct media *m)
 {
     struct media_flash *f = to_flash(m);
     media_close(f->lower);
-    flash_destroy(f->model);
+    for (uint32_t i = 0; i < f->nmem; i++)
+        flash_destroy(f->model[i]);
     free(f);
 }
 
@@ -99,18 +121,44 @@ static const struct media_ops flash_ops = {
     .trim = fm_trim,
 };
 
+/* Creates the members' models, each defaulted and checked for its share
+ * of the stripes. */
+static int make_members(struct media_flash *f, const struct flash_geom *g, uint64_t nblocks,
+                        char *err, unsigned errlen)
+{
+    uint64_t stripes = (nblocks + FLASH_ARRAY_STRIPE - 1) / FLASH_ARRAY_STRIPE;
+    uint64_t share = (stripes + f->nmem - 1) / f->nmem * FLASH_ARRAY_STRIPE;
+    for (uint32_t i = 0; i < f->nmem; i++) {
+        struct flash_geom geom = *g;
+        flash_geom_default(&geom, share);
+        int r = flash_geom_check(&geom, share, err, errlen);
+        if (!r)
+            r = flash_create(&geom, share, &f->model[i]);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
 int flash_media_open(struct media *lower, const struct flash_geom *g, char *err,
                      unsigned errlen, struct media **out)
 {
-    struct flash_geom geom = *g;
-    flash_geom_default(&geom, lower->nblocks);
-    int r = flash_geom_check(&geom, lower->nblocks, err, errlen);
-    struct media_flash *f = r ? NULL : calloc(1, sizeof(*f));
-    if (!r && !f)
-        r = -ENOMEM;
-    if (!r)
-        r = flash_create(&geom, lower->nblocks, &f->model);
+    uint32_t nmem = g->members ? g->members : 1;
+    if (nmem > FLASH_MAX_MEMBERS) {
+        if (err && errlen)
+            snprintf(err, errlen, "at most %u flash array members", FLASH_MAX_MEMBERS);
+        media_close(lower);
+        return -EINVAL;
+    }
+    struct media_flash *f = calloc(1, sizeof(*f));
+    int r = f ? 0 : -ENOMEM;
+    if (f) {
+        f->nmem = nmem;
+        r = make_members(f, g, lower->nblocks, err, errlen);
+    }
     if (r) {
+        for (uint32_t i = 0; f && i < f->nmem; i++)
+            flash_destroy(f->model[i]);
         free(f);
         media_close(lower);
         return r;
@@ -131,7 +179,17 @@ void flash_media_set_clock(struct media *m, flash_clock_fn fn, void *ctx)
 
 struct flash *flash_media_model(struct media *m)
 {
-    return m && m->ops == &flash_ops ? to_flash(m)->model : NULL;
+    return flash_media_member(m, 0);
+}
+
+unsigned flash_media_members(struct media *m)
+{
+    return m && m->ops == &flash_ops ? to_flash(m)->nmem : 0;
+}
+
+struct flash *flash_media_member(struct media *m, unsigned i)
+{
+    return i < flash_media_members(m) ? to_flash(m)->model[i] : NULL;
 }
 
 uint64_t flash_media_deadline_take(bool *gc)

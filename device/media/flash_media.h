@@ -20,6 +20,12 @@
  *      (media_trim) trims only the model.
  *   4. There is no zero-copy descriptor (media_fd is -EOPNOTSUPP), so
  *      every read goes through the model.
+ *   5. Arrays (ScalaCache 5.5, geometry field members > 1): the block space
+ *      is striped FLASH_ARRAY_STRIPE blocks (64 KiB) round-robin across
+ *      members; block b is page (b / S / M) * S + b % S of member
+ *      (b / S) % M, each member a model of its own (geometry defaulted for
+ *      its share, its own FTL, GC, partitions and locks). The bytes still
+ *      live in the one lower media.
  */
 #ifndef CISC_DEVICE_FLASH_MEDIA_H
 #define CISC_DEVICE_FLASH_MEDIA_H
@@ -30,11 +36,15 @@
 #include "device/media/flash.h"
 #include "device/media/media.h"
 
+#define FLASH_ARRAY_STRIPE 16u    /* blocks: 64 KiB */
+#define FLASH_MAX_MEMBERS  64u
+
 /* A clock in ns (simulated or real); ctx is the caller's. */
 typedef uint64_t (*flash_clock_fn)(void *ctx);
 
 /* Wraps lower (taking ownership of it, also on failure) in a flash model
- * of geometry g (zero fields defaulted for lower's size). The clock is
+ * of geometry g (zero fields defaulted for lower's size, or for each
+ * member's share of it in an array of g->members). The clock is
  * CLOCK_MONOTONIC until flash_media_set_clock. Returns 0 and sets *out,
  * or -EINVAL with a reason in err (errlen bytes) for a bad geometry, or
  * -errno. */
@@ -45,8 +55,14 @@ int flash_media_open(struct media *lower, const struct flash_geom *g, char *err,
  * the media is shared. */
 void flash_media_set_clock(struct media *m, flash_clock_fn fn, void *ctx);
 
-/* The model behind m, or NULL when m is not a flash media. */
+/* The model behind m (member 0), or NULL when m is not a flash media. */
 struct flash *flash_media_model(struct media *m);
+
+/* The number of array members of m (0 when m is not a flash media). */
+unsigned flash_media_members(struct media *m);
+
+/* Member i's model, or NULL when there is none. */
+struct flash *flash_media_member(struct media *m, unsigned i);
 
 /* Invariant 2: this thread's latest completion time since the last take;
  * *gc (if gc is not NULL) says whether GC was running on a die that

@@ -440,3 +440,38 @@ TEST(FlashPartitions, GreedyWafStillFollowsTheModel)
     EXPECT_NEAR(SteadyRandomWaf(f, n, n, 4, 4), model, 0.10 * model);
     flash_destroy(f);
 }
+
+// ---- arrays (ScalaCache 5.5) ----
+
+TEST(FlashArray, StripesOf64KiBGoRoundRobinToMembers)
+{
+    const char *dir = getenv("TMPDIR");
+    std::string path = std::string(dir ? dir : "/tmp") + "/cisc-flash-arr-" +
+                       std::to_string(getpid()) + ".img";
+    struct media *lower = nullptr, *m = nullptr;
+    ASSERT_EQ(media_create_file(path.c_str(), 8192ull * MEDIA_BLOCK_SIZE, 0, &lower), 0);
+    struct flash_geom g = Small(2, 2, 32, 100);
+    g.members = 2;
+    ASSERT_EQ(flash_media_open(lower, &g, nullptr, 0, &m), 0);
+    ASSERT_EQ(flash_media_members(m), 2u);
+    EXPECT_EQ(flash_media_member(m, 2), nullptr);
+    std::string w(16 * MEDIA_BLOCK_SIZE, 'a');
+    ASSERT_EQ(media_write(m, 0, 16, w.data()), 0);      // stripe 0: member 0
+    ASSERT_EQ(media_write(m, 16, 1, w.data()), 0);      // stripe 1: member 1
+    ASSERT_EQ(media_write(m, 32, 2, w.data()), 0);      // stripe 2: member 0 again
+    struct flash_stats a, b;
+    flash_stats(flash_media_member(m, 0), &a);
+    flash_stats(flash_media_member(m, 1), &b);
+    EXPECT_EQ(a.host_writes, 18u);
+    EXPECT_EQ(b.host_writes, 1u);
+    std::string r(MEDIA_BLOCK_SIZE, '\0');
+    ASSERT_EQ(media_read(m, 16, 1, &r[0]), 0);          // bytes are the image's
+    EXPECT_EQ(r, std::string(MEDIA_BLOCK_SIZE, 'a'));
+    media_close(m);
+    ASSERT_EQ(media_open_file(path.c_str(), 0, &lower), 0);
+    g.members = 65;
+    char err[128] = "";
+    EXPECT_EQ(flash_media_open(lower, &g, err, sizeof err, &m), -EINVAL);
+    EXPECT_NE(std::string(err).find("members"), std::string::npos) << err;
+    unlink(path.c_str());
+}
