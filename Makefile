@@ -18,7 +18,7 @@ CISC := $(BUILD)/cmd/cisc
 PYTHON_PLOT ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
 .PHONY: all deps build build-asan test test-release test-asan run bench bench-bpf bench-exec \
-	bench-sfs bench-qp bench-fs bench-cisc bench-offload bench-recovery bench-sched clean FORCE
+	bench-sfs bench-qp bench-fs bench-cisc bench-offload bench-recovery bench-sched bench-flash clean FORCE
 
 all: build
 
@@ -67,7 +67,7 @@ run: build
 
 # Every benchmark, one after another (never in parallel, whatever -j says:
 # they would time each other), on the optimised build.
-BENCHES := bench-bpf bench-exec bench-sfs bench-qp bench-fs bench-cisc bench-offload bench-recovery
+BENCHES := bench-bpf bench-exec bench-sfs bench-qp bench-fs bench-cisc bench-offload bench-recovery bench-sched bench-flash
 bench: build
 	@for b in $(BENCHES); do echo "== make $$b"; $(MAKE) --no-print-directory $$b || exit 1; done
 
@@ -117,6 +117,14 @@ bench-recovery: build
 bench-sched: build
 	@$(PYTHON_PLOT) bench/sched/bench_sched.py --cisc $(CISC) --bench $(BUILD)/bench/sched/cisc-bench-sched \
 		--choice $(BUILD)/bench/sched/cisc-bench-sched-choice $(BENCH_SCHED_ARGS)
+
+# The NAND flash model alone, in simulated time: read IOPS vs queue depth,
+# WAF vs over-provisioning beside the analytic curve, the GC cliff, single-
+# lock vs partitioned FTL. Prints the model; CSV and PNG in bench/out/.
+bench-flash: build
+	@mkdir -p bench/out
+	$(BUILD)/bench/flash/cisc-bench-flash bench/out
+	@$(PYTHON_PLOT) bench/flash/plot_flash.py bench/out
 
 FORCE:
 

@@ -142,6 +142,7 @@ static int run_device(const struct up_opts *o, const char *img, const char *mnt,
     dopts.model = &o->model;
     dopts.progs = &o->progs;
     dopts.tx = WIRE_TX_MACRO + o->tx;   /* the table's words in enum wire_tx order */
+    dopts.flash = o->media ? &o->flash : NULL;
     int r = arm_crash_point();
     if (r) {
         cmd_fail("up", "bad %s: %s", FOP_CRASH_ENV, getenv(FOP_CRASH_ENV));

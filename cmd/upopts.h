@@ -36,6 +36,8 @@ struct up_opts {
     struct dm_model model;      /* --link-latency-ns, --core-speed */
     struct progs_limits progs;  /* --max-progs, --max-prog-insns, --prog-budget */
     unsigned tx;                /* --tx: index of macro, micro, autorec */
+    unsigned media;             /* --media: 0 file, 1 flash */
+    struct flash_geom flash;    /* --flash-*: 0 = scaled to the image */
     bool foreground;            /* -f: no daemon */
     bool helper;                /* run by mount(8): quiet, drops its generic -o keys */
     uint64_t size;              /* --size: create IMAGE if missing; 0 = never */

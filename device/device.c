@@ -10,6 +10,7 @@
 #include "device/engine/fused/fused.h"
 #include "device/engine/fused/oplog.h"
 #include "proto/wire.h"
+#include "device/media/flash_media.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +46,7 @@ struct slow {
 
 struct device {
     struct sfs *fs;
+    struct media *flash;             /* the flash media under fs (owned by it), or NULL */
     struct engine *eng;
     struct qp_service *qps;          /* libcisc queue pairs */
     struct progs *progs;             /* eBPF program registry */
@@ -92,7 +94,8 @@ static int create_image(const char *path, uint64_t size, char *err, size_t errle
     return 0;
 }
 
-static int open_fs(const struct dev_opts *o, struct sfs **fs, char *err, size_t errlen)
+static int open_fs(const struct dev_opts *o, struct sfs **fs, struct media **model,
+                   char *err, size_t errlen)
 {
     struct stat st;
     if (stat(o->image, &st) && errno == ENOENT && o->create_size) {
@@ -107,8 +110,16 @@ static int open_fs(const struct dev_opts *o, struct sfs **fs, char *err, size_t 
                     o->image);
     if (r)
         return fail(err, errlen, r, "cannot open image %s: %s", o->image, strerror(-r));
+    if (o->flash) {
+        char why[128];
+        r = flash_media_open(m, o->flash, why, sizeof(why), &m);
+        if (r)
+            return fail(err, errlen, r, "cannot model flash for image %s: %s", o->image,
+                        r == -EINVAL ? why : strerror(-r));
+    }
     struct sfs_mount_opts mo = { .defer_writes = true };   /* see finish_mount */
     cisc_corrupt_clear();
+    *model = flash_media_members(m) ? m : NULL;   /* owned by the mount */
     r = sfs_mount(m, &mo, fs);
     if (r) {
         media_close(m);
@@ -220,7 +231,7 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
         return bad;
     }
     struct qp_config qc = { o->pollers, o->poll_us < 0 ? QP_DEFAULT_POLL_US : (unsigned)o->poll_us };
-    int r = open_fs(o, &d->fs, err, errlen);
+    int r = open_fs(o, &d->fs, &d->flash, err, errlen);
     if (!r)
         r = finish_mount(d, err, errlen);
     if (!r)
@@ -376,6 +387,41 @@ static void status_tenants(struct device *d, struct out *o)
     free(t);
 }
 
+/* One flash model (an array member): its geometry, write amplification,
+ * GC and wear, and how busy each die and channel has been. */
+static void status_flash_member(struct device *d, struct out *o, unsigned i)
+{
+    struct flash *f = flash_media_member(d->flash, i);
+    const struct flash_geom *g = flash_geom(f);
+    struct flash_stats st;
+    flash_stats(f, &st);
+    put(o, "flash member %u channels %u dies %u blocks %u pages %u op_permille %u "
+           "partitions %u gc %s read_ns %llu prog_ns %llu erase_ns %llu xfer_ns %llu\n", i,
+        g->channels, g->dies_per_channel, g->blocks_per_die, g->pages_per_block,
+        g->op_permille, g->partitions, g->gc_policy == FLASH_GC_GREEDY ? "greedy" : "cost-benefit",
+        (unsigned long long)g->t_read_ns, (unsigned long long)g->t_prog_ns,
+        (unsigned long long)g->t_erase_ns, (unsigned long long)g->t_xfer_ns);
+    put(o, "flash_ftl member %u waf %.3f host_reads %llu host_writes %llu trims %llu "
+           "gc_runs %llu pages_moved %llu erase_min %u erase_avg %.2f erase_max %u\n", i, st.waf,
+        (unsigned long long)st.host_reads, (unsigned long long)st.host_writes,
+        (unsigned long long)st.trims, (unsigned long long)st.gc_runs,
+        (unsigned long long)st.pages_moved, st.erase_min, st.erase_avg, st.erase_max);
+    double span = (double)(st.now_ns > d->started_ns ? st.now_ns - d->started_ns : 1);
+    for (uint32_t c = 0; c < g->channels; c++) {
+        put(o, "flash_chan member %u channel %u util %.3f dies", i, c,
+            (double)flash_chan_busy_ns(f, c) / span);
+        for (uint32_t k = 0; k < g->dies_per_channel; k++)
+            put(o, " %.3f", (double)flash_die_busy_ns(f, c * g->dies_per_channel + k) / span);
+        put(o, "\n");
+    }
+}
+
+static void status_flash(struct device *d, struct out *o)
+{
+    for (unsigned i = 0; d->flash && i < flash_media_members(d->flash); i++)
+        status_flash_member(d, o, i);
+}
+
 size_t dev_status_text(struct device *d, char *buf, size_t size)
 {
     struct out o = { buf, size, 0 };
@@ -418,6 +464,7 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
     status_ctl(d, &o);
     status_progs(d, &o);
     status_ops(d, &o);
+    status_flash(d, &o);
     return o.len;
 }
 

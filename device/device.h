@@ -32,6 +32,7 @@ extern "C" {   /* also for the StorageFS header included here */
 #endif
 
 #include "device/engine/engine.h"
+#include "device/media/flash.h"
 #include "device/sched/model.h"
 #include "device/progs/progs.h"
 #include "device/queue/queue.h"
@@ -58,6 +59,8 @@ struct dev_opts {
     const struct progs_limits *progs;  /* eBPF program limits; NULL = defaults */
     unsigned tx;              /* fused ops' default transaction mode: enum wire_tx
                                  (proto/wire.h); WIRE_TX_DEFAULT = macro */
+    const struct flash_geom *flash;    /* NULL: the image file as it is; else the
+                                        * NAND model over it (zero fields scaled) */
 };
 
 struct device;

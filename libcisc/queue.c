@@ -24,7 +24,7 @@
 
 #define LC_DEFAULT_SPIN_NS 20000u
 #define LC_ALIVE_CHECK_NS  (100u * 1000000u)   /* check the device every 100 ms of waiting */
-#define LC_ARRIVE_MAX_NS   1000000   /* device/sched/model.h DM_LINK_MAX_NS */
+#define LC_ARRIVE_MAX_NS   1000000000   /* device/sched/model.h DM_ARRIVE_MAX_NS */
 
 static inline void cpu_relax(void)
 {

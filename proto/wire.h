@@ -180,10 +180,14 @@ static_assert(sizeof(struct wire_cqe) == 32, "CQE is 32 bytes");
 
 /* The completion crosses the link: it arrives at the host when the low 32
  * bits of CLOCK_MONOTONIC in nanoseconds reach `arrive` (compared modulo
- * 2^32; never more than the device's link latency after it was posted).
+ * 2^32; never more than the device's link latency after it was posted,
+ * unless the media model completes it later: then at most 1 s after).
  * The library does not report it before; the device core that posted it
  * does not wait for it. */
 #define WIRE_CQE_ARRIVE (1u << 0)
+/* With a flash media model (cisc up --media flash): garbage collection was
+ * running on a die that served this command (for GC-aware host caches). */
+#define WIRE_CQE_GC     (1u << 1)
 
 struct wire_stat {
     uint64_t ino, size, blocks, nlink;

@@ -37,6 +37,9 @@ struct media_ops {
     void (*close)(struct media *m);
     /* Optional: the descriptor holding block b at byte b * MEDIA_BLOCK_SIZE. */
     int (*fd)(struct media *m);
+    /* Optional: a hint that blocks no longer hold live data (TRIM). Unlike
+     * discard it changes no byte: a flash model stops migrating them. */
+    void (*trim)(struct media *m, uint64_t blk, uint64_t nblk);
 };
 
 struct media {
@@ -82,6 +85,15 @@ static inline int media_flush(struct media *m)
 static inline int media_discard(struct media *m, uint64_t blk, uint64_t n)
 {
     return m->ops->discard(m, blk, n);
+}
+
+/* Tells the medium that blocks [blk, blk + n) hold no live data any more
+ * (the file system freed them). A hint: contents are unchanged, and a
+ * backend without a model of its own ignores it. */
+static inline void media_trim(struct media *m, uint64_t blk, uint64_t n)
+{
+    if (m->ops->trim)
+        m->ops->trim(m, blk, n);
 }
 
 /* Zero-copy reads (splicing file data straight into a reply): the open

@@ -7,6 +7,7 @@
 #include "device/queue/queue_int.h"
 
 #include "device/engine/fused/fused.h"
+#include "device/media/flash_media.h"
 #include "device/sched/model.h"
 
 #include <assert.h>
@@ -121,8 +122,12 @@ static void post(struct qp *qp, const struct wire_cqe *cqe)
 {
     struct qp_service *svc = qp->sess->svc;
     struct wire_cqe out = *cqe;
-    if (dm_link_arrival(&out.arrive))
+    bool gc = false;
+    uint64_t media_ns = flash_media_deadline_take(&gc);   /* 0 unless --media flash */
+    if (dm_arrival_after(media_ns, &out.arrive))
         out.flags |= WIRE_CQE_ARRIVE;
+    if (gc)
+        out.flags |= WIRE_CQE_GC;
     pthread_mutex_lock(&qp->cq_lock);
     uint32_t t = qp->cq_tail;
     memcpy(&qp->cq[t & (qp->cq_entries - 1)], &out, sizeof(out));

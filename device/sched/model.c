@@ -39,6 +39,16 @@ bool dm_link_arrival(uint32_t *arrive)
     return true;
 }
 
+bool dm_arrival_after(uint64_t ready_ns, uint32_t *arrive)
+{
+    uint64_t now = now_ns();
+    if (ready_ns <= now)
+        return dm_link_arrival(arrive);
+    uint64_t ahead = ready_ns - now + model.link_latency_ns;
+    *arrive = (uint32_t)(now + (ahead < DM_ARRIVE_MAX_NS ? ahead : DM_ARRIVE_MAX_NS));
+    return true;
+}
+
 void dm_link_cross(void)
 {
     dm_spin_ns(model.link_latency_ns);

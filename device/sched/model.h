@@ -70,6 +70,15 @@ void dm_link_cross(void);
  * false (nothing to wait for) when the link latency is 0. */
 bool dm_link_arrival(uint32_t *arrive);
 
+/* The farthest ahead an arrival may be (libcisc treats later as arrived). */
+#define DM_ARRIVE_MAX_NS 1000000000ull
+
+/* As dm_link_arrival, for a message that leaves the device only when its
+ * media operations complete at ready_ns (CLOCK_MONOTONIC ns; 0 = already):
+ * it arrives at max(now, ready_ns) + link latency, at most
+ * DM_ARRIVE_MAX_NS ahead. Returns false when that is not in the future. */
+bool dm_arrival_after(uint64_t ready_ns, uint32_t *arrive);
+
 /* Charges a compute step that ran ns_spent nanoseconds on a device core:
  * spins (core_speed - 1) * ns_spent more. Returns the extra nanoseconds. */
 uint64_t dm_compute_charge(uint64_t ns_spent);

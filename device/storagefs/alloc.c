@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/corrupt.h"
+#include "device/media/media.h"
 #include "device/storagefs/sfs_int.h"
 
 #define MAX_RUN (1u << 20)
@@ -421,9 +422,10 @@ static void release(struct sfs *fs, uint64_t seq, bool meta)
     size_t k = 0;
     for (size_t i = 0; i < a->npend; i++) {
         struct pending *p = &a->pend[i];
-        if (p->seq <= seq && p->meta == meta)
+        if (p->seq <= seq && p->meta == meta) {
             a->avail += clear_range(a->busy, p->start, p->n);   /* 2: reusable now */
-        else
+            media_trim(fs->m, p->start, p->n);   /* dead for good: a flash model's TRIM */
+        } else
             a->pend[k++] = *p;
     }
     a->npend = k;

@@ -5,10 +5,12 @@
 
 extern "C" {
 #include "common/le.h"
+#include "device/media/flash_media.h"
 #include "device/storagefs/format.h"
 }
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 class Alloc : public SfsFixture {};
 
@@ -48,4 +50,41 @@ TEST_F(Alloc, FreeingABlockMarkedFreeKeepsTheCountsExact)
     EXPECT_EQ(after.blocks_free, before.blocks_free + 2);   // 3 freed, 1 already free
     Unmount();
     ExpectClean();   // no "superblock: free counts ... bitmaps say ..."
+}
+
+// Blocks a transaction frees reach the medium as TRIM once reusable, so a
+// flash model stops migrating them; the bytes themselves are untouched.
+TEST(AllocTrim, FreedBlocksReachTheFlashModelAsTrim)
+{
+    const char *dir = getenv("TMPDIR");
+    std::string path = std::string(dir ? dir : "/tmp") + "/cisc-sfs-trim-" +
+                       std::to_string(getpid()) + ".img";
+    struct media *lower = nullptr, *m = nullptr;
+    ASSERT_EQ(media_create_file(path.c_str(), 8192ull * MEDIA_BLOCK_SIZE, 0, &lower), 0);
+    struct flash_geom g = {};
+    ASSERT_EQ(flash_media_open(lower, &g, nullptr, 0, &m), 0);
+    struct flash *model = flash_media_model(m);
+    ASSERT_EQ(sfs_mkfs(m, nullptr), 0);
+    struct sfs *fs = nullptr;
+    ASSERT_EQ(sfs_mount(m, nullptr, &fs), 0);
+    struct sfs_attr a;
+    ASSERT_EQ(sfs_mknod(fs, nullptr, SFS_ROOT_INO, "f", S_IFREG | 0644, 0, 0, 0, &a), 0);
+    std::string data(64 * 4096, 'T');
+    ASSERT_EQ(sfs_write(fs, nullptr, a.ino, 0, data.data(), data.size()), (ssize_t)data.size());
+    ASSERT_EQ(sfs_sync(fs), 0);
+    struct flash_stats before, after;
+    flash_stats(model, &before);
+    ASSERT_EQ(sfs_unlink(fs, nullptr, SFS_ROOT_INO, "f"), 0);
+    // The freeing transaction's commit releases them (a background commit
+    // may be the one that does it: wait for it, up to 5 s).
+    for (int i = 0; i < 500; i++) {
+        ASSERT_EQ(sfs_sync(fs), 0);
+        flash_stats(model, &after);
+        if (after.trims - before.trims >= 64)
+            break;
+        usleep(10000);
+    }
+    EXPECT_GE(after.trims - before.trims, 64u);
+    EXPECT_EQ(sfs_unmount(fs), 0);   // closes m and the image
+    unlink(path.c_str());
 }

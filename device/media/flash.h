@@ -1,0 +1,156 @@
+/*
+ * device/media/flash.h - a NAND flash model: geometry, a page-mapped FTL,
+ * garbage collection, wear counters and per-die/per-channel timelines.
+ *
+ * The model is simulator state only. It never holds data: the bytes of
+ * logical block L stay at L in the image (flash_media.h forwards them), so
+ * data, durability and crash behaviour are those of the backend below. What
+ * the model adds is where each logical block would live on a real drive,
+ * how much extra work that causes (GC, write amplification, erases) and
+ * when each operation would complete in simulated time (FEMU's approach:
+ * every die and every channel has a "busy until" time; an operation starts
+ * when both its die and its channel are free, so operations on one die
+ * queue and operations on different dies overlap).
+ *
+ * Physical layout: dies are numbered die = channel * dies_per_channel + d;
+ * each die owns blocks_per_die erase blocks (planes only split that count)
+ * of pages_per_block pages of MEDIA_BLOCK_SIZE bytes. Host writes are
+ * striped over dies round-robin, channel first (die 0 of channel 0, die 0
+ * of channel 1, ...), each die appending to its one open block. GC runs
+ * per die (copy-back: a migrated page is read and programmed on its own
+ * die, without crossing the channel).
+ *
+ * Invariants (checked by flash_check() in debug and sanitizer builds):
+ *   1. l2p[l] == FLASH_UNMAPPED or p2l[l2p[l]] == l: the two maps agree.
+ *   2. A block's valid count equals the number of its pages p with
+ *      p2l[p] != FLASH_UNMAPPED; the sum over all blocks equals the number
+ *      of mapped logical blocks.
+ *   3. Every block of a die is in exactly one state: free (erased, in the
+ *      die's free pool), open (the die's write point), or full.
+ *   4. Each die keeps at least one free block outside foreground GC, so GC
+ *      always has a block to migrate into (the geometry check guarantees
+ *      the spare space that makes this possible).
+ *   5. Time never runs backwards on a timeline: busy-until values only
+ *      grow, and every completion time is >= the time the op was issued.
+ *   6. Partitions (ScalaCache 5.2): logical page l belongs to partition
+ *      (l / stripe_pages) % partitions, channel c (with its dies) to
+ *      partition c % partitions; a mapped l lives on a die of its own
+ *      partition, so partitions share no mapping entry, block, die or
+ *      channel.
+ *
+ * Thread safety: one mutex per partition, taken by whoever touches that
+ * partition (with partitions = 1, the single-lock FTL). Threads working on
+ * different partitions never contend. Stats and the checker take all of
+ * them, in index order.
+ */
+#ifndef CISC_DEVICE_FLASH_H
+#define CISC_DEVICE_FLASH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define FLASH_UNMAPPED UINT32_MAX
+
+enum flash_gc_policy {
+    FLASH_GC_GREEDY = 0,        /* fewest valid pages */
+    FLASH_GC_COST_BENEFIT = 1,  /* max age * (1 - u) / 2u (Rosenblum & Ousterhout) */
+};
+
+/* Geometry and timing. Zero fields take defaults in flash_geom_default(). */
+struct flash_geom {
+    uint32_t channels;
+    uint32_t dies_per_channel;
+    uint32_t planes;            /* per die; blocks_per_die is a multiple */
+    uint32_t blocks_per_die;
+    uint32_t pages_per_block;
+    uint32_t op_permille;       /* over-provisioning: spare / logical, in 1/1000 */
+    uint32_t gc_free_blocks;    /* per die: foreground GC below this many free */
+    uint32_t wear_delta;        /* static wear levelling when max-min erases exceed it */
+    enum flash_gc_policy gc_policy;
+    uint32_t partitions;        /* FTL partitions (device cores); 1 = single lock */
+    uint32_t stripe_pages;      /* logical stripe owned by one partition (32: 128 KiB) */
+    uint32_t members;           /* flash_media: drives in the array (0: 1) */
+    uint64_t t_read_ns;         /* array read of one page */
+    uint64_t t_prog_ns;         /* program of one page */
+    uint64_t t_erase_ns;        /* erase of one block */
+    uint64_t t_xfer_ns;         /* one page across a channel */
+};
+
+/* Counters for `cisc status` and the benchmarks. */
+struct flash_stats {
+    uint64_t host_reads, host_writes, trims;   /* pages */
+    uint64_t gc_runs, pages_moved, erases;
+    uint32_t erase_min, erase_max;
+    double erase_avg;
+    double waf;                 /* (host_writes + pages_moved) / host_writes */
+    uint64_t now_ns;            /* latest time the model has seen */
+};
+
+/* The outcome of one page operation. */
+struct flash_io {
+    uint64_t done_ns;           /* completion in simulated time */
+    bool gc;                    /* GC was running on the die that served it */
+};
+
+struct flash;
+
+/* Fills g's zero fields with defaults scaled to a medium of nblocks logical
+ * pages: ScalaCache Table 1 (8 channels x 4 dies, 512 pages per block,
+ * 18 us read, 35 us program) with blocks_per_die (and, for small images,
+ * pages_per_block) chosen so that the dies hold nblocks plus the spare
+ * space, 7% over-provisioning, greedy GC, 2 ms erase, 4 us transfer. */
+void flash_geom_default(struct flash_geom *g, uint64_t nblocks);
+
+/* Checks g against a medium of nblocks logical pages. Returns 0, or
+ * -EINVAL with a one-line reason in err (of errlen bytes): zero or absurd
+ * (> 1 s) latencies, zero counts, too few blocks per die for GC, or too
+ * little physical space for nblocks plus the GC reserve. */
+int flash_geom_check(const struct flash_geom *g, uint64_t nblocks, char *err,
+                     unsigned errlen);
+
+/* Creates a fresh (all erased, nothing mapped) model for nblocks logical
+ * pages. g must pass flash_geom_check. Returns 0 and sets *out, or -errno. */
+int flash_create(const struct flash_geom *g, uint64_t nblocks, struct flash **out);
+
+/* Frees the model. */
+void flash_destroy(struct flash *f);
+
+/* The geometry in use (defaults filled in). */
+const struct flash_geom *flash_geom(const struct flash *f);
+
+/* Reads logical page l issued at now_ns. An unmapped page (never written
+ * or trimmed) is answered by the controller without touching NAND.
+ * Returns its completion time and GC flag. */
+struct flash_io flash_read(struct flash *f, uint64_t l, uint64_t now_ns);
+
+/* Writes logical page l issued at now_ns: out-of-place, invalidating its
+ * old page; runs foreground GC on the target die first if its free pool is
+ * below the threshold (the write waits for it). */
+struct flash_io flash_write(struct flash *f, uint64_t l, uint64_t now_ns);
+
+/* Forgets logical pages [l, l + n) (TRIM): their pages become invalid and
+ * GC no longer migrates them. Costs no NAND time. */
+void flash_trim(struct flash *f, uint64_t l, uint64_t n);
+
+/* Background GC: each die idle at now_ns whose free pool is below twice
+ * the threshold collects one victim. Returns the number of blocks erased. */
+unsigned flash_idle(struct flash *f, uint64_t now_ns);
+
+/* Copies the counters. */
+void flash_stats(struct flash *f, struct flash_stats *st);
+
+/* Busy time of die d (or channel c) so far, in ns; 0 for an out-of-range
+ * index. Utilisation = busy / now. */
+uint64_t flash_die_busy_ns(struct flash *f, uint32_t d);
+uint64_t flash_chan_busy_ns(struct flash *f, uint32_t c);
+
+/* Checks invariants 1-4 and 6 of this header (O(pages)). Returns 0, or
+ * -EUCLEAN when one is broken (a model bug). */
+int flash_check(struct flash *f);
+
+/* Desnoyers' analytic write amplification of greedy GC under uniform
+ * random writes, for alpha = physical pages / logical pages (> 1), in the
+ * large-block limit: A solves 1 - 1/A = exp(-alpha / A). */
+double flash_waf_model(double alpha);
+
+#endif

@@ -1,0 +1,72 @@
+/*
+ * device/media/flash_media.h - the flash backend of the media seam: a
+ * media that stores bytes in a lower media (the image file) at their
+ * logical place and runs every page through the NAND model of flash.h.
+ *
+ * Reads and writes go to the lower media unchanged, so data, durability
+ * and crash behaviour are exactly the lower media's; the model only says
+ * when each page operation would complete on the drive. The pages of one
+ * multi-block call are issued together (they spread over dies and
+ * overlap), and the call's completion is the latest of theirs.
+ *
+ * Invariants:
+ *   1. The bytes a caller sees are the lower media's; the model never
+ *      changes or delays them (no host CPU is spent waiting).
+ *   2. flash_media_deadline_take() returns, for the calling thread, the
+ *      latest simulated completion time of the media calls it made since
+ *      its previous take (0 if none); the queue layer turns that into the
+ *      completion's arrival time.
+ *   3. discard trims the model as well as punching the lower media; trim
+ *      (media_trim) trims only the model.
+ *   4. There is no zero-copy descriptor (media_fd is -EOPNOTSUPP), so
+ *      every read goes through the model.
+ *   5. Arrays (ScalaCache 5.5, geometry field members > 1): the block space
+ *      is striped FLASH_ARRAY_STRIPE blocks (64 KiB) round-robin across
+ *      members; block b is page (b / S / M) * S + b % S of member
+ *      (b / S) % M, each member a model of its own (geometry defaulted for
+ *      its share, its own FTL, GC, partitions and locks). The bytes still
+ *      live in the one lower media.
+ */
+#ifndef CISC_DEVICE_FLASH_MEDIA_H
+#define CISC_DEVICE_FLASH_MEDIA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "device/media/flash.h"
+#include "device/media/media.h"
+
+#define FLASH_ARRAY_STRIPE 16u    /* blocks: 64 KiB */
+#define FLASH_MAX_MEMBERS  64u
+
+/* A clock in ns (simulated or real); ctx is the caller's. */
+typedef uint64_t (*flash_clock_fn)(void *ctx);
+
+/* Wraps lower (taking ownership of it, also on failure) in a flash model
+ * of geometry g (zero fields defaulted for lower's size, or for each
+ * member's share of it in an array of g->members). The clock is
+ * CLOCK_MONOTONIC until flash_media_set_clock. Returns 0 and sets *out,
+ * or -EINVAL with a reason in err (errlen bytes) for a bad geometry, or
+ * -errno. */
+int flash_media_open(struct media *lower, const struct flash_geom *g, char *err,
+                     unsigned errlen, struct media **out);
+
+/* Replaces the clock (tests use a fake one). Not thread-safe: call before
+ * the media is shared. */
+void flash_media_set_clock(struct media *m, flash_clock_fn fn, void *ctx);
+
+/* The model behind m (member 0), or NULL when m is not a flash media. */
+struct flash *flash_media_model(struct media *m);
+
+/* The number of array members of m (0 when m is not a flash media). */
+unsigned flash_media_members(struct media *m);
+
+/* Member i's model, or NULL when there is none. */
+struct flash *flash_media_member(struct media *m, unsigned i);
+
+/* Invariant 2: this thread's latest completion time since the last take;
+ * *gc (if gc is not NULL) says whether GC was running on a die that
+ * served one of those operations. */
+uint64_t flash_media_deadline_take(bool *gc);
+
+#endif
