@@ -3,6 +3,7 @@
  * replies (see control.h). Framing and the client calls are in
  * proto/ctl.c. */
 #include "device/control.h"
+#include "common/thread.h"
 
 #include "common/le.h"
 
@@ -571,13 +572,7 @@ static void free_ctl(struct ctl *c)
 static int start_thread(struct ctl *c)
 {
     int r = pipe2(c->wake_pipe, O_CLOEXEC | O_NONBLOCK) ? -errno : 0;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);   /* signals go to the main thread */
-    if (!r)
-        r = -pthread_create(&c->thread, NULL, ctl_main, c);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return r;
+    return r ? r : thread_start_quiet(&c->thread, ctl_main, c);
 }
 
 int ctl_create(const char *path, const struct ctl_limits *lim, ctl_handler_fn fn, void *arg,

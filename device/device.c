@@ -1,5 +1,6 @@
 /* device/device.c - device lifecycle and its control-socket requests. */
 #include "device/device.h"
+#include "common/thread.h"
 
 #include "common/clock.h"
 #include "common/corrupt.h"
@@ -531,11 +532,7 @@ static int slow_start(struct device *d)
     w->tail = &w->head;
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->cv, NULL);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);   /* signals go to the main thread */
-    int r = -pthread_create(&w->thread, NULL, slow_main, d);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int r = thread_start_quiet(&w->thread, slow_main, d);
     w->started = r == 0;
     if (r) {
         pthread_cond_destroy(&w->cv);

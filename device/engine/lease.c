@@ -3,6 +3,7 @@
  * and a timer thread that breaks a lease whose parked commands waited
  * LEASE_WAIT_NS. */
 #include "device/engine/lease.h"
+#include "common/thread.h"
 
 #include "device/engine/engine_int.h"
 #include "common/clock.h"
@@ -18,7 +19,7 @@ struct lease {
     uint64_t ino;
     const struct hdl_table *tbl;   /* holder */
     uint64_t fh;
-    uint64_t deadline_ns;          /* CLOCK_MONOTONIC (sched_now_ns) */
+    uint64_t deadline_ns;          /* CLOCK_MONOTONIC (now_ns) */
     bool broken;                   /* deadline passed with commands parked */
     struct eng_cmd *parked;        /* linked through item.next (no queue holds them) */
     struct eng_cmd **parked_tail;
@@ -253,16 +254,16 @@ int lease_table_create(struct engine *e, uint64_t wait_ns, struct lease_table **
     t->wait_ns = wait_ns ? wait_ns : LEASE_WAIT_NS;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* sched_now_ns's clock */
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* now_ns's clock */
     pthread_cond_init(&t->cv, &ca);
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&t->mu, NULL);
-    int r = pthread_create(&t->timer, NULL, timer_main, t);
+    int r = thread_start_quiet(&t->timer, timer_main, t);   /* no signals here either */
     if (r) {
         pthread_cond_destroy(&t->cv);
         pthread_mutex_destroy(&t->mu);
         free(t);
-        return -r;
+        return r;
     }
     *out = t;
     return 0;

@@ -5,6 +5,7 @@
  * the FUSE mount's kernel caches go through the notifier thread first.
  */
 #include "device/queue/queue_int.h"
+#include "common/thread.h"
 
 #include "device/engine/fused/fused.h"
 #include "device/media/flash_media.h"
@@ -231,11 +232,7 @@ int qp_notifier_start(struct qp_service *svc)
     pthread_mutex_init(&svc->nlock, NULL);
     pthread_cond_init(&svc->ncond, NULL);
     svc->ntail = &svc->nhead;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    int r = -pthread_create(&svc->notifier, NULL, notifier_main, svc);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int r = thread_start_quiet(&svc->notifier, notifier_main, svc);
     svc->notifier_started = r == 0;
     return r;
 }

@@ -6,6 +6,7 @@
  * take and drop queues handed over. See queue.h for the design.
  */
 #include "device/queue/queue_int.h"
+#include "common/thread.h"
 
 #include "common/clock.h"
 #include "device/engine/fused/fused.h"
@@ -618,11 +619,7 @@ int qp_poller_start(struct qp_poller *p)
 {
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->acked, NULL);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);   /* signals go to the main thread */
-    int r = -pthread_create(&p->thread, NULL, poller_main, p);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int r = thread_start_quiet(&p->thread, poller_main, p);
     p->started = r == 0;
     return r;
 }

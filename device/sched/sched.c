@@ -2,6 +2,7 @@
  * accounting around every run, and the FIFO policy. The other policies are
  * in rr.c and cfs.c. */
 #include "device/sched/sched_int.h"
+#include "common/thread.h"
 
 #include "common/clock.h"
 
@@ -228,19 +229,14 @@ static void *core_main(void *p)
 
 static int start_cores(struct sched *s)
 {
-    sigset_t all, old;
-    sigfillset(&all);
     /* Cores never take signals: the device's main thread handles them. */
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    int r = 0;
     while (s->nthreads < s->cores) {
-        r = pthread_create(&s->threads[s->nthreads], NULL, core_main, s);
+        int r = thread_start_quiet(&s->threads[s->nthreads], core_main, s);
         if (r)
-            break;
+            return r;
         s->nthreads++;
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return -r;
+    return 0;
 }
 
 int sched_create(const struct sched_policy *pol, const struct sched_config *cfg,
