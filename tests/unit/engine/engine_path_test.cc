@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "device/engine/engine.h"
+#include "tests/unit/engine/eng_image.h"
 #include "device/engine/handle.h"
 
 #include <errno.h>
@@ -31,19 +32,9 @@ protected:
 
     void SetUp() override
     {
-        char t[] = "/tmp/ciscfs-engpath-XXXXXX";
-        int fd = mkstemp(t);
-        ASSERT_GE(fd, 0);
-        close(fd);
-        path = t;
-        struct media *m;
-        ASSERT_EQ(media_create_file(path.c_str(), 64 << 20, 0, &m), 0);
-        struct sfs_mkfs_opts mo = {};
-        ASSERT_EQ(sfs_mkfs(m, &mo), 0);
-        media_close(m);
-        ASSERT_EQ(media_open_file(path.c_str(), 0, &m), 0);
-        struct sfs_mount_opts o = {};
-        ASSERT_EQ(sfs_mount(m, &o, &fs), 0);
+        MakeMountedImage("/tmp/ciscfs-engpath-XXXXXX", &path, &fs);
+        if (HasFatalFailure())
+            return;
         struct eng_config cfg = { 2, "fifo" };
         ASSERT_EQ(eng_create(fs, &cfg, &eng), 0);
         ASSERT_EQ(hdl_table_create(&tbl), 0);

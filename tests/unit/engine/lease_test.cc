@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "device/engine/engine.h"
+#include "tests/unit/engine/eng_image.h"
 #include "device/engine/handle.h"
 
 #include <fcntl.h>
@@ -36,19 +37,9 @@ protected:
 
     void Start(uint64_t wait_ns)
     {
-        char t[] = "/tmp/ciscfs-lease-XXXXXX";
-        int fd = mkstemp(t);
-        ASSERT_GE(fd, 0);
-        close(fd);
-        path = t;
-        struct media *m;
-        ASSERT_EQ(media_create_file(path.c_str(), 64 << 20, 0, &m), 0);
-        struct sfs_mkfs_opts mo = {};
-        ASSERT_EQ(sfs_mkfs(m, &mo), 0);
-        media_close(m);
-        ASSERT_EQ(media_open_file(path.c_str(), 0, &m), 0);
-        struct sfs_mount_opts o = {};
-        ASSERT_EQ(sfs_mount(m, &o, &fs), 0);
+        MakeMountedImage("/tmp/ciscfs-lease-XXXXXX", &path, &fs);
+        if (HasFatalFailure())
+            return;
         struct eng_config cfg = { 2, "fifo" };
         cfg.lease_wait_ns = wait_ns;
         ASSERT_EQ(eng_create(fs, &cfg, &eng), 0);
