@@ -53,9 +53,10 @@ static int check_offset_ok(struct venv *env, unsigned dst, const struct vreg *p)
 }
 
 /* ptr (+|-) scalar into dst. */
-static int ptr_add(struct venv *env, unsigned dst, struct vreg ptr, const struct vm_scalar *s,
+static int ptr_add(struct venv *env, unsigned dst, struct vreg ptr, const struct vreg *sreg,
                    bool sub)
 {
+    const struct vm_scalar *s = &sreg->v;
     bool konst = vs_is_const(s);
     bool fixed_only = ptr.type == VT_CTX || ptr.type == VT_IN_END || ptr.type == VT_OUT_END;
     char t[96];
@@ -83,7 +84,10 @@ static int ptr_add(struct venv *env, unsigned dst, struct vreg ptr, const struct
             /* The base moves by s: what was proved beyond the old base
              * still holds beyond the new one, less the most s can be. */
             bool keep = !sub && s->smin >= 0 && ptr.range > s->umax;
+            uint32_t by_dist = sub ? 0 : vm_dist_range_after_add(&ptr, sreg);
             ptr.range = keep ? ptr.range - (uint32_t)s->umax : 0;
+            if (by_dist > ptr.range)
+                ptr.range = by_dist;
             ptr.id = ++env->id_gen;
         }
     }
@@ -111,15 +115,29 @@ static int ptr_diff(struct venv *env, unsigned dst, const struct vreg *a, const 
     if (family(a) != family(b))
         return vm_verr(env, bit(dst), "R%u: subtracting pointers into different regions (%s "
                        "minus %s)", dst, vm_vtype_desc(a->type), vm_vtype_desc(b->type));
-    bool same_var = a->type == b->type && !((a->sflags | b->sflags) & VS_WILD) &&
-                    vs_is_const(&a->v) && vs_is_const(&b->v) &&
-                    ((a->type != VT_IN && a->type != VT_OUT) || a->id == b->id);
+    bool wild = (a->sflags | b->sflags) & VS_WILD;
+    bool buf = a->type == VT_IN || a->type == VT_OUT;
+    /* same buffer group: the same variable part, whatever it is */
+    bool same_group = a->type == b->type && buf && a->id == b->id && !wild;
+    bool same_var = same_group || (a->type == b->type && !wild && vs_is_const(&a->v) &&
+                                   vs_is_const(&b->v) && !buf);
     struct vreg *d = vm_reg(env, dst);
-    if (same_var)
-        vm_mark_scalar(d, vs_const((uint64_t)((int64_t)a->off + (int64_t)a->v.t.value -
-                                              (int64_t)b->off - (int64_t)b->v.t.value)));
-    else
+    struct vreg pa = *a, pb = *b;
+    if (same_group) {
+        vm_mark_scalar(d, vs_const((uint64_t)((int64_t)pa.off - pb.off)));
+    } else if (!wild && (pa.type == VT_IN_END || pa.type == VT_OUT_END) &&
+               (pb.type == VT_IN || pb.type == VT_OUT)) {
+        vm_dist_make(d, &pa, &pb);   /* end - p: a distance (verifier_dist.c) */
+    } else if (same_var) {
+        vm_mark_scalar(d, vs_const((uint64_t)((int64_t)pa.off + (int64_t)pa.v.t.value -
+                                              (int64_t)pb.off - (int64_t)pb.v.t.value)));
+    } else if (!wild && pa.type == pb.type && buf) {
+        /* two pointers into one buffer: both are base + off + v, bounded */
+        vm_mark_scalar(d, vs_srange((int64_t)pa.off + pa.v.smin - pb.off - pb.v.smax,
+                                    (int64_t)pa.off + pa.v.smax - pb.off - pb.v.smin));
+    } else {
         vm_mark_unknown(d);
+    }
     return 0;
 }
 
@@ -147,8 +165,8 @@ static int ptr_alu(struct venv *env, const struct vm_insn *insn, const struct vr
     if (!vm_is_ptr(d) && op == VM_SUB)
         return vm_verr(env, bit(dst), "subtracting a pointer from a scalar is not allowed");
     if (vm_is_ptr(d))
-        return ptr_add(env, dst, *d, &s->v, op == VM_SUB);
-    struct vm_scalar dv = d->v;
+        return ptr_add(env, dst, *d, s, op == VM_SUB);
+    struct vreg dv = *d;
     return ptr_add(env, dst, *s, &dv, false);
 }
 
@@ -186,11 +204,18 @@ static int alu_mov(struct venv *env, const struct vm_insn *insn)
                        "expose part of the address)", src,
                        insn->off ? "sign-extending move" : "32-bit move",
                        vm_vtype_desc(s.type));
+    /* a 32-bit copy of a value that fits is the value: its distance holds */
+    bool keep_dist = !insn->off && s.dist && s.v.smin >= 0 && s.v.umax <= UINT32_MAX;
     if (insn->off)
         vs_sext(&s.v, (unsigned)insn->off);
     if (!is64)
         vs_trunc(&s.v, 4);
     vm_mark_scalar(d, s.v);
+    if (keep_dist) {
+        d->dist = s.dist;
+        d->did = s.did;
+        d->doff = s.doff;
+    }
     if (insn->off == 0 && s.id && !(s.sflags & VS_SHL32)) {   /* w-move: the low half */
         d->id = s.id;
         d->sflags = VS_ZEXT;
@@ -210,6 +235,7 @@ static int alu_unary(struct venv *env, const struct vm_insn *insn)
     d->id = 0;
     d->sflags = 0;
     d->off = 0;
+    d->dist = 0;
     if (op == VM_NEG) {
         vs_neg(&d->v, is64);
         return 0;
@@ -261,7 +287,9 @@ int vm_check_alu(struct venv *env, const struct vm_insn *insn)
     struct vreg *d = vm_reg(env, dst);
     if (vm_is_ptr(d) || vm_is_ptr(&s))
         return ptr_alu(env, insn, &s);
+    struct vm_scalar before = d->v;
     vs_alu(&d->v, &s.v, op, is64, insn->off == 1);
     relink(d, insn);
+    vm_dist_alu(d, &before, &s.v, insn);
     return 0;
 }

@@ -76,7 +76,12 @@ static int arg_size(struct venv *env, const struct vm_helper *h, unsigned regno,
     if (!zero_ok && s->umin == 0)
         return vm_verr(env, bit(regno), "R%u: size passed to %s may be 0 (%s)", regno,
                        h->name, t);
-    err = vm_check_helper_mem(env, m->regno, s->umin, s->umax, m->write);
+    /* a size bounded by the distance from this very pointer to its end
+     * (`end - p`, or less) needs no constant bound (verifier_dist.c) */
+    if (vm_dist_covers(&m->ptr, vm_reg(env, regno)))
+        err = vm_check_helper_mem(env, m->regno, 0, 0, m->write);
+    else
+        err = vm_check_helper_mem(env, m->regno, s->umin, s->umax, m->write);
     m->size = s->umax;
     return err;
 }
@@ -134,6 +139,18 @@ static struct vm_scalar index_range(struct venv *env, const struct vm_helper *h)
     return vs_srange(-1, (int64_t)b - 1);
 }
 
+/* r0 < the bounding argument: a distance bound on that argument bounds
+ * r0 one byte tighter (verifier_dist.c). */
+static void index_dist(struct venv *env, const struct vm_helper *h, struct vreg *out)
+{
+    const struct vreg *r = h->ret_arg >= 1 && h->ret_arg <= 5 ? vm_reg(env, h->ret_arg) : NULL;
+    *out = r ? *r : (struct vreg){0};
+    if (!r || r->type != VT_SCALAR || !r->dist || r->v.smin < 0 || r->doff == INT32_MAX)
+        out->dist = 0;
+    else
+        out->doff = r->doff + 1;
+}
+
 static int helper_call(struct venv *env, const struct vm_insn *insn)
 {
     const struct vm_helper *h = vm_helper_find((uint32_t)insn->imm);
@@ -143,6 +160,8 @@ static int helper_call(struct venv *env, const struct vm_insn *insn)
     if (err)
         return err;
     struct vm_scalar idx = h->ret == VM_RET_INDEX ? index_range(env, h) : vs_unknown();
+    struct vreg bound;
+    index_dist(env, h, &bound);
     for (unsigned r = 1; r <= 5; r++)
         vm_mark_none(vm_reg(env, r));
     struct vreg *r0 = vm_reg(env, 0);
@@ -153,6 +172,11 @@ static int helper_call(struct venv *env, const struct vm_insn *insn)
         r0->range = h->ret_size;
     } else if (h->ret == VM_RET_INDEX) {
         vm_mark_scalar(r0, idx);
+        if (bound.dist) {
+            r0->dist = bound.dist;
+            r0->did = bound.did;
+            r0->doff = bound.doff;
+        }
     }
     env->pc++;
     return 0;

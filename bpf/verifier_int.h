@@ -35,6 +35,15 @@
  *      (b + off) << 32 (VS_SHL32, the first half of clang's zero-extension
  *      idiom), off being the scalar's `off` field; refining one refines
  *      the others (verifier_jmp.c).
+ *   6. A scalar with dist = T (VT_IN or VT_OUT) is at most the distance
+ *      from the buffer pointers of type T with id did to their end, less
+ *      doff: value <= END - (base + v) - doff (signed, v the variable
+ *      part those pointers share). `end - p` makes one (doff = p.off),
+ *      `n <= end - p` passes it on to n, adding or subtracting a constant
+ *      moves doff; a lower bound learnt on the scalar then proves bytes
+ *      after those pointers (verifier_dist.c), and a helper may take it as
+ *      the size for such a pointer. This is the pointer-vs-end part of a
+ *      zone domain (difference bounds), kept per scalar.
  */
 #ifndef CISC_BPF_VERIFIER_INT_H
 #define CISC_BPF_VERIFIER_INT_H
@@ -73,12 +82,14 @@ struct vreg {
     uint8_t type;          /* enum vtype */
     uint8_t frame;         /* VT_STACK: index of the frame it points into */
     uint8_t sflags;        /* scalars with id: VS_ZEXT, VS_SHL32; pointers: VS_WILD */
-    uint8_t pad;
+    uint8_t dist;          /* VT_SCALAR: VT_IN/VT_OUT if bounded by a distance (inv. 6) */
     uint32_t id;           /* VT_IN/VT_OUT: same id = same variable part;
                               VT_SCALAR: same id = linked values (below) */
     int32_t off;           /* pointers: fixed offset; linked scalars: delta */
     uint32_t range;        /* VT_IN/VT_OUT: [0, range) from base+v checked;
                               VT_MEM: region size */
+    uint32_t did;          /* dist: id of the buffer pointers ... */
+    int32_t doff;          /* ... and the offset subtracted (invariant 6) */
     struct vm_scalar v;    /* VT_SCALAR: the value; pointers: variable offset */
 };
 
@@ -257,6 +268,12 @@ void vm_helper_wrote_stack(struct venv *env, const struct vreg *ptr, uint64_t ma
 int vm_check_alu(struct venv *env, const struct vm_insn *insn);
 
 /* --- verifier_jmp.c ------------------------------------------------------ */
+/* Gives every register and spilled slot of buffer type `type` with `id`
+ * at least `range` proved bytes (verifier_int.h invariant 4). */
+void vm_mark_range(struct venv *env, uint8_t type, uint32_t id, uint32_t range);
+/* Narrows the variable part of the pointers with p's type and id to at
+ * most `limit` (signed). */
+void vm_bound_var(struct venv *env, const struct vreg *p, int64_t limit);
 /* Handles a jump at env->pc: updates env->pc (and may push the other
  * side). Returns 0, or 1 when the path ends (both sides impossible). */
 int vm_check_jmp(struct venv *env, const struct vm_insn *insn);
@@ -265,6 +282,25 @@ int vm_check_jmp(struct venv *env, const struct vm_insn *insn);
 int vm_check_call(struct venv *env, const struct vm_insn *insn);
 /* Handles exit: returns 0 to continue in the caller, 1 when the path ends. */
 int vm_check_exit(struct venv *env);
+
+/* --- verifier_dist.c ----------------------------------------------------- */
+/* dst = a - b for a buffer end a and a pointer b into that buffer: the
+ * range the distance can have, and the relation (invariant 6). */
+void vm_dist_make(struct vreg *dst, const struct vreg *end, const struct vreg *p);
+/* After dst's value changed by ALU instruction insn with operand value
+ * src (old value in before): keeps, moves or drops its distance relation. */
+void vm_dist_alu(struct vreg *dst, const struct vm_scalar *before, const struct vm_scalar *src,
+                 const struct vm_insn *insn);
+/* After a comparison refined a and b (the side where `a op b` holds):
+ * passes a distance bound from one to the other. */
+void vm_dist_cmp(struct vreg *a, struct vreg *b, unsigned op, bool is64);
+/* Applies every distance relation's lower bound to its pointers (ranges,
+ * variable parts): called after a branch refined scalars. */
+void vm_dist_learn(struct venv *env);
+/* True if size register s bounds [p, p + s) inside p's buffer by relation. */
+bool vm_dist_covers(const struct vreg *p, const struct vreg *s);
+/* q = p + s (s a scalar with a relation to p's buffer): the range q gets. */
+uint32_t vm_dist_range_after_add(const struct vreg *p, const struct vreg *s);
 
 /* --- verifier_print.c ---------------------------------------------------- */
 const char *vm_vtype_name(enum vtype t);
@@ -299,6 +335,9 @@ static inline void vm_mark_unknown(struct vreg *r)
     r->id = 0;
     r->off = 0;
     r->range = 0;
+    r->dist = 0;
+    r->did = 0;
+    r->doff = 0;
     r->v = vs_unknown();
 }
 

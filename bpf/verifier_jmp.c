@@ -28,7 +28,11 @@ static unsigned negate(unsigned op)
     case VM_JGE: return VM_JLT;
     case VM_JLT: return VM_JGE;
     case VM_JLE: return VM_JGT;
-    default: return op;
+    case VM_JSGT: return VM_JSLE;
+    case VM_JSGE: return VM_JSLT;
+    case VM_JSLT: return VM_JSGE;
+    case VM_JSLE: return VM_JSGT;
+    default: return op;   /* JSET: no negation among the opcodes */
     }
 }
 
@@ -52,7 +56,7 @@ static void mark_range_regs(struct vreg *regs, unsigned n, uint8_t type, uint32_
             regs[r].range = range;
 }
 
-static void mark_range(struct venv *env, uint8_t type, uint32_t id, uint32_t range)
+void vm_mark_range(struct venv *env, uint8_t type, uint32_t id, uint32_t range)
 {
     for (uint32_t f = 0; f < env->cur->nframes; f++) {
         struct vframe *fr = &env->cur->frames[f];
@@ -66,7 +70,7 @@ static void mark_range(struct venv *env, uint8_t type, uint32_t id, uint32_t ran
 /* P <= E also bounds P's variable part: a buffer is at most
  * VM_MAX_BUF_SIZE bytes (the runtime's promise, bpf/abi.h), so
  * var + P.off <= VM_MAX_BUF_SIZE + E.off. */
-static void bound_var(struct venv *env, const struct vreg *p, int64_t limit)
+void vm_bound_var(struct venv *env, const struct vreg *p, int64_t limit)
 {
     struct vm_scalar lim = vs_const((uint64_t)limit), v = p->v;
     if (vs_is_const(&v) || !vs_refine(&v, &lim, VM_JSLE, true, true))
@@ -97,9 +101,9 @@ static void learn_range(struct venv *env, const struct vreg *p, const struct vre
     else
         return;
     if (range > 0 && range <= VM_MAX_VAR_OFF)
-        mark_range(env, p->type, p->id, (uint32_t)range);
+        vm_mark_range(env, p->type, p->id, (uint32_t)range);
     if (p->id != 0)
-        bound_var(env, p, (int64_t)VM_MAX_BUF_SIZE + e->off - p->off);
+        vm_bound_var(env, p, (int64_t)VM_MAX_BUF_SIZE + e->off - p->off);
 }
 
 static bool is_end(const struct vreg *r)
@@ -250,8 +254,9 @@ static void propagate(struct venv *env, const struct vreg *m)
     }
 }
 
-static void set_side(struct venv *env, const struct vm_insn *insn, const struct vm_scalar *a,
-                     const struct vm_scalar *b)
+/* Installs the refined values of the side where `dst op src` holds. */
+static void set_side(struct venv *env, const struct vm_insn *insn, unsigned op,
+                     const struct vm_scalar *a, const struct vm_scalar *b)
 {
     struct vreg *d = vm_reg(env, vm_dst(insn));
     d->v = *a;
@@ -259,8 +264,10 @@ static void set_side(struct venv *env, const struct vm_insn *insn, const struct 
         struct vreg *s = vm_reg(env, vm_src(insn));
         s->v = *b;
         propagate(env, s);
+        vm_dist_cmp(d, s, op, VM_CLS(insn->code) == VM_CLS_JMP);
     }
     propagate(env, d);
+    vm_dist_learn(env);
 }
 
 static int scalar_cond(struct venv *env, const struct vm_insn *insn, uint32_t target)
@@ -275,13 +282,15 @@ static int scalar_cond(struct venv *env, const struct vm_insn *insn, uint32_t ta
     bool can_take = vs_refine(&at, same ? &at : &bt, op, is64, true);
     bool can_fall = vs_refine(&af, same ? &af : &bf, op, is64, false);
     if (can_take && can_fall) {
-        /* both sides change linked registers: queue a copy of the taken
-         * side made from a snapshot of the state before refinement */
-        bool linked = d->id || (x && vm_reg(env, src)->id);
+        /* both sides change linked registers (or, through a distance
+         * bound, pointers): queue a copy of the taken side made from a
+         * snapshot of the state before refinement */
+        const struct vreg *sr = x ? vm_reg(env, src) : NULL;
+        bool linked = d->id || d->dist || (sr && (sr->id || sr->dist));
         struct vsnap *before = linked ? vm_snap_take(env->cur) : NULL;
         if (linked && !before)
             return -ENOMEM;
-        set_side(env, insn, &at, &bt);
+        set_side(env, insn, op, &at, &bt);
         int err = push_side(env, target);
         if (before)
             vm_snap_restore(env->cur, before);
@@ -290,12 +299,12 @@ static int scalar_cond(struct venv *env, const struct vm_insn *insn, uint32_t ta
             return err;
     }
     if (can_fall) {
-        set_side(env, insn, &af, &bf);
+        set_side(env, insn, negate(op), &af, &bf);
         go(env, env->pc + 1);
         return 0;
     }
     if (can_take) {
-        set_side(env, insn, &at, &bt);
+        set_side(env, insn, op, &at, &bt);
         go(env, target);
         return 0;
     }

@@ -302,6 +302,11 @@ static bool join_reg(struct venv *env, struct vreg *o, const struct vreg *c, boo
         return false;
     if (o->type == VT_SCALAR) {
         o->v = join_scalar(env, &o->v, &c->v, wide, false);
+        /* a distance bound survives when both have it for one pointer
+         * group (the same pairing of ids as the pointers get) */
+        if (o->dist && !(c->dist == o->dist && c->doff == o->doff &&
+                         join_id(env, m, o->did, c->did) == o->did))
+            o->dist = 0, o->did = 0, o->doff = 0;
         if (o->id && c->id && o->sflags == c->sflags && o->off == c->off) {
             o->id = join_id(env, m, o->id, c->id);
         } else {

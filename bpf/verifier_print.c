@@ -61,7 +61,14 @@ void vm_reg_format(const struct vreg *r, char *buf, size_t size)
     }
     switch (r->type) {
     case VT_NONE: snprintf(buf, size, "?"); break;
-    case VT_SCALAR: vs_format(&r->v, buf, size); break;
+    case VT_SCALAR:
+        vs_format(&r->v, buf, size);
+        if (r->dist) {   /* "<=end-in#3-2": at most the distance of in id 3, less 2 */
+            size_t n = strlen(buf);
+            snprintf(buf + n, size - n, "(<=end-%s#%u%+d)", vm_vtype_name(r->dist), r->did,
+                     -r->doff);
+        }
+        break;
     case VT_STACK:
         if (var[0])
             snprintf(buf, size, "fp(off=%d%s)@%u", r->off, var, r->frame);

@@ -93,25 +93,61 @@ void vm_snap_free(struct vsnap *snap)
 
 /* --- subsumption ------------------------------------------------------------ */
 
-/* Packet ids must correspond one to one between the two states. */
+/* Packet ids must correspond one to one between the two states, and
+ * with one shift of the variable part per pair (below). */
 struct idmap {
     uint32_t n, temp;
     uint32_t old[64], cur[64];
+    int64_t shift[64];
 };
 
-static bool idmap_check(struct idmap *m, uint32_t o, uint32_t c)
+static bool idmap_check_shift(struct idmap *m, uint32_t o, uint32_t c, int64_t shift)
 {
     if (o == 0 || c == 0)
         return o == c;
     for (uint32_t k = 0; k < m->n; k++) {
         if (m->old[k] == o || m->cur[k] == c)
-            return m->old[k] == o && m->cur[k] == c;
+            return m->old[k] == o && m->cur[k] == c && m->shift[k] == shift;
     }
     if (m->n == 64)
         return false;
     m->old[m->n] = o;
+    m->shift[m->n] = shift;
     m->cur[m->n++] = c;
     return true;
+}
+
+static bool idmap_check(struct idmap *m, uint32_t o, uint32_t c)
+{
+    return idmap_check_shift(m, o, c, 0);
+}
+
+/* A pointer c with another fixed offset than o is the same address as o
+ * with the variable part shifted by d = c.off - o.off: it is subsumed if
+ * the shifted part lies in o's, and (buffers) if the bytes c proved from
+ * its base+var cover the ones o proved from its own (the ranges are
+ * counted from base+var, where o's is d bytes after c's). A loop that
+ * advances a pointer by a constant reaches its head with a larger fixed
+ * offset than the state joined there, which this recognises. */
+static bool rebased_subsumed(const struct vreg *o, const struct vreg *c, struct idmap *m)
+{
+    int64_t d = (int64_t)c->off - o->off;
+    if (o->type == VT_CTX || o->type == VT_IN_END || o->type == VT_OUT_END)
+        return false;
+    struct vm_scalar shifted = c->v, k = vs_const((uint64_t)d);
+    vs_alu(&shifted, &k, VM_ADD, true, false);
+    if (!vs_subset(&o->v, &shifted))
+        return false;
+    switch (o->type) {
+    case VT_STACK: return o->frame == c->frame;
+    case VT_IN:
+    case VT_OUT:
+        /* c proves [base+vc, +rc) = [base+vo-d, +rc): covers [base+vo, +ro) */
+        return (o->range == 0 || (d >= 0 && (int64_t)c->range - d >= (int64_t)o->range)) &&
+               idmap_check_shift(m, o->id, c->id, d);
+    case VT_MEM: return o->range == c->range;
+    default: return true;
+    }
 }
 
 static bool reg_subsumed(const struct vreg *o, const struct vreg *c, bool precise,
@@ -126,6 +162,13 @@ static bool reg_subsumed(const struct vreg *o, const struct vreg *c, bool precis
             return true;
         if (!vs_subset(&o->v, &c->v))
             return false;
+        /* a distance bound the old state relied on must hold here too,
+         * for the corresponding pointer group (verifier_dist.c) */
+        if (o->dist && (c->dist != o->dist ||
+                        (o->did == 0 ? c->did != 0 || c->doff < o->doff
+                                     : !idmap_check_shift(m, o->did, c->did,
+                                                          (int64_t)c->doff - o->doff))))
+            return false;
         /* links the old state relied on must exist in the current one */
         if (o->id == 0)
             return true;
@@ -137,7 +180,11 @@ static bool reg_subsumed(const struct vreg *o, const struct vreg *c, bool precis
     if (o->sflags & VS_WILD)   /* any offset: only the region must match */
         return (o->type != VT_STACK || o->frame == c->frame) &&
                (o->type != VT_MEM || o->range == c->range);
-    if ((c->sflags & VS_WILD) || o->off != c->off || !vs_subset(&o->v, &c->v))
+    if (c->sflags & VS_WILD)
+        return false;
+    if (o->off != c->off)
+        return rebased_subsumed(o, c, m);
+    if (!vs_subset(&o->v, &c->v))
         return false;
     switch (o->type) {
     case VT_STACK: return o->frame == c->frame;

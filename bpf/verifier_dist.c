@@ -1,0 +1,209 @@
+/*
+ * bpf/verifier_dist.c - distances to a buffer's end (verifier_int.h
+ * invariant 6): the pointer-vs-end part of a zone domain.
+ *
+ * The kernel's packet ranges only learn from comparing a pointer with the
+ * end pointer (`p + 4 > end`). Programs as clang emits them also compare
+ * the *difference*: `end - p < 4`, `if (len > end - p - 2)`, pass
+ * `end - p` to a helper as a size, or advance `p += n` by such a length.
+ * A scalar made by `end - p` therefore remembers that it is bounded by the
+ * distance from p's group of pointers (its buffer type and id, which stand
+ * for one variable part v) to the end:
+ *
+ *     value <= END - (base + v) - doff          (signed)
+ *
+ * The relation survives copies and spills (it is part of the register),
+ * moves with added or subtracted constants (doff changes), survives
+ * operations that cannot make a non-negative value larger (masking, right
+ * shifts, unsigned division and modulo, a 32-bit copy of a value that
+ * fits), and is passed on by comparisons: on the side where `n <= d`
+ * holds, n is bounded by d's distance too. It is used three ways:
+ *
+ *   - a lower bound L on the scalar proves L + doff bytes after base + v:
+ *     the range of every pointer of the group (vm_dist_learn);
+ *   - as a helper's size for a pointer of the group at an offset no
+ *     larger than doff, it keeps the access before the end
+ *     (vm_dist_covers);
+ *   - p + n for such an n is at most END - doff + p.off, which proves
+ *     doff bytes after the new pointer's base (vm_dist_range_after_add).
+ *
+ * Soundness: each rule keeps "value <= distance" true of every concrete
+ * state the abstract one stands for; joins keep a relation only when both
+ * sides have it with the same pointer group (verifier_join.c), pruning
+ * only lets a state without it be covered by one that did not need it
+ * (verifier_state.c).
+ */
+#include "bpf/verifier_int.h"
+
+#define DIST_LIMIT ((int64_t)1 << 40)   /* values stay far from wrapping */
+
+static bool small(const struct vm_scalar *v)
+{
+    return v->smin > -DIST_LIMIT && v->smax < DIST_LIMIT;
+}
+
+static void drop(struct vreg *r)
+{
+    r->dist = 0;
+    r->did = 0;
+    r->doff = 0;
+}
+
+static bool is_buf(uint8_t t)
+{
+    return t == VT_IN || t == VT_OUT;
+}
+
+void vm_dist_make(struct vreg *dst, const struct vreg *end, const struct vreg *p)
+{
+    /* D = END - (base + v) lies in [max(range, -vmax), MAX_BUF - vmin]:
+     * the buffer is at most VM_MAX_BUF_SIZE bytes and p proved `range`. */
+    int64_t doff = (int64_t)p->off - end->off;
+    int64_t lo = -p->v.smax, hi = (int64_t)VM_MAX_BUF_SIZE - p->v.smin;
+    if ((int64_t)p->range > lo)
+        lo = p->range;
+    if (lo > hi)
+        lo = hi;
+    vm_mark_scalar(dst, vs_srange(lo - doff, hi - doff));
+    if (doff < INT32_MIN || doff > INT32_MAX)
+        return;
+    dst->dist = p->type;
+    dst->did = p->id;
+    dst->doff = (int32_t)doff;
+}
+
+/* True if the operation cannot make a non-negative value larger. */
+static bool shrinks(unsigned op, bool signed_op)
+{
+    return op == VM_AND || op == VM_RSH || ((op == VM_DIV || op == VM_MOD) && !signed_op);
+}
+
+void vm_dist_alu(struct vreg *dst, const struct vm_scalar *before, const struct vm_scalar *src,
+                 const struct vm_insn *insn)
+{
+    unsigned op = VM_OP(insn->code);
+    bool is64 = VM_CLS(insn->code) == VM_CLS_ALU64;
+    if (!dst->dist)
+        return;
+    if ((op == VM_ADD || op == VM_SUB) && is64 && vs_is_const(src) && small(before) &&
+        small(&dst->v)) {
+        int64_t c = (int64_t)src->t.value;
+        int64_t doff = op == VM_ADD ? (int64_t)dst->doff - c : (int64_t)dst->doff + c;
+        if (doff >= INT32_MIN && doff <= INT32_MAX) {
+            dst->doff = (int32_t)doff;
+            return;
+        }
+    }
+    /* result <= before when before >= 0 (32-bit: also when it fits) */
+    if (shrinks(op, insn->off == 1) && before->smin >= 0 &&
+        (is64 || before->umax <= UINT32_MAX))
+        return;
+    drop(dst);
+}
+
+/* `lo <= hi` holds (strict: `lo < hi`): hi's relation bounds lo too. */
+static void pass_down(struct vreg *lo, const struct vreg *hi, bool strict)
+{
+    if (!hi->dist || lo->type != VT_SCALAR)
+        return;
+    int64_t doff = (int64_t)hi->doff + (strict ? 1 : 0);
+    if (doff > INT32_MAX)
+        return;
+    lo->dist = hi->dist;
+    lo->did = hi->did;
+    lo->doff = (int32_t)doff;
+}
+
+static bool fits_u32(const struct vreg *r)
+{
+    return r->v.smin >= 0 && r->v.umax <= UINT32_MAX;
+}
+
+static bool fits_s32(const struct vreg *r)
+{
+    return r->v.smin >= INT32_MIN && r->v.smax <= INT32_MAX;
+}
+
+void vm_dist_cmp(struct vreg *a, struct vreg *b, unsigned op, bool is64)
+{
+    bool sgn = op == VM_JSLE || op == VM_JSLT || op == VM_JSGE || op == VM_JSGT;
+    bool le = op == VM_JLE || op == VM_JLT || op == VM_JSLE || op == VM_JSLT;
+    bool ge = op == VM_JGE || op == VM_JGT || op == VM_JSGE || op == VM_JSGT;
+    bool strict = op == VM_JLT || op == VM_JGT || op == VM_JSLT || op == VM_JSGT;
+    if (a->type != VT_SCALAR || b->type != VT_SCALAR || !(a->dist || b->dist))
+        return;
+    /* the comparison must mean the same on the signed 64-bit values */
+    bool ok = is64 ? sgn || (a->v.smin >= 0 && b->v.smin >= 0)
+                   : sgn ? fits_s32(a) && fits_s32(b) : fits_u32(a) && fits_u32(b);
+    if (!ok)
+        return;
+    if (op == VM_JEQ) {
+        if (!a->dist)
+            pass_down(a, b, false);
+        else if (!b->dist)
+            pass_down(b, a, false);
+    } else if (le) {
+        pass_down(a, b, strict);
+    } else if (ge) {
+        pass_down(b, a, strict);
+    }
+}
+
+/* The variable part of the group (type, id), from any of its pointers. */
+static const struct vreg *group_member(struct venv *env, uint8_t type, uint32_t id)
+{
+    for (uint32_t f = 0; f < env->cur->nframes; f++) {
+        struct vframe *fr = &env->cur->frames[f];
+        for (unsigned r = 0; r < VM_NREGS; r++)
+            if (fr->regs[r].type == type && fr->regs[r].id == id &&
+                !(fr->regs[r].sflags & VS_WILD))
+                return &fr->regs[r];
+    }
+    return NULL;
+}
+
+static void learn_one(struct venv *env, const struct vreg *r)
+{
+    if (r->type != VT_SCALAR || !r->dist || r->v.smin <= -DIST_LIMIT)
+        return;
+    int64_t proved = r->v.smin + r->doff;   /* END - (base + v) >= proved */
+    if (proved < 0)
+        return;
+    if (proved > 0)
+        vm_mark_range(env, r->dist, r->did,
+                      (uint32_t)(proved < VM_MAX_VAR_OFF ? proved : VM_MAX_VAR_OFF));
+    const struct vreg *p = r->did ? group_member(env, r->dist, r->did) : NULL;
+    if (p)   /* base + v <= END: v is at most the buffer's size */
+        vm_bound_var(env, p, (int64_t)VM_MAX_BUF_SIZE - proved);
+}
+
+void vm_dist_learn(struct venv *env)
+{
+    for (uint32_t f = 0; f < env->cur->nframes; f++) {
+        struct vframe *fr = &env->cur->frames[f];
+        for (unsigned r = 0; r < VM_NREGS; r++)
+            learn_one(env, &fr->regs[r]);
+        for (uint32_t s = 0; s < fr->nslots; s++)
+            if (fr->slots[s].spill)
+                learn_one(env, &fr->slots[s].r);
+    }
+}
+
+bool vm_dist_covers(const struct vreg *p, const struct vreg *s)
+{
+    /* p = base + v + p.off >= base and s <= END - (base + v) - doff with
+     * p.off <= doff: p + s <= END */
+    return is_buf(p->type) && s->type == VT_SCALAR && s->dist == p->type && s->did == p->id &&
+           !(p->sflags & VS_WILD) && p->off >= 0 && p->v.smin >= 0 && p->off <= s->doff &&
+           s->v.smin >= 0;
+}
+
+uint32_t vm_dist_range_after_add(const struct vreg *p, const struct vreg *s)
+{
+    /* q = p + s: base + v_q = base + v + s <= END - doff, so doff bytes
+     * after q's base + var are inside (q keeps p's fixed offset) */
+    if (!s || !is_buf(p->type) || s->type != VT_SCALAR || s->dist != p->type ||
+        s->did != p->id || (p->sflags & VS_WILD) || s->doff <= 0)
+        return 0;
+    return (uint32_t)(s->doff < VM_MAX_VAR_OFF ? s->doff : VM_MAX_VAR_OFF);
+}
