@@ -52,6 +52,22 @@ static int check_offset_ok(struct venv *env, unsigned dst, const struct vreg *p)
     return 0;
 }
 
+/* ptr + s with ptr's variable part a constant c and s = b + s.off (a
+ * linked scalar): the new variable part is b + (s.off + c) (invariant 7). */
+static void link_var(struct vreg *ptr, const struct vreg *s, bool sub)
+{
+    /* zext32(b + off) links too when the pointer's own part is 0 */
+    bool zext = s->sflags == VS_ZEXT && vs_is_const(&ptr->v) && ptr->v.t.value == 0;
+    bool ok = !sub && vs_is_const(&ptr->v) && s->type == VT_SCALAR && s->id &&
+              (s->sflags == 0 || zext);
+    int64_t d = ok ? (int64_t)s->off + (int64_t)ptr->v.t.value : 0;
+    ptr->sflags &= (uint8_t)~VS_LZEXT;
+    ptr->lid = ok && d >= INT32_MIN && d <= INT32_MAX ? s->id : 0;
+    ptr->loff = ptr->lid ? (int32_t)d : 0;
+    if (ptr->lid && zext)
+        ptr->sflags |= VS_LZEXT;
+}
+
 /* ptr (+|-) scalar into dst. */
 static int ptr_add(struct venv *env, unsigned dst, struct vreg ptr, const struct vreg *sreg,
                    bool sub)
@@ -79,6 +95,7 @@ static int ptr_add(struct venv *env, unsigned dst, struct vreg ptr, const struct
         int64_t c = (int64_t)s->t.value;
         ptr.off = (int32_t)(sub ? ptr.off - c : ptr.off + c);
     } else {
+        link_var(&ptr, sreg, sub);
         vs_alu(&ptr.v, s, sub ? VM_SUB : VM_ADD, true, false);
         if (ptr.type == VT_IN || ptr.type == VT_OUT) {
             /* The base moves by s: what was proved beyond the old base
@@ -95,6 +112,16 @@ static int ptr_add(struct venv *env, unsigned dst, struct vreg ptr, const struct
     if (!err)
         *vm_reg(env, dst) = ptr;
     return err;
+}
+
+/* Gives src a link id (if it has none) that a copy will share. */
+static void link_src(struct venv *env, struct vreg *s)
+{
+    if (s->type == VT_SCALAR && s->id == 0) {
+        s->id = ++env->id_gen;
+        s->sflags = 0;
+        s->off = 0;
+    }
 }
 
 static int family(const struct vreg *r)
@@ -164,20 +191,16 @@ static int ptr_alu(struct venv *env, const struct vm_insn *insn, const struct vr
     }
     if (!vm_is_ptr(d) && op == VM_SUB)
         return vm_verr(env, bit(dst), "subtracting a pointer from a scalar is not allowed");
-    if (vm_is_ptr(d))
-        return ptr_add(env, dst, *d, s, op == VM_SUB);
+    if (vm_is_ptr(d)) {
+        if (VM_SRC(insn->code) == VM_X && !vs_is_const(&s->v))
+            link_src(env, vm_reg(env, vm_src(insn)));
+        struct vreg sv = VM_SRC(insn->code) == VM_X ? *vm_reg(env, vm_src(insn)) : *s;
+        return ptr_add(env, dst, *d, &sv, op == VM_SUB);
+    }
+    if (!vs_is_const(&d->v))
+        link_src(env, d);
     struct vreg dv = *d;
     return ptr_add(env, dst, *s, &dv, false);
-}
-
-/* Gives src a link id (if it has none) that a copy will share. */
-static void link_src(struct venv *env, struct vreg *s)
-{
-    if (s->type == VT_SCALAR && s->id == 0) {
-        s->id = ++env->id_gen;
-        s->sflags = 0;
-        s->off = 0;
-    }
 }
 
 static int alu_mov(struct venv *env, const struct vm_insn *insn)

@@ -44,6 +44,11 @@
  *      after those pointers (verifier_dist.c), and a helper may take it as
  *      the size for such a pointer. This is the pointer-vs-end part of a
  *      zone domain (difference bounds), kept per scalar.
+ *   7. A pointer with lid != 0 has the variable part v = b + loff (with
+ *      VS_LZEXT: zext32(b + loff)), b the base of the scalars linked with
+ *      id lid (invariant 5): made by
+ *      `q = data + n`; bounding q's v (a check against the end) then
+ *      bounds n, the counter the program keeps.
  */
 #ifndef CISC_BPF_VERIFIER_INT_H
 #define CISC_BPF_VERIFIER_INT_H
@@ -64,6 +69,7 @@
 #define VS_ZEXT 1                     /* scalar link kinds (invariant 5) */
 #define VS_SHL32 2
 #define VS_WILD 4                     /* pointer with an unbounded offset */
+#define VS_LZEXT 8                    /* pointer: v = zext32(b + loff) (invariant 7) */
 
 enum vtype {
     VT_NONE = 0,   /* not initialised */
@@ -90,6 +96,8 @@ struct vreg {
                               VT_MEM: region size */
     uint32_t did;          /* dist: id of the buffer pointers ... */
     int32_t doff;          /* ... and the offset subtracted (invariant 6) */
+    uint32_t lid;          /* pointers: v = b + loff for the scalars linked */
+    int32_t loff;          /* with id lid (invariant 7); 0: no such link */
     struct vm_scalar v;    /* VT_SCALAR: the value; pointers: variable offset */
 };
 
@@ -338,6 +346,8 @@ static inline void vm_mark_unknown(struct vreg *r)
     r->dist = 0;
     r->did = 0;
     r->doff = 0;
+    r->lid = 0;
+    r->loff = 0;
     r->v = vs_unknown();
 }
 

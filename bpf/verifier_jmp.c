@@ -48,6 +48,8 @@ static unsigned swap_sides(unsigned op)
     }
 }
 
+static void propagate(struct venv *env, const struct vreg *m);
+
 static void mark_range_regs(struct vreg *regs, unsigned n, uint8_t type, uint32_t id,
                             uint32_t range)
 {
@@ -84,6 +86,14 @@ void vm_bound_var(struct venv *env, const struct vreg *p, int64_t limit)
             if (fr->slots[s].spill && fr->slots[s].r.type == p->type &&
                 fr->slots[s].r.id == p->id)
                 fr->slots[s].r.v = v;
+    }
+    if (p->lid) {   /* v = b + loff: the linked scalars learn it too */
+        struct vreg m;
+        vm_mark_scalar(&m, v);
+        m.id = p->lid;
+        m.off = p->loff;
+        m.sflags = p->sflags & VS_LZEXT ? VS_ZEXT : 0;
+        propagate(env, &m);
     }
 }
 

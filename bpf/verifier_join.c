@@ -221,6 +221,8 @@ static bool sane(const struct vm_scalar *s)
  * may not be dereferenced, but states holding it still converge. */
 static void make_wild(struct venv *env, struct vreg *o)
 {
+    o->lid = 0;
+    o->loff = 0;
     o->sflags = VS_WILD;
     o->off = 0;
     o->v = vs_unknown();
@@ -247,6 +249,10 @@ static bool join_ptr(struct venv *env, struct vreg *o, const struct vreg *c, boo
         make_wild(env, o);   /* a context/end pointer moving in a loop */
     if (fixed)
         return o->off == c->off || (o->sflags & VS_WILD);
+    if (o->lid && !(c->lid && o->off == c->off && o->loff == c->loff &&
+                    ((o->sflags ^ c->sflags) & VS_LZEXT) == 0 &&
+                    join_id(env, m, o->lid, c->lid) == o->lid))
+        o->lid = 0, o->loff = 0, o->sflags &= (uint8_t)~VS_LZEXT;   /* same link in both */
     if (o->off == c->off) {
         o->v = join_scalar(env, &o->v, &c->v, wide, true);
         if (buf) {

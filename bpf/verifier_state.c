@@ -182,6 +182,11 @@ static bool reg_subsumed(const struct vreg *o, const struct vreg *c, bool precis
                (o->type != VT_MEM || o->range == c->range);
     if (c->sflags & VS_WILD)
         return false;
+    /* a link of the variable part to scalars (invariant 7) the old state
+     * relied on must be there too */
+    if (o->lid && (o->off != c->off || o->loff != c->loff ||
+                   ((o->sflags ^ c->sflags) & VS_LZEXT) || !idmap_check(m, o->lid, c->lid)))
+        return false;
     if (o->off != c->off)
         return rebased_subsumed(o, c, m);
     if (!vs_subset(&o->v, &c->v))
