@@ -234,11 +234,8 @@ static int alu_mov(struct venv *env, const struct vm_insn *insn)
     if (!is64)
         vs_trunc(&s.v, 4);
     vm_mark_scalar(d, s.v);
-    if (keep_dist) {
-        d->dist = s.dist;
-        d->did = s.did;
-        d->doff = s.doff;
-    }
+    if (keep_dist)
+        vm_dist_copy(d, &s);
     if (insn->off == 0 && s.id && !(s.sflags & VS_SHL32)) {   /* w-move: the low half */
         d->id = s.id;
         d->sflags = VS_ZEXT;

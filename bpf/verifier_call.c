@@ -144,11 +144,15 @@ static struct vm_scalar index_range(struct venv *env, const struct vm_helper *h)
 static void index_dist(struct venv *env, const struct vm_helper *h, struct vreg *out)
 {
     const struct vreg *r = h->ret_arg >= 1 && h->ret_arg <= 5 ? vm_reg(env, h->ret_arg) : NULL;
-    *out = r ? *r : (struct vreg){0};
-    if (!r || r->type != VT_SCALAR || !r->dist || r->v.smin < 0 || r->doff == INT32_MAX)
-        out->dist = 0;
-    else
-        out->doff = r->doff + 1;
+    vm_mark_unknown(out);
+    if (!r || r->type != VT_SCALAR || r->v.smin < 0)
+        return;
+    vm_dist_copy(out, r);
+    for (unsigned k = 0; k < 2; k++)
+        if (out->doff[k] < INT32_MAX)
+            out->doff[k]++;
+        else
+            out->dist &= (uint8_t)~(1u << k);
 }
 
 static int helper_call(struct venv *env, const struct vm_insn *insn)
@@ -172,11 +176,7 @@ static int helper_call(struct venv *env, const struct vm_insn *insn)
         r0->range = h->ret_size;
     } else if (h->ret == VM_RET_INDEX) {
         vm_mark_scalar(r0, idx);
-        if (bound.dist) {
-            r0->dist = bound.dist;
-            r0->did = bound.did;
-            r0->doff = bound.doff;
-        }
+        vm_dist_copy(r0, &bound);
     }
     env->pc++;
     return 0;

@@ -12,6 +12,8 @@
  *
  *     value <= END - (base + v) - doff          (signed)
  *
+ * one such bound for the input and one for the output (a length checked
+ * against both buffers, as a copy loop does, is bounded by both).
  * The relation survives copies and spills (it is part of the register),
  * moves with added or subtracted constants (doff changes), survives
  * operations that cannot make a non-negative value larger (masking, right
@@ -42,16 +44,29 @@ static bool small(const struct vm_scalar *v)
     return v->smin > -DIST_LIMIT && v->smax < DIST_LIMIT;
 }
 
-static void drop(struct vreg *r)
-{
-    r->dist = 0;
-    r->did = 0;
-    r->doff = 0;
-}
-
 static bool is_buf(uint8_t t)
 {
     return t == VT_IN || t == VT_OUT;
+}
+
+static void set_bound(struct vreg *r, unsigned k, uint32_t id, int64_t doff)
+{
+    if (doff < INT32_MIN || doff > INT32_MAX) {
+        r->dist &= (uint8_t)~(1u << k);
+        return;
+    }
+    r->dist |= (uint8_t)(1u << k);
+    r->did[k] = id;
+    r->doff[k] = (int32_t)doff;
+}
+
+void vm_dist_copy(struct vreg *dst, const struct vreg *src)
+{
+    dst->dist = src->dist;
+    for (unsigned k = 0; k < 2; k++) {
+        dst->did[k] = src->did[k];
+        dst->doff[k] = src->doff[k];
+    }
 }
 
 void vm_dist_make(struct vreg *dst, const struct vreg *end, const struct vreg *p)
@@ -65,11 +80,7 @@ void vm_dist_make(struct vreg *dst, const struct vreg *end, const struct vreg *p
     if (lo > hi)
         lo = hi;
     vm_mark_scalar(dst, vs_srange(lo - doff, hi - doff));
-    if (doff < INT32_MIN || doff > INT32_MAX)
-        return;
-    dst->dist = p->type;
-    dst->did = p->id;
-    dst->doff = (int32_t)doff;
+    set_bound(dst, vm_buf_index(p->type), p->id, doff);
 }
 
 /* True if the operation cannot make a non-negative value larger. */
@@ -88,30 +99,26 @@ void vm_dist_alu(struct vreg *dst, const struct vm_scalar *before, const struct 
     if ((op == VM_ADD || op == VM_SUB) && is64 && vs_is_const(src) && small(before) &&
         small(&dst->v)) {
         int64_t c = (int64_t)src->t.value;
-        int64_t doff = op == VM_ADD ? (int64_t)dst->doff - c : (int64_t)dst->doff + c;
-        if (doff >= INT32_MIN && doff <= INT32_MAX) {
-            dst->doff = (int32_t)doff;
-            return;
-        }
+        for (unsigned k = 0; k < 2; k++)
+            if (dst->dist >> k & 1)
+                set_bound(dst, k, dst->did[k], op == VM_ADD ? (int64_t)dst->doff[k] - c
+                                                            : (int64_t)dst->doff[k] + c);
+        return;
     }
     /* result <= before when before >= 0 (32-bit: also when it fits) */
     if (shrinks(op, insn->off == 1) && before->smin >= 0 &&
         (is64 || before->umax <= UINT32_MAX))
         return;
-    drop(dst);
+    dst->dist = 0;
 }
 
-/* `lo <= hi` holds (strict: `lo < hi`): hi's relation bounds lo too. */
-static void pass_down(struct vreg *lo, const struct vreg *hi, bool strict)
+/* `lo <= hi` holds (strict: `lo < hi`): hi's bounds bound lo too, where
+ * lo has none of its own for that buffer (an existing one may be tighter). */
+static void pass_down(struct vreg *lo, const struct vreg *hi, bool strict, bool replace)
 {
-    if (!hi->dist || lo->type != VT_SCALAR)
-        return;
-    int64_t doff = (int64_t)hi->doff + (strict ? 1 : 0);
-    if (doff > INT32_MAX)
-        return;
-    lo->dist = hi->dist;
-    lo->did = hi->did;
-    lo->doff = (int32_t)doff;
+    for (unsigned k = 0; k < 2; k++)
+        if ((hi->dist >> k & 1) && (replace || !(lo->dist >> k & 1)))
+            set_bound(lo, k, hi->did[k], (int64_t)hi->doff[k] + (strict ? 1 : 0));
 }
 
 static bool fits_u32(const struct vreg *r)
@@ -138,18 +145,16 @@ void vm_dist_cmp(struct vreg *a, struct vreg *b, unsigned op, bool is64)
     if (!ok)
         return;
     if (op == VM_JEQ) {
-        if (!a->dist)
-            pass_down(a, b, false);
-        else if (!b->dist)
-            pass_down(b, a, false);
+        pass_down(a, b, false, false);
+        pass_down(b, a, false, false);
     } else if (le) {
-        pass_down(a, b, strict);
+        pass_down(a, b, strict, true);
     } else if (ge) {
-        pass_down(b, a, strict);
+        pass_down(b, a, strict, true);
     }
 }
 
-/* The variable part of the group (type, id), from any of its pointers. */
+/* A pointer of the group (type, id), for its variable part. */
 static const struct vreg *group_member(struct venv *env, uint8_t type, uint32_t id)
 {
     for (uint32_t f = 0; f < env->cur->nframes; f++) {
@@ -166,15 +171,20 @@ static void learn_one(struct venv *env, const struct vreg *r)
 {
     if (r->type != VT_SCALAR || !r->dist || r->v.smin <= -DIST_LIMIT)
         return;
-    int64_t proved = r->v.smin + r->doff;   /* END - (base + v) >= proved */
-    if (proved < 0)
-        return;
-    if (proved > 0)
-        vm_mark_range(env, r->dist, r->did,
-                      (uint32_t)(proved < VM_MAX_VAR_OFF ? proved : VM_MAX_VAR_OFF));
-    const struct vreg *p = r->did ? group_member(env, r->dist, r->did) : NULL;
-    if (p)   /* base + v <= END: v is at most the buffer's size */
-        vm_bound_var(env, p, (int64_t)VM_MAX_BUF_SIZE - proved);
+    for (unsigned k = 0; k < 2; k++) {
+        if (!(r->dist >> k & 1))
+            continue;
+        uint8_t type = k ? VT_OUT : VT_IN;
+        int64_t proved = r->v.smin + r->doff[k];   /* END - (base + v) >= proved */
+        if (proved < 0)
+            continue;
+        if (proved > 0)
+            vm_mark_range(env, type, r->did[k],
+                          (uint32_t)(proved < VM_MAX_VAR_OFF ? proved : VM_MAX_VAR_OFF));
+        const struct vreg *p = r->did[k] ? group_member(env, type, r->did[k]) : NULL;
+        if (p)   /* base + v <= END: v is at most the buffer's size */
+            vm_bound_var(env, p, (int64_t)VM_MAX_BUF_SIZE - proved);
+    }
 }
 
 void vm_dist_learn(struct venv *env)
@@ -189,12 +199,23 @@ void vm_dist_learn(struct venv *env)
     }
 }
 
+/* The bound of s that applies to pointer p (same buffer, same group). */
+static bool bound_for(const struct vreg *p, const struct vreg *s, int32_t *doff)
+{
+    unsigned k = vm_buf_index(p->type);
+    if (!is_buf(p->type) || s->type != VT_SCALAR || !(s->dist >> k & 1) ||
+        s->did[k] != p->id || (p->sflags & VS_WILD))
+        return false;
+    *doff = s->doff[k];
+    return true;
+}
+
 bool vm_dist_covers(const struct vreg *p, const struct vreg *s)
 {
     /* p = base + v + p.off >= base and s <= END - (base + v) - doff with
      * p.off <= doff: p + s <= END */
-    return is_buf(p->type) && s->type == VT_SCALAR && s->dist == p->type && s->did == p->id &&
-           !(p->sflags & VS_WILD) && p->off >= 0 && p->v.smin >= 0 && p->off <= s->doff &&
+    int32_t doff;
+    return bound_for(p, s, &doff) && p->off >= 0 && p->v.smin >= 0 && p->off <= doff &&
            s->v.smin >= 0;
 }
 
@@ -202,8 +223,8 @@ uint32_t vm_dist_range_after_add(const struct vreg *p, const struct vreg *s)
 {
     /* q = p + s: base + v_q = base + v + s <= END - doff, so doff bytes
      * after q's base + var are inside (q keeps p's fixed offset) */
-    if (!s || !is_buf(p->type) || s->type != VT_SCALAR || s->dist != p->type ||
-        s->did != p->id || (p->sflags & VS_WILD) || s->doff <= 0)
+    int32_t doff;
+    if (!s || !bound_for(p, s, &doff) || doff <= 0)
         return 0;
-    return (uint32_t)(s->doff < VM_MAX_VAR_OFF ? s->doff : VM_MAX_VAR_OFF);
+    return (uint32_t)(doff < VM_MAX_VAR_OFF ? doff : VM_MAX_VAR_OFF);
 }

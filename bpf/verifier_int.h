@@ -35,10 +35,11 @@
  *      (b + off) << 32 (VS_SHL32, the first half of clang's zero-extension
  *      idiom), off being the scalar's `off` field; refining one refines
  *      the others (verifier_jmp.c).
- *   6. A scalar with dist = T (VT_IN or VT_OUT) is at most the distance
- *      from the buffer pointers of type T with id did to their end, less
- *      doff: value <= END - (base + v) - doff (signed, v the variable
- *      part those pointers share). `end - p` makes one (doff = p.off),
+ *   6. A scalar with bit k of dist set (k = vm_buf_index(T): 0 for the
+ *      input, 1 for the output) is at most the distance from the buffer
+ *      pointers of type T with id did[k] to their end, less doff[k]:
+ *      value <= END - (base + v) - doff[k] (signed, v the variable part
+ *      those pointers share). `end - p` makes one (doff = p.off),
  *      `n <= end - p` passes it on to n, adding or subtracting a constant
  *      moves doff; a lower bound learnt on the scalar then proves bytes
  *      after those pointers (verifier_dist.c), and a helper may take it as
@@ -88,14 +89,14 @@ struct vreg {
     uint8_t type;          /* enum vtype */
     uint8_t frame;         /* VT_STACK: index of the frame it points into */
     uint8_t sflags;        /* scalars with id: VS_ZEXT, VS_SHL32; pointers: VS_WILD */
-    uint8_t dist;          /* VT_SCALAR: VT_IN/VT_OUT if bounded by a distance (inv. 6) */
+    uint8_t dist;          /* VT_SCALAR: bit k: bounded by a distance (invariant 6) */
     uint32_t id;           /* VT_IN/VT_OUT: same id = same variable part;
                               VT_SCALAR: same id = linked values (below) */
     int32_t off;           /* pointers: fixed offset; linked scalars: delta */
     uint32_t range;        /* VT_IN/VT_OUT: [0, range) from base+v checked;
                               VT_MEM: region size */
-    uint32_t did;          /* dist: id of the buffer pointers ... */
-    int32_t doff;          /* ... and the offset subtracted (invariant 6) */
+    uint32_t did[2];       /* dist bit k: id of the buffer pointers ... */
+    int32_t doff[2];       /* ... and the offset subtracted (invariant 6) */
     uint32_t lid;          /* pointers: v = b + loff for the scalars linked */
     int32_t loff;          /* with id lid (invariant 7); 0: no such link */
     struct vm_scalar v;    /* VT_SCALAR: the value; pointers: variable offset */
@@ -305,6 +306,8 @@ void vm_dist_cmp(struct vreg *a, struct vreg *b, unsigned op, bool is64);
 /* Applies every distance relation's lower bound to its pointers (ranges,
  * variable parts): called after a branch refined scalars. */
 void vm_dist_learn(struct venv *env);
+/* Copies src's distance bounds (only) into dst. */
+void vm_dist_copy(struct vreg *dst, const struct vreg *src);
 /* True if size register s bounds [p, p + s) inside p's buffer by relation. */
 bool vm_dist_covers(const struct vreg *p, const struct vreg *s);
 /* q = p + s (s a scalar with a relation to p's buffer): the range q gets. */
@@ -330,6 +333,12 @@ static inline struct vreg *vm_reg(struct venv *env, unsigned regno)
     return &vm_curframe(env)->regs[regno];
 }
 
+/* Index of a buffer type (VT_IN 0, VT_OUT 1) in a scalar's distances. */
+static inline unsigned vm_buf_index(uint8_t type)
+{
+    return type == VT_OUT;
+}
+
 static inline bool vm_is_ptr(const struct vreg *r)
 {
     return r->type > VT_SCALAR;
@@ -344,8 +353,8 @@ static inline void vm_mark_unknown(struct vreg *r)
     r->off = 0;
     r->range = 0;
     r->dist = 0;
-    r->did = 0;
-    r->doff = 0;
+    r->did[0] = r->did[1] = 0;
+    r->doff[0] = r->doff[1] = 0;
     r->lid = 0;
     r->loff = 0;
     r->v = vs_unknown();

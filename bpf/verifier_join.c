@@ -310,9 +310,10 @@ static bool join_reg(struct venv *env, struct vreg *o, const struct vreg *c, boo
         o->v = join_scalar(env, &o->v, &c->v, wide, false);
         /* a distance bound survives when both have it for one pointer
          * group (the same pairing of ids as the pointers get) */
-        if (o->dist && !(c->dist == o->dist && c->doff == o->doff &&
-                         join_id(env, m, o->did, c->did) == o->did))
-            o->dist = 0, o->did = 0, o->doff = 0;
+        for (unsigned k = 0; k < 2; k++)
+            if (((o->dist & c->dist) >> k & 1) == 0 || c->doff[k] != o->doff[k] ||
+                join_id(env, m, o->did[k], c->did[k]) != o->did[k])
+                o->dist &= (uint8_t)~(1u << k);
         if (o->id && c->id && o->sflags == c->sflags && o->off == c->off) {
             o->id = join_id(env, m, o->id, c->id);
         } else {

@@ -63,10 +63,11 @@ void vm_reg_format(const struct vreg *r, char *buf, size_t size)
     case VT_NONE: snprintf(buf, size, "?"); break;
     case VT_SCALAR:
         vs_format(&r->v, buf, size);
-        if (r->dist) {   /* "<=end-in#3-2": at most the distance of in id 3, less 2 */
+        for (unsigned k = 0; k < 2; k++) {   /* "(<=end-in#3-2)": distance bound */
             size_t n = strlen(buf);
-            snprintf(buf + n, size - n, "(<=end-%s#%u%+d)", vm_vtype_name(r->dist), r->did,
-                     -r->doff);
+            if (r->dist >> k & 1)
+                snprintf(buf + n, size - n, "(<=end-%s#%u%+d)",
+                         vm_vtype_name(k ? VT_OUT : VT_IN), r->did[k], -r->doff[k]);
         }
         break;
     case VT_STACK:

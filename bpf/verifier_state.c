@@ -150,6 +150,24 @@ static bool rebased_subsumed(const struct vreg *o, const struct vreg *c, struct 
     }
 }
 
+/* The distance bounds o relied on hold in c for the corresponding
+ * pointer groups (id 0: the buffer's start, where c's bound must be at
+ * least as tight). */
+static bool dist_subsumed(const struct vreg *o, const struct vreg *c, struct idmap *m)
+{
+    for (unsigned k = 0; k < 2; k++) {
+        if (!(o->dist >> k & 1))
+            continue;
+        if (!(c->dist >> k & 1))
+            return false;
+        if (o->did[k] == 0 ? c->did[k] != 0 || c->doff[k] < o->doff[k]
+                           : !idmap_check_shift(m, o->did[k], c->did[k],
+                                                (int64_t)c->doff[k] - o->doff[k]))
+            return false;
+    }
+    return true;
+}
+
 static bool reg_subsumed(const struct vreg *o, const struct vreg *c, bool precise,
                          struct idmap *m)
 {
@@ -164,10 +182,7 @@ static bool reg_subsumed(const struct vreg *o, const struct vreg *c, bool precis
             return false;
         /* a distance bound the old state relied on must hold here too,
          * for the corresponding pointer group (verifier_dist.c) */
-        if (o->dist && (c->dist != o->dist ||
-                        (o->did == 0 ? c->did != 0 || c->doff < o->doff
-                                     : !idmap_check_shift(m, o->did, c->did,
-                                                          (int64_t)c->doff - o->doff))))
+        if (o->dist && !dist_subsumed(o, c, m))
             return false;
         /* links the old state relied on must exist in the current one */
         if (o->id == 0)
