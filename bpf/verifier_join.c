@@ -188,28 +188,53 @@ static struct vm_scalar join_scalar(const struct venv *env, const struct vm_scal
     return r;
 }
 
+/* How ids of the two states pair up. A pair (o, c) of buffer-pointer
+ * groups whose fixed offsets differ by `shift` (c.off - o.off) is rebased
+ * to one fresh group `res`; every member with the same pair and shift
+ * joins that group, so registers that shared a variable part still do
+ * (a pointer and the copy clang advanced by a constant). */
 struct jmap {
     uint32_t n;
-    uint32_t old[64], cur[64];
+    uint32_t old[64], cur[64], res[64];
+    int64_t shift[64];
 };
+
+static uint32_t join_id_shift(struct venv *env, struct jmap *m, uint32_t o, uint32_t c,
+                              int64_t shift)
+{
+    if (o == 0 && c == 0 && shift == 0)
+        return 0;
+    for (uint32_t k = 0; k < m->n; k++) {
+        if (m->old[k] == o && m->cur[k] == c && m->shift[k] == shift)
+            return m->res[k];
+        if (m->old[k] == o || m->cur[k] == c)
+            return ++env->id_gen;
+    }
+    if ((o == 0 && shift == 0) || m->n == 64)
+        return ++env->id_gen;
+    m->old[m->n] = o;
+    m->cur[m->n] = c;
+    m->shift[m->n] = shift;
+    m->res[m->n++] = shift == 0 ? o : ++env->id_gen;
+    return m->res[m->n - 1];
+}
 
 /* The joined id of a register with ids (o, c): o when the pairing is
  * consistent so far, else a fresh one. */
 static uint32_t join_id(struct venv *env, struct jmap *m, uint32_t o, uint32_t c)
 {
-    if (o == 0 && c == 0)
-        return 0;
-    for (uint32_t k = 0; k < m->n; k++) {
-        if (m->old[k] == o && m->cur[k] == c)
-            return o;
-        if (m->old[k] == o || m->cur[k] == c)
-            return ++env->id_gen;
-    }
-    if (o == 0 || m->n == 64)
-        return ++env->id_gen;
-    m->old[m->n] = o;
-    m->cur[m->n++] = c;
-    return o;
+    return join_id_shift(env, m, o, c, 0);
+}
+
+/* The pairing recorded for groups (o, c), if any. */
+static const uint32_t *jmap_find(const struct jmap *m, uint32_t o, uint32_t c, int64_t *shift)
+{
+    for (uint32_t k = 0; k < m->n; k++)
+        if (m->old[k] == o && m->cur[k] == c) {
+            *shift = m->shift[k];
+            return &m->res[k];
+        }
+    return NULL;
 }
 
 static bool sane(const struct vm_scalar *s)
@@ -231,7 +256,8 @@ static void make_wild(struct venv *env, struct vreg *o)
         o->id = ++env->id_gen;
 }
 
-static void join_rebased(struct venv *env, struct vreg *o, const struct vreg *c, bool wide);
+static void join_rebased(struct venv *env, struct vreg *o, const struct vreg *c, bool wide,
+                         struct jmap *m);
 
 static bool join_ptr(struct venv *env, struct vreg *o, const struct vreg *c, bool wide,
                      struct jmap *m)
@@ -265,14 +291,15 @@ static bool join_ptr(struct venv *env, struct vreg *o, const struct vreg *c, boo
             make_wild(env, o);
         return true;
     }
-    join_rebased(env, o, c, wide);
+    join_rebased(env, o, c, wide, m);
     return true;
 }
 
 /* Different fixed offsets: rebase both on the smaller one. A base that
  * keeps moving down at a loop head (a pointer walking backwards without
  * end) would never converge: after a few joins it goes wild. */
-static void join_rebased(struct venv *env, struct vreg *o, const struct vreg *c, bool wide)
+static void join_rebased(struct venv *env, struct vreg *o, const struct vreg *c, bool wide,
+                         struct jmap *m)
 {
     bool buf = o->type == VT_IN || o->type == VT_OUT;
     int32_t base = o->off < c->off ? o->off : c->off;
@@ -290,11 +317,39 @@ static void join_rebased(struct venv *env, struct vreg *o, const struct vreg *c,
         int64_t ro = (int64_t)o->range - (o->off - base), rc = (int64_t)c->range - (c->off - base);
         int64_t r = ro < rc ? ro : rc;
         o->range = r > 0 ? (uint32_t)r : 0;
-        o->id = ++env->id_gen;
+        o->id = m ? join_id_shift(env, m, o->id, c->id, (int64_t)c->off - o->off)
+                  : ++env->id_gen;
     }
     o->off = base;
     if (!sane(&o->v))
         make_wild(env, o);
+}
+
+/* Distance bound k (verifier_int.h invariant 6) of a joined scalar: kept
+ * when both have one for the same pair of pointer groups, moved onto the
+ * rebased group if the pointers were rebased (the looser of the two). The
+ * pointers are joined first (vm_join), so their pairing is known. */
+static void join_dist(struct venv *env, struct vreg *o, const struct vreg *c, unsigned k,
+                      struct jmap *m)
+{
+    int64_t shift = 0;
+    const uint32_t *res = NULL;
+    if (((o->dist & c->dist) >> k & 1) && (o->did[k] || c->did[k]))
+        res = jmap_find(m, o->did[k], c->did[k], &shift);
+    if (!((o->dist & c->dist) >> k & 1) || (!res && o->did[k] != c->did[k])) {
+        o->dist &= (uint8_t)~(1u << k);
+        return;
+    }
+    /* base' = min(o.off, c.off): doff counts from base + v, which moved */
+    int64_t dof = (int64_t)o->doff[k] - (shift > 0 ? 0 : -shift);
+    int64_t dcf = (int64_t)c->doff[k] - (shift > 0 ? shift : 0);
+    int64_t d = dof < dcf ? dof : dcf;
+    if (d < INT32_MIN || d > INT32_MAX) {
+        o->dist &= (uint8_t)~(1u << k);
+        return;
+    }
+    o->did[k] = res ? *res : o->did[k];
+    o->doff[k] = (int32_t)d;
 }
 
 static bool join_reg(struct venv *env, struct vreg *o, const struct vreg *c, bool wide,
@@ -311,9 +366,7 @@ static bool join_reg(struct venv *env, struct vreg *o, const struct vreg *c, boo
         /* a distance bound survives when both have it for one pointer
          * group (the same pairing of ids as the pointers get) */
         for (unsigned k = 0; k < 2; k++)
-            if (((o->dist & c->dist) >> k & 1) == 0 || c->doff[k] != o->doff[k] ||
-                join_id(env, m, o->did[k], c->did[k]) != o->did[k])
-                o->dist &= (uint8_t)~(1u << k);
+            join_dist(env, o, c, k, m);
         if (o->id && c->id && o->sflags == c->sflags && o->off == c->off) {
             o->id = join_id(env, m, o->id, c->id);
         } else {
@@ -342,10 +395,19 @@ static void join_slot(struct venv *env, struct vslot *o, const struct vslot *c, 
         o->spill = 0;
 }
 
+/* Pass 0 joins the registers and slots that hold pointers, pass 1 the
+ * rest: scalars' distance bounds need the pointers' pairing. */
+static bool is_ptr_slot(const struct vslot *sl)
+{
+    return sl->spill && sl->r.type > VT_SCALAR;
+}
+
 static bool join_frame(struct venv *env, struct vframe *o, const struct vframe *c,
-                       struct vm_masks mk, bool wide, struct jmap *m)
+                       struct vm_masks mk, bool wide, struct jmap *m, unsigned pass)
 {
     for (unsigned r = 0; r < VM_REG_FP; r++) {
+        if ((o->regs[r].type > VT_SCALAR) != (pass == 0))
+            continue;
         if (!(mk.live & (1u << r)))
             vm_mark_none(&o->regs[r]);
         else if (!join_reg(env, &o->regs[r], &c->regs[r], wide, m))
@@ -357,7 +419,8 @@ static bool join_frame(struct venv *env, struct vframe *o, const struct vframe *
         o->nslots = c->nslots;
     }
     for (uint32_t k = 0; k < o->nslots; k++)
-        join_slot(env, &o->slots[k], k < c->nslots ? &c->slots[k] : &empty, wide, m);
+        if (is_ptr_slot(&o->slots[k]) == (pass == 0))
+            join_slot(env, &o->slots[k], k < c->nslots ? &c->slots[k] : &empty, wide, m);
     return true;
 }
 
@@ -370,10 +433,11 @@ bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, boo
     for (uint32_t f = 0; f < cur->nframes; f++)
         if (old->frames[f].callsite != cur->frames[f].callsite)
             return false;
-    for (uint32_t f = 0; f < cur->nframes; f++)
-        if (!join_frame(env, &old->frames[f], &cur->frames[f], vm_frame_masks(env, f), wide,
-                        &m))
-            return false;
+    for (unsigned pass = 0; pass < 2; pass++)
+        for (uint32_t f = 0; f < cur->nframes; f++)
+            if (!join_frame(env, &old->frames[f], &cur->frames[f], vm_frame_masks(env, f),
+                            wide, &m, pass))
+                return false;
     old->backedges = cur->backedges;
     old->joined = 1;
     return true;
