@@ -334,7 +334,7 @@ static void join_dist(struct venv *env, struct vreg *o, const struct vreg *c, un
 {
     int64_t shift = 0;
     const uint32_t *res = NULL;
-    if (((o->dist & c->dist) >> k & 1) && (o->did[k] || c->did[k]))
+    if ((o->dist & c->dist) >> k & 1)   /* id 0 too: data + constant, rebased */
         res = jmap_find(m, o->did[k], c->did[k], &shift);
     if (!((o->dist & c->dist) >> k & 1) || (!res && o->did[k] != c->did[k])) {
         o->dist &= (uint8_t)~(1u << k);
