@@ -210,12 +210,12 @@ static uint32_t join_id_shift(struct venv *env, struct jmap *m, uint32_t o, uint
         if (m->old[k] == o || m->cur[k] == c)
             return ++env->id_gen;
     }
-    if ((o == 0 && shift == 0) || m->n == 64)
+    if (m->n == 64)
         return ++env->id_gen;
     m->old[m->n] = o;
     m->cur[m->n] = c;
     m->shift[m->n] = shift;
-    m->res[m->n++] = shift == 0 ? o : ++env->id_gen;
+    m->res[m->n++] = shift == 0 && o != 0 ? o : ++env->id_gen;
     return m->res[m->n - 1];
 }
 
