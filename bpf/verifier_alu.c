@@ -83,8 +83,14 @@ static int ptr_add(struct venv *env, unsigned dst, struct vreg ptr, const struct
     if (!sane_scalar(s)) {
         vs_format(s, t, sizeof(t));
         return vm_verr(env, bit(dst), "R%u: adding an unbounded value %s to a pointer to %s "
-                       "is not allowed (bound it with a comparison first)", dst, t,
-                       vm_vtype_desc(ptr.type));
+                       "is not allowed (bound it with a comparison first%s)", dst, t,
+                       vm_vtype_desc(ptr.type),
+                       ptr.type == VT_IN || ptr.type == VT_OUT
+                           ? "; if it is an index you checked through another pointer or "
+                             "another sum, clang recomputed the address from the base: "
+                             "compare the pointer you access itself, `q = p + i; if (q + 1 > "
+                             "end) ...; *q`, or keep the index below a constant"
+                           : "");
     }
     if (!konst && fixed_only) {
         vs_format(s, t, sizeof(t));

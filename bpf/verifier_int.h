@@ -105,7 +105,8 @@ struct vreg {
 struct vslot {
     uint8_t init;          /* bit b: byte b of the slot initialised */
     uint8_t spill;         /* r holds a spilled register (invariant 3) */
-    uint8_t pad[6];
+    uint8_t clobbered;     /* a spilled pointer was partly overwritten (messages) */
+    uint8_t pad[5];
     struct vreg r;
 };
 

@@ -176,10 +176,14 @@ static int pointer_cond(struct venv *env, const struct vm_insn *insn, uint32_t t
     if (!x)
         vm_mark_scalar(&kb, vs_const((uint64_t)(int64_t)insn->imm));
     unsigned p = vm_is_ptr(a) ? dst : src;
+    const struct vreg *other = vm_is_ptr(a) ? b : a;
+    bool null = other->type == VT_SCALAR && vs_is_const(&other->v) && other->v.t.value == 0;
     if (!vm_is_ptr(a) || !vm_is_ptr(b))
         return vm_verr(env, bit(p) | (x ? bit(src) | bit(dst) : 0), "R%u (pointer to %s) is "
                        "compared with a scalar: pointers may only be compared with pointers "
-                       "into the same region", p, vm_vtype_desc(vm_reg(env, p)->type));
+                       "into the same region%s", p, vm_vtype_desc(vm_reg(env, p)->type),
+                       null ? " (a NULL test: a function that returns a pointer or NULL is "
+                              "not supported; return an offset, or -1 for none)" : "");
     if (VM_CLS(insn->code) == VM_CLS_JMP32)
         return vm_verr(env, bit(dst) | bit(src), "32-bit comparison of pointers is not "
                        "allowed");

@@ -131,18 +131,43 @@ static void grow_slots(struct venv *env, struct vframe *fr, int64_t lo)
         env->max_depth = (uint32_t)(-lo);
 }
 
+/* Who reads: through r10 the address register says nothing, so name the
+ * register the instruction loads into ("R3 loads"); else "R2 reads". */
+static void reader_text(const struct venv *env, unsigned regno, char *buf, size_t n)
+{
+    const struct vm_insn *i = &env->insns[env->pc];
+    if (regno == VM_REG_FP && VM_CLS(i->code) == VM_CLS_LDX)
+        snprintf(buf, n, "R%u loads", vm_dst(i));
+    else if (regno == VM_REG_FP && VM_CLS(i->code) == VM_CLS_STX)
+        snprintf(buf, n, "the atomic update with R%u reads", vm_src(i));
+    else
+        snprintf(buf, n, "R%u reads", regno);
+}
+
 /* Every byte of [lo, end) initialised and not part of a spilled pointer. */
 static int stack_readable(struct venv *env, unsigned regno, const struct vframe *fr,
                           int64_t lo, int64_t end)
 {
+    char who[48];
     for (int64_t o = lo; o < end; o++) {
         unsigned s = slot_of(o), b = byte_of(o);
-        if (s >= fr->nslots || !(fr->slots[s].init & (1u << b)))
-            return vm_verr(env, bit(regno), "R%u reads uninitialised stack byte fp%lld",
-                           regno, (long long)o);
-        if (fr->slots[s].spill && fr->slots[s].r.type != VT_SCALAR)
-            return vm_verr(env, bit(regno), "R%u reads part of a pointer spilled at fp%lld "
-                           "as data", regno, -(long long)(s + 1) * 8);
+        bool init = s < fr->nslots && (fr->slots[s].init & (1u << b));
+        if (!init && s < fr->nslots && fr->slots[s].clobbered) {
+            reader_text(env, regno, who, sizeof(who));
+            return vm_verr(env, bit(regno), "%s stack byte fp%lld: pointer clobbered (the "
+                           "pointer spilled at fp%lld was partly overwritten, so none of its "
+                           "bytes may be read)", who, (long long)o, -(long long)(s + 1) * 8);
+        }
+        if (!init) {
+            reader_text(env, regno, who, sizeof(who));
+            return vm_verr(env, bit(regno), "%s uninitialised stack byte fp%lld", who,
+                           (long long)o);
+        }
+        if (fr->slots[s].spill && fr->slots[s].r.type != VT_SCALAR) {
+            reader_text(env, regno, who, sizeof(who));
+            return vm_verr(env, bit(regno), "%s part of a pointer spilled at fp%lld as data",
+                           who, -(long long)(s + 1) * 8);
+        }
     }
     return 0;
 }
@@ -172,8 +197,10 @@ static int stack_read(struct venv *env, unsigned regno, struct vframe *fr, int64
 
 static void clobber_slot(struct vslot *sl)
 {
-    if (sl->spill && sl->r.type != VT_SCALAR)
+    if (sl->spill && sl->r.type != VT_SCALAR) {
         sl->init = 0;   /* the rest of a pointer must never be read */
+        sl->clobbered = 1;
+    }
     sl->spill = 0;
 }
 
@@ -194,6 +221,7 @@ static int stack_write(struct venv *env, unsigned regno, unsigned fno, int64_t o
     }
     if (whole) {
         sl->init = 0xff;
+        sl->clobbered = 0;
         sl->spill = vm_is_ptr(val) || regno == VM_REG_FP;
         sl->r = *val;
         return 0;
@@ -275,7 +303,10 @@ static int check_buf(struct venv *env, unsigned regno, const struct vreg *reg, i
         char t[96];
         vs_format(&reg->v, t, sizeof(t));
         return vm_verr(env, bit(regno), "R%u points to %s with a variable offset %s that may "
-                       "be negative", regno, vm_vtype_desc(reg->type), t);
+                       "be negative%s", regno, vm_vtype_desc(reg->type), t,
+                       reg->v.smin == -1 ? " (if it is a helper's index result, -1 for 'not "
+                       "found': clang added it before your `i < 0` test; add it as unsigned "
+                       "after the test: `p += (__u32)i + 1`)" : "");
     }
     if (o < 0 || o + (int64_t)size > (int64_t)reg->range)
         return vm_verr(env, bit(regno), "R%u points to %s, offset %lld size %llu is outside "
@@ -365,7 +396,10 @@ static int mem_access(struct venv *env, unsigned regno, int16_t off, unsigned si
         return vm_verr(env, bit(regno), "R%u is used before it is initialised", regno);
     case VT_SCALAR:
         return vm_verr(env, bit(regno), "R%u is a scalar, not a pointer: memory %s through "
-                       "it is not allowed", regno, acc_verb(kind));
+                       "it is not allowed (an address loaded from memory, such as an entry of "
+                       "a `const char *const t[]` table, is a number to the verifier: use an "
+                       "array of fixed-size strings, `const char t[N][LEN]`)", regno,
+                       acc_verb(kind));
     case VT_CTX: return ctx_access(env, regno, off, size, kind, sx, val);
     case VT_STACK: return stack_access(env, regno, off, size, kind, sx, val);
     case VT_RODATA: return rodata_access(env, regno, off, size, kind, sx, val);

@@ -319,7 +319,7 @@ std::vector<Case> cases()
                              "outside the checked range [0, 4)"),
         reject("unchecked_input", "unchecked_input.c:8: R1 points to input buffer, offset 0 "
                                   "size 1 is outside the checked range [0, 0)"),
-        reject("uninit_stack", "uninit_stack.c:9: R10 reads uninitialised stack byte fp-8"),
+        reject("uninit_stack", "uninit_stack.c:9: R0 loads uninitialised stack byte fp-8"),
         reject("ptr_leak", "ptr_leak.c:10: pointer leak: storing a pointer to input buffer "
                            "into output buffer"),
         reject("helper_size", "helper_size.c:10: R2 points to input buffer, offset 0 size 32 is "
