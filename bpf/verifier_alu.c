@@ -52,13 +52,14 @@ static int check_offset_ok(struct venv *env, unsigned dst, const struct vreg *p)
     return 0;
 }
 
-/* ptr + s with ptr's variable part a constant c and s = b + s.off (a
- * linked scalar): the new variable part is b + (s.off + c) (invariant 7). */
+/* ptr + s with ptr the buffer's start plus a constant (id 0, variable
+ * part c) and s = b + s.off (a linked scalar): the new variable part is
+ * b + (s.off + c) (invariant 7). */
 static void link_var(struct vreg *ptr, const struct vreg *s, bool sub)
 {
     /* zext32(b + off) links too when the pointer's own part is 0 */
     bool zext = s->sflags == VS_ZEXT && vs_is_const(&ptr->v) && ptr->v.t.value == 0;
-    bool ok = !sub && vs_is_const(&ptr->v) && s->type == VT_SCALAR && s->id &&
+    bool ok = !sub && ptr->id == 0 && vs_is_const(&ptr->v) && s->type == VT_SCALAR && s->id &&
               (s->sflags == 0 || zext);
     int64_t d = ok ? (int64_t)s->off + (int64_t)ptr->v.t.value : 0;
     ptr->sflags &= (uint8_t)~VS_LZEXT;
@@ -165,9 +166,13 @@ static int ptr_diff(struct venv *env, unsigned dst, const struct vreg *a, const 
         vm_mark_scalar(d, vs_const((uint64_t)((int64_t)pa.off + (int64_t)pa.v.t.value -
                                               (int64_t)pb.off - (int64_t)pb.v.t.value)));
     } else if (!wild && pa.type == pb.type && buf) {
-        /* two pointers into one buffer: both are base + off + v, bounded */
+        /* two pointers into one buffer: both are base + off + v, bounded;
+         * a <= END - (a.range - a.off) makes a - b a distance for b */
         vm_mark_scalar(d, vs_srange((int64_t)pa.off + pa.v.smin - pb.off - pb.v.smax,
                                     (int64_t)pa.off + pa.v.smax - pb.off - pb.v.smin));
+        if (vm_dist_le_end(&pa))
+            vm_dist_add(d, vm_buf_index(pb.type), pb.id,
+                        (int64_t)pb.off + pa.range - pa.off);
     } else {
         vm_mark_unknown(d);
     }

@@ -60,6 +60,21 @@ static void set_bound(struct vreg *r, unsigned k, uint32_t id, int64_t doff)
     r->doff[k] = (int32_t)doff;
 }
 
+void vm_dist_add(struct vreg *x, unsigned k, uint32_t id, int64_t doff)
+{
+    if (x->type == VT_SCALAR && !(x->dist >> k & 1))
+        set_bound(x, k, id, doff);
+}
+
+bool vm_dist_le_end(const struct vreg *p)
+{
+    /* base + v + range <= END, so p = base + v + off <= END if off <=
+     * range; with nothing proved, only the start itself (id 0, v = 0) */
+    bool start = p->id == 0 && vs_is_const(&p->v) && p->v.t.value == 0;
+    return is_buf(p->type) && !(p->sflags & VS_WILD) && p->off <= (int64_t)p->range &&
+           (p->range > 0 || start);
+}
+
 void vm_dist_copy(struct vreg *dst, const struct vreg *src)
 {
     dst->dist = src->dist;

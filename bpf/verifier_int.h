@@ -45,9 +45,10 @@
  *      after those pointers (verifier_dist.c), and a helper may take it as
  *      the size for such a pointer. This is the pointer-vs-end part of a
  *      zone domain (difference bounds), kept per scalar.
- *   7. A pointer with lid != 0 has the variable part v = b + loff (with
- *      VS_LZEXT: zext32(b + loff)), b the base of the scalars linked with
- *      id lid (invariant 5): made by
+ *   7. A pointer with lid != 0 was made from its buffer's start (id 0)
+ *      and has the variable part v = b + loff (with VS_LZEXT:
+ *      zext32(b + loff)), b the base of the scalars linked with id lid
+ *      (invariant 5): made by
  *      `q = data + n`; bounding q's v (a check against the end) then
  *      bounds n, the counter the program keeps.
  */
@@ -307,6 +308,11 @@ void vm_dist_cmp(struct vreg *a, struct vreg *b, unsigned op, bool is64);
 /* Applies every distance relation's lower bound to its pointers (ranges,
  * variable parts): called after a branch refined scalars. */
 void vm_dist_learn(struct venv *env);
+/* Gives x the bound value <= END_k - (base + v of group id) - doff unless
+ * it has one for that buffer already. */
+void vm_dist_add(struct vreg *x, unsigned k, uint32_t id, int64_t doff);
+/* True if pointer p is known to be at or before its buffer's end. */
+bool vm_dist_le_end(const struct vreg *p);
 /* Copies src's distance bounds (only) into dst. */
 void vm_dist_copy(struct vreg *dst, const struct vreg *src);
 /* True if size register s bounds [p, p + s) inside p's buffer by relation. */

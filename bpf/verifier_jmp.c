@@ -97,6 +97,35 @@ void vm_bound_var(struct venv *env, const struct vreg *p, int64_t limit)
     }
 }
 
+/* P = start + b + loff (invariant 7) proved `range` bytes: the scalars
+ * linked with b are bounded by the distance from the start to the end. */
+static void link_dist_regs(struct vreg *regs, unsigned n, const struct vreg *p, int64_t range)
+{
+    bool zext = p->sflags & VS_LZEXT;
+    for (unsigned r = 0; r < n; r++) {
+        struct vreg *x = &regs[r];
+        if (x->type != VT_SCALAR || x->id != p->lid)
+            continue;
+        if (!zext && x->sflags == 0)
+            vm_dist_add(x, vm_buf_index(p->type), 0, (int64_t)p->loff + range - x->off);
+        else if (zext && x->sflags == VS_ZEXT && x->off == p->loff)
+            vm_dist_add(x, vm_buf_index(p->type), 0, range);
+    }
+}
+
+static void link_dist(struct venv *env, const struct vreg *p, int64_t range)
+{
+    if (!p->lid)
+        return;
+    for (uint32_t f = 0; f < env->cur->nframes; f++) {
+        struct vframe *fr = &env->cur->frames[f];
+        link_dist_regs(fr->regs, VM_NREGS, p, range);
+        for (uint32_t s = 0; s < fr->nslots; s++)
+            if (fr->slots[s].spill)
+                link_dist_regs(&fr->slots[s].r, 1, p, range);
+    }
+}
+
 /* Applies what "P op E" (P a buffer pointer, E its end) proves. */
 static void learn_range(struct venv *env, const struct vreg *p, const struct vreg *e,
                         unsigned op)
@@ -104,14 +133,18 @@ static void learn_range(struct venv *env, const struct vreg *p, const struct vre
     int64_t range;
     if ((p->sflags | e->sflags) & VS_WILD)
         return;
+    struct vreg pe = *p;   /* P relative to E's end */
+    pe.off = (int32_t)((int64_t)p->off - e->off);
     if (op == VM_JLE || op == VM_JEQ)
         range = (int64_t)p->off - e->off;
-    else if (op == VM_JLT)
-        range = (int64_t)p->off - e->off + 1;
+    else if (op == VM_JLT || (op == VM_JNE && vm_dist_le_end(&pe)))
+        range = (int64_t)p->off - e->off + 1;   /* P <= E known and P != E: P < E */
     else
         return;
-    if (range > 0 && range <= VM_MAX_VAR_OFF)
+    if (range > 0 && range <= VM_MAX_VAR_OFF) {
         vm_mark_range(env, p->type, p->id, (uint32_t)range);
+        link_dist(env, p, range);
+    }
     if (p->id != 0)
         vm_bound_var(env, p, (int64_t)VM_MAX_BUF_SIZE + e->off - p->off);
 }
@@ -166,6 +199,25 @@ static void go(struct venv *env, uint32_t target)
     env->pc = target;
 }
 
+/* P == E and P != E: both sides may learn (== the range up to E, != one
+ * byte when P <= E was known), so the taken side is queued from a copy. */
+static int pointer_eq(struct venv *env, const struct vreg *a, const struct vreg *b,
+                      unsigned op, uint32_t target)
+{
+    struct vsnap *before = vm_snap_take(env->cur);
+    if (!before)
+        return -ENOMEM;
+    pointer_side(env, a, b, op);
+    int err = push_side(env, target);
+    vm_snap_restore(env->cur, before);
+    vm_snap_free(before);
+    if (!err) {
+        pointer_side(env, a, b, negate(op));
+        go(env, env->pc + 1);
+    }
+    return err;
+}
+
 static int pointer_cond(struct venv *env, const struct vm_insn *insn, uint32_t target)
 {
     unsigned op = VM_OP(insn->code), dst = vm_dst(insn), src = vm_src(insn);
@@ -195,6 +247,8 @@ static int pointer_cond(struct venv *env, const struct vm_insn *insn, uint32_t t
         return vm_verr(env, bit(dst) | bit(src), "pointers may only be compared with "
                        "unsigned comparisons (==, !=, <, <=, >, >=)");
     struct vreg ca = *a, cb = *b;
+    if (op == VM_JEQ || op == VM_JNE)
+        return pointer_eq(env, &ca, &cb, op, target);
     /* At most one side learns a range (<=, < or ==): that side continues
      * after the other, unchanged, is queued. */
     if (side_learns(&ca, &cb, op)) {

@@ -494,6 +494,12 @@ const Case kCases[] = {
       CALL(1), EXIT(), RET0()},
      -EACCES, "is outside the checked range", {}},
 
+    {"ptr_ne_end_from_the_start",
+     {LOAD_OUT(), JMP_REG(VM_JEQ, 4, 5, 1), ST(VM_B, 4, 0, 1), RET0()}, 0, nullptr, {}},
+    {"ptr_ne_end_unknown_position",
+     {LOAD_OUT(), ALU64_IMM(VM_ADD, 4, 1), JMP_REG(VM_JEQ, 4, 5, 1), ST(VM_B, 4, 0, 1), RET0()},
+     -EACCES, "is outside the checked range", {}},
+
     // --- messages that say what to write instead ------------------------------------
     {"hint_null_test",
      {LOAD_IN(), JMP_IMM(VM_JEQ, 2, 0, 0), RET0()}, -EACCES,
