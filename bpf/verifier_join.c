@@ -327,10 +327,11 @@ static void join_rebased(struct venv *env, struct vreg *o, const struct vreg *c,
 
 /* Distance bound k (verifier_int.h invariant 6) of a joined scalar: kept
  * when both have one for the same pair of pointer groups, moved onto the
- * rebased group if the pointers were rebased (the looser of the two). The
+ * rebased group if the pointers were rebased (the looser of the two;
+ * dropped when widening finds it loosened). The
  * pointers are joined first (vm_join), so their pairing is known. */
 static void join_dist(struct venv *env, struct vreg *o, const struct vreg *c, unsigned k,
-                      struct jmap *m)
+                      struct jmap *m, bool wide)
 {
     int64_t shift = 0;
     const uint32_t *res = NULL;
@@ -344,7 +345,9 @@ static void join_dist(struct venv *env, struct vreg *o, const struct vreg *c, un
     int64_t dof = (int64_t)o->doff[k] - (shift > 0 ? 0 : -shift);
     int64_t dcf = (int64_t)c->doff[k] - (shift > 0 ? shift : 0);
     int64_t d = dof < dcf ? dof : dcf;
-    if (d < INT32_MIN || d > INT32_MAX) {
+    /* widening: a bound that keeps loosening at a loop head (a counter
+     * whose distance shrinks every iteration) is dropped, so joins end */
+    if (d < INT32_MIN || d > INT32_MAX || (wide && d < dof)) {
         o->dist &= (uint8_t)~(1u << k);
         return;
     }
@@ -366,7 +369,7 @@ static bool join_reg(struct venv *env, struct vreg *o, const struct vreg *c, boo
         /* a distance bound survives when both have it for one pointer
          * group (the same pairing of ids as the pointers get) */
         for (unsigned k = 0; k < 2; k++)
-            join_dist(env, o, c, k, m);
+            join_dist(env, o, c, k, m, wide);
         if (o->id && c->id && o->sflags == c->sflags && o->off == c->off) {
             o->id = join_id(env, m, o->id, c->id);
         } else {
