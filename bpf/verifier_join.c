@@ -193,10 +193,20 @@ static struct vm_scalar join_scalar(const struct venv *env, const struct vm_scal
  * to one fresh group `res`; every member with the same pair and shift
  * joins that group, so registers that shared a variable part still do
  * (a pointer and the copy clang advanced by a constant). */
+struct jgroup {
+    uint8_t type;
+    uint32_t id, range;
+};
+
 struct jmap {
     uint32_t n;
     uint32_t old[64], cur[64], res[64];
     int64_t shift[64];
+    /* for distance bounds only one side has: the old state's buffer
+     * groups before the join, and the current state */
+    uint32_t ngroups;
+    struct jgroup groups[32];
+    const struct vstate *cur_state;
 };
 
 static uint32_t join_id_shift(struct venv *env, struct jmap *m, uint32_t o, uint32_t c,
@@ -325,6 +335,53 @@ static void join_rebased(struct venv *env, struct vreg *o, const struct vreg *c,
         make_wild(env, o);
 }
 
+/* The proved range of buffer group (type, id) in the current state. */
+static bool cur_range(const struct vstate *st, uint8_t type, uint32_t id, uint32_t *range)
+{
+    for (uint32_t f = 0; f < st->nframes; f++) {
+        const struct vframe *fr = &st->frames[f];
+        for (unsigned r = 0; r < VM_NREGS; r++)
+            if (fr->regs[r].type == type && fr->regs[r].id == id &&
+                !(fr->regs[r].sflags & VS_WILD)) {
+                *range = fr->regs[r].range;
+                return true;
+            }
+    }
+    return false;
+}
+
+static bool old_range(const struct jmap *m, uint8_t type, uint32_t id, uint32_t *range)
+{
+    for (uint32_t g = 0; g < m->ngroups; g++)
+        if (m->groups[g].type == type && m->groups[g].id == id) {
+            *range = m->groups[g].range;
+            return true;
+        }
+    return false;
+}
+
+/* x lacks distance bound k that the other side's scalar has for group
+ * `other` (an id of the other state). If x is a small non-negative number
+ * and its own state proved `range` bytes for the paired group, it is
+ * bounded too: x <= umax = range - doff <= distance - doff. (`n = end - p;
+ * if (n > 512) n = 512;`: the 512 side proved 513 bytes.) */
+static void synth_dist(struct vreg *x, unsigned k, uint32_t other, bool x_is_old,
+                       const struct jmap *m)
+{
+    uint8_t type = k ? VT_OUT : VT_IN;
+    uint32_t range = 0;
+    for (uint32_t e = 0; e < m->n; e++) {
+        if ((x_is_old ? m->cur[e] : m->old[e]) != other)
+            continue;
+        uint32_t mine = x_is_old ? m->old[e] : m->cur[e];
+        bool found = x_is_old ? old_range(m, type, mine, &range)
+                              : cur_range(m->cur_state, type, mine, &range);
+        if (found && x->v.smin >= 0 && x->v.umax <= range)
+            vm_dist_add(x, k, mine, (int64_t)range - (int64_t)x->v.umax);
+        return;
+    }
+}
+
 /* Distance bound k (verifier_int.h invariant 6) of a joined scalar: kept
  * when both have one for the same pair of pointer groups, moved onto the
  * rebased group if the pointers were rebased (the looser of the two;
@@ -368,8 +425,16 @@ static bool join_reg(struct venv *env, struct vreg *o, const struct vreg *c, boo
         o->v = join_scalar(env, &o->v, &c->v, wide, false);
         /* a distance bound survives when both have it for one pointer
          * group (the same pairing of ids as the pointers get) */
-        for (unsigned k = 0; k < 2; k++)
-            join_dist(env, o, c, k, m, wide);
+        struct vreg cc = *c;
+        for (unsigned k = 0; k < 2; k++) {
+            if ((o->dist ^ c->dist) >> k & 1) {   /* only one side has it */
+                if (c->dist >> k & 1)
+                    synth_dist(o, k, c->did[k], true, m);
+                else
+                    synth_dist(&cc, k, o->did[k], false, m);
+            }
+            join_dist(env, o, &cc, k, m, wide);
+        }
         if (o->id && c->id && o->sflags == c->sflags && o->off == c->off) {
             o->id = join_id(env, m, o->id, c->id);
         } else {
@@ -427,12 +492,25 @@ static bool join_frame(struct venv *env, struct vframe *o, const struct vframe *
     return true;
 }
 
+static void collect_groups(struct jmap *m, const struct vstate *st)
+{
+    m->ngroups = 0;
+    for (uint32_t f = 0; f < st->nframes; f++)
+        for (unsigned r = 0; r < VM_NREGS && m->ngroups < 32; r++) {
+            const struct vreg *p = &st->frames[f].regs[r];
+            if ((p->type == VT_IN || p->type == VT_OUT) && !(p->sflags & VS_WILD))
+                m->groups[m->ngroups++] = (struct jgroup){p->type, p->id, p->range};
+        }
+}
+
 bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, bool wide)
 {
     struct jmap m;
     m.n = 0;
     if (old->nframes != cur->nframes)
         return false;
+    collect_groups(&m, old);
+    m.cur_state = cur;
     for (uint32_t f = 0; f < cur->nframes; f++)
         if (old->frames[f].callsite != cur->frames[f].callsite)
             return false;
