@@ -141,10 +141,10 @@ static void learn_range(struct venv *env, const struct vreg *p, const struct vre
         range = (int64_t)p->off - e->off + 1;   /* P <= E known and P != E: P < E */
     else
         return;
-    if (range > 0 && range <= VM_MAX_VAR_OFF) {
+    if (range > 0 && range <= VM_MAX_VAR_OFF)
         vm_mark_range(env, p->type, p->id, (uint32_t)range);
+    if (range >= 0 && range <= VM_MAX_VAR_OFF)   /* P <= E even with no byte proved */
         link_dist(env, p, range);
-    }
     if (p->id != 0)
         vm_bound_var(env, p, (int64_t)VM_MAX_BUF_SIZE + e->off - p->off);
 }
