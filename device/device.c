@@ -801,6 +801,8 @@ static int reply_recovery(struct device *d, struct ctl_req *req)
     if (req->type == CTL_RECOVERY_ACK) {
         char name[OPLOG_NAME_MAX];
         int r = req->len == 0 || req->len >= sizeof(name) ? -EINVAL : 0;
+        if (!r && d->read_only)
+            r = -EROFS;   /* removing the record writes (and StorageFS would refuse) */
         if (!r) {
             memcpy(name, req->payload, req->len);
             name[req->len] = '\0';

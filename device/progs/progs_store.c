@@ -226,7 +226,7 @@ static int read_record(struct progs *p, uint32_t id, const char *fname, struct p
     cisc_corrupt_clear();
     if (n < (ssize_t)sizeof(hdr) || progs_rec_decode(hdr, rec)) {
         snprintf(msg, msglen, "damaged record: %s",
-                 n < (ssize_t)sizeof(hdr) ? "truncated header" : cisc_corrupt_last());
+                 n < (ssize_t)sizeof(hdr) ? "truncated header" : cisc_corrupt_what());
         return 0;
     }
     if (rec->id != id || a.size != PROGS_REC_HDR + (uint64_t)rec->obj_size) {

@@ -127,7 +127,7 @@ protected:
         r = Prog("unload " + mnt + " count");
         EXPECT_NE(r.status, 0) << r.out;
         EXPECT_NE(Prog("list " + mnt).out.find("count"), std::string::npos);
-        EXPECT_EQ(cisc_recovery_ack(s, "0000000000000001"), -ENOENT);   // nothing to ack
+        EXPECT_EQ(cisc_recovery_ack(s, "0000000000000001"), -EROFS);
     }
 };
 
@@ -252,6 +252,16 @@ TEST_F(ReadOnly, UnfinishedLoggedOpIsRefusedUnlessReplay)
     Up("-o ro --replay");
     EXPECT_EQ(ReadFile(P("v")), "new") << "the logged op was finished first";
     EXPECT_EQ(StatusLine("access"), "access read-only");
+    // its recovery record can be read, not acknowledged (that removes it)
+    ASSERT_NO_FATAL_FAILURE(OpenSession());
+    char text[4096];
+    ssize_t n = cisc_recovery_list(s, text, sizeof(text));
+    ASSERT_GT(n, 0);
+    std::string list(text, (size_t)n);
+    ASSERT_EQ(list.rfind("recovery op ", 0), 0u) << list;
+    std::string name = list.substr(12, list.find(' ', 12) - 12);
+    EXPECT_EQ(cisc_recovery_ack(s, name.c_str()), -EROFS);
+    EXPECT_EQ(cisc_recovery_list(s, text, sizeof(text)), n);
 }
 
 }  // namespace
