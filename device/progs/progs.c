@@ -303,12 +303,13 @@ static int user_room(struct progs *p, uint32_t uid, size_t size, char *msg, size
     return 0;
 }
 
-/* The device-wide limits; users together leave an eighth of each to
- * root, so that no user can lock root out. */
+/* The device-wide limits; users together leave an eighth of each
+ * (rounded up: at least one program) to root, so that no user can lock
+ * root out. */
 static int device_room(struct progs *p, uint32_t uid, uint32_t ninsns, char *msg, size_t msglen)
 {
-    uint32_t slots = uid ? p->lim.max_progs - p->lim.max_progs / 8 : p->lim.max_progs;
-    uint64_t insns = uid ? p->lim.max_insns - p->lim.max_insns / 8 : p->lim.max_insns;
+    uint32_t slots = uid ? p->lim.max_progs - (p->lim.max_progs + 7) / 8 : p->lim.max_progs;
+    uint64_t insns = uid ? p->lim.max_insns - (p->lim.max_insns + 7) / 8 : p->lim.max_insns;
     const char *why = uid ? " (users may fill seven eighths of it; the rest is root's)" : "";
     if (p->n >= slots)
         return snprintf(msg, msglen, "the device holds %u programs, its limit (cisc up "

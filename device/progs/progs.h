@@ -40,8 +40,9 @@
  * Limits (set at `cisc up`): number of programs, total instructions of
  * all programs, instruction budget per invocation (per block); per user
  * (root has none): programs and bytes of objects. Users together may
- * fill seven eighths of the device's programs and instructions, so none
- * of them can lock root out. Per-user quotas apply when loading: a
+ * fill seven eighths of the device's programs and instructions (an
+ * eighth, at least one program, is root's), so none of them can lock root
+ * out. Per-user quotas apply when loading: a
  * restart with lower ones keeps what users already hold.
  *
  * Streams. A fused op holds a bounded amount of data, so a whole large
