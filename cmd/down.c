@@ -1,20 +1,33 @@
 /* cmd/down.c - `cisc down`: ask a device to unmount, checkpoint and stop. */
 #include "cmd/cmd.h"
+#include "cmd/holders.h"
 #include "cmd/mnt.h"
 
+#include "common/le.h"
 #include "proto/ctl.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 static const char down_usage[] =
-    "usage: cisc down [MOUNTPOINT]\n"
+    "usage: cisc down [--lazy | --force] [MOUNTPOINT]\n"
     "\n"
     "Unmounts the ciscfs mount at MOUNTPOINT (default: the default mount),\n"
     "checkpoints its journal and stops its device; returns when the image\n"
-    "is clean and unlocked. A mount whose device died is detached.\n";
+    "is clean and unlocked. A mount whose device died is detached.\n"
+    "\n"
+    "Like umount, it refuses a mount in use (\"target is busy\": a file open,\n"
+    "a working directory inside) and names the processes that hold it.\n"
+    "  --lazy    detach the mount now, as umount -l: the files open keep\n"
+    "            working, and the device stops cleanly when the last closes\n"
+    "  --force   stop now: files still open fail (ENOTCONN) and their later\n"
+    "            writes are lost; what was written before is kept. SIGTERM\n"
+    "            to the device is the same forced stop\n";
 
 /* Target mount point from argv, or the default one. */
 int cmd_target_mount(const char *cmd, int argc, char **argv, char *mnt, size_t size)
@@ -36,29 +49,97 @@ static int no_device(const char *mnt, const char *sock, int err)
     return 0;
 }
 
+#define HOLDERS_SHOWN 16u
+
+/* The refusal of a busy mount, naming what holds it. Returns 1. */
+static int busy(const char *mnt)
+{
+    struct mnt_holder h[HOLDERS_SHOWN];
+    int n = mnt_holders(mnt, h, HOLDERS_SHOWN);
+    fprintf(stderr, "cisc down: %s: target is busy%s\n", mnt,
+            n > 0 ? "; held by:" : " (held by processes this user cannot see)");
+    if (n > 0)
+        mnt_holders_print(stderr, h, (unsigned)n < HOLDERS_SHOWN ? (unsigned)n : HOLDERS_SHOWN,
+                          (unsigned)n);
+    fprintf(stderr, "close them, or choose: cisc down --lazy %s (detach now, stop when the "
+            "last file closes) or --force (stop now; their later writes are lost)\n", mnt);
+    return 1;
+}
+
+/* --lazy: umount -l; the device stops by itself when the mount's last
+ * user is gone (the kernel then ends its FUSE session). */
+static int lazy(const char *mnt)
+{
+    if (!mnt_is_ciscfs(mnt))
+        return cmd_fail("down", "no ciscfs mount at %s", mnt);
+    if (mnt_detach(mnt))
+        return cmd_fail("down", "cannot detach %s: %s", mnt, strerror(errno));
+    printf("cisc down: %s detached; its device stops when the last file open in it is "
+           "closed\n", mnt);
+    return 0;
+}
+
+/* Asks the device to stop (safe: refuse a busy mount) and waits until it
+ * has; *status is the device's answer. Returns 0, or 2 after printing why
+ * the request failed. */
+static int shutdown_device(int fd, bool safe, const char *sock, int *status)
+{
+    uint8_t flags[4];
+    le32_put(flags, safe ? CTL_SHUTDOWN_SAFE : 0);
+    char dummy[4];
+    *status = 0;
+    ssize_t n = ctl_call(fd, CTL_SHUTDOWN, flags, sizeof(flags), status, dummy, sizeof(dummy));
+    /* A refusal comes at once and the device goes on: nothing to wait for.
+     * Otherwise the device closes the socket as it exits. */
+    if (n >= 0 && !*status) {
+        while (read(fd, dummy, sizeof(dummy)) > 0)
+            ;
+    }
+    return n < 0 ? cmd_fail("down", "device at %s: %s", sock, strerror((int)-n)) : 0;
+}
+
+static int parse_down(int *argc, char **argv, bool *lazy_, bool *force)
+{
+    int k = 1;
+    for (; k < *argc && argv[k][0] == '-' && argv[k][1]; k++) {
+        if (!strcmp(argv[k], "--lazy") || !strcmp(argv[k], "-l"))
+            *lazy_ = true;
+        else if (!strcmp(argv[k], "--force") || !strcmp(argv[k], "-f"))
+            *force = true;
+        else
+            return cmd_fail("down", "bad option '%s' (see cisc down --help)", argv[k]);
+    }
+    if (*lazy_ && *force)
+        return cmd_fail("down", "--lazy and --force are two different choices: pick one");
+    argv[k - 1] = argv[0];   /* cmd_target_mount reads argv[1..] */
+    memmove(argv + 1, argv + k, (size_t)(*argc - k) * sizeof(*argv));
+    *argc -= k - 1;
+    return 0;
+}
+
 static int run_down(int argc, char **argv)
 {
     char mnt[PATH_MAX], sock[PATH_MAX];
-    int r = cmd_target_mount("down", argc, argv, mnt, sizeof(mnt));
+    bool lazy_ = false, force = false;
+    int r = parse_down(&argc, argv, &lazy_, &force);
+    if (!r)
+        r = cmd_target_mount("down", argc, argv, mnt, sizeof(mnt));
     if (r)
         return r;
+    if (lazy_)
+        return lazy(mnt);
     if (ctl_socket_path(mnt, sock, sizeof(sock)))
         return cmd_fail("down", "mount point path too long");
     int fd = ctl_connect(sock);
     if (fd < 0)
         return no_device(mnt, sock, fd);
-    int32_t status = 0;
-    char dummy[4];
-    ssize_t n = ctl_call(fd, CTL_SHUTDOWN, NULL, 0, &status, dummy, sizeof(dummy));
-    /* A refusal comes at once and the device goes on: nothing to wait for.
-     * Otherwise the device closes the socket as it exits. */
-    if (n >= 0 && status != -EPERM) {
-        while (read(fd, dummy, sizeof(dummy)) > 0)
-            ;
-    }
+    int status;
+    r = shutdown_device(fd, !force, sock, &status);
     close(fd);
-    if (n < 0)
-        return cmd_fail("down", "device at %s: %s", sock, strerror((int)-n));
+    if (r)
+        return r;
+    if (status == -EBUSY)
+        return busy(mnt);
     if (status == -EPERM)
         return cmd_fail("down", "may not stop the device at %s (only its owner or root may): %s",
                         mnt, strerror(EPERM));

@@ -1,6 +1,7 @@
 /* cmd/mnt.c - mount-point helpers (see mnt.h). */
 #include "cmd/mnt.h"
 #include "cmd/cmd.h"
+#include "cmd/holders.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -231,6 +232,24 @@ int mnt_detach(const char *path)
         return 0;
     errno = saved;
     return -1;
+}
+
+int mnt_unmount(const char *path)
+{
+    if (geteuid() == 0)
+        return umount2(path, 0) ? -errno : 0;
+    struct mnt_holder h;
+    if (mnt_holders(path, &h, 1) > 0)
+        return -EBUSY;   /* fusermount3 would say so, but not to us */
+    pid_t pid = fork();
+    if (pid == 0) {
+        execlp("fusermount3", "fusermount3", "-u", "-q", path, (char *)NULL);
+        _exit(127);
+    }
+    int st;
+    if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    return -EBUSY;   /* a holder appeared meanwhile, or one we may not see */
 }
 
 int mnt_default(char *buf, size_t size)

@@ -24,6 +24,12 @@ bool mnt_is_ciscfs(const char *path);
  * Returns 0 or -1 with errno set. */
 int mnt_detach(const char *path);
 
+/* Unmounts path as umount(8) does without -l: -EBUSY, and nothing
+ * changes, while a process has a file, its working directory or its root
+ * under it (cmd/holders.h). Root asks the kernel; a user asks fusermount3
+ * after checking the holders it can see. Returns 0 or -errno. */
+int mnt_unmount(const char *path);
+
 /* Starts the reaper of the ciscfs mount on path: a small process that
  * waits for this one to end, however it ends, and then detaches the mount
  * if it is still the same mount (its major:minor in mountinfo): a second

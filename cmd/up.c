@@ -70,9 +70,21 @@ static int prepare_mountpoint(const char *mnt)
 
 /* ---- the running device -------------------------------------------------- */
 
-static void stop_hook(void *arg)
+struct front {
+    struct fusefs *fs;
+    const char *mnt;
+};
+
+/* SHUTDOWN (device.h dev_stop_fn). A safe stop unmounts as umount(8)
+ * does, which the kernel refuses while the mount is in use; once
+ * unmounted, the FUSE loop ends by itself. */
+static int stop_hook(void *arg, bool safe)
 {
-    fusefs_exit(arg);
+    struct front *f = arg;
+    if (safe && mnt_unmount(f->mnt) == -EBUSY)
+        return -EBUSY;   /* other errors: stop as a forced stop would */
+    fusefs_exit(f->fs);
+    return 0;
 }
 
 static void report_ready(int fd, int status)
@@ -106,8 +118,9 @@ static void print_ready(const char *img, const char *mnt, const char *sock,
 {
     if (o->helper)
         return;
-    printf("ciscfs: %s mounted on %s (%u cores, sched %s, dispatch %s, link latency %llu ns, "
-           "core speed %.2f)\n", img, mnt, o->dev.cores ? o->dev.cores : DEV_DEFAULT_CORES,
+    printf("ciscfs: %s mounted on %s%s (%u cores, sched %s, dispatch %s, link latency %llu ns, "
+           "core speed %.2f)\n", img, mnt, o->dev.read_only ? " read-only" : "",
+           o->dev.cores ? o->dev.cores : DEV_DEFAULT_CORES,
            o->dev.sched ? o->dev.sched : "fifo", o->dev.queue_only ? "queue" : "direct",
            (unsigned long long)o->model.link_latency_ns, o->model.core_speed);
     printf("control socket: %s\n", sock);
@@ -166,7 +179,8 @@ static int run_device(const struct up_opts *o, const char *img, const char *mnt,
         report_ready(ready_fd, r);
         return 2;
     }
-    dev_set_stop_hook(dev, stop_hook, fs);
+    struct front front = { fs, mnt };
+    dev_set_stop_hook(dev, stop_hook, &front);
     r = mnt_reaper_start(mnt);
     if (r)
         fprintf(stderr, "cisc up: no reaper for %s (%s): a killed device relies on "

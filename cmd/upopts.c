@@ -227,6 +227,14 @@ static const struct up_opt up_table[] = {
               "(fair core time per tenant, then per queue; least memory first while "
               "memory is short); cfs-cpu (cfs without the memory key); drf (dominant "
               "resource fairness over core time and device memory)" },
+    { 0, "read-only", "ro", &k_flag, AT(dev.read_only),
+      .help = "serve the image read-only: the device refuses every change through every "
+              "door with EROFS, writes nothing to the image, and mounts read-only; an "
+              "image whose journal or operational log needs replaying is refused unless "
+              "--replay" },
+    { 0, "replay", "replay", &k_flag, AT(dev.replay),
+      .help = "with --read-only: first replay the journal and finish the logged ops (the "
+              "one time the image is written), then serve it read-only" },
     { 0, "tenant", "tenant", &k_index, WORDS("uid", "pid"), AT(dev.tenant_pid),
       .help = "whom the scheduler is fair to: each uid (default) or each process" },
     { 0, "max-queues-per-tenant", "max_queues_per_tenant", &k_uint, "N", 0, 1u << 20, 0,
@@ -245,6 +253,8 @@ static const struct up_opt up_table[] = {
       .help = "where the daemon writes its messages (default: none)" },
     { 0, "size", "size", &k_size, "SIZE", 1u << 20, UINT64_MAX, AT(size),
       .help = "create and format IMAGE with this size if it is missing" },
+    { 'v', "verbose", "verbose", &k_flag, AT(dev.verbose),
+      .help = "messages also name where in the device's source a problem was found" },
     { 0, "trace", "trace", &k_flag, AT(dev.trace),
       .help = "log every command the device runs (to the log)" },
     { 0, "dispatch", "dispatch", &k_index, WORDS("direct", "queue"), AT(dev.queue_only),
@@ -267,6 +277,13 @@ static const struct up_opt up_table[] = {
     { 0, "max-prog-insns", "max_prog_insns", &k_uint, "N", 1, 1ull << 32,
       PROGS_DEFAULT_MAX_INSNS, AT(progs.max_insns),
       .help = "instructions of all its programs together" },
+    { 0, "max-progs-per-user", "max_progs_per_user", &k_uint, "N", 1, 65536,
+      PROGS_DEFAULT_MAX_USER, AT(progs.max_progs_user),
+      .help = "eBPF programs one user may hold (root: no limit; users together may fill "
+              "seven eighths of --max-progs)" },
+    { 0, "max-prog-bytes-per-user", "max_prog_bytes_per_user", &k_size, "SIZE", 4096,
+      1ull << 40, AT(progs.max_bytes_user),
+      .help = "bytes of eBPF objects one user may hold (default 16M; root: no limit)" },
     { 0, "prog-budget", "prog_budget", &k_uint, "N", 1, PROGS_MAX_BUDGET, PROGS_DEFAULT_BUDGET,
       AT(progs.budget),
       .help = "instructions a program may run per invocation (one block) before it is "
@@ -433,6 +450,15 @@ static int parse_list(const struct up_opt *u, const char *arg, struct up_opts *o
     return r;
 }
 
+/* What holds between options once all are read: the FUSE mount of a
+ * read-only device is read-only too. Returns 0, or 2 after the error. */
+static int parse_done(struct up_opts *o)
+{
+    if (o->dev.replay && !o->dev.read_only)
+        return cmd_fail("up", "--replay (-o replay) goes with --read-only (-o ro)");
+    return o->dev.read_only ? add_fuse_opt(o, "ro") : 0;
+}
+
 /* ---- cisc up's command line -------------------------------------------------------- */
 
 /* getopt_long's tables: row i is val 256 + i (and its letter, if any). */
@@ -500,7 +526,7 @@ int upopts_parse_args(int argc, char **argv, struct up_opts *o)
         return cmd_fail("up", "too many arguments (want [IMAGE [MOUNTPOINT]])");
     o->image = optind < argc ? argv[optind] : NULL;
     o->mnt = optind + 1 < argc ? argv[optind + 1] : NULL;
-    return 0;
+    return parse_done(o);
 }
 
 /* ---- the mount helper's command line ------------------------------------------------ */
@@ -528,7 +554,7 @@ int upopts_parse_helper(int argc, char **argv, struct up_opts *o)
     }
     o->image = pos[0];
     o->mnt = pos[1];
-    return 0;
+    return parse_done(o);
 }
 
 void upopts_init(struct up_opts *o)

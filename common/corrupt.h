@@ -31,6 +31,10 @@ int cisc_corrupt_report(const char *file, int line, const char *fmt, ...)
  * "block 17: checksum mismatch (device/storagefs/inode.c:212)". */
 const char *cisc_corrupt_last(void);
 
+/* The same report without where in our source it was detected ("block
+ * 17: checksum mismatch"): what a user sees unless asked to be verbose. */
+const char *cisc_corrupt_what(void);
+
 /* Clears the calling thread's last report. */
 void cisc_corrupt_clear(void);
 

@@ -12,6 +12,7 @@
 #include "device/engine/fused/oplog.h"
 #include "proto/wire.h"
 #include "device/media/flash_media.h"
+#include "device/storagefs/format.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -54,13 +55,14 @@ struct device {
     struct ctl *ctl;
     struct slow slow;                /* the control requests that wait */
     char *image, *mountpoint;
+    bool read_only;                  /* dev_opts.read_only: nothing is written */
     unsigned cores;
     const char *sched;
     uint64_t started_ns;
     pthread_mutex_t hook_lock;       /* protects the hook and `stopping` */
     bool stopping;                   /* dev_stop began: no more status */
     bool stop_requested;             /* a SHUTDOWN arrived (maybe before the hook) */
-    void (*stop_hook)(void *arg);
+    dev_stop_fn stop_hook;
     void *stop_arg;
     char *recovery;                  /* what recovery at start-up did (oplog.h), or NULL */
     size_t recovery_len;
@@ -95,30 +97,108 @@ static int create_image(const char *path, uint64_t size, char *err, size_t errle
     return 0;
 }
 
-static int open_fs(const struct dev_opts *o, struct sfs **fs, struct media **model,
-                   char *err, size_t errlen)
+/* Images are private (README "Images are private"): the image holds every
+ * file's bytes whatever the files' own permissions say, so a device
+ * refuses an image other users can write (they could change any file, or
+ * the device's own programs, under it) and warns when they can read it. */
+static int check_private(const char *image, int fd, char *err, size_t errlen)
 {
     struct stat st;
-    if (stat(o->image, &st) && errno == ENOENT && o->create_size) {
+    if (fd < 0 || fstat(fd, &st))
+        return 0;
+    unsigned mode = st.st_mode & 07777;
+    if (mode & (S_IWGRP | S_IWOTH))
+        return fail(err, errlen, -EPERM,
+                    "image %s is writable by other users (mode %04o), who could change "
+                    "any file in it: make it private with chmod 600 %s", image, mode, image);
+    if (mode & (S_IRGRP | S_IROTH))
+        fprintf(stderr, "cisc: warning: image %s is readable by other users (mode %04o), "
+                "who can read every file in it whatever its permissions: chmod 600 %s\n",
+                image, mode, image);
+    return 0;
+}
+
+/* A file without StorageFS's superblock magic is not an image at all:
+ * say so, rather than call it corrupt. */
+static int check_is_image(const char *image, struct media *m, char *err, size_t errlen)
+{
+    uint8_t *b = malloc(MEDIA_BLOCK_SIZE);
+    if (!b)
+        return fail(err, errlen, -ENOMEM, "out of memory");
+    int r = m->nblocks ? media_read(m, 0, 1, b) : -EINVAL;
+    bool magic = !r && le32_get(b + BH_MAGIC) == SFS_MAGIC_SUPER;
+    free(b);
+    if (r == -EIO || r == -ENOMEM)
+        return fail(err, errlen, r, "cannot read image %s: %s", image, strerror(-r));
+    return magic ? 0
+                 : fail(err, errlen, -EINVAL, "%s is not a ciscfs image (make one with: "
+                        "cisc mkfs %s)", image, image);
+}
+
+/* A read-only start refuses an image whose journal holds committed
+ * transactions: seeing them in place would take writes. */
+static int check_replay(const struct dev_opts *o, struct media *m, char *err, size_t errlen)
+{
+    struct sfs_info in;
+    if (!o->read_only || sfs_info(m, &in) || !in.journal_txns)
+        return 0;   /* an image sfs_info cannot read: the mount says why */
+    return fail(err, errlen, -EROFS,
+                "image %s needs its journal replayed (%llu transactions), which writes: "
+                "start it read-write once, or read-only with --replay", o->image,
+                (unsigned long long)in.journal_txns);
+}
+
+/* The last corruption report, naming our source file only when verbose. */
+static const char *corrupt_msg(const struct dev_opts *o)
+{
+    return o->verbose ? cisc_corrupt_last() : cisc_corrupt_what();
+}
+
+/* The image's media, checked (private, an image, replayed when read-only)
+ * before anything mounts it, and modelled as flash when asked. */
+static int open_media(const struct dev_opts *o, struct media **out, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(o->image, &st) && errno == ENOENT && o->create_size && !o->read_only) {
         int r = create_image(o->image, o->create_size, err, errlen);
         if (r)
             return r;
     }
     struct media *m;
-    int r = media_open_file(o->image, 0, &m);
+    int r = media_open_file(o->image, o->read_only ? MEDIA_RDONLY : 0, &m);
     if (r == -EBUSY)
         return fail(err, errlen, r, "image %s is in use by another device (it is locked)",
                     o->image);
     if (r)
         return fail(err, errlen, r, "cannot open image %s: %s", o->image, strerror(-r));
-    if (o->flash) {
-        char why[128];
-        r = flash_media_open(m, o->flash, why, sizeof(why), &m);
-        if (r)
-            return fail(err, errlen, r, "cannot model flash for image %s: %s", o->image,
-                        r == -EINVAL ? why : strerror(-r));
+    r = check_private(o->image, media_fd(m), err, errlen);
+    if (!r)
+        r = check_is_image(o->image, m, err, errlen);
+    if (!r)
+        r = check_replay(o, m, err, errlen);
+    if (r) {
+        media_close(m);
+        return r;
     }
-    struct sfs_mount_opts mo = { .defer_writes = true };   /* see finish_mount */
+    *out = m;
+    if (!o->flash)
+        return 0;
+    char why[128];
+    r = flash_media_open(m, o->flash, why, sizeof(why), out);
+    return r ? fail(err, errlen, r, "cannot model flash for image %s: %s", o->image,
+                    r == -EINVAL ? why : strerror(-r))
+             : 0;
+}
+
+static int open_fs(const struct dev_opts *o, struct sfs **fs, struct media **model,
+                   char *err, size_t errlen)
+{
+    struct media *m;
+    int r = open_media(o, &m, err, errlen);
+    if (r)
+        return r;
+    /* defer_writes: see finish_mount */
+    struct sfs_mount_opts mo = { .defer_writes = !o->read_only, .read_only = o->read_only };
     cisc_corrupt_clear();
     *model = flash_media_members(m) ? m : NULL;   /* owned by the mount */
     r = sfs_mount(m, &mo, fs);
@@ -126,7 +206,7 @@ static int open_fs(const struct dev_opts *o, struct sfs **fs, struct media **mod
         media_close(m);
         if (r == -EUCLEAN)
             return fail(err, errlen, r, "image %s is corrupt: %s (run cisc fsck)", o->image,
-                        cisc_corrupt_last());
+                        corrupt_msg(o));
         return fail(err, errlen, r, "cannot mount image %s: %s", o->image, strerror(-r));
     }
     return 0;
@@ -135,13 +215,13 @@ static int open_fs(const struct dev_opts *o, struct sfs **fs, struct media **mod
 /* What the start reads of the image beyond the mount (the program
  * store) is checked while the mount still writes nothing: an image the
  * device refuses is left exactly as it was. Then the mount's writes. */
-static int finish_mount(struct device *d, char *err, size_t errlen)
+static int finish_mount(struct device *d, const struct dev_opts *o, char *err, size_t errlen)
 {
     cisc_corrupt_clear();
     int r = progs_check(d->fs, err, errlen);
     if (r == -EUCLEAN)
         return fail(err, errlen, r, "image %s is corrupt: %s (run cisc fsck)", d->image,
-                    cisc_corrupt_last());
+                    corrupt_msg(o));
     if (!r && (r = sfs_mount_finish(d->fs)) != 0)
         fail(err, errlen, r, "cannot mount image %s: %s", d->image, strerror(-r));
     return r;
@@ -153,7 +233,7 @@ static int handle_ctl(void *arg, struct ctl_req *req);
  * log: stderr). */
 static int open_progs(struct device *d, const struct dev_opts *o, char *err, size_t errlen)
 {
-    struct progs_config pc = { .trace = o->trace };
+    struct progs_config pc = { .trace = o->trace, .read_only = o->read_only };
     if (o->progs)
         pc.lim = *o->progs;
     return progs_open(d->fs, &pc, &d->progs, err, errlen);
@@ -190,10 +270,26 @@ static void free_device(struct device *d)
     free(d);
 }
 
-/* Finishes the ops of the operational log and keeps the report for the
- * log and the status. */
-static int recover(struct device *d, char *err, size_t errlen)
+/* A read-only start refuses an image with unfinished logged ops:
+ * finishing them writes. */
+static int check_oplog(struct device *d, char *err, size_t errlen)
 {
+    int n = fop_oplog_pending(d->fs);
+    if (n > 0)
+        return fail(err, errlen, -EROFS,
+                    "image %s has %d unfinished fused ops in its operational log, which "
+                    "writes to finish: start it read-write once, or read-only with --replay",
+                    d->image, n);
+    return n < 0 ? fail(err, errlen, n, "cannot read the operational log: %s", strerror(-n))
+                 : 0;
+}
+
+/* Finishes the ops of the operational log and keeps the report for the
+ * log and the status (read-only: refuses them, check_oplog). */
+static int recover(struct device *d, const struct dev_opts *o, char *err, size_t errlen)
+{
+    if (o->read_only)
+        return check_oplog(d, err, errlen);
     FILE *f = open_memstream(&d->recovery, &d->recovery_len);
     if (!f)
         return fail(err, errlen, -ENOMEM, "out of memory");
@@ -204,8 +300,28 @@ static int recover(struct device *d, char *err, size_t errlen)
     return 0;
 }
 
+/* --replay: the device started read-write without clients, which replays
+ * the journal and finishes the logged ops, then stopped cleanly. */
+static int replay_first(const struct dev_opts *o, char *err, size_t errlen)
+{
+    struct dev_opts rw = *o;
+    rw.read_only = rw.replay = false;
+    rw.control_path = NULL;
+    rw.create_size = 0;
+    struct device *d;
+    int r = dev_start(&rw, &d, err, errlen);
+    if (!r && (r = dev_stop(d)) != 0)
+        fail(err, errlen, r, "cannot replay image %s: %s", o->image, strerror(-r));
+    return r;
+}
+
 int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t errlen)
 {
+    if (o->read_only && o->replay) {
+        int r = replay_first(o, err, errlen);
+        if (r)
+            return r;
+    }
     struct device *d = calloc(1, sizeof(*d));
     if (!d)
         return fail(err, errlen, -ENOMEM, "out of memory");
@@ -215,10 +331,11 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
     d->image = strdup(o->image);
     d->mountpoint = strdup(o->mountpoint ? o->mountpoint : "-");
     d->started_ns = now_ns();
+    d->read_only = o->read_only;
     struct eng_config ec = { .cores = d->cores, .sched = d->sched, .trace = o->trace,
                              .direct = !o->queue_only, .tx = o->tx, .dev_ram = o->dev_ram,
                              .tenant_pid = o->tenant_pid, .max_queues = o->max_queues,
-                             .op_time_ms = o->op_time_limit_ms };
+                             .op_time_ms = o->op_time_limit_ms, .read_only = o->read_only };
     struct dm_model dm = o->model ? *o->model : (struct dm_model){ DM_DEFAULT_LINK_NS, 1.0 };
     if (!sched_policy_find(d->sched) || d->cores > SCHED_MAX_CORES || dm_configure(&dm) ||
         o->pollers > QP_MAX_POLLERS) {
@@ -234,14 +351,14 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
     struct qp_config qc = { o->pollers, o->poll_us < 0 ? QP_DEFAULT_POLL_US : (unsigned)o->poll_us };
     int r = open_fs(o, &d->fs, &d->flash, err, errlen);
     if (!r)
-        r = finish_mount(d, err, errlen);
+        r = finish_mount(d, o, err, errlen);
     if (!r)
         r = open_progs(d, o, err, errlen);
     ec.progs = d->progs;
     if (!r && (r = eng_create(d->fs, &ec, &d->eng)))
         fail(err, errlen, r, "cannot start the engine: %s", strerror(-r));
     if (!r)
-        r = recover(d, err, errlen);   /* before any client is served */
+        r = recover(d, o, err, errlen);   /* before any client is served */
     if (!r && (r = qp_service_create(d->eng, &qc, &d->qps)))
         fail(err, errlen, r, "cannot start the queue pollers: %s", strerror(-r));
     if (!r && o->control_path)
@@ -271,13 +388,13 @@ struct engine *dev_engine(struct device *d)
     return d->eng;
 }
 
-void dev_set_stop_hook(struct device *d, void (*hook)(void *arg), void *arg)
+void dev_set_stop_hook(struct device *d, dev_stop_fn hook, void *arg)
 {
     pthread_mutex_lock(&d->hook_lock);
     d->stop_hook = hook;
     d->stop_arg = arg;
     if (hook && d->stop_requested)   /* asked to stop before the front end was up */
-        hook(arg);
+        hook(arg, false);
     pthread_mutex_unlock(&d->hook_lock);
 }
 
@@ -353,9 +470,10 @@ static void status_progs(struct device *d, struct out *o)
     struct progs_limits l;
     progs_totals(d->progs, &n, &broken, &insns);
     progs_limits_get(d->progs, &l);
-    put(o, "progs count %u broken %u insns %llu max_progs %u max_insns %llu budget %llu\n", n,
-        broken, (unsigned long long)insns, l.max_progs, (unsigned long long)l.max_insns,
-        (unsigned long long)l.budget);
+    put(o, "progs count %u broken %u insns %llu max_progs %u max_insns %llu budget %llu "
+           "per_user_progs %u per_user_bytes %llu\n", n, broken, (unsigned long long)insns,
+        l.max_progs, (unsigned long long)l.max_insns, (unsigned long long)l.budget,
+        l.max_progs_user, (unsigned long long)l.max_bytes_user);
 }
 
 #define STATUS_TENANTS 64u   /* the busiest this many (the report has a size limit) */
@@ -433,6 +551,7 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
     put(&o, "device pid %d uptime_s %llu\n", (int)getpid(),
         (unsigned long long)((now_ns() - d->started_ns) / 1000000000u));
     put(&o, "image %s\nmountpoint %s\n", d->image, d->mountpoint);
+    put(&o, "access %s\n", d->read_only ? "read-only" : "read-write");
     struct dm_model dm = dm_get();
     struct qp_stats qs;
     qp_service_stats(d->qps, &qs);
@@ -469,14 +588,18 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
     return o.len;
 }
 
-static void request_stop(struct device *d)
+/* A SHUTDOWN: 0 when the device stops, or the front end's refusal
+ * (-EBUSY: a safe stop of a mount in use), which changes nothing. */
+static int request_stop(struct device *d, bool safe)
 {
-    eng_cancel(d->eng);   /* running fused ops stop at their next block */
     pthread_mutex_lock(&d->hook_lock);
-    d->stop_requested = true;
-    if (d->stop_hook)
-        d->stop_hook(d->stop_arg);
+    int r = d->stop_hook ? d->stop_hook(d->stop_arg, safe) : 0;
+    if (!r)
+        d->stop_requested = true;
     pthread_mutex_unlock(&d->hook_lock);
+    if (!r)
+        eng_cancel(d->eng);   /* running fused ops stop at their next block */
+    return r;
 }
 
 static int reply_status(struct device *d, struct ctl_req *req)
@@ -678,6 +801,8 @@ static int reply_recovery(struct device *d, struct ctl_req *req)
     if (req->type == CTL_RECOVERY_ACK) {
         char name[OPLOG_NAME_MAX];
         int r = req->len == 0 || req->len >= sizeof(name) ? -EINVAL : 0;
+        if (!r && d->read_only)
+            r = -EROFS;   /* removing the record writes (and StorageFS would refuse) */
         if (!r) {
             memcpy(name, req->payload, req->len);
             name[req->len] = '\0';
@@ -699,6 +824,17 @@ static int reply_tenant(struct device *d, struct ctl_req *req)
     if (!r)
         r = eng_tenant_weight(d->eng, le32_get(req->payload), le32_get(req->payload + 4));
     return ctl_reply(req, r, NULL, 0), 0;
+}
+
+/* SHUTDOWN: the device's owner or root only; answered when the device has
+ * stopped (CTL_DEFER), or at once when it refuses. */
+static int reply_shutdown(struct device *d, struct ctl_req *req)
+{
+    bool safe = req->len >= 4 && (le32_get(req->payload) & CTL_SHUTDOWN_SAFE);
+    int r = req->peer->uid != 0 && req->peer->uid != geteuid() ? -EPERM : 0;
+    if (!r)
+        r = request_stop(d, safe);
+    return r ? (ctl_reply(req, r, NULL, 0), 0) : CTL_DEFER;
 }
 
 static int handle_ctl(void *arg, struct ctl_req *req)
@@ -730,10 +866,7 @@ static int handle_ctl(void *arg, struct ctl_req *req)
     case CTL_RECOVERY_ACK:
         return reply_recovery(d, req);
     case CTL_SHUTDOWN:
-        if (req->peer->uid != 0 && req->peer->uid != geteuid())
-            return ctl_reply(req, -EPERM, NULL, 0), 0;
-        request_stop(d);
-        return CTL_DEFER;
+        return reply_shutdown(d, req);
     default:
         return ctl_reply(req, -EOPNOTSUPP, NULL, 0), 0;
     }

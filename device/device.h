@@ -13,6 +13,16 @@
  * States: (none) --dev_start--> RUNNING --stop hook--> STOPPING
  *         --dev_stop--> (gone; image checkpointed, unlocked, clean)
  *
+ * Read-only (dev_opts.read_only): the image is opened read-only, StorageFS
+ * mounted without replay and refusing every write, the engine refuses
+ * every mutation with -EROFS (engine.h, invariant 6) and the program
+ * registry every load and unload; nothing is ever written, not even the
+ * mount count. An image whose journal holds committed transactions, or
+ * whose operational log holds unfinished ops, would need writes to be
+ * seen as it is: the start is refused unless dev_opts.replay, which
+ * first runs the device read-write once, without clients, to replay and
+ * recover, and stops it cleanly.
+ *
  * Invariants:
  *   1. dev_start either returns a running device or leaves nothing behind
  *      (image unlocked, socket removed), with a message in `err`.
@@ -61,6 +71,10 @@ struct dev_opts {
                                  (proto/wire.h); WIRE_TX_DEFAULT = macro */
     const struct flash_geom *flash;    /* NULL: the image file as it is; else the
                                         * NAND model over it (zero fields scaled) */
+    bool read_only;           /* change nothing: see "Read-only" above */
+    bool verbose;             /* messages name where in our source a problem was found */
+    bool replay;              /* read-only: replay the journal and finish logged
+                                 ops first (one read-write start and stop) */
 };
 
 struct device;
@@ -76,11 +90,17 @@ void dev_log_notes(struct device *d);
 /* The engine every front end submits to. */
 struct engine *dev_engine(struct device *d);
 
-/* Registers the hook a control-socket SHUTDOWN request calls (from the
- * control thread, after eng_cancel: running fused ops stop at their next
- * block): it must make the front end's loop return soon. If a
- * SHUTDOWN came before, the hook is called at once. */
-void dev_set_stop_hook(struct device *d, void (*hook)(void *arg), void *arg);
+/* A front end's stop hook, called from the control thread for a
+ * SHUTDOWN request. safe (CTL_SHUTDOWN_SAFE, `cisc down` without --force):
+ * while the front end is in use (the mount has an open file, a working
+ * directory in it) change nothing and return -EBUSY. Otherwise make the
+ * front end's loop return soon and return 0; the device then cancels the
+ * running fused ops (eng_cancel: they stop at their next block). */
+typedef int (*dev_stop_fn)(void *arg, bool safe);
+
+/* Registers the stop hook. If a SHUTDOWN came before, the hook is called
+ * at once (not safe: the stop was already granted). */
+void dev_set_stop_hook(struct device *d, dev_stop_fn hook, void *arg);
 
 /* Cancels the fused ops still running (eng_cancel: they fail with
  * -ECANCELED and roll back), drains and stops the engine, unmounts

@@ -21,9 +21,13 @@
  *   CTL_STATUS    -> s32 status, UTF-8 text: one "key value..." per line
  *                    (device model, cores, queues, per-op counts and
  *                    latency percentiles); `cisc status` formats it
- *   CTL_SHUTDOWN  -> s32 status, sent when the device has unmounted,
- *                    checkpointed and is about to exit; only the device's
- *                    own uid or root may ask (-EPERM otherwise)
+ *   CTL_SHUTDOWN  [u32 flags] -> s32 status, sent when the device has
+ *                    unmounted, checkpointed and is about to exit; only
+ *                    the device's own uid or root may ask (-EPERM
+ *                    otherwise). CTL_SHUTDOWN_SAFE: refuse at once with
+ *                    -EBUSY, changing nothing, while the mount is in use
+ *                    (an open file, a working directory in it); without
+ *                    it (or with no payload) the device stops regardless
  *   CTL_SESSION   -> s32 status, u32 uid, u32 gid, u32 pid: opens the
  *                    connection's libcisc session (credentials from
  *                    SO_PEERCRED / SO_PEERGROUPS) if it has none yet
@@ -88,6 +92,7 @@ extern "C" {
 #define CTL_HDR_SIZE     16u
 #define CTL_MAX_PAYLOAD  (60u * 1024)
 #define CTL_REPLY        0x8000u
+#define CTL_SHUTDOWN_SAFE 0x1u     /* CTL_SHUTDOWN flags: refuse a busy mount */
 
 enum ctl_type {
     CTL_PING = 1,

@@ -2,6 +2,7 @@
  * completion and statistics. The operations are in engine_ops.c. */
 #include "device/engine/engine_int.h"
 #include "device/engine/fused/fused.h"
+#include "device/engine/sysdir.h"
 
 #include "common/clock.h"
 #include "proto/wire.h"
@@ -62,14 +63,37 @@ static void trace(const struct eng_cmd *c, unsigned core, uint64_t ns)
             c->size, (long long)c->ret, (unsigned long long)ns);
 }
 
+/* The read-only rule (engine.h, invariant 6), for every door at once:
+ * -EROFS for a command that would change something (a fused op's results
+ * name the step), else 0. A fused op that changes nothing needs no
+ * operational log: autorec runs as micro. */
+static int64_t read_only_gate(struct engine *e, struct eng_cmd *c)
+{
+    unsigned step = 0;
+    if (!e->read_only)
+        return 0;
+    if (!eng_cmd_mutates(c, &step)) {
+        if (c->op == ENG_OP_CISC && c->cisc && c->cisc->tx == WIRE_TX_AUTOREC)
+            c->cisc->tx = WIRE_TX_MICRO;
+        return 0;
+    }
+    if (c->op == ENG_OP_CISC && c->cisc && !c->cisc->status)
+        fop_fail(c->cisc, step, -EROFS);
+    return -EROFS;
+}
+
 static void run(void *arg, struct sched_item *it, unsigned core)
 {
     struct engine *e = arg;
     struct eng_cmd *c = (struct eng_cmd *)((char *)it - offsetof(struct eng_cmd, item));
     unsigned op = c->op;
-    c->ret = op < ENG_OP_COUNT ? op_table[op](e, c) : -EINVAL;
+    c->ret = read_only_gate(e, c);
+    if (!c->ret)
+        c->ret = op < ENG_OP_COUNT ? op_table[op](e, c) : -EINVAL;
     if (c->ret == ENG_PARKED)
         return;   /* lease.h: it runs again when the lease ends */
+    if (c->ret >= 0 && c->attr.ino == SFS_ROOT_INO)
+        sysdir_root_attr(e->fs, &c->attr);   /* the hidden directory is not counted */
     if (c->chg && c->ret >= 0)
         eng_note_changes(e, c);
     uint64_t ns = now_ns() - it->t_submit_ns;
@@ -117,6 +141,9 @@ int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out
     uint64_t ms = cfg->op_time_ms ? cfg->op_time_ms : ENG_OP_TIME_MS_DEFAULT;
     e->op_time_ns = ms < (1ull << 62) / 1000000u ? ms * 1000000u : 1ull << 62;   /* no overflow */
     e->tx = cfg->tx ? cfg->tx : WIRE_TX_MACRO;
+    e->read_only = cfg->read_only;
+    if (e->read_only && e->tx == WIRE_TX_AUTOREC)
+        e->tx = WIRE_TX_MICRO;   /* nothing to log: no op may change anything */
     for (unsigned i = 0; i < ENG_INO_STRIPES; i++)
         pthread_rwlock_init(&e->ino_lock[i], NULL);
     pthread_mutex_init(&e->mem_mu, NULL);

@@ -93,6 +93,10 @@
  *      -EBADF, never a crash.
  *   5. Buffers (name, in, out) belong to the submitter and must stay valid
  *      until completion; the engine never keeps them afterwards.
+ *   6. A read-only engine (eng_config.read_only) refuses, with -EROFS and
+ *      before it runs, every command that would change the file system:
+ *      eng_cmd_mutates() is the one rule, applied at dispatch whatever the
+ *      door, so no door keeps its own list.
  */
 #ifndef CISC_DEVICE_ENGINE_H
 #define CISC_DEVICE_ENGINE_H
@@ -269,6 +273,7 @@ struct eng_config {
                                  0 = ENG_OP_TIME_MS_DEFAULT */
     unsigned tx;              /* default transaction mode of fused ops: enum wire_tx,
                                  WIRE_TX_DEFAULT = macro (fused.h) */
+    bool read_only;           /* refuse every mutation with -EROFS (eng_read_only) */
 };
 
 /* Starts the engine on a mounted StorageFS (not owned: the caller unmounts
@@ -290,6 +295,15 @@ uint64_t eng_parked(struct engine *e);
  * when the lease ends, within lease_wait_ns; a write with
  * ENG_WRITE_ORDERED (all the FUSE door's) never parks. */
 void eng_drain(struct engine *e);
+
+/* Whether cmd asks to change the file system (the read-only rule,
+ * invariant 6): namespace, data, attribute and xattr changes; opening
+ * for writing, truncating or creating; a fused op with such a step (*step
+ * set to the first, when step is non-NULL). */
+bool eng_cmd_mutates(const struct eng_cmd *cmd, unsigned *step);
+
+/* True when e was created read-only. */
+bool eng_read_only(const struct engine *e);
 
 /* Zeroes cmd and sets its opcode and credentials. */
 void eng_cmd_init(struct eng_cmd *cmd, unsigned op, const struct eng_cred *cred);

@@ -56,6 +56,7 @@ struct engine {
     uint64_t op_time_ns;      /* device-time ceiling of one op */
     uint32_t cancel;          /* eng_cancel: non-zero from then on (atomic) */
     unsigned tx;              /* default transaction mode of fused ops (enum wire_tx, >= MACRO) */
+    bool read_only;           /* eng_cmd_mutates() commands fail with -EROFS */
     uint64_t oplog_dir;       /* the operational log's directory once known (atomic) */
 };
 

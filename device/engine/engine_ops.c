@@ -168,7 +168,7 @@ static int prepare_create(struct engine *e, struct eng_cmd *c, uint32_t *mode,
                           uint32_t *uid, uint32_t *gid)
 {
     struct sfs_attr dir;
-    int r = check_name(c->ino, c->name, -EPERM);
+    int r = check_name(c->ino, c->name, SYSDIR_RESERVED);
     if (!r)
         r = dir_attr(e, c->ino, &dir);
     if (!r)
@@ -222,7 +222,7 @@ int64_t eop_symlink(struct engine *e, struct eng_cmd *c)
 int64_t eop_link(struct engine *e, struct eng_cmd *c)
 {
     struct sfs_attr a, dir;
-    int r = check_name(c->ino2, c->name, -EPERM);
+    int r = check_name(c->ino2, c->name, SYSDIR_RESERVED);
     if (!r)
         r = sfs_getattr(e->fs, c->ino, &a);
     if (!r && S_ISDIR(a.mode))
@@ -290,7 +290,9 @@ int64_t eop_rename(struct engine *e, struct eng_cmd *c)
     fl |= (c->flags & ENG_RENAME_NOREPLACE) ? SFS_RENAME_NOREPLACE : 0;
     fl |= (c->flags & ENG_RENAME_EXCHANGE) ? SFS_RENAME_EXCHANGE : 0;
     struct sfs_attr src, dst;
-    int r = sysdir_check(c->ino2, c->name2, -EPERM);   /* never a target */
+    /* never a target: an exchange finds none, a rename may not make one */
+    int r = sysdir_check(c->ino2, c->name2,
+                         (c->flags & ENG_RENAME_EXCHANGE) ? -ENOENT : SYSDIR_RESERVED);
     if (!r)
         r = prepare_delete(e, c, c->ino, c->name, &src);
     if (!r)

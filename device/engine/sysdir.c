@@ -36,3 +36,11 @@ int sysdir_find(struct sfs *fs, const char *sub, uint64_t *ino)
     int r = subdir(fs, SFS_ROOT_INO, SYSDIR_NAME, false, &top);
     return r ? r : subdir(fs, top, sub, false, ino);
 }
+
+void sysdir_root_attr(struct sfs *fs, struct sfs_attr *a)
+{
+    struct sfs_attr s;
+    if (a->ino == SFS_ROOT_INO && a->nlink > 2 && !sfs_lookup(fs, SFS_ROOT_INO, SYSDIR_NAME, &s) &&
+        S_ISDIR(s.mode))
+        a->nlink--;
+}

@@ -177,7 +177,7 @@ int media_create_file(const char *path, uint64_t size_bytes, unsigned flags,
     if (nblk == 0)
         return -EINVAL;
     int oflags = O_RDWR | O_CREAT | O_CLOEXEC | (flags & MEDIA_CREATE_EXCL ? O_EXCL : 0);
-    int fd = open(path, oflags, 0644);
+    int fd = open(path, oflags, 0600);
     if (fd < 0)
         return -errno;
     /* Lock before truncating: an image in use by a device is not touched. */
@@ -186,7 +186,10 @@ int media_create_file(const char *path, uint64_t size_bytes, unsigned flags,
         close(fd);
         return -e;
     }
-    if (ftruncate(fd, 0) != 0 || ftruncate(fd, (off_t)(nblk * MEDIA_BLOCK_SIZE)) != 0) {
+    /* Private, also when an existing file is made an image: it will hold
+     * every file's bytes whatever their permissions (README). */
+    if (fchmod(fd, 0600) != 0 || ftruncate(fd, 0) != 0 ||
+        ftruncate(fd, (off_t)(nblk * MEDIA_BLOCK_SIZE)) != 0) {
         int e = errno;
         close(fd);
         return -e;

@@ -61,7 +61,7 @@ int media_open_file(const char *path, unsigned flags, struct media **out);
 #define MEDIA_CREATE_EXCL 0x1u   /* fail with -EEXIST if the path exists */
 
 /* Creates (or, without MEDIA_CREATE_EXCL, truncates and re-creates) a
- * sparse image file of size_bytes (rounded down to whole blocks; at least
+ * private (mode 0600) sparse image file of size_bytes (rounded down to whole blocks; at least
  * one block), then opens it as media_open_file(path, 0) would.
  * Returns 0 and sets *out, or -errno. */
 int media_create_file(const char *path, uint64_t size_bytes, unsigned flags,

@@ -10,6 +10,7 @@
 #include "device/engine/sysdir.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -115,14 +116,62 @@ static struct progs_prog *find_id(struct progs *p, uint32_t id)
     return NULL;
 }
 
-static struct progs_prog *find(struct progs *p, uint32_t id, const char *name)
+/* The program uid means by (owner, name) (progs.h "Names"): owner's, or
+ * for PROGS_ANY_OWNER uid's own, else the one program of that name; NULL
+ * when none, or several and none uid's, are called so. */
+static struct progs_prog *find_name(struct progs *p, uint32_t uid, uint32_t owner,
+                                    const char *name)
+{
+    struct progs_prog *other = NULL;
+    unsigned others = 0;
+    for (uint32_t i = 0; name && i < p->n; i++) {
+        struct progs_prog *pp = p->tab[i];
+        if (strcmp(pp->info.name, name))
+            continue;
+        if (pp->info.owner == (owner == PROGS_ANY_OWNER ? uid : owner))
+            return pp;
+        if (owner == PROGS_ANY_OWNER) {
+            other = pp;
+            others++;
+        }
+    }
+    return others == 1 ? other : NULL;
+}
+
+/* The program uid names by id (when nonzero) or by a resolved name. */
+static struct progs_prog *find(struct progs *p, uint32_t uid, uint32_t id,
+                               const struct progs_name *n)
 {
     if (id)
         return find_id(p, id);
-    for (uint32_t i = 0; name && i < p->n; i++)
-        if (!strcmp(p->tab[i]->info.name, name))
-            return p->tab[i];
-    return NULL;
+    return n ? find_name(p, uid, n->owner, n->name) : NULL;
+}
+
+int progs_name_parse(const char *s, struct progs_name *out)
+{
+    const char *slash = s ? strchr(s, '/') : NULL;
+    out->owner = PROGS_ANY_OWNER;
+    out->name = s;
+    if (!slash)
+        return 0;
+    char who[PROGS_NAME_MAX], *end;
+    size_t n = (size_t)(slash - s);
+    if (n == 0 || n >= sizeof(who))
+        return -ENOENT;
+    memcpy(who, s, n);
+    who[n] = '\0';
+    out->name = slash + 1;
+    unsigned long v = strtoul(who, &end, 10);
+    if (who[0] >= '0' && who[0] <= '9' && !*end && v < PROGS_ANY_OWNER) {
+        out->owner = (uint32_t)v;
+        return 0;
+    }
+    struct passwd pw, *res = NULL;
+    char buf[2048];
+    if (getpwnam_r(who, &pw, buf, sizeof(buf), &res) || !res)
+        return -ENOENT;
+    out->owner = (uint32_t)res->pw_uid;
+    return 0;
 }
 
 int progs_insert(struct progs *p, struct progs_prog *pp)
@@ -225,30 +274,73 @@ static bool name_ok(const char *s)
     return !digits;
 }
 
-/* Checks the name and the limits for a new program of ninsns and takes
- * an id (under p->lock). */
-static int admit(struct progs *p, const char *name, uint32_t ninsns, uint32_t *id, char *msg,
-                 size_t msglen)
+/* uid's programs and their object bytes (under p->lock). */
+static void held_by(struct progs *p, uint32_t uid, uint32_t *n, uint64_t *bytes)
+{
+    *n = 0;
+    *bytes = 0;
+    for (uint32_t i = 0; i < p->n; i++)
+        if (p->tab[i]->info.owner == uid) {
+            (*n)++;
+            *bytes += p->tab[i]->info.obj_size;
+        }
+}
+
+/* The per-user quotas (root has none). */
+static int user_room(struct progs *p, uint32_t uid, size_t size, char *msg, size_t msglen)
+{
+    uint32_t n;
+    uint64_t bytes;
+    held_by(p, uid, &n, &bytes);
+    if (n >= p->lim.max_progs_user)
+        return snprintf(msg, msglen, "uid %u holds %u programs, the per-user limit (cisc up "
+                        "--max-progs-per-user)", uid, n), -EDQUOT;
+    if (bytes + size > p->lim.max_bytes_user)
+        return snprintf(msg, msglen, "an object of %zu bytes does not fit: uid %u's programs "
+                        "hold %llu of %llu bytes (cisc up --max-prog-bytes-per-user)", size,
+                        uid, (unsigned long long)bytes,
+                        (unsigned long long)p->lim.max_bytes_user), -EDQUOT;
+    return 0;
+}
+
+/* The device-wide limits; users together leave an eighth of each
+ * (rounded up: at least one program) to root, so that no user can lock
+ * root out. */
+static int device_room(struct progs *p, uint32_t uid, uint32_t ninsns, char *msg, size_t msglen)
+{
+    uint32_t slots = uid ? p->lim.max_progs - (p->lim.max_progs + 7) / 8 : p->lim.max_progs;
+    uint64_t insns = uid ? p->lim.max_insns - (p->lim.max_insns + 7) / 8 : p->lim.max_insns;
+    const char *why = uid ? " (users may fill seven eighths of it; the rest is root's)" : "";
+    if (p->n >= slots)
+        return snprintf(msg, msglen, "the device holds %u programs, its limit (cisc up "
+                        "--max-progs %u)%s", p->n, p->lim.max_progs, why), -EDQUOT;
+    if (p->insns + ninsns > insns)
+        return snprintf(msg, msglen, "program of %u instructions does not fit: the device's "
+                        "programs hold %llu of %llu instructions (cisc up --max-prog-insns)%s",
+                        ninsns, (unsigned long long)p->insns, (unsigned long long)insns, why),
+               -EDQUOT;
+    return 0;
+}
+
+/* Checks the name (unique per owner) and the limits for a new program
+ * of ninsns and takes an id (under p->lock). */
+static int admit(struct progs *p, const struct progs_load_req *rq, const char *name,
+                 uint32_t ninsns, uint32_t *id, char *msg, size_t msglen)
 {
     int r = 0;
     pthread_mutex_lock(&p->lock);
-    struct progs_prog *other = find(p, 0, name);
-    if (other) {
-        snprintf(msg, msglen, "a program named '%s' exists (id %u, owner uid %u): unload it "
-                 "or choose another --name", name, other->info.id, other->info.owner);
+    struct progs_prog *mine = find_name(p, rq->uid, rq->uid, name);
+    if (mine) {
+        snprintf(msg, msglen, "a program of yours named '%s' exists (id %u): unload it or "
+                 "choose another --name", name, mine->info.id);
         r = -EEXIST;
-    } else if (p->n >= p->lim.max_progs) {
-        snprintf(msg, msglen, "the device holds %u programs, its limit (cisc up --max-progs)",
-                 p->n);
-        r = -EDQUOT;
-    } else if (p->insns + ninsns > p->lim.max_insns) {
-        snprintf(msg, msglen, "program of %u instructions does not fit: the device's programs "
-                 "hold %llu of %llu instructions (cisc up --max-prog-insns)", ninsns,
-                 (unsigned long long)p->insns, (unsigned long long)p->lim.max_insns);
-        r = -EDQUOT;
-    } else {
-        *id = p->next_id++;
     }
+    if (!r)
+        r = device_room(p, rq->uid, ninsns, msg, msglen);
+    if (!r && rq->uid != 0)
+        r = user_room(p, rq->uid, rq->size, msg, msglen);
+    if (!r)
+        *id = p->next_id++;
     pthread_mutex_unlock(&p->lock);
     return r;
 }
@@ -288,7 +380,7 @@ static int commit(struct progs *p, const struct progs_load_req *rq, struct vm_pr
 {
     struct progs_rec rec;
     uint32_t id;
-    int r = admit(p, name, vp->ninsns, &id, msg, msglen);
+    int r = admit(p, rq, name, vp->ninsns, &id, msg, msglen);
     if (r)
         return r;
     rec_from(&rec, rq, vp, name, id);
@@ -328,6 +420,11 @@ int progs_load(struct progs *p, const struct progs_load_req *rq, struct progs_in
                  "or '-', not only digits", name, PROGS_NAME_MAX - 1);
         return -EINVAL;
     }
+    if (p->read_only) {
+        snprintf(msg, msglen, "the device is read-only (cisc up -o ro): no program can be "
+                 "stored");
+        return -EROFS;
+    }
     struct vm_prog *vp;
     int r = progs_build(rq->obj, rq->size, rq->func, !p->lim.interp, &vp, msg, msglen);
     if (r)
@@ -348,11 +445,11 @@ int progs_load(struct progs *p, const struct progs_load_req *rq, struct progs_in
 }
 
 /* Finds the program to unload and checks uid may (under p->lock). */
-static int unload_target(struct progs *p, uint32_t uid, uint32_t id, const char *name,
-                         struct progs_prog **out)
+static int unload_target(struct progs *p, uint32_t uid, uint32_t id,
+                         const struct progs_name *name, struct progs_prog **out)
 {
     pthread_mutex_lock(&p->lock);
-    struct progs_prog *pp = find(p, id, name);
+    struct progs_prog *pp = find(p, uid, id, name);
     int r = !pp ? -ENOENT : uid != 0 && uid != pp->info.owner ? -EPERM : 0;
     if (!r)
         *out = pp;
@@ -363,8 +460,13 @@ static int unload_target(struct progs *p, uint32_t uid, uint32_t id, const char 
 int progs_unload(struct progs *p, uint32_t uid, uint32_t id, const char *name)
 {
     struct progs_prog *pp;
+    struct progs_name n;
+    if (!id && progs_name_parse(name, &n))
+        return -ENOENT;
     pthread_mutex_lock(&p->store_lock);
-    int r = unload_target(p, uid, id, name, &pp);
+    int r = unload_target(p, uid, id, id ? NULL : &n, &pp);
+    if (!r && p->read_only)
+        r = -EROFS;
     if (!r)
         r = progs_store_remove(p, pp->info.id);
     if (!r) {
@@ -397,8 +499,8 @@ int progs_list(struct progs *p, uint32_t from,
     return r;
 }
 
-/* Writes why pp is broken and its recent traces into text. */
-static void status_text(struct progs_prog *pp, char *text, size_t size)
+/* Writes why pp is broken and, when traces, its recent traces into text. */
+static void status_text(struct progs_prog *pp, bool traces, char *text, size_t size)
 {
     size_t len = 0;
     text[0] = '\0';
@@ -409,6 +511,8 @@ static void status_text(struct progs_prog *pp, char *text, size_t size)
                                 vm_jit_size(pp->prog));
     else if (pp->prog)
         len += (size_t)snprintf(text, size, "runs as: interpreter\n");
+    if (!traces)
+        return;
     pthread_mutex_lock(&pp->trace_lock);
     unsigned n = pp->ntrace < PROGS_TRACE_KEEP ? pp->ntrace : PROGS_TRACE_KEEP;
     for (unsigned i = pp->ntrace - n; i < pp->ntrace && len < size; i++)
@@ -417,15 +521,18 @@ static void status_text(struct progs_prog *pp, char *text, size_t size)
     pthread_mutex_unlock(&pp->trace_lock);
 }
 
-int progs_show(struct progs *p, uint32_t id, const char *name, struct progs_info *info,
-               char *text, size_t textlen)
+int progs_show(struct progs *p, uint32_t uid, uint32_t id, const char *name,
+               struct progs_info *info, char *text, size_t textlen)
 {
+    struct progs_name n;
+    if (!id && progs_name_parse(name, &n))
+        return -ENOENT;
     pthread_mutex_lock(&p->lock);
-    struct progs_prog *pp = find(p, id, name);
+    struct progs_prog *pp = find(p, uid, id, id ? NULL : &n);
     if (pp)
         snapshot(pp, info);
-    if (pp && text && textlen)
-        status_text(pp, text, textlen);
+    if (pp && text && textlen)   /* traces carry the runs' data: owner and root only */
+        status_text(pp, uid == 0 || uid == pp->info.owner, text, textlen);
     pthread_mutex_unlock(&p->lock);
     return pp ? 0 : -ENOENT;
 }
@@ -485,8 +592,8 @@ static void reload(struct progs *p, uint32_t id, const struct progs_rec *rec,
     if (!why &&
         progs_build(obj, rec->obj_size, rec->func, !p->lim.interp, &vp, msg, sizeof(msg)))
         why = msg;
-    if (vp && find(p, 0, rec->name))
-        why = "another stored program has the same name";
+    if (vp && find_name(p, rec->owner, rec->owner, rec->name))
+        why = "another stored program of its owner has the same name";
     else if (vp && (p->n >= p->lim.max_progs || p->insns + vp->ninsns > p->lim.max_insns))
         why = "over the device's limits (cisc up --max-progs / --max-prog-insns)";
     if (why) {
@@ -518,6 +625,10 @@ static void limits_default(struct progs_limits *l)
         l->max_insns = PROGS_DEFAULT_MAX_INSNS;
     if (!l->budget)
         l->budget = PROGS_DEFAULT_BUDGET;
+    if (!l->max_progs_user)
+        l->max_progs_user = PROGS_DEFAULT_MAX_USER;
+    if (!l->max_bytes_user)
+        l->max_bytes_user = PROGS_DEFAULT_BYTES_USER;
 }
 
 static struct progs *alloc_registry(struct sfs *fs, const struct progs_config *cfg)
@@ -529,6 +640,7 @@ static struct progs *alloc_registry(struct sfs *fs, const struct progs_config *c
     p->lim = cfg ? cfg->lim : (struct progs_limits){ 0 };
     limits_default(&p->lim);
     p->trace = cfg && cfg->trace;
+    p->read_only = cfg && cfg->read_only;
     p->log = cfg ? cfg->log : NULL;
     p->log_arg = cfg ? cfg->log_arg : NULL;
     pthread_mutex_init(&p->store_lock, NULL);
@@ -542,8 +654,12 @@ int progs_open(struct sfs *fs, const struct progs_config *cfg, struct progs **ou
     struct progs *p = sodium_init() < 0 ? NULL : alloc_registry(fs, cfg);   /* hashes, tokens */
     if (!p)
         return snprintf(err, errlen, "out of memory"), -ENOMEM;
-    int r = sysdir_open(fs, "progs", &p->dir);
+    int r = p->read_only ? sysdir_find(fs, "progs", &p->dir) : sysdir_open(fs, "progs", &p->dir);
     uint32_t next = 1;
+    if (r == -ENOENT && p->read_only) {
+        *out = p;   /* read-only, no store yet: no programs, and none can be loaded */
+        return 0;
+    }
     if (!r)
         r = progs_store_next_id(p, &next);
     if (r) {

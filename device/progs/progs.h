@@ -10,14 +10,23 @@
  * and, only if it verifies and the device's limits allow, stores the
  * object in the hidden system directory (device/engine/sysdir.h,
  * /.cisc-system/progs/<id>) and adds the program to the table. The
- * verifier's message comes back on rejection. Names are unique on the
- * device; ids are never reused (the next id is kept in the image).
+ * verifier's message comes back on rejection. Ids are never reused (the
+ * next id is kept in the image).
  *
  * Ownership (DESIGN.md "Security model"). The owner is the uid that loaded
  * the program (SO_PEERCRED). The owner, root, and, when the program was
  * loaded shared, everyone may run it; only the owner or root may unload
- * it. A program runs with the credentials of the client whose command
+ * it. Everyone may list and show a program's description (name, owner,
+ * size, hash, counters), as ps shows other users' processes; only the
+ * owner and root see its trace messages (they carry the runs' data), and
+ * no door gives a stored object back (the system directory is hidden).
+ * A program runs with the credentials of the client whose command
  * invoked it; it can touch only the buffers its step gives it.
+ *
+ * Names are per owner: alice and bob may each have a "grep". A client
+ * names a program "OWNER/NAME" (OWNER a user name or uid), or just NAME:
+ * its own program of that name, else the one program called so. Several
+ * such, none of them the client's, is -ENOENT: name the owner.
  *
  * Persistence. Each program is one file, a 256-byte record header
  * followed by the object's bytes (docs/FORMAT.md, "Program records"); the
@@ -29,7 +38,12 @@
  * and written to the device log, and is never run; its owner unloads it.
  *
  * Limits (set at `cisc up`): number of programs, total instructions of
- * all programs, instruction budget per invocation (per block).
+ * all programs, instruction budget per invocation (per block); per user
+ * (root has none): programs and bytes of objects. Users together may
+ * fill seven eighths of the device's programs and instructions (an
+ * eighth, at least one program, is root's), so none of them can lock root
+ * out. Per-user quotas apply when loading: a
+ * restart with lower ones keeps what users already hold.
  *
  * Streams. A fused op holds a bounded amount of data, so a whole large
  * file is processed as a sequence of ops (`cisc run`). A stream carries a
@@ -69,6 +83,9 @@ extern "C" {
 #define PROGS_DEFAULT_MAX       64u           /* --max-progs */
 #define PROGS_DEFAULT_MAX_INSNS 1000000ull    /* --max-prog-insns (all programs) */
 #define PROGS_DEFAULT_BUDGET    1000000ull    /* --prog-budget (per invocation) */
+#define PROGS_DEFAULT_MAX_USER  16u           /* --max-progs-per-user */
+#define PROGS_DEFAULT_BYTES_USER (16ull << 20) /* --max-prog-bytes-per-user */
+#define PROGS_ANY_OWNER         UINT32_MAX    /* a name without "OWNER/" */
 #define PROGS_STREAMS_MAX       1024u         /* open streams on a device */
 #define PROGS_TRACE_KEEP        8u            /* last trace messages kept per program */
 
@@ -82,6 +99,8 @@ struct progs_limits {
     uint32_t max_progs;        /* 0 = PROGS_DEFAULT_MAX */
     uint64_t max_insns;        /* 0 = PROGS_DEFAULT_MAX_INSNS */
     uint64_t budget;           /* 0 = PROGS_DEFAULT_BUDGET */
+    uint32_t max_progs_user;   /* programs one user (not root) may hold; 0 = default */
+    uint64_t max_bytes_user;   /* their objects' bytes; 0 = PROGS_DEFAULT_BYTES_USER */
     bool interp;               /* --bpf-exec interp: no JIT, run the interpreter */
 };
 
@@ -91,6 +110,8 @@ typedef void (*progs_log_fn)(void *arg, const char *line);
 struct progs_config {
     struct progs_limits lim;
     bool trace;                /* also log every program trace message */
+    bool read_only;            /* a read-only device: the store is only read,
+                                  load and unload fail with -EROFS */
     progs_log_fn log;          /* NULL: stderr */
     void *log_arg;
 };
@@ -138,13 +159,16 @@ struct progs_load_req {
  * On failure writes a message into msg (the loader's or verifier's full
  * text, or which limit) and returns -errno: the loader's and verifier's
  * codes (docs/BPF.md "Error codes"), -EINVAL (bad name, several programs
- * and no func), -EEXIST (name taken), -EFBIG (object over PROGS_OBJ_MAX),
- * -EDQUOT (--max-progs or --max-prog-insns reached), or a StorageFS error. */
+ * and no func), -EEXIST (the owner has a program of that name), -EFBIG
+ * (object over PROGS_OBJ_MAX), -EDQUOT (a device limit or the owner's
+ * quota reached), -EROFS (a read-only
+ * device), or a StorageFS error. */
 int progs_load(struct progs *p, const struct progs_load_req *rq, struct progs_info *info,
                char *msg, size_t msglen);
 
-/* Removes program `id` (or, when id is 0, the one called name) for uid:
- * -ENOENT (no such program), -EPERM (uid is neither owner nor root).
+/* Removes program `id` (or, when id is 0, the one uid names by name) for uid:
+ * -ENOENT (no such program), -EPERM (uid is neither owner nor root),
+ * -EROFS (a read-only device).
  * Steps running it finish first-come; new steps fail with -ENOENT. */
 int progs_unload(struct progs *p, uint32_t uid, uint32_t id, const char *name);
 
@@ -153,11 +177,23 @@ int progs_unload(struct progs *p, uint32_t uid, uint32_t id, const char *name);
 int progs_list(struct progs *p, uint32_t from,
                int (*fn)(void *arg, const struct progs_info *info), void *arg);
 
-/* Fills *info for program id (or name when id is 0) and writes its status
- * text (why it is broken, its recent trace messages) into text.
- * Returns 0 or -ENOENT. */
-int progs_show(struct progs *p, uint32_t id, const char *name, struct progs_info *info,
-               char *text, size_t textlen);
+/* Fills *info for program id (or, when id is 0, the one uid names by name:
+ * see "Names") and writes its status text (why it is broken; for its
+ * owner and root its recent trace messages) into text. Returns 0 or
+ * -ENOENT. */
+int progs_show(struct progs *p, uint32_t uid, uint32_t id, const char *name,
+               struct progs_info *info, char *text, size_t textlen);
+
+/* A program name as a client writes it, split: owner (a uid, or
+ * PROGS_ANY_OWNER without "OWNER/") and the name proper (points into s). */
+struct progs_name {
+    uint32_t owner;
+    const char *name;
+};
+
+/* Splits s ("OWNER/NAME" or "NAME"; OWNER a user name or uid). Returns 0,
+ * or -ENOENT for an owner that is no user. */
+int progs_name_parse(const char *s, struct progs_name *out);
 
 /* ---- running (the bpf step) ----------------------------------------- */
 

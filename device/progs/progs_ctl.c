@@ -131,7 +131,7 @@ static int ctl_show(struct progs *p, struct ctl_req *req)
         return reply_text(req, -ENOMEM, NULL);
     struct progs_info info;
     char *text = (char *)buf + PW_INFO_SIZE;
-    r = progs_show(p, id, name, &info, text, cap - PW_INFO_SIZE);
+    r = progs_show(p, (uint32_t)req->peer->uid, id, name, &info, text, cap - PW_INFO_SIZE);
     if (!r)
         pw_info_encode(&info, buf);
     ctl_reply(req, r, buf, r ? 0 : PW_INFO_SIZE + strlen(text));

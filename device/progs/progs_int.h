@@ -45,6 +45,7 @@ struct progs {
     uint64_t dir;                  /* /.cisc-system/progs */
     struct progs_limits lim;
     bool trace;
+    bool read_only;                /* progs_config.read_only */
     progs_log_fn log;
     void *log_arg;
     pthread_mutex_t store_lock;    /* serialises load/unload (image writes) */

@@ -226,7 +226,7 @@ static int read_record(struct progs *p, uint32_t id, const char *fname, struct p
     cisc_corrupt_clear();
     if (n < (ssize_t)sizeof(hdr) || progs_rec_decode(hdr, rec)) {
         snprintf(msg, msglen, "damaged record: %s",
-                 n < (ssize_t)sizeof(hdr) ? "truncated header" : cisc_corrupt_last());
+                 n < (ssize_t)sizeof(hdr) ? "truncated header" : cisc_corrupt_what());
         return 0;
     }
     if (rec->id != id || a.size != PROGS_REC_HDR + (uint64_t)rec->obj_size) {
@@ -295,8 +295,9 @@ int progs_store_scan(struct progs *p,
         qsort(ns.v, ns.n, sizeof(ns.v[0]), by_id);
     for (size_t i = 0; !r && i < ns.n; i++) {
         size_t len = strlen(ns.v[i]);
-        if (len > 4 && !strcmp(ns.v[i] + len - 4, ".tmp"))
-            r = fn ? sfs_unlink(p->fs, NULL, p->dir, ns.v[i]) : 0;   /* an interrupted load */
+        bool tmp = len > 4 && !strcmp(ns.v[i] + len - 4, ".tmp");   /* an interrupted load */
+        if (tmp)
+            r = fn && !p->read_only ? sfs_unlink(p->fs, NULL, p->dir, ns.v[i]) : 0;
         else if (parse_id(ns.v[i]))
             r = scan_one(p, parse_id(ns.v[i]), ns.v[i], fn);
         else

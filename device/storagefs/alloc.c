@@ -460,6 +460,14 @@ void alloc_counts(struct sfs *fs, uint64_t *free_blocks, uint64_t *free_inodes)
     pthread_mutex_unlock(&fs->al->mu);
 }
 
+uint64_t alloc_usable_blocks(struct sfs *fs)
+{
+    pthread_mutex_lock(&fs->al->mu);
+    uint64_t f = fs->al->free_blocks, keep = fs->al->reserve;
+    pthread_mutex_unlock(&fs->al->mu);
+    return f > keep ? f - keep : 0;
+}
+
 bool alloc_in_data(const struct sfs *fs, uint64_t start, uint64_t n)
 {
     return start >= fs->sb.data_start && start < fs->sb.backup_blkno &&

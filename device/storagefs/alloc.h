@@ -64,6 +64,10 @@ int alloc_run(struct sfs *fs, struct jnl_handle *h, uint64_t n, uint64_t *start)
 void alloc_free_blocks(struct sfs *fs, struct jnl_handle *h, uint64_t start, uint64_t n,
                        bool meta);
 
+/* Free blocks that file data may take: the free blocks less the reserve
+ * kept for metadata (what statfs reports: a write never finds fewer). */
+uint64_t alloc_usable_blocks(struct sfs *fs);
+
 /* Allocates an inode number, preferring one near goal. Returns 0 or
  * -ENOSPC when every inode is in use. */
 int alloc_inode(struct sfs *fs, struct jnl_handle *h, uint64_t goal, uint64_t *ino);

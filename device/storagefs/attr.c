@@ -211,6 +211,7 @@ int sfs_statfs(struct sfs *fs, struct sfs_statfs *st)
     st->name_max = SFS_NAME_MAX;
     if (fs->al) {
         alloc_counts(fs, &st->blocks_free, &st->inodes_free);
+        st->blocks_free = alloc_usable_blocks(fs);   /* not the metadata reserve */
     } else {
         st->blocks_free = fs->sb.free_blocks;
         st->inodes_free = fs->sb.free_inodes;

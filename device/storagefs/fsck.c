@@ -35,12 +35,7 @@ void fck_problem(struct fck *f, const char *fmt, ...)
 
 void fck_problem_corrupt(struct fck *f)
 {
-    char msg[512];
-    snprintf(msg, sizeof(msg), "%s", cisc_corrupt_last());
-    char *loc = strrchr(msg, '(');          /* drop " (file.c:123)" */
-    if (loc && loc > msg && strstr(loc, ".c:"))
-        loc[-1] = '\0';
-    fck_problem(f, "%s", msg);
+    fck_problem(f, "%s", cisc_corrupt_what());   /* without " (file.c:123)" */
     cisc_corrupt_clear();
 }
 

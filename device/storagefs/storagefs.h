@@ -315,8 +315,10 @@ struct sfs_statfs {
     uint32_t name_max;
 };
 
-/* Fills *st: sizes in blocks of block_size (blocks includes metadata;
- * blocks_free counts free data blocks as the bitmaps say). Returns 0. */
+/* Fills *st: sizes in blocks of block_size (blocks includes metadata and
+ * the journal; blocks_free counts the free data blocks that file data can
+ * take: the bitmaps' free blocks less the reserve kept for extent-tree
+ * metadata, so df never shows room a write cannot use). Returns 0. */
 int sfs_statfs(struct sfs *fs, struct sfs_statfs *st);
 
 /* ---- transactions ---------------------------------------------------- */

@@ -566,6 +566,24 @@ static int cmp_name(const void *a, const void *b)
     return strcmp(a, b);
 }
 
+static int count_one(void *arg, const struct sfs_dirent *de)
+{
+    *(unsigned *)arg += de->name[0] != '.';
+    return 0;
+}
+
+int fop_oplog_pending(struct sfs *fs)
+{
+    uint64_t dir;
+    unsigned n = 0;
+    int r = sysdir_find(fs, OPLOG_SUB, &dir);
+    if (r == -ENOENT)
+        return 0;
+    if (!r)
+        r = sfs_readdir(fs, dir, 0, count_one, &n);
+    return r ? r : (int)n;
+}
+
 int fop_recover(struct engine *e, FILE *out)
 {
     uint64_t dir;

@@ -41,6 +41,7 @@
 
 struct engine;
 struct fop_run;
+struct sfs;
 struct sfs_txn;
 
 /* Whether x's vector can run under autorec: 0 or -EOPNOTSUPP (step i in
@@ -67,6 +68,11 @@ void fop_oplog_end(struct fop_run *x);
  * line per failed step; or "... unrecoverable (REASON)"). Returns the
  * number of ops found, or -errno. */
 int fop_recover(struct engine *e, FILE *out);
+
+/* The number of ops in fs's log that fop_recover would finish (0 when
+ * there is no log), without writing: a read-only device refuses to start
+ * while there are some. Returns it or -errno. */
+int fop_oplog_pending(struct sfs *fs);
 
 /* Recovery records: each recovered op's report is kept, owned by the
  * op's uid, in /.cisc-system/recovery/NAME until its owner acknowledges

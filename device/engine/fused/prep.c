@@ -70,7 +70,7 @@ static int open_create(struct fop_run *x, unsigned i, const struct path_res *pr)
 {
     const struct fop_step *s = &x->v->st[i];
     struct sfs_attr dir = pr->dir;
-    int r = sysdir_check(pr->parent, pr->name, -EPERM);   /* device/engine/sysdir.h */
+    int r = sysdir_check(pr->parent, pr->name, SYSDIR_RESERVED);   /* device/engine/sysdir.h */
     if (!r)
         r = perm_may_create(x->cred, &dir);
     if (r)

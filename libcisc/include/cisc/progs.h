@@ -10,9 +10,13 @@
  * or root may unload it. A fused operation runs it as a step (see
  * cisc_vec_bpf in <cisc/fused.h>).
  *
- * Programs are named by a name (unique on the device: 1 to 63 letters,
+ * Programs are named by a name (unique per owner: 1 to 63 letters,
  * digits, '_', '.', '-', not only digits) or by their id; the functions
  * below that take `prog` accept either, a string of digits being an id.
+ * "OWNER/NAME" (a user name or uid) names anyone's program; a plain NAME
+ * is the caller's own, else the one program of that name (-ENOENT when
+ * several owners have one and the caller does not). Per-user quotas:
+ * -EDQUOT (cisc up --max-progs-per-user, --max-prog-bytes-per-user).
  *
  * Errors: the usual negative errno, -ENOTCONN when the device went away.
  */

@@ -85,7 +85,7 @@ class ProgsFixture : public SfsFixture {
     bool Show(const char *name, struct progs_info *info, std::string *text = nullptr)
     {
         char t[4096] = "";
-        int r = progs_show(reg, 0, name, info, t, sizeof(t));
+        int r = progs_show(reg, 0, 0, name, info, t, sizeof(t));
         if (text)
             *text = t;
         return r == 0;

@@ -40,7 +40,7 @@ TEST_F(Registry, LoadListShowUnload)
     ASSERT_TRUE(Show("words", &s));
     EXPECT_EQ(s.id, b.id);
     char text[256];
-    ASSERT_EQ(progs_show(reg, a.id, nullptr, &s, text, sizeof(text)), 0);   // by id
+    ASSERT_EQ(progs_show(reg, 0, a.id, nullptr, &s, text, sizeof(text)), 0);   // by id
     EXPECT_STREQ(s.name, "count");
     // verified, never traced: only how it runs (JIT by default where there is one)
     if (vm_jit_available()) {
@@ -48,7 +48,7 @@ TEST_F(Registry, LoadListShowUnload)
     } else {
         EXPECT_STREQ(text, "runs as: interpreter\n");
     }
-    EXPECT_EQ(progs_show(reg, 0, "nope", &s, nullptr, 0), -ENOENT);
+    EXPECT_EQ(progs_show(reg, 0, 0, "nope", &s, nullptr, 0), -ENOENT);
 
     EXPECT_EQ(progs_unload(reg, 1000, 0, "words"), -EPERM);   // not the owner
     EXPECT_EQ(progs_unload(reg, 1001, 0, "words"), 0);
