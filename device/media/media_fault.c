@@ -6,6 +6,11 @@
  * large, mostly empty medium costs little memory. Each block has a durable
  * copy and, if written since the last flush, a volatile copy; `vol_list`
  * remembers which blocks have one.
+ *
+ * Block buffers a flush frees (the durable copies it replaces) go to a free list (at most
+ * SPARE_MAX of them) and serve the next writes: a write-heavy run would
+ * otherwise malloc and free a block per write, and glibc returns the
+ * freed memory to the kernel, which then faults it in again.
  */
 #include "device/media/media_fault.h"
 
@@ -16,6 +21,7 @@
 #include <string.h>
 
 #define CHUNK 1024u
+#define SPARE_MAX 4096u          /* block buffers kept for reuse */
 
 struct slot {
     uint8_t *dur;   /* durable contents, NULL = zeros */
@@ -29,6 +35,8 @@ struct media_fault {
     uint64_t nchunks;
     uint64_t *vol_list;         /* blocks with a volatile copy */
     uint64_t vol_n, vol_cap;
+    uint8_t **spare;            /* free block buffers, SPARE_MAX slots */
+    unsigned nspare;
     uint64_t writes, reads;
     uint64_t fail_w, fail_r;    /* armed failure indexes, 0 = none */
     int fail_w_err, fail_r_err;
@@ -91,6 +99,21 @@ static int fault_read(struct media *m, uint64_t blk, uint32_t n, void *buf)
     return r;
 }
 
+/* A block buffer: a spare or a new one (under mu). */
+static uint8_t *block_new(struct media_fault *f)
+{
+    return f->nspare ? f->spare[--f->nspare] : malloc(MEDIA_BLOCK_SIZE);
+}
+
+/* Gives a block buffer back (under mu; NULL is fine). */
+static void block_free(struct media_fault *f, uint8_t *b)
+{
+    if (b && f->spare && f->nspare < SPARE_MAX)
+        f->spare[f->nspare++] = b;
+    else
+        free(b);
+}
+
 /* Stores len bytes (<= one block) at the start of blk's volatile copy. */
 static int store_block(struct media_fault *f, uint64_t blk, const uint8_t *src, size_t len)
 {
@@ -106,10 +129,11 @@ static int store_block(struct media_fault *f, uint64_t blk, const uint8_t *src, 
             f->vol_list = l;
             f->vol_cap = cap;
         }
-        uint8_t *v = malloc(MEDIA_BLOCK_SIZE);
+        uint8_t *v = block_new(f);
         if (!v)
             return -ENOMEM;
-        read_block(f, blk, v);          /* a torn write keeps the old tail */
+        if (len < MEDIA_BLOCK_SIZE)
+            read_block(f, blk, v);      /* a torn write keeps the old tail */
         s->vol = v;
         f->vol_list[f->vol_n++] = blk;
     }
@@ -183,7 +207,7 @@ static int fault_flush(struct media *m)
     int r = f->dead ? -f->fail_w_err : 0;
     for (uint64_t i = 0; !r && !f->cut && i < f->vol_n; i++) {
         struct slot *s = slot_at(f, f->vol_list[i], false);
-        free(s->dur);
+        block_free(f, s->dur);
         s->dur = s->vol;
         s->vol = NULL;
     }
@@ -217,6 +241,9 @@ static void disk_free(struct media_fault *f)
     }
     free(f->chunks);
     free(f->vol_list);
+    while (f->nspare)
+        free(f->spare[--f->nspare]);
+    free(f->spare);
     pthread_mutex_destroy(&f->mu);
     free(f);
 }
@@ -259,9 +286,11 @@ int media_fault_create(uint64_t nblocks, struct media **out)
         return -ENOMEM;
     f->nchunks = (nblocks + CHUNK - 1) / CHUNK;
     f->chunks = calloc(f->nchunks ? f->nchunks : 1, sizeof(*f->chunks));
+    f->spare = malloc(SPARE_MAX * sizeof(*f->spare));   /* NULL: no reuse, still correct */
     struct media *m = f->chunks ? new_handle(f, nblocks) : NULL;
     if (!m) {
         free(f->chunks);
+        free(f->spare);
         free(f);
         return -ENOMEM;
     }

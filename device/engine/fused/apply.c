@@ -10,6 +10,7 @@
 #include "common/minmax.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 
 struct undo {
     bool armed;                 /* the mutation may have changed something */
+    bool scratch;               /* old is the thread's scratch buffer */
     bool killed;                /* it cleared set-id bits: old_mode goes back */
     uint32_t old_mode;
     uint64_t old_size;
@@ -34,6 +36,7 @@ struct apply {
     unsigned cstep;             /* the step whose commit this is (crash points) */
     unsigned bad;               /* on failure: the step that failed */
     bool cow;                   /* overwrites below base sizes are shadowed */
+    bool scratch_used;          /* an undo holds the thread's scratch buffer */
     struct undo u[FOP_MAX_MUTS];
 };
 
@@ -59,6 +62,29 @@ static int write_all(struct apply *ap, uint64_t ino, uint64_t off, const void *p
     return w == (ssize_t)n ? 0 : w < 0 ? (int)w : -ENOSPC;
 }
 
+/* Each thread that applies ops keeps one scratch buffer of SCRATCH_BYTES
+ * for the first undo of an op (most ops save one block or nothing), freed
+ * when the thread exits, instead of a malloc/free per op. */
+#define SCRATCH_BYTES (64u << 10)
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void make_scratch_key(void)
+{
+    pthread_key_create(&scratch_key, free);
+}
+
+/* The thread's scratch buffer, or NULL (out of memory). */
+static uint8_t *scratch(void)
+{
+    pthread_once(&scratch_once, make_scratch_key);
+    uint8_t *p = pthread_getspecific(scratch_key);
+    if (!p && (p = malloc(SCRATCH_BYTES)) != NULL)
+        pthread_setspecific(scratch_key, p);
+    return p;
+}
+
 /* Saves bytes [off, end) of ino into u (the undo of a change to them). */
 static int save_old(struct apply *ap, uint64_t ino, uint64_t off, uint64_t end,
                     struct undo *u)
@@ -67,7 +93,10 @@ static int save_old(struct apply *ap, uint64_t ino, uint64_t off, uint64_t end,
     u->old_len = end > off ? end - off : 0;
     if (!u->old_len)
         return 0;
-    u->old = malloc(u->old_len);
+    if (!ap->scratch_used && u->old_len <= SCRATCH_BYTES && (u->old = scratch()) != NULL)
+        u->scratch = ap->scratch_used = true;
+    else
+        u->old = malloc(u->old_len);
     if (!u->old)
         return -ENOMEM;
     ssize_t n = sfs_read(ap->x->e->fs, ino, off, u->old, (size_t)u->old_len);
@@ -119,11 +148,12 @@ static int write_shadow(struct apply *ap, const struct cfile *f, const struct fo
 
 /* A writer without CAP_FSETID clears the file's set-id bits with its
  * change (perm_setid_kill), in the op's transaction; the undo puts them
- * back. */
-static int kill_setid(struct apply *ap, const struct cfile *f, struct undo *u)
+ * back. *size gets the file's size (which the change of mode keeps). */
+static int kill_setid(struct apply *ap, const struct cfile *f, struct undo *u, uint64_t *size)
 {
-    struct sfs_attr a;
+    struct sfs_attr a = { 0 };
     int r = sfs_getattr(ap->x->e->fs, f->ino, &a);
+    *size = a.size;
     uint32_t kill = r ? 0 : perm_setid_kill(ap->x->cred, &a);
     if (!kill)
         return r;
@@ -138,9 +168,7 @@ static int apply_write(struct apply *ap, const struct fop_mut *m, struct undo *u
 {
     const struct cfile *f = &ap->x->files[m->file];
     uint64_t size;
-    int r = m->len ? kill_setid(ap, f, u) : 0;
-    if (!r)
-        r = size_of(ap->x->e->fs, f->ino, &size);
+    int r = m->len ? kill_setid(ap, f, u, &size) : size_of(ap->x->e->fs, f->ino, &size);
     if (r)
         return r;
     u->old_size = size;
@@ -159,9 +187,7 @@ static int apply_trunc(struct apply *ap, const struct fop_mut *m, struct undo *u
 {
     const struct cfile *f = &ap->x->files[m->file];
     uint64_t size, t = m->off, hb = t / BS * BS;
-    int r = kill_setid(ap, f, u);
-    if (!r)
-        r = size_of(ap->x->e->fs, f->ino, &size);
+    int r = kill_setid(ap, f, u, &size);
     if (r)
         return r;
     bool shadow = ap->cow && t < size && t % BS && t < f->base_size;
@@ -463,10 +489,9 @@ static int apply_tx(struct apply *ap)
  * failing step in *bad. */
 static int attempt(struct fop_run *x, unsigned k0, unsigned cstep, unsigned *bad)
 {
-    struct apply *ap = malloc(sizeof(*ap));
-    if (!ap)
-        return -ENOMEM;
+    struct apply on_stack, *ap = &on_stack;   /* a few KiB: no allocation per op */
     ap->tx = NULL;
+    ap->scratch_used = false;
     memset(ap->u, 0, x->nmuts * sizeof(ap->u[0]));
     unsigned nreal = 0;
     for (unsigned k = k0; k < x->nmuts; k++)
@@ -479,8 +504,8 @@ static int attempt(struct fop_run *x, unsigned k0, unsigned cstep, unsigned *bad
     int r = apply_tx(ap);
     *bad = ap->bad;
     for (unsigned k = 0; k < x->nmuts; k++)
-        free(ap->u[k].old);
-    free(ap);
+        if (!ap->u[k].scratch)
+            free(ap->u[k].old);
     return r;
 }
 
