@@ -37,6 +37,8 @@ struct apply {
     unsigned bad;               /* on failure: the step that failed */
     bool cow;                   /* overwrites below base sizes are shadowed */
     bool scratch_used;          /* an undo holds the thread's scratch buffer */
+    bool lone;                  /* the one mutation, an in-place write in one block
+                                 * with nothing after it that can fail: no undo */
     struct undo u[FOP_MAX_MUTS];
 };
 
@@ -174,6 +176,8 @@ static int apply_write(struct apply *ap, const struct fop_mut *m, struct undo *u
     u->old_size = size;
     if (ap->cow && m->off < f->base_size && m->len)
         return write_shadow(ap, f, m, size, u);
+    if (ap->lone)
+        return write_all(ap, f->ino, m->off, m->data, m->len);   /* nothing to undo */
     r = save_old(ap, f->ino, m->off, min64(m->off + m->len, size), u);
     if (r)
         return r;
@@ -501,6 +505,11 @@ static int attempt(struct fop_run *x, unsigned k0, unsigned cstep, unsigned *bad
     ap->cstep = cstep;
     ap->bad = cstep;
     ap->cow = need_cow(x, k0, nreal);
+    /* A write of one block either happens or changes nothing (one media
+     * write; a new block is mapped only after its data is written), so
+     * when no later mutation or log record of the transaction can fail,
+     * its undo (a read of the old bytes) is never needed. */
+    ap->lone = nreal == 1 && !ap->cow && !x->oplog;
     int r = apply_tx(ap);
     *bad = ap->bad;
     for (unsigned k = 0; k < x->nmuts; k++)
