@@ -64,9 +64,10 @@ static int write_all(struct apply *ap, uint64_t ino, uint64_t off, const void *p
     return w == (ssize_t)n ? 0 : w < 0 ? (int)w : -ENOSPC;
 }
 
-/* Each thread that applies ops keeps one scratch buffer of SCRATCH_BYTES
- * for the first undo of an op (most ops save one block or nothing), freed
- * when the thread exits, instead of a malloc/free per op. */
+/* Each thread that applies ops keeps one scratch buffer, freed when the
+ * thread exits, instead of a malloc/free per op: its first SCRATCH_BYTES
+ * hold the first undo of an op (most ops save one block or nothing), the
+ * next SCRATCH_BYTES gather a run of contiguous writes (apply_run). */
 #define SCRATCH_BYTES (64u << 10)
 
 static pthread_key_t scratch_key;
@@ -82,7 +83,7 @@ static uint8_t *scratch(void)
 {
     pthread_once(&scratch_once, make_scratch_key);
     uint8_t *p = pthread_getspecific(scratch_key);
-    if (!p && (p = malloc(SCRATCH_BYTES)) != NULL)
+    if (!p && (p = malloc(2 * SCRATCH_BYTES)) != NULL)
         pthread_setspecific(scratch_key, p);
     return p;
 }
@@ -240,6 +241,55 @@ static int apply_unlink(struct apply *ap, const struct fop_mut *m, struct undo *
         r = sfs_unlink(ap->x->e->fs, ap->tx, m->parent, m->name);
     u->armed = r == 0;
     return r;
+}
+
+/* Whether mutation k is a write that apply_write does in place (not a
+ * shadow copy). */
+static bool plain_write(const struct apply *ap, unsigned k)
+{
+    const struct fop_mut *m = &ap->x->muts[k];
+    return m->kind == MUT_WRITE && m->len &&
+           !(ap->cow && m->off < ap->x->files[m->file].base_size);
+}
+
+/* How many mutations from seq[i] are plain writes of one file, each
+ * starting where the one before ends, within SCRATCH_BYTES in all (an
+ * append and the append of its checksum): at least 1. */
+static unsigned write_run(const struct apply *ap, const unsigned *seq, unsigned i, unsigned n)
+{
+    const struct fop_mut *m = ap->x->muts;
+    unsigned j = i + 1;
+    if (ap->lone || !plain_write(ap, seq[i]))
+        return 1;
+    uint64_t len = m[seq[i]].len;
+    while (j < n && plain_write(ap, seq[j]) && m[seq[j]].file == m[seq[i]].file &&
+           m[seq[j]].off == m[seq[j - 1]].off + m[seq[j - 1]].len &&
+           len + m[seq[j]].len <= SCRATCH_BYTES) {
+        len += m[seq[j]].len;
+        j++;
+    }
+    return j - i;
+}
+
+/* Applies the run of `count` contiguous writes seq[0..count) as one write
+ * of their bytes gathered (one pass over the file's mapping and its
+ * partial blocks instead of one per write); seq[0]'s undo covers them
+ * all, the others stay unarmed. */
+static int apply_run(struct apply *ap, const unsigned *seq, unsigned count)
+{
+    struct fop_mut one = ap->x->muts[seq[0]];
+    uint8_t *g = scratch();
+    if (!g)
+        return -ENOMEM;
+    g += SCRATCH_BYTES;
+    one.len = 0;
+    for (unsigned k = 0; k < count; k++) {
+        const struct fop_mut *m = &ap->x->muts[seq[k]];
+        memcpy(g + one.len, m->data, m->len);
+        one.len += m->len;
+    }
+    one.data = g;
+    return apply_write(ap, &one, &ap->u[seq[0]]);
 }
 
 static int apply_one(struct apply *ap, unsigned k)
@@ -466,9 +516,12 @@ static int apply_tx(struct apply *ap)
      * step's commit: a crash before it leaves the old bytes. */
     unsigned flags = x->tx != WIRE_TX_MACRO && !ap->cow ? SFS_TXN_DATA_JOURNAL : 0;
     r = sfs_txn_begin_flags(x->e->fs, flags, &ap->tx);
-    for (; !r && i < n; i++)
-        if ((r = apply_one(ap, seq[i])) != 0)
-            break;
+    for (; !r && i < n; i++) {
+        unsigned run = write_run(ap, seq, i, n);
+        if ((r = run > 1 ? apply_run(ap, seq + i, run) : apply_one(ap, seq[i])) != 0)
+            break;   /* a run's failure is its first step's */
+        i += run - 1;
+    }
     if (!r && x->oplog && (r = fop_oplog_step(x, ap->tx, ap->cstep)) != 0)
         i = n - 1;   /* the step's record joins its commit, or the step is undone */
     if (r && ap->tx)
