@@ -65,14 +65,20 @@ static void make_small_key(void)
     pthread_key_create(&small_key, small_cache_free);
 }
 
-/* The calling thread's cache, or NULL (out of memory: plain malloc). */
+/* The calling thread's cache (the key only frees it at thread exit), or
+ * NULL (out of memory: plain malloc). */
 static struct small_cache *small_cache(void)
 {
+    static __thread struct small_cache *mine;
+    if (mine)
+        return mine;
     pthread_once(&small_once, make_small_key);
-    struct small_cache *c = pthread_getspecific(small_key);
-    if (!c && (c = calloc(1, sizeof(*c))) != NULL)
-        pthread_setspecific(small_key, c);
-    return c;
+    struct small_cache *c = calloc(1, sizeof(*c));
+    if (c && pthread_setspecific(small_key, c) == 0)
+        mine = c;
+    else
+        free(c);
+    return mine;
 }
 
 /* The size class of a small request: want <= 1 << (class + SMALL_MIN_SHIFT). */
