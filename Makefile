@@ -94,7 +94,8 @@ bench-qp: build
 # File-system benchmark: fio jobs and a metadata storm on a ciscfs mount
 # and on tmpfs; prints both and their ratio, saves CSV in bench/out/.
 bench-fs: build
-	@python3 bench/fs/bench_fs.py --cisc $(CISC) --mdstorm $(BUILD)/bench/fs/cisc-mdstorm
+	@python3 bench/fs/bench_fs.py --cisc $(CISC) --mdstorm $(BUILD)/bench/fs/cisc-mdstorm \
+	    --passthrough $(BUILD)/bench/fs/cisc-passthrough-ll $(BENCH_FS_ARGS)
 
 # Fused ops: the FusionFS microbenchmarks over POSIX (tmpfs, the mount),
 # libcisc RISC ops, fused ops and fused ops batched ten per doorbell;

@@ -333,15 +333,32 @@ static void reap_one(struct cisc_queue *q, const struct wire_cqe *cqe)
     }
 }
 
-/* Whether a completion has crossed the link (wire.h WIRE_CQE_ARRIVE).
- * An arrival time more than LC_ARRIVE_MAX_NS ahead (a confused device)
- * counts as arrived. */
-static bool arrived(const struct wire_cqe *c)
+/* Nanoseconds until a completion has crossed the link (wire.h
+ * WIRE_CQE_ARRIVE); 0 once it has. An arrival time more than
+ * LC_ARRIVE_MAX_NS ahead (a confused device) counts as arrived. */
+static uint32_t arrive_in(const struct wire_cqe *c)
 {
     if (!(c->flags & WIRE_CQE_ARRIVE))
-        return true;
+        return 0;
     int32_t ahead = (int32_t)(c->arrive - (uint32_t)now_ns());
-    return ahead <= 0 || ahead > LC_ARRIVE_MAX_NS;
+    return ahead <= 0 || ahead > LC_ARRIVE_MAX_NS ? 0 : (uint32_t)ahead;
+}
+
+static bool arrived(const struct wire_cqe *c)
+{
+    return arrive_in(c) == 0;
+}
+
+/* Nanoseconds until the oldest completion in the CQ arrives: 0 when there
+ * is none or it has arrived. */
+static uint32_t head_arrive_in(struct cisc_queue *q)
+{
+    /* Pairs with the device's release store of cq_tail (as lc_reap). */
+    uint32_t tail = __atomic_load_n(q->kcq_tail, __ATOMIC_ACQUIRE);
+    if (tail == q->cq_head)
+        return 0;
+    struct wire_cqe c = q->cq[q->cq_head & q->cq_mask];
+    return arrive_in(&c);
 }
 
 unsigned lc_reap(struct cisc_queue *q)
@@ -387,6 +404,20 @@ static void sleep_cq(struct cisc_queue *q)
     __atomic_store_n(q->kcq_flags, 0, __ATOMIC_RELAXED);
 }
 
+/* A completion is in the CQ but still crossing the link for `ahead` ns
+ * (the flash model stamps up to DM_ARRIVE_MAX_NS ahead): sleeps until it
+ * arrives, unless that is within the spin budget left (a sleep costs
+ * more than a short wait) or the queue busy-polls. */
+static void wait_arrival(struct cisc_queue *q, uint32_t ahead, uint64_t spun)
+{
+    if (q->busy_poll || spun + ahead <= q->spin_ns) {
+        cpu_relax();
+        return;
+    }
+    struct timespec ts = { ahead / 1000000000u, ahead % 1000000000u };
+    nanosleep(&ts, NULL);   /* EINTR: the loop looks again */
+}
+
 /* Waits until something new is in the CQ; -ENOTCONN if it never will be. */
 static int wait_cq(struct cisc_queue *q)
 {
@@ -402,7 +433,10 @@ static int wait_cq(struct cisc_queue *q)
                 return -ENOTCONN;
             check = t + LC_ALIVE_CHECK_NS;
         }
-        if (q->busy_poll || t - t0 < q->spin_ns)
+        uint32_t ahead = head_arrive_in(q);
+        if (ahead)
+            wait_arrival(q, ahead, t - t0);
+        else if (q->busy_poll || t - t0 < q->spin_ns)
             cpu_relax();
         else
             sleep_cq(q);

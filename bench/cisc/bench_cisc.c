@@ -7,6 +7,10 @@
  *   C  libcisc RISC ops (one round trip each), compute on the host
  *   D  libcisc fused ops (one round trip per sequence, compute in the device)
  *   E  fused ops submitted ten per doorbell (cisc_vec_submit_batch)
+ *   H  the bytes alone: the workload's copies (into and out of a memory
+ *      area standing for the file) and its compute step, plain C, no
+ *      system call: the floor every other path is measured against
+ *      (bench_cisc.py runs it with one thread; DIR is not used)
  *
  * Workloads (each thread on its own files, as in the paper):
  *   acw  append-CRC-write: append a 4 KiB record, then its CRC-32C
@@ -78,6 +82,9 @@ struct worker {
     struct cisc_vec v[BATCH];
     unsigned nv;
     uint64_t rng;
+    /* H: the memory standing for the files */
+    uint8_t *area;
+    uint64_t area_len;
 };
 
 static uint8_t key_bytes[32];
@@ -131,6 +138,8 @@ static bool posix(const struct opts *o)
 {
     return o->path == 'A' || o->path == 'B';
 }
+
+#define HOST_AREA (64u << 20)   /* H: where appended and written bytes land */
 
 /* ---- setup --------------------------------------------------------------------- */
 
@@ -205,6 +214,23 @@ static int setup_posix(struct worker *w)
     return w->fd < 0 ? -EIO : 0;
 }
 
+/* H: buffers and an area of memory for the "file" (the rmw file's size
+ * for rmw, else HOST_AREA), filled (faulted in) before the run. */
+static int setup_host(struct worker *w)
+{
+    const struct opts *o = w->o;
+    w->zc = ZSTD_createCCtx();
+    w->buf = malloc(OWC_SIZE + CHUNK);
+    w->buf2 = malloc(2 * CHUNK);
+    w->area_len = !strcmp(o->wl, "rmw") ? o->rmw_file : HOST_AREA;
+    w->area = malloc(w->area_len);
+    if (!w->zc || !w->buf || !w->buf2 || !w->area || w->area_len < OWC_SIZE + 2 * CHUNK)
+        return -ENOMEM;
+    text(w->area, w->area_len, w->id);
+    text(w->buf, OWC_SIZE, w->id);
+    return 0;
+}
+
 static int setup_cisc(struct worker *w)
 {
     const struct opts *o = w->o;
@@ -248,6 +274,7 @@ static void teardown(struct worker *w)
     } else {
         free(w->buf);
         free(w->buf2);
+        free(w->area);
         if (w->fd > 0)
             close(w->fd);
         if (w->fd2 > 0)
@@ -313,6 +340,46 @@ static int op_posix(struct worker *w, uint64_t i)
     size_t n = !strcmp(o->wl, "rcw") ? host_compress(w, b, CHUNK, b2, 2 * CHUNK)
                                      : host_encrypt(b, CHUNK, b2);
     return n && write(w->fd2, b2, n) == (ssize_t)n ? 0 : -EIO;
+}
+
+/* ---- path H: the bytes alone ------------------------------------------------------ */
+
+/* Where the bytes of op i land in the area (n bytes, wrapping). */
+static uint8_t *host_at(struct worker *w, uint64_t i, size_t n)
+{
+    return w->area + (i * n) % (w->area_len - n);
+}
+
+static int op_host(struct worker *w, uint64_t i)
+{
+    const struct opts *o = w->o;
+    uint8_t *b = w->buf, *b2 = w->buf2;
+    if (!strcmp(o->wl, "acw")) {
+        uint32_t c = crc32c(0, b, REC);
+        uint8_t *d = host_at(w, i, REC + 4);
+        memcpy(d, b, REC);
+        memcpy(d + REC, &c, 4);
+        return 0;
+    }
+    if (!strcmp(o->wl, "rmw")) {
+        uint8_t *blk = w->area + (rnd(w) % (w->area_len / BLK)) * BLK;
+        size_t at;
+        memcpy(b, blk, BLK);
+        patch(w, b, &at);
+        memcpy(blk, b, BLK);
+        return 0;
+    }
+    if (!strcmp(o->wl, "owc")) {
+        memcpy(host_at(w, i, OWC_SIZE), b, OWC_SIZE);
+        return 0;
+    }
+    memcpy(b, host_at(w, i, CHUNK), CHUNK);
+    size_t n = !strcmp(o->wl, "rcw") ? host_compress(w, b, CHUNK, b2, 2 * CHUNK)
+                                     : host_encrypt(b, CHUNK, b2);
+    if (!n)
+        return -EIO;
+    memcpy(host_at(w, i + 1, n), b2, n);
+    return 0;
 }
 
 /* ---- path C: libcisc RISC ops ------------------------------------------------------ */
@@ -472,7 +539,10 @@ static void *run(void *arg)
             for (unsigned k = 0; !r && k < n; k++)
                 r = cisc_vec_wait(&w->v[k]) ? -EIO : 0;
         } else {
-            r = posix(o) ? op_posix(w, i) : o->path == 'C' ? op_risc(w, i) : op_fused(w, i);
+            r = posix(o)         ? op_posix(w, i)
+                : o->path == 'H' ? op_host(w, i)
+                : o->path == 'C' ? op_risc(w, i)
+                                 : op_fused(w, i);
         }
         if (r)
             w->errors++;
@@ -488,9 +558,9 @@ static void *run(void *arg)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: cisc-bench-cisc WORKLOAD(acw|rmw|owc|rcw|rew) PATH(A-E) THREADS DIR "
-                    "[SECONDS [RMW_FILE_MIB [INPUT_MIB]]]\n"
-                    "  DIR: a tmpfs directory (A) or the ciscfs mount point (B-E)\n");
+    fprintf(stderr, "usage: cisc-bench-cisc WORKLOAD(acw|rmw|owc|rcw|rew) PATH(A-E|H) THREADS "
+                    "DIR [SECONDS [RMW_FILE_MIB [INPUT_MIB]]]\n"
+                    "  DIR: a tmpfs directory (A) or the ciscfs mount point (B-E); unused (H)\n");
     return 2;
 }
 
@@ -511,7 +581,7 @@ int main(int argc, char **argv)
                       argc > 5 ? atof(argv[5]) : 1.0,
                       (argc > 6 ? strtoull(argv[6], NULL, 0) : 256) << 20,
                       (argc > 7 ? strtoull(argv[7], NULL, 0) : 32) << 20 };
-    if (o.threads < 1 || o.threads > MAXT || o.path < 'A' || o.path > 'E')
+    if (o.threads < 1 || o.threads > MAXT || ((o.path < 'A' || o.path > 'E') && o.path != 'H'))
         return usage();
     if (sodium_init() < 0)
         return 1;
@@ -520,13 +590,14 @@ int main(int argc, char **argv)
     memset(w, 0, sizeof(w));
     for (unsigned t = 0; t < o.threads; t++) {
         w[t] = (struct worker){ .o = &o, .id = t, .rng = 0x9E3779B97F4A7C15ull * (t + 1) };
-        int r = posix(&o) ? setup_posix(&w[t]) : setup_cisc(&w[t]);
+        int r = posix(&o) ? setup_posix(&w[t]) : o.path == 'H' ? setup_host(&w[t])
+                                                              : setup_cisc(&w[t]);
         if (r) {
             fprintf(stderr, "setup of thread %u failed: %s\n", t, strerror(-r));
             return 1;
         }
     }
-    if (!strcmp(o.wl, "owc"))
+    if (!strcmp(o.wl, "owc") && o.path != 'H')
         cleanup_owc(&o);
     deadline_s = now() + o.seconds;
     for (unsigned t = 0; t < o.threads; t++)
@@ -542,7 +613,7 @@ int main(int argc, char **argv)
     }
     for (unsigned t = 0; t < o.threads; t++)
         teardown(&w[t]);
-    if (!strcmp(o.wl, "owc"))
+    if (!strcmp(o.wl, "owc") && o.path != 'H')
         cleanup_owc(&o);
     printf("%s,%c,%u,%llu,%llu,%.4f,%.1f,%.2f,%llu\n", o.wl, o.path, o.threads,
            (unsigned long long)ops, (unsigned long long)bytes, secs,

@@ -8,6 +8,8 @@ with the device's link latency at 900 ns and at 0.
   C  libcisc RISC ops (one round trip per call), compute on the host
   D  libcisc fused ops (one round trip per sequence, compute in the device)
   E  fused ops, ten per doorbell
+  H  the bytes alone: the workload's copies and compute step in plain C on
+     one thread, no system call (the floor; run once per workload)
 
 Workloads: append-CRC-write (acw: 4 KiB appends, each followed by its
 CRC-32C), read-modify-write (rmw: random 4 KiB blocks of a per-thread file
@@ -29,8 +31,11 @@ in a one-second run) comes from the host's cache. C-E read StorageFS
 blocks from the image, itself in /dev/shm.
 
 Writes CSV to bench/out/cisc.csv, a plot to bench/out/cisc.png, prints the
-device model and a table of ratios (D/B, E/A, D/C, E/D). Not a test:
-nothing here asserts a number.
+device model, every figure beside the bytes-alone floor (x/H), a table of
+ratios (D/B, E/A, D/C, E/D) and the issue's targets (E/A >= 1.2 at one
+thread and >= 1.0 at two for acw and rmw; D/B >= 3 for acw and rmw at 1, 2
+and 4 threads) with whether this run met them. Not a test: nothing here
+asserts a number.
 """
 import argparse
 import csv
@@ -44,7 +49,10 @@ NAMES = {"acw": "append-CRC-write", "rmw": "read-modify-write", "owc": "open-wri
          "rcw": "read-compress-write", "rew": "read-encrypt-write"}
 PATHS = ["A", "B", "C", "D", "E"]
 PATH_NAMES = {"A": "POSIX tmpfs", "B": "POSIX FUSE", "C": "libcisc RISC",
-              "D": "fused", "E": "fused x10/doorbell"}
+              "D": "fused", "E": "fused x10/doorbell", "H": "bytes alone"}
+# The issue's targets: (ratio, workloads, threads, at least).
+TARGETS = [("E/A", ("acw", "rmw"), (1,), 1.2), ("E/A", ("acw", "rmw"), (2,), 1.0),
+           ("D/B", ("acw", "rmw"), (1, 2, 4), 3.0)]
 
 
 def sh(cmd, check=True):
@@ -96,6 +104,35 @@ def run_paths(a, wl, t, tmpfs, mnt):
     return [best[p] for p in a.paths]
 
 
+def host_floor(a, wls):
+    """Path H (the bytes alone), one thread, best of --repeat runs, per
+    workload: MiB/s."""
+    floor = {}
+    for wl in wls:
+        for _ in range(a.repeat):
+            r = run_one(a.bench, wl, "H", 1, "/", a.seconds, a.rmw_mib, a.input_mib)
+            floor[wl] = max(floor.get(wl, 0.0), r["mib_s"])
+        print("%-20s H %-18s t=1  %9.1f MiB/s" % (NAMES[wl], PATH_NAMES["H"], floor[wl]),
+              flush=True)
+    return floor
+
+
+def targets(rows):
+    """Each target of TARGETS with this run's figure: (ratio, workload,
+    threads, link_ns, target, figure)."""
+    by = {(r["latency_ns"], r["workload"], r["threads"], r["path"]): r["mib_s"] for r in rows}
+    out = []
+    for name, wls, ts, goal in TARGETS:
+        num, den = name.split("/")
+        for lat in sorted({r["latency_ns"] for r in rows}, reverse=True):
+            for wl in wls:
+                for t in ts:
+                    n, d = by.get((lat, wl, t, num)), by.get((lat, wl, t, den))
+                    if n and d:
+                        out.append((name, wl, t, lat, goal, n / d))
+    return out
+
+
 def ratios(rows):
     by = {(r["latency_ns"], r["workload"], r["threads"], r["path"]): r["mib_s"] for r in rows}
     out = []
@@ -134,6 +171,9 @@ def plot(rows, path):
                       for t in threads]
                 ax.bar([x + k * width for x in range(len(threads))], ys, width,
                        label=p + " " + PATH_NAMES[p])
+            fl = next((r.get("bytes_alone_mib_s", 0) for r in rows if r["workload"] == wl), 0)
+            if fl:
+                ax.axhline(fl, ls="--", lw=0.8, color="k", label="H " + PATH_NAMES["H"] + " (1 thr)")
             ax.set_xticks([x + 0.4 - width / 2 for x in range(len(threads))])
             ax.set_xticklabels([str(t) for t in threads])
             ax.set_xlabel("client threads")
@@ -171,6 +211,8 @@ def main():
     os.makedirs(tmpfs)
     os.makedirs(mnt)
     rows, models = [], []
+    print("# the bytes alone (path H: copies and compute in plain C, one thread):")
+    floor = host_floor(a, wls)
     try:
         for lat in [int(x) for x in a.latencies.split(",")]:
             model = device_up(a.cisc, img, mnt, lat, a.cores)
@@ -184,8 +226,10 @@ def main():
                         r["latency_ns"] = lat
                         rows.append(r)
                         p = r["path"]
-                        print("%-20s %s %-18s t=%d  %9.1f MiB/s  %8.2f kops/s%s" % (
-                            NAMES[wl], p, PATH_NAMES[p], t, r["mib_s"], r["kops_s"],
+                        r["bytes_alone_mib_s"] = floor.get(wl, 0.0)
+                        x = r["mib_s"] / floor[wl] if floor.get(wl) else float("nan")
+                        print("%-20s %s %-18s t=%d  %9.1f MiB/s  %8.2f kops/s  %5.3f of H%s" % (
+                            NAMES[wl], p, PATH_NAMES[p], t, r["mib_s"], r["kops_s"], x,
                             "  (%d errors)" % r["errors"] if r["errors"] else ""), flush=True)
             device_down(a.cisc, mnt)
             os.unlink(img)
@@ -197,7 +241,8 @@ def main():
     csv_path = os.path.join(a.out, "cisc.csv")
     with open(csv_path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["latency_ns", "workload", "path", "threads", "ops",
-                                          "bytes", "seconds", "mib_s", "kops_s", "errors"])
+                                          "bytes", "seconds", "mib_s", "kops_s", "errors",
+                                          "bytes_alone_mib_s"])
         w.writeheader()
         for r in rows:
             w.writerow(r)
@@ -208,6 +253,12 @@ def main():
                                             "E/D"))
     for lat, wl, t, db, ea, dc, ed in ratios(rows):
         print("%8d %-20s %3d %7.2f %7.2f %7.2f %7.2f" % (lat, NAMES[wl], t, db, ea, dc, ed))
+    print("\ntargets (issue 14), ratios of throughput measured in this run:")
+    print("%-5s %-20s %3s %8s %7s %7s %s" % ("ratio", "workload", "thr", "link_ns", "target",
+                                            "figure", "met"))
+    for name, wl, t, lat, goal, fig in targets(rows):
+        print("%-5s %-20s %3d %8d %7.2f %7.2f %s" % (name, NAMES[wl], t, lat, goal, fig,
+                                                     "yes" if fig >= goal else "NO"))
     plot(rows, os.path.join(a.out, "cisc.png"))
 
 

@@ -13,16 +13,41 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static double now_ns(void)
+static double clock_ns(clockid_t id)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(id, &t);
     return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+/* A measurement: wall and process CPU ns per op, best (lowest) so far. */
+struct fig {
+    double wall, cpu;
+};
+
+struct timer {
+    double w0, c0;
+};
+
+static struct timer timer_start(void)
+{
+    return (struct timer){ clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_PROCESS_CPUTIME_ID) };
+}
+
+static void timer_stop(const struct timer *t, unsigned ops, struct fig *best)
+{
+    double w = (clock_ns(CLOCK_MONOTONIC) - t->w0) / ops;
+    double c = (clock_ns(CLOCK_PROCESS_CPUTIME_ID) - t->c0) / ops;
+    if (best->wall == 0 || w < best->wall)
+        best->wall = w;
+    if (best->cpu == 0 || c < best->cpu)
+        best->cpu = c;
 }
 
 static struct wire_step step(uint8_t kind)
@@ -78,6 +103,14 @@ static int64_t risc(struct engine *e, unsigned op, uint64_t fh, uint64_t off, co
 int main(int argc, char **argv)
 {
     unsigned ops = argc > 1 ? (unsigned)atoi(argv[1]) : 50000;
+    const char *wl = argc > 2 ? argv[2] : "all";
+    unsigned rounds = argc > 3 ? (unsigned)atoi(argv[3]) : 3;
+    bool do_acw = !strcmp(wl, "all") || !strcmp(wl, "acw");
+    bool do_rmw = !strcmp(wl, "all") || !strcmp(wl, "rmw");
+    if (!ops || !rounds || (!do_acw && !do_rmw)) {
+        fprintf(stderr, "usage: cisc-bench-exec [OPS] [acw|rmw|all] [ROUNDS]\n");
+        return 1;
+    }
     struct media *m, *h;
     struct sfs *fs;
     struct engine *e;
@@ -101,47 +134,80 @@ int main(int argc, char **argv)
     acw[0].flags = WIRE_STEP_F_FH, acw[0].fh = log, acw[0].addr = 0, acw[0].alen = 4096;
     acw[1].addr = 0, acw[1].alen = 4096;
     acw[2].flags = WIRE_STEP_F_FH, acw[2].fh = log, acw[2].in_step = 1;
-    double t0 = now_ns();
-    for (unsigned i = 0; i < ops; i++)
-        if (run(e, acw, 3, &a))
-            return 2;
-    double fused_acw = (now_ns() - t0) / ops;
-    t0 = now_ns();
-    for (unsigned i = 0; i < ops; i++) {
-        uint32_t c = crc32c(0, arena, 4096);
-        risc(e, ENG_OP_WRITE, log, 0, arena, NULL, 4096);
-        risc(e, ENG_OP_WRITE, log, 0, &c, NULL, 4);
-    }
-    double risc_acw = (now_ns() - t0) / ops;
-
     /* read-modify-write of a random block */
     struct wire_step rmw[3] = { step(WIRE_STEP_READ), step(WIRE_STEP_PATCH),
                                 step(WIRE_STEP_WRITE) };
     rmw[0].flags = WIRE_STEP_F_FH, rmw[0].fh = blk, rmw[0].len = 4096;
     rmw[1].in_step = 0, rmw[1].addr = 8192, rmw[1].alen = 64, rmw[1].arg[0] = 100;
     rmw[2].flags = WIRE_STEP_F_FH, rmw[2].fh = blk, rmw[2].in_step = 1;
+    struct fig f_acw = { 0 }, r_acw = { 0 }, b_acw = { 0 };
+    struct fig f_rmw = { 0 }, r_rmw = { 0 }, b_rmw = { 0 };
+    static uint8_t dev[2][4096];   /* where the bytes-alone copies land */
     uint64_t x = 88172645463325252ull;
-    t0 = now_ns();
-    for (unsigned i = 0; i < ops; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        rmw[0].off = rmw[2].off = (x % 4096) * 4096;
-        if (run(e, rmw, 3, &a))
-            return 3;
+    for (unsigned round = 0; round < rounds; round++) {
+        if (do_acw) {
+            struct timer t = timer_start();
+            for (unsigned i = 0; i < ops; i++)
+                if (run(e, acw, 3, &a))
+                    return 2;
+            timer_stop(&t, ops, &f_acw);
+            t = timer_start();
+            for (unsigned i = 0; i < ops; i++) {
+                uint32_t c = crc32c(0, arena, 4096);
+                risc(e, ENG_OP_WRITE, log, 0, arena, NULL, 4096);
+                risc(e, ENG_OP_WRITE, log, 0, &c, NULL, 4);
+            }
+            timer_stop(&t, ops, &r_acw);
+            t = timer_start();
+            for (unsigned i = 0; i < ops; i++) {   /* the bytes alone */
+                memcpy(dev[i & 1], arena, 4096);
+                uint32_t c = crc32c(0, dev[i & 1], 4096);
+                memcpy(dev[(i + 1) & 1], &c, 4);
+                __asm__ volatile("" : : "r"(dev) : "memory");
+            }
+            timer_stop(&t, ops, &b_acw);
+        }
+        if (do_rmw) {
+            struct timer t = timer_start();
+            for (unsigned i = 0; i < ops; i++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                rmw[0].off = rmw[2].off = (x % 4096) * 4096;
+                if (run(e, rmw, 3, &a))
+                    return 3;
+            }
+            timer_stop(&t, ops, &f_rmw);
+            uint8_t b[4096];
+            t = timer_start();
+            for (unsigned i = 0; i < ops; i++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                uint64_t off = (x % 4096) * 4096;
+                risc(e, ENG_OP_READ, blk, off, NULL, b, 4096);
+                memcpy(b + 100, arena + 8192, 64);
+                risc(e, ENG_OP_WRITE, blk, off, b, NULL, 4096);
+            }
+            timer_stop(&t, ops, &r_rmw);
+            t = timer_start();
+            for (unsigned i = 0; i < ops; i++) {   /* the bytes alone */
+                memcpy(b, dev[i & 1], 4096);
+                memcpy(b + 100, arena + 8192, 64);
+                memcpy(dev[(i + 1) & 1], b, 4096);
+                __asm__ volatile("" : : "r"(dev), "r"(b) : "memory");
+            }
+            timer_stop(&t, ops, &b_rmw);
+        }
     }
-    double fused_rmw = (now_ns() - t0) / ops;
-    uint8_t b[4096];
-    t0 = now_ns();
-    for (unsigned i = 0; i < ops; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        uint64_t off = (x % 4096) * 4096;
-        risc(e, ENG_OP_READ, blk, off, NULL, b, 4096);
-        memcpy(b + 100, arena + 8192, 64);
-        risc(e, ENG_OP_WRITE, blk, off, b, NULL, 4096);
-    }
-    double risc_rmw = (now_ns() - t0) / ops;
-    printf("in-process, RAM medium, %u ops each (ns per op):\n", ops);
-    printf("  append-CRC-write   fused %.0f   engine RISC commands %.0f\n", fused_acw, risc_acw);
-    printf("  read-modify-write  fused %.0f   engine RISC commands %.0f\n", fused_rmw, risc_rmw);
+    printf("in-process, RAM medium, %u ops each, best of %u rounds (ns per op, wall / CPU):\n",
+           ops, rounds);
+    printf("  %-18s %15s %15s %15s %9s\n", "workload", "fused", "engine RISC", "bytes alone",
+           "fused/bytes");
+    if (do_acw)
+        printf("  %-18s %7.0f /%6.0f %7.0f /%6.0f %7.0f /%6.0f %8.1fx\n", "append-CRC-write",
+               f_acw.wall, f_acw.cpu, r_acw.wall, r_acw.cpu, b_acw.wall, b_acw.cpu,
+               f_acw.cpu / b_acw.cpu);
+    if (do_rmw)
+        printf("  %-18s %7.0f /%6.0f %7.0f /%6.0f %7.0f /%6.0f %8.1fx\n", "read-modify-write",
+               f_rmw.wall, f_rmw.cpu, r_rmw.wall, r_rmw.cpu, b_rmw.wall, b_rmw.cpu,
+               f_rmw.cpu / b_rmw.cpu);
     eng_destroy(e);
     sfs_unmount(fs);
     media_close(m);

@@ -6,6 +6,16 @@
  * large, mostly empty medium costs little memory. Each block has a durable
  * copy and, if written since the last flush, a volatile copy; `vol_list`
  * remembers which blocks have one.
+ *
+ * Block buffers a flush frees (the durable copies it replaces) go to a
+ * free list and serve the next writes: a write-heavy run would otherwise
+ * malloc and free a block per write, and glibc returns the freed memory to
+ * the kernel, which then faults it in again. A small medium mallocs its
+ * blocks and keeps at most SPARE_MAX spares. A large one (at least
+ * SLAB_MEDIUM blocks: benchmarks, big images) carves them from 2 MiB
+ * slabs the kernel may back with huge pages (one page fault per 512
+ * blocks instead of one per block as the medium fills), keeps every
+ * spare, and frees only whole slabs, when it closes.
  */
 #include "device/media/media_fault.h"
 
@@ -14,8 +24,12 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define CHUNK 1024u
+#define SPARE_MAX 4096u          /* block buffers kept for reuse (malloc'd blocks) */
+#define SLAB_BYTES (2u << 20)    /* a huge page */
+#define SLAB_MEDIUM (1ull << 18) /* blocks (1 GiB): from here on, slabs */
 
 struct slot {
     uint8_t *dur;   /* durable contents, NULL = zeros */
@@ -29,6 +43,13 @@ struct media_fault {
     uint64_t nchunks;
     uint64_t *vol_list;         /* blocks with a volatile copy */
     uint64_t vol_n, vol_cap;
+    void **spare;               /* free block buffers */
+    uint64_t nspare, spare_cap;
+    bool slabbed;               /* blocks come from slabs (SLAB_MEDIUM) */
+    void **slabs;               /* every slab, freed at close */
+    uint64_t nslabs, slabs_cap;
+    uint8_t *slab_next;         /* the current slab's first unused block */
+    unsigned slab_left;         /* blocks left in it */
     uint64_t writes, reads;
     uint64_t fail_w, fail_r;    /* armed failure indexes, 0 = none */
     int fail_w_err, fail_r_err;
@@ -91,6 +112,62 @@ static int fault_read(struct media *m, uint64_t blk, uint32_t n, void *buf)
     return r;
 }
 
+/* Grows an array of pointers to hold n + 1. Returns false when out of memory. */
+static bool room_for_one(void ***v, uint64_t n, uint64_t *cap)
+{
+    if (n < *cap)
+        return true;
+    uint64_t c = *cap ? *cap * 2 : 256;
+    void **p = realloc(*v, c * sizeof(*p));
+    if (!p)
+        return false;
+    *v = p;
+    *cap = c;
+    return true;
+}
+
+/* The next block of the current slab, opening a new slab when it is used
+ * up (under mu). */
+static uint8_t *slab_block(struct media_fault *f)
+{
+    if (!f->slab_left) {
+        void *p = NULL;
+        if (!room_for_one(&f->slabs, f->nslabs, &f->slabs_cap) ||
+            posix_memalign(&p, SLAB_BYTES, SLAB_BYTES))
+            return NULL;
+        madvise(p, SLAB_BYTES, MADV_HUGEPAGE);   /* a hint: without it, 4 KiB pages */
+        f->slabs[f->nslabs++] = p;
+        f->slab_next = p;
+        f->slab_left = SLAB_BYTES / MEDIA_BLOCK_SIZE;
+    }
+    uint8_t *b = f->slab_next;
+    f->slab_next += MEDIA_BLOCK_SIZE;
+    f->slab_left--;
+    return b;
+}
+
+/* A block buffer: a spare or a new one (under mu). */
+static uint8_t *block_new(struct media_fault *f)
+{
+    if (f->nspare)
+        return f->spare[--f->nspare];
+    return f->slabbed ? slab_block(f) : malloc(MEDIA_BLOCK_SIZE);
+}
+
+/* Gives a block buffer back (under mu; NULL is fine). A slab's block
+ * that finds no room in the list stays unused until the slab goes. */
+static void block_free(struct media_fault *f, uint8_t *b)
+{
+    if (!b)
+        return;
+    bool room = f->slabbed ? room_for_one(&f->spare, f->nspare, &f->spare_cap)
+                           : f->nspare < f->spare_cap;
+    if (room)
+        f->spare[f->nspare++] = b;
+    else if (!f->slabbed)
+        free(b);
+}
+
 /* Stores len bytes (<= one block) at the start of blk's volatile copy. */
 static int store_block(struct media_fault *f, uint64_t blk, const uint8_t *src, size_t len)
 {
@@ -106,10 +183,11 @@ static int store_block(struct media_fault *f, uint64_t blk, const uint8_t *src, 
             f->vol_list = l;
             f->vol_cap = cap;
         }
-        uint8_t *v = malloc(MEDIA_BLOCK_SIZE);
+        uint8_t *v = block_new(f);
         if (!v)
             return -ENOMEM;
-        read_block(f, blk, v);          /* a torn write keeps the old tail */
+        if (len < MEDIA_BLOCK_SIZE)
+            read_block(f, blk, v);      /* a torn write keeps the old tail */
         s->vol = v;
         f->vol_list[f->vol_n++] = blk;
     }
@@ -183,7 +261,7 @@ static int fault_flush(struct media *m)
     int r = f->dead ? -f->fail_w_err : 0;
     for (uint64_t i = 0; !r && !f->cut && i < f->vol_n; i++) {
         struct slot *s = slot_at(f, f->vol_list[i], false);
-        free(s->dur);
+        block_free(f, s->dur);
         s->dur = s->vol;
         s->vol = NULL;
     }
@@ -209,7 +287,7 @@ static void disk_free(struct media_fault *f)
     for (uint64_t c = 0; c < f->nchunks; c++) {
         if (!f->chunks[c])
             continue;
-        for (unsigned i = 0; i < CHUNK; i++) {
+        for (unsigned i = 0; !f->slabbed && i < CHUNK; i++) {
             free(f->chunks[c][i].dur);
             free(f->chunks[c][i].vol);
         }
@@ -217,6 +295,12 @@ static void disk_free(struct media_fault *f)
     }
     free(f->chunks);
     free(f->vol_list);
+    while (!f->slabbed && f->nspare)
+        free(f->spare[--f->nspare]);
+    free(f->spare);
+    for (uint64_t i = 0; i < f->nslabs; i++)
+        free(f->slabs[i]);
+    free(f->slabs);
     pthread_mutex_destroy(&f->mu);
     free(f);
 }
@@ -259,9 +343,15 @@ int media_fault_create(uint64_t nblocks, struct media **out)
         return -ENOMEM;
     f->nchunks = (nblocks + CHUNK - 1) / CHUNK;
     f->chunks = calloc(f->nchunks ? f->nchunks : 1, sizeof(*f->chunks));
+    f->slabbed = nblocks >= SLAB_MEDIUM;
+    if (!f->slabbed) {   /* a fixed list (NULL: no reuse, still correct) */
+        f->spare = malloc(SPARE_MAX * sizeof(*f->spare));
+        f->spare_cap = f->spare ? SPARE_MAX : 0;
+    }
     struct media *m = f->chunks ? new_handle(f, nblocks) : NULL;
     if (!m) {
         free(f->chunks);
+        free(f->spare);
         free(f);
         return -ENOMEM;
     }
@@ -353,7 +443,7 @@ static int copy_block(struct media_fault *dst, uint64_t blk, const uint8_t *src)
     struct slot *d = slot_at(dst, blk, true);
     if (!d)
         return -ENOMEM;
-    if (!d->dur && !(d->dur = malloc(MEDIA_BLOCK_SIZE)))
+    if (!d->dur && !(d->dur = block_new(dst)))
         return -ENOMEM;
     memcpy(d->dur, src, MEDIA_BLOCK_SIZE);
     return 0;

@@ -5,6 +5,8 @@
  * the FUSE mount's kernel caches go through the notifier thread first.
  */
 #include "device/queue/queue_int.h"
+
+#include "common/clock.h"
 #include "common/thread.h"
 
 #include "device/engine/fused/fused.h"
@@ -116,16 +118,32 @@ static void finish(struct qp_cmd *qc)
     }
 }
 
+/* When a completion posted now leaves the device in the model (0 = now):
+ * the command crossed the link to the device one latency after the
+ * poller fetched it, so all it did happens one latency later than it ran
+ * here, its media operations' completion (ready_ns, 0 = none) included.
+ * The poller never waits for that crossing; the delay travels with the
+ * completion instead. */
+static uint64_t leaves_at(uint64_t ready_ns)
+{
+    uint64_t link = dm_get().link_latency_ns;
+    if (!link)
+        return ready_ns;
+    uint64_t now = now_ns();
+    return (ready_ns > now ? ready_ns : now) + link;
+}
+
 /* Writes cqe into qp's CQ and publishes it; drops one in-flight count.
- * The completion crosses the link: it carries its arrival time, and the
- * client waits for it (wire.h WIRE_CQE_ARRIVE). */
+ * The completion crosses the link: it carries its arrival time (its
+ * command's crossing to the device, then its own, after the media), and
+ * the client waits for it (wire.h WIRE_CQE_ARRIVE). */
 static void post(struct qp *qp, const struct wire_cqe *cqe)
 {
     struct qp_service *svc = qp->sess->svc;
     struct wire_cqe out = *cqe;
     bool gc = false;
     uint64_t media_ns = flash_media_deadline_take(&gc);   /* 0 unless --media flash */
-    if (dm_arrival_after(media_ns, &out.arrive))
+    if (dm_arrival_after(leaves_at(media_ns), &out.arrive))
         out.flags |= WIRE_CQE_ARRIVE;
     if (gc)
         out.flags |= WIRE_CQE_GC;

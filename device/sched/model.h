@@ -3,19 +3,20 @@
  * simulator cost what a real computational storage device would.
  *
  *   link latency   added once per host<->device crossing (PCIe in
- *                  FusionFS's setup: 900 ns): when the device fetches a
- *                  batch of submissions from a queue (the poller waits),
- *                  and when it posts a completion (the completion carries
- *                  its arrival time and the host waits: a device core
- *                  that posts one goes on at once, as a real device's
- *                  core does after queuing a DMA). 0 disables it.
+ *                  FusionFS's setup: 900 ns): a submission becomes
+ *                  visible to the device one latency after it is fetched
+ *                  and its completion one latency after it is posted;
+ *                  both are carried by the completion's arrival time, and
+ *                  only the host waits (device/queue/queue_done.c: a
+ *                  device core or poller goes on at once, as a real
+ *                  device's does after queuing a DMA). 0 disables it.
  *   core speed     device cores are this many times slower than the host
  *                  for compute: a compute step that took t ns on the host
  *                  CPU is charged (core_speed - 1) * t more (>= 1.0).
  *
- * Both are precise busy-waits on CLOCK_MONOTONIC, never sleeps: a sleep
- * costs tens of microseconds of scheduler latency and would swamp a
- * 900 ns link. The model is process-wide (one device per process); it is
+ * dm_link_cross and dm_compute_charge are precise busy-waits on
+ * CLOCK_MONOTONIC, never sleeps: a sleep costs tens of microseconds of
+ * scheduler latency and would swamp a 900 ns link. The model is process-wide (one device per process); it is
  * set once at start-up, before any queue exists, and read without locks.
  *
  * Invariants:

@@ -1,9 +1,18 @@
 /*
  * device/storagefs/extent.c - extent map operations over the B+tree
  * (see extent.h).
+ *
+ * Each in-memory inode caches the last extent of its tree (the one with
+ * the greatest logical block), which answers every lookup at or past its
+ * start without a descent: the appends of a growing file and the reads of
+ * a file in one extent. Invariant: while ip->ext_last_ok, ip->ext_last is
+ * the tree's last extent, or has len 0 when the tree is empty. Every
+ * change of the tree goes through ext_insert or cut, which keep it (an
+ * insert past the end) or drop it.
  */
 #include "device/storagefs/extent.h"
 
+#include <assert.h>
 #include <errno.h>
 
 #include "common/corrupt.h"
@@ -34,8 +43,29 @@ static int decode(struct sfs *fs, struct sfs_inode *ip, const struct bt_rec *rec
     return 0;
 }
 
-static int find(struct sfs *fs, struct sfs_inode *ip, uint64_t lblk, bool ge,
-                struct sfs_extent *e)
+/* find() from the cache: 1 or 0 as find, or -1 when the tree must say. */
+static int find_cached(const struct sfs_inode *ip, uint64_t lblk, bool ge, struct sfs_extent *e)
+{
+    const struct sfs_extent *l = &ip->ext_last;
+    if (!ip->ext_last_ok)
+        return -1;
+    if (l->len == 0)
+        return 0;   /* empty tree */
+    if (lblk > l->lblk || (lblk == l->lblk && !ge)) {
+        if (ge)
+            return 0;   /* nothing starts past the last extent */
+        *e = *l;
+        return 1;
+    }
+    if (lblk == l->lblk) {
+        *e = *l;
+        return 1;
+    }
+    return -1;
+}
+
+static int find_tree(struct sfs *fs, struct sfs_inode *ip, uint64_t lblk, bool ge,
+                     struct sfs_extent *e)
 {
     struct bt t = tree(fs, ip, NULL);
     struct bt_rec rec;
@@ -46,6 +76,30 @@ static int find(struct sfs *fs, struct sfs_inode *ip, uint64_t lblk, bool ge,
         return r;
     r = decode(fs, ip, &rec, e);
     return r ? r : 1;
+}
+
+#ifndef NDEBUG
+/* The cache's invariant, checked against the tree on every answer it
+ * gives (debug and sanitizer builds). */
+static bool cache_agrees(struct sfs *fs, struct sfs_inode *ip, uint64_t lblk, bool ge, int c,
+                         const struct sfs_extent *e)
+{
+    struct sfs_extent t;
+    int r = find_tree(fs, ip, lblk, ge, &t);
+    return r < 0 || (r == c && (r == 0 || (t.lblk == e->lblk && t.pblk == e->pblk &&
+                                           t.len == e->len && t.flags == e->flags)));
+}
+#endif
+
+static int find(struct sfs *fs, struct sfs_inode *ip, uint64_t lblk, bool ge,
+                struct sfs_extent *e)
+{
+    int c = find_cached(ip, lblk, ge, e);
+    if (c >= 0) {
+        assert(cache_agrees(fs, ip, lblk, ge, c, e));
+        return c;
+    }
+    return find_tree(fs, ip, lblk, ge, e);
 }
 
 int ext_lookup(struct sfs *fs, struct sfs_inode *ip, uint64_t lblk, struct sfs_extent *e,
@@ -132,8 +186,19 @@ int ext_insert(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
         cur.len += next.len;
     /* Update in place or insert first (the only step that can fail with
      * ENOSPC), delete the merged neighbour after. */
+    bool ok = ip->ext_last_ok;
+    ip->ext_last_ok = false;     /* until the tree is whole again */
     int r = put(&t, &cur, with_prev);
-    return r || !with_next ? r : bt_delete(&t, next.lblk);
+    if (!r && with_next)
+        r = bt_delete(&t, next.lblk);
+    if (r)
+        return r;
+    /* Nothing after e: cur is the last extent. Else the last one stays,
+     * unless it was the next one, merged into cur. */
+    if (rn == 0 || (ok && with_next && next.lblk == ip->ext_last.lblk))
+        ip->ext_last = cur;
+    ip->ext_last_ok = rn == 0 || ok;
+    return 0;
 }
 
 /* Removes the part [a, b) of extent e (which overlaps it). The right
@@ -144,6 +209,7 @@ static int cut(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
     struct bt t = tree(fs, ip, h);
     uint64_t end = e->lblk + e->len;
     int r = 0;
+    ip->ext_last_ok = false;     /* refilled by the next insert past the end */
     if (b < end) {
         struct sfs_extent right = {b, e->pblk + (b - e->lblk), (uint32_t)(end - b), e->flags};
         r = put(&t, &right, false);

@@ -11,6 +11,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,34 @@ struct jnl {
 };
 
 static __thread struct jnl_handle *tls_handle;
+
+/* Each thread keeps the last handle it stopped for its next start
+ * (freed when the thread exits): a handle per operation would otherwise
+ * cost an allocation and a free. */
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+
+static void make_spare_key(void)
+{
+    pthread_key_create(&spare_key, free);
+}
+
+static struct jnl_handle *handle_new(void)
+{
+    pthread_once(&spare_once, make_spare_key);
+    struct jnl_handle *h = pthread_getspecific(spare_key);
+    if (!h)
+        return calloc(1, sizeof(*h));
+    pthread_setspecific(spare_key, NULL);
+    memset(h, 0, sizeof(*h));
+    return h;
+}
+
+static void handle_free(struct jnl_handle *h)
+{
+    if (pthread_getspecific(spare_key) || pthread_setspecific(spare_key, h))
+        free(h);
+}
 
 #ifndef NDEBUG
 /* The invariants of journal.h that hold whenever mu is held, checked in
@@ -203,7 +232,7 @@ int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle **out)
             *out = tls_handle;
         return r;
     }
-    struct jnl_handle *h = calloc(1, sizeof(*h));
+    struct jnl_handle *h = handle_new();
     if (!h)
         return -ENOMEM;
     pthread_mutex_lock(&j->mu);
@@ -218,7 +247,7 @@ int jnl_start(struct jnl *j, uint32_t credits, struct jnl_handle **out)
     assert(jnl_check(j));
     pthread_mutex_unlock(&j->mu);
     if (r) {
-        free(h);
+        handle_free(h);
         return r;
     }
     h->j = j;
@@ -281,7 +310,7 @@ void jnl_stop(struct jnl_handle *h)
     pthread_mutex_unlock(&j->mu);
     if (tls_handle == h)
         tls_handle = h->saved;
-    free(h);
+    handle_free(h);
 }
 
 void jnl_dirty_buf(struct jnl_handle *h, struct bbuf *b)

@@ -51,6 +51,11 @@ struct sfs_inode {
     /* orphan list (orphan_mu) */
     bool orphan;
     struct sfs_inode *oprev, *onext;
+    /* extent.c's cache of the extent tree's last extent (len 0: the tree
+     * is empty), valid while ext_last_ok: read under rw, written only by
+     * the tree's writers, which hold rw exclusively */
+    bool ext_last_ok;
+    struct sfs_extent ext_last;
 };
 
 struct sfs {

@@ -536,9 +536,10 @@ int sfs_txn_begin_flags(struct sfs *fs, unsigned flags, struct sfs_txn **out)
         return -EINVAL;
     if (fs->rdonly)
         return -EROFS;
-    struct sfs_txn *tx = calloc(1, sizeof(*tx));
+    struct sfs_txn *tx = malloc(sizeof(*tx));   /* malloc: glibc's per-thread cache */
     if (!tx)
         return -ENOMEM;
+    *tx = (struct sfs_txn){ 0 };
     int r = jnl_start(fs->j, 16, &tx->h);
     if (r) {
         free(tx);

@@ -10,6 +10,7 @@
 #include "common/minmax.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 
 struct undo {
     bool armed;                 /* the mutation may have changed something */
+    bool scratch;               /* old is the thread's scratch buffer */
     bool killed;                /* it cleared set-id bits: old_mode goes back */
     uint32_t old_mode;
     uint64_t old_size;
@@ -34,6 +36,9 @@ struct apply {
     unsigned cstep;             /* the step whose commit this is (crash points) */
     unsigned bad;               /* on failure: the step that failed */
     bool cow;                   /* overwrites below base sizes are shadowed */
+    bool scratch_used;          /* an undo holds the thread's scratch buffer */
+    bool lone;                  /* the one mutation, an in-place write in one block
+                                 * with nothing after it that can fail: no undo */
     struct undo u[FOP_MAX_MUTS];
 };
 
@@ -59,6 +64,30 @@ static int write_all(struct apply *ap, uint64_t ino, uint64_t off, const void *p
     return w == (ssize_t)n ? 0 : w < 0 ? (int)w : -ENOSPC;
 }
 
+/* Each thread that applies ops keeps one scratch buffer, freed when the
+ * thread exits, instead of a malloc/free per op: its first SCRATCH_BYTES
+ * hold the first undo of an op (most ops save one block or nothing), the
+ * next SCRATCH_BYTES gather a run of contiguous writes (apply_run). */
+#define SCRATCH_BYTES (64u << 10)
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void make_scratch_key(void)
+{
+    pthread_key_create(&scratch_key, free);
+}
+
+/* The thread's scratch buffer, or NULL (out of memory). */
+static uint8_t *scratch(void)
+{
+    pthread_once(&scratch_once, make_scratch_key);
+    uint8_t *p = pthread_getspecific(scratch_key);
+    if (!p && (p = malloc(2 * SCRATCH_BYTES)) != NULL)
+        pthread_setspecific(scratch_key, p);
+    return p;
+}
+
 /* Saves bytes [off, end) of ino into u (the undo of a change to them). */
 static int save_old(struct apply *ap, uint64_t ino, uint64_t off, uint64_t end,
                     struct undo *u)
@@ -67,7 +96,10 @@ static int save_old(struct apply *ap, uint64_t ino, uint64_t off, uint64_t end,
     u->old_len = end > off ? end - off : 0;
     if (!u->old_len)
         return 0;
-    u->old = malloc(u->old_len);
+    if (!ap->scratch_used && u->old_len <= SCRATCH_BYTES && (u->old = scratch()) != NULL)
+        u->scratch = ap->scratch_used = true;
+    else
+        u->old = malloc(u->old_len);
     if (!u->old)
         return -ENOMEM;
     ssize_t n = sfs_read(ap->x->e->fs, ino, off, u->old, (size_t)u->old_len);
@@ -119,11 +151,12 @@ static int write_shadow(struct apply *ap, const struct cfile *f, const struct fo
 
 /* A writer without CAP_FSETID clears the file's set-id bits with its
  * change (perm_setid_kill), in the op's transaction; the undo puts them
- * back. */
-static int kill_setid(struct apply *ap, const struct cfile *f, struct undo *u)
+ * back. *size gets the file's size (which the change of mode keeps). */
+static int kill_setid(struct apply *ap, const struct cfile *f, struct undo *u, uint64_t *size)
 {
-    struct sfs_attr a;
+    struct sfs_attr a = { 0 };
     int r = sfs_getattr(ap->x->e->fs, f->ino, &a);
+    *size = a.size;
     uint32_t kill = r ? 0 : perm_setid_kill(ap->x->cred, &a);
     if (!kill)
         return r;
@@ -138,14 +171,14 @@ static int apply_write(struct apply *ap, const struct fop_mut *m, struct undo *u
 {
     const struct cfile *f = &ap->x->files[m->file];
     uint64_t size;
-    int r = m->len ? kill_setid(ap, f, u) : 0;
-    if (!r)
-        r = size_of(ap->x->e->fs, f->ino, &size);
+    int r = m->len ? kill_setid(ap, f, u, &size) : size_of(ap->x->e->fs, f->ino, &size);
     if (r)
         return r;
     u->old_size = size;
     if (ap->cow && m->off < f->base_size && m->len)
         return write_shadow(ap, f, m, size, u);
+    if (ap->lone)
+        return write_all(ap, f->ino, m->off, m->data, m->len);   /* nothing to undo */
     r = save_old(ap, f->ino, m->off, min64(m->off + m->len, size), u);
     if (r)
         return r;
@@ -159,9 +192,7 @@ static int apply_trunc(struct apply *ap, const struct fop_mut *m, struct undo *u
 {
     const struct cfile *f = &ap->x->files[m->file];
     uint64_t size, t = m->off, hb = t / BS * BS;
-    int r = kill_setid(ap, f, u);
-    if (!r)
-        r = size_of(ap->x->e->fs, f->ino, &size);
+    int r = kill_setid(ap, f, u, &size);
     if (r)
         return r;
     bool shadow = ap->cow && t < size && t % BS && t < f->base_size;
@@ -210,6 +241,55 @@ static int apply_unlink(struct apply *ap, const struct fop_mut *m, struct undo *
         r = sfs_unlink(ap->x->e->fs, ap->tx, m->parent, m->name);
     u->armed = r == 0;
     return r;
+}
+
+/* Whether mutation k is a write that apply_write does in place (not a
+ * shadow copy). */
+static bool plain_write(const struct apply *ap, unsigned k)
+{
+    const struct fop_mut *m = &ap->x->muts[k];
+    return m->kind == MUT_WRITE && m->len &&
+           !(ap->cow && m->off < ap->x->files[m->file].base_size);
+}
+
+/* How many mutations from seq[i] are plain writes of one file, each
+ * starting where the one before ends, within SCRATCH_BYTES in all (an
+ * append and the append of its checksum): at least 1. */
+static unsigned write_run(const struct apply *ap, const unsigned *seq, unsigned i, unsigned n)
+{
+    const struct fop_mut *m = ap->x->muts;
+    unsigned j = i + 1;
+    if (ap->lone || !plain_write(ap, seq[i]))
+        return 1;
+    uint64_t len = m[seq[i]].len;
+    while (j < n && plain_write(ap, seq[j]) && m[seq[j]].file == m[seq[i]].file &&
+           m[seq[j]].off == m[seq[j - 1]].off + m[seq[j - 1]].len &&
+           len + m[seq[j]].len <= SCRATCH_BYTES) {
+        len += m[seq[j]].len;
+        j++;
+    }
+    return j - i;
+}
+
+/* Applies the run of `count` contiguous writes seq[0..count) as one write
+ * of their bytes gathered (one pass over the file's mapping and its
+ * partial blocks instead of one per write); seq[0]'s undo covers them
+ * all, the others stay unarmed. */
+static int apply_run(struct apply *ap, const unsigned *seq, unsigned count)
+{
+    struct fop_mut one = ap->x->muts[seq[0]];
+    uint8_t *g = scratch();
+    if (!g)
+        return -ENOMEM;
+    g += SCRATCH_BYTES;
+    one.len = 0;
+    for (unsigned k = 0; k < count; k++) {
+        const struct fop_mut *m = &ap->x->muts[seq[k]];
+        memcpy(g + one.len, m->data, m->len);
+        one.len += m->len;
+    }
+    one.data = g;
+    return apply_write(ap, &one, &ap->u[seq[0]]);
 }
 
 static int apply_one(struct apply *ap, unsigned k)
@@ -436,9 +516,12 @@ static int apply_tx(struct apply *ap)
      * step's commit: a crash before it leaves the old bytes. */
     unsigned flags = x->tx != WIRE_TX_MACRO && !ap->cow ? SFS_TXN_DATA_JOURNAL : 0;
     r = sfs_txn_begin_flags(x->e->fs, flags, &ap->tx);
-    for (; !r && i < n; i++)
-        if ((r = apply_one(ap, seq[i])) != 0)
-            break;
+    for (; !r && i < n; i++) {
+        unsigned run = write_run(ap, seq, i, n);
+        if ((r = run > 1 ? apply_run(ap, seq + i, run) : apply_one(ap, seq[i])) != 0)
+            break;   /* a run's failure is its first step's */
+        i += run - 1;
+    }
     if (!r && x->oplog && (r = fop_oplog_step(x, ap->tx, ap->cstep)) != 0)
         i = n - 1;   /* the step's record joins its commit, or the step is undone */
     if (r && ap->tx)
@@ -463,10 +546,9 @@ static int apply_tx(struct apply *ap)
  * failing step in *bad. */
 static int attempt(struct fop_run *x, unsigned k0, unsigned cstep, unsigned *bad)
 {
-    struct apply *ap = malloc(sizeof(*ap));
-    if (!ap)
-        return -ENOMEM;
+    struct apply on_stack, *ap = &on_stack;   /* a few KiB: no allocation per op */
     ap->tx = NULL;
+    ap->scratch_used = false;
     memset(ap->u, 0, x->nmuts * sizeof(ap->u[0]));
     unsigned nreal = 0;
     for (unsigned k = k0; k < x->nmuts; k++)
@@ -476,11 +558,16 @@ static int attempt(struct fop_run *x, unsigned k0, unsigned cstep, unsigned *bad
     ap->cstep = cstep;
     ap->bad = cstep;
     ap->cow = need_cow(x, k0, nreal);
+    /* A write of one block either happens or changes nothing (one media
+     * write; a new block is mapped only after its data is written), so
+     * when no later mutation or log record of the transaction can fail,
+     * its undo (a read of the old bytes) is never needed. */
+    ap->lone = nreal == 1 && !ap->cow && !x->oplog;
     int r = apply_tx(ap);
     *bad = ap->bad;
     for (unsigned k = 0; k < x->nmuts; k++)
-        free(ap->u[k].old);
-    free(ap);
+        if (!ap->u[k].scratch)
+            free(ap->u[k].old);
     return r;
 }
 

@@ -467,12 +467,37 @@ static unsigned independent_run(const struct eng_cisc *v, unsigned i)
     return j - i;
 }
 
+/* The coarse monotonic clock's resolution (it lags CLOCK_MONOTONIC by
+ * less than that), read once. */
+static uint64_t coarse_res_ns(void)
+{
+    static uint64_t res;   /* 0: not read yet (a benign race: same value) */
+    uint64_t r = __atomic_load_n(&res, __ATOMIC_RELAXED);
+    if (!r) {
+        struct timespec ts;
+        r = clock_getres(CLOCK_MONOTONIC_COARSE, &ts) ? UINT64_MAX / 2
+                                                       : (uint64_t)ts.tv_sec * 1000000000u +
+                                                             (uint64_t)ts.tv_nsec + 1;
+        __atomic_store_n(&res, r, __ATOMIC_RELAXED);
+    }
+    return r;
+}
+
+/* Whether the op is certainly inside its deadline, from the coarse clock
+ * (a few ns, no timer read): most checks end here; near the deadline the
+ * precise clock decides. */
+static bool surely_in_time(const struct fop_run *x)
+{
+    uint64_t res = coarse_res_ns();
+    return x->deadline_ns > res && clock_ns(CLOCK_MONOTONIC_COARSE) < x->deadline_ns - res;
+}
+
 /* Within a bpf step the same bounds are checked at every block. */
 int fop_op_bound(const struct fop_run *x)
 {
     if (__atomic_load_n(&x->e->cancel, __ATOMIC_RELAXED))
         return -ECANCELED;
-    if (now_ns() <= x->deadline_ns)
+    if (surely_in_time(x) || now_ns() <= x->deadline_ns)
         return 0;
     sched_note_terminated(x->e->sched, &x->cmd->item);   /* charged, counted */
     return -ETIME;

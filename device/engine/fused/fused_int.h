@@ -118,8 +118,8 @@ void fop_mem_release(struct engine *e, uint64_t n);
 
 /* A step buffer of at least cap bytes (at least 1), contents undefined:
  * an idle one kept from an earlier op when one fits, else a new one.
- * *size gets its real size, for fop_buf_put. Returns NULL when out of
- * memory. */
+ * *size gets the size to give fop_buf_put (a large one's real size).
+ * Returns NULL when out of memory. */
 uint8_t *fop_buf_get(struct engine *e, uint64_t cap, uint64_t *size);
 
 /* Gives back a buffer of fop_buf_get (NULL is fine): kept for reuse

@@ -21,13 +21,95 @@
  *   4. Spare contents are stale bytes of an earlier op: every consumer
  *      reads only the bytes a step produced (its out_len), as with
  *      malloc'd memory, never the rest.
+ *
+ * Small buffers (up to SMALL_MAX bytes: the 4 KiB blocks and checksums of
+ * most ops) come from a cache per thread instead: sizes rounded up to a
+ * power of two from SMALL_MIN, at most SMALL_KEEP idle buffers per size,
+ * no lock. They are not counted in mem_used (like malloc slack: at most
+ * SMALL_KEEP * 2 * SMALL_MAX idle bytes per thread that runs ops), and a
+ * thread's cache is freed when it exits.
  */
 #include "device/engine/fused/fused_int.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #define FOP_SPARE_MIN (1ull << 20)
 #define FOP_SPARE_SHARE 4   /* spares hold at most budget / 4 */
+
+#define SMALL_MIN_SHIFT 12u                  /* 4 KiB */
+#define SMALL_MAX_SHIFT 16u                  /* 64 KiB */
+#define SMALL_MAX (1ull << SMALL_MAX_SHIFT)
+#define SMALL_CLASSES (SMALL_MAX_SHIFT - SMALL_MIN_SHIFT + 1)
+#define SMALL_KEEP 4u
+
+struct small_cache {
+    unsigned n[SMALL_CLASSES];
+    void *p[SMALL_CLASSES][SMALL_KEEP];
+};
+
+static pthread_key_t small_key;
+static pthread_once_t small_once = PTHREAD_ONCE_INIT;
+
+static void small_cache_free(void *arg)
+{
+    struct small_cache *c = arg;
+    for (unsigned k = 0; k < SMALL_CLASSES; k++)
+        while (c->n[k])
+            free(c->p[k][--c->n[k]]);
+    free(c);
+}
+
+static void make_small_key(void)
+{
+    pthread_key_create(&small_key, small_cache_free);
+}
+
+/* The calling thread's cache (the key only frees it at thread exit), or
+ * NULL (out of memory: plain malloc). */
+static struct small_cache *small_cache(void)
+{
+    static __thread struct small_cache *mine;
+    if (mine)
+        return mine;
+    pthread_once(&small_once, make_small_key);
+    struct small_cache *c = calloc(1, sizeof(*c));
+    if (c && pthread_setspecific(small_key, c) == 0)
+        mine = c;
+    else
+        free(c);
+    return mine;
+}
+
+/* The size class of a small request: want <= 1 << (class + SMALL_MIN_SHIFT). */
+static unsigned small_class(uint64_t want)
+{
+    unsigned k = 0;
+    while ((1ull << (k + SMALL_MIN_SHIFT)) < want)
+        k++;
+    return k;
+}
+
+/* A buffer of want's class (at least want bytes); fop_buf_put gets want
+ * back, which names the same class. */
+static uint8_t *small_get(uint64_t want)
+{
+    unsigned k = small_class(want);
+    struct small_cache *c = small_cache();
+    if (c && c->n[k])
+        return c->p[k][--c->n[k]];
+    return malloc(1ull << (k + SMALL_MIN_SHIFT));
+}
+
+static void small_put(uint8_t *p, uint64_t size)
+{
+    unsigned k = small_class(size);
+    struct small_cache *c = small_cache();
+    if (c && c->n[k] < SMALL_KEEP)
+        c->p[k][c->n[k]++] = p;
+    else
+        free(p);
+}
 
 static uint64_t spare_bytes(const struct engine *e)
 {
@@ -78,6 +160,8 @@ uint8_t *fop_buf_get(struct engine *e, uint64_t cap, uint64_t *size)
 {
     uint64_t want = cap ? cap : 1;
     *size = want;
+    if (want <= SMALL_MAX)
+        return small_get(want);
     if (want < FOP_SPARE_MIN)
         return malloc(want);
     void *p = NULL;
@@ -100,6 +184,10 @@ void fop_buf_put(struct engine *e, uint8_t *p, uint64_t size)
 {
     if (!p)
         return;
+    if (size <= SMALL_MAX) {
+        small_put(p, size);
+        return;
+    }
     bool kept = false;
     if (size >= FOP_SPARE_MIN) {
         pthread_mutex_lock(&e->mem_mu);
