@@ -98,22 +98,25 @@ static int shutdown_device(int fd, bool safe, const char *sock, int *status)
     return n < 0 ? cmd_fail("down", "device at %s: %s", sock, strerror((int)-n)) : 0;
 }
 
+/* Takes --lazy/--force wherever they are; leaves the other arguments
+ * (the mount point) at argv[1..], for cmd_target_mount. */
 static int parse_down(int *argc, char **argv, bool *lazy_, bool *force)
 {
-    int k = 1;
-    for (; k < *argc && argv[k][0] == '-' && argv[k][1]; k++) {
-        if (!strcmp(argv[k], "--lazy") || !strcmp(argv[k], "-l"))
+    int n = 1;
+    for (int k = 1; k < *argc; k++) {
+        const char *a = argv[k];
+        if (a[0] != '-' || !a[1])
+            argv[n++] = argv[k];
+        else if (!strcmp(a, "--lazy") || !strcmp(a, "-l"))
             *lazy_ = true;
-        else if (!strcmp(argv[k], "--force") || !strcmp(argv[k], "-f"))
+        else if (!strcmp(a, "--force") || !strcmp(a, "-f"))
             *force = true;
         else
-            return cmd_fail("down", "bad option '%s' (see cisc down --help)", argv[k]);
+            return cmd_fail("down", "bad option '%s' (see cisc down --help)", a);
     }
+    *argc = n;
     if (*lazy_ && *force)
         return cmd_fail("down", "--lazy and --force are two different choices: pick one");
-    argv[k - 1] = argv[0];   /* cmd_target_mount reads argv[1..] */
-    memmove(argv + 1, argv + k, (size_t)(*argc - k) * sizeof(*argv));
-    *argc -= k - 1;
     return 0;
 }
 

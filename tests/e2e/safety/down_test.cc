@@ -118,7 +118,7 @@ TEST_F(SafeDown, LazyDetachesNowAndStopsWhenTheLastFileCloses)
     ASSERT_GT(dev, 0);
     Holder w = Hold(P("log"), false, "before ", "after\n");
     ASSERT_GT(w.pid, 0);
-    RunResult r = Sh(cisc + " down --lazy " + mnt);
+    RunResult r = Sh(cisc + " down " + mnt + " --lazy");   // options go anywhere
     ASSERT_EQ(r.status, 0) << r.out;
     EXPECT_FALSE(IsCiscMount(mnt)) << "detached at once";
     EXPECT_FALSE(ProcessEnded(dev)) << "the device serves the open file";

@@ -122,6 +122,10 @@ TEST_F(Private, CorruptionMessagesNameNoSourceFileUnlessVerbose)
     r = UpResult(img, "--verbose");
     EXPECT_EQ(r.status, 2) << r.out;
     EXPECT_NE(r.out.find("device/storagefs/"), std::string::npos) << r.out;
+    r = Sh(cisc + " fsck " + img);   // fsck says what is wrong, not where we looked
+    EXPECT_NE(r.status, 0) << r.out;
+    EXPECT_NE(r.out.find("inode 1"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find(".c:"), std::string::npos) << r.out;
 }
 
 // df's free space is space a write can use: fill exactly what statfs
