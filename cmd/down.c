@@ -14,11 +14,15 @@ static const char down_usage[] =
     "\n"
     "Unmounts the ciscfs mount at MOUNTPOINT (default: the default mount),\n"
     "checkpoints its journal and stops its device; returns when the image\n"
-    "is clean and unlocked. A mount whose device died is detached.\n";
+    "is clean and unlocked. A mount whose device died is detached.\n"
+    "\n" CMD_EXIT_HELP;
 
 /* Target mount point from argv, or the default one. */
 int cmd_target_mount(const char *cmd, int argc, char **argv, char *mnt, size_t size)
 {
+    for (int i = 1; i < argc; i++)
+        if (cmd_no_option(cmd, argv[i]))
+            return CMD_USAGE;
     int r = argc > 1 ? mnt_absolute(argv[1], mnt, size) : mnt_default(mnt, size);
     if (argc > 2)
         return cmd_fail(cmd, "too many arguments");
@@ -63,7 +67,7 @@ static int run_down(int argc, char **argv)
         return cmd_fail("down", "may not stop the device at %s (only its owner or root may): %s",
                         mnt, strerror(EPERM));
     if (status)
-        return cmd_fail("down", "device at %s stopped with an error: %s", mnt,
+        return cmd_failed("down", "device at %s stopped with an error: %s", mnt,
                         strerror(-status));
     printf("cisc down: %s unmounted, journal checkpointed, device stopped\n", mnt);
     return 0;
