@@ -212,9 +212,10 @@ static int report(const struct run_args *a, const struct cisc_prog_run_stats *st
         fprintf(stderr, "cisc run: program '%s' failed: %s (%d)\n", p, strerror(-r), r);
     else if (st->failed_file || st->failed_step == 0 || st->failed_step == 2)
         fprintf(stderr, "cisc run: %s: %s\n",
-                st->failed_file == 2 || st->failed_step == 2 ? a->output : in, strerror(-r));
+                st->failed_file == 2 || st->failed_step == 2 ? a->output : in,
+                cisc_strerror(r));
     else
-        fprintf(stderr, "cisc run: %s\n", strerror(-r));
+        fprintf(stderr, "cisc run: %s\n", cisc_strerror(r));
     fputs(a->output ? "cisc run: the output file is unchanged\n" : "", stderr);
     return run_status(st, r);
 }
