@@ -5,6 +5,10 @@
 // cisc, the systemd unit pointing at it, the fstab example with nofail),
 // and the uninstall script removes every file the install wrote.
 //
+// A real install into / (the default prefix, no DESTDIR) runs in a
+// private mount namespace whose /etc, /usr/sbin and /usr/local are
+// overlays over the real ones: the machine itself is never changed.
+//
 // Installs share the build directory's install_manifest.txt: every test
 // that installs holds BIN/.install.lock meanwhile (flock).
 #include "tests/e2e/fuse/mount_fixture.h"
@@ -106,6 +110,61 @@ TEST_F(Install, APrefixGetsTheWholeSystemAndUninstallRemovesIt)
     EXPECT_EQ(r.status, 0) << r.out;
     r = Sh("find " + p + " ! -type d");
     EXPECT_EQ(r.out, "") << "left behind:\n" << r.out;
+}
+
+// `make install` as root into the live system: the library is in the
+// dynamic linker's cache (a client built with plain -lcisc runs without
+// LD_LIBRARY_PATH), mount(8) finds the helper in /sbin and mounts an
+// image, the man pages are where man looks; `make uninstall` takes it
+// all back out, the cache entry too.
+TEST_F(Install, RealInstallIntoTheSystemAndBack)
+{
+#if CISC_SANITIZED
+    GTEST_SKIP() << "an instrumented libcisc.so cannot be loaded by a plain program";
+#endif
+    if (geteuid() != 0 || Sh("unshare -m --propagation private true").status != 0)
+        GTEST_SKIP() << "needs root and mount namespaces";
+    bool helper_before = Exists("/sbin/mount.ciscfs");
+    bool conf_before = Exists("/etc/ld.so.conf.d/ciscfs.conf");
+    std::string client = dir + "/client.c";
+    ASSERT_TRUE(WriteFile(client, "#include <cisc/cisc.h>\n#include <errno.h>\n#include <stdio.h>\n"
+                                  "int main(void) { puts(cisc_strerror(-ENODEV)); return 0; }\n"));
+    std::string script = dir + "/real.sh";
+    ASSERT_TRUE(WriteFile(script,
+        "set -e\n"
+        "for d in /etc /usr/sbin /usr/local; do\n"
+        "  o=" + dir + "/ov$(echo $d | tr / _); mkdir -p $o/u $o/w\n"
+        "  mount -t overlay overlay -o lowerdir=$d,upperdir=$o/u,workdir=$o/w $d || exit 77\n"
+        "done\n"
+        "cmake --install " + bin + " >" + dir + "/install.out\n"
+        "echo helper: $(readlink -f /sbin/mount.ciscfs)\n"
+        "ldconfig -p | grep -q 'libcisc.so.0 ' && echo cached\n"
+        "cc " + client + " -o " + dir + "/client -lcisc && env -u LD_LIBRARY_PATH " + dir +
+        "/client\n"
+        "test -f /usr/local/share/man/man1/cisc-up.1 && echo man\n"
+        "mkdir -p " + dir + "/m\n"
+        "mount -t ciscfs -o size=64M,cores=1 " + dir + "/img " + dir + "/m\n"
+        "echo hello >" + dir + "/m/f && cat " + dir + "/m/f\n"
+        "/usr/local/bin/cisc down " + dir + "/m >/dev/null\n"
+        "cmake --build " + bin + " --target uninstall >" + dir + "/uninstall.out\n"
+        "test -e /sbin/mount.ciscfs || echo helper gone\n"
+        "ldconfig -p | grep -q libcisc || echo cache clean\n"
+        "echo left: $(find /usr/local /etc/ld.so.conf.d -name '*cisc*' ! -type d)\n"));
+    RunResult r = Sh("flock " + bin + "/.install.lock unshare -m --propagation private sh " + script);
+    if (r.status == 77)
+        GTEST_SKIP() << "no overlay file system here: " << r.out;
+    ASSERT_EQ(r.status, 0) << r.out << ReadFile(dir + "/install.out");
+    EXPECT_NE(r.out.find("helper: /usr/local/bin/cisc\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("cached\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("not a ciscfs mount point"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("man\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("hello\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("helper gone\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("cache clean\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("left:\n"), std::string::npos) << r.out;
+    // and the machine itself is as it was
+    EXPECT_EQ(Exists("/sbin/mount.ciscfs"), helper_before);
+    EXPECT_EQ(Exists("/etc/ld.so.conf.d/ciscfs.conf"), conf_before);
 }
 
 }  // namespace
