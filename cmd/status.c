@@ -76,23 +76,34 @@ static bool is_key(const char *t)
     return (*t >= 'a' && *t <= 'z') || (*t >= 'A' && *t <= 'Z') || *t == '_';
 }
 
+/* True when tok[from..n) are "k v" pairs with word keys. */
+static bool pairs_ok(char **tok, int n, int from)
+{
+    bool ok = (n - from) % 2 == 0;
+    for (int i = from; ok && i < n; i += 2)
+        ok = is_key(tok[i]);
+    return ok;
+}
+
+static void join(char **tok, int n, int from, char *text, size_t size)
+{
+    size_t len = 0;
+    text[0] = '\0';
+    for (int i = from; i < n && len < size; i++)
+        len += (size_t)snprintf(text + len, size - len, "%s%s", i > from ? " " : "", tok[i]);
+}
+
 /* The members of one line after its KEY (and its id, when it has one):
  * "k v" pairs, or its whole text when the words do not pair up. */
 static void json_members(struct json *j, char **tok, int n, int from)
 {
-    bool pairs = (n - from) % 2 == 0;
-    for (int i = from; pairs && i < n; i += 2)
-        pairs = is_key(tok[i]);
-    if (pairs) {
+    if (pairs_ok(tok, n, from)) {
         for (int i = from; i < n; i += 2)
             json_token(j, tok[i], tok[i + 1]);
         return;
     }
-    char text[1024] = "";
-    size_t len = 0;
-    for (int i = from; i < n && len < sizeof(text); i++)
-        len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s", i > from ? " " : "",
-                                tok[i]);
+    char text[1024];
+    join(tok, n, from, text, sizeof(text));
     json_str(j, "text", text);
 }
 
@@ -117,6 +128,11 @@ static void json_key(struct json *j, char **lines, int nlines, const char *key)
         }
         if (n == 2)
             return json_token(j, key, tok[1]);
+        if (!pairs_ok(tok, n, 1)) {   /* "image /a path with spaces" */
+            char text[1024];
+            join(tok, n, 1, text, sizeof(text));
+            return json_str(j, key, text);
+        }
         json_obj_open(j, key);
         json_members(j, tok, n, 1);
         return json_obj_close(j);
