@@ -51,10 +51,11 @@ def write(outdir, sub, fname, text):
         f.write(text)
 
 
-EXIT = ("0 success; 1 the operation failed (fsck found problems, a program was "
-        "rejected or failed, an image is not valid); 2 usage or environment error "
-        "(bad option or argument, missing file, mount, device or program, no "
-        "permission).")
+def exit_status(text):
+    """The "Exit status: ..." paragraph of a help text (cmd/cmd.h's table
+    as the command prints it), or None."""
+    m = re.search(r"^Exit status: (.*?)(?:\n\n|\Z)", text, re.M | re.S)
+    return " ".join(m.group(1).split()) if m else None
 
 
 def help_text(cisc, args):
@@ -66,11 +67,12 @@ def cli(cisc, outdir, version):
     overview = help_text(cisc, ["--help"])
     cmds = re.findall(r"^  (\S+)\s+(.*)$", overview.split("Commands:")[1], re.M)
     see = ", ".join("cisc-%s(1)" % c for c, _ in cmds)
+    common = exit_status(overview)
     write(outdir, "man1", "cisc.1", page("cisc", 1, "ciscfs manual", version, [
         ("NAME", "cisc \\- a computational storage device simulator", None),
         ("SYNOPSIS", "cisc COMMAND [ARGS]...", True),
         ("DESCRIPTION", overview, True),
-        ("EXIT STATUS", EXIT, False),
+        ("EXIT STATUS", common, False),
         ("FILES", "/sbin/mount.ciscfs, /sbin/mount.fuse.ciscfs: the mount(8) helpers "
                   "(mount -t ciscfs IMAGE DIR -o OPTIONS).", False),
         ("SEE ALSO", see + ", libcisc(3), mount(8), fstab(5)", False)]))
@@ -81,7 +83,7 @@ def cli(cisc, outdir, version):
             ("NAME", "cisc-%s \\- %s" % (c, roff(summary)), None),
             ("SYNOPSIS", usage.replace("usage: ", ""), True),
             ("DESCRIPTION", text, True),
-            ("EXIT STATUS", EXIT, False),
+            ("EXIT STATUS", exit_status(text) or common, False),
             ("SEE ALSO", "cisc(1)", False)]))
     print("mkman: %d command pages" % (len(cmds) + 1))
 
