@@ -17,7 +17,7 @@ CISC := $(BUILD)/cmd/cisc
 # The distribution's python3 (python3-matplotlib) for benchmarks that plot.
 PYTHON_PLOT ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
-.PHONY: all deps build build-asan test test-release test-asan run bench bench-bpf bench-exec \
+.PHONY: all deps build build-asan install uninstall test test-release test-asan run bench bench-bpf bench-exec \
 	bench-sfs bench-qp bench-fs bench-cisc bench-offload bench-recovery bench-sched bench-flash clean FORCE
 
 all: build
@@ -49,6 +49,17 @@ build: deps $(BUILD)/build.ninja
 
 build-asan: deps $(BUILD_ASAN)/build.ninja
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
+
+# Installs the optimised build (PREFIX, default /usr/local; DESTDIR for a
+# staging tree): binaries, library, headers, man pages, bash completion,
+# the mount(8) helpers in /sbin, the systemd unit; runs ldconfig.
+# `make uninstall` removes every file the last install wrote.
+PREFIX ?=
+install: build
+	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
+
+uninstall:
+	cmake --build $(BUILD) --target uninstall
 
 # Every test, in the optimised build and again under ASan+UBSan.
 test: test-release test-asan

@@ -49,7 +49,7 @@ struct bpf_opts {
 
 static const char usage[] =
     "usage: cisc bpf verify PROG.o [--prog NAME] [--log]\n"
-    "       cisc bpf run PROG.o [--prog NAME] --input FILE [--arg N=V]... [--out FILE]\n"
+    "       cisc bpf run PROG.o [--prog NAME] --input FILE|- [--arg N=V]... [--out FILE]\n"
     "                    [--block-size N] [--out-size N] [--budget N] [--checked] [--interp]\n"
     "                    [-v]\n"
     "       cisc bpf disasm PROG.o [--prog NAME] [--jited]\n"
@@ -67,7 +67,8 @@ static const char usage[] =
     "  --prog NAME       program (function) to use; default: all (verify,\n"
     "                    disasm) or the only one (run)\n"
     "  --log             print the verifier's whole trace\n"
-    "  --input FILE      input bytes for run\n"
+    "  --input FILE      input bytes for run: a file, a pipe (<(cmd)), or - for\n"
+    "                    standard input\n"
     "  --arg N=V         ctx->arg[N] (N 0..3) = V: a number (123, -5, 0x1f) or\n"
     "                    str:TEXT, whose bytes fill arg[N], arg[N+1]... little-endian\n"
     "  --out FILE        write the concatenated output here instead of stdout\n"
@@ -79,7 +80,10 @@ static const char usage[] =
     "  --interp          run in the interpreter, not as x86-64 code (JIT)\n"
     "  --jited           disasm: verify and JIT-compile, show each instruction's\n"
     "                    x86-64 bytes under it\n"
-    "  -v, --verbose     print every block's result\n";
+    "  -v, --verbose     print every block's result\n"
+    "\n"
+    "Exit status: 0 success, 1 the operation failed (the object or program was\n"
+    "rejected, or a block failed), 2 usage or environment error.\n";
 
 /* ---- Argument parsing ------------------------------------------------------ */
 
@@ -223,24 +227,71 @@ static int read_file(const char *path, uint8_t **buf, size_t *len)
     return 0;
 }
 
-/* Maps the input file read-only (large inputs are not copied; the block
- * runner copies one block at a time). Empty files give len 0, *buf NULL. */
-static int map_input(const char *path, const uint8_t **buf, size_t *len)
+/* Reads all of fd (a pipe: its size is not known beforehand). */
+static int slurp(int fd, uint8_t **buf, size_t *len)
+{
+    size_t cap = 1 << 16;
+    *len = 0;
+    *buf = malloc(cap);
+    for (;;) {
+        if (!*buf)
+            return -ENOMEM;
+        ssize_t n = read(fd, *buf + *len, cap - *len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            free(*buf);
+            *buf = NULL;
+            return -e;
+        }
+        if (n == 0)
+            return 0;
+        *len += (size_t)n;
+        if (*len == cap) {
+            uint8_t *b = realloc(*buf, cap *= 2);
+            if (!b)
+                free(*buf);
+            *buf = b;
+        }
+    }
+}
+
+/* The input: a regular file is mapped read-only (large inputs are not
+ * copied; the block runner copies one block at a time); "-" (standard
+ * input), a pipe or a character device is read into memory (*copied).
+ * Empty input gives len 0, *buf NULL. */
+static int map_input(const char *path, const uint8_t **buf, size_t *len, bool *copied)
 {
     struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        int e = fd < 0 ? errno : EINVAL;
-        if (fd >= 0)
+    bool in = !strcmp(path, "-");
+    int fd = in ? 0 : open(path, O_RDONLY | O_CLOEXEC);
+    *buf = NULL;
+    *copied = false;
+    if (fd < 0 || fstat(fd, &st) < 0 || S_ISDIR(st.st_mode)) {
+        int e = fd < 0 ? errno : EISDIR;
+        if (fd > 0)
             close(fd);
-        return cmd_fail("bpf", "%s: %s", path, e == EINVAL ? "not a regular file"
-                                                          : strerror(e));
+        return cmd_fail("bpf", "%s: %s", in ? "standard input" : path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        uint8_t *b = NULL;
+        int r = slurp(fd, &b, len);
+        if (fd > 0)
+            close(fd);
+        if (r)
+            return cmd_fail("bpf", "%s: %s", in ? "standard input" : path, strerror(-r));
+        *buf = *len ? b : NULL;
+        *copied = *len != 0;
+        if (!*len)
+            free(b);
+        return 0;
     }
     *len = (size_t)st.st_size;
-    *buf = NULL;
     void *m = *len ? mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
     int e = errno;
-    close(fd);
+    if (fd > 0)
+        close(fd);
     if (m == MAP_FAILED)
         return cmd_fail("bpf", "%s: %s", path, strerror(e));
     *buf = m;
@@ -435,7 +486,8 @@ static int run_cmd(const struct bpf_opts *o, struct vm_prog *p)
         return cmd_fail("bpf", "run: cannot JIT-compile '%s': %s", p->name, strerror(-rc));
     const uint8_t *input = NULL;   /* set by map_input unless it fails */
     size_t len = 0;
-    if ((rc = map_input(o->input, &input, &len)) != 0)
+    bool copied = false;
+    if ((rc = map_input(o->input, &input, &len, &copied)) != 0)
         return rc;
     struct run_ctx c = {.o = o, .prog = p, .out = stdout};
     if (o->out && !(c.out = fopen(o->out, "wb")))
@@ -444,7 +496,9 @@ static int run_cmd(const struct bpf_opts *o, struct vm_prog *p)
         rc = run_prog(&c, input, len);
     if (c.out && c.out != stdout && fclose(c.out) && rc == 0)
         rc = cmd_fail("bpf", "%s: %s", o->out, strerror(errno));
-    if (input)
+    if (input && copied)
+        free((void *)input);
+    else if (input)
         munmap((void *)input, len);
     return rc;
 }

@@ -4,9 +4,9 @@
  * Each cmd/<name>.c defines `const struct cisc_cmd cmd_<name>` and adds a
  * CISC_CMD(<name>) line to cmd/commands.h; main.c dispatches on argv[1].
  * Invariants:
- *   1. A subcommand returns its exit status (0 ok, 1 "checked and found a
- *      problem", 2 usage or operational error); it never calls exit()
- *      except after fork.
+ *   1. A subcommand returns its exit status, one of enum cmd_exit (the
+ *      same three meanings for every subcommand, listed in its help, the
+ *      man pages and the README); it never calls exit() except after fork.
  *   2. `cisc CMD --help` prints the same text as `cisc help CMD`, to stdout,
  *      and exits 0.
  *   3. Errors go to stderr as one line: "cisc CMD: what went wrong".
@@ -25,12 +25,41 @@ struct cisc_cmd {
     int (*run)(int argc, char **argv);   /* argv[0] is the subcommand name */
 };
 
+/* Exit statuses. The one table of what they mean:
+ *   0  the operation succeeded;
+ *   1  the operation ran and failed: fsck found problems, an image is not
+ *      a valid StorageFS image, a program was rejected (by the verifier,
+ *      a limit of the device) or failed (its error, its budget), the
+ *      device stopped with an error;
+ *   2  usage or environment error: a bad option or argument, a file,
+ *      image, mount point, device or program that is missing or may not
+ *      be used (permission), a resource that ran out. */
+enum cmd_exit { CMD_OK = 0, CMD_FAILED = 1, CMD_USAGE = 2 };
+
+/* The exit-status paragraph every help text ends with. */
+#define CMD_EXIT_HELP \
+    "Exit status: 0 success, 1 the operation failed, 2 usage or environment error.\n"
+
 #define CISC_CMD(name) extern const struct cisc_cmd cmd_##name;
 #include "cmd/commands.h"
 #undef CISC_CMD
 
-/* Prints "cisc <cmd>: <message>\n" to stderr. Returns 2. */
+/* Prints "cisc <cmd>: <message>\n" to stderr. Returns CMD_USAGE (2): a
+ * usage or environment error. */
 int cmd_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Same message; returns CMD_FAILED (1): the operation ran and failed. */
+int cmd_failed(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Rejects an option where a subcommand takes none: returns 0 when arg is
+ * an operand (or "-", or NULL), else prints "unknown option" and returns 2. */
+int cmd_no_option(const char *cmd, const char *arg);
+
+/* The user name of uid ("root"), or the number when it has none. */
+const char *cmd_user_name(uint32_t uid, char *buf, size_t size);
+
+/* mkdir -p path (mode 0755). Returns 0 or -errno. */
+int cmd_mkdir_p(const char *path);
 
 /* Parses a size such as "4096", "64K", "1G", "1.5T" (binary units).
  * Returns 0 and sets *out, or -EINVAL. */

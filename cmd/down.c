@@ -27,11 +27,15 @@ static const char down_usage[] =
     "            working, and the device stops cleanly when the last closes\n"
     "  --force   stop now: files still open fail (ENOTCONN) and their later\n"
     "            writes are lost; what was written before is kept. SIGTERM\n"
-    "            to the device is the same forced stop\n";
+    "            to the device is the same forced stop\n"
+    "\n" CMD_EXIT_HELP;
 
 /* Target mount point from argv, or the default one. */
 int cmd_target_mount(const char *cmd, int argc, char **argv, char *mnt, size_t size)
 {
+    for (int i = 1; i < argc; i++)
+        if (cmd_no_option(cmd, argv[i]))
+            return CMD_USAGE;
     int r = argc > 1 ? mnt_absolute(argv[1], mnt, size) : mnt_default(mnt, size);
     if (argc > 2)
         return cmd_fail(cmd, "too many arguments");
@@ -73,7 +77,7 @@ static int lazy(const char *mnt)
     if (!mnt_is_ciscfs(mnt))
         return cmd_fail("down", "no ciscfs mount at %s", mnt);
     if (mnt_detach(mnt))
-        return cmd_fail("down", "cannot detach %s: %s", mnt, strerror(errno));
+        return cmd_failed("down", "cannot detach %s: %s", mnt, strerror(errno));
     printf("cisc down: %s detached; its device stops when the last file open in it is "
            "closed\n", mnt);
     return 0;
@@ -95,7 +99,7 @@ static int shutdown_device(int fd, bool safe, const char *sock, int *status)
         while (read(fd, dummy, sizeof(dummy)) > 0)
             ;
     }
-    return n < 0 ? cmd_fail("down", "device at %s: %s", sock, strerror((int)-n)) : 0;
+    return n < 0 ? cmd_failed("down", "device at %s: %s", sock, strerror((int)-n)) : 0;
 }
 
 /* Takes --lazy/--force wherever they are; leaves the other arguments
@@ -147,7 +151,7 @@ static int run_down(int argc, char **argv)
         return cmd_fail("down", "may not stop the device at %s (only its owner or root may): %s",
                         mnt, strerror(EPERM));
     if (status)
-        return cmd_fail("down", "device at %s stopped with an error: %s", mnt,
+        return cmd_failed("down", "device at %s stopped with an error: %s", mnt,
                         strerror(-status));
     printf("cisc down: %s unmounted, journal checkpointed, device stopped\n", mnt);
     return 0;

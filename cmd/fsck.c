@@ -33,15 +33,19 @@ static int report(const char *image, const struct sfs_fsck_result *res)
         printf("%s: %llu problem(s) found\n", image, (unsigned long long)res->problems);
         return 1;
     }
-    printf("%s: clean, %llu files, %llu/%llu blocks\n", image,
+    printf("%s: clean, %llu files, %llu/%llu blocks used (%.1f%%)\n", image,
            (unsigned long long)res->files, (unsigned long long)res->blocks_used,
-           (unsigned long long)res->blocks_total);
+           (unsigned long long)res->blocks_total,
+           res->blocks_total ? 100.0 * (double)res->blocks_used / (double)res->blocks_total
+                             : 0.0);
     return 0;
 }
 
 static int run(int argc, char **argv)
 {
-    if (argc != 2 || argv[1][0] == '-')
+    if (argc > 1 && cmd_no_option("fsck", argv[1]))
+        return CMD_USAGE;
+    if (argc != 2)
         return cmd_fail("fsck", argc < 2 ? "no image given (see cisc fsck --help)"
                                          : "expected exactly one IMAGE (see cisc fsck --help)");
     const char *image = argv[1];
@@ -75,8 +79,10 @@ const struct cisc_cmd cmd_fsck = {
         "is checked.\n"
         "\n"
         "Prints one line per problem, then a summary:\n"
-        "  IMAGE: clean, N files, USED/TOTAL blocks\n"
+        "  IMAGE: clean, N files, USED/TOTAL blocks used (P%)\n"
+        "(blocks of the whole image, metadata included: cisc info's units)\n"
         "\n"
-        "Exit status: 0 clean, 1 problems found, 2 the image could not be read.\n",
+        "Exit status: 0 success, 1 the operation failed (problems found), 2 usage\n"
+        "or environment error (the image could not be read).\n",
     .run = run,
 };

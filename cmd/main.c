@@ -18,7 +18,7 @@ static void print_overview(FILE *f)
           "Commands:\n", f);
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(f, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
-    fputs("\nRun 'cisc COMMAND --help' for a command's options.\n", f);
+    fputs("\nRun 'cisc COMMAND --help' for a command's options.\n\n" CMD_EXIT_HELP, f);
 }
 
 static const struct cisc_cmd *find_command(const char *name)

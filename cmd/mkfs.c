@@ -103,7 +103,7 @@ static int run(int argc, char **argv)
     if (r == -ENOSPC)
         return cmd_fail("mkfs", "%s: %llu bytes is too small for StorageFS with these "
                         "settings", a.image, (unsigned long long)a.size);
-    return r ? cmd_fail("mkfs", "%s: %s", a.image, strerror(-r)) : 0;
+    return r ? cmd_failed("mkfs", "%s: %s", a.image, strerror(-r)) : 0;
 }
 
 const struct cisc_cmd cmd_mkfs = {
@@ -122,6 +122,7 @@ const struct cisc_cmd cmd_mkfs = {
         "  -h, --help        show this help\n"
         "\n"
         "Without --force, mkfs refuses to touch an existing non-empty file.\n"
-        "Exit status: 0 on success, 2 on error.\n",
+        "Exit status: 0 success, 1 the operation failed (writing the file system\n"
+        "failed), 2 usage or environment error.\n",
     .run = run,
 };

@@ -112,6 +112,42 @@ static bool line_matches(char *line, const char *path, char dev[32])
     return true;
 }
 
+/* Field 5 of a mountinfo line is the mount point; after " - " come the
+ * type and the source. True for a ciscfs line, both decoded. */
+static bool split_ciscfs(char *line, char **mp, char **source)
+{
+    char *save = NULL, *t = strtok_r(line, " ", &save);
+    for (int i = 1; t && i < 5; i++)
+        t = *mp = strtok_r(NULL, " ", &save);
+    while (t && (t = strtok_r(NULL, " ", &save)) && strcmp(t, "-"))
+        ;
+    char *type = t ? strtok_r(NULL, " ", &save) : NULL;
+    *source = type ? strtok_r(NULL, " ", &save) : NULL;
+    if (!type || !*source || strcmp(type, "fuse.ciscfs"))
+        return false;
+    unescape(*mp);
+    unescape(*source);
+    return true;
+}
+
+int mnt_each_ciscfs(int (*fn)(void *arg, const char *mnt, const char *source), void *arg)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f)
+        return -errno;
+    char *line = NULL, *mp = NULL, *src = NULL;
+    size_t cap = 0;
+    int r = 0;
+    while (!r && getline(&line, &cap, f) > 0) {
+        line[strcspn(line, "\n")] = '\0';
+        if (split_ciscfs(line, &mp, &src))
+            r = fn(arg, mp, src);
+    }
+    free(line);
+    fclose(f);
+    return r < 0 ? r : 0;
+}
+
 /* The ciscfs mount on path (the last one, if stacked): true and its
  * major:minor in dev (may be NULL), or false. Plain system calls and a
  * stack buffer, no stdio or malloc: the reaper (a child forked from the

@@ -20,6 +20,11 @@ int mnt_absolute(const char *path, char *buf, size_t size);
 /* True if the absolute path is a mount point of type fuse.ciscfs. */
 bool mnt_is_ciscfs(const char *path);
 
+/* Calls fn for every fuse.ciscfs mount of /proc/self/mountinfo, in
+ * mount order, with its mount point and its source (the image path `cisc
+ * up` gave as fsname), until fn returns nonzero. Returns 0 or -errno. */
+int mnt_each_ciscfs(int (*fn)(void *arg, const char *mnt, const char *source), void *arg);
+
 /* Lazily unmounts path (umount2 MNT_DETACH, else fusermount3 -uz).
  * Returns 0 or -1 with errno set. */
 int mnt_detach(const char *path);

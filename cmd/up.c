@@ -19,7 +19,31 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+/* --size on an image that exists must say its size: a different one
+ * would be silently ignored (growing an image is not supported yet). */
+static int check_size(const char *img, uint64_t size)
+{
+    struct stat st;
+    if (stat(img, &st) || (uint64_t)st.st_size == size)
+        return 0;
+    return cmd_fail("up", "%s exists and holds %llu bytes, not the --size %llu: leave --size "
+                    "out to use it as it is (changing an image's size is not supported yet)",
+                    img, (unsigned long long)st.st_size, (unsigned long long)size);
+}
+
+/* A missing mount point is created, as mount --mkdir does; one that
+ * cannot even be looked at (a dead mount) is left to prepare_mountpoint. */
+static int make_mountpoint(const char *mnt)
+{
+    struct stat st;
+    if (!stat(mnt, &st) || errno != ENOENT)
+        return 0;
+    int r = cmd_mkdir_p(mnt);
+    return r ? cmd_fail("up", "cannot create mount point %s: %s", mnt, strerror(-r)) : 0;
+}
 
 /* Image and mount point as absolute paths; the default ones when absent. */
 static int resolve_paths(const struct up_opts *o, char *img, char *mnt, uint64_t *create)
@@ -33,19 +57,20 @@ static int resolve_paths(const struct up_opts *o, char *img, char *mnt, uint64_t
         *create = DEV_DEFAULT_SIZE;
     } else if (o->size && mnt_absolute(o->image, img, PATH_MAX) == 0) {
         *create = o->size;
+        int r = check_size(img, o->size);
+        if (r)
+            return r;
     } else if (!realpath(o->image, img)) {
         return cmd_fail("up", "image %s: %s (make one with: cisc mkfs %s, or use --size)",
                         o->image, strerror(errno), o->image);
     }
     if (o->mnt)
         return mnt_absolute(o->mnt, mnt, PATH_MAX) ? cmd_fail("up", "bad mount point %s", o->mnt)
-                                                   : 0;
+                                                   : make_mountpoint(mnt);
     int r = mnt_default(mnt, PATH_MAX);
     if (r)
         return cmd_fail("up", "no default mount point: %s", strerror(-r));
-    if (mkdir(mnt, 0755) && errno != EEXIST)
-        return cmd_fail("up", "cannot create mount point %s: %s", mnt, strerror(errno));
-    return 0;
+    return make_mountpoint(mnt);
 }
 
 /* Refuses a live mount; detaches a dead ciscfs mount left by a killed device. */
@@ -96,21 +121,100 @@ static void report_ready(int fd, int status)
     close(fd);
 }
 
-/* After start-up the daemon's stdio goes to the log (or nowhere). */
-static void detach_stdio(const char *log)
+/* ---- the log ---------------------------------------------------------------- */
+
+/* The log's stdio stream: every line the device writes through stderr
+ * (fprintf, perror) gets a UTC timestamp, written synchronously to fd 2
+ * (the log file) by the writer itself: a line is in the log when the
+ * call that printed it returns. Raw writes to fd 2 (a sanitizer's report,
+ * a child process) land in the same file without a stamp. */
+struct stamped {
+    int fd;
+    bool at_start;   /* the next byte begins a line; under the FILE's lock */
+};
+
+static bool write_all(int fd, const char *p, size_t n)
 {
-    int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    int out = log ? open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
-    if (out < 0)
-        out = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+static void put_stamp(int fd)
+{
+    char stamp[64];
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    size_t k = strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+    k += (size_t)snprintf(stamp + k, sizeof(stamp) - k, ".%03ldZ ", ts.tv_nsec / 1000000);
+    write_all(fd, stamp, k);
+}
+
+static ssize_t stamped_write(void *cookie, const char *buf, size_t n)
+{
+    struct stamped *s = cookie;
+    for (size_t i = 0; i < n;) {
+        if (s->at_start)
+            put_stamp(s->fd);
+        const char *nl = memchr(buf + i, '\n', n - i);
+        size_t end = nl ? (size_t)(nl - buf) + 1 : n;
+        if (!write_all(s->fd, buf + i, end - i))
+            return -1;
+        s->at_start = nl != NULL;
+        i = end;
+    }
+    return (ssize_t)n;
+}
+
+/* Replaces stderr by the stamped stream over fd 2 (line-buffered: each
+ * line goes out whole). Keeps the old stderr when it cannot. */
+static void stamp_stderr(void)
+{
+    static struct stamped cookie = { .fd = 2, .at_start = true };
+    cookie_io_functions_t io = { .write = stamped_write };
+    FILE *f = fopencookie(&cookie, "w", io);
+    if (!f)
+        return;
+    setvbuf(f, NULL, _IOLBF, 0);
+    fflush(stderr);
+    stderr = f;
+}
+
+/* The log file, opened for appending (cmd/upopts.c checked it can be). */
+static int open_log(const char *log)
+{
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        cmd_fail("up", "log %s: %s", log, strerror(errno));
+    return fd;
+}
+
+/* Once mounted, the device's stderr (and a daemon's stdout) goes to the
+ * log, timestamped, or nowhere for a daemon without a log; a daemon's
+ * stdin is /dev/null. */
+static void detach_stdio(int log_fd, bool daemon)
+{
+    int in = daemon ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
+    int out = log_fd >= 0 ? log_fd : daemon ? open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
     if (in >= 0 && dup2(in, 0) < 0)
         perror("cisc up: stdin");
-    if (out >= 0 && (dup2(out, 1) < 0 || dup2(out, 2) < 0))
+    if (out >= 0 && ((daemon && dup2(out, 1) < 0) || dup2(out, 2) < 0))
         perror("cisc up: log");
     if (in > 2)
         close(in);
     if (out > 2)
         close(out);
+    if (log_fd >= 0)
+        stamp_stderr();
 }
 
 static void print_ready(const char *img, const char *mnt, const char *sock,
@@ -142,6 +246,13 @@ static int arm_crash_point(void)
     return 0;
 }
 
+/* A device that found its image damaged failed (1); anything else that
+ * stops it starting is about its environment (2). */
+static int start_status(int r)
+{
+    return r == -EUCLEAN ? CMD_FAILED : CMD_USAGE;
+}
+
 static int run_device(const struct up_opts *o, const char *img, const char *mnt,
                       const char *sock, uint64_t create, int ready_fd)
 {
@@ -156,6 +267,11 @@ static int run_device(const struct up_opts *o, const char *img, const char *mnt,
     dopts.progs = &o->progs;
     dopts.tx = WIRE_TX_MACRO + o->tx;   /* the table's words in enum wire_tx order */
     dopts.flash = o->media ? &o->flash : NULL;
+    int log_fd = o->log[0] ? open_log(o->log) : -1;
+    if (o->log[0] && log_fd < 0) {
+        report_ready(ready_fd, -EIO);
+        return 2;
+    }
     int r = arm_crash_point();
     if (r) {
         cmd_fail("up", "bad %s: %s", FOP_CRASH_ENV, getenv(FOP_CRASH_ENV));
@@ -166,7 +282,7 @@ static int run_device(const struct up_opts *o, const char *img, const char *mnt,
     if (r) {
         cmd_fail("up", "%s", err);
         report_ready(ready_fd, r);
-        return 2;
+        return start_status(r);
     }
     struct fusefs *fs;
     struct fusefs_opts fo = { .mountpoint = mnt, .fsname = img,
@@ -188,8 +304,8 @@ static int run_device(const struct up_opts *o, const char *img, const char *mnt,
     if (ready_fd < 0)
         print_ready(img, mnt, sock, o);
     report_ready(ready_fd, 0);
-    if (ready_fd >= 0) {
-        detach_stdio(o->log[0] ? o->log : NULL);
+    if (ready_fd >= 0 || log_fd >= 0) {
+        detach_stdio(log_fd, ready_fd >= 0);
         dev_log_notes(dev);
     }
     int lr = fusefs_loop(fs);
@@ -219,7 +335,7 @@ static int wait_ready(pid_t pid, int fd, const char *img, const char *mnt, const
     }
     if (status != 0) {
         waitpid(pid, NULL, 0);
-        return 2;   /* the device printed why */
+        return start_status(status);   /* the device printed why */
     }
     print_ready(img, mnt, sock, o);
     return 0;
@@ -229,6 +345,9 @@ static int start(const struct up_opts *o)
 {
     char img[PATH_MAX], mnt[PATH_MAX], sock[PATH_MAX];
     uint64_t create;
+    if (o->dev.trace && !o->log[0] && !o->foreground)
+        return cmd_fail("up", "--trace writes to the log: add --log FILE (or stay in the "
+                        "foreground with -f, where it goes to standard error)");
     int r = resolve_paths(o, img, mnt, &create);
     if (!r)
         r = prepare_mountpoint(mnt);

@@ -250,13 +250,16 @@ static const struct up_opt up_table[] = {
               "mutating step commits on its own), autorec (micro, and interrupted ops are "
               "finished by the device at the next start); an op may ask for a stronger one" },
     { 0, "log", "log", &k_log, "FILE", AT(log),
-      .help = "where the daemon writes its messages (default: none)" },
+      .help = "where the device writes its messages once mounted, each line "
+              "timestamped (UTC), in the foreground too (default: none; -f: stderr)" },
     { 0, "size", "size", &k_size, "SIZE", 1u << 20, UINT64_MAX, AT(size),
-      .help = "create and format IMAGE with this size if it is missing" },
+      .help = "create and format IMAGE with this size if it is missing; an "
+              "existing IMAGE must have this size" },
     { 'v', "verbose", "verbose", &k_flag, AT(dev.verbose),
       .help = "messages also name where in the device's source a problem was found" },
     { 0, "trace", "trace", &k_flag, AT(dev.trace),
-      .help = "log every command the device runs (to the log)" },
+      .help = "log every command the device runs (to --log FILE, which a daemon "
+              "then needs; with -f and no --log: stderr)" },
     { 0, "dispatch", "dispatch", &k_index, WORDS("direct", "queue"), AT(dev.queue_only),
       .help = "direct (default): an idle device runs a command on the thread that "
               "submitted it, in a free core's slot; queue: every command is handed "
@@ -678,12 +681,15 @@ void upopts_help(FILE *f)
           "\n"
           "Starts a device on IMAGE and mounts its file system on MOUNTPOINT.\n"
           "With no IMAGE, uses $XDG_DATA_HOME/ciscfs/default.img (1 GiB, made on\n"
-          "first use) and mounts it on $XDG_DATA_HOME/ciscfs/mnt. The control\n"
-          "socket is .NAME.cisc.sock beside the mount point.\n"
+          "first use) and mounts it on $XDG_DATA_HOME/ciscfs/mnt. A MOUNTPOINT\n"
+          "that does not exist is created. The control socket is\n"
+          ".NAME.cisc.sock beside the mount point.\n"
           "\n", f);
     for (size_t i = 0; i < UP_NOPTS; i++)
         help_row(f, &up_table[i]);
     fputc('\n', f);
     help_keys(f);
-    fputs("\nStop it with: cisc down MOUNTPOINT (or SIGTERM/SIGINT to the device).\n", f);
+    fputs("\nStop it with: cisc down MOUNTPOINT (or SIGTERM/SIGINT to the device).\n"
+          "Exit status: 0 success, 1 the operation failed (the device could not\n"
+          "start on the image), 2 usage or environment error.\n", f);
 }

@@ -4,20 +4,53 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+static void vmessage(const char *cmd, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "cisc %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
 int cmd_fail(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "cisc %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vmessage(cmd, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
-    return 2;
+    return CMD_USAGE;
+}
+
+int cmd_failed(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage(cmd, fmt, ap);
+    va_end(ap);
+    return CMD_FAILED;
+}
+
+int cmd_no_option(const char *cmd, const char *arg)
+{
+    if (!arg || arg[0] != '-' || !arg[1])
+        return 0;
+    return cmd_fail(cmd, "unknown option '%s' (see cisc %s --help)", arg, cmd);
+}
+
+const char *cmd_user_name(uint32_t uid, char *buf, size_t size)
+{
+    struct passwd pw, *res = NULL;
+    char tmp[1024];
+    if (getpwuid_r((uid_t)uid, &pw, tmp, sizeof(tmp), &res) == 0 && res && res->pw_name)
+        snprintf(buf, size, "%s", res->pw_name);
+    else
+        snprintf(buf, size, "%u", uid);
+    return buf;
 }
 
 int cmd_parse_size(const char *s, uint64_t *out)
@@ -105,11 +138,18 @@ int cmd_print_usage(const struct cisc_cmd *cmd)
         cmd->help(stdout);
     else
         fputs(cmd->usage, stdout);
+    /* The exit statuses are the same for every command (cmd.h): a help
+     * text that does not spell out its own cases gets the common line. */
+    if (!cmd->help && !strstr(cmd->usage, "Exit status:"))
+        fputs("\n" CMD_EXIT_HELP, stdout);
     return 0;
 }
 
-static int mkdir_p(char *path)
+int cmd_mkdir_p(const char *p)
 {
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof(path), "%s", p) >= (int)sizeof(path))
+        return -ENAMETOOLONG;
     for (char *p = path + 1; *p; p++) {
         if (*p != '/')
             continue;
@@ -138,7 +178,7 @@ int cmd_default_image(char *buf, size_t size)
         return -ENOENT;
     if (n < 0 || (size_t)n >= sizeof(dir))
         return -ENAMETOOLONG;
-    int r = mkdir_p(dir);
+    int r = cmd_mkdir_p(dir);
     if (r)
         return r;
     n = snprintf(buf, size, "%s/default.img", dir);

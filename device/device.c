@@ -581,6 +581,10 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
     /* Operations that met corrupt metadata (run cisc fsck when not 0). */
     put(&o, "integrity corrupt %llu\n",
         (unsigned long long)stats_corrupt_count(eng_stats(d->eng)));
+    struct fop_limits fl;   /* cisc_limits() reads this line */
+    eng_fop_limits(d->eng, &fl);
+    put(&o, "limits step_bytes %llu op_bytes %llu\n", (unsigned long long)fl.step_bytes,
+        (unsigned long long)fl.op_bytes);
     status_ctl(d, &o);
     status_progs(d, &o);
     status_ops(d, &o);

@@ -228,6 +228,8 @@ CISC_API int cisc_prog_run(struct cisc_queue *q, const char *input,
         bool more = off + n < r.size;
         rc = one_op(&r, off, n, more);
         off += n;
+        if (!rc && o->progress)
+            o->progress(o->progress_arg, off, r.size);
         if (!more)
             break;
     }

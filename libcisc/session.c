@@ -8,9 +8,35 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* True if the mount table has a fuse.ciscfs mount on mnt (absolute, no
+ * symlinks). Mount points with escaped characters (space, tab, newline,
+ * backslash) are compared escaped, as the kernel writes them. */
+static bool is_ciscfs_mount(const char *mnt)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    char *line = NULL, esc[PATH_MAX * 4];
+    size_t cap = 0, n = 0;
+    for (const char *p = mnt; *p && n + 5 < sizeof(esc); p++)
+        n += strchr(" \t\n\\", *p) ? (size_t)snprintf(esc + n, 5, "\\%03o", (unsigned char)*p)
+                                    : (size_t)snprintf(esc + n, 2, "%c", *p);
+    esc[n] = '\0';
+    bool found = false;
+    while (f && !found && getline(&line, &cap, f) > 0) {
+        char mp[PATH_MAX * 4], *dash = strstr(line, " - ");
+        found = dash && sscanf(line, "%*s %*s %*s %*s %16383s", mp) == 1 && !strcmp(mp, esc) &&
+                !strncmp(dash + 3, "fuse.ciscfs ", 12);
+    }
+    free(line);
+    if (f)
+        fclose(f);
+    return found;
+}
 
 CISC_API int cisc_session_open(const char *mountpoint, struct cisc_session **out)
 {
@@ -22,6 +48,8 @@ CISC_API int cisc_session_open(const char *mountpoint, struct cisc_session **out
     if (ctl_socket_path(mnt, sock, sizeof(sock)))
         return -ENAMETOOLONG;
     int fd = ctl_connect(sock);
+    if (fd == -ENOENT || fd == -ECONNREFUSED)
+        return is_ciscfs_mount(mnt) ? -ECONNREFUSED : -ENODEV;
     if (fd < 0)
         return fd;
     int32_t st = 0;

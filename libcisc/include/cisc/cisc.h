@@ -38,13 +38,28 @@
  * copies through temporary arena space.
  *
  * Paths name files inside the device's file system, relative to its root:
- * "a/b" and "/a/b" both mean MOUNTPOINT/a/b. ".." stops at the root, and
+ * "a/b" and "/a/b" both mean MOUNTPOINT/a/b, whatever the process's
+ * current directory (the device has none; `cisc run` takes a relative
+ * path from the current directory, which must then be inside the mount,
+ * and turns it into this form). ".." stops at the root, and
  * symlink targets are resolved inside the file system (an absolute target
  * from its root). Every directory on the way needs search permission.
  *
  * Errors. Every call returns 0, a non-negative count, or a negative errno
  * (-ENOENT, -EACCES ...), the value the matching POSIX call would set in
  * errno; errno itself is not used. -ENOTCONN means the device went away.
+ * cisc_strerror() gives the message, with libcisc's own meaning for the
+ * values it uses specially (-ENODEV: not a ciscfs mount point, -E2BIG: a
+ * step over the device's size limit ...).
+ *
+ * Limits. One fused op holds at most CISC_VEC_MAX (64) steps naming at
+ * most CISC_VEC_MAX_FH (16) session handles; a path is at most 4095
+ * bytes. In the device, one step's output (and a READ step's length) is
+ * at most 64 MiB and all of one op's buffers at most 256 MiB, less when
+ * the device was started with a smaller --device-ram; a program object
+ * is at most 16 MiB and a program block at most 64 MiB. cisc_limits()
+ * returns the values of a running device; a step over them fails with
+ * -E2BIG.
  *
  * Fused (CISC) operations - one command that opens, reads, computes,
  * writes and closes inside the device - are declared in <cisc/fused.h>,
@@ -74,8 +89,9 @@ struct cisc_queue;
  * current directory). The caller's credentials are recorded by the device
  * now. On success *out is a new session the caller owns and frees with
  * cisc_session_close().
- * Returns 0, or -errno: -ENOENT / -ECONNREFUSED when no device serves
- * mountpoint, -ENAMETOOLONG, -ENOMEM. */
+ * Returns 0, or -errno: -ENOENT (no such directory), -ENODEV (it is not
+ * a ciscfs mount point: no device serves it), -ECONNREFUSED (a ciscfs
+ * mount whose device no longer answers), -ENAMETOOLONG, -ENOMEM. */
 CISC_API int cisc_session_open(const char *mountpoint, struct cisc_session **out);
 
 /* Closes the session: destroys its queues still open (their buffers and
@@ -236,6 +252,33 @@ CISC_API int cisc_readdir(struct cisc_queue *q, const char *path, cisc_dirent_fn
 /* One round trip to the device that does nothing (for measurements).
  * Returns 0 or -errno. */
 CISC_API int cisc_nop(struct cisc_queue *q);
+
+/* ---- errors and limits ---------------------------------------------- */
+
+/* The message for err, a libcisc return value (negative errno; a
+ * positive one is taken as its negation). Values libcisc gives a meaning
+ * of its own get that meaning (-ENODEV from cisc_session_open: "not a
+ * ciscfs mount point", -E2BIG: over the device's per-step or per-op size
+ * limit, -ETIME: a program's instruction budget or the op's time limit,
+ * -ENOTCONN: the device went away ...); others get strerror's text. The
+ * string is static: never freed, never changed. */
+CISC_API const char *cisc_strerror(int err);
+
+/* The size limits of one fused op on the device of session s. */
+struct cisc_limits {
+    uint32_t steps;           /* steps per op: CISC_VEC_MAX (64) */
+    uint32_t handles;         /* session handles one op may name: CISC_VEC_MAX_FH (16) */
+    uint32_t path_bytes;      /* longest path, without its NUL: 4095 */
+    uint64_t step_bytes;      /* one step's output, and a READ step's length:
+                                 64 MiB, or less with a small cisc up --device-ram */
+    uint64_t op_bytes;        /* all of one op's device buffers: 256 MiB or less */
+    uint64_t prog_object_bytes; /* largest eBPF object cisc_prog_load takes: 16 MiB */
+    uint32_t prog_block_bytes;  /* largest block_size of a program step: 64 MiB */
+};
+
+/* Fills *out with the limits of the device serving s (a step over them
+ * fails with -E2BIG). Returns 0 or -errno. */
+CISC_API int cisc_limits(struct cisc_session *s, struct cisc_limits *out);
 
 #ifdef __cplusplus
 }

@@ -156,6 +156,10 @@ struct cisc_prog_run_opts {
      * (its value is returned). */
     int (*sink)(void *arg, const void *buf, size_t len);
     void *sink_arg;
+    /* NULL, or called after every fused op with the input bytes done so
+     * far and the input's size (a progress display, e.g. `cisc run`'s). */
+    void (*progress)(void *arg, uint64_t done, uint64_t total);
+    void *progress_arg;
 };
 
 struct cisc_prog_run_stats {

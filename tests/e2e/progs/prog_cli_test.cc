@@ -32,7 +32,7 @@ TEST_F(ProgsTest, LoadListShowUnload)
     r = Prog("show " + mnt + " other");
     ASSERT_EQ(r.status, 0) << r.out;
     EXPECT_NE(r.out.find("function      second"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("owner         uid 0"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("owner         root (uid 0)"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("status        verified"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("budget hits   0"), std::string::npos) << r.out;
     r = Prog("show " + mnt + " 2");   // by id
@@ -56,7 +56,7 @@ TEST_F(ProgsTest, RejectedProgramMessageReachesTheCli)
     EXPECT_NE(r.out.find("at pc 5: r0 = *(u8 *)(r2 + 0)"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("source:     return data[4];"), std::string::npos) << r.out;
     r = Prog("load " + mnt + " " + DevObj("two"));
-    EXPECT_EQ(r.status, 1);
+    EXPECT_EQ(r.status, 2);   // a usage error: which function is the caller's choice
     EXPECT_NE(r.out.find("choose one with --prog"), std::string::npos) << r.out;
     r = Prog("load " + mnt + " /etc/hostname");
     EXPECT_EQ(r.status, 1);
@@ -96,7 +96,7 @@ TEST_F(ProgsTest, OnlyOwnerOrRootUnloads)
         if (r.status != 2 || r.out.find("only its owner or root") == std::string::npos)
             return 1;
         r = e2e::Sh(c + " prog load " + m + " " + obj + " --name users");
-        if (r.status != 0 || r.out.find("owner uid 12345") == std::string::npos)
+        if (r.status != 0 || r.out.find("owner 12345") == std::string::npos)
             return 2;
         return e2e::Sh(c + " prog unload " + m + " users").status == 0 ? 0 : 3;
     }), 0);

@@ -283,7 +283,7 @@ TEST_F(ProgStep, OwnershipForAnotherUser)
     std::string c = cisc, m = mnt, obj = DevObj("upper");
     EXPECT_EQ(AsUser([&] {
         RunResult r = Sh(c + " run " + m + " --prog priv --input /f");
-        if (r.status != 1 || r.out.find("not yours and not shared") == std::string::npos)
+        if (r.status != 2 || r.out.find("not yours and not shared") == std::string::npos)
             return 1;
         r = Sh(c + " run " + m + " --prog pub --input /f");
         if (r.status != 0 || r.out != "HELLO\n")
