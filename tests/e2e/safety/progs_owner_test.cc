@@ -113,7 +113,7 @@ TEST_F(ProgOwners, NamesArePerOwner)
     EXPECT_EQ(AsUser([&] {
         return Sh(cisc + " run " + mnt + " --prog " + alice + "/grep --input /f > " + bobrun +
                   " 2>&1").status;
-    }, kBob, kBob), 1);
+    }, kBob, kBob), 2);   // a permission refusal: exit 2, as cisc run --help says
     EXPECT_NE(ReadFile(bobrun).find("not yours and not shared"), std::string::npos)
         << ReadFile(bobrun);
     EXPECT_NE(ProgAs(kBob, "unload " + mnt + " " + alice + "/grep"), 0);
