@@ -185,6 +185,10 @@ TEST_F(CiscSched, MoreQueuesBuyTheFlooderNoShare)
     EXPECT_EQ(Wait(l), 0);
     EXPECT_EQ(Wait(f), 0);
     ExpectLightServedPromptly(6);
+    // Its fair part of the one core is half; it asks for less (it waits
+    // for each op's reply before the next), so a margin for that gap:
+    // first come first served would leave it about 1/33.
+    ExpectLightShare(0.25);
 }
 
 // The mount's requests are charged to their caller like libcisc's: the
@@ -283,6 +287,46 @@ TEST_F(CiscSched, RunawayOpIsTerminatedAndChangesNothing)
     EXPECT_EQ(Of(0, "terminated"), 1);
     EXPECT_EQ(cisc_nop(q), 0) << "the device goes on";
     cisc_session_close(s);
+}
+
+// The same, as a tenant other than root, over a file with contents: the
+// op writes the file, then runs a step far longer than the limit; it
+// stops with -ETIME, the file keeps its old contents and size, and the
+// tenant is charged the core time it used and counted as terminated.
+TEST_F(CiscSched, RunawayOpOfAUserLeavesTheFileAsItWas)
+{
+    Restart("--op-time-limit-ms 1 --core-speed 200");
+    const std::string old(5000, 'o');
+    std::string m = mnt, path = mnt + "/kept";
+    int r = AsUser(
+        [m, old] {
+            struct cisc_session *s;
+            struct cisc_queue *q;
+            if (cisc_session_open(m.c_str(), &s) || cisc_queue_create(s, &q))
+                return 1;
+            uint64_t fh;
+            if (cisc_open(q, "kept", O_CREAT | O_WRONLY, 0644, &fh) ||
+                cisc_pwrite(q, fh, old.data(), old.size(), 0) != (ssize_t)old.size() ||
+                cisc_close(q, fh))
+                return 2;
+            std::vector<char> big(4 << 20, 'r');
+            struct cisc_vec v;
+            cisc_vec_init(&v, q);
+            int o = cisc_vec_open(&v, "kept", O_WRONLY | O_TRUNC, 0);
+            cisc_vec_write(&v, o, 0, CISC_IN_BUF("new contents", 12));
+            int c = cisc_vec_crc32c(&v, CISC_IN_BUF(big.data(), big.size()), 0);
+            cisc_vec_append(&v, o, CISC_IN_STEP(c));
+            int64_t got = cisc_vec_submit(&v);
+            cisc_vec_free(&v);
+            int alive = cisc_nop(q);
+            cisc_session_close(s);
+            return got == -ETIME && alive == 0 ? 0 : 3;
+        },
+        kLight, kLight);
+    EXPECT_EQ(r, 0) << "the op stops with -ETIME and the device goes on";
+    EXPECT_EQ(ReadFile(path), old) << "rolled back: old contents and size";
+    EXPECT_EQ(Of(kLight, "terminated"), 1);
+    EXPECT_GT(Of(kLight, "core_ns"), 1000000) << "charged for what it used (> the 1 ms limit)";
 }
 
 }  // namespace
