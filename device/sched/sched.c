@@ -164,11 +164,14 @@ static void started(struct sched *s, struct sched_item *it, bool was_queued)
 }
 
 /* Charges the policy, returns the slot, wakes sched_drain when quiet. */
-static void finish(struct sched *s, unsigned slot, struct sched_item *copy, uint64_t ns)
+static void finish(struct sched *s, unsigned slot, struct sched_item *copy, uint64_t ns,
+                   uint64_t end)
 {
     pthread_mutex_lock(&s->lock);
-    sched_acct_finish(&s->acct, copy, ns);   /* 5 */
+    uint64_t lat = end > copy->t_submit_ns ? end - copy->t_submit_ns : 0;
+    sched_acct_finish(&s->acct, copy, ns, lat);   /* 5 */
     s->pol->charge(s->q, copy, ns);
+    sched_acct_settled(&s->acct, copy->sq);
     s->free_slots |= 1ull << slot;
     s->busy--;
     s->completed++;
@@ -189,7 +192,8 @@ static void run_on(struct sched *s, struct sched_item *it, unsigned slot)
     struct sched_item copy = *it;   /* run() may free it */
     uint64_t t0 = now_ns();
     s->run(s->arg, it, slot);
-    finish(s, slot, &copy, now_ns() - t0);
+    uint64_t t1 = now_ns();
+    finish(s, slot, &copy, t1 - t0, t1);
 }
 
 /* ---- worker threads ------------------------------------------------------ */
@@ -258,6 +262,7 @@ int sched_create(const struct sched_policy *pol, const struct sched_config *cfg,
     s->free_slots = cfg->cores == 64 ? ~0ull : (1ull << cfg->cores) - 1;
     s->q = pol->create(&(struct sched_env){ cfg->cores, budget });
     s->threads = calloc(cfg->cores, sizeof(pthread_t));
+    sched_acct_bind(&s->acct, pol, s->q);
     if (!s->q || !s->threads) {
         if (s->q)
             pol->destroy(s->q);
@@ -395,6 +400,10 @@ void sched_get_stats(struct sched *s, struct sched_stats *st)
     st->depth = s->depth;
     st->max_depth = s->max_depth;
     st->busy = s->busy;
+    st->tenants = s->acct.tenants.n;
+    st->queues = s->acct.queues.n;
+    st->freed_tenants = s->acct.freed_tenants;
+    st->freed_queues = s->acct.freed_queues;
     memcpy(st->core, s->core, sizeof(st->core));
     pthread_mutex_unlock(&s->lock);
 }
@@ -428,14 +437,50 @@ unsigned sched_tenant_stats(struct sched *s, struct sched_tenant_stats *out, uns
     return n;
 }
 
+/* One queue's row (lock held). */
+static void queue_row(const struct sched *s, const struct sched_queue *q, struct sched_row *o)
+{
+    const struct sched_accts *a = &s->acct;
+    *o = (struct sched_row){
+        .is_queue = true, .queue = q->id,
+        .st = { .id = q->t->id, .weight = q->t->weight, .vt = q->vt, .core_ns = q->core_ns,
+                .share = a->core_ns ? (double)q->core_ns / (double)a->core_ns : 0.0,
+                .mem_use = q->mem_use, .mem_peak = q->mem_peak, .queued = q->queued,
+                .running = q->running, .done = q->done },
+        .lat = q->lat,
+    };
+}
+
+unsigned sched_rows(struct sched *s, struct sched_row *out, unsigned max)
+{
+    unsigned n = 0;
+    pthread_mutex_lock(&s->lock);
+    const struct acct_map *m = &s->acct.tenants;
+    for (size_t i = 0; i < m->cap; i++) {
+        const struct sched_tenant *t = m->val[i];
+        if (t && n++ < max) {
+            out[n - 1] = (struct sched_row){ .lat = t->lat };
+            tenant_stats(s, t, &out[n - 1].st);
+        }
+    }
+    m = &s->acct.queues;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->val[i] && n++ < max)
+            queue_row(s, m->val[i], &out[n - 1]);
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
 int sched_tenant_weight(struct sched *s, uint32_t tenant, uint32_t weight)
 {
     if (weight < SCHED_WEIGHT_MIN || weight > SCHED_WEIGHT_MAX)
         return -EINVAL;
     pthread_mutex_lock(&s->lock);
     struct sched_tenant *t = sched_acct_tenant(&s->acct, tenant);
-    if (t)
+    if (t) {
         t->weight = weight;   /* counts from the next charge on */
+        sched_acct_idle_check(&s->acct, t);
+    }
     pthread_mutex_unlock(&s->lock);
     return t ? 0 : -ENOMEM;
 }
@@ -448,6 +493,8 @@ int sched_queue_open(struct sched *s, uint32_t tenant)
             : s->acct.max_queues && t->queues_open >= s->acct.max_queues ? -EDQUOT : 0;
     if (!r)
         t->queues_open++;
+    if (t)
+        sched_acct_idle_check(&s->acct, t);
     assert(sched_check(s));
     pthread_mutex_unlock(&s->lock);
     return r;
@@ -456,10 +503,13 @@ int sched_queue_open(struct sched *s, uint32_t tenant)
 void sched_queue_close(struct sched *s, uint32_t tenant)
 {
     pthread_mutex_lock(&s->lock);
-    struct sched_tenant *t = sched_acct_tenant(&s->acct, tenant);
+    struct sched_tenant *t = sched_acct_find(&s->acct, tenant);
     assert(t && t->queues_open > 0);
-    if (t && t->queues_open)
+    if (t && t->queues_open) {
         t->queues_open--;
+        sched_acct_idle_check(&s->acct, t);
+    }
+    assert(sched_check(s));
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -67,12 +67,17 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "device/sched/hist.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 struct sched_queue;
+struct sched_tenant;
 
 /* Embedded in whatever the caller schedules (the engine's command). */
 struct sched_item {
@@ -117,6 +122,11 @@ struct sched_policy {
      * builds call it after every change, so it must be cheap: count at
      * most a few dozen items). */
     bool (*check)(const void *q, uint64_t depth);
+    /* Optional (absent: always true): whether the idle queue account sq,
+     * or with sq NULL the idle tenant t, holds nothing the policy needs,
+     * so freeing it and starting afresh later changes no choice (see
+     * sched_int.h, "Recycling"). */
+    bool (*forgettable)(void *q, const struct sched_tenant *t, const struct sched_queue *sq);
 };
 
 extern const struct sched_policy sched_fifo;
@@ -167,6 +177,8 @@ struct sched_stats {
     uint64_t depth;            /* queued, not yet taken by a core */
     uint64_t max_depth;
     unsigned busy;             /* cores running an item now */
+    uint64_t tenants, queues;  /* accounts held now */
+    uint64_t freed_tenants, freed_queues;   /* idle accounts recycled so far */
     struct sched_core_stats core[SCHED_MAX_CORES];
 };
 
@@ -205,6 +217,25 @@ void sched_get_stats(struct sched *s, struct sched_stats *st);
 /* Copies up to max tenants' statistics into out (in no order). Returns
  * how many tenants there are (may exceed max). */
 unsigned sched_tenant_stats(struct sched *s, struct sched_tenant_stats *out, unsigned max);
+
+/* One row of `cisc top`: a tenant, or one of its queues. */
+struct sched_row {
+    bool is_queue;
+    uint32_t queue;                /* queue rows: the queue's id */
+    struct sched_tenant_stats st;  /* tenant rows: all; queue rows: id (its tenant),
+                                      core_ns, share, mem_use, mem_peak, queued,
+                                      running, done */
+    struct hist lat;               /* submit-to-finish latency of its items */
+};
+
+/* Copies up to max rows, tenants first, then queues (in no order within
+ * each). Returns how many rows there are (may exceed max). */
+unsigned sched_rows(struct sched *s, struct sched_row *out, unsigned max);
+
+/* Writes the scheduler's report for `cisc top` into buf (at most size
+ * bytes, NUL-terminated, whole lines only; report.c has the format).
+ * Returns its length or -ENOMEM. */
+ssize_t sched_report(struct sched *s, char *buf, size_t size);
 
 /* Sets a tenant's weight (SCHED_WEIGHT_MIN..MAX; default
  * SCHED_WEIGHT_DEFAULT): its virtual time runs 1/weight as fast. Returns
