@@ -25,9 +25,9 @@
  *   2. mem_use of a tenant is the sum of the mem of its running items and
  *      never exceeds mem_peak.
  *   3. queues_open <= max_queues (when a cap is set).
- *   4. An account is on its idle list iff its owner is idle (see above);
- *      a freed account has no items, and a tenant is freed only once it
- *      has no queue accounts.
+ *   4. An account is on its idle list only while its owner is idle (see
+ *      above); a freed account has no items, and a tenant is freed only
+ *      once it has no queue accounts.
  */
 #ifndef CISC_DEVICE_SCHED_INT_H
 #define CISC_DEVICE_SCHED_INT_H
