@@ -1,6 +1,7 @@
 /* device/sched/accounts.c - the accounts of tenants and queues (see
- * sched_int.h): two open-addressing hash maps and the bookkeeping every
- * policy shares. All calls are made under the scheduler lock. */
+ * sched_int.h): two open-addressing hash maps, the bookkeeping every
+ * policy shares, and the recycling of idle accounts. All calls are made
+ * under the scheduler lock. */
 #include "device/sched/sched_int.h"
 
 #include <errno.h>
@@ -120,6 +121,7 @@ static void link_del(struct acct_link *x)
 }
 
 #define OWNER(p, type, field) ((type *)((char *)(p) - offsetof(type, field)))
+
 /* ---- accounts ------------------------------------------------------------- */
 
 void sched_acct_init(struct sched_accts *a, unsigned cores, uint64_t mem_budget)
