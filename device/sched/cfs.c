@@ -32,10 +32,11 @@
  * coming back, it would start at the floor whether it kept its virtual
  * time or started from zero, so its account may be freed (sched_int.h).
  *
- * The memory key (cfs only): while commands wait for device memory,
- * the next item comes from the active tenant with the least memory in
- * use (a second heap, by_mem), so a memory-hungry tenant cannot keep the
- * cores waiting for memory while others need little.
+ * The memory key (cfs only): while commands wait for device memory, or
+ * the next command would not fit in it (sched.c's memory admission), the
+ * next item comes from the active tenant with the least memory in use (a
+ * second heap, by_mem), so a memory-hungry tenant cannot keep the cores
+ * waiting for memory while others need little.
  *
  * Invariants (cfs_check):
  *   1. A tenant is in by_vt (and, for cfs, by_mem) iff its queues heap is
@@ -363,13 +364,13 @@ static bool cfs_check(const void *p, uint64_t depth)
     return n > CHECK_WALK ? depth > CHECK_WALK : n == depth;   /* 3 */
 }
 
-#define FAIR_POLICY(var, nm, mk)                                                           \
+#define FAIR_POLICY(var, nm, mk, admit)                                                    \
     const struct sched_policy var = { .name = nm, .create = mk, .destroy = cfs_destroy,   \
                                       .push = cfs_push, .pop = cfs_pop, .peek = cfs_peek,     \
                                       .start = cfs_start,                                 \
                                       .charge = cfs_charge, .check = cfs_check,           \
-                                      .forgettable = cfs_forgettable }
+                                      .forgettable = cfs_forgettable, .mem_admit = admit }
 
-FAIR_POLICY(sched_cfs, "cfs", cfs_create);
-FAIR_POLICY(sched_cfs_cpu, "cfs-cpu", cfs_cpu_create);
-FAIR_POLICY(sched_drf, "drf", drf_create);
+FAIR_POLICY(sched_cfs, "cfs", cfs_create, true);   /* the memory key admits too */
+FAIR_POLICY(sched_cfs_cpu, "cfs-cpu", cfs_cpu_create, false);
+FAIR_POLICY(sched_drf, "drf", drf_create, false);

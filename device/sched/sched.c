@@ -28,6 +28,8 @@ struct sched {
     pthread_cond_t idle_cv;    /* signalled when the last running item finishes */
     bool stopping;
     unsigned mem_waiting;      /* running commands waiting for device memory */
+    uint64_t mem_budget;       /* device memory */
+    uint64_t mem_running;      /* reservations of the items running now */
     struct sched_accts acct;   /* tenants and queues */
     unsigned idle;             /* worker threads waiting on `work` */
     unsigned busy;             /* core slots in use */
@@ -158,6 +160,7 @@ static unsigned slot_get(struct sched *s)
 /* it starts running (lock held): accounted, and the policy told. */
 static void started(struct sched *s, struct sched_item *it, bool was_queued)
 {
+    s->mem_running += it->mem;
     sched_acct_start(&s->acct, it, was_queued, now_ns());
     if (s->pol->start)
         s->pol->start(s->q, it);
@@ -169,6 +172,7 @@ static void finish(struct sched *s, unsigned slot, struct sched_item *copy, uint
 {
     pthread_mutex_lock(&s->lock);
     uint64_t lat = end > copy->t_submit_ns ? end - copy->t_submit_ns : 0;
+    s->mem_running -= copy->mem;
     sched_acct_finish(&s->acct, copy, ns, lat);   /* 5 */
     s->pol->charge(s->q, copy, ns);
     sched_acct_settled(&s->acct, copy->sq);
@@ -196,6 +200,35 @@ static void run_on(struct sched *s, struct sched_item *it, unsigned slot)
     finish(s, slot, &copy, t1 - t0, t1);
 }
 
+/* ---- memory admission ------------------------------------------------------ */
+
+/* Whether it's reservation fits beside the running items' (lock held).
+ * With nothing running it always does: the engine's budget decides. */
+static bool fits(const struct sched *s, const struct sched_item *it)
+{
+    return !it->mem || !s->mem_running || s->mem_running + it->mem <= s->mem_budget;
+}
+
+/* The item to start next (lock held), or NULL: none waits, or the
+ * policy's choice does not fit in device memory beside the running items
+ * and neither does its choice with memory tight (the memory key: cfs then
+ * serves the tenant holding the least). A command that does not fit waits
+ * in its queue, not on a core, so the cores stay free for commands that
+ * fit; the finish that frees memory wakes a core (finish()). *tight says
+ * which choice it is, for pop. */
+static struct sched_item *choose(struct sched *s, bool *tight)
+{
+    *tight = s->mem_waiting > 0;
+    struct sched_item *it = s->pol->peek(s->q, *tight);
+    if (!s->pol->mem_admit)
+        return it;
+    if (it && !fits(s, it) && !*tight) {
+        *tight = true;
+        it = s->pol->peek(s->q, true);
+    }
+    return it && fits(s, it) ? it : NULL;
+}
+
 /* ---- worker threads ------------------------------------------------------ */
 
 /* Waits for an item and a free slot; false when stopping and drained. */
@@ -203,8 +236,11 @@ static bool take(struct sched *s, struct sched_item **it, unsigned *slot)
 {
     pthread_mutex_lock(&s->lock);
     for (;;) {
-        if (s->busy < s->cores && (*it = s->pol->pop(s->q, s->mem_waiting > 0)) != NULL)
+        bool tight;
+        if (s->busy < s->cores && choose(s, &tight)) {
+            *it = s->pol->pop(s->q, tight);
             break;
+        }
         if (s->stopping && s->depth == 0) {
             pthread_mutex_unlock(&s->lock);
             return false;
@@ -216,8 +252,12 @@ static bool take(struct sched *s, struct sched_item **it, unsigned *slot)
     s->depth--;
     *slot = slot_get(s);
     started(s, *it, true);
+    /* one finish may have freed memory for several: pass the wake-up on */
+    bool chain = s->depth > 0 && s->idle > 0 && s->busy < s->cores;
     assert(sched_check(s));
     pthread_mutex_unlock(&s->lock);
+    if (chain)
+        pthread_cond_signal(&s->work);
     return true;
 }
 
@@ -257,6 +297,7 @@ int sched_create(const struct sched_policy *pol, const struct sched_config *cfg,
     s->cores = cfg->cores;
     s->direct = cfg->direct;
     uint64_t budget = cfg->mem_budget ? cfg->mem_budget : SCHED_MEM_DEFAULT;
+    s->mem_budget = budget;
     sched_acct_init(&s->acct, cfg->cores, budget);
     s->acct.max_queues = cfg->max_queues;
     s->free_slots = cfg->cores == 64 ? ~0ull : (1ull << cfg->cores) - 1;
@@ -305,7 +346,8 @@ static int submit(struct sched *s, struct sched_item *it, bool direct)
     }
     /* Direct dispatch: nothing waits and a core is free, so the submitter
      * runs the item in that core's slot instead of waking a worker. */
-    if (direct && s->direct && s->depth == 0 && s->busy < s->cores) {
+    if (direct && s->direct && s->depth == 0 && s->busy < s->cores &&
+        (!s->pol->mem_admit || fits(s, it))) {
         s->submitted++;
         unsigned slot = slot_get(s);
         s->direct_runs++;
@@ -341,8 +383,8 @@ static int batch_push(struct sched *s, struct sched_item *it)
 static struct sched_item *help_take(struct sched *s, unsigned *slot, sched_mine_fn mine,
                                     void *arg)
 {
-    bool tight = s->mem_waiting > 0;
-    struct sched_item *it = s->busy < s->cores ? s->pol->peek(s->q, tight) : NULL;
+    bool tight;
+    struct sched_item *it = s->busy < s->cores ? choose(s, &tight) : NULL;
     if (!it || !mine(arg, it))
         return NULL;
     it = s->pol->pop(s->q, tight);

@@ -25,6 +25,16 @@
  *
  * Each choice costs O(log n) in tenants and queues (heaps, heap.h).
  *
+ * Memory admission (cfs, the policy with the memory key): a command whose
+ * device-memory reservation (item.mem) does not fit beside those of the
+ * running commands is not started; the
+ * policy is asked again with memory tight (cfs: the tenant holding the
+ * least memory), and if that does not fit either, the cores wait for a
+ * finish to free memory. So a memory-hungry tenant's commands wait in
+ * their queue, not on a core, and the cores stay free for commands that
+ * fit (§4.6.2). With nothing running any command may start (the engine's
+ * budget then decides).
+ *
  * A tenant is whoever the door says (sched_item.tenant: a uid, or a pid
  * with the device's tenant=pid); a queue is a door's submission queue
  * (libcisc queue pairs; the FUSE mount is queue 0 of each caller).
@@ -53,7 +63,8 @@
  *   2. After sched_destroy() begins, sched_submit() refuses (-ESHUTDOWN).
  *   3. Lock order: the scheduler lock is a leaf; run() is called without it.
  *   4. At most `cores` items run at any time, in distinct slots; an item
- *      never waits in the queue while a slot is free and a worker idle.
+ *      never waits in the queue while a slot is free, a worker idle and
+ *      its memory fits (see memory admission).
  *   5. Every item that runs, queued or direct, is charged to its tenant
  *      and queue exactly once, with the time it held its core.
  *   6. A tenant never has more than max_queues queues open (when set).
@@ -127,6 +138,10 @@ struct sched_policy {
      * so freeing it and starting afresh later changes no choice (see
      * sched_int.h, "Recycling"). */
     bool (*forgettable)(void *q, const struct sched_tenant *t, const struct sched_queue *sq);
+    /* Memory admission (below): a command that does not fit in device
+     * memory beside the running ones waits in its queue (cfs). Without
+     * it, the policy's choice starts and waits for memory on its core. */
+    bool mem_admit;
 };
 
 extern const struct sched_policy sched_fifo;
