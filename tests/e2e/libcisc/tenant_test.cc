@@ -182,6 +182,14 @@ TEST_F(CiscTenant, TopShowsTenantsAndQueuesWithLatency)
         EXPECT_NE(r.out.find(col), std::string::npos) << col << "\n" << r.out;
     }
     EXPECT_NE(r.out.find("queues, interval"), std::string::npos) << r.out;
+    // cisc status: one table row per tenant with its numbers
+    r = Sh(cisc + " status " + mnt);
+    EXPECT_EQ(r.status, 0);
+    for (const char *col : { "vt_ms", "core_ms", "share", "mem_kib", "peak_kib", "waiting",
+                             "throttled_ms", "terminated" }) {
+        EXPECT_NE(r.out.find(col), std::string::npos) << col << "\n" << r.out;
+    }
+    EXPECT_NE(r.out.find("\n  0 "), std::string::npos) << "tenant 0's row\n" << r.out;
     // bad arguments change nothing and say why
     r = Sh(cisc + " top -d 0 " + mnt);
     EXPECT_EQ(r.status, 2);
