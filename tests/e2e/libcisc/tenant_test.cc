@@ -6,6 +6,8 @@
 // latency percentiles and memory, as JSON and as a table.
 #include "tests/e2e/libcisc/cisc_fixture.h"
 
+#include "device/sched/sched_int.h"   // the keep sizes
+
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -135,8 +137,9 @@ TEST_F(CiscTenant, AStormOfShortLivedPidsLeavesABoundedTable)
     long long queues = Field(r.out, "\"accounts\":{", "queues");
     long long freed = Field(r.out, "\"accounts\":{", "freed_tenants");
     EXPECT_GT(freed, 0) << r.out.substr(0, 300);
-    EXPECT_LE(tenants, 64 + 128 + 8) << "the keep sizes plus the few busy ones";
-    EXPECT_LE(queues, 128 + 8);
+    EXPECT_LE(tenants, SCHED_KEEP_TENANTS + SCHED_KEEP_QUEUES + 8)
+        << "the keep sizes plus the few busy ones";
+    EXPECT_LE(queues, SCHED_KEEP_QUEUES + 8);
     EXPECT_GE(tenants + freed, kProcs) << "every process was a tenant";
     ExpectDeviceUp();
 }
