@@ -17,8 +17,12 @@ static const char status_usage[] =
     "usage: cisc status [--raw | --json] [MOUNTPOINT]\n"
     "\n"
     "Shows the device serving MOUNTPOINT (default: the default mount):\n"
-    "device model, cores, queue depths, and for every operation its count,\n"
-    "errors, bytes and latency (mean, p50, p99, max in microseconds).\n"
+    "device model, cores, queue depths, per tenant (uid, or pid with --tenant\n"
+    "pid) its scheduling weight, open queues, virtual time, device-core time\n"
+    "and share, device memory in use and peak, commands waiting and running,\n"
+    "commands done, time its commands waited queued, ops terminated at the\n"
+    "time limit; and for every operation its count, errors, bytes and latency\n"
+    "(mean, p50, p99, max in microseconds).\n"
     "\n"
     "  --raw    the device's report unformatted: one \"KEY value...\" per line\n"
     "  --json   the same report as one JSON object: a line \"KEY V\" is\n"
@@ -39,11 +43,36 @@ static void print_op(const char *line)
            mean / 1e3, p50 / 1e3, p99 / 1e3, max / 1e3);
 }
 
+/* One "tenant ..." line as a table row (the header before the first);
+ * false if it is not one. */
+static bool print_tenant(const char *line, bool *header)
+{
+    unsigned long long id, w, nq, vt, core, mem, peak, wait, run, done, thr, over, term;
+    double share;
+    if (sscanf(line, "tenant %llu weight %llu queues %llu vt_ns %llu core_ns %llu share %lf "
+                     "mem %llu mem_peak %llu waiting %llu running %llu done %llu "
+                     "throttled_ns %llu overtaken %llu terminated %llu",
+               &id, &w, &nq, &vt, &core, &share, &mem, &peak, &wait, &run, &done, &thr, &over,
+               &term) != 14)
+        return false;
+    if (!*header)
+        printf("\n  %-10s %6s %6s %10s %10s %6s %9s %9s %7s %7s %10s %12s %10s\n", "tenant",
+               "weight", "queues", "vt_ms", "core_ms", "share", "mem_kib", "peak_kib", "waiting",
+               "running", "done", "throttled_ms", "terminated");
+    *header = true;
+    printf("  %-10llu %6llu %6llu %10.1f %10.1f %5.1f%% %9llu %9llu %7llu %7llu %10llu %12.1f "
+           "%10llu\n", id, w, nq, vt / 1e6, core / 1e6, 100.0 * share, mem >> 10, peak >> 10,
+           wait, run, done, thr / 1e6, term);
+    return true;
+}
+
 static void print_report(char *text)
 {
-    bool header = false;
+    bool header = false, theader = false;
     char *save = NULL;
     for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        if (!strncmp(l, "tenant ", 7) && print_tenant(l, &theader))
+            continue;
         if (strncmp(l, "op ", 3)) {
             char *sp = strchr(l, ' ');
             printf("%-12.*s %s\n", sp ? (int)(sp - l) : (int)strlen(l), l, sp ? sp + 1 : "");

@@ -841,6 +841,17 @@ static int reply_shutdown(struct device *d, struct ctl_req *req)
     return r ? (ctl_reply(req, r, NULL, 0), 0) : CTL_DEFER;
 }
 
+/* The scheduler's tenants and queues for `cisc top`: anyone may look, as
+ * at `cisc status`. */
+static int reply_sched_stats(struct device *d, struct ctl_req *req)
+{
+    char *text = malloc(CTL_MAX_PAYLOAD - 4);
+    ssize_t n = text ? eng_sched_report(d->eng, text, CTL_MAX_PAYLOAD - 4) : -ENOMEM;
+    ctl_reply(req, n < 0 ? (int)n : 0, text, n < 0 ? 0 : (size_t)n);
+    free(text);
+    return 0;
+}
+
 static int handle_ctl(void *arg, struct ctl_req *req)
 {
     struct device *d = arg;
@@ -854,6 +865,8 @@ static int handle_ctl(void *arg, struct ctl_req *req)
         return reply_session(d, req);
     case CTL_TENANT_SET:
         return reply_tenant(d, req);
+    case CTL_SCHED_STATS:
+        return reply_sched_stats(d, req);
     case CTL_QP_CREATE:
         return reply_qp_create(d, req);
     case CTL_QP_DESTROY:

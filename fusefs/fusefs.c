@@ -93,6 +93,7 @@ int fusefs_mount(struct engine *eng, const struct fusefs_opts *o, struct fusefs 
     if (!f)
         return fail(err, errlen, -ENOMEM, "out of memory");
     f->eng = eng;
+    f->tenant_pid = eng_tenant_is_pid(eng);
     f->mountpoint = strdup(o->mountpoint);
     pthread_mutex_init(&f->lock, NULL);
     if (fusefs_known_init(f)) {

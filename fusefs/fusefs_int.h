@@ -28,8 +28,13 @@ struct fusefs {
     bool looping;                 /* protected by lock */
     pthread_mutex_t lock;
     bool ra_done;                 /* fusefs_raise_readahead ran */
+    bool tenant_pid;              /* tenants are processes: requests carry the tgid */
     uint64_t page;                /* the kernel's page size (set at INIT) */
 };
+
+/* The process (thread group) of thread tid, for tenants that are pids
+ * (tgid.c); tid itself if it cannot be told. */
+uint32_t fusefs_tgid(uint32_t tid);
 
 /* Lets the kernel read ahead FUSEFS_MAX_IO per request instead of its
  * 128 KiB default: writes /sys/class/bdi/MAJ:MIN/read_ahead_kb (root

@@ -60,8 +60,11 @@ static int req_groups(void *arg, uint32_t *groups, unsigned max)
 static void cmd_init(struct eng_cmd *c, unsigned op, fuse_req_t req)
 {
     const struct fuse_ctx *ctx = fuse_req_ctx(req);
+    const struct fusefs *f = fuse_req_userdata(req);
+    /* The kernel names the calling thread; a tenant is its process. */
+    pid_t pid = f->tenant_pid ? (pid_t)fusefs_tgid((uint32_t)ctx->pid) : ctx->pid;
     struct eng_cred cred = {
-        .uid = ctx->uid, .gid = ctx->gid, .pid = ctx->pid, .ngroups = -1,
+        .uid = ctx->uid, .gid = ctx->gid, .pid = pid, .ngroups = -1,
         .groups_fn = req_groups, .groups_arg = req,
     };
     eng_cmd_init(c, op, &cred);

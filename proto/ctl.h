@@ -50,6 +50,10 @@
  *   CTL_TENANT_SET u32 tenant (uid or pid), u32 weight -> s32 status: the
  *                    scheduler's weight of a tenant; root only (-EPERM),
  *                    -EINVAL for a weight out of range (1..10000)
+ *   CTL_SCHED_STATS -> s32 status, UTF-8 text: the scheduler's tenants and
+ *                    queues with their core time, memory and latency
+ *                    histograms, busiest first (format: device/sched/
+ *                    report.c); `cisc top` reads it
  *   CTL_PROG_LOAD, _LIST, _SHOW, _UNLOAD, _STREAM (16..20): eBPF programs;
  *                    payloads in proto/progs_wire.h (a load passes the
  *                    object as a sealed memfd in SCM_RIGHTS: see rfd below)
@@ -106,6 +110,7 @@ enum ctl_type {
     CTL_RECOVERY_LIST = 9,
     CTL_RECOVERY_ACK = 10,
     CTL_TENANT_SET = 11,
+    CTL_SCHED_STATS = 12,
     /* 16..31: eBPF programs (proto/progs_wire.h has the payloads) */
     CTL_PROG_LOAD = 16,
     CTL_PROG_LIST = 17,

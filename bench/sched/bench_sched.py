@@ -14,13 +14,19 @@ a small device memory budget; the model is printed with the results).
 Each tenant is one process (the device runs with --tenant pid). Throughput
 is normalised to the same workload running alone on the same device;
 Jain's fairness index is over the tenants' normalised throughputs; the
-light tenant's p99 latency is reported with its p99 alone. Writes CSV to
+light tenant's p99 latency is reported with its p99 alone. Beside them, the
+device's own accounting: each tenant's share of device-core time in the
+co-run (from `cisc status`), which host noise does not skew the way it
+skews a throughput measured at another moment. With --repeat N every
+point is measured N times, alone and co-run alternating, and the median of
+each figure is reported. Writes CSV to
 bench/out/sched.csv and a plot to bench/out/sched.png (with matplotlib).
 Not a test: nothing here asserts a number.
 """
 import argparse
 import csv
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,7 +51,8 @@ class Device:
         return [l for l in st.splitlines() if l.startswith("model")]
 
     def run(self, jobs):
-        """Runs [(workload, threads)] at once; returns [(ops/s, p99_us)]."""
+        """Runs [(workload, threads)] at once; returns [(ops/s, p99_us,
+        share of device-core time)]."""
         ps = [subprocess.Popen([self.a.bench, wl, str(t), self.mnt, str(self.a.secs)],
                                stdout=subprocess.PIPE, text=True) for wl, t in jobs]
         out = []
@@ -53,7 +60,19 @@ class Device:
             f = p.communicate()[0].split()
             d = dict(zip(f[::2], f[1::2]))
             out.append((int(d["ops"]) / float(d["secs"]), float(d["p99_us"])))
-        return out
+        core = self.core_ns([p.pid for p in ps])
+        total = sum(core) or 1
+        return [o + (c / total,) for o, c in zip(out, core)]
+
+    def core_ns(self, pids):
+        """Device-core time charged to each pid (its tenant), from cisc status."""
+        st = sh([self.a.cisc, "status", "--raw", self.mnt]).stdout
+        ns = {}
+        for l in st.splitlines():
+            f = l.split()
+            if len(f) > 10 and f[0] == "tenant":
+                ns[int(f[1])] = int(f[f.index("core_ns") + 1])
+        return [ns.get(p, 0) for p in pids]
 
     def down(self):
         sh([self.a.cisc, "down", self.mnt], check=False)
@@ -64,33 +83,50 @@ def jain(xs):
     return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if any(xs) else 0.0
 
 
+def measure(a, pair, pol, ram, t):
+    """One repetition: both alone, then together under pol. Returns the
+    figures of this point."""
+    alone = {}
+    dev = Device(a, "fifo", ram)
+    try:
+        model = dev.model()
+        for wl in pair:
+            alone[wl] = dev.run([(wl, t)])[0]
+    finally:
+        dev.down()
+    dev = Device(a, pol, ram)
+    try:
+        got = dev.run([(wl, t) for wl in pair])
+    finally:
+        dev.down()
+    norm = [g[0] / alone[wl][0] if alone[wl][0] else 0.0 for g, wl in zip(got, pair)]
+    return model, {"light_norm": norm[0], "heavy_norm": norm[1], "jain": jain(norm),
+                   "light_p99_us": got[0][1], "light_p99_alone_us": alone[pair[0]][1],
+                   "light_core_share": got[0][2], "heavy_core_share": got[1][2],
+                   "jain_core": jain([got[0][2], got[1][2]])}
+
+
 def experiment(a, name, pair, policies, ram, rows, models):
-    """pair: (light, heavy) workloads; both alone, then together per policy."""
+    """pair: (light, heavy) workloads; both alone, then together per policy,
+    each point a.repeat times (alternating), medians reported."""
     for t in a.threads:
-        alone = {}
-        dev = Device(a, "fifo", ram)
-        try:
-            models.update({m: 1 for m in dev.model()})
-            for wl in pair:
-                alone[wl] = dev.run([(wl, t)])[0]
-        finally:
-            dev.down()
+        reps = {pol: [] for pol in policies}
+        for _ in range(a.repeat):
+            for pol in policies:
+                model, fig = measure(a, pair, pol, ram, t)
+                models.update({m: 1 for m in model})
+                reps[pol].append(fig)
         for pol in policies:
-            dev = Device(a, pol, ram)
-            try:
-                got = dev.run([(wl, t) for wl in pair])
-            finally:
-                dev.down()
-            norm = [g[0] / alone[wl][0] if alone[wl][0] else 0.0 for g, wl in zip(got, pair)]
-            rows.append({"exp": name, "policy": pol, "threads": t,
-                         "light": pair[0], "light_norm": round(norm[0], 3),
-                         "heavy": pair[1], "heavy_norm": round(norm[1], 3),
-                         "jain": round(jain(norm), 3),
-                         "light_p99_us": round(got[0][1], 1),
-                         "light_p99_alone_us": round(alone[pair[0]][1], 1)})
-            print("%-4s %-7s t=%d  %s %.2f  %s %.2f  jain %.2f  %s p99 %.0f us (alone %.0f)" %
-                  (name, pol, t, pair[0], norm[0], pair[1], norm[1], jain(norm), pair[0],
-                   got[0][1], alone[pair[0]][1]), flush=True)
+            med = {k: statistics.median(f[k] for f in reps[pol]) for k in reps[pol][0]}
+            rows.append({"exp": name, "policy": pol, "threads": t, "light": pair[0],
+                         "heavy": pair[1], "repeats": a.repeat,
+                         **{k: round(v, 3 if "us" not in k else 1) for k, v in med.items()}})
+            print("%-4s %-7s t=%d  %s %.2f  %s %.2f  jain %.2f  %s p99 %.0f us (alone %.0f)"
+                  "  core share %.2f/%.2f (jain %.2f)" %
+                  (name, pol, t, pair[0], med["light_norm"], pair[1], med["heavy_norm"],
+                   med["jain"], pair[0], med["light_p99_us"], med["light_p99_alone_us"],
+                   med["light_core_share"], med["heavy_core_share"], med["jain_core"]),
+                  flush=True)
 
 
 def plot(rows, path):
@@ -102,17 +138,27 @@ def plot(rows, path):
         print("(matplotlib missing: no plot)")
         return
     exps = sorted({r["exp"] for r in rows})
-    fig, axs = plt.subplots(1, len(exps), figsize=(6 * len(exps), 4))
-    for ax, e in zip(axs if len(exps) > 1 else [axs], exps):
+    fig, axs = plt.subplots(2, len(exps), figsize=(6 * len(exps), 7), squeeze=False)
+    for k, e in enumerate(exps):
         rs = [r for r in rows if r["exp"] == e]
         labels = ["%s t%d" % (r["policy"], r["threads"]) for r in rs]
         x = range(len(rs))
+        ax = axs[0][k]
         ax.bar([i - 0.2 for i in x], [r["light_norm"] for r in rs], 0.4, label=rs[0]["light"])
         ax.bar([i + 0.2 for i in x], [r["heavy_norm"] for r in rs], 0.4, label=rs[0]["heavy"])
         ax.set_xticks(list(x))
         ax.set_xticklabels(labels, rotation=60, fontsize=7)
-        ax.set_title(e)
-        ax.set_ylabel("throughput / alone")
+        ax.set_title(e + ": throughput / alone (Jain over these)")
+        ax.legend()
+        ax = axs[1][k]
+        light = [r["light_core_share"] for r in rs]
+        ax.bar(list(x), light, 0.6, label=rs[0]["light"])
+        ax.bar(list(x), [r["heavy_core_share"] for r in rs], 0.6, bottom=light,
+               label=rs[0]["heavy"])
+        ax.axhline(0.5, color="k", lw=0.5, ls="--")
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(labels, rotation=60, fontsize=7)
+        ax.set_title(e + ": share of device-core time (device's accounting)")
         ax.legend()
     fig.tight_layout()
     fig.savefig(path)
@@ -132,6 +178,8 @@ def main():
     p.add_argument("--ram", default="32M", help="device memory for 9b and mix")
     p.add_argument("--choice", help="the choice-cost program (cisc-bench-sched-choice)")
     p.add_argument("--only", default="9a,9b,mix")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="measure each point N times (alone and co-run alternating), report medians")
     a = p.parse_args()
     a.threads = [int(t) for t in a.threads.split(",")]
     os.makedirs(a.out, exist_ok=True)
@@ -147,7 +195,8 @@ def main():
     if "mix" in only:
         experiment(a, "mix", ("fio", "rcw"), ["fifo", "cfs", "drf"], a.ram, rows, models)
     print("device model:", "; ".join(models), "| device-ram 2G (9a),", a.ram,
-          "(9b, mix) | %.1f s per run, one process per tenant (--tenant pid)" % a.secs)
+          "(9b, mix) | %.1f s per run, one process per tenant (--tenant pid),"
+          " medians of %d repetitions" % (a.secs, a.repeat))
     path = os.path.join(a.out, "sched.csv")
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))

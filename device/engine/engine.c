@@ -207,6 +207,11 @@ uint32_t eng_tenant(const struct engine *e, const struct eng_cred *cred)
     return e->tenant_pid ? (uint32_t)cred->pid : cred->uid;
 }
 
+bool eng_tenant_is_pid(const struct engine *e)
+{
+    return e->tenant_pid;
+}
+
 /* Who the scheduler charges cmd to, and the device memory it will hold
  * (a fused op's reservation, fused.h; other commands hold none). */
 static void tag(struct engine *e, struct eng_cmd *cmd)
@@ -262,6 +267,11 @@ void eng_submit_batch(struct engine *e, struct eng_cmd **cmds, unsigned n, int *
 unsigned eng_tenant_stats(struct engine *e, struct sched_tenant_stats *out, unsigned max)
 {
     return sched_tenant_stats(e->sched, out, max);
+}
+
+ssize_t eng_sched_report(struct engine *e, char *buf, size_t size)
+{
+    return sched_report(e->sched, buf, size);
 }
 
 int eng_tenant_weight(struct engine *e, uint32_t tenant, uint32_t weight)

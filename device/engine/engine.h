@@ -345,8 +345,15 @@ void eng_sched_stats(struct engine *e, struct sched_stats *st);
 /* The tenant cred belongs to: its uid, or its pid under tenant_pid. */
 uint32_t eng_tenant(const struct engine *e, const struct eng_cred *cred);
 
+/* True if tenants are processes (tenant_pid): a door that knows only a
+ * thread id (the FUSE mount) passes its process's id in cred.pid. */
+bool eng_tenant_is_pid(const struct engine *e);
+
 /* Per-tenant scheduler statistics (sched_tenant_stats). */
 unsigned eng_tenant_stats(struct engine *e, struct sched_tenant_stats *out, unsigned max);
+
+/* The scheduler's report of tenants and queues (sched_report). */
+ssize_t eng_sched_report(struct engine *e, char *buf, size_t size);
 
 /* Sets a tenant's scheduling weight. Returns 0 or -EINVAL / -ENOMEM. */
 int eng_tenant_weight(struct engine *e, uint32_t tenant, uint32_t weight);

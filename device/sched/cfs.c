@@ -23,12 +23,20 @@
  * max(its own, min_vt), and a queue at max(its own, the least of its
  * tenant's live queues): idling saves no credit, and the virtual times of
  * those who stayed busy are never disturbed. Items run directly (never
- * queued) make their tenant live too, so min_vt moves with them.
+ * queued) make their tenant live too, so min_vt moves with them. When the
+ * last live tenant (queue) idles, the floor moves up to its virtual time,
+ * as Linux's min_vruntime stays where the last task left: a newcomer after
+ * an idle spell starts level with the last one to run, not behind it.
  *
- * The memory key (cfs only): while commands wait for device memory,
- * the next item comes from the active tenant with the least memory in
- * use (a second heap, by_mem), so a memory-hungry tenant cannot keep the
- * cores waiting for memory while others need little.
+ * Forgetting. An idle tenant (queue) at or below the floor holds no debt:
+ * coming back, it would start at the floor whether it kept its virtual
+ * time or started from zero, so its account may be freed (sched_int.h).
+ *
+ * The memory key (cfs only): while commands wait for device memory, or
+ * the next command would not fit in it (sched.c's memory admission), the
+ * next item comes from the active tenant with the least memory in use (a
+ * second heap, by_mem), so a memory-hungry tenant cannot keep the cores
+ * waiting for memory while others need little.
  *
  * Invariants (cfs_check):
  *   1. A tenant is in by_vt (and, for cfs, by_mem) iff its queues heap is
@@ -171,10 +179,18 @@ static int make_live(struct cfs *c, struct sched_queue *q)
 static void maybe_idle(struct cfs *c, struct sched_queue *q)
 {
     struct sched_tenant *t = q->t;
-    if (!q->head && !q->running && heap_has(&q->live))
+    if (!q->head && !q->running && heap_has(&q->live)) {
+        floor_of(&t->qmin, &t->live_queues);
         heap_remove(&t->live_queues, &q->live);
-    if (!t->queues.n && !t->running && heap_has(&t->live))
+        if (!t->live_queues.n)   /* the last one idles: the floor is where it left */
+            t->qmin = max64(t->qmin, q->vt);
+    }
+    if (!t->queues.n && !t->running && heap_has(&t->live)) {
+        floor_of(&c->min_vt, &c->live);
         heap_remove(&c->live, &t->live);
+        if (!c->live.n)
+            c->min_vt = max64(c->min_vt, t->vt);
+    }
 }
 
 static void sync_mem(struct cfs *c, struct sched_tenant *t)
@@ -301,6 +317,17 @@ static void cfs_charge(void *p, const struct sched_item *it, uint64_t ns)
     maybe_idle(c, q);
 }
 
+/* ---- recycling ------------------------------------------------------------------ */
+
+/* An idle account at or below its floor changes no choice when forgotten. */
+static bool cfs_forgettable(void *p, const struct sched_tenant *t, const struct sched_queue *q)
+{
+    struct cfs *c = p;
+    if (q)
+        return q->vt <= floor_of(&q->t->qmin, &q->t->live_queues);
+    return t->vt <= floor_of(&c->min_vt, &c->live);
+}
+
 /* ---- checking -------------------------------------------------------------------- */
 
 /* Invariants 1-2 for tenant t (in by_vt); adds its items to *n (bounded). */
@@ -337,12 +364,13 @@ static bool cfs_check(const void *p, uint64_t depth)
     return n > CHECK_WALK ? depth > CHECK_WALK : n == depth;   /* 3 */
 }
 
-#define FAIR_POLICY(var, nm, mk)                                                           \
+#define FAIR_POLICY(var, nm, mk, admit)                                                    \
     const struct sched_policy var = { .name = nm, .create = mk, .destroy = cfs_destroy,   \
                                       .push = cfs_push, .pop = cfs_pop, .peek = cfs_peek,     \
                                       .start = cfs_start,                                 \
-                                      .charge = cfs_charge, .check = cfs_check }
+                                      .charge = cfs_charge, .check = cfs_check,           \
+                                      .forgettable = cfs_forgettable, .mem_admit = admit }
 
-FAIR_POLICY(sched_cfs, "cfs", cfs_create);
-FAIR_POLICY(sched_cfs_cpu, "cfs-cpu", cfs_cpu_create);
-FAIR_POLICY(sched_drf, "drf", drf_create);
+FAIR_POLICY(sched_cfs, "cfs", cfs_create, true);   /* the memory key admits too */
+FAIR_POLICY(sched_cfs_cpu, "cfs-cpu", cfs_cpu_create, false);
+FAIR_POLICY(sched_drf, "drf", drf_create, false);

@@ -28,6 +28,8 @@ struct sched {
     pthread_cond_t idle_cv;    /* signalled when the last running item finishes */
     bool stopping;
     unsigned mem_waiting;      /* running commands waiting for device memory */
+    uint64_t mem_budget;       /* device memory */
+    uint64_t mem_running;      /* reservations of the items running now */
     struct sched_accts acct;   /* tenants and queues */
     unsigned idle;             /* worker threads waiting on `work` */
     unsigned busy;             /* core slots in use */
@@ -158,17 +160,22 @@ static unsigned slot_get(struct sched *s)
 /* it starts running (lock held): accounted, and the policy told. */
 static void started(struct sched *s, struct sched_item *it, bool was_queued)
 {
+    s->mem_running += it->mem;
     sched_acct_start(&s->acct, it, was_queued, now_ns());
     if (s->pol->start)
         s->pol->start(s->q, it);
 }
 
 /* Charges the policy, returns the slot, wakes sched_drain when quiet. */
-static void finish(struct sched *s, unsigned slot, struct sched_item *copy, uint64_t ns)
+static void finish(struct sched *s, unsigned slot, struct sched_item *copy, uint64_t ns,
+                   uint64_t end)
 {
     pthread_mutex_lock(&s->lock);
-    sched_acct_finish(&s->acct, copy, ns);   /* 5 */
+    uint64_t lat = end > copy->t_submit_ns ? end - copy->t_submit_ns : 0;
+    s->mem_running -= copy->mem;
+    sched_acct_finish(&s->acct, copy, ns, lat);   /* 5 */
     s->pol->charge(s->q, copy, ns);
+    sched_acct_settled(&s->acct, copy->sq);
     s->free_slots |= 1ull << slot;
     s->busy--;
     s->completed++;
@@ -189,7 +196,37 @@ static void run_on(struct sched *s, struct sched_item *it, unsigned slot)
     struct sched_item copy = *it;   /* run() may free it */
     uint64_t t0 = now_ns();
     s->run(s->arg, it, slot);
-    finish(s, slot, &copy, now_ns() - t0);
+    uint64_t t1 = now_ns();
+    finish(s, slot, &copy, t1 - t0, t1);
+}
+
+/* ---- memory admission ------------------------------------------------------ */
+
+/* Whether it's reservation fits beside the running items' (lock held).
+ * With nothing running it always does: the engine's budget decides. */
+static bool fits(const struct sched *s, const struct sched_item *it)
+{
+    return !it->mem || !s->mem_running || s->mem_running + it->mem <= s->mem_budget;
+}
+
+/* The item to start next (lock held), or NULL: none waits, or the
+ * policy's choice does not fit in device memory beside the running items
+ * and neither does its choice with memory tight (the memory key: cfs then
+ * serves the tenant holding the least). A command that does not fit waits
+ * in its queue, not on a core, so the cores stay free for commands that
+ * fit; the finish that frees memory wakes a core (finish()). *tight says
+ * which choice it is, for pop. */
+static struct sched_item *choose(struct sched *s, bool *tight)
+{
+    *tight = s->mem_waiting > 0;
+    struct sched_item *it = s->pol->peek(s->q, *tight);
+    if (!s->pol->mem_admit)
+        return it;
+    if (it && !fits(s, it) && !*tight) {
+        *tight = true;
+        it = s->pol->peek(s->q, true);
+    }
+    return it && fits(s, it) ? it : NULL;
 }
 
 /* ---- worker threads ------------------------------------------------------ */
@@ -199,8 +236,11 @@ static bool take(struct sched *s, struct sched_item **it, unsigned *slot)
 {
     pthread_mutex_lock(&s->lock);
     for (;;) {
-        if (s->busy < s->cores && (*it = s->pol->pop(s->q, s->mem_waiting > 0)) != NULL)
+        bool tight;
+        if (s->busy < s->cores && choose(s, &tight)) {
+            *it = s->pol->pop(s->q, tight);
             break;
+        }
         if (s->stopping && s->depth == 0) {
             pthread_mutex_unlock(&s->lock);
             return false;
@@ -212,8 +252,12 @@ static bool take(struct sched *s, struct sched_item **it, unsigned *slot)
     s->depth--;
     *slot = slot_get(s);
     started(s, *it, true);
+    /* one finish may have freed memory for several: pass the wake-up on */
+    bool chain = s->depth > 0 && s->idle > 0 && s->busy < s->cores;
     assert(sched_check(s));
     pthread_mutex_unlock(&s->lock);
+    if (chain)
+        pthread_cond_signal(&s->work);
     return true;
 }
 
@@ -253,11 +297,13 @@ int sched_create(const struct sched_policy *pol, const struct sched_config *cfg,
     s->cores = cfg->cores;
     s->direct = cfg->direct;
     uint64_t budget = cfg->mem_budget ? cfg->mem_budget : SCHED_MEM_DEFAULT;
+    s->mem_budget = budget;
     sched_acct_init(&s->acct, cfg->cores, budget);
     s->acct.max_queues = cfg->max_queues;
     s->free_slots = cfg->cores == 64 ? ~0ull : (1ull << cfg->cores) - 1;
     s->q = pol->create(&(struct sched_env){ cfg->cores, budget });
     s->threads = calloc(cfg->cores, sizeof(pthread_t));
+    sched_acct_bind(&s->acct, pol, s->q);
     if (!s->q || !s->threads) {
         if (s->q)
             pol->destroy(s->q);
@@ -300,7 +346,8 @@ static int submit(struct sched *s, struct sched_item *it, bool direct)
     }
     /* Direct dispatch: nothing waits and a core is free, so the submitter
      * runs the item in that core's slot instead of waking a worker. */
-    if (direct && s->direct && s->depth == 0 && s->busy < s->cores) {
+    if (direct && s->direct && s->depth == 0 && s->busy < s->cores &&
+        (!s->pol->mem_admit || fits(s, it))) {
         s->submitted++;
         unsigned slot = slot_get(s);
         s->direct_runs++;
@@ -336,8 +383,8 @@ static int batch_push(struct sched *s, struct sched_item *it)
 static struct sched_item *help_take(struct sched *s, unsigned *slot, sched_mine_fn mine,
                                     void *arg)
 {
-    bool tight = s->mem_waiting > 0;
-    struct sched_item *it = s->busy < s->cores ? s->pol->peek(s->q, tight) : NULL;
+    bool tight;
+    struct sched_item *it = s->busy < s->cores ? choose(s, &tight) : NULL;
     if (!it || !mine(arg, it))
         return NULL;
     it = s->pol->pop(s->q, tight);
@@ -395,6 +442,10 @@ void sched_get_stats(struct sched *s, struct sched_stats *st)
     st->depth = s->depth;
     st->max_depth = s->max_depth;
     st->busy = s->busy;
+    st->tenants = s->acct.tenants.n;
+    st->queues = s->acct.queues.n;
+    st->freed_tenants = s->acct.freed_tenants;
+    st->freed_queues = s->acct.freed_queues;
     memcpy(st->core, s->core, sizeof(st->core));
     pthread_mutex_unlock(&s->lock);
 }
@@ -428,14 +479,50 @@ unsigned sched_tenant_stats(struct sched *s, struct sched_tenant_stats *out, uns
     return n;
 }
 
+/* One queue's row (lock held). */
+static void queue_row(const struct sched *s, const struct sched_queue *q, struct sched_row *o)
+{
+    const struct sched_accts *a = &s->acct;
+    *o = (struct sched_row){
+        .is_queue = true, .queue = q->id,
+        .st = { .id = q->t->id, .weight = q->t->weight, .vt = q->vt, .core_ns = q->core_ns,
+                .share = a->core_ns ? (double)q->core_ns / (double)a->core_ns : 0.0,
+                .mem_use = q->mem_use, .mem_peak = q->mem_peak, .queued = q->queued,
+                .running = q->running, .done = q->done },
+        .lat = q->lat,
+    };
+}
+
+unsigned sched_rows(struct sched *s, struct sched_row *out, unsigned max)
+{
+    unsigned n = 0;
+    pthread_mutex_lock(&s->lock);
+    const struct acct_map *m = &s->acct.tenants;
+    for (size_t i = 0; i < m->cap; i++) {
+        const struct sched_tenant *t = m->val[i];
+        if (t && n++ < max) {
+            out[n - 1] = (struct sched_row){ .lat = t->lat };
+            tenant_stats(s, t, &out[n - 1].st);
+        }
+    }
+    m = &s->acct.queues;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->val[i] && n++ < max)
+            queue_row(s, m->val[i], &out[n - 1]);
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
 int sched_tenant_weight(struct sched *s, uint32_t tenant, uint32_t weight)
 {
     if (weight < SCHED_WEIGHT_MIN || weight > SCHED_WEIGHT_MAX)
         return -EINVAL;
     pthread_mutex_lock(&s->lock);
     struct sched_tenant *t = sched_acct_tenant(&s->acct, tenant);
-    if (t)
+    if (t) {
         t->weight = weight;   /* counts from the next charge on */
+        sched_acct_idle_check(&s->acct, t);
+    }
     pthread_mutex_unlock(&s->lock);
     return t ? 0 : -ENOMEM;
 }
@@ -448,6 +535,8 @@ int sched_queue_open(struct sched *s, uint32_t tenant)
             : s->acct.max_queues && t->queues_open >= s->acct.max_queues ? -EDQUOT : 0;
     if (!r)
         t->queues_open++;
+    if (t)
+        sched_acct_idle_check(&s->acct, t);
     assert(sched_check(s));
     pthread_mutex_unlock(&s->lock);
     return r;
@@ -456,10 +545,13 @@ int sched_queue_open(struct sched *s, uint32_t tenant)
 void sched_queue_close(struct sched *s, uint32_t tenant)
 {
     pthread_mutex_lock(&s->lock);
-    struct sched_tenant *t = sched_acct_tenant(&s->acct, tenant);
+    struct sched_tenant *t = sched_acct_find(&s->acct, tenant);
     assert(t && t->queues_open > 0);
-    if (t && t->queues_open)
+    if (t && t->queues_open) {
         t->queues_open--;
+        sched_acct_idle_check(&s->acct, t);
+    }
+    assert(sched_check(s));
     pthread_mutex_unlock(&s->lock);
 }
 

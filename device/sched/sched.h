@@ -25,6 +25,16 @@
  *
  * Each choice costs O(log n) in tenants and queues (heaps, heap.h).
  *
+ * Memory admission (cfs, the policy with the memory key): a command whose
+ * device-memory reservation (item.mem) does not fit beside those of the
+ * running commands is not started; the
+ * policy is asked again with memory tight (cfs: the tenant holding the
+ * least memory), and if that does not fit either, the cores wait for a
+ * finish to free memory. So a memory-hungry tenant's commands wait in
+ * their queue, not on a core, and the cores stay free for commands that
+ * fit (§4.6.2). With nothing running any command may start (the engine's
+ * budget then decides).
+ *
  * A tenant is whoever the door says (sched_item.tenant: a uid, or a pid
  * with the device's tenant=pid); a queue is a door's submission queue
  * (libcisc queue pairs; the FUSE mount is queue 0 of each caller).
@@ -53,7 +63,8 @@
  *   2. After sched_destroy() begins, sched_submit() refuses (-ESHUTDOWN).
  *   3. Lock order: the scheduler lock is a leaf; run() is called without it.
  *   4. At most `cores` items run at any time, in distinct slots; an item
- *      never waits in the queue while a slot is free and a worker idle.
+ *      never waits in the queue while a slot is free, a worker idle and
+ *      its memory fits (see memory admission).
  *   5. Every item that runs, queued or direct, is charged to its tenant
  *      and queue exactly once, with the time it held its core.
  *   6. A tenant never has more than max_queues queues open (when set).
@@ -67,12 +78,17 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "device/sched/hist.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 struct sched_queue;
+struct sched_tenant;
 
 /* Embedded in whatever the caller schedules (the engine's command). */
 struct sched_item {
@@ -117,6 +133,15 @@ struct sched_policy {
      * builds call it after every change, so it must be cheap: count at
      * most a few dozen items). */
     bool (*check)(const void *q, uint64_t depth);
+    /* Optional (absent: always true): whether the idle queue account sq,
+     * or with sq NULL the idle tenant t, holds nothing the policy needs,
+     * so freeing it and starting afresh later changes no choice (see
+     * sched_int.h, "Recycling"). */
+    bool (*forgettable)(void *q, const struct sched_tenant *t, const struct sched_queue *sq);
+    /* Memory admission (below): a command that does not fit in device
+     * memory beside the running ones waits in its queue (cfs). Without
+     * it, the policy's choice starts and waits for memory on its core. */
+    bool mem_admit;
 };
 
 extern const struct sched_policy sched_fifo;
@@ -167,6 +192,8 @@ struct sched_stats {
     uint64_t depth;            /* queued, not yet taken by a core */
     uint64_t max_depth;
     unsigned busy;             /* cores running an item now */
+    uint64_t tenants, queues;  /* accounts held now */
+    uint64_t freed_tenants, freed_queues;   /* idle accounts recycled so far */
     struct sched_core_stats core[SCHED_MAX_CORES];
 };
 
@@ -205,6 +232,25 @@ void sched_get_stats(struct sched *s, struct sched_stats *st);
 /* Copies up to max tenants' statistics into out (in no order). Returns
  * how many tenants there are (may exceed max). */
 unsigned sched_tenant_stats(struct sched *s, struct sched_tenant_stats *out, unsigned max);
+
+/* One row of `cisc top`: a tenant, or one of its queues. */
+struct sched_row {
+    bool is_queue;
+    uint32_t queue;                /* queue rows: the queue's id */
+    struct sched_tenant_stats st;  /* tenant rows: all; queue rows: id (its tenant),
+                                      core_ns, share, mem_use, mem_peak, queued,
+                                      running, done */
+    struct hist lat;               /* submit-to-finish latency of its items */
+};
+
+/* Copies up to max rows, tenants first, then queues (in no order within
+ * each). Returns how many rows there are (may exceed max). */
+unsigned sched_rows(struct sched *s, struct sched_row *out, unsigned max);
+
+/* Writes the scheduler's report for `cisc top` into buf (at most size
+ * bytes, NUL-terminated, whole lines only; report.c has the format).
+ * Returns its length or -ENOMEM. */
+ssize_t sched_report(struct sched *s, char *buf, size_t size);
 
 /* Sets a tenant's weight (SCHED_WEIGHT_MIN..MAX; default
  * SCHED_WEIGHT_DEFAULT): its virtual time runs 1/weight as fast. Returns

@@ -8,8 +8,16 @@
  * policy keeps its own fields (virtual time, heap positions) in the same
  * structs, written only under the scheduler lock like everything here.
  *
- * Accounts live until the scheduler is destroyed: a tenant's virtual
- * time must outlast its idle spells, or going idle would wipe a debt.
+ * Recycling. An account whose owner is idle (nothing queued or running,
+ * and for a tenant no queue pairs open, no queue accounts and the default
+ * weight) joins an idle list, oldest first; it leaves the list when its
+ * owner is busy again. While there are more than SCHED_KEEP_TENANTS
+ * tenants (SCHED_KEEP_QUEUES queues), creating an account frees up to
+ * SCHED_RECYCLE_STEP of the oldest idle ones the policy says hold nothing
+ * it needs (sched_policy.forgettable: under cfs and drf a virtual time at
+ * or below the minimum, so no debt is wiped). A storm of short-lived pids
+ * or queue pairs thus costs a bounded table, O(1) per account; idle
+ * accounts stay shown (cisc status) until then.
  *
  * Invariants (checked by sched_acct_check):
  *   1. A tenant's queued count is the sum of its queues' (a policy that
@@ -17,11 +25,15 @@
  *   2. mem_use of a tenant is the sum of the mem of its running items and
  *      never exceeds mem_peak.
  *   3. queues_open <= max_queues (when a cap is set).
+ *   4. An account is on its idle list only while its owner is idle (see
+ *      above); a freed account has no items, and a tenant is freed only
+ *      once it has no queue accounts.
  */
 #ifndef CISC_DEVICE_SCHED_INT_H
 #define CISC_DEVICE_SCHED_INT_H
 
 #include "device/sched/heap.h"
+#include "device/sched/hist.h"
 #include "device/sched/sched.h"
 
 #include <stddef.h>
@@ -29,6 +41,15 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#define SCHED_KEEP_TENANTS 64u    /* idle accounts kept for status */
+#define SCHED_KEEP_QUEUES 128u
+#define SCHED_RECYCLE_STEP 4u     /* idle accounts examined per new one */
+
+/* A link of an idle list (circular, with a head); next == NULL: off it. */
+struct acct_link {
+    struct acct_link *prev, *next;
+};
 
 struct sched_tenant {
     uint32_t id;
@@ -42,6 +63,8 @@ struct sched_tenant {
     uint64_t throttled_ns;        /* time its items waited while queued */
     uint64_t overtaken;           /* starts of other items while one of its waited */
     uint64_t terminated;          /* ops stopped for their time limit */
+    struct hist lat;              /* submit-to-finish latency of its items */
+    struct acct_link idle;        /* on the accounts' idle tenants while idle */
     /* the policy's */
     uint64_t vt;                  /* virtual time, weighted ns */
     struct heap_node by_vt, by_mem;   /* while it has items waiting */
@@ -54,8 +77,10 @@ struct sched_tenant {
 struct sched_queue {
     struct sched_tenant *t;
     uint32_t id;
-    uint64_t queued, running, mem_use, core_ns;
+    uint64_t queued, running, done, mem_use, mem_peak, core_ns;
     struct sched_item *head, **tailp;   /* FIFO of its waiting items */
+    struct hist lat;              /* submit-to-finish latency of its items */
+    struct acct_link idle;        /* on the accounts' idle queues while idle */
     /* the policy's */
     uint64_t vt;
     uint64_t est_ns;              /* recent cost per item (pre-charged at start) */
@@ -77,29 +102,52 @@ struct sched_accts {
     double mem_bns;
     unsigned cores;
     uint64_t mem_budget;
+    struct acct_link idle_tenants, idle_queues;   /* oldest idle first */
+    uint64_t freed_tenants, freed_queues;         /* recycled so far */
+    const struct sched_policy *pol;   /* judges what may be freed (NULL: all) */
+    void *pq;                         /* its queue */
 };
 
 /* Sets up empty accounts for `cores` cores and a memory budget. */
 void sched_acct_init(struct sched_accts *a, unsigned cores, uint64_t mem_budget);
 
+/* The policy whose forgettable() decides which idle accounts may be
+ * freed (without one, any idle account may). */
+void sched_acct_bind(struct sched_accts *a, const struct sched_policy *pol, void *pq);
+
 /* Frees every account. */
 void sched_acct_free(struct sched_accts *a);
 
-/* The tenant's account, created (weight default) if new; NULL on -ENOMEM. */
+/* The tenant's account, created (weight default) if new; NULL on -ENOMEM.
+ * The caller makes it busy (an open queue, a weight) or calls
+ * sched_acct_idle_check, or it stays off the idle list. */
 struct sched_tenant *sched_acct_tenant(struct sched_accts *a, uint32_t tenant);
+
+/* The tenant's account if it has one, else NULL. */
+struct sched_tenant *sched_acct_find(const struct sched_accts *a, uint32_t tenant);
+
+/* Puts t on the idle list if it is idle (see the top), takes it off if
+ * not. */
+void sched_acct_idle_check(struct sched_accts *a, struct sched_tenant *t);
 
 /* Sets it->sq to the account of (it->tenant, it->queue), creating it.
  * Returns 0 or -ENOMEM. */
 int sched_acct_resolve(struct sched_accts *a, struct sched_item *it);
 
 /* Bookkeeping when an item is queued, starts running, and finishes after
- * `ns` on a core. `now` is the clock (tests pass a fake one). */
+ * `ns` on a core, `lat_ns` after it was submitted. `now` is the clock
+ * (tests pass a fake one). */
 void sched_acct_queued(struct sched_accts *a, struct sched_item *it);
 void sched_acct_start(struct sched_accts *a, struct sched_item *it, bool was_queued,
                       uint64_t now);
-void sched_acct_finish(struct sched_accts *a, const struct sched_item *it, uint64_t ns);
+void sched_acct_finish(struct sched_accts *a, const struct sched_item *it, uint64_t ns,
+                       uint64_t lat_ns);
 
-/* Invariants 1-3 over at most `walk` accounts. */
+/* After the policy was charged for an item of q: q joins the idle list if
+ * nothing of it is queued or running any more. */
+void sched_acct_settled(struct sched_accts *a, struct sched_queue *q);
+
+/* Invariants 1-4 over at most `walk` accounts. */
 bool sched_acct_check(const struct sched_accts *a, size_t walk);
 
 /* The item FIFO of one queue account. */

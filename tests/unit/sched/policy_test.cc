@@ -32,6 +32,7 @@ public:
         sched_acct_init(&a_, cores, budget);
         struct sched_env env = { cores, budget };
         q_ = pol_->create(&env);
+        sched_acct_bind(&a_, pol_, q_);
     }
     ~Harness()
     {
@@ -93,8 +94,9 @@ public:
     void Finish(Item *x, uint64_t ns)
     {
         clock_ += ns;
-        sched_acct_finish(&a_, &x->it, ns);
+        sched_acct_finish(&a_, &x->it, ns, clock_ - x->it.t_submit_ns);
         pol_->charge(q_, &x->it, ns);
+        sched_acct_settled(&a_, x->it.sq);
         Check();
     }
 
@@ -110,7 +112,15 @@ public:
         return t;
     }
 
-    struct sched_tenant *Tenant(uint32_t id) { return sched_acct_tenant(&a_, id); }
+    struct sched_tenant *Tenant(uint32_t id) { return sched_acct_find(&a_, id); }
+    struct sched_accts *accts() { return &a_; }
+    void Weight(uint32_t id, uint32_t w)
+    {
+        struct sched_tenant *t = sched_acct_tenant(&a_, id);
+        ASSERT_NE(t, nullptr);
+        t->weight = w;
+        sched_acct_idle_check(&a_, t);
+    }
     uint64_t depth() const { return depth_; }
 
 private:
@@ -302,7 +312,7 @@ TEST(Cfs, MoreQueuesBuyNoShare)
 TEST(Cfs, WeightsDivideTheCores)
 {
     Harness h(&sched_cfs);
-    h.Tenant(1)->weight = 2 * SCHED_WEIGHT_DEFAULT;
+    h.Weight(1, 2 * SCHED_WEIGHT_DEFAULT);
     h.PushMany(1, 1, 200);
     h.PushMany(2, 1, 200);
     std::map<uint32_t, int> n;
@@ -318,8 +328,9 @@ TEST(Cfs, MemoryKeyServesTheTenantHoldingLeast)
     for (const struct sched_policy *p : { &sched_cfs, &sched_cfs_cpu }) {
         Harness h(p, 2, gib);
         h.Push(2, 1, 4096);
-        h.Finish(h.Pop(), 50000);   // tenant 2 is well ahead in virtual time
-        h.PushMany(1, 1, 3, gib / 2);   // memory-hungry
+        Item *first = h.Pop();
+        h.PushMany(1, 1, 3, gib / 2);   // memory-hungry, waiting meanwhile
+        h.Finish(first, 50000);   // tenant 2 is well ahead in virtual time
         ASSERT_EQ(h.Pop()->it.tenant, 1u);   // runs on, holding half the budget
         h.PushMany(2, 1, 2, 4096);
         EXPECT_EQ(h.Pop(false)->it.tenant, 1u) << p->name;   // least virtual time
@@ -379,4 +390,112 @@ TEST(Accounts, ChargeWhatRanAndTrackMemory)
     EXPECT_EQ(h.Tenant(5)->done, 2u);
     EXPECT_EQ(h.Tenant(5)->queued, 0u);
     EXPECT_EQ(h.Tenant(5)->nqueues, 2u);
+}
+
+// A storm of short-lived tenants (pids) each on a queue pair of its own
+// (queue ids are never reused): the accounts of the idle ones are
+// recycled, so the tables stay near their keep sizes under every policy.
+TEST(Recycle, AStormOfShortLivedTenantsKeepsTheTablesSmall)
+{
+    for (const struct sched_policy *p : { &sched_fifo, &sched_rr, &sched_cfs, &sched_drf }) {
+        Harness h(p);
+        for (uint32_t i = 0; i < 3000; i++) {
+            h.Push(1000 + i, 1 + i);
+            h.Step(Flat);
+        }
+        const struct sched_accts *a = h.accts();
+        // a tenant goes once its queue accounts have gone
+        EXPECT_LE(a->queues.n, SCHED_KEEP_QUEUES + 1) << p->name;
+        EXPECT_LE(a->tenants.n, SCHED_KEEP_QUEUES + SCHED_KEEP_TENANTS) << p->name;
+        EXPECT_GE(a->freed_tenants, 3000u - SCHED_KEEP_QUEUES - SCHED_KEEP_TENANTS) << p->name;
+        // every account left is reachable (deletion keeps the probe chains)
+        size_t found = 0;
+        for (uint32_t i = 0; i < 3000; i++) {
+            const struct sched_tenant *t = h.Tenant(1000 + i);
+            if (t) {
+                EXPECT_EQ(t->id, 1000 + i);
+                found++;
+            }
+        }
+        EXPECT_EQ(found, a->tenants.n) << p->name;
+        // the most recent ones are still shown, and a freed one comes back
+        // as a fresh account
+        ASSERT_NE(h.Tenant(1000 + 2999), nullptr) << p->name;
+        EXPECT_EQ(h.Tenant(1000 + 2999)->done, 1u);
+        EXPECT_EQ(h.Tenant(1000), nullptr) << p->name;
+        h.Push(1000, 1);
+        h.Step(Flat);
+        ASSERT_NE(h.Tenant(1000), nullptr);
+        EXPECT_EQ(h.Tenant(1000)->done, 1u);
+    }
+}
+
+// An idle tenant that ran ahead of the others keeps its debt: cfs frees
+// its account only once the others' virtual time has passed it, so going
+// idle (or being recycled) never buys it credit.
+TEST(Recycle, ADebtIsNotForgotten)
+{
+    Harness h(&sched_cfs);
+    h.PushMany(2, 1, 2000);   // tenant 2 stays busy throughout
+    h.Push(1, 1);
+    Item *x;
+    while ((x = h.Pop())->it.tenant != 1)
+        h.Finish(x, 1000);
+    h.Finish(x, 500000);   // tenant 1 ran far ahead, then idles
+    uint32_t next = 1000;
+    auto storm = [&](int n) {
+        for (int i = 0; i < n; i++) {
+            h.Push(next++, 1);
+            h.Step(Flat);
+            h.Step(Flat);
+        }
+    };
+    storm(200);
+    ASSERT_LT(h.Tenant(2)->vt, 500000u);
+    ASSERT_NE(h.Tenant(1), nullptr) << "freed while others were behind it";
+    EXPECT_GE(h.Tenant(1)->vt, 500000u);
+    EXPECT_GT(h.accts()->freed_tenants, 50u) << "the others were recycled meanwhile";
+    storm(500);
+    ASSERT_GT(h.Tenant(2)->vt, 500000u);
+    EXPECT_EQ(h.Tenant(1), nullptr) << "no debt left: recycled";
+}
+
+// Latencies land in the tenant's and the queue's histograms.
+TEST(Accounts, LatencyHistogramPerTenantAndQueue)
+{
+    Harness h(&sched_fifo);
+    for (int i = 0; i < 100; i++) {
+        h.Push(7, 3);
+        h.Step([i](Item *) { return i < 90 ? 10000 : 1000000; });
+    }
+    const struct sched_tenant *t = h.Tenant(7);
+    ASSERT_NE(t, nullptr);
+    uint64_t p50 = hist_quantile(t->lat.n, 0.5), p99 = hist_quantile(t->lat.n, 0.99);
+    EXPECT_NEAR((double)p50, 10000, 1250);
+    EXPECT_NEAR((double)p99, 1000000, 125000);
+    uint64_t tq = 0;
+    for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+        tq += t->lat.n[i];
+    }
+    EXPECT_EQ(tq, 100u);
+}
+
+TEST(Hist, BucketsCoverEveryValueOnce)
+{
+    for (unsigned i = 0; i + 1 < HIST_BUCKETS; i++) {
+        EXPECT_LT(hist_low(i), hist_high(i));
+        EXPECT_EQ(hist_high(i), hist_low(i + 1)) << i;
+    }
+    std::mt19937_64 rng(7);
+    for (int k = 0; k < 100000; k++) {
+        uint64_t ns = rng() >> (rng() % 64);
+        unsigned b = hist_bucket(ns);
+        ASSERT_LT(b, HIST_BUCKETS);
+        if (b + 1 < HIST_BUCKETS) {
+            ASSERT_GE(ns, hist_low(b)) << ns;
+            ASSERT_LT(ns, hist_high(b)) << ns;
+        } else {
+            ASSERT_GE(ns, hist_low(b)) << ns;
+        }
+    }
 }

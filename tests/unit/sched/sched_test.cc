@@ -230,3 +230,61 @@ TEST(Sched, QueueCapPerTenant)
         }
     sched_destroy(s);
 }
+
+namespace {
+
+// Items of two tenants; A blocks on its core until released.
+struct MemWorld {
+    std::atomic<bool> release{ false }, a_running{ false }, b_started{ false },
+        c_done{ false }, b_after_c{ false }, b_after_a{ false };
+    std::atomic<bool> a_done{ false };
+    Item a, b, c;
+};
+
+void RunMem(void *arg, struct sched_item *it, unsigned core)
+{
+    auto *w = static_cast<MemWorld *>(arg);
+    if (it == &w->a.it) {
+        w->a_running = true;
+        while (!w->release)
+            std::this_thread::yield();
+        w->a_done = true;
+    } else if (it == &w->b.it) {
+        w->b_after_c = w->c_done.load();
+        w->b_after_a = w->a_done.load();
+        w->b_started = true;
+    } else {
+        w->c_done = true;
+    }
+}
+
+}  // namespace
+
+// A command whose memory does not fit beside the running ones waits in its
+// queue, not on a core: the free core runs another tenant's small command
+// meanwhile (cfs: the tenant holding the least memory), and the big one
+// starts once the running one has freed its memory.
+TEST(Sched, MemoryThatDoesNotFitWaitsInTheQueueNotOnACore)
+{
+    MemWorld w;
+    struct sched *s;
+    struct sched_config cfg = { 2, false, 100, 0 };
+    ASSERT_EQ(sched_create(&sched_cfs, &cfg, RunMem, &w, &s), 0);
+    w.a.it = { .tenant = 1, .queue = 1, .mem = 60 };
+    w.b.it = { .tenant = 1, .queue = 1, .mem = 60 };
+    w.c.it = { .tenant = 2, .queue = 1, .mem = 0 };
+    ASSERT_EQ(sched_submit(s, &w.a.it), 0);
+    while (!w.a_running)
+        std::this_thread::yield();
+    ASSERT_EQ(sched_submit(s, &w.b.it), 0);   // 60 + 60 > 100: waits queued
+    ASSERT_EQ(sched_submit(s, &w.c.it), 0);
+    while (!w.c_done)
+        std::this_thread::yield();   // ran on the core b did not take
+    EXPECT_FALSE(w.b_started.load()) << "b started before a freed its memory";
+    w.release = true;
+    sched_drain(s);
+    EXPECT_TRUE(w.b_started.load());
+    EXPECT_TRUE(w.b_after_c.load());
+    EXPECT_TRUE(w.b_after_a.load()) << "b ran beside a: 120 > 100";
+    sched_destroy(s);
+}
