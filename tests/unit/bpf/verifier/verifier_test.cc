@@ -525,6 +525,11 @@ const Case kCases[] = {
      {LOAD_IN(), LDX(VM_DW, 4, 1, CTX_ARG0), ALU64_REG(VM_ADD, 2, 4), RET0()}, -EACCES,
      "compare the pointer you access itself", {}},
 
+    {"hint_copy_of_uninitialised",
+     {MOV64_REG(0, 5), EXIT()}, -EACCES,
+     "R5 is read before it is initialised (copied into R0; if the copy is one clang -O1 made",
+     {}},
+
     // --- rejected: registers and pointers ---------------------------------------
     {"uninit_register",
      {MOV64_REG(0, 2), EXIT()}, -EACCES, "R2 is read before it is initialised", {}},
