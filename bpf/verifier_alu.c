@@ -223,9 +223,10 @@ static int alu_mov(struct venv *env, const struct vm_insn *insn)
         return 0;
     }
     unsigned src = vm_src(insn);
-    int err = vm_check_reg_init(env, src);
-    if (err)
-        return err;
+    if (vm_reg(env, src)->type == VT_NONE)
+        return vm_verr(env, bit(src), "R%u is read before it is initialised (copied into R%u; "
+                       "if the copy is one clang -O1 made on a path that never uses it, build "
+                       "with -O2)", src, vm_dst(insn));
     if (insn->off == 0 && !(vm_reg(env, src)->sflags & VS_SHL32))
         link_src(env, vm_reg(env, src));
     struct vreg s = *vm_reg(env, src);

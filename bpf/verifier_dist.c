@@ -16,9 +16,10 @@
  * against both buffers, as a copy loop does, is bounded by both).
  * The relation survives copies and spills (it is part of the register),
  * moves with added or subtracted constants (doff changes), survives
- * operations that cannot make a non-negative value larger (masking, right
- * shifts, unsigned division and modulo, a 32-bit copy of a value that
- * fits), and is passed on by comparisons: on the side where `n <= d`
+ * operations that cannot make the value larger (subtracting a
+ * non-negative number; on a non-negative value masking, right shifts,
+ * unsigned division and modulo, a 32-bit copy of a value that fits), and
+ * is passed on by comparisons: on the side where `n <= d`
  * holds, n is bounded by d's distance too. It is used three ways:
  *
  *   - a lower bound L on the scalar proves L + doff bytes after base + v:
@@ -120,6 +121,10 @@ void vm_dist_alu(struct vreg *dst, const struct vm_scalar *before, const struct 
                                                             : (int64_t)dst->doff[k] + c);
         return;
     }
+    /* minus a non-negative (plus a non-positive) number: no larger */
+    bool sub_pos = op == VM_SUB && src->smin >= 0, add_neg = op == VM_ADD && src->smax <= 0;
+    if ((sub_pos || add_neg) && is64 && small(before) && small(src))
+        return;
     /* result <= before when before >= 0 (32-bit: also when it fits) */
     if (shrinks(op, insn->off == 1) && before->smin >= 0 &&
         (is64 || before->umax <= UINT32_MAX))

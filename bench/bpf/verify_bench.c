@@ -165,9 +165,11 @@ static int precision_row(const char *kind, const char *file, unsigned i, uint64_
         int rc = measure(path, i, &m[o]);
         if (rc)
             return rc;
-        if (m[o].median > worst[o])
+        /* the target is for programs that verify: a rejection may run the
+         * second, exact exploration to its limit */
+        if (!m[o].rc && m[o].median > worst[o])
             worst[o] = m[o].median;
-        *over += m[o].median > 10000000;
+        *over += !m[o].rc && m[o].median > 10000000;
     }
     printf("%-6s %-22s", kind, m[0].name);
     for (int o = 0; o < 3; o++)
@@ -204,8 +206,9 @@ static int bench_precision(void)
         if (!rc)
             free_names(names, n);
     }
-    printf("(%u programs; slowest median -O1 %.3f ms, -O2 %.3f ms, -O3 %.3f ms; %u over the "
-           "10 ms target)\n\n", rows, worst[0] / 1e6, worst[1] / 1e6, worst[2] / 1e6, over);
+    printf("(%u programs; slowest median of the accepted ones -O1 %.3f ms, -O2 %.3f ms, -O3 "
+           "%.3f ms; %u accepted over the 10 ms target)\n\n", rows, worst[0] / 1e6,
+           worst[1] / 1e6, worst[2] / 1e6, over);
     return rc;
 }
 

@@ -494,6 +494,16 @@ const Case kCases[] = {
       CALL(1), EXIT(), RET0()},
      -EACCES, "is outside the checked range", {}},
 
+    {"dist_minus_a_nonnegative_number",
+     {LOAD_IN(), MOV64_REG(4, 3), ALU64_REG(VM_SUB, 4, 2), LDX(VM_DW, 5, 1, CTX_ARG0),
+      ALU64_IMM(VM_AND, 5, 7), ALU64_REG(VM_SUB, 4, 5), JMP_IMM(VM_JSLT, 4, 8, 2),
+      LDX(VM_DW, 0, 2, 0), EXIT(), RET0()},
+     0, nullptr, {}},
+    {"dist_plus_a_nonnegative_number",
+     {LOAD_IN(), MOV64_REG(4, 3), ALU64_REG(VM_SUB, 4, 2), LDX(VM_DW, 5, 1, CTX_ARG0),
+      ALU64_IMM(VM_AND, 5, 7), ALU64_REG(VM_ADD, 4, 5), JMP_IMM(VM_JSLT, 4, 8, 2),
+      LDX(VM_DW, 0, 2, 0), EXIT(), RET0()},
+     -EACCES, "is outside the checked range", {}},
     {"ptr_ne_end_from_the_start",
      {LOAD_OUT(), JMP_REG(VM_JEQ, 4, 5, 1), ST(VM_B, 4, 0, 1), RET0()}, 0, nullptr, {}},
     {"ptr_ne_end_unknown_position",
@@ -514,6 +524,11 @@ const Case kCases[] = {
     {"hint_index_checked_elsewhere",
      {LOAD_IN(), LDX(VM_DW, 4, 1, CTX_ARG0), ALU64_REG(VM_ADD, 2, 4), RET0()}, -EACCES,
      "compare the pointer you access itself", {}},
+
+    {"hint_copy_of_uninitialised",
+     {MOV64_REG(0, 5), EXIT()}, -EACCES,
+     "R5 is read before it is initialised (copied into R0; if the copy is one clang -O1 made",
+     {}},
 
     // --- rejected: registers and pointers ---------------------------------------
     {"uninit_register",
