@@ -4,6 +4,7 @@
 #include "device/engine/fused/crash.h"
 #include "device/engine/fused/fused_int.h"
 #include "device/engine/sysdir.h"
+#include "device/progs/progs.h"
 
 #include "common/crc32c.h"
 #include "common/le.h"
@@ -21,31 +22,75 @@
 #define OPLOG_SUB "oplog"
 #define OP_MAGIC 0x4c4f6673u      /* "sfOL" */
 #define STEP_MAGIC 0x534f6673u    /* "sfOS" */
-#define OP_VERSION 1u
+#define OP_VERSION 2u           /* 1: the same without program identities */
 #define OP_HDR 32u                /* magic version nsteps uid gid ngroups mem(8) */
 #define STEP_FIXED 96u            /* one step's fixed fields */
 #define REC_HDR 32u               /* step record: magic step pad ret out_len data_len */
 #define OPLOG_MAX (512ull << 20)  /* one op's log (inputs included) */
+#define PROG_ID_BYTES (32u + 2u * PROGS_NAME_MAX)   /* sha256 name func */
 
 /* ---- what autorec covers ------------------------------------------------ */
+
+/* Whether step i can run before the op's log is written: a built-in
+ * compute step whose inputs are arena operands or such steps (no file
+ * content, no program). */
+static bool prerunnable(const struct eng_cisc *v, unsigned i, const bool *ok)
+{
+    const struct fop_step *s = &v->st[i];
+    return step_has(s->kind, STEP_COMPUTE) && s->kind != WIRE_STEP_BPF &&
+           (s->in == WIRE_NO_STEP || ok[s->in]) && (s->in2 == WIRE_NO_STEP || ok[s->in2]);
+}
+
+static bool keyed(const struct fop_step *s)
+{
+    return s->kind == WIRE_STEP_ENCRYPT || s->kind == WIRE_STEP_DECRYPT;
+}
+
+/* The steps run before the log (oplog.h "Keys"): the keyed steps and
+ * the steps they take input from. 0 when a keyed step cannot run early
+ * (*bad: it). */
+static uint64_t prerun_mask(const struct eng_cisc *v, unsigned *bad)
+{
+    bool ok[WIRE_MAX_STEPS];
+    uint64_t want = 0;
+    for (unsigned i = 0; i < v->n; i++) {
+        ok[i] = prerunnable(v, i, ok);
+        if (keyed(&v->st[i]) && !ok[i]) {
+            *bad = i;
+            return UINT64_MAX;
+        }
+        if (keyed(&v->st[i]))
+            want |= 1ull << i;
+    }
+    for (unsigned i = v->n; i-- > 0;) {
+        const struct fop_step *s = &v->st[i];
+        if (!(want >> i & 1))
+            continue;
+        if (s->in != WIRE_NO_STEP)
+            want |= 1ull << s->in;
+        if (s->in2 != WIRE_NO_STEP)
+            want |= 1ull << s->in2;
+    }
+    return want;
+}
 
 int fop_oplog_supported(const struct fop_run *x, unsigned *bad)
 {
     for (unsigned i = 0; i < x->v->n; i++) {
         const struct fop_step *s = &x->v->st[i];
-        bool no = s->kind == WIRE_STEP_BPF || s->kind == WIRE_STEP_UNLINK ||
-                  s->kind == WIRE_STEP_ENCRYPT || s->kind == WIRE_STEP_DECRYPT ||
-                  (s->flags & WIRE_STEP_F_FH);
+        bool no = (s->flags & WIRE_STEP_F_FH) || (s->kind == WIRE_STEP_BPF && s->stream);
         if (no) {
             *bad = i;
             return -EOPNOTSUPP;
         }
     }
-    return 0;
+    return prerun_mask(x->v, bad) == UINT64_MAX ? -EOPNOTSUPP : 0;
 }
 
 bool fop_oplog_needs_output(const struct fop_run *x, unsigned i)
 {
+    if ((x->v->st[i].flags & WIRE_STEP_F_OUT_ARENA) && x->olen[i] <= FOP_REC_OUT_MAX)
+        return true;   /* kept for the recovery record */
     for (unsigned j = i + 1; j < x->v->n; j++)
         if (x->v->st[j].in == i || x->v->st[j].in2 == i)
             return true;
@@ -93,7 +138,21 @@ static void ob_bytes(struct obuf *b, const void *p, size_t n)
         memcpy(q, p, n);
 }
 
-static void put_step(struct obuf *b, const struct fop_step *s)
+/* A bpf step's program identity (FORMAT.md "Program identity"): the
+ * SHA-256 of its object as loaded, its name and its function. */
+static void put_prog_id(struct obuf *b, struct engine *e, const struct fop_step *s)
+{
+    struct progs_info info;
+    if (!e->progs || progs_show(e->progs, s->key_id, NULL, &info, NULL, 0)) {
+        b->err = b->err ? b->err : -ENOENT;   /* unloaded since the check */
+        return;
+    }
+    ob_bytes(b, info.sha256, 32);
+    ob_bytes(b, info.name, PROGS_NAME_MAX);
+    ob_bytes(b, info.func, PROGS_NAME_MAX);
+}
+
+static void put_step(struct obuf *b, struct engine *e, const struct fop_step *s)
 {
     size_t l0 = b->len;
     ob_bytes(b, &s->kind, 1);
@@ -113,12 +172,14 @@ static void put_step(struct obuf *b, const struct fop_step *s)
     uint32_t plen = s->path ? (uint32_t)strlen(s->path) : 0;
     ob_u32(b, plen);
     ob_u64(b, s->src ? s->src_len : 0);
-    ob_u32(b, 0);   /* reserved */
+    ob_u32(b, s->kind == WIRE_STEP_BPF ? PROG_ID_BYTES : 0);   /* trailer */
     if (!b->err && b->len - l0 != STEP_FIXED)
         b->err = -EINVAL;   /* programmer error: the layout and STEP_FIXED disagree */
     ob_bytes(b, s->path, plen);
     if (s->src)
         ob_bytes(b, s->src, s->src_len);
+    if (s->kind == WIRE_STEP_BPF)
+        put_prog_id(b, e, s);
 }
 
 static int encode_op(const struct fop_run *x, struct obuf *b)
@@ -135,10 +196,28 @@ static int encode_op(const struct fop_run *x, struct obuf *b)
     for (unsigned g = 0; g < ng; g++)
         ob_u32(b, c->groups[g]);
     for (unsigned i = 0; i < x->v->n; i++)
-        put_step(b, &x->v->st[i]);
+        put_step(b, x->e, &x->v->st[i]);
     if (!b->err)
         ob_u32(b, crc32c(0, b->p, b->len));
     return b->err;
+}
+
+/* Step i's record (FORMAT.md "Step record"): its result, and its output
+ * when a later step takes it or the recovery record keeps it. */
+static void encode_step(const struct fop_run *x, unsigned i, struct obuf *b)
+{
+    bool out = fop_oplog_needs_output(x, i);
+    uint64_t dlen = out ? x->olen[i] : 0;
+    size_t at = b->len;
+    ob_u32(b, STEP_MAGIC);
+    ob_u16(b, (uint16_t)i);
+    ob_u16(b, 0);
+    ob_u64(b, (uint64_t)x->v->res[i].ret);
+    ob_u64(b, x->olen[i]);
+    ob_u32(b, (uint32_t)dlen);
+    ob_bytes(b, out ? x->buf[i] : NULL, dlen);
+    if (!b->err)
+        ob_u32(b, crc32c(0, b->p + at, b->len - at));
 }
 
 /* ---- the log files ---------------------------------------------------- */
@@ -174,11 +253,41 @@ static int write_all(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t 
     return w == (ssize_t)n ? 0 : w < 0 ? (int)w : -ENOSPC;
 }
 
-int fop_oplog_begin(struct fop_run *x)
+/* Runs the steps of mask (oplog.h "Keys") before the op is logged.
+ * Returns 0 or the first failure's -errno (*bad: its step). */
+static int prerun(struct fop_run *x, uint64_t mask, unsigned *bad)
+{
+    for (unsigned i = 0; i < x->v->n; i++) {
+        if (!(mask >> i & 1))
+            continue;
+        fop_step_run(x, i);
+        if (x->v->res[i].ret < 0) {
+            *bad = i;
+            return (int)x->v->res[i].ret;
+        }
+        x->pre |= 1ull << i;
+    }
+    return 0;
+}
+
+/* The op record and the records of the steps that ran before it. */
+static int encode_begin(struct fop_run *x, struct obuf *b, unsigned *bad)
+{
+    uint64_t mask = prerun_mask(x->v, bad);
+    int r = mask == UINT64_MAX ? -EOPNOTSUPP : prerun(x, mask, bad);
+    if (!r)
+        r = encode_op(x, b);
+    for (unsigned i = 0; !r && i < x->v->n; i++)
+        if (x->pre >> i & 1)
+            encode_step(x, i, b);
+    return r ? r : b->err;
+}
+
+int fop_oplog_begin(struct fop_run *x, unsigned *bad)
 {
     struct obuf b = { 0 };
     uint64_t dir;
-    int r = encode_op(x, &b);
+    int r = encode_begin(x, &b, bad);
     if (!r)
         r = oplog_dir(x->e, &dir);
     struct sfs_txn *tx = NULL;
@@ -204,25 +313,17 @@ int fop_oplog_begin(struct fop_run *x)
 
 int fop_oplog_step(struct fop_run *x, struct sfs_txn *tx, unsigned i)
 {
-    bool out = fop_oplog_needs_output(x, i);
-    uint64_t dlen = out ? x->olen[i] : 0;
     struct obuf b = { 0 };
-    ob_u32(&b, STEP_MAGIC);
-    ob_u16(&b, (uint16_t)i);
-    ob_u16(&b, 0);
-    ob_u64(&b, (uint64_t)x->v->res[i].ret);
-    ob_u64(&b, x->olen[i]);
-    ob_u32(&b, (uint32_t)dlen);
-    ob_bytes(&b, out ? x->buf[i] : NULL, dlen);
-    if (!b.err)
-        ob_u32(&b, crc32c(0, b.p, b.len));
+    encode_step(x, i, &b);
     int r = b.err;
     struct sfs_txn *own = NULL;
     if (!r && !tx && (r = sfs_txn_begin(x->e->fs, &own)) == 0)
         tx = own;
     if (!r)
         r = write_all(x->e->fs, tx, x->oplog, x->oplog_size, b.p, b.len);
-    int c = own ? sfs_txn_commit(own, true) : 0;
+    /* Not flushed: the journal commits in order, so the record is durable
+     * before any later step's commit that may take its output is. */
+    int c = own ? sfs_txn_commit(own, false) : 0;
     free(b.p);
     r = r ? r : c;
     if (!r)
@@ -230,12 +331,17 @@ int fop_oplog_step(struct fop_run *x, struct sfs_txn *tx, unsigned i)
     return r;
 }
 
-void fop_oplog_end(struct fop_run *x)
+void fop_oplog_end(struct fop_run *x, bool durable)
 {
     uint64_t dir;
+    struct sfs_txn *tx = NULL;
     int r = oplog_dir(x->e, &dir);
+    if (!r && durable)
+        r = sfs_txn_begin(x->e->fs, &tx);
     if (!r)
-        r = sfs_unlink(x->e->fs, NULL, dir, x->oplog_name);
+        r = sfs_unlink(x->e->fs, tx, dir, x->oplog_name);
+    int c = tx ? sfs_txn_commit(tx, true) : 0;
+    r = r ? r : c;
     if (r)
         fprintf(stderr, "cisc device: cannot remove operational log %s: %s\n", x->oplog_name,
                 strerror(-r));
@@ -250,6 +356,7 @@ struct recovered {
     struct eng_cred cred;
     struct fop_replay rp;
     uint8_t *data;               /* the file's bytes (inputs and outputs point here) */
+    uint8_t kept[WIRE_MAX_STEPS][FOP_REC_OUT_MAX];   /* F_OUT_ARENA outputs of recovery */
 };
 
 struct rd {
@@ -278,13 +385,24 @@ static bool ref_ok(uint16_t ref, unsigned i)
     return ref == WIRE_NO_STEP || ref < i;
 }
 
+/* A step's trailer: a bpf step's program identity, nothing else. */
+static const char *get_trailer(struct rd *r, struct recovered *rc, unsigned i, uint32_t xlen)
+{
+    bool bpf = rc->v.st[i].kind == WIRE_STEP_BPF;
+    if (xlen != (bpf ? PROG_ID_BYTES : 0))
+        return "impossible step vector";
+    rc->rp.prog_id[i] = xlen ? rd_take(r, xlen) : NULL;
+    return r->bad ? "inputs past the log's end" : NULL;
+}
+
 /* One step's fields; "impossible" vectors (bad kinds, forward references,
  * lengths past the end) make the whole log unrecoverable. */
-static const char *get_step(struct rd *r, struct fop_step *s, unsigned i)
+static const char *get_step(struct rd *r, struct recovered *rc, unsigned i)
 {
+    struct fop_step *s = &rc->v.st[i];
     const uint8_t *k = rd_take(r, 2);
     s->kind = k ? k[0] : 0;
-    s->flags = k ? k[1] & (uint8_t)~WIRE_STEP_F_OUT_ARENA : 0;   /* nobody to copy to */
+    s->flags = k ? k[1] : 0;   /* F_OUT_ARENA: kept in the recovery record */
     s->in = rd_u16(r);
     s->in2 = rd_u16(r);
     s->file = rd_u16(r);
@@ -299,24 +417,29 @@ static const char *get_step(struct rd *r, struct fop_step *s, unsigned i)
     s->cap = rd_u64(r);
     uint32_t plen = rd_u32(r);
     uint64_t slen = rd_u64(r);
-    rd_u32(r);
+    uint32_t xlen = rd_u32(r);
     if (r->bad)
         return "step vector past the log's end";
     if (!step_kind(s->kind) || !ref_ok(s->in, i) || !ref_ok(s->in2, i) ||
-        !ref_ok(s->file, i) || plen >= WIRE_PATH_MAX || s->cap > FOP_STEP_BYTES_MAX)
+        !ref_ok(s->file, i) || plen >= WIRE_PATH_MAX || s->cap > FOP_STEP_BYTES_MAX ||
+        (s->flags & WIRE_STEP_F_FH))
         return "impossible step vector";
     const uint8_t *path = rd_take(r, plen);
     s->src = slen ? rd_take(r, slen) : NULL;
     s->src_len = slen;
     if (r->bad)
         return "inputs past the log's end";
+    const char *why = get_trailer(r, rc, i, xlen);
+    if (why)
+        return why;
     s->path = plen ? strndup((const char *)path, plen) : NULL;
     return plen && !s->path ? "out of memory" : NULL;
 }
 
 static const char *parse_op(struct recovered *rc, struct rd *r)
 {
-    if (rd_u32(r) != OP_MAGIC || rd_u32(r) != OP_VERSION)
+    uint32_t magic = rd_u32(r), version = rd_u32(r);
+    if (magic != OP_MAGIC || version < 1 || version > OP_VERSION)
         return "not an operational log";
     unsigned n = rd_u32(r);
     rc->cred.uid = rd_u32(r);
@@ -330,7 +453,7 @@ static const char *parse_op(struct recovered *rc, struct rd *r)
         rc->cred.groups[g] = rd_u32(r);
     rc->v.n = n;
     for (unsigned i = 0; i < n; i++) {
-        const char *why = get_step(r, &rc->v.st[i], i);
+        const char *why = get_step(r, rc, i);
         if (why)
             return why;
     }
@@ -406,9 +529,47 @@ static int read_log(struct sfs *fs, uint64_t ino, uint8_t **out, size_t *len)
     return n < 0 ? (int)n : 0;
 }
 
+/* Why step i failed, for the report. */
+static const char *step_why(const struct recovered *rc, unsigned i, char *buf, size_t size)
+{
+    const struct fop_step *s = &rc->v.st[i];
+    int64_t err = rc->v.res[i].ret;
+    if (s->kind == WIRE_STEP_BPF && err == -ESTALE && rc->rp.prog_id[i])
+        snprintf(buf, size, "program %.*s changed or unloaded", (int)PROGS_NAME_MAX - 1,
+                 (const char *)rc->rp.prog_id[i] + 32);
+    else if (keyed(s) && err == -ENOKEY)
+        snprintf(buf, size, "key %u is gone with the client's session", s->key_id);
+    else
+        snprintf(buf, size, "%s", strerror((int)-err));
+    return buf;
+}
+
+/* Step i's output for the recovery record (F_OUT_ARENA: the client had
+ * asked for it), in hex, or why it is not there. */
+static void report_output(FILE *out, const char *name, const struct recovered *rc, unsigned i)
+{
+    const uint8_t *p = NULL;
+    uint64_t n = rc->v.res[i].out_len;
+    if (rc->rp.done >> i & 1) {
+        p = rc->rp.out[i];
+        n = rc->rp.out_len[i];
+    } else if (rc->v.res[i].ret >= 0 && n <= FOP_REC_OUT_MAX) {
+        p = rc->kept[i];
+    }
+    if (rc->v.res[i].ret < 0)
+        return;
+    fprintf(out, "recovery op %s step %u output %" PRIu64 " bytes", name, i, n);
+    if (!p && n)
+        fprintf(out, " not kept (over %u)", FOP_REC_OUT_MAX);
+    for (uint64_t k = 0; p && k < n; k++)
+        fprintf(out, "%s%02x", k ? "" : " ", p[k]);
+    fputc('\n', out);
+}
+
 static void report(FILE *out, const char *name, const struct recovered *rc, int64_t status)
 {
     unsigned done = 0;
+    char why[160];
     for (unsigned i = 0; i < rc->v.n; i++)
         done += (unsigned)(rc->rp.done >> i & 1);
     fprintf(out, "recovery op %s uid %u steps %u committed %u status %" PRId64 "%s%s\n", name,
@@ -417,7 +578,20 @@ static void report(FILE *out, const char *name, const struct recovered *rc, int6
     for (unsigned i = 0; i < rc->v.n && status < 0; i++)
         if (rc->v.res[i].ret < 0)
             fprintf(out, "recovery op %s step %u error %s\n", name, i,
-                    strerror((int)-rc->v.res[i].ret));
+                    step_why(rc, i, why, sizeof(why)));
+    for (unsigned i = 0; i < rc->v.n; i++)
+        if (rc->v.st[i].flags & WIRE_STEP_F_OUT_ARENA)
+            report_output(out, name, rc, i);
+}
+
+/* Recovery delivers F_OUT_ARENA outputs into the record, not an arena. */
+static void keep_outputs(struct recovered *rc)
+{
+    for (unsigned i = 0; i < rc->v.n; i++) {
+        struct fop_step *s = &rc->v.st[i];
+        s->dst = s->flags & WIRE_STEP_F_OUT_ARENA ? rc->kept[i] : NULL;
+        s->dst_cap = s->dst ? FOP_REC_OUT_MAX : 0;
+    }
 }
 
 /* ---- recovery records ---------------------------------------------------- */
@@ -522,6 +696,7 @@ static void recover_one(struct engine *e, FILE *top, uint64_t dir, const char *n
         sfs_unlink(e->fs, NULL, dir, name);   /* it had completed: no record */
     } else {
         settle_done_opens(rc);
+        keep_outputs(rc);
         rc->rp.oplog = a.ino;
         rc->rp.oplog_size = len;
         memcpy(rc->rp.name, name, sizeof(rc->rp.name) - 1);

@@ -19,11 +19,46 @@
  * transaction that appended it committed). docs/FORMAT.md "Operational
  * log" draws the records.
  *
- * Not covered yet (refused at submission with -EOPNOTSUPP, nothing
- * changed): BPF steps (the program would have to be identified by content
- * hash), session handles (F_FH: they do not survive the device), UNLINK
- * steps; outputs copied to the arena (F_OUT_ARENA) are not logged and are
- * not delivered after a crash.
+ * What autorec covers, and how:
+ *   - Files by path (OPEN, UNLINK): the path and the credentials checked
+ *     when the op was accepted are logged; replay resolves the path again
+ *     with them. A committed OPEN is reopened without O_EXCL/O_TRUNC, a
+ *     committed UNLINK is not resolved again.
+ *   - BPF steps: the program's identity is logged with the step (its id,
+ *     and, in a trailer, the SHA-256 of its object as loaded - the
+ *     registry's content hash, device/progs/progs.h - its name and its
+ *     function). Programs are persistent: the registry reloads them from
+ *     the image before recovery runs. Replay takes the program by id (by
+ *     name when it was reloaded under a new id) and runs it only when
+ *     hash, name and function match; otherwise that step fails with
+ *     -ESTALE ("program NAME changed or unloaded" in the recovery record),
+ *     the steps that depend on it are cancelled, the others run. A step
+ *     with a stream (state in device memory only) is refused.
+ *   - Keys: ENCRYPT/DECRYPT keys live only in the client's session
+ *     (device/compute/keys.h) and are never written to the image, so a
+ *     keyed step cannot run again after a crash. Autorec therefore runs
+ *     every keyed step, with the compute steps it takes input from,
+ *     *before* the op is logged, and logs their results with the op
+ *     record (step records in the same transaction): the nonce an
+ *     ENCRYPT draws is drawn once, is part of its logged output, and a
+ *     replay takes that output instead of running the step again. A keyed
+ *     step whose input depends on a file or a program is refused. A
+ *     failing keyed step fails the op before anything changed.
+ *   - Session handles (F_FH) are refused: a handle is a number in the
+ *     client's session, which does not survive the device, and naming
+ *     the file durably instead would let replay reach a file through a
+ *     path the client never used.
+ *   - F_OUT_ARENA outputs: the client that asked for them is gone after a
+ *     crash. An output of at most FOP_REC_OUT_MAX bytes is logged with
+ *     its step and kept, in hex, in the op's recovery record
+ *     ("recovery op NAME step I output N bytes HEX"); a larger one is
+ *     reported as not kept.
+ *
+ * A step record that feeds a later step but commits nothing of its own
+ * is committed without a flush: the journal commits in order, so it is
+ * durable before any later commit that depends on it. The log's removal
+ * is made durable only when the op failed (a replay must not redo a step
+ * whose failure the client was told of).
  *
  * Invariants:
  *   1. An op's log file exists from before its first step runs until after
@@ -43,23 +78,26 @@ struct engine;
 struct fop_run;
 struct sfs_txn;
 
-/* Whether x's vector can run under autorec: 0 or -EOPNOTSUPP (step i in
- * *bad). */
+/* Whether x's vector can run under autorec (see above): 0 or
+ * -EOPNOTSUPP (step i in *bad). */
 int fop_oplog_supported(const struct fop_run *x, unsigned *bad);
 
-/* Writes x's op record to a new log file and commits it durably; sets
- * x->oplog. Returns 0 or -errno (-ENOSPC: no room for the log). */
-int fop_oplog_begin(struct fop_run *x);
+/* Runs x's keyed steps (see above), writes x's op record and their
+ * records to a new log file and commits it durably; sets x->oplog and
+ * x->pre. Returns 0 or -errno (-ENOSPC: no room for the log; a keyed
+ * step's error, *bad its step). */
+int fop_oplog_begin(struct fop_run *x, unsigned *bad);
 
 /* Appends step i's record inside tx (NULL: a durable transaction of its
  * own). Returns 0 or -errno. */
 int fop_oplog_step(struct fop_run *x, struct sfs_txn *tx, unsigned i);
 
-/* Whether step i's output must be logged (a later step takes it). */
+/* Whether step i's output must be logged (a later step takes it, or it
+ * is an F_OUT_ARENA output the recovery record keeps). */
 bool fop_oplog_needs_output(const struct fop_run *x, unsigned i);
 
-/* Removes x's log file (the op is complete). */
-void fop_oplog_end(struct fop_run *x);
+/* Removes x's log file (the op is complete); durably when durable. */
+void fop_oplog_end(struct fop_run *x, bool durable);
 
 /* Finishes every op left in the log of e's file system (at start-up,
  * before clients are served), each on a device core; reports each op to
