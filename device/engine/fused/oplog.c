@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <pthread.h>
 #include <time.h>
 
 #define OPLOG_SUB "oplog"
@@ -668,55 +669,90 @@ int fop_recovery_ack(struct engine *e, uint32_t uid, const char *name)
     return r ? r : sfs_unlink(e->fs, NULL, dir, name);
 }
 
-/* Finishes the op logged in file (dir, name); reports to top and keeps
- * the report as the op's recovery record. */
-static void recover_one(struct engine *e, FILE *top, uint64_t dir, const char *name)
+/* Reads and checks log (dir, name) into a new *out (the caller frees it
+ * with free_recovered, also on failure). Returns NULL, or why nothing of
+ * it may run (*bad_at: the byte of the log where the check failed). */
+static const char *load(struct sfs *fs, uint64_t dir, const char *name, struct recovered **out,
+                        uint64_t *ino, size_t *bad_at)
 {
-    char *text = NULL;
-    size_t tlen = 0;
-    FILE *out = open_memstream(&text, &tlen);
-    if (!out)
-        out = top;
     struct sfs_attr a;
-    struct recovered *rc = calloc(1, sizeof(*rc));
+    struct recovered *rc = *out = calloc(1, sizeof(*rc));
     size_t len = 0;
-    int r = rc ? sfs_lookup(e->fs, dir, name, &a) : -ENOMEM;
+    int r = rc ? sfs_lookup(fs, dir, name, &a) : -ENOMEM;
     if (!r)
-        r = read_log(e->fs, a.ino, &rc->data, &len);
-    const char *why = r ? strerror(-r) : NULL;
-    struct rd rd = { rc ? rc->data : NULL, len, 0, false };
-    if (!why) {
-        fop_res_fill(&rc->v, -ECANCELED);
-        why = parse_op(rc, &rd);
+        r = read_log(fs, a.ino, &rc->data, &len);
+    *bad_at = 0;
+    if (r)
+        return strerror(-r);
+    *ino = a.ino;
+    struct rd rd = { rc->data, len, 0, false };
+    fop_res_fill(&rc->v, -ECANCELED);
+    const char *why = parse_op(rc, &rd);
+    *bad_at = rd.at;
+    if (!why)
+        parse_steps(rc, &rd);
+    rc->rp.oplog_size = len;
+    return why;
+}
+
+static void free_recovered(struct recovered *rc)
+{
+    if (rc) {
+        fop_release(&rc->v);
+        free(rc->data);
     }
+    free(rc);
+}
+
+/* Finishes the op logged in file (dir, name); reports to out (a memory
+ * stream). Returns the owner of its recovery record: the op's uid, root
+ * for a log that does not check. */
+static uint32_t recover_one(struct engine *e, FILE *out, uint64_t dir, const char *name)
+{
+    struct recovered *rc;
+    uint64_t ino = 0;
+    size_t at;
+    const char *why = load(e->fs, dir, name, &rc, &ino, &at);
     if (why) {
-        fprintf(out, "recovery op %s unrecoverable (%s): nothing of it runs, the log is kept\n",
-                name, why);
-    } else if (parse_steps(rc, &rd), !pending(rc)) {
+        fprintf(out, "recovery op %s unrecoverable (%s at byte %zu, log block %zu): nothing "
+                "of it runs, the log is kept\n", name, why, at, at / SFS_BLOCK_SIZE);
+    } else if (!pending(rc)) {
         sfs_unlink(e->fs, NULL, dir, name);   /* it had completed: no record */
     } else {
         settle_done_opens(rc);
         keep_outputs(rc);
-        rc->rp.oplog = a.ino;
-        rc->rp.oplog_size = len;
+        rc->rp.oplog = ino;
         memcpy(rc->rp.name, name, sizeof(rc->rp.name) - 1);
         rc->v.tx = WIRE_TX_AUTOREC;
         rc->v.replay = &rc->rp;
         int64_t st = fop_exec(e, &rc->cred, &rc->v);
         report(out, name, rc, st);
     }
-    if (out != top) {
-        fclose(out);
-        fwrite(text, 1, tlen, top);
-        if (tlen)
-            keep_record(e, name, rc && !why ? rc->cred.uid : 0, text, tlen);
-        free(text);
+    uint32_t owner = why || !rc ? 0 : rc->cred.uid;
+    free_recovered(rc);
+    return owner;
+}
+
+/* A recovery task: one log, its report. */
+struct rtask {
+    struct engine *e;
+    uint64_t dir;
+    const char *name;
+    char *text;
+    size_t len;
+};
+
+static void run_task(struct rtask *t)
+{
+    FILE *out = open_memstream(&t->text, &t->len);
+    if (!out) {
+        fprintf(stderr, "cisc device: out of memory recovering %s\n", t->name);
+        return;
     }
-    if (rc) {
-        fop_release(&rc->v);
-        free(rc->data);
-    }
-    free(rc);
+    uint32_t owner = recover_one(t->e, out, t->dir, t->name);
+    fclose(out);
+    if (t->len)
+        keep_record(t->e, t->name, owner, t->text, t->len);
 }
 
 #define RECOVER_MAX 4096u
@@ -741,24 +777,107 @@ static int cmp_name(const void *a, const void *b)
     return strcmp(a, b);
 }
 
+/* The logs recovery works through, claimed one at a time. */
+struct rpool {
+    struct rtask *t;
+    unsigned n;
+    unsigned next;               /* atomic */
+};
+
+static void *recover_worker(void *arg)
+{
+    struct rpool *p = arg;
+    for (;;) {
+        unsigned k = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
+        if (k >= p->n)
+            return NULL;
+        fop_crash_point(FOP_CRASH_RECOVERY, k);
+        run_task(&p->t[k]);
+    }
+}
+
+/* Runs the tasks on up to `cores` threads at once: the logs of unfinished
+ * ops name disjoint files (each was written with its op's stripes held,
+ * exec.c), so their order does not matter; the reports keep log order. */
+static void recover_all(struct rpool *p, unsigned cores)
+{
+    pthread_t th[SCHED_MAX_CORES];
+    unsigned nt = 0, want = p->n < cores ? p->n : cores;
+    while (nt + 1 < want && nt < SCHED_MAX_CORES &&
+           pthread_create(&th[nt], NULL, recover_worker, p) == 0)
+        nt++;
+    recover_worker(p);
+    for (unsigned k = 0; k < nt; k++)
+        pthread_join(th[k], NULL);
+}
+
+/* The names of the logs in dir, sorted (submission order). */
+static int list_logs(struct sfs *fs, uint64_t dir, struct names *ns)
+{
+    ns->name = calloc(RECOVER_MAX, OPLOG_NAME_MAX);
+    ns->n = 0;
+    int r = ns->name ? sfs_readdir(fs, dir, 0, collect, ns) : -ENOMEM;
+    if (!r)
+        qsort(ns->name, ns->n, OPLOG_NAME_MAX, cmp_name);
+    return r;
+}
+
 int fop_recover(struct engine *e, FILE *out)
 {
     uint64_t dir;
+    struct names ns = { NULL, 0 };
     int r = sysdir_find(e->fs, OPLOG_SUB, &dir);
     if (r == -ENOENT)
         return 0;
-    struct names ns = { calloc(RECOVER_MAX, OPLOG_NAME_MAX), 0 };
-    if (!r && !ns.name)
-        r = -ENOMEM;
     if (!r)
-        r = sfs_readdir(e->fs, dir, 0, collect, &ns);
-    if (!r) {
-        qsort(ns.name, ns.n, OPLOG_NAME_MAX, cmp_name);
-        for (unsigned k = 0; k < ns.n; k++) {
-            fop_crash_point(FOP_CRASH_RECOVERY, k);
-            recover_one(e, out, dir, ns.name[k]);
-        }
+        r = list_logs(e->fs, dir, &ns);
+    struct rpool p = { calloc(ns.n ? ns.n : 1, sizeof(struct rtask)), ns.n, 0 };
+    if (!r && !p.t)
+        r = -ENOMEM;
+    for (unsigned k = 0; !r && k < ns.n; k++)
+        p.t[k] = (struct rtask){ e, dir, ns.name[k], NULL, 0 };
+    if (!r)
+        recover_all(&p, e->cores);
+    for (unsigned k = 0; !r && k < ns.n; k++) {
+        fwrite(p.t[k].text, 1, p.t[k].len, out);
+        free(p.t[k].text);
     }
+    free(p.t);
     free(ns.name);
     return r ? r : (int)ns.n;
+}
+
+/* ---- offline check (cisc fsck) ------------------------------------------- */
+
+int fop_oplog_check(struct sfs *fs, void (*line)(void *arg, const char *msg), void *arg)
+{
+    uint64_t dir;
+    struct names ns = { NULL, 0 };
+    int r = sysdir_find(fs, OPLOG_SUB, &dir);
+    if (r == -ENOENT)
+        return 0;
+    if (!r)
+        r = list_logs(fs, dir, &ns);
+    int bad = 0;
+    for (unsigned k = 0; !r && k < ns.n; k++) {
+        struct recovered *rc;
+        uint64_t ino;
+        size_t at;
+        char msg[256];
+        const char *why = load(fs, dir, ns.name[k], &rc, &ino, &at);
+        if (why)
+            snprintf(msg, sizeof(msg), "operational log /.cisc-system/" OPLOG_SUB "/%s: %s at "
+                     "byte %zu (log block %zu): the op is unrecoverable, nothing of it runs",
+                     ns.name[k], why, at, at / SFS_BLOCK_SIZE);
+        else
+            snprintf(msg, sizeof(msg), "operational log /.cisc-system/" OPLOG_SUB "/%s: op of "
+                     "uid %u, %u steps: %s", ns.name[k], rc->cred.uid, rc->v.n,
+                     pending(rc) ? "the next start finishes it" : "complete, the next start "
+                     "removes its log");
+        line(arg, msg);
+        bad += why != NULL;
+        free_recovered(rc);
+    }
+    free(ns.name);
+    return r ? r : bad;
 }

@@ -76,6 +76,7 @@
 
 struct engine;
 struct fop_run;
+struct sfs;
 struct sfs_txn;
 
 /* Whether x's vector can run under autorec (see above): 0 or
@@ -100,11 +101,20 @@ bool fop_oplog_needs_output(const struct fop_run *x, unsigned i);
 void fop_oplog_end(struct fop_run *x, bool durable);
 
 /* Finishes every op left in the log of e's file system (at start-up,
- * before clients are served), each on a device core; reports each op to
- * out ("recovery op NAME uid U steps N committed C status S", then a
- * line per failed step; or "... unrecoverable (REASON)"). Returns the
- * number of ops found, or -errno. */
+ * before clients are served), on up to e's number of cores at once (the
+ * logs of unfinished ops name disjoint files: each was written with its
+ * op's stripes held); reports each op to out, in log order ("recovery
+ * op NAME uid U steps N committed C status S", then a line per failed
+ * step and per kept output; or "... unrecoverable (REASON at byte B,
+ * log block K)"). Returns the number of ops found, or -errno. */
 int fop_recover(struct engine *e, FILE *out);
+
+/* Offline check of fs's operational log (cisc fsck; fs may be mounted
+ * read-only, nothing is written or run): one line per log to line(),
+ * naming the log file, and for a log that does not check the reason and
+ * the byte and block of the log where it failed. Returns the number of
+ * such logs, or -errno. */
+int fop_oplog_check(struct sfs *fs, void (*line)(void *arg, const char *msg), void *arg);
 
 /* Recovery records: each recovered op's report is kept, owned by the
  * op's uid, in /.cisc-system/recovery/NAME until its owner acknowledges

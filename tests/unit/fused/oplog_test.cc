@@ -198,7 +198,21 @@ TEST_F(Oplog, CorruptedLogRunsNothing)
         EXPECT_NE(rep.find(cases[k].why), std::string::npos) << rep;
         EXPECT_FALSE(Exists("never"));
         EXPECT_TRUE(LogExists(name));
+        EXPECT_NE(rep.find("log block 0)"), std::string::npos) << rep;
     }
+    // fsck's view: every bad log named, with where it failed; nothing runs.
+    std::vector<std::string> lines;
+    EXPECT_EQ(fop_oplog_check(fs, [](void *arg, const char *m) {
+        static_cast<std::vector<std::string> *>(arg)->push_back(m);
+    }, &lines), (int)cases.size());
+    ASSERT_EQ(lines.size(), cases.size());
+    for (size_t k = 0; k < cases.size(); k++) {
+        EXPECT_NE(lines[k].find("operational log /.cisc-system/oplog/00000000000000a" +
+                                std::to_string(k)), std::string::npos) << lines[k];
+        EXPECT_NE(lines[k].find(cases[k].why), std::string::npos) << lines[k];
+        EXPECT_NE(lines[k].find("(log block 0)"), std::string::npos) << lines[k];
+    }
+    EXPECT_FALSE(Exists("never"));
 }
 
 // The logged credentials are the ones checked: a log of uid 1000 cannot
@@ -264,7 +278,7 @@ TEST_F(Oplog, BadTrailerIsImpossible)
         OpRecord({ { .kind = WIRE_STEP_OPEN, .oflags = kCreate, .mode = 0644, .path = "t" },
                    { .kind = WIRE_STEP_WRITE, .file = 0, .src = "no", .trailer = "xx" } }));
     std::string rep = Recover();
-    EXPECT_NE(rep.find("unrecoverable (impossible step vector)"), std::string::npos) << rep;
+    EXPECT_NE(rep.find("unrecoverable (impossible step vector at byte "), std::string::npos) << rep;
     EXPECT_FALSE(Exists("t"));
 }
 
