@@ -560,7 +560,7 @@ static void run_init(struct fop_run *x, struct engine *e, struct eng_cmd *c,
     x->commit_step = fop_commit_step(v);
     x->applied = false;
     x->oplog = 0;
-    x->pre = 0;
+    x->pre = x->oplog_reserved = 0;
     for (unsigned i = 0; i < v->n; i++) {
         x->failed[i] = false;
         x->sfile[i] = FOP_NOFILE;

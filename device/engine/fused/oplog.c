@@ -26,7 +26,9 @@
 #define OP_VERSION 2u           /* 1: the same without program identities */
 #define OP_HDR 32u                /* magic version nsteps uid gid ngroups mem(8) */
 #define STEP_FIXED 96u            /* one step's fixed fields */
-#define REC_HDR 32u               /* step record: magic step pad ret out_len data_len */
+#define REC_FIXED 28u             /* step record: magic step flags ret out_len data_len */
+#define REC_F_BLOCKS 1u           /* its output is in whole log blocks after it */
+#define LOG_WAIT_MS 2000          /* an op waits this long for log space, then -ENOSPC */
 #define OPLOG_MAX (512ull << 20)  /* one op's log (inputs included) */
 #define PROG_ID_BYTES (32u + 2u * PROGS_NAME_MAX)   /* sha256 name func */
 
@@ -203,22 +205,46 @@ static int encode_op(const struct fop_run *x, struct obuf *b)
     return b->err;
 }
 
-/* Step i's record (FORMAT.md "Step record"): its result, and its output
- * when a later step takes it or the recovery record keeps it. */
-static void encode_step(const struct fop_run *x, unsigned i, struct obuf *b)
+/* Step i's record (FORMAT.md "Step record"), to go at log offset at: its
+ * result, and its output when a later step takes it or the recovery
+ * record keeps it: inline up to the log entry size, else in whole log
+ * blocks after the record (*ext: where; the caller writes them). */
+static void encode_step(const struct fop_run *x, unsigned i, uint64_t at, struct obuf *b,
+                        uint64_t *ext)
 {
     bool out = fop_oplog_needs_output(x, i);
     uint64_t dlen = out ? x->olen[i] : 0;
-    size_t at = b->len;
+    bool blocks = dlen > x->e->tx_log_entry;
+    size_t b0 = b->len;
     ob_u32(b, STEP_MAGIC);
     ob_u16(b, (uint16_t)i);
-    ob_u16(b, 0);
+    ob_u16(b, blocks ? REC_F_BLOCKS : 0);
     ob_u64(b, (uint64_t)x->v->res[i].ret);
     ob_u64(b, x->olen[i]);
     ob_u32(b, (uint32_t)dlen);
-    ob_bytes(b, out ? x->buf[i] : NULL, dlen);
+    *ext = 0;
+    if (blocks) {   /* after the record's 12 more bytes and its CRC */
+        *ext = (at + REC_FIXED + 16 + SFS_BLOCK_SIZE - 1) & ~(uint64_t)(SFS_BLOCK_SIZE - 1);
+        ob_u64(b, *ext);
+        ob_u32(b, crc32c(0, x->buf[i], dlen));
+    } else {
+        ob_bytes(b, out ? x->buf[i] : NULL, dlen);
+    }
     if (!b->err)
-        ob_u32(b, crc32c(0, b->p + at, b->len - at));
+        ob_u32(b, crc32c(0, b->p + b0, b->len - b0));
+}
+
+/* An upper bound of the log bytes step i's record takes. */
+static uint64_t step_need(const struct fop_run *x, unsigned i)
+{
+    const struct fop_step *s = &x->v->st[i];
+    uint64_t out = 0;
+    for (unsigned j = i + 1; j < x->v->n; j++)
+        if (x->v->st[j].in == i || x->v->st[j].in2 == i)
+            out = s->cap;
+    if (!out && (s->flags & WIRE_STEP_F_OUT_ARENA))
+        out = s->cap < FOP_REC_OUT_MAX ? s->cap : FOP_REC_OUT_MAX;
+    return REC_FIXED + 16 + out + (out > x->e->tx_log_entry ? SFS_BLOCK_SIZE : 0);
 }
 
 /* ---- the log files ---------------------------------------------------- */
@@ -271,65 +297,133 @@ static int prerun(struct fop_run *x, uint64_t mask, unsigned *bad)
     return 0;
 }
 
-/* The op record and the records of the steps that ran before it. */
-static int encode_begin(struct fop_run *x, struct obuf *b, unsigned *bad)
+/* ---- log space ("Space" in oplog.h) ------------------------------------- */
+
+/* Reserves n bytes of the engine's log space, waiting up to LOG_WAIT_MS
+ * while other ops hold it. Returns 0 or -ENOSPC. */
+static int space_take(struct engine *e, uint64_t n)
 {
-    uint64_t mask = prerun_mask(x->v, bad);
-    int r = mask == UINT64_MAX ? -EOPNOTSUPP : prerun(x, mask, bad);
+    if (n > e->tx_log_max)
+        return -ENOSPC;   /* never fits */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += LOG_WAIT_MS / 1000;
+    until.tv_nsec += (LOG_WAIT_MS % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    int r = 0;
+    pthread_mutex_lock(&e->oplog_mu);
+    while (!r && e->oplog_used + n > e->tx_log_max)
+        r = pthread_cond_timedwait(&e->oplog_cv, &e->oplog_mu, &until) ? -ENOSPC : 0;
     if (!r)
-        r = encode_op(x, b);
+        e->oplog_used += n;
+    pthread_mutex_unlock(&e->oplog_mu);
+    return r;
+}
+
+static void space_give(struct engine *e, uint64_t n)
+{
+    if (!n)
+        return;
+    pthread_mutex_lock(&e->oplog_mu);
+    e->oplog_used -= n;
+    pthread_cond_broadcast(&e->oplog_cv);
+    pthread_mutex_unlock(&e->oplog_mu);
+}
+
+void fop_oplog_space(struct engine *e, uint64_t *max, uint64_t *entry, uint64_t *used)
+{
+    pthread_mutex_lock(&e->oplog_mu);
+    *max = e->tx_log_max;
+    *entry = e->tx_log_entry;
+    *used = e->oplog_used;
+    pthread_mutex_unlock(&e->oplog_mu);
+}
+
+/* ---- writing the log ------------------------------------------------------ */
+
+/* Appends step i's record to the log inside tx (and its output's log
+ * blocks). */
+static int append_step(struct fop_run *x, struct sfs_txn *tx, unsigned i)
+{
+    struct obuf b = { 0 };
+    uint64_t ext;
+    encode_step(x, i, x->oplog_size, &b, &ext);
+    int r = b.err ? b.err : write_all(x->e->fs, tx, x->oplog, x->oplog_size, b.p, b.len);
+    if (!r && ext)
+        r = write_all(x->e->fs, tx, x->oplog, ext, x->buf[i], x->olen[i]);
+    if (!r)
+        x->oplog_size = ext ? ext + x->olen[i] : x->oplog_size + b.len;
+    free(b.p);
+    return r;
+}
+
+/* Writes the op record and the records of its pre-run steps into a new
+ * log file inside tx. */
+static int write_begin(struct fop_run *x, struct sfs_txn *tx, const struct obuf *b)
+{
+    uint64_t dir;
+    struct sfs_attr a;
+    int r = oplog_dir(x->e, &dir);
+    if (!r) {
+        op_name(x->oplog_name, sizeof(x->oplog_name));
+        r = sfs_mknod(x->e->fs, tx, dir, x->oplog_name, S_IFREG | 0600, 0, 0, 0, &a);
+    }
+    if (!r) {
+        x->oplog = a.ino;
+        r = write_all(x->e->fs, tx, a.ino, 0, b->p, b->len);
+    }
+    x->oplog_size = b->len;
     for (unsigned i = 0; !r && i < x->v->n; i++)
         if (x->pre >> i & 1)
-            encode_step(x, i, b);
-    return r ? r : b->err;
+            r = append_step(x, tx, i);
+    return r;
 }
 
 int fop_oplog_begin(struct fop_run *x, unsigned *bad)
 {
     struct obuf b = { 0 };
-    uint64_t dir;
-    int r = encode_begin(x, &b, bad);
+    uint64_t mask = prerun_mask(x->v, bad), need = 0;
+    int r = mask == UINT64_MAX ? -EOPNOTSUPP : encode_op(x, &b);
+    for (unsigned i = 0; !r && i < x->v->n; i++)
+        need += step_need(x, i);
+    if (!r && (r = space_take(x->e, need += b.len)) != 0)
+        *bad = 0;
+    x->oplog_reserved = r ? 0 : need;
     if (!r)
-        r = oplog_dir(x->e, &dir);
+        r = prerun(x, mask, bad);
     struct sfs_txn *tx = NULL;
     if (!r)
         r = sfs_txn_begin(x->e->fs, &tx);
-    struct sfs_attr a;
-    if (!r) {
-        op_name(x->oplog_name, sizeof(x->oplog_name));
-        r = sfs_mknod(x->e->fs, tx, dir, x->oplog_name, S_IFREG | 0600, 0, 0, 0, &a);
-    }
     if (!r)
-        r = write_all(x->e->fs, tx, a.ino, 0, b.p, b.len);
+        r = write_begin(x, tx, &b);
+    uint64_t dir;
+    if (r && x->oplog && oplog_dir(x->e, &dir) == 0)
+        sfs_unlink(x->e->fs, tx, dir, x->oplog_name);   /* no half-written log stays */
     int c = tx ? sfs_txn_commit(tx, true) : 0;   /* the client's receipt */
     free(b.p);
     r = r ? r : c;
-    if (r)
-        return r;   /* a half-written log fails its checks: recovery skips and reports it */
-    x->oplog = a.ino;
-    x->oplog_size = b.len;
+    if (r) {
+        space_give(x->e, x->oplog_reserved);
+        x->oplog = x->oplog_reserved = 0;
+        return r;
+    }
     fop_crash_point(FOP_CRASH_AFTER_LOG, 0);
     return 0;
 }
 
 int fop_oplog_step(struct fop_run *x, struct sfs_txn *tx, unsigned i)
 {
-    struct obuf b = { 0 };
-    encode_step(x, i, &b);
-    int r = b.err;
     struct sfs_txn *own = NULL;
-    if (!r && !tx && (r = sfs_txn_begin(x->e->fs, &own)) == 0)
-        tx = own;
+    int r = tx ? 0 : sfs_txn_begin(x->e->fs, &own);
     if (!r)
-        r = write_all(x->e->fs, tx, x->oplog, x->oplog_size, b.p, b.len);
+        r = append_step(x, tx ? tx : own, i);
     /* Not flushed: the journal commits in order, so the record is durable
      * before any later step's commit that may take its output is. */
     int c = own ? sfs_txn_commit(own, false) : 0;
-    free(b.p);
-    r = r ? r : c;
-    if (!r)
-        x->oplog_size += b.len;
-    return r;
+    return r ? r : c;
 }
 
 void fop_oplog_end(struct fop_run *x, bool durable)
@@ -343,6 +437,8 @@ void fop_oplog_end(struct fop_run *x, bool durable)
         r = sfs_unlink(x->e->fs, tx, dir, x->oplog_name);
     int c = tx ? sfs_txn_commit(tx, true) : 0;
     r = r ? r : c;
+    space_give(x->e, x->oplog_reserved);
+    x->oplog_reserved = 0;
     if (r)
         fprintf(stderr, "cisc device: cannot remove operational log %s: %s\n", x->oplog_name,
                 strerror(-r));
@@ -474,15 +570,24 @@ static void parse_steps(struct recovered *rc, struct rd *r)
         size_t at = r->at;
         uint32_t magic = rd_u32(r);
         unsigned i = rd_u16(r);
-        rd_u16(r);
+        unsigned flags = rd_u16(r);
         int64_t ret = (int64_t)rd_u64(r);
         uint64_t olen = rd_u64(r);
         uint32_t dlen = rd_u32(r);
-        const uint8_t *d = rd_take(r, dlen);
+        uint64_t ext = flags & REC_F_BLOCKS ? rd_u64(r) : 0;
+        uint32_t dcrc = flags & REC_F_BLOCKS ? rd_u32(r) : 0;
+        const uint8_t *d = flags & REC_F_BLOCKS ? NULL : rd_take(r, dlen);
         uint32_t crc = rd_u32(r);
-        if (r->bad || magic != STEP_MAGIC || i >= rc->v.n ||
+        if (r->bad || magic != STEP_MAGIC || i >= rc->v.n || (flags & ~REC_F_BLOCKS) ||
             crc != crc32c(0, r->p + at, r->at - at - 4))
             return;
+        if (flags & REC_F_BLOCKS) {   /* its output: whole log blocks after it */
+            if (ext < r->at || ext % SFS_BLOCK_SIZE || dlen > r->len - ext ||
+                crc32c(0, r->p + ext, dlen) != dcrc)
+                return;
+            d = r->p + ext;
+            r->at = ext + dlen;
+        }
         rc->rp.done |= 1ull << i;
         rc->rp.ret[i] = ret;
         rc->rp.out[i] = dlen ? d : NULL;

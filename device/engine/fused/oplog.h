@@ -116,6 +116,18 @@ int fop_recover(struct engine *e, FILE *out);
  * such logs, or -errno. */
 int fop_oplog_check(struct sfs *fs, void (*line)(void *arg, const char *msg), void *arg);
 
+/* Space: the live logs of running ops together take at most the
+ * engine's tx_log_max bytes (`cisc up --tx-log-max`). A new op reserves
+ * an upper bound of its log (op record, and each step's record with the
+ * output it may log) before anything runs; while the others hold too
+ * much it waits up to 2 s, then fails with -ENOSPC at its first step,
+ * having changed nothing (never a silent downgrade to a weaker mode).
+ * fop_oplog_end gives the space back. A step's logged output up to
+ * tx_log_entry bytes (`--tx-log-entry`) is inline in its record; a
+ * larger one goes to whole log blocks after it (FORMAT.md "Step
+ * record"). fop_oplog_space reports the three figures (cisc status). */
+void fop_oplog_space(struct engine *e, uint64_t *max, uint64_t *entry, uint64_t *used);
+
 /* Recovery records: each recovered op's report is kept, owned by the
  * op's uid, in /.cisc-system/recovery/NAME until its owner acknowledges
  * it. fop_recovery_list copies the records uid may read (root: all) into

@@ -358,12 +358,18 @@ TEST_F(MicroTx, WeakerRequestKeepsDeviceMode)
 
 TEST_F(MicroTx, StatusShowsMode)
 {
-    Restart("--tx micro");
-    EXPECT_NE(Sh(cisc + " status --raw " + mnt).out.find("\ntx mode micro\n"), std::string::npos);
+    Restart("--tx micro --tx-log-max 64M --tx-log-entry 512");
+    std::string st = Sh(cisc + " status --raw " + mnt).out;
+    EXPECT_NE(st.find("\ntx mode micro\n"), std::string::npos) << st;
+    EXPECT_NE(st.find("\ntx log max 67108864 entry 512 used 0\n"), std::string::npos) << st;
     Restart("");
     EXPECT_NE(Sh(cisc + " status --raw " + mnt).out.find("\ntx mode macro\n"), std::string::npos);
     RunResult r = Sh(cisc + " up --help");
     EXPECT_NE(r.out.find("--tx"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("--tx-log-max"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("--tx-log-entry"), std::string::npos) << r.out;
+    r = Sh(cisc + " up --tx-log-entry 1 /nonexistent/img " + mnt);
+    EXPECT_EQ(r.status, 2) << r.out;
 }
 
 // Steps autorec cannot replay are refused before anything changes:

@@ -6,6 +6,8 @@
 // a power cut during an autorec op is finished by recovery.
 #include "tests/unit/fused/cisc_fixture.h"
 
+#include <thread>
+
 extern "C" {
 #include "common/crc32c.h"
 #include "common/le.h"
@@ -379,6 +381,96 @@ TEST_F(Oplog, AutorecKeyedSteps)
         fop_release(&out);
         EXPECT_EQ(Get("e").size(), 10u + 6 + 40);   // the refused op changed nothing
     }
+    EXPECT_EQ(Recover(0), "");
+}
+
+// A logged output over the log entry size sits in whole log blocks after
+// its record (FORMAT.md "Step record"): replay takes it from there.
+TEST_F(Oplog, OutputInLogBlocks)
+{
+    std::string rec = OpRecord(
+        { { .kind = WIRE_STEP_OPEN, .oflags = kCreate, .mode = 0644, .path = "lb" },
+          { .kind = WIRE_STEP_CONCAT, .in2 = WIRE_NO_STEP, .src = "xy" },
+          { .kind = WIRE_STEP_WRITE, .in = 1, .file = 0 } });
+    std::string out(5000, 'L');
+    std::string sr;
+    U32(sr, 0x534f6673);
+    U16(sr, 1);
+    U16(sr, 1);   // REC_F_BLOCKS
+    U64(sr, out.size());
+    U64(sr, out.size());
+    U32(sr, (uint32_t)out.size());
+    size_t ext = (rec.size() + sr.size() + 12 + 4095) / 4096 * 4096;
+    U64(sr, ext);
+    U32(sr, crc32c(0, out.data(), out.size()));
+    U32(sr, crc32c(0, sr.data(), sr.size()));
+    std::string log = rec + sr;
+    log.resize(ext, '\0');
+    Log("000000000000000c-00000000", log + out);
+    std::string rep = Recover();
+    EXPECT_NE(rep.find("steps 3 committed 1 status 0"), std::string::npos) << rep;
+    EXPECT_EQ(Get("lb"), out);
+    // A block record whose data does not check counts as not committed.
+    std::string bad = log + out;
+    bad[ext + 7] ^= 1;
+    Log("000000000000000d-00000000", bad);
+    rep = Recover(1);
+    EXPECT_NE(rep.find("steps 3 committed 0 status"), std::string::npos) << rep;
+}
+
+class OplogSpace : public Oplog {
+protected:
+    void SetUp() override
+    {
+        tx_log_max = 1u << 20;
+        tx_log_entry = 64;
+        Oplog::SetUp();
+    }
+
+    int64_t Run(const std::string &file, const std::string &data)
+    {
+        Arena a;
+        Vec v(a);
+        uint16_t f = v.Open(file, O_RDWR | O_CREAT);
+        uint16_t z = v.Compute(WIRE_STEP_ZSTD_COMPRESS, -1, data, 1);
+        uint16_t d = v.Compute(WIRE_STEP_ZSTD_DECOMPRESS, z, "", 0, (uint32_t)data.size());
+        v.Write(f, 0, d);
+        struct fop_limits lim;
+        eng_fop_limits(eng, &lim);
+        struct eng_arena ar = a.View();
+        struct eng_cisc *out = new eng_cisc;
+        EXPECT_EQ(fop_decode(out, v.st.data(), (unsigned)v.st.size(), &ar, &lim, keys), 0);
+        out->tx = WIRE_TX_AUTOREC;
+        int64_t st = fop_exec(eng, &root, out);
+        fop_release(out);
+        delete out;
+        return st;
+    }
+};
+
+// An op whose log can never fit fails with -ENOSPC before anything
+// changed; ops that fit together wait for each other's space and all
+// succeed; the space is given back.
+TEST_F(OplogSpace, FullLogRefusesAndChangesNothing)
+{
+    Put("big", "before");
+    EXPECT_EQ(Run("big", Pattern(2u << 20, 1)), -ENOSPC);
+    EXPECT_EQ(Get("big"), "before");
+    std::vector<std::thread> th;
+    std::vector<int64_t> st(4, 1);
+    for (unsigned k = 0; k < 4; k++)
+        th.emplace_back([&, k] { st[k] = Run("t" + std::to_string(k), Pattern(300000, k)); });
+    for (auto &t : th)
+        t.join();
+    for (unsigned k = 0; k < 4; k++) {
+        EXPECT_EQ(st[k], 0) << k;
+        EXPECT_EQ(Get("t" + std::to_string(k)), Pattern(300000, k));
+    }
+    uint64_t max, entry, used;
+    fop_oplog_space(eng, &max, &entry, &used);
+    EXPECT_EQ(max, 1u << 20);
+    EXPECT_EQ(entry, 64u);
+    EXPECT_EQ(used, 0u);
     EXPECT_EQ(Recover(0), "");
 }
 
