@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -453,6 +455,7 @@ struct recovered {
     struct eng_cred cred;
     struct fop_replay rp;
     uint8_t *data;               /* the file's bytes (inputs and outputs point here) */
+    size_t len;                  /* and their length (read_log's mapping) */
     uint8_t kept[WIRE_MAX_STEPS][FOP_REC_OUT_MAX];   /* F_OUT_ARENA outputs of recovery */
 };
 
@@ -619,6 +622,53 @@ static void settle_done_opens(struct recovered *rc)
             rc->v.st[i].oflags &= ~(uint32_t)(O_EXCL | O_TRUNC);
 }
 
+/* The log file's bytes in memory: its blocks in the image are mapped
+ * read-only where they can be (no copy, no fresh pages: a log holds the
+ * op's inputs, megabytes), the rest (holes, cached pieces, unaligned
+ * ones) copied into the same private region. */
+struct lmap {
+    uint8_t *base;
+    size_t len;
+};
+
+static int map_piece(uint8_t *at, const struct sfs_seg *g)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    bool aligned = (uintptr_t)at % (uintptr_t)page == 0 && g->pos % (uint64_t)page == 0;
+    if (g->kind == SFS_SEG_FD && aligned &&
+        mmap(at, g->len, PROT_READ, MAP_SHARED | MAP_FIXED | MAP_POPULATE, g->fd,
+             (off_t)g->pos) != MAP_FAILED)
+        return 0;
+    if (g->kind == SFS_SEG_FD) {
+        ssize_t n = pread(g->fd, at, g->len, (off_t)g->pos);
+        return n == (ssize_t)g->len ? 0 : n < 0 ? -errno : -EIO;
+    }
+    if (g->kind == SFS_SEG_MEM)
+        memcpy(at, g->mem, g->len);
+    return 0;   /* SFS_SEG_ZERO: the region is zeros already */
+}
+
+static int map_fn(void *arg, const struct sfs_seg *segs, unsigned n, size_t total)
+{
+    struct lmap *m = arg;
+    size_t at = 0;
+    for (unsigned k = 0; k < n; k++) {
+        if (segs[k].len > m->len - at)
+            return -EIO;
+        int r = map_piece(m->base + at, &segs[k]);
+        if (r)
+            return r;
+        at += segs[k].len;
+    }
+    return 0;
+}
+
+static size_t map_size(size_t len)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    return len ? (len + page - 1) / page * page : page;
+}
+
 static int read_log(struct sfs *fs, uint64_t ino, uint8_t **out, size_t *len)
 {
     struct sfs_attr a;
@@ -627,12 +677,25 @@ static int read_log(struct sfs *fs, uint64_t ino, uint8_t **out, size_t *len)
         return r;
     if (a.size > OPLOG_MAX)
         return -EFBIG;
-    *out = malloc(a.size ? a.size : 1);
-    if (!*out)
+    void *base = mmap(NULL, map_size(a.size), PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED)
         return -ENOMEM;
-    ssize_t n = sfs_read(fs, ino, 0, *out, a.size);
-    *len = n < 0 ? 0 : (size_t)n;
-    return n < 0 ? (int)n : 0;
+    struct lmap m = { base, a.size };
+    ssize_t n = a.size ? sfs_read_map(fs, ino, 0, a.size, map_fn, &m) : 0;
+    if (n != (ssize_t)a.size) {
+        munmap(base, map_size(a.size));
+        return n < 0 ? (int)n : -EIO;
+    }
+    *out = base;
+    *len = a.size;
+    return 0;
+}
+
+static void unmap_log(uint8_t *p, size_t len)
+{
+    if (p)
+        munmap(p, map_size(len));
 }
 
 /* Why step i failed, for the report. */
@@ -656,9 +719,9 @@ static void report_output(FILE *out, const char *name, const struct recovered *r
 {
     const uint8_t *p = NULL;
     uint64_t n = rc->v.res[i].out_len;
-    if (rc->rp.done >> i & 1) {
-        p = rc->rp.out[i];
+    if (rc->rp.done >> i & 1) {   /* copied before the replay (keep_outputs) */
         n = rc->rp.out_len[i];
+        p = rc->rp.out[i] && n <= FOP_REC_OUT_MAX ? rc->kept[i] : NULL;
     } else if (rc->v.res[i].ret >= 0 && n <= FOP_REC_OUT_MAX) {
         p = rc->kept[i];
     }
@@ -697,6 +760,9 @@ static void keep_outputs(struct recovered *rc)
         struct fop_step *s = &rc->v.st[i];
         s->dst = s->flags & WIRE_STEP_F_OUT_ARENA ? rc->kept[i] : NULL;
         s->dst_cap = s->dst ? FOP_REC_OUT_MAX : 0;
+        /* The log (and its mapping's blocks) goes when the replay ends. */
+        if (s->dst && rc->rp.out[i] && rc->rp.out_len[i] <= FOP_REC_OUT_MAX)
+            memcpy(rc->kept[i], rc->rp.out[i], rc->rp.out_len[i]);
     }
 }
 
@@ -785,7 +851,8 @@ static const char *load(struct sfs *fs, uint64_t dir, const char *name, struct r
     size_t len = 0;
     int r = rc ? sfs_lookup(fs, dir, name, &a) : -ENOMEM;
     if (!r)
-        r = read_log(fs, a.ino, &rc->data, &len);
+        r = read_log(fs, a.ino, &rc->data, &rc->len);
+    len = rc ? rc->len : 0;
     *bad_at = 0;
     if (r)
         return strerror(-r);
@@ -804,7 +871,7 @@ static void free_recovered(struct recovered *rc)
 {
     if (rc) {
         fop_release(&rc->v);
-        free(rc->data);
+        unmap_log(rc->data, rc->len);
     }
     free(rc);
 }

@@ -387,7 +387,7 @@ TEST_F(CrashRandomE2E, AutorecKeepsEveryAcknowledgedOp)
     Down();
     Settle();
     uint64_t seed0 = getenv("CISC_E2E_CRASH_SEED") ? atoll(getenv("CISC_E2E_CRASH_SEED")) : 1;
-    unsigned rounds = Rounds(250);
+    unsigned rounds = Rounds(200);
     for (unsigned r = 0; r < rounds && !HasFailure(); r++) {
         uint64_t seed = seed0 * 100003 + r;
         std::mt19937_64 rng(seed);
