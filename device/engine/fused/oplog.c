@@ -32,6 +32,7 @@
 #define REC_F_BLOCKS 1u           /* its output is in whole log blocks after it */
 #define LOG_WAIT_MS 2000          /* an op waits this long for log space, then -ENOSPC */
 #define OPLOG_MAX (512ull << 20)  /* one op's log (inputs included) */
+#define SRC_SAME (1ull << 63)     /* src_len: the operand of step (low 16 bits) again */
 #define PROG_ID_BYTES (32u + 2u * PROGS_NAME_MAX)   /* sha256 name func */
 
 /* ---- what autorec covers ------------------------------------------------ */
@@ -157,8 +158,21 @@ static void put_prog_id(struct obuf *b, struct engine *e, const struct fop_step 
     ob_bytes(b, info.func, PROGS_NAME_MAX);
 }
 
-static void put_step(struct obuf *b, struct engine *e, const struct fop_step *s)
+/* The earlier step of v whose arena operand is the same bytes as step
+ * i's (a client passing one buffer to two steps), or -1. */
+static int same_src(const struct eng_cisc *v, unsigned i)
 {
+    const struct fop_step *s = &v->st[i];
+    for (unsigned j = 0; s->src && j < i; j++)
+        if (v->st[j].src == s->src && v->st[j].src_len == s->src_len)
+            return (int)j;
+    return -1;
+}
+
+static void put_step(struct obuf *b, struct engine *e, const struct eng_cisc *v, unsigned i)
+{
+    const struct fop_step *s = &v->st[i];
+    int same = same_src(v, i);
     size_t l0 = b->len;
     ob_bytes(b, &s->kind, 1);
     ob_bytes(b, &s->flags, 1);
@@ -176,12 +190,12 @@ static void put_step(struct obuf *b, struct engine *e, const struct fop_step *s)
     ob_u64(b, s->cap);
     uint32_t plen = s->path ? (uint32_t)strlen(s->path) : 0;
     ob_u32(b, plen);
-    ob_u64(b, s->src ? s->src_len : 0);
+    ob_u64(b, same >= 0 ? SRC_SAME | (uint64_t)same : s->src ? s->src_len : 0);
     ob_u32(b, s->kind == WIRE_STEP_BPF ? PROG_ID_BYTES : 0);   /* trailer */
     if (!b->err && b->len - l0 != STEP_FIXED)
         b->err = -EINVAL;   /* programmer error: the layout and STEP_FIXED disagree */
     ob_bytes(b, s->path, plen);
-    if (s->src)
+    if (s->src && same < 0)
         ob_bytes(b, s->src, s->src_len);
     if (s->kind == WIRE_STEP_BPF)
         put_prog_id(b, e, s);
@@ -201,7 +215,7 @@ static int encode_op(const struct fop_run *x, struct obuf *b)
     for (unsigned g = 0; g < ng; g++)
         ob_u32(b, c->groups[g]);
     for (unsigned i = 0; i < x->v->n; i++)
-        put_step(b, x->e, &x->v->st[i]);
+        put_step(b, x->e, x->v, i);
     if (!b->err)
         ob_u32(b, crc32c(0, b->p, b->len));
     return b->err;
@@ -525,8 +539,16 @@ static const char *get_step(struct rd *r, struct recovered *rc, unsigned i)
         (s->flags & WIRE_STEP_F_FH))
         return "impossible step vector";
     const uint8_t *path = rd_take(r, plen);
-    s->src = slen ? rd_take(r, slen) : NULL;
-    s->src_len = slen;
+    if (slen & SRC_SAME) {   /* one buffer given to two steps: logged once */
+        uint64_t j = slen & ~SRC_SAME;
+        if (j >= i || !rc->v.st[j].src)
+            return "impossible step vector";
+        s->src = rc->v.st[j].src;
+        s->src_len = rc->v.st[j].src_len;
+    } else {
+        s->src = slen ? rd_take(r, slen) : NULL;
+        s->src_len = slen;
+    }
     if (r->bad)
         return "inputs past the log's end";
     const char *why = get_trailer(r, rc, i, xlen);

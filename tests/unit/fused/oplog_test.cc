@@ -27,6 +27,7 @@ struct LStep {
     uint8_t flags = 0;
     uint32_t key_id = 0;
     std::string trailer;   // BPF: sha256 (32) || name (64) || func (64)
+    int same = -1;         // the operand of that earlier step again (src_len bit 63)
 };
 
 // A bpf step's program identity trailer (FORMAT.md "Program identity").
@@ -70,9 +71,9 @@ std::string OpRecord(const std::vector<LStep> &steps, uint32_t uid = 0, bool goo
             U64(b, 0);
         U64(b, s.cap);
         U32(b, (uint32_t)s.path.size());
-        U64(b, s.src.size());
+        U64(b, s.same >= 0 ? (1ull << 63) | (uint64_t)s.same : s.src.size());
         U32(b, (uint32_t)s.trailer.size());
-        b += s.path + s.src + s.trailer;
+        b += s.path + (s.same >= 0 ? "" : s.src) + s.trailer;
     }
     U32(b, crc32c(0, b.data(), b.size()) ^ (good_crc ? 0 : 1));
     return b;
@@ -417,6 +418,28 @@ TEST_F(Oplog, OutputInLogBlocks)
     rep = Recover(1);
     EXPECT_NE(rep.find("steps 3 committed 0 status"), std::string::npos) << rep;
 }
+
+// One buffer given to two steps is logged once; the second names the
+// first's operand. A reference to a step without one is impossible.
+TEST_F(Oplog, SharedOperandIsLoggedOnce)
+{
+    Log("000000000000000e-00000000",
+        OpRecord({ { .kind = WIRE_STEP_OPEN, .oflags = kCreate, .mode = 0644, .path = "s" },
+                   { .kind = WIRE_STEP_APPEND, .file = 0, .src = "shared" },
+                   { .kind = WIRE_STEP_CRC32C, .cap = 4, .same = 1 },
+                   { .kind = WIRE_STEP_APPEND, .in = 2, .file = 0 } }));
+    std::string rep = Recover();
+    EXPECT_NE(rep.find("status 0"), std::string::npos) << rep;
+    uint32_t c = crc32c(0, "shared", 6);
+    EXPECT_EQ(Get("s"), "shared" + std::string((const char *)&c, 4));
+    Log("000000000000000f-00000000",
+        OpRecord({ { .kind = WIRE_STEP_OPEN, .oflags = kCreate, .mode = 0644, .path = "s2" },
+                   { .kind = WIRE_STEP_CRC32C, .cap = 4, .same = 0 } }));
+    rep = Recover();
+    EXPECT_NE(rep.find("unrecoverable (impossible step vector"), std::string::npos) << rep;
+    EXPECT_FALSE(Exists("s2"));
+}
+
 
 class OplogSpace : public Oplog {
 protected:
