@@ -8,6 +8,7 @@
 
 #include "common/crc32c.h"
 #include "common/le.h"
+#include "common/thread.h"
 #include "proto/steps.h"
 
 #include <errno.h>
@@ -998,7 +999,7 @@ static void recover_all(struct rpool *p, unsigned cores)
     pthread_t th[SCHED_MAX_CORES];
     unsigned nt = 0, want = p->n < cores ? p->n : cores;
     while (nt + 1 < want && nt < SCHED_MAX_CORES &&
-           pthread_create(&th[nt], NULL, recover_worker, p) == 0)
+           thread_start_quiet(&th[nt], recover_worker, p) == 0)
         nt++;
     recover_worker(p);
     for (unsigned k = 0; k < nt; k++)
