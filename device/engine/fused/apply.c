@@ -445,7 +445,10 @@ static int apply_tx(struct apply *ap)
         undo_all(ap, seq, i < n ? i : n - 1);
     if (!r)
         fop_crash_point(FOP_CRASH_BEFORE_COMMIT, ap->cstep);
-    bool durable = x->fsync || x->tx == WIRE_TX_AUTOREC;
+    /* Autorec: the durable receipt (oplog.h) already guarantees the step
+     * after a crash (recovery redoes a step whose commit was lost), and
+     * the journal commits in order, so no step needs a flush of its own. */
+    bool durable = x->fsync && x->tx != WIRE_TX_AUTOREC;
     int c = ap->tx ? sfs_txn_commit(ap->tx, durable && !r) : 0;
     if (r) {
         ap->bad = x->muts[seq[i < n ? i : 0]].step;

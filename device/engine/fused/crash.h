@@ -9,7 +9,9 @@
  *                     commit, made after its last mutating step; before
  *                     that, the point fires right after step N executed)
  *   after-commit:N    step N's commit has returned (durable when the op
- *                     asked for durability: an FSYNC step)
+ *                     asked for durability, an FSYNC step, in micro and
+ *                     macro; never flushed in autorec, whose receipt
+ *                     covers it: oplog.h)
  *   after-log         the op's operational log is durable, no step ran
  *                     (autorec)
  *   recovery:K        recovery at start-up is about to finish the K-th

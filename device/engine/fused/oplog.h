@@ -54,9 +54,12 @@
  *     ("recovery op NAME step I output N bytes HEX"); a larger one is
  *     reported as not kept.
  *
- * A step record that feeds a later step but commits nothing of its own
- * is committed without a flush: the journal commits in order, so it is
- * durable before any later commit that depends on it. The log's removal
+ * Flushes: the receipt is the op's only flush. A step's commit (with its
+ * record) is not flushed, even when the op has an FSYNC step: after a
+ * crash the receipt is there and recovery redoes whatever commit was
+ * lost; the journal commits in order, so the commits that survive are a
+ * prefix. A step record that feeds a later step but commits nothing of
+ * its own is committed the same way. The log's removal
  * is made durable only when the op failed (a replay must not redo a step
  * whose failure the client was told of).
  *

@@ -392,6 +392,16 @@ TEST_F(CrashRandomE2E, AutorecKeepsEveryAcknowledgedOp)
         uint64_t seed = seed0 * 100003 + r;
         std::mt19937_64 rng(seed);
         std::string spec = RandomPoint(rng);
+        // Autorec's step commits are not flushed, so the op in flight at
+        // a crash is usually redone whole by recovery, where the same
+        // point would fire again: most rounds recover without a point
+        // first, the others crash during recovery on purpose.
+        if (maybe && rng() % 4 != 0) {
+            ASSERT_TRUE(Start("none"));
+            Check(seed);
+            Down();
+            Settle();
+        }
         if (!Start(spec)) {
             recovery_crashes++;
             continue;   // the next start recovers (again)

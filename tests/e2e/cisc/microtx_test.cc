@@ -256,9 +256,10 @@ TEST_F(MicroTx, Table10Micro)
 }
 
 // Autorec: the device finishes every interrupted op by itself at the
-// next start (C/R in every column), and says so in its status; an op
-// whose every change had committed (F3, F6: only the removal of its log
-// was lost) had completed, and gets no recovery record.
+// next start (C/R in every column), and says so in its status. An op
+// whose every change had committed (F3, F6) may still get a recovery
+// record: autorec's step commits are not flushed (its durable receipt
+// covers them), so the crash may take the last one, which recovery redoes.
 TEST_F(MicroTx, Table10Autorec)
 {
     for (const Row &r : Rows()) {
@@ -267,8 +268,11 @@ TEST_F(MicroTx, Table10Autorec)
         if (HasFatalFailure())
             return;
         bool completed = r.macro == r.autorec;
-        EXPECT_EQ(status.find("\nrecovery op ") == std::string::npos, completed) << status;
+        bool recovered = status.find("\nrecovery op ") != std::string::npos;
         if (!completed) {
+            EXPECT_TRUE(recovered) << status;
+        }
+        if (recovered) {
             EXPECT_NE(status.find(" status 0\n"), std::string::npos) << status;
         }
     }
@@ -316,7 +320,8 @@ TEST_F(MicroTx, RecoveryRecordsBelongToTheirOwner)
     ssize_t n = cisc_recovery_list(s, buf, sizeof(buf));
     ASSERT_GT(n, 0);
     std::string text(buf, (size_t)n);
-    EXPECT_NE(text.find(" uid 0 steps 12 committed 4 status 0\n"), std::string::npos) << text;
+    EXPECT_NE(text.find(" uid 0 steps 12 committed "), std::string::npos) << text;
+    EXPECT_NE(text.find(" status 0\n"), std::string::npos) << text;
     std::string name = text.substr(strlen("recovery op "), 25);
     RunResult r = Sh(cisc + " recovery " + mnt);
     EXPECT_EQ(r.status, 0);
