@@ -54,12 +54,14 @@
  *     ("recovery op NAME step I output N bytes HEX"); a larger one is
  *     reported as not kept.
  *
- * Flushes: the receipt is the op's only flush. A step's commit (with its
+ * Flushes: the receipt is the op's flush. A step's commit (with its
  * record) is not flushed, even when the op has an FSYNC step: after a
  * crash the receipt is there and recovery redoes whatever commit was
  * lost; the journal commits in order, so the commits that survive are a
- * prefix. A step record that feeds a later step but commits nothing of
- * its own is committed the same way. The log's removal
+ * prefix. Only in an op with an FSYNC step, a step that writes at least
+ * FOP_REDO_FLUSH_BYTES is flushed (redoing it would cost more than the
+ * flush; it also flushes the commits before it). A step record that
+ * feeds a later step but commits nothing of its own is never flushed. The log's removal
  * is made durable only when the op failed (a replay must not redo a step
  * whose failure the client was told of).
  *
@@ -76,6 +78,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#define FOP_REDO_FLUSH_BYTES (256u << 10)   /* see "Flushes" */
 
 struct engine;
 struct fop_run;
