@@ -104,8 +104,8 @@
  *            reads go by it; reads still overlay the op's mutations, which
  *            is idempotent over committed ones).
  *   autorec  micro, plus the operational log (oplog.h): the op is logged
- *            durably before it starts (its only flush: the steps' commits
- *            are not flushed, recovery redoes a lost one), each step's
+ *            durably before it starts (its flush: the steps' commits are
+ *            not flushed but for large ones, recovery redoes a lost one), each step's
  *            record commits with the step, the log goes when the op ends; fop_recover()
  *            finishes logged ops at start-up (v->replay: committed steps
  *            take their logged result and output instead of running).
