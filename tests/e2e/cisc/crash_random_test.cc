@@ -230,6 +230,7 @@ protected:
     uint32_t prog = 0;
     State model;
     bool maybe = false;   // the op in flight at the last crash
+    bool logs = false;    // the device died: logs may be left for recovery
     Op inflight;
     unsigned crashes = 0, finished = 0, recovery_crashes = 0;
 
@@ -351,6 +352,7 @@ protected:
         if (maybe)
             inflight = ops[acked];
         crashes += crashed;
+        logs = true;
         Settle();
     }
 
@@ -392,15 +394,17 @@ TEST_F(CrashRandomE2E, AutorecKeepsEveryAcknowledgedOp)
         uint64_t seed = seed0 * 100003 + r;
         std::mt19937_64 rng(seed);
         std::string spec = RandomPoint(rng);
-        // Autorec's step commits are not flushed, so the op in flight at
-        // a crash is usually redone whole by recovery, where the same
-        // point would fire again: most rounds recover without a point
-        // first, the others crash during recovery on purpose.
-        if (maybe && rng() % 4 != 0) {
+        // Autorec's step commits are not flushed, so after the device died
+        // (at its point, or killed after the ops) recovery usually redoes
+        // whole ops, where the same point would fire again: most rounds
+        // recover without a point first, the others crash during
+        // recovery on purpose.
+        if (logs && rng() % 4 != 0) {
             ASSERT_TRUE(Start("none"));
             Check(seed);
             Down();
             Settle();
+            logs = false;   // an orderly stop leaves no log behind
         }
         if (!Start(spec)) {
             recovery_crashes++;
@@ -429,8 +433,10 @@ TEST_F(CrashRandomE2E, AutorecKeepsEveryAcknowledgedOp)
     printf("%u rounds: %u crashed at their point, %u ops in flight finished by recovery, "
            "%u starts crashed while recovering\n",
            rounds, crashes, finished, recovery_crashes);
-    EXPECT_GT(crashes, rounds / 3);
-    EXPECT_GT(finished, rounds / 10);
+    if (rounds >= 50) {   // the points do land inside ops that recovery finishes
+        EXPECT_GT(crashes, rounds / 3);
+        EXPECT_GT(finished, rounds / 10);
+    }
 }
 
 }  // namespace
