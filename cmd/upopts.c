@@ -249,6 +249,13 @@ static const struct up_opt up_table[] = {
       .help = "fused ops' default transaction mode: macro (all or nothing), micro (each "
               "mutating step commits on its own), autorec (micro, and interrupted ops are "
               "finished by the device at the next start); an op may ask for a stronger one" },
+    { 0, "tx-log-max", "tx_log_max", &k_size, "SIZE", 1u << 20, 1ull << 40, AT(dev.tx_log_max),
+      .help = "autorec: space the operational logs of running ops may take (default 256 "
+              "MiB); an op that does not fit waits up to 2 s for space, then fails with "
+              "ENOSPC before changing anything" },
+    { 0, "tx-log-entry", "tx_log_entry", &k_size, "SIZE", 64, 1u << 20, AT(dev.tx_log_entry),
+      .help = "autorec: a step's logged intermediate state up to SIZE is inline in its log "
+              "record, larger state goes to whole log blocks (default 4 KiB)" },
     { 0, "log", "log", &k_log, "FILE", AT(log),
       .help = "where the device writes its messages once mounted, each line "
               "timestamped (UTC), in the foreground too (default: none; -f: stderr)" },

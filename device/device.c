@@ -334,6 +334,7 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
     d->read_only = o->read_only;
     struct eng_config ec = { .cores = d->cores, .sched = d->sched, .trace = o->trace,
                              .direct = !o->queue_only, .tx = o->tx, .dev_ram = o->dev_ram,
+                             .tx_log_max = o->tx_log_max, .tx_log_entry = o->tx_log_entry,
                              .tenant_pid = o->tenant_pid, .max_queues = o->max_queues,
                              .op_time_ms = o->op_time_limit_ms, .read_only = o->read_only };
     struct dm_model dm = o->model ? *o->model : (struct dm_model){ DM_DEFAULT_LINK_NS, 1.0 };
@@ -574,6 +575,10 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
             (unsigned long long)ss.core[i].executed,
             (unsigned long long)(ss.core[i].busy_ns / 1000000u));
     put(&o, "tx mode %s\n", eng_tx_name(eng_tx_mode(d->eng)));
+    uint64_t lmax, lentry, lused;
+    fop_oplog_space(d->eng, &lmax, &lentry, &lused);
+    put(&o, "tx log max %llu entry %llu used %llu\n", (unsigned long long)lmax,
+        (unsigned long long)lentry, (unsigned long long)lused);
     if (d->recovery_len)   /* one line per op recovered at start-up */
         put(&o, "%s", d->recovery);
     status_tenants(d, &o);

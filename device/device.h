@@ -69,6 +69,8 @@ struct dev_opts {
     const struct progs_limits *progs;  /* eBPF program limits; NULL = defaults */
     unsigned tx;              /* fused ops' default transaction mode: enum wire_tx
                                  (proto/wire.h); WIRE_TX_DEFAULT = macro */
+    uint64_t tx_log_max;      /* autorec's log space; 0 = the engine's default */
+    uint64_t tx_log_entry;    /* autorec's inline log entry; 0 = the engine's default */
     const struct flash_geom *flash;    /* NULL: the image file as it is; else the
                                         * NAND model over it (zero fields scaled) */
     bool read_only;           /* change nothing: see "Read-only" above */

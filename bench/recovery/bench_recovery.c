@@ -8,7 +8,8 @@
  *       mean latency (us) of N append-CRC-writes (4 KiB) and N ten-write
  *       vectors (10 x 4 KiB), each with an FSYNC step: "acw_us vw_us"
  *   cisc-bench-recovery fused MNT macro|autorec THREADS MIB
- *       each thread appends MIB MiB to file tI, its CRC-32C after it
+ *       each thread appends MIB MiB to file tI, its CRC-32C after it (the
+ *       threads submit together once every one has its data ready)
  *   cisc-bench-recovery missing MNT THREADS MIB
  *       like fused (macro) for the threads whose file lacks its op's
  *       effect (an op the device had not given a receipt for)
@@ -106,6 +107,7 @@ static int run_lat(int n)
 }
 
 static bool missing_only;
+static pthread_barrier_t ready;   /* fused: every thread's data is ready, all submit */
 
 static void *fused_thread(void *arg)
 {
@@ -121,14 +123,16 @@ static void *fused_thread(void *arg)
     struct cisc_queue *q;
     char file[32];
     snprintf(file, sizeof(file), "t%ld", t);
-    if (open_queue(2 * bytes + (1 << 20), &s, &q))
-        return (void *)1;
-    void *buf;
-    if (cisc_buf_alloc(q, bytes, &buf))
-        return (void *)1;
-    memset(buf, 'a' + (int)t, bytes);
-    int64_t st = acw(q, file, buf, bytes);
-    cisc_session_close(s);
+    void *buf = NULL;
+    int opened = open_queue(2 * bytes + (1 << 20), &s, &q) == 0;
+    int bad = opened ? cisc_buf_alloc(q, bytes, &buf) : -1;
+    if (!bad)
+        memset(buf, 'a' + (int)t, bytes);
+    if (!missing_only)
+        pthread_barrier_wait(&ready);   /* the ops are in flight together */
+    int64_t st = bad ? bad : acw(q, file, buf, bytes);
+    if (opened)
+        cisc_session_close(s);
     return (void *)(long)(st != 0);
 }
 
@@ -174,7 +178,9 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "fused") && argc == 6) {
         tx = mode_of(argv[3]);
         bytes = (size_t)atoi(argv[5]) << 20;
-        return run_threads(fused_thread, atoi(argv[4]) > 64 ? 64 : atoi(argv[4]));
+        int threads = atoi(argv[4]) > 64 ? 64 : atoi(argv[4]) < 1 ? 1 : atoi(argv[4]);
+        pthread_barrier_init(&ready, NULL, (unsigned)threads);
+        return run_threads(fused_thread, threads);
     }
     if (!strcmp(argv[1], "missing") && argc == 5) {
         tx = CISC_TX_MACRO;

@@ -166,29 +166,48 @@ def main():
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--mib", type=int, default=16)
     ap.add_argument("--lat-ops", type=int, default=300)
-    ap.add_argument("--runs", type=int, default=3, help="recovery runs per cell (median)")
+    ap.add_argument("--runs", type=int, default=5,
+                    help="alternating runs per cell (median)")
     a = ap.parse_args()
     os.makedirs("bench/out", exist_ok=True)
     root = tempfile.mkdtemp(prefix="cisc-bench-recovery-", dir="/dev/shm")
     dev = Device(os.path.abspath(a.cisc), root)
     rec, lat, model = [], [], []
     try:
-        for point, spec in (("F1", "before-commit:1"), ("F2", "after-commit:2")):
-            for system in ("posix", "macro", "autorec"):
-                runs = sorted(recovery(dev, a.bench, system, spec, a.threads, a.mib)
-                              for _ in range(a.runs))
-                ms, nrec = runs[len(runs) // 2][0] * 1000, runs[len(runs) // 2][1]
+        # Alternating runs (the machine is shared and noisy): every system
+        # once per round, the median of the rounds per cell.
+        points = (("F1", "before-commit:1"), ("F2", "after-commit:2"))
+        systems = ("posix", "macro", "autorec")
+        runs = {(p, s): [] for p, _ in points for s in systems}
+        for _ in range(a.runs):
+            for point, spec in points:
+                for system in systems:
+                    runs[(point, system)].append(
+                        recovery(dev, a.bench, system, spec, a.threads, a.mib))
+        for point, _ in points:
+            for system in systems:
+                r = sorted(runs[(point, system)])
+                ms, nrec = r[len(r) // 2][0] * 1000, r[len(r) // 2][1]
                 rec.append({"point": point, "system": system, "ms": round(ms, 1),
                             "recovered_ops": nrec})
-        for tx in ("macro", "micro", "autorec"):
-            acw, vw, model = latency(dev, a.bench, tx, a.lat_ops)
-            lat.append({"mode": tx, "acw_us": acw, "vw_us": vw})
+        modes = ("macro", "micro", "autorec")
+        lats = {m: [] for m in modes}
+        for _ in range(a.runs):
+            for tx in modes:
+                acw, vw, model = latency(dev, a.bench, tx, a.lat_ops)
+                lats[tx].append((acw, vw))
+        for tx in modes:
+            acws = sorted(x[0] for x in lats[tx])
+            vws = sorted(x[1] for x in lats[tx])
+            lat.append({"mode": tx, "acw_us": acws[len(acws) // 2],
+                        "vw_us": vws[len(vws) // 2]})
     finally:
         dev.settle()
         sh(["rm", "-rf", root], check=False)
     print("device model:", "; ".join(model))
     print("threads %d, append %d MiB each, image in /dev/shm" % (a.threads, a.mib))
-    print("\nrecovery: restart until every op's effect is present (median of %d)" % a.runs)
+    print("\nrecovery: restart until every op's effect is present (median of %d "
+          "alternating runs)" % a.runs)
     print("%-4s %10s %10s %10s %12s %12s" % ("", "posix ms", "macro ms", "autorec ms",
                                              "macro/auto", "posix/auto"))
     for p in ("F1", "F2"):
@@ -197,7 +216,7 @@ def main():
         print("%-4s %10.1f %10.1f %10.1f %12.2f %12.2f   (autorec recovered %d ops)" % (
             p, g["posix"], g["macro"], g["autorec"], g["macro"] / g["autorec"],
             g["posix"] / g["autorec"], n))
-    print("\nlatency (mean us)")
+    print("\nlatency (mean us per op, median of %d alternating runs)" % a.runs)
     base = lat[0]
     for r in lat:
         print("%-8s acw %8.1f (%+.0f%%)   ten-write %8.1f (%+.0f%%)" % (

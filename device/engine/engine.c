@@ -123,6 +123,8 @@ static void free_locks(struct engine *e)
     pthread_mutex_destroy(&e->mem_mu);
     pthread_cond_destroy(&e->mem_cv);
     pthread_rwlock_destroy(&e->watch_lock);
+    pthread_mutex_destroy(&e->oplog_mu);
+    pthread_cond_destroy(&e->oplog_cv);
     free(e);
 }
 
@@ -149,6 +151,10 @@ int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out
     pthread_mutex_init(&e->mem_mu, NULL);
     pthread_cond_init(&e->mem_cv, NULL);
     pthread_rwlock_init(&e->watch_lock, NULL);
+    pthread_mutex_init(&e->oplog_mu, NULL);
+    pthread_cond_init(&e->oplog_cv, NULL);
+    e->tx_log_max = cfg->tx_log_max ? cfg->tx_log_max : ENG_TX_LOG_MAX_DEFAULT;
+    e->tx_log_entry = cfg->tx_log_entry ? cfg->tx_log_entry : ENG_TX_LOG_ENTRY_DEFAULT;
     e->mem_budget = cfg->dev_ram ? cfg->dev_ram : ENG_DEV_RAM_DEFAULT;
     e->tenant_pid = cfg->tenant_pid;
     int r = stats_create(ENG_OP_COUNT, cfg->cores, &e->stats);

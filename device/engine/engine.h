@@ -274,7 +274,12 @@ struct eng_config {
     unsigned tx;              /* default transaction mode of fused ops: enum wire_tx,
                                  WIRE_TX_DEFAULT = macro (fused.h) */
     bool read_only;           /* refuse every mutation with -EROFS (eng_read_only) */
+    uint64_t tx_log_max;      /* autorec's log space; 0 = ENG_TX_LOG_MAX_DEFAULT */
+    uint64_t tx_log_entry;    /* autorec's inline log entry; 0 = ENG_TX_LOG_ENTRY_DEFAULT */
 };
+
+#define ENG_TX_LOG_MAX_DEFAULT   (256ull << 20)   /* --tx-log-max (fused/oplog.h) */
+#define ENG_TX_LOG_ENTRY_DEFAULT 4096ull          /* --tx-log-entry */
 
 /* Starts the engine on a mounted StorageFS (not owned: the caller unmounts
  * it after eng_destroy). Returns 0 and sets *out, or -errno (-EINVAL for an

@@ -58,6 +58,12 @@ struct engine {
     unsigned tx;              /* default transaction mode of fused ops (enum wire_tx, >= MACRO) */
     bool read_only;           /* eng_cmd_mutates() commands fail with -EROFS */
     uint64_t oplog_dir;       /* the operational log's directory once known (atomic) */
+    /* AutoRec's log space (fused/oplog.h "Space"). */
+    uint64_t tx_log_max;      /* bytes the live logs may reserve */
+    uint64_t tx_log_entry;    /* a logged output up to this is inline in its record */
+    uint64_t oplog_used;      /* bytes reserved by live logs; protected by oplog_mu */
+    pthread_mutex_t oplog_mu;
+    pthread_cond_t oplog_cv;  /* space given back */
 };
 
 /* An op's result meaning "parked" (lease.h): the command is not complete;

@@ -501,6 +501,16 @@ static unsigned order(const struct fop_run *x, unsigned k0, unsigned *seq)
     return n;
 }
 
+/* Bytes the mutations seq[0, n) write. */
+static uint64_t bytes_written(const struct fop_run *x, const unsigned *seq, unsigned n)
+{
+    uint64_t b = 0;
+    for (unsigned i = 0; i < n; i++)
+        if (x->muts[seq[i]].kind == MUT_WRITE)
+            b += x->muts[seq[i]].len;
+    return b;
+}
+
 /* Applies muts[k0, nmuts) in one transaction and commits it (durably
  * when the op asked for durability). On failure the undo runs inside the
  * transaction and ap->bad names the failing step. */
@@ -528,7 +538,12 @@ static int apply_tx(struct apply *ap)
         undo_all(ap, seq, i < n ? i : n - 1);
     if (!r)
         fop_crash_point(FOP_CRASH_BEFORE_COMMIT, ap->cstep);
-    bool durable = x->fsync || x->tx == WIRE_TX_AUTOREC;
+    /* Autorec: the durable receipt (oplog.h) already guarantees the step
+     * after a crash (recovery redoes a step whose commit was lost), and
+     * the journal commits in order: only a step too large to redo cheaply
+     * is flushed (oplog.h "Flushes"). */
+    bool durable = x->fsync && (x->tx != WIRE_TX_AUTOREC ||
+                                bytes_written(x, seq, n) >= FOP_REDO_FLUSH_BYTES);
     int c = ap->tx ? sfs_txn_commit(ap->tx, durable && !r) : 0;
     if (r) {
         ap->bad = x->muts[seq[i < n ? i : 0]].step;

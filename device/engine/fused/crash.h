@@ -9,11 +9,15 @@
  *                     commit, made after its last mutating step; before
  *                     that, the point fires right after step N executed)
  *   after-commit:N    step N's commit has returned (durable when the op
- *                     asked for durability: an FSYNC step)
+ *                     asked for durability, an FSYNC step, in micro and
+ *                     macro; never flushed in autorec, whose receipt
+ *                     covers it: oplog.h)
  *   after-log         the op's operational log is durable, no step ran
  *                     (autorec)
- *   recovery:K        recovery at start-up finished K steps of the
- *                     operational log's ops (autorec)
+ *   recovery:K        recovery at start-up is about to finish the K-th
+ *                     op of the operational log (0-based, in log order;
+ *                     ops are recovered several at once, so others may be
+ *                     under way) (autorec)
  * A point of a step that changes nothing (a compute step, a read) fires
  * after the step ran.
  *

@@ -557,6 +557,10 @@ static int run_locked(struct fop_run *x)
         return r;
     }
     x->deadline_ns = now_ns() + x->e->op_time_ns;   /* device time starts here */
+    /* Autorec logs with the stripes held: logs of unfinished ops name
+     * disjoint files, and log order is execution order (micro.c). */
+    if (x->tx == WIRE_TX_AUTOREC && (r = fop_autorec_begin(x)) != 0)
+        return r;
     r = execute(x);
     if (r && x->tx != WIRE_TX_MACRO && x->applied)
         fop_apply(x);   /* micro: what committed stays; its handles and changes */
@@ -581,6 +585,7 @@ static void run_init(struct fop_run *x, struct engine *e, struct eng_cmd *c,
     x->commit_step = fop_commit_step(v);
     x->applied = false;
     x->oplog = 0;
+    x->pre = x->oplog_reserved = 0;
     for (unsigned i = 0; i < v->n; i++) {
         x->failed[i] = false;
         x->sfile[i] = FOP_NOFILE;
@@ -644,9 +649,7 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
     if (!x)
         return -ENOMEM;
     run_init(x, e, c, v);
-    int r = x->tx == WIRE_TX_AUTOREC ? fop_autorec_begin(x) : 0;   /* micro.c */
-    if (!r)
-        r = fop_prepare(x);
+    int r = fop_prepare(x);
     if (!r) {
         struct stripes sp;
         fop_mem_reserve(e, v->mem);
@@ -663,7 +666,7 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
         }
     }
     if (x->oplog)
-        fop_oplog_end(x);   /* the op is complete: its operational log goes */
+        fop_oplog_end(x, r != 0);   /* the op is complete: its operational log goes */
     fop_unprepare(x);
     v->ran = 0;
     for (unsigned i = 0; i < v->n; i++)

@@ -104,12 +104,13 @@
  *            reads go by it; reads still overlay the op's mutations, which
  *            is idempotent over committed ones).
  *   autorec  micro, plus the operational log (oplog.h): the op is logged
- *            durably before it starts, each step's record commits with
- *            the step, the log goes when the op ends; fop_recover()
+ *            durably before it starts (its flush: the steps' commits are
+ *            not flushed but for large ones, recovery redoes a lost one), each step's
+ *            record commits with the step, the log goes when the op ends; fop_recover()
  *            finishes logged ops at start-up (v->replay: committed steps
  *            take their logged result and output instead of running).
- *            Steps it cannot replay yet are refused (-EOPNOTSUPP, nothing
- *            changed; never a silent downgrade).
+ *            Steps it cannot replay are refused (-EOPNOTSUPP, nothing
+ *            changed; never a silent downgrade): oplog.h says which.
  * Crash points (crash.h) fire around each step's commit: in macro every
  * step but the last mutating one fires its points after it executed, and
  * that one around the op's commit.
@@ -203,6 +204,7 @@ struct fop_step {
 };
 
 #define OPLOG_NAME_MAX 32   /* an operational log's file name, with its NUL */
+#define FOP_REC_OUT_MAX 512u /* an F_OUT_ARENA output a recovery record keeps */
 
 /* Recovery (oplog.c): what an interrupted autorec op's log says. */
 struct fop_replay {
@@ -213,6 +215,8 @@ struct fop_replay {
     int64_t ret[WIRE_MAX_STEPS];         /* its result */
     const uint8_t *out[WIRE_MAX_STEPS];  /* its logged output, or NULL */
     uint64_t out_len[WIRE_MAX_STEPS];
+    const uint8_t *prog_id[WIRE_MAX_STEPS]; /* BPF: the program's logged identity
+                                               (sha256, name, func; oplog.h) */
 };
 
 struct eng_cisc {

@@ -88,6 +88,8 @@ struct fop_run {
     bool applied;                       /* micro: some step's mutations committed */
     bool failed[WIRE_MAX_STEPS];        /* micro: step failed or was cancelled */
     uint64_t oplog, oplog_size;         /* autorec: the op's log file (oplog.h), 0 = none */
+    uint64_t pre;                       /* autorec: steps run before the log (bit i) */
+    uint64_t oplog_reserved;            /* autorec: log space it holds (oplog.h "Space") */
     char oplog_name[OPLOG_NAME_MAX];
     struct progs_prog *prog[WIRE_MAX_STEPS];     /* BPF steps' programs (bpfstep.h) */
     struct progs_stream *stream[WIRE_MAX_STEPS]; /* and their claimed streams */

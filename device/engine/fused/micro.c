@@ -78,7 +78,7 @@ int fop_autorec_begin(struct fop_run *x)
     unsigned bad = 0;
     int r = fop_oplog_supported(x, &bad);
     if (!r)
-        r = fop_oplog_begin(x);
+        r = fop_oplog_begin(x, &bad);
     if (r) {
         fop_res_fill(x->v, -ECANCELED);
         fop_fail(x->v, bad, r);
@@ -118,6 +118,8 @@ static int64_t micro_step(struct fop_run *x, unsigned i)
 {
     if (x->v->replay && (x->v->replay->done >> i & 1))
         return replayed_step(x, i);
+    if (x->pre >> i & 1)
+        return x->v->res[i].ret;   /* ran before the log (oplog.h "Keys") */
     struct cfile *f = x->sfile[i] == FOP_NOFILE ? NULL : &x->files[x->sfile[i]];
     uint64_t vsize = f ? f->vsize : 0;
     bool create_mut = f ? f->create_mut : false;
@@ -150,6 +152,8 @@ int fop_execute_micro(struct fop_run *x)
 {
     struct eng_cisc *v = x->v;
     for (unsigned i = 0; i < v->n; i++) {
+        if (x->failed[i])
+            continue;   /* replay: failed its check (prep.c), reported already */
         int64_t r = depends_on_failure(x, i) ? -ECANCELED : fop_op_bound(x);
         if (!r)
             r = micro_step(x, i);   /* past the op's bound no step starts */

@@ -19,11 +19,51 @@
  * transaction that appended it committed). docs/FORMAT.md "Operational
  * log" draws the records.
  *
- * Not covered yet (refused at submission with -EOPNOTSUPP, nothing
- * changed): BPF steps (the program would have to be identified by content
- * hash), session handles (F_FH: they do not survive the device), UNLINK
- * steps; outputs copied to the arena (F_OUT_ARENA) are not logged and are
- * not delivered after a crash.
+ * What autorec covers, and how:
+ *   - Files by path (OPEN, UNLINK): the path and the credentials checked
+ *     when the op was accepted are logged; replay resolves the path again
+ *     with them. A committed OPEN is reopened without O_EXCL/O_TRUNC, a
+ *     committed UNLINK is not resolved again.
+ *   - BPF steps: the program's identity is logged with the step (its id,
+ *     and, in a trailer, the SHA-256 of its object as loaded - the
+ *     registry's content hash, device/progs/progs.h - its name and its
+ *     function). Programs are persistent: the registry reloads them from
+ *     the image before recovery runs. Replay takes the program by id (by
+ *     name when it was reloaded under a new id) and runs it only when
+ *     hash, name and function match; otherwise that step fails with
+ *     -ESTALE ("program NAME changed or unloaded" in the recovery record),
+ *     the steps that depend on it are cancelled, the others run. A step
+ *     with a stream (state in device memory only) is refused.
+ *   - Keys: ENCRYPT/DECRYPT keys live only in the client's session
+ *     (device/compute/keys.h) and are never written to the image, so a
+ *     keyed step cannot run again after a crash. Autorec therefore runs
+ *     every keyed step, with the compute steps it takes input from,
+ *     *before* the op is logged, and logs their results with the op
+ *     record (step records in the same transaction): the nonce an
+ *     ENCRYPT draws is drawn once, is part of its logged output, and a
+ *     replay takes that output instead of running the step again. A keyed
+ *     step whose input depends on a file or a program is refused. A
+ *     failing keyed step fails the op before anything changed.
+ *   - Session handles (F_FH) are refused: a handle is a number in the
+ *     client's session, which does not survive the device, and naming
+ *     the file durably instead would let replay reach a file through a
+ *     path the client never used.
+ *   - F_OUT_ARENA outputs: the client that asked for them is gone after a
+ *     crash. An output of at most FOP_REC_OUT_MAX bytes is logged with
+ *     its step and kept, in hex, in the op's recovery record
+ *     ("recovery op NAME step I output N bytes HEX"); a larger one is
+ *     reported as not kept.
+ *
+ * Flushes: the receipt is the op's flush. A step's commit (with its
+ * record) is not flushed, even when the op has an FSYNC step: after a
+ * crash the receipt is there and recovery redoes whatever commit was
+ * lost; the journal commits in order, so the commits that survive are a
+ * prefix. Only in an op with an FSYNC step, a step that writes at least
+ * FOP_REDO_FLUSH_BYTES is flushed (redoing it would cost more than the
+ * flush; it also flushes the commits before it). A step record that
+ * feeds a later step but commits nothing of its own is never flushed. The log's removal
+ * is made durable only when the op failed (a replay must not redo a step
+ * whose failure the client was told of).
  *
  * Invariants:
  *   1. An op's log file exists from before its first step runs until after
@@ -39,40 +79,66 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#define FOP_REDO_FLUSH_BYTES (256u << 10)   /* see "Flushes" */
+
 struct engine;
 struct fop_run;
 struct sfs;
 struct sfs_txn;
 
-/* Whether x's vector can run under autorec: 0 or -EOPNOTSUPP (step i in
- * *bad). */
+/* Whether x's vector can run under autorec (see above): 0 or
+ * -EOPNOTSUPP (step i in *bad). */
 int fop_oplog_supported(const struct fop_run *x, unsigned *bad);
 
-/* Writes x's op record to a new log file and commits it durably; sets
- * x->oplog. Returns 0 or -errno (-ENOSPC: no room for the log). */
-int fop_oplog_begin(struct fop_run *x);
+/* Runs x's keyed steps (see above), writes x's op record and their
+ * records to a new log file and commits it durably; sets x->oplog and
+ * x->pre. Returns 0 or -errno (-ENOSPC: no room for the log; a keyed
+ * step's error, *bad its step). */
+int fop_oplog_begin(struct fop_run *x, unsigned *bad);
 
 /* Appends step i's record inside tx (NULL: a durable transaction of its
  * own). Returns 0 or -errno. */
 int fop_oplog_step(struct fop_run *x, struct sfs_txn *tx, unsigned i);
 
-/* Whether step i's output must be logged (a later step takes it). */
+/* Whether step i's output must be logged (a later step takes it, or it
+ * is an F_OUT_ARENA output the recovery record keeps). */
 bool fop_oplog_needs_output(const struct fop_run *x, unsigned i);
 
-/* Removes x's log file (the op is complete). */
-void fop_oplog_end(struct fop_run *x);
+/* Removes x's log file (the op is complete); durably when durable. */
+void fop_oplog_end(struct fop_run *x, bool durable);
 
 /* Finishes every op left in the log of e's file system (at start-up,
- * before clients are served), each on a device core; reports each op to
- * out ("recovery op NAME uid U steps N committed C status S", then a
- * line per failed step; or "... unrecoverable (REASON)"). Returns the
- * number of ops found, or -errno. */
+ * before clients are served), on up to e's number of cores at once (the
+ * logs of unfinished ops name disjoint files: each was written with its
+ * op's stripes held); reports each op to out, in log order ("recovery
+ * op NAME uid U steps N committed C status S", then a line per failed
+ * step and per kept output; or "... unrecoverable (REASON at byte B,
+ * log block K)"). Returns the number of ops found, or -errno. */
 int fop_recover(struct engine *e, FILE *out);
 
 /* The number of ops in fs's log that fop_recover would finish (0 when
  * there is no log), without writing: a read-only device refuses to start
  * while there are some. Returns it or -errno. */
 int fop_oplog_pending(struct sfs *fs);
+
+/* Offline check of fs's operational log (cisc fsck; fs may be mounted
+ * read-only, nothing is written or run): one line per log to line(),
+ * naming the log file, and for a log that does not check the reason and
+ * the byte and block of the log where it failed. Returns the number of
+ * such logs, or -errno. */
+int fop_oplog_check(struct sfs *fs, void (*line)(void *arg, const char *msg), void *arg);
+
+/* Space: the live logs of running ops together take at most the
+ * engine's tx_log_max bytes (`cisc up --tx-log-max`). A new op reserves
+ * an upper bound of its log (op record, and each step's record with the
+ * output it may log) before anything runs; while the others hold too
+ * much it waits up to 2 s, then fails with -ENOSPC at its first step,
+ * having changed nothing (never a silent downgrade to a weaker mode).
+ * fop_oplog_end gives the space back. A step's logged output up to
+ * tx_log_entry bytes (`--tx-log-entry`) is inline in its record; a
+ * larger one goes to whole log blocks after it (FORMAT.md "Step
+ * record"). fop_oplog_space reports the three figures (cisc status). */
+void fop_oplog_space(struct engine *e, uint64_t *max, uint64_t *entry, uint64_t *used);
 
 /* Recovery records: each recovered op's report is kept, owned by the
  * op's uid, in /.cisc-system/recovery/NAME until its owner acknowledges

@@ -8,6 +8,7 @@
 #include "device/compute/keys.h"
 #include "device/engine/path.h"
 #include "device/engine/perm.h"
+#include "device/progs/progs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -201,11 +202,81 @@ static int no_op(const uint8_t key[CKEY_BYTES], void *arg)
     return 0;
 }
 
+/* ---- recovery (oplog.h): what a replayed step needs ------------------- */
+
+static bool replay_done(const struct fop_run *x, unsigned i)
+{
+    return x->v->replay && (x->v->replay->done >> i & 1);
+}
+
+/* A replayed step that cannot run fails alone (micro semantics): the
+ * steps that depend on it are cancelled, the others still run. */
+static int replay_fail(struct fop_run *x, unsigned i, int err)
+{
+    x->failed[i] = true;
+    fop_fail_one(x->v, i, err);
+    return 0;
+}
+
+/* Whether the registry's program info is the one the log names. */
+static bool same_prog(const struct progs_info *info, const uint8_t *id)
+{
+    return !memcmp(info->sha256, id, 32) &&
+           !strncmp(info->name, (const char *)id + 32, PROGS_NAME_MAX) &&
+           !strncmp(info->func, (const char *)id + 32 + PROGS_NAME_MAX, PROGS_NAME_MAX);
+}
+
+/* A bpf step of a replayed op: its logged program, by id, or by name
+ * when it was reloaded under a new id; run only when its content is the
+ * logged one. -ESTALE when changed or unloaded. */
+static int prep_bpf_replay(struct fop_run *x, unsigned i)
+{
+    struct fop_step *s = &x->v->st[i];
+    const uint8_t *id = x->v->replay->prog_id[i];
+    struct progs *p = x->e->progs;
+    struct progs_info info;
+    if (!p || !id)
+        return replay_fail(x, i, -ESTALE);
+    if (progs_show(p, s->key_id, NULL, &info, NULL, 0) || !same_prog(&info, id)) {
+        char name[PROGS_NAME_MAX];
+        memcpy(name, id + 32, sizeof(name));
+        name[sizeof(name) - 1] = '\0';
+        if (progs_show(p, 0, name, &info, NULL, 0) || !same_prog(&info, id))
+            return replay_fail(x, i, -ESTALE);
+        s->key_id = info.id;
+    }
+    int r = fop_bpf_prep(x, i);
+    return r ? replay_fail(x, i, r == -ENOENT ? -ESTALE : r) : 0;
+}
+
+/* A replayed op: a committed UNLINK (its name is gone), bpf or keyed
+ * step (their logged result stands in) needs nothing; the others are
+ * checked as usual, with the logged credentials. Returns 1 when step i
+ * needs its usual check. */
+static int prep_replay(struct fop_run *x, unsigned i, int *r)
+{
+    unsigned kind = x->v->st[i].kind;
+    bool special = kind == WIRE_STEP_UNLINK || kind == WIRE_STEP_BPF ||
+                   kind == WIRE_STEP_ENCRYPT || kind == WIRE_STEP_DECRYPT;
+    *r = 0;
+    if (replay_done(x, i) || !special)
+        return !special;
+    if (kind == WIRE_STEP_BPF)
+        *r = prep_bpf_replay(x, i);
+    else if (kind == WIRE_STEP_ENCRYPT || kind == WIRE_STEP_DECRYPT)
+        *r = replay_fail(x, i, -ENOKEY);   /* keys are not durable (oplog.h) */
+    else
+        return 1;   /* UNLINK not done: resolved and checked again */
+    return 0;
+}
+
 static int prep_step(struct fop_run *x, unsigned i)
 {
     const struct fop_step *s = &x->v->st[i];
     int r;
     x->sfile[i] = FOP_NOFILE;
+    if (x->v->replay && !prep_replay(x, i, &r))
+        return r;
     switch (s->kind) {
     case WIRE_STEP_OPEN:
         r = prep_open(x, i);

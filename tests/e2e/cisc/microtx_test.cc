@@ -256,9 +256,10 @@ TEST_F(MicroTx, Table10Micro)
 }
 
 // Autorec: the device finishes every interrupted op by itself at the
-// next start (C/R in every column), and says so in its status; an op
-// whose every change had committed (F3, F6: only the removal of its log
-// was lost) had completed, and gets no recovery record.
+// next start (C/R in every column), and says so in its status. An op
+// whose every change had committed (F3, F6) may still get a recovery
+// record: autorec's step commits are not flushed (its durable receipt
+// covers them), so the crash may take the last one, which recovery redoes.
 TEST_F(MicroTx, Table10Autorec)
 {
     for (const Row &r : Rows()) {
@@ -267,8 +268,11 @@ TEST_F(MicroTx, Table10Autorec)
         if (HasFatalFailure())
             return;
         bool completed = r.macro == r.autorec;
-        EXPECT_EQ(status.find("\nrecovery op ") == std::string::npos, completed) << status;
+        bool recovered = status.find("\nrecovery op ") != std::string::npos;
         if (!completed) {
+            EXPECT_TRUE(recovered) << status;
+        }
+        if (recovered) {
             EXPECT_NE(status.find(" status 0\n"), std::string::npos) << status;
         }
     }
@@ -316,7 +320,8 @@ TEST_F(MicroTx, RecoveryRecordsBelongToTheirOwner)
     ssize_t n = cisc_recovery_list(s, buf, sizeof(buf));
     ASSERT_GT(n, 0);
     std::string text(buf, (size_t)n);
-    EXPECT_NE(text.find(" uid 0 steps 12 committed 4 status 0\n"), std::string::npos) << text;
+    EXPECT_NE(text.find(" uid 0 steps 12 committed "), std::string::npos) << text;
+    EXPECT_NE(text.find(" status 0\n"), std::string::npos) << text;
     std::string name = text.substr(strlen("recovery op "), 25);
     RunResult r = Sh(cisc + " recovery " + mnt);
     EXPECT_EQ(r.status, 0);
@@ -358,32 +363,66 @@ TEST_F(MicroTx, WeakerRequestKeepsDeviceMode)
 
 TEST_F(MicroTx, StatusShowsMode)
 {
-    Restart("--tx micro");
-    EXPECT_NE(Sh(cisc + " status --raw " + mnt).out.find("\ntx mode micro\n"), std::string::npos);
+    Restart("--tx micro --tx-log-max 64M --tx-log-entry 512");
+    std::string st = Sh(cisc + " status --raw " + mnt).out;
+    EXPECT_NE(st.find("\ntx mode micro\n"), std::string::npos) << st;
+    EXPECT_NE(st.find("\ntx log max 67108864 entry 512 used 0\n"), std::string::npos) << st;
     Restart("");
     EXPECT_NE(Sh(cisc + " status --raw " + mnt).out.find("\ntx mode macro\n"), std::string::npos);
     RunResult r = Sh(cisc + " up --help");
     EXPECT_NE(r.out.find("--tx"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("--tx-log-max"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("--tx-log-entry"), std::string::npos) << r.out;
+    r = Sh(cisc + " up --tx-log-entry 1 /nonexistent/img " + mnt);
+    EXPECT_EQ(r.status, 2) << r.out;
 }
 
-// Steps autorec does not cover yet are refused before anything changes:
-// never a silent downgrade to a weaker mode.
+// Steps autorec cannot replay are refused before anything changes:
+// never a silent downgrade to a weaker mode. A session handle does not
+// outlive the session; a keyed step that needs file data could not run
+// again after a crash (keys are not durable). UNLINK is covered.
 TEST_F(MicroTx, AutorecRefusesWhatItCannotReplay)
 {
     Put("v", VectorFile(0));
     Put("gone", "x");
+    uint8_t key[CISC_KEY_BYTES] = { 7 };
+    uint32_t kid = 0;
+    ASSERT_EQ(cisc_key_add(s, key, &kid), 0);
+    uint64_t fh = 0;
+    ASSERT_EQ(cisc_open(q, "v", O_RDONLY, 0, &fh), 0);
+    for (int c = 0; c < 2; c++) {
+        SCOPED_TRACE(c ? "keyed step on file data" : "session handle");
+        struct cisc_vec v;
+        ASSERT_EQ(cisc_vec_init(&v, q), 0);
+        ASSERT_EQ(cisc_vec_set_tx(&v, CISC_TX_AUTOREC), 0);
+        int f = cisc_vec_open(&v, "v", O_RDWR, 0);
+        cisc_vec_write(&v, f, 0, CISC_IN_BUF("zz", 2));
+        int bad = -1;
+        if (c == 0) {
+            bad = cisc_vec_read(&v, cisc_vec_fh(&v, fh), 0, 10);
+        } else {
+            int r = cisc_vec_read(&v, f, 0, 10);
+            bad = cisc_vec_encrypt(&v, CISC_IN_STEP(r), kid);
+        }
+        cisc_vec_unlink(&v, "gone");
+        EXPECT_EQ(cisc_vec_submit(&v), -EOPNOTSUPP);
+        EXPECT_EQ(cisc_vec_ret(&v, bad), -EOPNOTSUPP);
+        cisc_vec_free(&v);
+        EXPECT_TRUE(Get("v") == VectorFile(0));
+        EXPECT_EQ(Get("gone"), "x");
+    }
+    cisc_close(q, fh);
     struct cisc_vec v;
     ASSERT_EQ(cisc_vec_init(&v, q), 0);
-    ASSERT_EQ(cisc_vec_set_tx(&v, CISC_TX_AUTOREC), 0);
-    int f = cisc_vec_open(&v, "v", O_RDWR, 0);
-    cisc_vec_write(&v, f, 0, CISC_IN_BUF("zz", 2));
-    int u = cisc_vec_unlink(&v, "gone");
-    EXPECT_EQ(cisc_vec_submit(&v), -EOPNOTSUPP);
-    EXPECT_EQ(cisc_vec_ret(&v, u), -EOPNOTSUPP);
-    cisc_vec_free(&v);
-    EXPECT_TRUE(Get("v") == VectorFile(0));
-    EXPECT_EQ(Get("gone"), "x");
     EXPECT_EQ(cisc_vec_set_tx(&v, 7), -EINVAL);
+    cisc_vec_free(&v);
+    ASSERT_EQ(cisc_vec_init(&v, q), 0);
+    ASSERT_EQ(cisc_vec_set_tx(&v, CISC_TX_AUTOREC), 0);
+    int u = cisc_vec_unlink(&v, "gone");
+    EXPECT_EQ(cisc_vec_submit(&v), 0);
+    EXPECT_EQ(cisc_vec_ret(&v, u), 0);
+    cisc_vec_free(&v);
+    EXPECT_NE(access(P("gone").c_str(), F_OK), 0);
 }
 
 // Autorec without a crash: the op completes and leaves no log behind

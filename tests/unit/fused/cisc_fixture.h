@@ -180,6 +180,7 @@ protected:
     unsigned cores = 4;
     uint64_t dev_ram = 0;
     uint64_t op_time_ms = 0;   // eng_config.op_time_ms: 0 = the default ceiling
+    uint64_t tx_log_max = 0, tx_log_entry = 0;   // autorec's log space, inline entry
 
     void SetUp() override { Boot(16384); }
 
@@ -217,6 +218,8 @@ protected:
         cfg.direct = true;
         cfg.dev_ram = dev_ram;
         cfg.op_time_ms = op_time_ms;
+        cfg.tx_log_max = tx_log_max;
+        cfg.tx_log_entry = tx_log_entry;
         ASSERT_EQ(eng_create(fs, &cfg, &eng), 0);
     }
 

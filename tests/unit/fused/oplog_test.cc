@@ -6,6 +6,8 @@
 // a power cut during an autorec op is finished by recovery.
 #include "tests/unit/fused/cisc_fixture.h"
 
+#include <thread>
+
 extern "C" {
 #include "common/crc32c.h"
 #include "common/le.h"
@@ -22,7 +24,22 @@ struct LStep {
     uint32_t oflags = 0, mode = 0;
     uint64_t off = 0, len = 0, cap = 0;
     std::string path, src;
+    uint8_t flags = 0;
+    uint32_t key_id = 0;
+    std::string trailer;   // BPF: sha256 (32) || name (64) || func (64)
+    int same = -1;         // the operand of that earlier step again (src_len bit 63)
 };
+
+// A bpf step's program identity trailer (FORMAT.md "Program identity").
+std::string ProgId(const std::string &name)
+{
+    std::string t(32, '\x5a');
+    std::string n = name;
+    n.resize(64, '\0');
+    std::string f = "run";
+    f.resize(64, '\0');
+    return t + n + f;
+}
 
 void U16(std::string &b, uint16_t v) { char q[2]; le16_put(q, v); b.append(q, 2); }
 void U32(std::string &b, uint32_t v) { char q[4]; le32_put(q, v); b.append(q, 4); }
@@ -32,7 +49,7 @@ std::string OpRecord(const std::vector<LStep> &steps, uint32_t uid = 0, bool goo
 {
     std::string b;
     U32(b, 0x4c4f6673);
-    U32(b, 1);
+    U32(b, 2);
     U32(b, (uint32_t)steps.size());
     U32(b, uid);
     U32(b, uid);
@@ -40,11 +57,11 @@ std::string OpRecord(const std::vector<LStep> &steps, uint32_t uid = 0, bool goo
     U64(b, 1 << 20);
     for (const LStep &s : steps) {
         b += (char)s.kind;
-        b += (char)0;
+        b += (char)s.flags;
         U16(b, s.in);
         U16(b, s.in2);
         U16(b, s.file);
-        U32(b, 0);
+        U32(b, s.key_id);
         U32(b, s.oflags);
         U32(b, s.mode);
         U32(b, 0);
@@ -54,9 +71,9 @@ std::string OpRecord(const std::vector<LStep> &steps, uint32_t uid = 0, bool goo
             U64(b, 0);
         U64(b, s.cap);
         U32(b, (uint32_t)s.path.size());
-        U64(b, s.src.size());
-        U32(b, 0);
-        b += s.path + s.src;
+        U64(b, s.same >= 0 ? (1ull << 63) | (uint64_t)s.same : s.src.size());
+        U32(b, (uint32_t)s.trailer.size());
+        b += s.path + (s.same >= 0 ? "" : s.src) + s.trailer;
     }
     U32(b, crc32c(0, b.data(), b.size()) ^ (good_crc ? 0 : 1));
     return b;
@@ -184,7 +201,21 @@ TEST_F(Oplog, CorruptedLogRunsNothing)
         EXPECT_NE(rep.find(cases[k].why), std::string::npos) << rep;
         EXPECT_FALSE(Exists("never"));
         EXPECT_TRUE(LogExists(name));
+        EXPECT_NE(rep.find("log block 0)"), std::string::npos) << rep;
     }
+    // fsck's view: every bad log named, with where it failed; nothing runs.
+    std::vector<std::string> lines;
+    EXPECT_EQ(fop_oplog_check(fs, [](void *arg, const char *m) {
+        static_cast<std::vector<std::string> *>(arg)->push_back(m);
+    }, &lines), (int)cases.size());
+    ASSERT_EQ(lines.size(), cases.size());
+    for (size_t k = 0; k < cases.size(); k++) {
+        EXPECT_NE(lines[k].find("operational log /.cisc-system/oplog/00000000000000a" +
+                                std::to_string(k)), std::string::npos) << lines[k];
+        EXPECT_NE(lines[k].find(cases[k].why), std::string::npos) << lines[k];
+        EXPECT_NE(lines[k].find("(log block 0)"), std::string::npos) << lines[k];
+    }
+    EXPECT_FALSE(Exists("never"));
 }
 
 // The logged credentials are the ones checked: a log of uid 1000 cannot
@@ -220,6 +251,249 @@ TEST_F(Oplog, AutorecOpThroughTheEngine)
     EXPECT_EQ(fop_exec(eng, &root, &out), 0);
     fop_release(&out);
     EXPECT_EQ(Get("v"), std::string(4096, 'A') + std::string(4096, 'B'));
+    EXPECT_EQ(Recover(0), "");
+}
+
+// A bpf step whose program is gone (this engine has no registry at all):
+// it fails alone with the reason in the record, the step that takes its
+// output is cancelled, the independent write still runs.
+TEST_F(Oplog, ChangedProgramFailsOnlyItsStep)
+{
+    Log("0000000000000005-00000000",
+        OpRecord({ { .kind = WIRE_STEP_OPEN, .oflags = kCreate, .mode = 0644, .path = "b" },
+                   { .kind = WIRE_STEP_BPF, .len = 4096, .cap = 8192, .src = "abc",
+                     .key_id = 7, .trailer = ProgId("upper") },
+                   { .kind = WIRE_STEP_WRITE, .in = 1, .file = 0 },
+                   { .kind = WIRE_STEP_WRITE, .file = 0, .off = 10, .src = "indep" } }));
+    std::string rep = Recover();
+    EXPECT_NE(rep.find("status -116"), std::string::npos) << rep;   // -ESTALE
+    EXPECT_NE(rep.find("step 1 error program upper changed or unloaded"), std::string::npos)
+        << rep;
+    EXPECT_NE(rep.find("step 2 error " + std::string(strerror(ECANCELED))), std::string::npos)
+        << rep;
+    EXPECT_EQ(Get("b"), std::string(10, '\0') + "indep");
+}
+
+// A bpf step's trailer must be the identity's size; other kinds have none.
+TEST_F(Oplog, BadTrailerIsImpossible)
+{
+    Log("0000000000000006-00000000",
+        OpRecord({ { .kind = WIRE_STEP_OPEN, .oflags = kCreate, .mode = 0644, .path = "t" },
+                   { .kind = WIRE_STEP_WRITE, .file = 0, .src = "no", .trailer = "xx" } }));
+    std::string rep = Recover();
+    EXPECT_NE(rep.find("unrecoverable (impossible step vector at byte "), std::string::npos) << rep;
+    EXPECT_FALSE(Exists("t"));
+}
+
+// A keyed step that ran before the log (its record follows the op
+// record): the append takes its logged output. One without a record
+// cannot run (the key was the session's): -ENOKEY, its dependents
+// cancelled.
+TEST_F(Oplog, KeyedStepsReplayTheirLoggedOutput)
+{
+    std::vector<LStep> st = { { .kind = WIRE_STEP_OPEN, .oflags = kCreate, .mode = 0644,
+                                .path = "k" },
+                              { .kind = WIRE_STEP_ENCRYPT, .cap = 64, .src = "plain",
+                                .key_id = 1 },
+                              { .kind = WIRE_STEP_APPEND, .in = 1, .file = 0 } };
+    Log("0000000000000007-00000000", OpRecord(st) + StepRecord(1, 9, "SEALED!!!"));
+    std::string rep = Recover();
+    EXPECT_NE(rep.find("steps 3 committed 1 status 0"), std::string::npos) << rep;
+    EXPECT_EQ(Get("k"), "SEALED!!!");
+    st[0].path = "k2";
+    Log("0000000000000008-00000000", OpRecord(st));
+    rep = Recover();
+    EXPECT_NE(rep.find("step 1 error key 1 is gone with the client's session"),
+              std::string::npos) << rep;
+    EXPECT_EQ(Get("k2"), "");   // the OPEN (independent) ran
+}
+
+// F_OUT_ARENA outputs go into the recovery record (the client is gone):
+// one computed by recovery, one logged before the crash.
+TEST_F(Oplog, ArenaOutputsAreKeptInTheRecord)
+{
+    Log("0000000000000009-00000000",
+        OpRecord({ { .kind = WIRE_STEP_OPEN, .oflags = kCreate, .mode = 0644, .path = "o" },
+                   { .kind = WIRE_STEP_CRC32C, .cap = 4, .src = "data",
+                     .flags = WIRE_STEP_F_OUT_ARENA },
+                   { .kind = WIRE_STEP_CRC32C, .cap = 4, .src = "more",
+                     .flags = WIRE_STEP_F_OUT_ARENA },
+                   { .kind = WIRE_STEP_APPEND, .in = 1, .file = 0 } }) +
+            StepRecord(2, 4, "\x01\x02\x03\x04"));
+    std::string rep = Recover();
+    uint32_t c = crc32c(0, "data", 4);
+    char hex[16];
+    snprintf(hex, sizeof(hex), "%02x%02x%02x%02x", c & 0xff, (c >> 8) & 0xff, (c >> 16) & 0xff,
+             c >> 24);
+    EXPECT_NE(rep.find("step 1 output 4 bytes " + std::string(hex) + "\n"), std::string::npos)
+        << rep;
+    EXPECT_NE(rep.find("step 2 output 4 bytes 01020304\n"), std::string::npos) << rep;
+    EXPECT_EQ(Get("o").size(), 4u);
+}
+
+// UNLINK: replay resolves the logged path again; a committed UNLINK is
+// not resolved again (its name is gone).
+TEST_F(Oplog, UnlinkIsReplayed)
+{
+    Put("old", "x");
+    Put("gone", "y");
+    Log("000000000000000a-00000000",
+        OpRecord({ { .kind = WIRE_STEP_OPEN, .oflags = kCreate, .mode = 0644, .path = "n" },
+                   { .kind = WIRE_STEP_UNLINK, .path = "old" },
+                   { .kind = WIRE_STEP_WRITE, .file = 0, .src = "new" } }));
+    std::string rep = Recover();
+    EXPECT_NE(rep.find("status 0"), std::string::npos) << rep;
+    EXPECT_FALSE(Exists("old"));
+    EXPECT_EQ(Get("n"), "new");
+    // Steps 0 and 1 committed before the cut: "m" exists, "gone" does not.
+    ASSERT_EQ(sfs_unlink(fs, nullptr, SFS_ROOT_INO, "gone"), 0);
+    Put("m", "");
+    Log("000000000000000b-00000000",
+        OpRecord({ { .kind = WIRE_STEP_OPEN, .oflags = kCreate, .mode = 0644, .path = "m" },
+                   { .kind = WIRE_STEP_UNLINK, .path = "gone" },
+                   { .kind = WIRE_STEP_WRITE, .file = 0, .src = "after" } }) +
+            StepRecord(0, 0, "") + StepRecord(1, 0, ""));
+    rep = Recover();
+    EXPECT_NE(rep.find("committed 2 status 0"), std::string::npos) << rep;
+    EXPECT_EQ(Get("m"), "after");
+}
+
+// Through the engine: a keyed step runs before the log, so the op is
+// accepted; one that needs file data first is refused, nothing changed.
+TEST_F(Oplog, AutorecKeyedSteps)
+{
+    uint32_t id = AddKey(1);
+    Put("e", "0123456789");
+    for (bool from_file : { false, true }) {
+        Arena a;
+        Vec v(a);
+        uint16_t f = v.Open("e", O_RDWR);
+        int in = from_file ? v.Read(f, 0, 10) : -1;
+        uint16_t c = v.Compute(WIRE_STEP_ENCRYPT, in, from_file ? "" : "secret");
+        v.st[c].key_id = id;
+        v.Append(f, c);
+        struct fop_limits lim;
+        eng_fop_limits(eng, &lim);
+        struct eng_arena ar = a.View();
+        static struct eng_cisc out;
+        ASSERT_EQ(fop_decode(&out, v.st.data(), (unsigned)v.st.size(), &ar, &lim, keys), 0);
+        out.tx = WIRE_TX_AUTOREC;
+        EXPECT_EQ(fop_exec(eng, &root, &out), from_file ? -EOPNOTSUPP : 0);
+        fop_release(&out);
+        EXPECT_EQ(Get("e").size(), 10u + 6 + 40);   // the refused op changed nothing
+    }
+    EXPECT_EQ(Recover(0), "");
+}
+
+// A logged output over the log entry size sits in whole log blocks after
+// its record (FORMAT.md "Step record"): replay takes it from there.
+TEST_F(Oplog, OutputInLogBlocks)
+{
+    std::string rec = OpRecord(
+        { { .kind = WIRE_STEP_OPEN, .oflags = kCreate, .mode = 0644, .path = "lb" },
+          { .kind = WIRE_STEP_CONCAT, .in2 = WIRE_NO_STEP, .src = "xy" },
+          { .kind = WIRE_STEP_WRITE, .in = 1, .file = 0 } });
+    std::string out(5000, 'L');
+    std::string sr;
+    U32(sr, 0x534f6673);
+    U16(sr, 1);
+    U16(sr, 1);   // REC_F_BLOCKS
+    U64(sr, out.size());
+    U64(sr, out.size());
+    U32(sr, (uint32_t)out.size());
+    size_t ext = (rec.size() + sr.size() + 12 + 4095) / 4096 * 4096;
+    U64(sr, ext);
+    U32(sr, crc32c(0, out.data(), out.size()));
+    U32(sr, crc32c(0, sr.data(), sr.size()));
+    std::string log = rec + sr;
+    log.resize(ext, '\0');
+    Log("000000000000000c-00000000", log + out);
+    std::string rep = Recover();
+    EXPECT_NE(rep.find("steps 3 committed 1 status 0"), std::string::npos) << rep;
+    EXPECT_EQ(Get("lb"), out);
+    // A block record whose data does not check counts as not committed.
+    std::string bad = log + out;
+    bad[ext + 7] ^= 1;
+    Log("000000000000000d-00000000", bad);
+    rep = Recover(1);
+    EXPECT_NE(rep.find("steps 3 committed 0 status"), std::string::npos) << rep;
+}
+
+// One buffer given to two steps is logged once; the second names the
+// first's operand. A reference to a step without one is impossible.
+TEST_F(Oplog, SharedOperandIsLoggedOnce)
+{
+    Log("000000000000000e-00000000",
+        OpRecord({ { .kind = WIRE_STEP_OPEN, .oflags = kCreate, .mode = 0644, .path = "s" },
+                   { .kind = WIRE_STEP_APPEND, .file = 0, .src = "shared" },
+                   { .kind = WIRE_STEP_CRC32C, .cap = 4, .same = 1 },
+                   { .kind = WIRE_STEP_APPEND, .in = 2, .file = 0 } }));
+    std::string rep = Recover();
+    EXPECT_NE(rep.find("status 0"), std::string::npos) << rep;
+    uint32_t c = crc32c(0, "shared", 6);
+    EXPECT_EQ(Get("s"), "shared" + std::string((const char *)&c, 4));
+    Log("000000000000000f-00000000",
+        OpRecord({ { .kind = WIRE_STEP_OPEN, .oflags = kCreate, .mode = 0644, .path = "s2" },
+                   { .kind = WIRE_STEP_CRC32C, .cap = 4, .same = 0 } }));
+    rep = Recover();
+    EXPECT_NE(rep.find("unrecoverable (impossible step vector"), std::string::npos) << rep;
+    EXPECT_FALSE(Exists("s2"));
+}
+
+
+class OplogSpace : public Oplog {
+protected:
+    void SetUp() override
+    {
+        tx_log_max = 1u << 20;
+        tx_log_entry = 64;
+        Oplog::SetUp();
+    }
+
+    int64_t Run(const std::string &file, const std::string &data)
+    {
+        Arena a;
+        Vec v(a);
+        uint16_t f = v.Open(file, O_RDWR | O_CREAT);
+        uint16_t z = v.Compute(WIRE_STEP_ZSTD_COMPRESS, -1, data, 1);
+        uint16_t d = v.Compute(WIRE_STEP_ZSTD_DECOMPRESS, z, "", 0, (uint32_t)data.size());
+        v.Write(f, 0, d);
+        struct fop_limits lim;
+        eng_fop_limits(eng, &lim);
+        struct eng_arena ar = a.View();
+        struct eng_cisc *out = new eng_cisc;
+        EXPECT_EQ(fop_decode(out, v.st.data(), (unsigned)v.st.size(), &ar, &lim, keys), 0);
+        out->tx = WIRE_TX_AUTOREC;
+        int64_t st = fop_exec(eng, &root, out);
+        fop_release(out);
+        delete out;
+        return st;
+    }
+};
+
+// An op whose log can never fit fails with -ENOSPC before anything
+// changed; ops that fit together wait for each other's space and all
+// succeed; the space is given back.
+TEST_F(OplogSpace, FullLogRefusesAndChangesNothing)
+{
+    Put("big", "before");
+    EXPECT_EQ(Run("big", Pattern(2u << 20, 1)), -ENOSPC);
+    EXPECT_EQ(Get("big"), "before");
+    std::vector<std::thread> th;
+    std::vector<int64_t> st(4, 1);
+    for (unsigned k = 0; k < 4; k++)
+        th.emplace_back([&, k] { st[k] = Run("t" + std::to_string(k), Pattern(300000, k)); });
+    for (auto &t : th)
+        t.join();
+    for (unsigned k = 0; k < 4; k++) {
+        EXPECT_EQ(st[k], 0) << k;
+        EXPECT_EQ(Get("t" + std::to_string(k)), Pattern(300000, k));
+    }
+    uint64_t max, entry, used;
+    fop_oplog_space(eng, &max, &entry, &used);
+    EXPECT_EQ(max, 1u << 20);
+    EXPECT_EQ(entry, 64u);
+    EXPECT_EQ(used, 0u);
     EXPECT_EQ(Recover(0), "");
 }
 
