@@ -150,7 +150,7 @@ static void ob_bytes(struct obuf *b, const void *p, size_t n)
 static void put_prog_id(struct obuf *b, struct engine *e, const struct fop_step *s)
 {
     struct progs_info info;
-    if (!e->progs || progs_show(e->progs, s->key_id, NULL, &info, NULL, 0)) {
+    if (!e->progs || progs_show(e->progs, 0, s->key_id, NULL, &info, NULL, 0)) {
         b->err = b->err ? b->err : -ENOENT;   /* unloaded since the check */
         return;
     }

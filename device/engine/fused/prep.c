@@ -237,11 +237,12 @@ static int prep_bpf_replay(struct fop_run *x, unsigned i)
     struct progs_info info;
     if (!p || !id)
         return replay_fail(x, i, -ESTALE);
-    if (progs_show(p, s->key_id, NULL, &info, NULL, 0) || !same_prog(&info, id)) {
+    if (progs_show(p, 0, s->key_id, NULL, &info, NULL, 0) || !same_prog(&info, id)) {
         char name[PROGS_NAME_MAX];
         memcpy(name, id + 32, sizeof(name));
         name[sizeof(name) - 1] = '\0';
-        if (progs_show(p, 0, name, &info, NULL, 0) || !same_prog(&info, id))
+        /* Names are per owner: look in the op's owner's names first. */
+        if (progs_show(p, x->cred->uid, 0, name, &info, NULL, 0) || !same_prog(&info, id))
             return replay_fail(x, i, -ESTALE);
         s->key_id = info.id;
     }
