@@ -1,0 +1,250 @@
+/*
+ * integrations/preload/pl_merge.c - the data path of served descriptors and
+ * AutoMerge (FusionFS §4.3.4).
+ *
+ * Data path. The caller's bytes move between its buffer and arena memory
+ * with process_vm_readv/writev on this very process, so a bad pointer or
+ * length gets -EFAULT, as from the kernel, instead of a crash inside the
+ * library.
+ *
+ * AutoMerge. Write-side calls on one open file description (write, pwrite,
+ * O_APPEND writes, fsync) that are pending at the same time - from several
+ * threads - go to the device as ONE fused op: the first caller becomes the
+ * leader, takes every call queued so far (up to PL_MERGE_MAX_OPS), builds
+ * a vector of WRITE / APPEND steps on the session handle followed by one
+ * FSYNC step if any call asked for durability, submits it from its own
+ * queue (one doorbell, one round trip), hands each caller its step's
+ * result and wakes them; calls that arrive meanwhile form the next batch
+ * (group commit). Nothing of what a call observes changes (invariant 5 of
+ * preload.h): every call returns after its data is in the device; each
+ * thread's calls run in its order; an append is one APPEND step, atomic;
+ * one FSYNC at the end covers every fsync of the batch, as it makes at
+ * least the writes that preceded each of them durable; and if the merged
+ * op fails (all-or-nothing: nothing of it applied), its calls are re-run
+ * one by one in order, so each gets its own result.
+ */
+#include "integrations/preload/preload.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define PL_CHUNK (1u << 20)   /* positional transfers move at most this per command */
+
+static pid_t self_pid(void)
+{
+    static _Thread_local pid_t pid;
+    static _Thread_local unsigned gen = ~0u;
+    if (gen != pl.gen) {   /* a fork child has a new pid */
+        pid = getpid();
+        gen = pl.gen;
+    }
+    return pid;
+}
+
+int pl_copy_in(void *dst, const void *src, size_t len)
+{
+    struct iovec l = { dst, len }, r = { (void *)src, len };
+    if (len == 0)
+        return 0;
+    ssize_t n = process_vm_readv(self_pid(), &l, 1, &r, 1, 0);
+    return n == (ssize_t)len ? 0 : -EFAULT;
+}
+
+int pl_copy_out(void *dst, const void *src, size_t len)
+{
+    struct iovec l = { (void *)src, len }, r = { dst, len };
+    if (len == 0)
+        return 0;
+    ssize_t n = process_vm_writev(self_pid(), &l, 1, &r, 1, 0);
+    return n == (ssize_t)len ? 0 : -EFAULT;
+}
+
+/* ---- reads ------------------------------------------------------------------ */
+
+int64_t pl_data_pread(struct cisc_queue *q, uint64_t fh, void *buf, size_t len, uint64_t off)
+{
+    size_t chunk = len < PL_CHUNK ? len : PL_CHUNK, done = 0;
+    void *a;
+    if (len == 0)
+        return cisc_pread(q, fh, NULL, 0, off);
+    int r = cisc_buf_alloc(q, chunk, &a);
+    if (r)
+        return r;
+    while (done < len) {
+        size_t want = len - done < chunk ? len - done : chunk;
+        ssize_t n = cisc_pread(q, fh, a, want, off + done);
+        if (n > 0 && (r = pl_copy_out((char *)buf + done, a, (size_t)n)) != 0)
+            n = r;
+        if (n <= 0) {
+            if (done == 0)
+                done = (size_t)n;   /* the error, as int64_t below */
+            break;
+        }
+        done += (size_t)n;
+        if ((size_t)n < want)
+            break;
+    }
+    cisc_buf_free(q, a);
+    return (int64_t)done;
+}
+
+/* ---- one call on its own ------------------------------------------------ */
+
+/* A write or append of the caller's bytes, staged in the arena (one piece
+ * for an append: it must land whole). */
+static int64_t solo_write(struct cisc_queue *q, struct pl_ofd *o, struct pl_mop *m)
+{
+    bool app = m->kind == PL_MOP_APPEND;
+    size_t chunk = app || m->len < PL_CHUNK ? m->len : PL_CHUNK, done = 0;
+    void *a;
+    if (m->len == 0)
+        return 0;
+    int r = cisc_buf_alloc(q, chunk, &a);
+    if (r)
+        return r == -ENOMEM && app ? -EFBIG : r;
+    while (done < m->len) {
+        size_t want = m->len - done < chunk ? m->len - done : chunk;
+        ssize_t n = pl_copy_in(a, (const char *)m->buf + done, want);
+        if (n == 0)
+            n = app ? cisc_append(q, o->fh, a, want, &m->at)
+                    : cisc_pwrite(q, o->fh, a, want, m->off + done);
+        if (n <= 0) {
+            if (done == 0)
+                done = (size_t)n;
+            break;
+        }
+        done += (size_t)n;
+        if ((size_t)n < want)
+            break;
+    }
+    cisc_buf_free(q, a);
+    return (int64_t)done;
+}
+
+static int64_t solo(struct cisc_queue *q, struct pl_ofd *o, struct pl_mop *m)
+{
+    if (m->kind == PL_MOP_FSYNC)
+        return cisc_fsync(q, o->fh, (int)m->off);
+    return solo_write(q, o, m);
+}
+
+/* ---- a merged op ---------------------------------------------------------- */
+
+/* Adds m's step to v (its bytes staged in the arena first, through the
+ * checked copy). Returns the step index, -1 for an fsync, or -errno. */
+static int add_step(struct cisc_vec *v, struct cisc_queue *q, int f, struct pl_mop *m,
+                    void **stage)
+{
+    *stage = NULL;
+    if (m->kind == PL_MOP_FSYNC)
+        return -1;
+    int r = cisc_buf_alloc(q, m->len, stage);
+    if (r == 0 && (r = pl_copy_in(*stage, m->buf, m->len)) == 0)
+        r = m->kind == PL_MOP_APPEND ? cisc_vec_append(v, f, CISC_IN_BUF(*stage, m->len))
+                                     : cisc_vec_write(v, f, m->off, CISC_IN_BUF(*stage, m->len));
+    return r < -1 ? r : r == -1 ? -EINVAL : r;
+}
+
+/* Builds and submits one op for ms[0..n); on success every ms[i] holds
+ * its result. Returns 0, or nonzero when the calls must run one by one. */
+static int merged(struct cisc_queue *q, struct pl_ofd *o, struct pl_mop **ms, int n)
+{
+    struct cisc_vec v;
+    int idx[PL_MERGE_MAX_OPS], fs = -1, bad = 0;
+    void *stage[PL_MERGE_MAX_OPS];
+    bool sync = false, datasync = true;
+    if (cisc_vec_init(&v, q))
+        return -1;
+    int f = cisc_vec_fh(&v, o->fh);
+    for (int i = 0; i < n; i++) {
+        idx[i] = add_step(&v, q, f, ms[i], &stage[i]);
+        bad |= idx[i] < -1;
+        if (ms[i]->kind == PL_MOP_FSYNC) {
+            sync = true;
+            datasync &= ms[i]->off != 0;
+        }
+    }
+    if (sync)
+        fs = cisc_vec_fsync(&v, f, datasync);
+    int64_t st = bad ? -1 : cisc_vec_submit(&v);
+    for (int i = 0; st == 0 && i < n; i++) {
+        int k = idx[i] >= 0 ? idx[i] : fs;
+        ms[i]->res = cisc_vec_ret(&v, k);
+        if (ms[i]->kind == PL_MOP_APPEND)
+            ms[i]->at = cisc_vec_out_len(&v, k);
+    }
+    cisc_vec_free(&v);
+    for (int i = 0; i < n; i++)
+        cisc_buf_free(q, stage[i]);
+    return st != 0;
+}
+
+/* Runs a batch: merged when it has two calls or more, else (or when the
+ * merged op failed) each call on its own, in order. */
+static void run_batch(struct pl_ofd *o, struct pl_mop **ms, int n)
+{
+    int err = 0;
+    sigset_t old;
+    pl_enter(&old);
+    struct cisc_queue *q = pl_queue(&err);
+    if (!q) {
+        for (int i = 0; i < n; i++)
+            ms[i]->res = err;
+    } else if (n < 2 || merged(q, o, ms, n)) {
+        for (int i = 0; i < n; i++)
+            ms[i]->res = solo(q, o, ms[i]);
+    }
+    pl_leave(&old);
+}
+
+/* Whether a call may join a merged op (small writes, and fsyncs). */
+static bool mergeable(const struct pl_mop *m)
+{
+    return m->kind == PL_MOP_FSYNC || (m->len > 0 && m->len <= PL_MERGE_MAX_LEN);
+}
+
+/* Takes up to PL_MERGE_MAX_OPS queued calls into ms. Under mq_lock. */
+static int take_batch(struct pl_ofd *o, struct pl_mop **ms)
+{
+    int n = 0;
+    while (o->mq_head && n < PL_MERGE_MAX_OPS) {
+        ms[n++] = o->mq_head;
+        o->mq_head = o->mq_head->next;
+    }
+    if (!o->mq_head)
+        o->mq_tail = &o->mq_head;
+    return n;
+}
+
+int64_t pl_merge_call(struct pl_ofd *o, struct pl_mop *m)
+{
+    if (!pl.merge || !mergeable(m)) {
+        run_batch(o, &m, 1);
+        return m->res;
+    }
+    struct pl_mop *ms[PL_MERGE_MAX_OPS];
+    m->done = false;
+    m->next = NULL;
+    pthread_mutex_lock(&o->mq_lock);
+    *o->mq_tail = m;
+    o->mq_tail = &m->next;
+    while (!m->done) {
+        if (o->mq_leader) {
+            pthread_cond_wait(&o->mq_cond, &o->mq_lock);
+            continue;
+        }
+        o->mq_leader = true;   /* lead one batch: it holds m, or m is further back */
+        int n = take_batch(o, ms);
+        pthread_mutex_unlock(&o->mq_lock);
+        run_batch(o, ms, n);
+        pthread_mutex_lock(&o->mq_lock);
+        for (int i = 0; i < n; i++)
+            ms[i]->done = true;
+        o->mq_leader = false;
+        pthread_cond_broadcast(&o->mq_cond);
+    }
+    pthread_mutex_unlock(&o->mq_lock);
+    return m->res;
+}
