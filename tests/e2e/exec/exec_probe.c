@@ -10,7 +10,9 @@
  *   exec_probe --child-read FD   (used by the exec scenario)
  *   exec_probe DIR spin          writes until killed (the kill test)
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -106,7 +106,7 @@ TEST_F(ExecTest, Sqlite)
     const std::string sql =
         "create table t(a integer primary key, b text);"
         " with recursive n(i) as (select 1 union all select i+1 from n where i<3000)"
-        " insert into t select i, printf(\"row %d\", i) from n;"
+        " insert into t select i, printf(\\\"row %d\\\", i) from n;"
         " create index tb on t(b); delete from t where a % 7 = 0;"
         " pragma integrity_check; select count(*), sum(a) from t;";
     Same("set -e; cd $D; sqlite3 db \"" + sql + "\"; sqlite3 wal \"pragma journal_mode=wal; " +
