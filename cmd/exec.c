@@ -26,7 +26,8 @@ static const char exec_usage[] =
     "  --no-merge   do not merge concurrent writes into fused ops (AutoMerge)\n"
     "\n"
     "Environment: CISC_PRELOAD_LIB names the library to preload instead of the\n"
-    "installed one.\n"
+    "installed one; CISC_EXEC_STATS=1 makes every process print, at exit, its\n"
+    "opens, write-side calls sent alone and merged, and demotions to the mount.\n"
     "\n"
     "Exit status: COMMAND's; 127 when it cannot be found, 126 when it cannot\n"
     "be run, 2 for a usage or mount error.\n";

@@ -332,10 +332,17 @@ bool pl_path(int dirfd, const char *upath, char *out, size_t size)
             return false;
         snprintf(abs, sizeof(abs), "%s", path);
     } else {
-        char dir[PATH_MAX];
-        if (!dir_of(dirfd, dir, sizeof(dir)) || strncmp(dir, pl.mnt, pl.mnt_len) != 0)
+        const char *p = path;
+        while (p[0] == '.' && p[1] == '/')   /* "./x" is "x" */
+            for (p += 2; *p == '/'; p++)
+                ;
+        memmove(path, p, strlen(p) + 1);
+        char dir[PATH_MAX];   /* may be the mount's parent: "m/x" from above it */
+        if (!dir_of(dirfd, dir, sizeof(dir)))
             return false;
         snprintf(abs, sizeof(abs), "%s/%s", dir, path);
+        if (strncmp(abs, pl.mnt, pl.mnt_len) != 0)
+            return false;
     }
     const char *rest = abs + pl.mnt_len;
     if (*rest != 0 && *rest != '/')
@@ -386,6 +393,19 @@ static void read_umask(void)
     mode_t m = umask(022);
     umask(m);
     pl.umask = m;
+}
+
+__attribute__((destructor)) static void pl_report(void)
+{
+    const char *e = getenv("CISC_EXEC_STATS");
+    if (!pl.on || !e || strcmp(e, "1"))
+        return;
+    fprintf(stderr,
+            "cisc exec [%d]: opens %llu, write-side calls alone %llu, merged %llu into %llu "
+            "fused ops, demotions %llu\n",
+            (int)getpid(), (unsigned long long)pl.st.opens,
+            (unsigned long long)pl.st.solo_calls, (unsigned long long)pl.st.merged_calls,
+            (unsigned long long)pl.st.merged_ops, (unsigned long long)pl.st.demotions);
 }
 
 __attribute__((constructor)) static void pl_init(void)

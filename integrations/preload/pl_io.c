@@ -81,6 +81,7 @@ int pl_open_served(const char *dpath, int flags, mode_t mode)
     pl_fd_set(fd, o);
     pthread_mutex_unlock(&pl.lock);
     pl_ofd_put(o);   /* the table's ref remains */
+    atomic_fetch_add_explicit(&pl.st.opens, 1, memory_order_relaxed);
     return fd;
 }
 
@@ -155,6 +156,9 @@ static void forget_fd(int fd)
 
 int pl_close(int fd)
 {
+    /* A kernel descriptor cannot become served while it is open: no lock. */
+    if (!pl_served(fd) && fd != pl.root_fd)
+        return PL_REAL(close)(fd);
     pthread_mutex_lock(&pl.lock);
     forget_fd(fd);
     struct pl_ofd *o = pl_fd_take(fd);

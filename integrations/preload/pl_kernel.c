@@ -84,6 +84,7 @@ int pl_demote_fd(int fd)
     }
     pthread_mutex_unlock(&pl.lock);
     PL_REAL(close)(nfd);
+    atomic_fetch_add_explicit(&pl.st.demotions, 1, memory_order_relaxed);
     while (moved-- > 0)
         pl_ofd_put(o);   /* the table's refs */
     pl_ofd_put(o);

@@ -192,9 +192,13 @@ static void run_batch(struct pl_ofd *o, struct pl_mop **ms, int n)
     if (!q) {
         for (int i = 0; i < n; i++)
             ms[i]->res = err;
-    } else if (n < 2 || merged(q, o, ms, n)) {
+    } else if (n >= 2 && merged(q, o, ms, n) == 0) {
+        atomic_fetch_add_explicit(&pl.st.merged_ops, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&pl.st.merged_calls, (unsigned)n, memory_order_relaxed);
+    } else {
         for (int i = 0; i < n; i++)
             ms[i]->res = solo(q, o, ms[i]);
+        atomic_fetch_add_explicit(&pl.st.solo_calls, (unsigned)n, memory_order_relaxed);
     }
     pl_leave(&old);
 }

@@ -109,6 +109,9 @@ struct pl_state {
     int fd_hi;                     /* highest descriptor ever served (bounds table scans) */
     blksize_t blksize;             /* st_blksize the mount reports */
     char cwd[4096];                /* cached getcwd (chdir/fchdir keep it) */
+    struct {                       /* CISC_EXEC_STATS=1 prints them at exit */
+        _Atomic unsigned long long opens, merged_ops, merged_calls, solo_calls, demotions;
+    } st;
 };
 
 extern struct pl_state pl;

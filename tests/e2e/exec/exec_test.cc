@@ -67,6 +67,13 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, ProbeTest,
                                            "mmap", "threads", "stdio", "dir", "stat",
                                            "signals"));
 
+TEST_F(ExecTest, RelativePathsFromAboveTheMount)
+{
+    EXPECT_GT(Same("cd $D/.. && $PROBE ./$(basename $D) basic && cd $D/../.. &&"
+                   " $PROBE $(basename $(dirname $D))/$(basename $D) append"),
+              5);
+}
+
 TEST_F(ExecTest, ProbeWithoutMergeToo)
 {
     EXPECT_GT(Same("$PROBE $D threads && $PROBE $D basic", "--no-merge"), 5);
