@@ -68,7 +68,9 @@ int pl_open_served(const char *dpath, int flags, mode_t mode)
     if (err)
         return err;
     int fd = pl_reserve(flags & O_CLOEXEC);
-    struct pl_ofd *o = fd >= 0 ? pl_ofd_new(fh, flags & ~O_CLOEXEC, dpath) : NULL;
+    /* What F_GETFL shows: the kernel drops the open-time flags too. */
+    int kept = flags & ~(O_CLOEXEC | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC);
+    struct pl_ofd *o = fd >= 0 ? pl_ofd_new(fh, kept, dpath) : NULL;
     if (!o) {
         if (fd >= 0)
             PL_REAL(close)(fd);
@@ -260,8 +262,8 @@ static int fcntl_served(int fd, struct pl_ofd *o, int cmd, long arg, bool *done)
 {
     *done = true;
     switch (cmd) {
-    case F_GETFL:
-        return o->flags | O_LARGEFILE;
+    case F_GETFL:   /* the kernel sets O_LARGEFILE (0100000 on x86-64, 0 in glibc) */
+        return o->flags | 0100000;
     case F_SETFL:
         o->flags = (o->flags & ~PL_SETFL_FLAGS) | ((int)arg & PL_SETFL_FLAGS);
         return 0;

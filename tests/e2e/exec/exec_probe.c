@@ -114,7 +114,8 @@ static void append(void)
     show("other write", write(fd2, "ONE", 3));
     show("write3", write(fd, "three\n", 6));
     show("pos", lseek(fd, 0, SEEK_CUR));
-    show("getfl append", (fcntl(fd, F_GETFL) & O_APPEND) != 0);
+    show("getfl", fcntl(fd, F_GETFL));
+    show("getfl other", fcntl(fd2, F_GETFL));
     show("setfl", fcntl(fd, F_SETFL, 0));
     show("getfl append", (fcntl(fd, F_GETFL) & O_APPEND) != 0);
     /* (No write after clearing O_APPEND: the FUSE mount keeps appending,
