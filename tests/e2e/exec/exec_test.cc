@@ -169,6 +169,35 @@ TEST_F(ExecTest, KilledMidCallLeavesNoQueue)
     ExpectDeviceUp();
 }
 
+// ---- libcisc: a fork child lets go of its parent's session ---------------
+
+TEST_F(ExecTest, SessionForgetInForkChild)
+{
+    uint64_t fh;
+    ASSERT_EQ(cisc_open(q, "parent", O_CREAT | O_RDWR, 0644, &fh), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        cisc_session_forget(s);   // the parent's queues and handles stay untouched
+        struct cisc_session *c;
+        struct cisc_queue *cq;
+        uint64_t f;
+        bool ok = cisc_session_open(mnt.c_str(), &c) == 0 && cisc_queue_create(c, &cq) == 0 &&
+                  cisc_open(cq, "child", O_CREAT | O_WRONLY, 0644, &f) == 0 &&
+                  cisc_pwrite(cq, f, "kid", 3, 0) == 3;
+        cisc_session_close(c);
+        _exit(ok ? 0 : 1);
+    }
+    int st;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    EXPECT_EQ(cisc_pwrite(q, fh, "mom", 3, 0), 3);   // the parent's handle still works
+    EXPECT_EQ(cisc_close(q, fh), 0);
+    EXPECT_EQ(Get("child"), "kid");
+    EXPECT_EQ(Get("parent"), "mom");
+    EXPECT_TRUE(WaitStatus("qp", "sessions", 1));
+    cisc_session_forget(nullptr);
+}
+
 // ---- the command itself ---------------------------------------------------
 
 TEST_F(ExecTest, CommandErrors)
