@@ -168,6 +168,8 @@ struct pl_ofd *pl_ofd_new(uint64_t fh, int flags, const char *path)
     o->mq_head = NULL;
     o->mq_tail = &o->mq_head;
     o->mq_leader = false;
+    o->wgen = o->wgen_fsync = o->synced_gen = 0;
+    o->streak = 0;
     o->live = true;
     atomic_store_explicit((_Atomic int *)&o->refs, 1, memory_order_release);
     return o;
@@ -402,10 +404,11 @@ __attribute__((destructor)) static void pl_report(void)
         return;
     fprintf(stderr,
             "cisc exec [%d]: opens %llu, write-side calls alone %llu, merged %llu into %llu "
-            "fused ops, demotions %llu\n",
+            "fused ops, fsyncs answered by a write + sync op %llu, demotions %llu\n",
             (int)getpid(), (unsigned long long)pl.st.opens,
             (unsigned long long)pl.st.solo_calls, (unsigned long long)pl.st.merged_calls,
-            (unsigned long long)pl.st.merged_ops, (unsigned long long)pl.st.demotions);
+            (unsigned long long)pl.st.merged_ops, (unsigned long long)pl.st.fsyncs_merged,
+            (unsigned long long)pl.st.demotions);
 }
 
 __attribute__((constructor)) static void pl_init(void)

@@ -432,27 +432,13 @@ PL_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int n, off_t off)
 
 /* ---- writes ------------------------------------------------------------------ */
 
-static bool is_sync(const struct pl_ofd *o)
-{
-    return (o->flags & (O_SYNC | O_DSYNC)) != 0;
-}
-
 /* Positional write (pwrite: an O_APPEND ofd appends, as on Linux). */
 static ssize_t ofd_pwrite(struct pl_ofd *o, const void *buf, size_t len, uint64_t off,
                           uint64_t *at)
 {
     if ((o->flags & O_ACCMODE) == O_RDONLY)
         return -EBADF;
-    struct pl_mop m = { .kind = (o->flags & O_APPEND) ? PL_MOP_APPEND : PL_MOP_WRITE,
-                        .buf = buf, .len = len, .off = off };
-    int64_t r = pl_merge_call(o, &m);
-    if (r >= 0 && is_sync(o)) {
-        struct pl_mop f = { .kind = PL_MOP_FSYNC, .off = (o->flags & O_SYNC) != O_SYNC };
-        int64_t s = pl_merge_call(o, &f);
-        r = s < 0 ? s : r;
-    }
-    if (at)
-        *at = m.kind == PL_MOP_APPEND ? m.at : off;
+    int64_t r = pl_merge_write(o, buf, len, off, at);
     return r == -ENOTCONN ? -EIO : (ssize_t)r;
 }
 
@@ -636,8 +622,7 @@ static int sync_common(int fd, int datasync)
     struct pl_ofd *o = pl_fd_get(fd);
     if (!o)
         return datasync ? PL_REAL(fdatasync)(fd) : PL_REAL(fsync)(fd);
-    struct pl_mop m = { .kind = PL_MOP_FSYNC, .off = (uint64_t)datasync };
-    int64_t r = pl_merge_call(o, &m);
+    int64_t r = pl_merge_fsync(o, datasync != 0);
     pl_ofd_put(o);
     return (int)pl_ret(r == -ENOTCONN ? -EIO : r);
 }

@@ -26,6 +26,7 @@
 #include "integrations/preload/preload.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -127,7 +128,10 @@ static int64_t solo(struct cisc_queue *q, struct pl_ofd *o, struct pl_mop *m)
 {
     if (m->kind == PL_MOP_FSYNC)
         return cisc_fsync(q, o->fh, (int)m->off);
-    return solo_write(q, o, m);
+    int64_t r = solo_write(q, o, m);
+    if (m->sync)
+        m->sync_res = r >= 0 ? cisc_fsync(q, o->fh, 0) : 1;
+    return r;
 }
 
 /* ---- a merged op ---------------------------------------------------------- */
@@ -161,9 +165,9 @@ static int merged(struct cisc_queue *q, struct pl_ofd *o, struct pl_mop **ms, in
     for (int i = 0; i < n; i++) {
         idx[i] = add_step(&v, q, f, ms[i], &stage[i]);
         bad |= idx[i] < -1;
-        if (ms[i]->kind == PL_MOP_FSYNC) {
+        if (ms[i]->kind == PL_MOP_FSYNC || ms[i]->sync) {
             sync = true;
-            datasync &= ms[i]->off != 0;
+            datasync &= ms[i]->kind == PL_MOP_FSYNC && ms[i]->off != 0;
         }
     }
     if (sync)
@@ -174,6 +178,8 @@ static int merged(struct cisc_queue *q, struct pl_ofd *o, struct pl_mop **ms, in
         ms[i]->res = cisc_vec_ret(&v, k);
         if (ms[i]->kind == PL_MOP_APPEND)
             ms[i]->at = cisc_vec_out_len(&v, k);
+        if (ms[i]->sync)
+            ms[i]->sync_res = cisc_vec_ret(&v, fs);
     }
     cisc_vec_free(&v);
     for (int i = 0; i < n; i++)
@@ -192,7 +198,7 @@ static void run_batch(struct pl_ofd *o, struct pl_mop **ms, int n)
     if (!q) {
         for (int i = 0; i < n; i++)
             ms[i]->res = err;
-    } else if (n >= 2 && merged(q, o, ms, n) == 0) {
+    } else if ((n >= 2 || ms[0]->sync) && merged(q, o, ms, n) == 0) {
         atomic_fetch_add_explicit(&pl.st.merged_ops, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&pl.st.merged_calls, (unsigned)n, memory_order_relaxed);
     } else {
@@ -251,4 +257,57 @@ int64_t pl_merge_call(struct pl_ofd *o, struct pl_mop *m)
     }
     pthread_mutex_unlock(&o->mq_lock);
     return m->res;
+}
+
+/* ---- write followed by fsync ------------------------------------------------ */
+
+/* Predicted "fsync follows" after this many write + fsync pairs in a row. */
+#define PL_SYNC_STREAK 2
+
+int64_t pl_merge_write(struct pl_ofd *o, const void *buf, size_t len, uint64_t off,
+                       uint64_t *at)
+{
+    bool osync = (o->flags & (O_SYNC | O_DSYNC)) != 0;
+    uint64_t gen = __atomic_add_fetch(&o->wgen, 1, __ATOMIC_ACQ_REL);
+    if (__atomic_load_n(&o->wgen_fsync, __ATOMIC_ACQUIRE) != gen - 1)
+        __atomic_store_n(&o->streak, 0, __ATOMIC_RELAXED);   /* a write without fsync */
+    struct pl_mop m = { .kind = (o->flags & O_APPEND) ? PL_MOP_APPEND : PL_MOP_WRITE,
+                        .buf = buf, .len = len, .off = off, .sync_res = 1 };
+    m.sync = len > 0 && pl.merge && (osync || __atomic_load_n(&o->streak, __ATOMIC_RELAXED) >=
+                                                  PL_SYNC_STREAK);
+    if (osync && !m.sync) {   /* --no-merge: the sync as a call of its own */
+        int64_t r = pl_merge_call(o, &m);
+        struct pl_mop f = { .kind = PL_MOP_FSYNC, .off = (o->flags & O_SYNC) != O_SYNC };
+        int64_t s = r >= 0 && len > 0 ? pl_merge_call(o, &f) : 0;
+        if (at)
+            *at = m.kind == PL_MOP_APPEND ? m.at : off;
+        return s < 0 ? s : r;
+    }
+    int64_t r = pl_merge_call(o, &m);
+    if (r >= 0 && m.sync && m.sync_res == 0) {
+        /* Durable up to this write, if no other write started since. */
+        uint64_t want = gen;
+        __atomic_compare_exchange_n(&o->wgen, &want, gen, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE);
+        if (want == gen)
+            __atomic_store_n(&o->synced_gen, gen, __ATOMIC_RELEASE);
+    }
+    if (at)
+        *at = m.kind == PL_MOP_APPEND ? m.at : off;
+    if (osync && r >= 0 && m.sync_res != 0)
+        return m.sync_res < 0 ? m.sync_res : -EIO;   /* O_SYNC: the write is not done */
+    return r;
+}
+
+int64_t pl_merge_fsync(struct pl_ofd *o, bool datasync)
+{
+    uint64_t gen = __atomic_load_n(&o->wgen, __ATOMIC_ACQUIRE);
+    if (__atomic_exchange_n(&o->wgen_fsync, gen, __ATOMIC_ACQ_REL) != gen)
+        __atomic_add_fetch(&o->streak, 1, __ATOMIC_RELAXED);   /* it followed a write */
+    if (pl.merge && gen != 0 && __atomic_load_n(&o->synced_gen, __ATOMIC_ACQUIRE) == gen) {
+        atomic_fetch_add_explicit(&pl.st.fsyncs_merged, 1, memory_order_relaxed);
+        return 0;   /* the write + sync op of the last write covered it */
+    }
+    struct pl_mop m = { .kind = PL_MOP_FSYNC, .off = datasync };
+    return pl_merge_call(o, &m);
 }

@@ -70,6 +70,8 @@ struct pl_mop {
     uint64_t off;                  /* WRITE: where */
     int64_t res;                   /* bytes, 0, or -errno */
     uint64_t at;                   /* APPEND: offset the data landed at */
+    bool sync;                     /* WRITE/APPEND: make it durable in the same op */
+    int64_t sync_res;              /* with sync: the sync's result (1: did not run) */
     bool done;
     struct pl_mop *next;
 };
@@ -89,6 +91,11 @@ struct pl_ofd {
     pthread_cond_t mq_cond;
     struct pl_mop *mq_head, **mq_tail;   /* pending calls, under mq_lock */
     bool mq_leader;                /* a thread is submitting a merged op */
+    /* write-then-fsync prediction (pl_merge.c), all atomic: */
+    uint64_t wgen;                 /* write-side calls started on this ofd */
+    uint64_t wgen_fsync;           /* wgen when fsync was last called */
+    uint64_t synced_gen;           /* wgen made durable by a write + sync op */
+    int streak;                    /* fsyncs in a row that followed a write */
     struct pl_ofd *free_next;
 };
 
@@ -110,7 +117,8 @@ struct pl_state {
     blksize_t blksize;             /* st_blksize the mount reports */
     char cwd[4096];                /* cached getcwd (chdir/fchdir keep it) */
     struct {                       /* CISC_EXEC_STATS=1 prints them at exit */
-        _Atomic unsigned long long opens, merged_ops, merged_calls, solo_calls, demotions;
+        _Atomic unsigned long long opens, merged_ops, merged_calls, solo_calls, demotions,
+            fsyncs_merged;
     } st;
 };
 
@@ -171,6 +179,18 @@ void pl_demote_all(bool keep_cloexec);
  * on o when AutoMerge is on. Returns its result (bytes, 0, or -errno);
  * APPEND sets *at. */
 int64_t pl_merge_call(struct pl_ofd *o, struct pl_mop *m);
+
+/* write(2)/pwrite(2) of a served ofd through AutoMerge, with its sync in
+ * the same op when the ofd is O_SYNC/O_DSYNC or the program has been
+ * following each write with fsync. Returns bytes or -errno; *at (may be
+ * NULL) gets where the data landed. */
+int64_t pl_merge_write(struct pl_ofd *o, const void *buf, size_t len, uint64_t off,
+                       uint64_t *at);
+
+/* fsync/fdatasync of a served ofd: answered at once when a write + sync
+ * op already made this ofd's last write durable and nothing was written
+ * through it since; else an FSYNC (merged with other threads' calls). */
+int64_t pl_merge_fsync(struct pl_ofd *o, bool datasync);
 
 /* Copies between the caller's memory and ours, -EFAULT instead of a
  * fault for a bad pointer (process_vm_readv/writev on this process). */

@@ -454,6 +454,35 @@ static void signals(void)
     close(fd);
 }
 
+/* Writes each followed by fsync (which cisc exec learns to send as one
+ * op), broken by writes without one; and an O_DSYNC file. */
+static void syncs(void)
+{
+    int fd = open(P("sy"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+    char rec[100];
+    int bad = 0;
+    for (int i = 0; i < 40; i++) {
+        memset(rec, 'a' + i % 26, sizeof(rec));
+        bad += pwrite(fd, rec, sizeof(rec), (off_t)i * 100) != 100;
+        if (i % 10 != 9)
+            bad += fsync(fd) != 0;
+        if (i % 7 == 6)
+            bad += fdatasync(fd) != 0;
+    }
+    show("failures", bad);
+    show("size", lseek(fd, 0, SEEK_END));
+    show("read back", pread(fd, rec, 100, 3900) == 100 && rec[0] == 'a' + 39 % 26);
+    show("write rdonly-like error", write(fd, bad ? "" : "x", 0));
+    close(fd);
+    fd = open(P("ds"), O_CREAT | O_WRONLY | O_TRUNC | O_DSYNC, 0644);
+    for (int i = 0; i < 10; i++)
+        bad += write(fd, "0123456789", 10) != 10;
+    show("dsync failures", bad);
+    show("dsync getfl", fcntl(fd, F_GETFL) & O_DSYNC);
+    close(fd);
+    show_file("ds");
+}
+
 static void spin(void)
 {
     int fd = open(P("spin"), O_CREAT | O_WRONLY | O_APPEND, 0644);
@@ -482,7 +511,7 @@ int main(int argc, char **argv)
     } sc[] = { { "basic", basic }, { "append", append }, { "dup", dups },
                { "errors", errors }, { "fork", forks }, { "exec", execs },
                { "mmap", mmaps }, { "threads", threads }, { "stdio", stdio },
-               { "dir", dirs }, { "stat", stats }, { "signals", signals },
+               { "dir", dirs }, { "stat", stats }, { "signals", signals }, { "sync", syncs },
                { "spin", spin } };
     for (size_t i = 0; i < sizeof(sc) / sizeof(sc[0]); i++) {
         if (!strcmp(argv[2], sc[i].name)) {

@@ -65,7 +65,7 @@ TEST_P(ProbeTest, SameAsTheMount)
 INSTANTIATE_TEST_SUITE_P(Scenarios, ProbeTest,
                          ::testing::Values("basic", "append", "dup", "errors", "fork", "exec",
                                            "mmap", "threads", "stdio", "dir", "stat",
-                                           "signals"));
+                                           "signals", "sync"));
 
 TEST_F(ExecTest, RelativePathsFromAboveTheMount)
 {
@@ -74,9 +74,34 @@ TEST_F(ExecTest, RelativePathsFromAboveTheMount)
               5);
 }
 
+// AutoMerge happens: concurrent writers share fused ops, and an fsync after
+// a write predicted to be followed by one is answered by the write's op.
+TEST_F(ExecTest, MergesHappen)
+{
+    RunResult r = Run("c", "CISC_EXEC_STATS=1 $PROBE $D threads && CISC_EXEC_STATS=1 $PROBE $D sync",
+                      true);
+    ASSERT_EQ(r.status, 0) << r.out;
+    unsigned long long opens, solo, calls, ops, fsyncs, dem;
+    std::vector<unsigned long long> merged, answered;
+    for (size_t p = 0; (p = r.out.find("cisc exec [", p)) != std::string::npos; p++) {
+        ASSERT_EQ(sscanf(r.out.c_str() + p,
+                         "cisc exec [%*d]: opens %llu, write-side calls alone %llu, merged "
+                         "%llu into %llu fused ops, fsyncs answered by a write + sync op "
+                         "%llu, demotions %llu",
+                         &opens, &solo, &calls, &ops, &fsyncs, &dem),
+                  6)
+            << r.out;
+        merged.push_back(calls);
+        answered.push_back(fsyncs);
+    }
+    ASSERT_EQ(merged.size(), 2u) << r.out;
+    EXPECT_GT(merged[0] + merged[1], 0u) << r.out;   // threads, or write + sync ops
+    EXPECT_GT(answered[1], 10u) << r.out;            // sync: most fsyncs rode on the write
+}
+
 TEST_F(ExecTest, ProbeWithoutMergeToo)
 {
-    EXPECT_GT(Same("$PROBE $D threads && $PROBE $D basic", "--no-merge"), 5);
+    EXPECT_GT(Same("$PROBE $D threads && $PROBE $D basic && $PROBE $D sync", "--no-merge"), 5);
 }
 
 // ---- real programs ------------------------------------------------------
