@@ -95,7 +95,7 @@ struct cisc_queue *pl_queue(int *err)
         *err = r;
         return NULL;
     }
-    struct cisc_queue_params p = { .arena_size = 2u << 20 };
+    struct cisc_queue_params p = { .arena_size = 8u << 20 };   /* an append lands whole: up to this */
     t->q = NULL;
     r = cisc_queue_create_params(s, &p, &t->q);
     if (r == 0) {

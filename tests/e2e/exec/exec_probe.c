@@ -389,7 +389,16 @@ static void dirs(void)
     show("access moved", access(P("dd/sub/moved"), F_OK));
     show("access gone", access(P("dd/file1"), F_OK));
     show("access R", access(P("dd/file2"), R_OK));
-    int dfd = open(P("dd"), O_RDONLY | O_DIRECTORY);
+    int dfd = open(P("dd"), O_RDONLY);   /* no O_DIRECTORY: served */
+    char c;
+    show("fsync dir", fsync(dfd));
+    show("read dir", read(dfd, &c, 1));
+    show("fstat dir", fstat(dfd, &(struct stat){ 0 }));
+    show("fchdir", fchdir(dfd));
+    show("rel after fchdir", close(open("file3", O_RDONLY)));
+    show("chdir /", chdir("/"));
+    close(dfd);
+    dfd = open(P("dd"), O_RDONLY | O_DIRECTORY);
     show("openat rel", close(openat(dfd, "sub/moved", O_RDONLY)));
     show("unlinkat", unlinkat(dfd, "file2", 0));
     show("unlinkat dir", unlinkat(dfd, "sub", AT_REMOVEDIR));
