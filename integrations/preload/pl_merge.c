@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PL_CHUNK (1u << 20)   /* positional transfers move at most this per command */
@@ -228,6 +229,27 @@ static int take_batch(struct pl_ofd *o, struct pl_mop **ms)
     return n;
 }
 
+#define PL_SPIN_NS 20000
+
+/* Waits up to PL_SPIN_NS for m to be done by a leader. */
+static bool spin_done(struct pl_mop *m)
+{
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (unsigned k = 1;; k++) {
+        if (__atomic_load_n(&m->done, __ATOMIC_ACQUIRE))
+            return true;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        if (k % 64 == 0) {
+            clock_gettime(CLOCK_MONOTONIC, &b);
+            if ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) > PL_SPIN_NS)
+                return false;
+        }
+    }
+}
+
 int64_t pl_merge_call(struct pl_ofd *o, struct pl_mop *m)
 {
     if (!pl.merge || !mergeable(m)) {
@@ -240,9 +262,15 @@ int64_t pl_merge_call(struct pl_ofd *o, struct pl_mop *m)
     pthread_mutex_lock(&o->mq_lock);
     *o->mq_tail = m;
     o->mq_tail = &m->next;
-    while (!m->done) {
+    while (!__atomic_load_n(&m->done, __ATOMIC_ACQUIRE)) {
         if (o->mq_leader) {
-            pthread_cond_wait(&o->mq_cond, &o->mq_lock);
+            /* Spin a little first, as libcisc does on a completion: a
+             * sleep and a wake-up cost more than a short op. */
+            pthread_mutex_unlock(&o->mq_lock);
+            bool d = spin_done(m);
+            pthread_mutex_lock(&o->mq_lock);
+            if (!d && o->mq_leader && !__atomic_load_n(&m->done, __ATOMIC_ACQUIRE))
+                pthread_cond_wait(&o->mq_cond, &o->mq_lock);
             continue;
         }
         o->mq_leader = true;   /* lead one batch: it holds m, or m is further back */
@@ -250,8 +278,8 @@ int64_t pl_merge_call(struct pl_ofd *o, struct pl_mop *m)
         pthread_mutex_unlock(&o->mq_lock);
         run_batch(o, ms, n);
         pthread_mutex_lock(&o->mq_lock);
-        for (int i = 0; i < n; i++)
-            ms[i]->done = true;
+        for (int i = 0; i < n; i++)   /* pairs with spin_done's acquire load */
+            __atomic_store_n(&ms[i]->done, true, __ATOMIC_RELEASE);
         o->mq_leader = false;
         pthread_cond_broadcast(&o->mq_cond);
     }
