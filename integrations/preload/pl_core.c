@@ -168,6 +168,7 @@ struct pl_ofd *pl_ofd_new(uint64_t fh, int flags, const char *path)
     o->mq_head = NULL;
     o->mq_tail = &o->mq_head;
     o->mq_leader = false;
+    o->mq_spinner = false;
     o->wgen = o->wgen_fsync = o->synced_gen = 0;
     o->streak = 0;
     o->live = true;

@@ -266,9 +266,15 @@ int64_t pl_merge_call(struct pl_ofd *o, struct pl_mop *m)
         if (o->mq_leader) {
             /* Spin a little first, as libcisc does on a completion: a
              * sleep and a wake-up cost more than a short op. */
-            pthread_mutex_unlock(&o->mq_lock);
-            bool d = spin_done(m);
-            pthread_mutex_lock(&o->mq_lock);
+            bool d = false;
+            if (!o->mq_spinner) {   /* one spinner at most: the others sleep, the
+                                       device needs the CPUs more than they do */
+                o->mq_spinner = true;
+                pthread_mutex_unlock(&o->mq_lock);
+                d = spin_done(m);
+                pthread_mutex_lock(&o->mq_lock);
+                o->mq_spinner = false;
+            }
             if (!d && o->mq_leader && !__atomic_load_n(&m->done, __ATOMIC_ACQUIRE))
                 pthread_cond_wait(&o->mq_cond, &o->mq_lock);
             continue;

@@ -91,6 +91,7 @@ struct pl_ofd {
     pthread_cond_t mq_cond;
     struct pl_mop *mq_head, **mq_tail;   /* pending calls, under mq_lock */
     bool mq_leader;                /* a thread is submitting a merged op */
+    bool mq_spinner;               /* a waiting caller is spinning (not sleeping) */
     /* write-then-fsync prediction (pl_merge.c), all atomic: */
     uint64_t wgen;                 /* write-side calls started on this ofd */
     uint64_t wgen_fsync;           /* wgen when fsync was last called */
