@@ -58,18 +58,22 @@ struct pl_thread {
     struct cisc_queue *q;
     unsigned gen;
     bool shared;                   /* holds ovf_lock between enter and leave */
+    unsigned share_gen;            /* gen + 1 once this thread uses the shared queue */
 };
 
 static __thread struct pl_thread t_self;
 static pthread_key_t t_key;
 static pthread_mutex_t ovf_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cisc_queue *ovf_q;   /* under ovf_lock */
+static _Atomic int n_own;          /* threads' own queues alive */
 
 static void thread_gone(void *arg)
 {
     struct pl_thread *t = arg;
-    if (t->q && t->gen == pl.gen)
+    if (t->q && t->gen == pl.gen) {
         cisc_queue_destroy(t->q);
+        atomic_fetch_sub(&n_own, 1);
+    }
     t->q = NULL;
 }
 
@@ -84,6 +88,10 @@ static int session(struct cisc_session **out)
     return r;
 }
 
+/* Own queues per process; later threads share one (a session may have 64
+ * queues, and the shared one must still fit). */
+#define PL_OWN_QUEUES 48
+
 struct cisc_queue *pl_queue(int *err)
 {
     struct pl_thread *t = &t_self;
@@ -95,26 +103,25 @@ struct cisc_queue *pl_queue(int *err)
         *err = r;
         return NULL;
     }
-    struct cisc_queue_params p = { .arena_size = 8u << 20 };   /* an append lands whole: up to this */
-    t->q = NULL;
-    r = cisc_queue_create_params(s, &p, &t->q);
-    if (r == 0) {
-        t->gen = pl.gen;
-        pthread_setspecific(t_key, t);
-        return t->q;
+    struct cisc_queue_params p = { .arena_size = 8u << 20 };   /* appends land whole up to this */
+    if (t->share_gen != pl.gen + 1) {   /* not yet sent to the shared queue */
+        t->q = NULL;
+        if (atomic_fetch_add(&n_own, 1) < PL_OWN_QUEUES &&
+            cisc_queue_create_params(s, &p, &t->q) == 0) {
+            t->gen = pl.gen;
+            pthread_setspecific(t_key, t);
+            return t->q;
+        }
+        atomic_fetch_sub(&n_own, 1);
+        t->share_gen = pl.gen + 1;   /* don't ask the device again */
     }
-    if (r != -EMFILE && r != -EDQUOT) {
-        *err = r;
-        return NULL;
-    }
-    /* Past the device's queue limits: share one queue under a lock. */
     pthread_mutex_lock(&ovf_lock);
     if (!ovf_q && (r = cisc_queue_create_params(s, &p, &ovf_q)) != 0) {
         pthread_mutex_unlock(&ovf_lock);
         *err = r;
         return NULL;
     }
-    t->shared = true;
+    t->shared = true;   /* ovf_lock held until pl_leave */
     return ovf_q;
 }
 
@@ -386,6 +393,7 @@ static void fork_child(void)
     cisc_session_forget(pl.s);
     pl.s = NULL;
     ovf_q = NULL;
+    atomic_store(&n_own, 0);
     pl.gen++;
     t_self.q = NULL;
     t_self.shared = false;

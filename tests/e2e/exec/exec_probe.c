@@ -326,6 +326,37 @@ static void threads(void)
     show("torn or out of order", torn);
 }
 
+/* More threads than a session may have queues (64): the rest share one. */
+#define NMANY 80
+static pthread_barrier_t many_bar;
+static void *many_one(void *arg)
+{
+    char name[32], back[32] = { 0 }, path[4096];   /* P() is not thread-safe */
+    snprintf(name, sizeof(name), "many%02d", (int)(intptr_t)arg);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    int fd = open(path, O_CREAT | O_RDWR | O_TRUNC, 0644);
+    pthread_barrier_wait(&many_bar);   /* all alive at once, each with a queue */
+    intptr_t ok = fd >= 0 && write(fd, name, strlen(name)) == (ssize_t)strlen(name) &&
+                  pread(fd, back, sizeof(back) - 1, 0) == (ssize_t)strlen(name) &&
+                  !strcmp(back, name) && close(fd) == 0;
+    return (void *)ok;
+}
+
+static void many(void)
+{
+    pthread_t th[NMANY];
+    int good = 0;
+    pthread_barrier_init(&many_bar, NULL, NMANY);
+    for (int t = 0; t < NMANY; t++)
+        pthread_create(&th[t], NULL, many_one, (void *)(intptr_t)t);
+    for (int t = 0; t < NMANY; t++) {
+        void *r;
+        pthread_join(th[t], &r);
+        good += r != NULL;
+    }
+    show("threads that wrote and read back", good);
+}
+
 static void stdio(void)
 {
     FILE *f = fopen(P("s"), "w");
@@ -521,6 +552,7 @@ int main(int argc, char **argv)
                { "errors", errors }, { "fork", forks }, { "exec", execs },
                { "mmap", mmaps }, { "threads", threads }, { "stdio", stdio },
                { "dir", dirs }, { "stat", stats }, { "signals", signals }, { "sync", syncs },
+               { "many", many },
                { "spin", spin } };
     for (size_t i = 0; i < sizeof(sc) / sizeof(sc[0]); i++) {
         if (!strcmp(argv[2], sc[i].name)) {

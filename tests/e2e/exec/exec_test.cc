@@ -65,7 +65,7 @@ TEST_P(ProbeTest, SameAsTheMount)
 INSTANTIATE_TEST_SUITE_P(Scenarios, ProbeTest,
                          ::testing::Values("basic", "append", "dup", "errors", "fork", "exec",
                                            "mmap", "threads", "stdio", "dir", "stat",
-                                           "signals", "sync"));
+                                           "signals", "sync", "many"));
 
 TEST_F(ExecTest, RelativePathsFromAboveTheMount)
 {
