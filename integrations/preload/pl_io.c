@@ -38,6 +38,7 @@ static int (*real_ftruncate)(int, off_t);
 static int (*real_fallocate)(int, int, off_t, off_t);
 static int (*real_posix_fallocate)(int, off_t, off_t);
 static int (*real_close_range)(unsigned, unsigned, int);
+static void (*real_closefrom)(int);
 
 /* Flags a libcisc handle takes; the rest is the library's (O_APPEND,
  * O_SYNC: preload.h) or has no meaning on the device. */
@@ -80,8 +81,11 @@ int pl_open_served(const char *dpath, int flags, mode_t mode)
         return PL_KERNEL;
     }
     pthread_mutex_lock(&pl.lock);
+    struct pl_ofd *stale = pl_fd_take(fd);   /* closed behind our back, if any */
     pl_fd_set(fd, o);
     pthread_mutex_unlock(&pl.lock);
+    if (stale)
+        pl_ofd_put(stale);
     pl_ofd_put(o);   /* the table's ref remains */
     atomic_fetch_add_explicit(&pl.st.opens, 1, memory_order_relaxed);
     return fd;
@@ -95,7 +99,17 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode)
         if (r != PL_KERNEL)
             return (int)pl_ret(r);
     }
-    return PL_REAL(openat)(dirfd, path, flags, mode);
+    int fd = PL_REAL(openat)(dirfd, path, flags, mode);
+    if (fd >= 0 && pl_served(fd)) {   /* closed behind our back (a raw close) */
+        int e = errno;
+        pthread_mutex_lock(&pl.lock);
+        struct pl_ofd *stale = pl_fd_take(fd);
+        pthread_mutex_unlock(&pl.lock);
+        if (stale)
+            pl_ofd_put(stale);
+        errno = e;
+    }
+    return fd;
 }
 
 static mode_t va_mode(int flags, va_list ap)
@@ -237,20 +251,33 @@ PL_EXPORT int dup3(int oldfd, int newfd, int flags)
     return dup_common(oldfd, newfd, 3, flags);
 }
 
+/* Forgets the table entries of [first, last] (about to be closed). */
+static void forget_range(unsigned first, unsigned last)
+{
+    unsigned end = last < (unsigned)pl.fd_hi ? last : (unsigned)pl.fd_hi;
+    for (unsigned fd = first; pl.on && fd <= end; fd++) {
+        pthread_mutex_lock(&pl.lock);
+        forget_fd((int)fd);
+        struct pl_ofd *o = pl_fd_take((int)fd);
+        pthread_mutex_unlock(&pl.lock);
+        if (o)
+            pl_ofd_put(o);
+    }
+    if (pl.on && pl.root_fd >= (int)first && (unsigned)pl.root_fd <= last)
+        pl.root_fd = -1;
+}
+
 PL_EXPORT int close_range(unsigned first, unsigned last, int flags)
 {
-    if (!(flags & CLOSE_RANGE_CLOEXEC) && pl.on) {
-        unsigned end = last < PL_FD_MAX - 1 ? last : PL_FD_MAX - 1;
-        for (unsigned fd = first; fd <= end; fd++) {
-            pthread_mutex_lock(&pl.lock);
-            forget_fd((int)fd);
-            struct pl_ofd *o = pl_fd_take((int)fd);
-            pthread_mutex_unlock(&pl.lock);
-            if (o)
-                pl_ofd_put(o);
-        }
-    }
+    if (!(flags & CLOSE_RANGE_CLOEXEC))
+        forget_range(first, last);
     return PL_REAL(close_range)(first, last, flags);
+}
+
+PL_EXPORT void closefrom(int lowfd)
+{
+    forget_range(lowfd < 0 ? 0 : (unsigned)lowfd, ~0u);
+    PL_REAL(closefrom)(lowfd);
 }
 
 /* ---- fcntl ------------------------------------------------------------------ */
