@@ -50,6 +50,9 @@ def main():
     ap.add_argument("--secs", type=float, default=1.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default="bench/out")
+    ap.add_argument("--up-args", default="",
+                    help="extra `cisc up` options (e.g. \"--poll-us 5\" on a busy host)")
+    ap.add_argument("--tag", default="", help="suffix of the CSV and PNG names")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="cisc-preload-", dir="/dev/shm")
@@ -57,9 +60,9 @@ def main():
     os.mkdir(mnt)
     rows = []
     try:
-        sh([a.cisc, "up", "--size", "2G", "--cores", "2", img, mnt])
+        sh([a.cisc, "up", "--size", "2G", "--cores", "2"] + a.up_args.split() + [img, mnt])
         model = [l for l in sh([a.cisc, "status", "--raw", mnt]).stdout.splitlines()
-                 if l.startswith("model")]
+                 if l.startswith(("model", "qp"))]
         print("device:", *model, sep="\n  ")
         for w in a.workloads.split(","):
             for t in [int(x) for x in a.threads.split(",")]:
@@ -76,11 +79,12 @@ def main():
     finally:
         sh([a.cisc, "down", mnt], check=False)
         sh(["rm", "-rf", tmp], check=False)
-    with open(os.path.join(a.out, "preload.csv"), "w", newline="") as f:
+    tag = ("-" + a.tag) if a.tag else ""
+    with open(os.path.join(a.out, f"preload{tag}.csv"), "w", newline="") as f:
         wr = csv.DictWriter(f, fieldnames=["workload", "threads"] + WAYS)
         wr.writeheader()
         wr.writerows(rows)
-    plot(rows, os.path.join(a.out, "preload.png"))
+    plot(rows, os.path.join(a.out, f"preload{tag}.png"))
 
 
 def plot(rows, path):

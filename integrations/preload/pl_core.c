@@ -6,6 +6,7 @@
  */
 #include "integrations/preload/preload.h"
 
+#include <assert.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -234,12 +235,22 @@ int pl_ofd_put(struct pl_ofd *o)
     return q ? (r == -EBADF ? 0 : r) : err;
 }
 
+/* Invariants 1 and 2 of preload.h for table entry fd (under pl.lock):
+ * a live ofd with refs, at a number the kernel has open. */
+static bool fd_entry_ok(int fd)
+{
+    struct pl_ofd *o = atomic_load_explicit(&pl_fds[fd], memory_order_relaxed);
+    return !o || (o->live && atomic_load((_Atomic int *)&o->refs) > 0 &&
+                  PL_REAL(fcntl)(fd, F_GETFD) >= 0);
+}
+
 void pl_fd_set(int fd, struct pl_ofd *o)
 {
     atomic_fetch_add_explicit((_Atomic int *)&o->refs, 1, memory_order_relaxed);
     if (fd > pl.fd_hi)
         pl.fd_hi = fd;
     atomic_store_explicit(&pl_fds[fd], o, memory_order_release);
+    assert(fd_entry_ok(fd));
 }
 
 struct pl_ofd *pl_fd_take(int fd)

@@ -29,9 +29,12 @@
  *   3. pl_fds and the ofd free list change only under pl.lock; positions
  *      under ofd->pos_lock; the AutoMerge queue under ofd->mq_lock.
  *   4. Every call into libcisc runs with its thread's own queue (a queue
- *      per thread), with signals blocked when the program has handlers,
- *      so a handler never re-enters a queue; a fork child drops the
- *      parent's session (cisc_session_forget) and opens its own.
+ *      per thread; past PL_OWN_QUEUES threads, one shared queue held
+ *      under its lock from pl_enter to pl_leave), with signals blocked
+ *      when the program has handlers, so a handler never re-enters a
+ *      queue; a fork child drops the parent's session
+ *      (cisc_session_forget) and opens its own.
+ * Invariants 1 and 2 are checked (assert) whenever an entry is set.
  *   5. A merged op completes every call it carries before any of them
  *      returns; when a merged op fails, its calls are re-run one by one,
  *      in order, so each reports its own error (AutoMerge never changes
