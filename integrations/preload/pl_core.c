@@ -237,7 +237,7 @@ int pl_ofd_put(struct pl_ofd *o)
 
 /* Invariants 1 and 2 of preload.h for table entry fd (under pl.lock):
  * a live ofd with refs, at a number the kernel has open. */
-static bool fd_entry_ok(int fd)
+__attribute__((unused)) static bool fd_entry_ok(int fd)
 {
     struct pl_ofd *o = atomic_load_explicit(&pl_fds[fd], memory_order_relaxed);
     return !o || (o->live && atomic_load((_Atomic int *)&o->refs) > 0 &&
