@@ -175,7 +175,7 @@ struct pl_ofd *pl_ofd_new(uint64_t fh, int flags, const char *path)
     o->pos = 0;
     o->mq_head = NULL;
     o->mq_tail = &o->mq_head;
-    o->mq_leader = false;
+    o->mq_leaders = 0;
     o->mq_spinner = false;
     o->wgen = o->wgen_fsync = o->synced_gen = 0;
     o->streak = 0;
@@ -445,6 +445,10 @@ __attribute__((constructor)) static void pl_init(void)
     pl.mnt_dev = st.st_dev;
     pl.blksize = st.st_blksize;
     pl.merge = !merge || strcmp(merge, "0") != 0;
+    const char *inflight = getenv("CISC_EXEC_MERGE_INFLIGHT");
+    pl.merge_inflight = inflight ? atoi(inflight) : 2;
+    if (pl.merge_inflight < 1 || pl.merge_inflight > 64)
+        pl.merge_inflight = 2;
     if (!getcwd(pl.cwd, sizeof(pl.cwd)))
         pl.cwd[0] = 0;
     read_umask();

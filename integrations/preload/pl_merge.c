@@ -15,7 +15,10 @@
  * FSYNC step if any call asked for durability, submits it from its own
  * queue (one doorbell, one round trip), hands each caller its step's
  * result and wakes them; calls that arrive meanwhile form the next batch
- * (group commit). Nothing of what a call observes changes (invariant 5 of
+ * (group commit). Up to pl.merge_inflight merged ops of one descriptor
+ * are in flight at once (CISC_EXEC_MERGE_INFLIGHT, default 2): a caller
+ * that finds fewer leads a batch at once, so merging costs no
+ * parallelism until that many are running. Nothing of what a call observes changes (invariant 5 of
  * preload.h): every call returns after its data is in the device; each
  * thread's calls run in its order; an append is one APPEND step, atomic;
  * one FSYNC at the end covers every fsync of the batch, as it makes at
@@ -221,7 +224,8 @@ static int take_batch(struct pl_ofd *o, struct pl_mop **ms)
 {
     int n = 0;
     while (o->mq_head && n < PL_MERGE_MAX_OPS) {
-        ms[n++] = o->mq_head;
+        ms[n] = o->mq_head;
+        ms[n++]->taken = true;
         o->mq_head = o->mq_head->next;
     }
     if (!o->mq_head)
@@ -257,13 +261,13 @@ int64_t pl_merge_call(struct pl_ofd *o, struct pl_mop *m)
         return m->res;
     }
     struct pl_mop *ms[PL_MERGE_MAX_OPS];
-    m->done = false;
+    m->done = m->taken = false;
     m->next = NULL;
     pthread_mutex_lock(&o->mq_lock);
     *o->mq_tail = m;
     o->mq_tail = &m->next;
     while (!__atomic_load_n(&m->done, __ATOMIC_ACQUIRE)) {
-        if (o->mq_leader) {
+        if (m->taken || o->mq_leaders >= pl.merge_inflight) {
             /* Spin a little first, as libcisc does on a completion: a
              * sleep and a wake-up cost more than a short op. */
             bool d = false;
@@ -275,18 +279,19 @@ int64_t pl_merge_call(struct pl_ofd *o, struct pl_mop *m)
                 pthread_mutex_lock(&o->mq_lock);
                 o->mq_spinner = false;
             }
-            if (!d && o->mq_leader && !__atomic_load_n(&m->done, __ATOMIC_ACQUIRE))
+            if (!d && !__atomic_load_n(&m->done, __ATOMIC_ACQUIRE) &&
+                (m->taken || o->mq_leaders >= pl.merge_inflight))
                 pthread_cond_wait(&o->mq_cond, &o->mq_lock);
             continue;
         }
-        o->mq_leader = true;   /* lead one batch: it holds m, or m is further back */
+        o->mq_leaders++;   /* lead one batch: it holds m, or m is further back */
         int n = take_batch(o, ms);
         pthread_mutex_unlock(&o->mq_lock);
         run_batch(o, ms, n);
         pthread_mutex_lock(&o->mq_lock);
         for (int i = 0; i < n; i++)   /* pairs with spin_done's acquire load */
             __atomic_store_n(&ms[i]->done, true, __ATOMIC_RELEASE);
-        o->mq_leader = false;
+        o->mq_leaders--;
         pthread_cond_broadcast(&o->mq_cond);
     }
     pthread_mutex_unlock(&o->mq_lock);

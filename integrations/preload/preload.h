@@ -76,6 +76,7 @@ struct pl_mop {
     bool sync;                     /* WRITE/APPEND: make it durable in the same op */
     int64_t sync_res;              /* with sync: the sync's result (1: did not run) */
     bool done;
+    bool taken;                    /* in a leader's batch (under mq_lock) */
     struct pl_mop *next;
 };
 
@@ -93,7 +94,7 @@ struct pl_ofd {
     pthread_mutex_t mq_lock;
     pthread_cond_t mq_cond;
     struct pl_mop *mq_head, **mq_tail;   /* pending calls, under mq_lock */
-    bool mq_leader;                /* a thread is submitting a merged op */
+    int mq_leaders;                /* threads submitting a batch now */
     bool mq_spinner;               /* a waiting caller is spinning (not sleeping) */
     /* write-then-fsync prediction (pl_merge.c), all atomic: */
     uint64_t wgen;                 /* write-side calls started on this ofd */
@@ -111,6 +112,7 @@ struct pl_state {
     dev_t mnt_dev;                 /* st_dev the mount reports */
     int root_fd;                   /* O_PATH of the mount root (the reserves' source) */
     bool merge;                    /* AutoMerge on (CISC_EXEC_MERGE != 0) */
+    int merge_inflight;            /* merged ops of one ofd in flight at most */
     bool handlers;                 /* the program installed a signal handler */
     mode_t umask;
     pthread_mutex_t lock;          /* invariant 3 */
