@@ -27,7 +27,9 @@ static const char exec_usage[] =
     "\n"
     "Environment: CISC_PRELOAD_LIB names the library to preload instead of the\n"
     "installed one; CISC_EXEC_STATS=1 makes every process print, at exit, its\n"
-    "opens, write-side calls sent alone and merged, and demotions to the mount.\n"
+    "opens, write-side calls sent alone and merged, and demotions to the mount;\n"
+    "CISC_EXEC_MERGE_INFLIGHT=N lets N merged ops of one descriptor run at once\n"
+    "(default 2).\n"
     "\n"
     "Exit status: COMMAND's; 127 when it cannot be found, 126 when it cannot\n"
     "be run, 2 for a usage or mount error.\n";

@@ -9,16 +9,16 @@
  *
  * AutoMerge. Write-side calls on one open file description (write, pwrite,
  * O_APPEND writes, fsync) that are pending at the same time - from several
- * threads - go to the device as ONE fused op: the first caller becomes the
- * leader, takes every call queued so far (up to PL_MERGE_MAX_OPS), builds
+ * threads - go to the device as ONE fused op: a caller that finds fewer
+ * than pl.merge_inflight batches running becomes a leader, takes every
+ * call queued so far (up to PL_MERGE_MAX_OPS), builds
  * a vector of WRITE / APPEND steps on the session handle followed by one
  * FSYNC step if any call asked for durability, submits it from its own
  * queue (one doorbell, one round trip), hands each caller its step's
  * result and wakes them; calls that arrive meanwhile form the next batch
- * (group commit). Up to pl.merge_inflight merged ops of one descriptor
- * are in flight at once (CISC_EXEC_MERGE_INFLIGHT, default 2): a caller
- * that finds fewer leads a batch at once, so merging costs no
- * parallelism until that many are running. Nothing of what a call observes changes (invariant 5 of
+ * (group commit; CISC_EXEC_MERGE_INFLIGHT sets how many batches, default
+ * 2, so merging costs the device no parallelism until that many run).
+ * Nothing of what a call observes changes (invariant 5 of
  * preload.h): every call returns after its data is in the device; each
  * thread's calls run in its order; an append is one APPEND step, atomic;
  * one FSYNC at the end covers every fsync of the batch, as it makes at
