@@ -17,7 +17,7 @@ CISC := $(BUILD)/cmd/cisc
 # The distribution's python3 (python3-matplotlib) for benchmarks that plot.
 PYTHON_PLOT ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
-.PHONY: all deps build build-asan install uninstall test test-release test-asan run bench bench-bpf bench-exec \
+.PHONY: all deps build build-asan install uninstall test test-release test-asan run bench bench-bpf bench-exec bench-preload \
 	bench-sfs bench-qp bench-fs bench-cisc bench-offload bench-recovery bench-sched bench-flash clean FORCE
 
 all: build
@@ -78,7 +78,7 @@ run: build
 
 # Every benchmark, one after another (never in parallel, whatever -j says:
 # they would time each other), on the optimised build.
-BENCHES := bench-bpf bench-exec bench-sfs bench-qp bench-fs bench-cisc bench-offload bench-recovery bench-sched bench-flash
+BENCHES := bench-bpf bench-exec bench-preload bench-sfs bench-qp bench-fs bench-cisc bench-offload bench-recovery bench-sched bench-flash
 bench: build
 	@for b in $(BENCHES); do echo "== make $$b"; $(MAKE) --no-print-directory $$b || exit 1; done
 
@@ -91,6 +91,12 @@ bench-bpf: build
 # sequences as engine RISC commands: ns per op without the transport.
 bench-exec: build
 	$(BUILD)/bench/cisc/cisc-bench-exec
+
+# cisc exec: an unmodified POSIX program (append-CRC-write, 4 KiB synced
+# writes) on the FUSE mount, under cisc exec, and with AutoMerge; 1-8
+# threads. CSV and PNG in bench/out/.
+bench-preload: build
+	@$(PYTHON_PLOT) bench/preload/bench_preload.py --cisc $(CISC) --bench $(BUILD)/bench/preload/cisc-bench-preload $(BENCH_PRELOAD_ARGS)
 
 # StorageFS through its C API on a sparse image file: a create+stat+unlink
 # storm, then 1 MiB sequential writes and reads.

@@ -144,6 +144,10 @@ unsigned lc_reap(struct cisc_queue *q);
  * the device) or a transport -errno; *out (may be NULL) gets the CQE. */
 int64_t lc_call(struct cisc_queue *q, const struct wire_sqe *sqe, struct wire_cqe *out);
 
+/* Frees q's memory and mapping without telling the device (for
+ * cisc_session_forget in a fork child). */
+void lc_queue_forget(struct cisc_queue *q);
+
 /* ---- step builders (fused.c), for builders in other files (progs) ------ */
 
 /* Appends an empty step of kind to v (in_step, in2_step, file_step none);

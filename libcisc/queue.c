@@ -213,6 +213,11 @@ CISC_API void cisc_queue_destroy(struct cisc_queue *q)
     free_queue(q);
 }
 
+void lc_queue_forget(struct cisc_queue *q)
+{
+    free_queue(q);   /* no lock, no message: the caller is a fork child */
+}
+
 CISC_API uint32_t cisc_queue_id(const struct cisc_queue *q)
 {
     return q ? q->id : 0;

@@ -84,6 +84,21 @@ CISC_API void cisc_session_close(struct cisc_session *s)
     free(s);
 }
 
+CISC_API void cisc_session_forget(struct cisc_session *s)
+{
+    if (!s)
+        return;
+    /* The child of a fork is single-threaded: the lock may be held by a
+     * thread that no longer exists, so it is neither taken nor destroyed. */
+    for (struct cisc_queue *q = s->queues, *next; q; q = next) {
+        next = q->next;
+        lc_queue_forget(q);
+    }
+    close(s->fd);   /* the parent's copy keeps the connection */
+    free(s->files);
+    free(s);
+}
+
 CISC_API int cisc_session_creds(struct cisc_session *s, uint32_t *uid, uint32_t *gid,
                                 int32_t *pid)
 {

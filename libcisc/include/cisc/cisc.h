@@ -100,6 +100,14 @@ CISC_API int cisc_session_open(const char *mountpoint, struct cisc_session **out
  * its queues. s may be NULL. */
 CISC_API void cisc_session_close(struct cisc_session *s);
 
+/* For the child of fork(): releases this process's copy of a session
+ * inherited from the parent (its queues' memory and its socket), without
+ * a word to the device, so that the parent's session, handles and queues
+ * are untouched and the child holds nothing of them. Pointers into the
+ * session's queues become invalid. Call it in the child only, before any
+ * other thread exists. s may be NULL. */
+CISC_API void cisc_session_forget(struct cisc_session *s);
+
 /* The credentials the device recorded for the session. Returns 0 or
  * -errno. Any pointer may be NULL. */
 CISC_API int cisc_session_creds(struct cisc_session *s, uint32_t *uid, uint32_t *gid,
