@@ -45,7 +45,7 @@ static void print_op(const char *line)
 
 /* One "tenant ..." line as a table row (the header before the first);
  * false if it is not one. */
-static bool print_tenant(const char *line, bool *header)
+static bool print_tenant(const char *line, bool *header, bool by_pid)
 {
     unsigned long long id, w, nq, vt, core, mem, peak, wait, run, done, thr, over, term;
     double share;
@@ -60,18 +60,25 @@ static bool print_tenant(const char *line, bool *header)
                "weight", "queues", "vt_ms", "core_ms", "share", "mem_kib", "peak_kib", "waiting",
                "running", "done", "throttled_ms", "terminated");
     *header = true;
-    printf("  %-10llu %6llu %6llu %10.1f %10.1f %5.1f%% %9llu %9llu %7llu %7llu %10llu %12.1f "
-           "%10llu\n", id, w, nq, vt / 1e6, core / 1e6, 100.0 * share, mem >> 10, peak >> 10,
+    char who[64];   /* a uid tenant by its user name, as every human output */
+    if (by_pid)
+        snprintf(who, sizeof(who), "%llu", id);
+    else
+        cmd_user_name((uint32_t)id, who, sizeof(who));
+    printf("  %-10s %6llu %6llu %10.1f %10.1f %5.1f%% %9llu %9llu %7llu %7llu %10llu %12.1f "
+           "%10llu\n", who, w, nq, vt / 1e6, core / 1e6, 100.0 * share, mem >> 10, peak >> 10,
            wait, run, done, thr / 1e6, term);
     return true;
 }
 
 static void print_report(char *text)
 {
-    bool header = false, theader = false;
+    bool header = false, theader = false, by_pid = false;
     char *save = NULL;
     for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-        if (!strncmp(l, "tenant ", 7) && print_tenant(l, &theader))
+        if (!strncmp(l, "model ", 6))   /* before the tenant lines */
+            by_pid = strstr(l, " tenant_by pid") != NULL;
+        if (!strncmp(l, "tenant ", 7) && print_tenant(l, &theader, by_pid))
             continue;
         if (strncmp(l, "op ", 3)) {
             char *sp = strchr(l, ' ');

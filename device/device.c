@@ -556,9 +556,11 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
     struct dm_model dm = dm_get();
     struct qp_stats qs;
     qp_service_stats(d->qps, &qs);
-    put(&o, "model cores %u sched %s dispatch %s link_latency_ns %llu core_speed %.2f\n",
+    put(&o, "model cores %u sched %s dispatch %s link_latency_ns %llu core_speed %.2f "
+            "tenant_by %s\n",
         ss.cores, ss.policy, ss.direct ? "direct" : "queue",
-        (unsigned long long)dm.link_latency_ns, dm.core_speed);
+        (unsigned long long)dm.link_latency_ns, dm.core_speed,
+        eng_tenant_is_pid(d->eng) ? "pid" : "uid");
     put(&o, "qp sessions %llu queues %llu handles %llu pollers %u poll_us %u fetched %llu "
             "refused %llu completed %llu invalidated %llu dead %llu sleeps %llu\n",
         (unsigned long long)qs.sessions, (unsigned long long)qs.queues,

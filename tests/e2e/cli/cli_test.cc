@@ -141,6 +141,11 @@ TEST_F(Cli, HumanOutputNamesUsers)
     EXPECT_TRUE(std::regex_search(r.out, std::regex("count +root "))) << r.out;
     r = Prog("show " + mnt + " count");
     EXPECT_NE(r.out.find("owner         root (uid 0)"), std::string::npos) << r.out;
+    // the scheduler's tenants (uids by default) by name too
+    ASSERT_EQ(Sh("echo hi > " + mnt + "/tenant-file").status, 0);
+    r = Sh(cisc + " status " + mnt);
+    EXPECT_NE(r.out.find("tenant_by uid"), std::string::npos) << r.out;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("\\n  root +[0-9]+ +[0-9]+ "))) << r.out;
 }
 
 TEST_F(Cli, ListShowsEveryRunningDevice)
