@@ -111,6 +111,10 @@ int fusefs_mount(struct engine *eng, const struct fusefs_opts *o, struct fusefs 
         return fail(err, errlen, -EIO, "cannot mount on %s (is /dev/fuse usable?)",
                     o->mountpoint);
     }
+    if (fusefs_killpriv_io(f)) {
+        fusefs_destroy(f);
+        return fail(err, errlen, -EIO, "cannot route the FUSE session's I/O");
+    }
     fusefs_watch(f, true);   /* libcisc changes invalidate the kernel's caches */
     f->watching = true;
     *out = f;

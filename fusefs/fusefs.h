@@ -11,6 +11,10 @@
  * Mount: default_permissions (the kernel checks, and the device checks
  * again), allow_other when started by root, auto_unmount (a killed device
  * leaves no dead mount), max_write 1 MiB, max_read 256 KiB, subtype "ciscfs".
+ * The kernel leaves removing set-id bits and file capabilities on write,
+ * truncate and chown to the device (FUSE_HANDLE_KILLPRIV_V2, added to the
+ * INIT reply by killpriv.c), which the engine does for every door; so a
+ * write is one request, not a GETXATTR probe and the write.
  * POSIX and flock locks are left to the kernel, which keeps them per inode
  * for every process using the mount: correct as long as the FUSE mount is
  * the only door that locks (libcisc does not lock).

@@ -30,7 +30,14 @@ struct fusefs {
     bool ra_done;                 /* fusefs_raise_readahead ran */
     bool tenant_pid;              /* tenants are processes: requests carry the tgid */
     uint64_t page;                /* the kernel's page size (set at INIT) */
+    bool killpriv_v2;             /* the kernel offers FUSE_HANDLE_KILLPRIV_V2 (set at INIT) */
+    bool init_replied;            /* __atomic: the INIT reply went out (killpriv.c) */
 };
+
+/* Routes the session's /dev/fuse I/O through killpriv.c, which adds
+ * FUSE_HANDLE_KILLPRIV_V2 to the INIT reply (libfuse 3.14 cannot ask for
+ * it). Call after fuse_session_mount. Returns 0 or -EIO. */
+int fusefs_killpriv_io(struct fusefs *f);
 
 /* The process (thread group) of thread tid, for tenants that are pids
  * (tgid.c); tid itself if it cannot be told. */

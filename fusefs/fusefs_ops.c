@@ -368,6 +368,10 @@ static void ff_init(void *userdata, struct fuse_conn_info *conn)
     struct fusefs *f = userdata;
     long page = sysconf(_SC_PAGESIZE);
     f->page = page > 0 ? (uint64_t)page : 4096;   /* where the kernel cuts writes */
+    /* The engine removes set-id bits and capabilities on every data
+     * change, so the kernel need not ask (GETXATTR) before each write:
+     * killpriv.c adds FUSE_HANDLE_KILLPRIV_V2 (protocol 7.33) to our reply. */
+    f->killpriv_v2 = conn->proto_major > 7 || (conn->proto_major == 7 && conn->proto_minor >= 33);
     conn->max_write = FUSEFS_MAX_IO;
     conn->max_read = FUSEFS_MAX_READ;   /* must match the max_read mount option */
     conn->max_readahead = conn->max_readahead > FUSEFS_MAX_IO ? FUSEFS_MAX_IO

@@ -74,20 +74,44 @@ static void stripe_unlock(struct engine *e, uint64_t ino)
     pthread_rwlock_unlock(&e->ino_lock[eng_stripe(ino)]);
 }
 
+/* A file capability (security.capability) goes before anyone, root too,
+ * changes the data of ino, as Linux's file_remove_privs does; the FUSE
+ * door leaves this to the device (it negotiates FUSE_HANDLE_KILLPRIV_V2,
+ * fusefs/killpriv.c). StorageFS keeps no security.* attributes today:
+ * sfs_getxattr refuses the name (-EOPNOTSUPP) before any lookup, so the
+ * check costs a string compare per write. Returns 0 or -errno; the
+ * caller commits. */
+static int cap_clear(struct engine *e, uint64_t ino, bool *changed)
+{
+    ssize_t n = sfs_getxattr(e->fs, ino, "security.capability", NULL, 0);
+    if (n == -ENODATA || n == -EOPNOTSUPP)
+        return 0;
+    if (n < 0)
+        return (int)n;
+    int r = sfs_removexattr(e->fs, NULL, ino, "security.capability");
+    *changed = r == 0;
+    return r == -ENODATA ? 0 : r;
+}
+
 /* Before a caller without CAP_FSETID (not root) changes the data of ino,
- * its set-id bits go (perm_setid_kill), whichever door the change came
- * through. The clear is committed before the data changes: overwrites go
- * in place, so a crash must not find new data under the old bits. It
- * happens once per such file, so the commit costs nothing in general. */
+ * its set-id bits go (perm_setid_kill), and before anyone does, its file
+ * capability (cap_clear), whichever door the change came through. The
+ * clear is committed before the data changes: overwrites go in place, so
+ * a crash must not find new data under the old bits. It happens once per
+ * such file, so the commit costs nothing in general. */
 static int setid_clear(struct engine *e, struct eng_cmd *c, uint64_t ino)
 {
     struct sfs_attr a;
+    bool capped = false;
+    int r = cap_clear(e, ino, &capped);
+    if (r)
+        return r;
     if (c->cred.uid == 0)
-        return 0;
-    int r = sfs_getattr(e->fs, ino, &a);
+        return capped ? sfs_sync(e->fs) : 0;
+    r = sfs_getattr(e->fs, ino, &a);
     uint32_t kill = r ? 0 : perm_setid_kill(&c->cred, &a);
     if (!kill)
-        return r;
+        return r || !capped ? r : sfs_sync(e->fs);
     struct sfs_attr in = { .mode = a.mode & ~kill };
     r = sfs_setattr(e->fs, NULL, ino, &in, SFS_SET_MODE, NULL);
     return r ? r : sfs_sync(e->fs);

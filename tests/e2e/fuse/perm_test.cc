@@ -4,6 +4,8 @@
 #include "tests/e2e/fuse/mount_fixture.h"
 
 #include <errno.h>
+#include <linux/capability.h>
+#include <string.h>
 #include <sys/xattr.h>
 
 using e2e::AsUser;
@@ -129,4 +131,44 @@ TEST_F(PermTest, WriterClearsSetidBits)
     ASSERT_EQ(stat(f.c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 07777, 0777u) << "a write by another user kills set-id bits";
     EXPECT_EQ(e2e::ReadFile(f), "ab23");
+}
+
+// A file capability goes when the data changes, whoever writes (Linux's
+// file_remove_privs). The mount lets the device do it (killpriv.c asks
+// the kernel for FUSE_HANDLE_KILLPRIV_V2; the engine removes it), once
+// the file system can hold one.
+TEST_F(PermTest, WriterClearsFileCapability)
+{
+    struct vfs_cap_data cap;
+    memset(&cap, 0, sizeof(cap));
+    cap.magic_etc = VFS_CAP_REVISION_2 | VFS_CAP_FLAGS_EFFECTIVE;
+    cap.data[0].permitted = 1u << CAP_NET_BIND_SERVICE;
+    char got[sizeof(cap)];
+    for (int root = 0; root < 2; root++) {
+        std::string f = P(root ? "capped-root" : "capped-user");
+        ASSERT_TRUE(e2e::WriteFile(f, "0123"));
+        ASSERT_EQ(chmod(f.c_str(), 0666), 0);
+        if (setxattr(f.c_str(), "security.capability", &cap, sizeof(cap), 0) != 0) {
+            // StorageFS keeps user.* and trusted.* only: no file can hold a
+            // capability, so none can survive a write either.
+            EXPECT_EQ(errno, EOPNOTSUPP) << strerror(errno);
+            continue;
+        }
+        ASSERT_EQ(getxattr(f.c_str(), "security.capability", got, sizeof(got)),
+                  (ssize_t)sizeof(cap));
+        auto writer = [&] {
+            int fd = open(f.c_str(), O_WRONLY);
+            return fd >= 0 && pwrite(fd, "ab", 2, 1) == 2 && close(fd) == 0 ? 0 : 1;
+        };
+        if (root) {
+            EXPECT_EQ(writer(), 0);
+        } else {
+            EXPECT_EQ(AsUser(writer), 0);
+        }
+        errno = 0;
+        EXPECT_EQ(getxattr(f.c_str(), "security.capability", got, sizeof(got)), -1)
+            << "a write (root " << root << ") removes the file capability";
+        EXPECT_EQ(errno, ENODATA);
+        EXPECT_EQ(e2e::ReadFile(f), "0ab3");
+    }
 }
