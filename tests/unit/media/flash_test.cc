@@ -590,3 +590,44 @@ TEST(FlashState, MediaSavesAtCloseAndRebuildsWithoutState)
     unlink(state.c_str());
     unlink(path.c_str());
 }
+
+// Sustained, then idle, then sustained again: a model given idle time
+// between the bursts (flash_idle, as the background thread does) meets
+// fewer foreground GC runs in the second burst than one given none, and
+// counts the difference as background runs.
+TEST(FlashTiming, IdleBetweenBurstsLowersForegroundGc)
+{
+    const uint64_t n = 4096;
+    struct flash *busy = Make(Small(2, 2, 16, 100), n);
+    struct flash *rested = Make(Small(2, 2, 16, 100), n);
+    std::mt19937_64 a(3), b(3);
+    for (uint64_t i = 0; i < 4 * n; i++) {    // the first burst: both at steady state
+        flash_write(busy, a() % n, 0);
+        flash_write(rested, b() % n, 0);
+    }
+    struct flash_stats s0, r0;
+    flash_stats(busy, &s0);
+    flash_stats(rested, &r0);
+    uint64_t t = r0.now_ns;
+    for (int k = 0; k < 64; k++) {            // idle: one step per period
+        t += 10000000;
+        flash_idle(rested, t);
+    }
+    struct flash_stats r1;
+    flash_stats(rested, &r1);
+    EXPECT_GT(r1.gc_bg_runs, 0u);
+    EXPECT_GT(r1.free_blocks, r0.free_blocks);
+    EXPECT_EQ(r1.host_writes, r0.host_writes);   // no write while idle
+    for (uint64_t i = 0; i < 64; i++) {          // the second burst, short
+        flash_write(busy, a() % n, t);
+        flash_write(rested, b() % n, t);
+    }
+    struct flash_stats s2, r2;
+    flash_stats(busy, &s2);
+    flash_stats(rested, &r2);
+    EXPECT_LT(r2.gc_fg_runs - r1.gc_fg_runs, s2.gc_fg_runs - s0.gc_fg_runs);
+    EXPECT_EQ(flash_check(busy), 0);
+    EXPECT_EQ(flash_check(rested), 0);
+    flash_destroy(busy);
+    flash_destroy(rested);
+}
