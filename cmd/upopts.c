@@ -14,6 +14,11 @@
 #include <string.h>
 #include <unistd.h>
 
+/* A flash model default (device/media/flash.h) as a string literal. */
+#define FLASH_DEF_STR(x) #x
+#define FLASH_DEF_STR2(x) FLASH_DEF_STR(x)
+#define FLASH_DEF(name) FLASH_DEF_STR2(FLASH_DEF_##name)
+
 #define HELPER_USAGE "mount.ciscfs IMAGE MOUNTPOINT [-o KEY[=VALUE],...]"
 
 struct up_opt;
@@ -305,15 +310,15 @@ static const struct up_opt up_table[] = {
       .help = "file (default): the image at the host's speed; flash: a NAND model "
               "(FTL, GC, dies, channels) times every block; --flash-* set it" },
     { 0, "flash-channels", "flash_channels", &k_uint, "N", 0, 256, 0, AT(flash.channels),
-      .help = "flash channels (0: 8)" },
+      .help = "flash channels (0: " FLASH_DEF(CHANNELS) ")" },
     { 0, "flash-dies", "flash_dies", &k_uint, "N", 0, 256, 0, AT(flash.dies_per_channel),
-      .help = "flash dies per channel (0: 4)" },
+      .help = "flash dies per channel (0: " FLASH_DEF(DIES) ")" },
     { 0, "flash-blocks", "flash_blocks", &k_uint, "N", 0, UINT32_MAX, 0,
       AT(flash.blocks_per_die), .help = "erase blocks per die (0: fit the image)" },
     { 0, "flash-pages", "flash_pages", &k_uint, "N", 0, 65536, 0, AT(flash.pages_per_block),
-      .help = "4 KiB pages per erase block (0: 512, fewer for small images)" },
+      .help = "4 KiB pages per erase block (0: " FLASH_DEF(PAGES) ", fewer for small images)" },
     { 0, "flash-op", "flash_op", &k_uint, "PERMILLE", 0, 10000, 0, AT(flash.op_permille),
-      .help = "over-provisioning, spare pages per 1000 logical (0: 70)" },
+      .help = "over-provisioning, spare pages per 1000 logical (0: " FLASH_DEF(OP_PERMILLE) ")" },
     { 0, "flash-gc", "flash_gc", &k_index, WORDS("greedy", "cost-benefit"),
       AT(flash.gc_policy), .help = "GC victim selection" },
     { 0, "flash-partitions", "flash_partitions", &k_uint, "N", 0, 256, 0,
@@ -323,13 +328,13 @@ static const struct up_opt up_table[] = {
       .help = "flash drives in an array, the image striped 64 KiB across them, each "
               "with its own FTL, GC and dies (0: 1)" },
     { 0, "flash-read-ns", "flash_read_ns", &k_uint, "N", 0, 1000000000, 0,
-      AT(flash.t_read_ns), .help = "page read latency (0: 18000)" },
+      AT(flash.t_read_ns), .help = "page read latency (0: " FLASH_DEF(READ_NS) ")" },
     { 0, "flash-prog-ns", "flash_prog_ns", &k_uint, "N", 0, 1000000000, 0,
-      AT(flash.t_prog_ns), .help = "page program latency (0: 35000)" },
+      AT(flash.t_prog_ns), .help = "page program latency (0: " FLASH_DEF(PROG_NS) ")" },
     { 0, "flash-erase-ns", "flash_erase_ns", &k_uint, "N", 0, 1000000000, 0,
-      AT(flash.t_erase_ns), .help = "block erase latency (0: 2000000)" },
+      AT(flash.t_erase_ns), .help = "block erase latency (0: " FLASH_DEF(ERASE_NS) ")" },
     { 0, "flash-xfer-ns", "flash_xfer_ns", &k_uint, "N", 0, 1000000000, 0,
-      AT(flash.t_xfer_ns), .help = "channel transfer time per page (0: 4000)" },
+      AT(flash.t_xfer_ns), .help = "channel transfer time per page (0: " FLASH_DEF(XFER_NS) ")" },
     { 'o', NULL, NULL, &k_list, "OPTS", AT(fuse_opts),
       .help = "mount options, comma-separated: any option here as its mount key "
               "(below), or the FUSE mount's (e.g. ro)" },

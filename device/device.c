@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -185,9 +186,24 @@ static int open_media(const struct dev_opts *o, struct media **out, char *err, s
         return 0;
     char why[128];
     r = flash_media_open(m, o->flash, why, sizeof(why), out);
-    return r ? fail(err, errlen, r, "cannot model flash for image %s: %s", o->image,
-                    r == -EINVAL ? why : strerror(-r))
-             : 0;
+    if (r)
+        return fail(err, errlen, r, "cannot model flash for image %s: %s", o->image,
+                    r == -EINVAL ? why : strerror(-r));
+    /* The FTL state lives in a side file, IMAGE.ftl (docs/FLASH.md): it is
+     * simulator state, not the file system's, so the on-image format and
+     * fsck stay untouched. */
+    char state[PATH_MAX];
+    r = snprintf(state, sizeof(state), "%s.ftl", o->image) >= (int)sizeof(state)
+            ? -ENAMETOOLONG : flash_media_state(*out, state);
+    /* Background GC while no I/O crosses the media (docs/FLASH.md). */
+    if (!r)
+        r = flash_media_idle_gc(*out, FLASH_IDLE_TICK_NS);
+    if (r) {
+        media_close(*out);
+        return fail(err, errlen, r, "cannot start the flash model's state or GC: %s",
+                    strerror(-r));
+    }
+    return 0;
 }
 
 static int open_fs(const struct dev_opts *o, struct sfs **fs, struct media **model,
@@ -516,15 +532,21 @@ static void status_flash_member(struct device *d, struct out *o, unsigned i)
     struct flash_stats st;
     flash_stats(f, &st);
     put(o, "flash member %u channels %u dies %u blocks %u pages %u op_permille %u "
-           "partitions %u gc %s read_ns %llu prog_ns %llu erase_ns %llu xfer_ns %llu\n", i,
+           "partitions %u gc %s read_ns %llu prog_ns %llu erase_ns %llu xfer_ns %llu "
+           "state %s\n", i,
         g->channels, g->dies_per_channel, g->blocks_per_die, g->pages_per_block,
         g->op_permille, g->partitions, g->gc_policy == FLASH_GC_GREEDY ? "greedy" : "cost-benefit",
         (unsigned long long)g->t_read_ns, (unsigned long long)g->t_prog_ns,
-        (unsigned long long)g->t_erase_ns, (unsigned long long)g->t_xfer_ns);
+        (unsigned long long)g->t_erase_ns, (unsigned long long)g->t_xfer_ns,
+        flash_media_origin(d->flash) == FLASH_STATE_RESTORED ? "restored" : "rebuilt");
     put(o, "flash_ftl member %u waf %.3f host_reads %llu host_writes %llu trims %llu "
-           "gc_runs %llu pages_moved %llu erase_min %u erase_avg %.2f erase_max %u\n", i, st.waf,
+           "gc_runs %llu gc_fg %llu gc_bg %llu free_blocks %llu mapped %llu pages_moved %llu "
+           "erase_min %u "
+           "erase_avg %.2f erase_max %u\n", i, st.waf,
         (unsigned long long)st.host_reads, (unsigned long long)st.host_writes,
         (unsigned long long)st.trims, (unsigned long long)st.gc_runs,
+        (unsigned long long)st.gc_fg_runs, (unsigned long long)st.gc_bg_runs,
+        (unsigned long long)st.free_blocks, (unsigned long long)st.mapped,
         (unsigned long long)st.pages_moved, st.erase_min, st.erase_avg, st.erase_max);
     double span = (double)(st.now_ns > d->started_ns ? st.now_ns - d->started_ns : 1);
     for (uint32_t c = 0; c < g->channels; c++) {

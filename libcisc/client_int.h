@@ -90,6 +90,7 @@ struct cisc_queue {
     uint32_t inflight;            /* slots BUSY or DISCARDED */
     uint32_t spin_ns;
     bool busy_poll;
+    uint64_t gc_seen;             /* completions flagged WIRE_CQE_GC */
     struct lc_arena alloc;        /* the arena's allocator (private metadata) */
 };
 

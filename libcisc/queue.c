@@ -223,6 +223,11 @@ CISC_API uint32_t cisc_queue_id(const struct cisc_queue *q)
     return q ? q->id : 0;
 }
 
+CISC_API uint64_t cisc_queue_gc_completions(const struct cisc_queue *q)
+{
+    return q ? q->gc_seen : 0;
+}
+
 /* ---- arena buffers ---------------------------------------------------------- */
 
 int lc_arena_alloc(struct cisc_queue *q, size_t len, uint64_t *off)
@@ -329,6 +334,7 @@ static void reap_one(struct cisc_queue *q, const struct wire_cqe *cqe)
     struct lc_slot *sl = slot_of(q, cqe->user_data);
     if (!sl)
         return;   /* not ours: ignore */
+    q->gc_seen += (cqe->flags & WIRE_CQE_GC) != 0;
     if (sl->state == LC_SLOT_DISCARDED) {
         slot_free(q, sl);
     } else if (sl->state == LC_SLOT_BUSY) {

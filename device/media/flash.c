@@ -9,6 +9,7 @@
  * for the least-worn block. Stats scan every block (O(blocks)).
  */
 #include "device/media/flash.h"
+#include "device/media/flash_int.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -17,64 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum blk_state { BLK_FREE = 0, BLK_OPEN, BLK_FULL };
-
-struct fblock {
-    uint32_t valid;         /* pages still mapped */
-    uint32_t erases;
-    uint8_t state;          /* enum blk_state */
-    uint64_t stamp;         /* write sequence when it filled (cost-benefit age) */
-};
-
-struct fdie {
-    uint32_t *pool;         /* free blocks (die-local indices) */
-    uint32_t nfree;
-    uint32_t open;          /* die-local index of the write point, or UINT32_MAX */
-    uint32_t wp;            /* next page in the open block */
-    uint64_t busy_until;    /* invariant 5 */
-    uint64_t busy_ns;
-    uint64_t gc_until;      /* end of the latest GC on this die */
-};
-
-/* A channel arbitrates among its dies: a transfer takes the first gap
- * after it is ready, not only the end of the latest one booked (which
- * would leave the channel idle whenever a die that started later finishes
- * earlier). The last CHAN_SLOTS bookings are kept sorted by start; older
- * ones are forgotten, and nothing is booked before `floor`. */
-#define CHAN_SLOTS 32
-
-struct fchan {
-    uint64_t busy_until;
-    uint64_t busy_ns;
-    uint64_t floor;
-    uint32_t n;
-    uint64_t start[CHAN_SLOTS], end[CHAN_SLOTS];
-};
-
-/* One partition: the stripes of the logical space it owns, the channels
- * c with c % partitions == its index and their dies. Its lock protects
- * those l2p entries, those dies' blocks, pages and timelines, those
- * channels and the fields below; no two partitions share any of them. */
-struct fpart {
-    pthread_mutex_t mu;
-    uint32_t next;          /* round-robin write cursor over its dies */
-    uint64_t seq;           /* host writes so far (age clock) */
-    uint64_t now;
-    uint64_t host_reads, host_writes, trims, gc_runs, moved, erases;
-};
-
-struct flash {
-    struct flash_geom g;
-    uint64_t nlog;          /* logical pages */
-    uint32_t ndies, ppb, bpd, nparts, stripe;
-    uint32_t *l2p;          /* logical -> physical page */
-    uint32_t *p2l;          /* physical -> logical page */
-    struct fblock *blk;     /* ndies * bpd */
-    struct fdie *die;
-    struct fchan *chan;
-    struct fpart *part;     /* nparts; 1 = the single-lock FTL */
-};
 
 static uint64_t max64(uint64_t a, uint64_t b)
 {
@@ -96,31 +39,31 @@ static uint64_t blocks_needed(const struct flash_geom *g, uint64_t n, uint32_t p
 void flash_geom_default(struct flash_geom *g, uint64_t nblocks)
 {
     if (!g->channels)
-        g->channels = 8;
+        g->channels = FLASH_DEF_CHANNELS;
     if (!g->dies_per_channel)
-        g->dies_per_channel = 4;
+        g->dies_per_channel = FLASH_DEF_DIES;
     if (!g->planes)
         g->planes = 1;
     if (!g->op_permille)
-        g->op_permille = 70;
+        g->op_permille = FLASH_DEF_OP_PERMILLE;
     if (!g->gc_free_blocks)
-        g->gc_free_blocks = 2;
+        g->gc_free_blocks = FLASH_DEF_GC_FREE;
     if (!g->partitions)
         g->partitions = 1;
     if (!g->stripe_pages)
-        g->stripe_pages = 32;
+        g->stripe_pages = FLASH_DEF_STRIPE;
     if (!g->t_read_ns)
-        g->t_read_ns = 18000;
+        g->t_read_ns = FLASH_DEF_READ_NS;
     if (!g->t_prog_ns)
-        g->t_prog_ns = 35000;
+        g->t_prog_ns = FLASH_DEF_PROG_NS;
     if (!g->t_erase_ns)
-        g->t_erase_ns = 2000000;
+        g->t_erase_ns = FLASH_DEF_ERASE_NS;
     if (!g->t_xfer_ns)
-        g->t_xfer_ns = 4000;
+        g->t_xfer_ns = FLASH_DEF_XFER_NS;
     /* Table 1's 512-page blocks, halved until each die has >= 64 blocks
      * (small images), but never below 16 pages. */
     if (!g->pages_per_block) {
-        uint32_t ppb = 512;
+        uint32_t ppb = FLASH_DEF_PAGES;
         while (ppb > 16 && blocks_needed(g, nblocks, ppb) < 64)
             ppb /= 2;
         g->pages_per_block = ppb;
@@ -275,6 +218,11 @@ void flash_destroy(struct flash *f)
 const struct flash_geom *flash_geom(const struct flash *f)
 {
     return &f->g;
+}
+
+uint64_t flash_nlog(const struct flash *f)
+{
+    return f->nlog;
 }
 
 /* ---- placement ---- */
@@ -445,7 +393,7 @@ static uint64_t collect(struct flash *f, uint32_t d, uint32_t v)
 
 /* One GC pass on die d starting no earlier than now. Returns false when
  * no block is worth collecting. */
-static bool gc_once(struct flash *f, uint32_t d, uint64_t now)
+static bool gc_once(struct flash *f, uint32_t d, uint64_t now, bool bg)
 {
     uint32_t v = pick_cold(f, d);
     if (v == UINT32_MAX || f->die[d].nfree == 0)
@@ -457,13 +405,14 @@ static bool gc_once(struct flash *f, uint32_t d, uint64_t now)
     die->busy_until = start + t;
     die->busy_ns += t;
     die->gc_until = die->busy_until;
+    part_of_die(f, d)->bg_runs += bg;
     return true;
 }
 
 /* Foreground GC: the write waits (it is queued behind it on the die). */
 static void gc_foreground(struct flash *f, uint32_t d, uint64_t now)
 {
-    while (f->die[d].nfree < f->g.gc_free_blocks && gc_once(f, d, now))
+    while (f->die[d].nfree < f->g.gc_free_blocks && gc_once(f, d, now, false))
         ;
 }
 
@@ -597,6 +546,19 @@ void flash_trim(struct flash *f, uint64_t l, uint64_t n)
     }
 }
 
+void flash_assume_written(struct flash *f, uint64_t l)
+{
+    if (l >= f->nlog)
+        return;
+    struct fpart *pt = part_of(f, l);
+    pthread_mutex_lock(&pt->mu);
+    unmap(f, l);
+    uint32_t d = pick_die(f, pt, 0);
+    if (d != UINT32_MAX)
+        map(f, l, page_take(f, d));
+    pthread_mutex_unlock(&pt->mu);
+}
+
 unsigned flash_idle(struct flash *f, uint64_t now_ns)
 {
     unsigned n = 0;
@@ -605,7 +567,7 @@ unsigned flash_idle(struct flash *f, uint64_t now_ns)
         pthread_mutex_lock(&pt->mu);
         see(pt, now_ns);
         if (f->die[d].busy_until <= now_ns && f->die[d].nfree < 2 * f->g.gc_free_blocks &&
-            gc_once(f, d, now_ns))
+            gc_once(f, d, now_ns, true))
             n++;
         pthread_mutex_unlock(&pt->mu);
     }
@@ -614,13 +576,13 @@ unsigned flash_idle(struct flash *f, uint64_t now_ns)
 
 /* ---- statistics ---- */
 
-static void lock_all(struct flash *f)
+void flash_lock_all(struct flash *f)
 {
     for (uint32_t i = 0; i < f->nparts; i++)   /* lock order: by index */
         pthread_mutex_lock(&f->part[i].mu);
 }
 
-static void unlock_all(struct flash *f)
+void flash_unlock_all(struct flash *f)
 {
     for (uint32_t i = f->nparts; i-- > 0;)
         pthread_mutex_unlock(&f->part[i].mu);
@@ -628,19 +590,24 @@ static void unlock_all(struct flash *f)
 
 void flash_stats(struct flash *f, struct flash_stats *st)
 {
-    lock_all(f);
+    flash_lock_all(f);
     uint64_t nblk = (uint64_t)f->ndies * f->bpd, sum = 0;
     st->erase_min = UINT32_MAX;
     st->erase_max = 0;
+    st->mapped = 0;
     for (uint64_t i = 0; i < nblk; i++) {
         uint32_t e = f->blk[i].erases;
+        st->mapped += f->blk[i].valid;
         sum += e;
         st->erase_min = e < st->erase_min ? e : st->erase_min;
         st->erase_max = e > st->erase_max ? e : st->erase_max;
     }
     st->erase_avg = (double)sum / (double)nblk;
     st->host_reads = st->host_writes = st->trims = st->gc_runs = 0;
-    st->pages_moved = st->erases = st->now_ns = 0;
+    st->pages_moved = st->erases = st->now_ns = st->gc_bg_runs = 0;
+    st->free_blocks = 0;
+    for (uint32_t d = 0; d < f->ndies; d++)
+        st->free_blocks += f->die[d].nfree;
     for (uint32_t i = 0; i < f->nparts; i++) {
         const struct fpart *pt = &f->part[i];
         st->host_reads += pt->host_reads;
@@ -649,12 +616,14 @@ void flash_stats(struct flash *f, struct flash_stats *st)
         st->gc_runs += pt->gc_runs;
         st->pages_moved += pt->moved;
         st->erases += pt->erases;
+        st->gc_bg_runs += pt->bg_runs;
         st->now_ns = max64(st->now_ns, pt->now);
     }
+    st->gc_fg_runs = st->gc_runs - st->gc_bg_runs;
     st->waf = st->host_writes
                   ? (double)(st->host_writes + st->pages_moved) / (double)st->host_writes
                   : 1.0;
-    unlock_all(f);
+    flash_unlock_all(f);
 }
 
 uint64_t flash_die_busy_ns(struct flash *f, uint32_t d)
@@ -683,7 +652,7 @@ uint64_t flash_chan_busy_ns(struct flash *f, uint32_t c)
 
 int flash_check(struct flash *f)
 {
-    lock_all(f);
+    flash_lock_all(f);
     uint64_t nblk = (uint64_t)f->ndies * f->bpd, mapped = 0, valid = 0;
     int bad = 0;
     for (uint64_t l = 0; l < f->nlog; l++)
@@ -709,7 +678,7 @@ int flash_check(struct flash *f)
     for (uint64_t l = 0; l < f->nlog; l++)                        /* 6 */
         if (f->l2p[l] != FLASH_UNMAPPED)
             bad |= part_of_die(f, die_of_page(f, f->l2p[l])) != part_of(f, l);
-    unlock_all(f);
+    flash_unlock_all(f);
     return bad ? -EUCLEAN : 0;
 }
 

@@ -51,6 +51,21 @@
 
 #define FLASH_UNMAPPED UINT32_MAX
 
+/* The defaults flash_geom_default() gives a zero field: the one table of
+ * them (cmd/upopts.c's help text prints these). Plain literals, so that
+ * they can be pasted into strings. ScalaCache Table 1 for the geometry and
+ * the read and program latencies. */
+#define FLASH_DEF_CHANNELS     8
+#define FLASH_DEF_DIES         4
+#define FLASH_DEF_PAGES        512      /* per block; halved for small images */
+#define FLASH_DEF_OP_PERMILLE  70
+#define FLASH_DEF_GC_FREE      2
+#define FLASH_DEF_STRIPE       32       /* pages: 128 KiB */
+#define FLASH_DEF_READ_NS      18000
+#define FLASH_DEF_PROG_NS      35000
+#define FLASH_DEF_ERASE_NS     2000000
+#define FLASH_DEF_XFER_NS      4000
+
 enum flash_gc_policy {
     FLASH_GC_GREEDY = 0,        /* fewest valid pages */
     FLASH_GC_COST_BENEFIT = 1,  /* max age * (1 - u) / 2u (Rosenblum & Ousterhout) */
@@ -80,6 +95,10 @@ struct flash_geom {
 struct flash_stats {
     uint64_t host_reads, host_writes, trims;   /* pages */
     uint64_t gc_runs, pages_moved, erases;
+    uint64_t gc_fg_runs;        /* of gc_runs: foreground (a write waited) */
+    uint64_t gc_bg_runs;        /* of gc_runs: background (flash_idle) */
+    uint64_t free_blocks;       /* erased blocks in the dies' pools now */
+    uint64_t mapped;            /* logical pages mapped now (valid pages) */
     uint32_t erase_min, erase_max;
     double erase_avg;
     double waf;                 /* (host_writes + pages_moved) / host_writes */
@@ -94,11 +113,10 @@ struct flash_io {
 
 struct flash;
 
-/* Fills g's zero fields with defaults scaled to a medium of nblocks logical
- * pages: ScalaCache Table 1 (8 channels x 4 dies, 512 pages per block,
- * 18 us read, 35 us program) with blocks_per_die (and, for small images,
- * pages_per_block) chosen so that the dies hold nblocks plus the spare
- * space, 7% over-provisioning, greedy GC, 2 ms erase, 4 us transfer. */
+/* Fills g's zero fields with the FLASH_DEF_* defaults, greedy GC, one
+ * partition, one member, with blocks_per_die (and, for small images,
+ * pages_per_block) scaled so that the dies hold nblocks logical pages plus
+ * the spare space. */
 void flash_geom_default(struct flash_geom *g, uint64_t nblocks);
 
 /* Checks g against a medium of nblocks logical pages. Returns 0, or
@@ -118,6 +136,9 @@ void flash_destroy(struct flash *f);
 /* The geometry in use (defaults filled in). */
 const struct flash_geom *flash_geom(const struct flash *f);
 
+/* The number of logical pages f models. */
+uint64_t flash_nlog(const struct flash *f);
+
 /* Reads logical page l issued at now_ns. An unmapped page (never written
  * or trimmed) is answered by the controller without touching NAND.
  * Returns its completion time and GC flag. */
@@ -135,6 +156,24 @@ void flash_trim(struct flash *f, uint64_t l, uint64_t n);
 /* Background GC: each die idle at now_ns whose free pool is below twice
  * the threshold collects one victim. Returns the number of blocks erased. */
 unsigned flash_idle(struct flash *f, uint64_t now_ns);
+
+/* Maps logical page l as the drive would hold it had it been written
+ * before this run: placed like a write, but at no time and counted
+ * nowhere (after a crash, the image's written blocks rebuild the map;
+ * their wear is unknown and starts at 0). */
+void flash_assume_written(struct flash *f, uint64_t l);
+
+/* Writes f's FTL state (mapping, block states, erase counts, write
+ * points, counters; not the timelines, which belong to this run) to fd
+ * (flash_state.c gives the format). Returns 0 or -errno. */
+int flash_save(struct flash *f, int fd);
+
+/* Loads into f, fresh from flash_create, what flash_save wrote for a
+ * model of the same geometry and size, reading exactly its bytes from fd
+ * (states of several models may follow each other). Returns 0, -EINVAL for state of
+ * another geometry, truncated or damaged (then f is undefined: destroy
+ * it), or -errno. */
+int flash_load(struct flash *f, int fd);
 
 /* Copies the counters. */
 void flash_stats(struct flash *f, struct flash_stats *st);

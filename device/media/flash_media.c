@@ -5,9 +5,13 @@
 #include "device/media/flash_media.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct media_flash {
     struct media m;         /* first: the media a caller sees */
@@ -16,7 +20,21 @@ struct media_flash {
     struct flash *model[FLASH_MAX_MEMBERS];   /* one per member */
     flash_clock_fn clock;
     void *clock_ctx;
+    char *state_path;       /* invariant 7: saved here at close, or NULL */
+    enum flash_state_origin origin;
+    uint64_t ops;           /* reads and writes so far (relaxed atomic): the idle probe */
+    /* Background GC (invariant 6): the thread, its tick, and the stop
+     * request it waits on. */
+    pthread_t bg;
+    bool bg_on, bg_stop;
+    uint64_t bg_tick_ns;
+    pthread_mutex_t bg_mu;
+    pthread_cond_t bg_cv;
 };
+
+/* An idle device with nothing to collect waits up to this long between
+ * looks (doubling from the tick), so that it costs almost no wake-ups. */
+#define BG_MAX_WAIT_NS 100000000ull
 
 /* Invariant 2: per thread, so concurrent commands do not see each other's. */
 static _Thread_local uint64_t deadline;
@@ -54,6 +72,7 @@ static struct flash *route(struct media_flash *f, uint64_t b, uint64_t *local)
 static int fm_read(struct media *m, uint64_t blk, uint32_t n, void *buf)
 {
     struct media_flash *f = to_flash(m);
+    __atomic_add_fetch(&f->ops, 1, __ATOMIC_RELAXED);
     int r = media_read(f->lower, blk, n, buf);
     if (r)
         return r;
@@ -69,6 +88,7 @@ static int fm_read(struct media *m, uint64_t blk, uint32_t n, void *buf)
 static int fm_write(struct media *m, uint64_t blk, uint32_t n, const void *buf)
 {
     struct media_flash *f = to_flash(m);
+    __atomic_add_fetch(&f->ops, 1, __ATOMIC_RELAXED);
     int r = media_write(f->lower, blk, n, buf);
     if (r)
         return r;
@@ -103,9 +123,15 @@ static int fm_discard(struct media *m, uint64_t blk, uint64_t n)
     return r;
 }
 
+static void bg_stop(struct media_flash *f);
+static void state_save(struct media_flash *f);
+
 static void fm_close(struct media *m)
 {
     struct media_flash *f = to_flash(m);
+    bg_stop(f);
+    state_save(f);
+    free(f->state_path);
     media_close(f->lower);
     for (uint32_t i = 0; i < f->nmem; i++)
         flash_destroy(f->model[i]);
@@ -200,4 +226,208 @@ uint64_t flash_media_deadline_take(bool *gc)
     deadline = 0;
     deadline_gc = false;
     return d;
+}
+
+/* ---- background GC (invariant 6) ---- */
+
+/* One idle step: each member's idle dies below their background
+ * threshold collect one block (flash_idle). Returns the blocks erased. */
+static unsigned bg_step(struct media_flash *f)
+{
+    uint64_t now = f->clock(f->clock_ctx);
+    unsigned n = 0;
+    for (uint32_t i = 0; i < f->nmem; i++)
+        n += flash_idle(f->model[i], now);
+    return n;
+}
+
+static struct timespec after_ns(uint64_t ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + ns;
+    return (struct timespec){ (time_t)(t / 1000000000ull), (long)(t % 1000000000ull) };
+}
+
+/* Sleeps a tick at a time; a tick without any read or write is an idle
+ * period, and gets one bounded GC step. With nothing to collect, the wait
+ * doubles (up to BG_MAX_WAIT_NS) until I/O or work resumes. */
+static void *bg_main(void *arg)
+{
+    struct media_flash *f = arg;
+    uint64_t seen = __atomic_load_n(&f->ops, __ATOMIC_RELAXED), wait = f->bg_tick_ns;
+    pthread_mutex_lock(&f->bg_mu);
+    while (!f->bg_stop) {
+        struct timespec until = after_ns(wait);
+        pthread_cond_timedwait(&f->bg_cv, &f->bg_mu, &until);
+        if (f->bg_stop)
+            break;
+        uint64_t ops = __atomic_load_n(&f->ops, __ATOMIC_RELAXED);
+        unsigned done = 0;
+        if (ops == seen) {
+            pthread_mutex_unlock(&f->bg_mu);
+            done = bg_step(f);
+            pthread_mutex_lock(&f->bg_mu);
+        }
+        bool quiet = ops == seen && !done;
+        wait = !quiet ? f->bg_tick_ns : 2 * wait > BG_MAX_WAIT_NS ? BG_MAX_WAIT_NS : 2 * wait;
+        seen = ops;
+    }
+    pthread_mutex_unlock(&f->bg_mu);
+    return NULL;
+}
+
+int flash_media_idle_gc(struct media *m, uint64_t tick_ns)
+{
+    if (!flash_media_members(m) || !tick_ns)
+        return -EINVAL;
+    struct media_flash *f = to_flash(m);
+    if (f->bg_on)
+        return -EBUSY;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&f->bg_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&f->bg_mu, NULL);
+    f->bg_tick_ns = tick_ns;
+    f->bg_stop = false;
+    int r = pthread_create(&f->bg, NULL, bg_main, f);
+    if (r) {
+        pthread_cond_destroy(&f->bg_cv);
+        pthread_mutex_destroy(&f->bg_mu);
+        return -r;
+    }
+    f->bg_on = true;
+    return 0;
+}
+
+/* Stops the background GC thread, if any, and waits for it. */
+static void bg_stop(struct media_flash *f)
+{
+    if (!f->bg_on)
+        return;
+    pthread_mutex_lock(&f->bg_mu);
+    f->bg_stop = true;
+    pthread_cond_signal(&f->bg_cv);
+    pthread_mutex_unlock(&f->bg_mu);
+    pthread_join(f->bg, NULL);
+    pthread_cond_destroy(&f->bg_cv);
+    pthread_mutex_destroy(&f->bg_mu);
+    f->bg_on = false;
+}
+
+/* ---- FTL state across restarts (invariant 7) ---- */
+
+/* Writes every member's state to path.tmp, syncs it and renames it over
+ * path: a crash mid-way leaves no state file, never half of one. */
+static void state_save(struct media_flash *f)
+{
+    if (!f->state_path)
+        return;
+    size_t n = strlen(f->state_path) + 5;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return;
+    snprintf(tmp, n, "%s.tmp", f->state_path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int r = fd < 0 ? -errno : 0;
+    for (uint32_t i = 0; !r && i < f->nmem; i++)
+        r = flash_save(f->model[i], fd);
+    if (!r && fsync(fd))
+        r = -errno;
+    if (fd >= 0)
+        close(fd);
+    if (!r && rename(tmp, f->state_path))
+        r = -errno;
+    if (r)
+        unlink(tmp);   /* no state: the next start rebuilds */
+    free(tmp);
+}
+
+/* Loads every member's state from fd, which must hold exactly that. */
+static int state_load(struct media_flash *f, int fd)
+{
+    for (uint32_t i = 0; i < f->nmem; i++) {
+        int r = flash_load(f->model[i], fd);
+        if (r)
+            return r;
+    }
+    char extra;
+    return read(fd, &extra, 1) == 0 ? 0 : -EINVAL;
+}
+
+/* Replaces every member by a fresh model of the same geometry. */
+static int state_reset(struct media_flash *f)
+{
+    for (uint32_t i = 0; i < f->nmem; i++) {
+        struct flash *fresh;
+        const struct flash_geom *g = flash_geom(f->model[i]);
+        int r = flash_create(g, flash_nlog(f->model[i]), &fresh);
+        if (r)
+            return r;
+        flash_destroy(f->model[i]);
+        f->model[i] = fresh;
+    }
+    return 0;
+}
+
+/* After a crash: every block of the image that holds data (not a hole of
+ * the sparse file) is mapped, as written before this run. Blocks the file
+ * system freed but never discarded count as data too (the image cannot
+ * tell them apart). Wear is unknown and starts at 0. */
+static int state_rebuild(struct media_flash *f)
+{
+    int fd = media_fd(f->lower);
+    if (fd < 0)
+        return 0;   /* no file below (RAM): nothing was written before */
+    off_t end = (off_t)(f->m.nblocks * MEDIA_BLOCK_SIZE), pos = 0;
+    while (pos < end) {
+        off_t data = lseek(fd, pos, SEEK_DATA);
+        if (data < 0)
+            return errno == ENXIO ? 0 : -errno;
+        off_t hole = lseek(fd, data, SEEK_HOLE);
+        if (hole < 0)
+            return -errno;
+        for (uint64_t b = (uint64_t)data / MEDIA_BLOCK_SIZE;
+             b < f->m.nblocks && (off_t)(b * MEDIA_BLOCK_SIZE) < hole; b++) {
+            uint64_t l = 0;
+            struct flash *fl = route(f, b, &l);
+            flash_assume_written(fl, l);
+        }
+        pos = hole;
+    }
+    return 0;
+}
+
+int flash_media_state(struct media *m, const char *path)
+{
+    if (!flash_media_members(m) || !path)
+        return -EINVAL;
+    struct media_flash *f = to_flash(m);
+    f->state_path = strdup(path);
+    if (!f->state_path)
+        return -ENOMEM;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int r = fd < 0 ? -errno : state_load(f, fd);
+    if (fd >= 0)
+        close(fd);
+    if (!r) {
+        f->origin = FLASH_STATE_RESTORED;
+        /* Gone while we run: if we crash, the next start rebuilds rather
+         * than trusting a map older than the image. */
+        return unlink(path) ? -errno : 0;
+    }
+    if (r != -ENOENT && r != -EINVAL)
+        return r;
+    r = state_reset(f);
+    if (!r)
+        r = state_rebuild(f);
+    f->origin = FLASH_STATE_REBUILT;
+    return r;
+}
+
+enum flash_state_origin flash_media_origin(struct media *m)
+{
+    return flash_media_members(m) ? to_flash(m)->origin : FLASH_STATE_FRESH;
 }

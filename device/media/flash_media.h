@@ -26,6 +26,19 @@
  *      (b / S) % M, each member a model of its own (geometry defaulted for
  *      its share, its own FTL, GC, partitions and locks). The bytes still
  *      live in the one lower media.
+ *   6. Background GC (flash_media_idle_gc): one thread per media wakes
+ *      every tick; a tick in which the media saw no read or write is an
+ *      idle period and runs one flash_idle step on every member (at most
+ *      one block per die: bounded work). Idle is judged at the seam every
+ *      I/O crosses (libcisc, FUSE, journal, checkpoint alike), not by one
+ *      kind of caller. The thread sleeps between ticks (never spins), its
+ *      wait doubling up to 100 ms while there is nothing to collect, and
+ *      is stopped and joined by media_close.
+ *   7. FTL state (flash_media_state): media_close saves every member's
+ *      state to the side file (written whole, then renamed in place); the
+ *      next start loads it and deletes it, so that after a crash there is
+ *      none and the map is rebuilt from the image (its non-hole blocks),
+ *      with wear unknown (0). Bytes never depend on it.
  */
 #ifndef CISC_DEVICE_FLASH_MEDIA_H
 #define CISC_DEVICE_FLASH_MEDIA_H
@@ -38,6 +51,7 @@
 
 #define FLASH_ARRAY_STRIPE 16u    /* blocks: 64 KiB */
 #define FLASH_MAX_MEMBERS  64u
+#define FLASH_IDLE_TICK_NS 2000000ull   /* background GC: 2 ms without I/O is idle */
 
 /* A clock in ns (simulated or real); ctx is the caller's. */
 typedef uint64_t (*flash_clock_fn)(void *ctx);
@@ -63,6 +77,29 @@ unsigned flash_media_members(struct media *m);
 
 /* Member i's model, or NULL when there is none. */
 struct flash *flash_media_member(struct media *m, unsigned i);
+
+/* Where m's FTL state came from at this start. */
+enum flash_state_origin {
+    FLASH_STATE_FRESH = 0,      /* no state file asked for: all erased */
+    FLASH_STATE_RESTORED,       /* saved at the last clean shutdown */
+    FLASH_STATE_REBUILT,        /* none (a crash, or the first start): from the image */
+};
+
+/* Gives m the side file path for its FTL state (invariant 7): loads and
+ * deletes it if it holds a state of m's geometry, else rebuilds the map
+ * from the image; media_close saves there. Call before any I/O on m.
+ * Returns 0, -EINVAL (m is not a flash media) or -errno. */
+int flash_media_state(struct media *m, const char *path);
+
+/* Where m's FTL state came from (FLASH_STATE_FRESH for another media). */
+enum flash_state_origin flash_media_origin(struct media *m);
+
+/* Starts background GC on m (invariant 6) with a tick of tick_ns. Uses
+ * m's clock from another thread: call it after any flash_media_set_clock,
+ * and not with a fake clock that is not thread-safe. Returns 0, -EINVAL
+ * (m is not a flash media, or tick 0), -EBUSY (already started) or
+ * -errno. */
+int flash_media_idle_gc(struct media *m, uint64_t tick_ns);
 
 /* Invariant 2: this thread's latest completion time since the last take;
  * *gc (if gc is not NULL) says whether GC was running on a die that

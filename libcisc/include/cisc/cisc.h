@@ -152,6 +152,12 @@ CISC_API void cisc_queue_destroy(struct cisc_queue *q);
 /* The device's id of the queue pair (shown in device statistics). */
 CISC_API uint32_t cisc_queue_id(const struct cisc_queue *q);
 
+/* How many of the queue's completions so far said that garbage collection
+ * was running on the flash die that served their command (a device with
+ * `cisc up --media flash`; always 0 otherwise). A GC-aware host cache
+ * reads it around a call. */
+CISC_API uint64_t cisc_queue_gc_completions(const struct cisc_queue *q);
+
 /* ---- arena buffers -------------------------------------------------- */
 
 /* Allocates size bytes (1 .. arena size) of the queue's arena, aligned to

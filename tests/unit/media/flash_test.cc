@@ -475,3 +475,159 @@ TEST(FlashArray, StripesOf64KiBGoRoundRobinToMembers)
     EXPECT_NE(std::string(err).find("members"), std::string::npos) << err;
     unlink(path.c_str());
 }
+
+// flash_save / flash_load: the FTL state (map, wear, counters) comes back
+// exactly; state of another geometry or damaged is refused.
+TEST(FlashState, SavedStateLoadsBackAndDamageIsRefused)
+{
+    const uint64_t n = 4096;
+    struct flash_geom g = Small(2, 2, 16, 100);
+    struct flash *f = Make(g, n);
+    std::mt19937_64 rng(7);
+    for (uint64_t i = 0; i < 6 * n; i++)
+        flash_write(f, rng() % n, 0);
+    flash_trim(f, 0, 100);
+    struct flash_stats a;
+    flash_stats(f, &a);
+    ASSERT_GT(a.erases, 0u);
+    FILE *tmp = tmpfile();
+    ASSERT_NE(tmp, nullptr);
+    int fd = fileno(tmp);
+    ASSERT_EQ(flash_save(f, fd), 0);
+
+    struct flash *back = Make(g, n);
+    ASSERT_EQ(lseek(fd, 0, SEEK_SET), 0);
+    ASSERT_EQ(flash_load(back, fd), 0);
+    struct flash_stats b;
+    flash_stats(back, &b);
+    EXPECT_EQ(b.mapped, a.mapped);
+    EXPECT_EQ(b.free_blocks, a.free_blocks);
+    EXPECT_EQ(b.host_writes, a.host_writes);
+    EXPECT_EQ(b.erases, a.erases);
+    EXPECT_EQ(b.erase_max, a.erase_max);
+    EXPECT_EQ(b.erase_avg, a.erase_avg);
+    EXPECT_EQ(b.pages_moved, a.pages_moved);
+    EXPECT_EQ(flash_check(back), 0);
+    for (uint64_t i = 0; i < n; i++)      // and it keeps working as the original does
+        flash_write(back, rng() % n, 0);
+    EXPECT_EQ(flash_check(back), 0);
+    flash_destroy(back);
+
+    struct flash *other = Make(Small(2, 2, 32, 100), n);   // another geometry
+    ASSERT_EQ(lseek(fd, 0, SEEK_SET), 0);
+    EXPECT_EQ(flash_load(other, fd), -EINVAL);
+    flash_destroy(other);
+
+    off_t len = lseek(fd, 0, SEEK_END);
+    char c;
+    ASSERT_EQ(pread(fd, &c, 1, len / 2), 1);   // one flipped byte
+    c ^= 0x40;
+    ASSERT_EQ(pwrite(fd, &c, 1, len / 2), 1);
+    struct flash *bad = Make(g, n);
+    ASSERT_EQ(lseek(fd, 0, SEEK_SET), 0);
+    EXPECT_EQ(flash_load(bad, fd), -EINVAL);
+    flash_destroy(bad);
+    ASSERT_EQ(ftruncate(fd, len / 2), 0);       // truncated
+    bad = Make(g, n);
+    ASSERT_EQ(lseek(fd, 0, SEEK_SET), 0);
+    EXPECT_EQ(flash_load(bad, fd), -EINVAL);
+    flash_destroy(bad);
+    fclose(tmp);
+    flash_destroy(f);
+}
+
+// flash_media_state: closing saves the state beside the image; opening
+// again restores it (and deletes the file); without the file (a crash)
+// the map is rebuilt from the image's non-hole blocks, wear unknown.
+TEST(FlashState, MediaSavesAtCloseAndRebuildsWithoutState)
+{
+    const char *dir = getenv("TMPDIR");
+    std::string path = std::string(dir ? dir : "/tmp") + "/cisc-flash-state-" +
+                       std::to_string(getpid()) + ".img";
+    std::string state = path + ".ftl";
+    unlink(state.c_str());
+    struct media *lower = nullptr, *m = nullptr;
+    ASSERT_EQ(media_create_file(path.c_str(), 4096ull * MEDIA_BLOCK_SIZE, 0, &lower), 0);
+    struct flash_geom g = Small(2, 2, 16, 100);
+    char err[128] = "";
+    ASSERT_EQ(flash_media_open(lower, &g, err, sizeof err, &m), 0) << err;
+    ASSERT_EQ(flash_media_state(m, state.c_str()), 0);
+    EXPECT_EQ(flash_media_origin(m), FLASH_STATE_REBUILT);   // a new, empty image
+    struct flash_stats st;
+    flash_stats(flash_media_model(m), &st);
+    EXPECT_EQ(st.mapped, 0u);
+    std::string w(64 * MEDIA_BLOCK_SIZE, 'w');
+    for (int pass = 0; pass < 120; pass++)     // 64 blocks, rewritten past the pool: GC
+        ASSERT_EQ(media_write(m, 100, 64, w.data()), 0);
+    struct flash_stats a;
+    flash_stats(flash_media_model(m), &a);
+    ASSERT_GT(a.erases, 0u);
+    media_close(m);
+    EXPECT_EQ(access(state.c_str(), F_OK), 0);
+
+    ASSERT_EQ(media_open_file(path.c_str(), 0, &lower), 0);
+    ASSERT_EQ(flash_media_open(lower, &g, err, sizeof err, &m), 0) << err;
+    ASSERT_EQ(flash_media_state(m, state.c_str()), 0);
+    EXPECT_EQ(flash_media_origin(m), FLASH_STATE_RESTORED);
+    EXPECT_NE(access(state.c_str(), F_OK), 0);   // gone while running
+    struct flash_stats b;
+    flash_stats(flash_media_model(m), &b);
+    EXPECT_EQ(b.mapped, a.mapped);
+    EXPECT_EQ(b.erases, a.erases);
+    EXPECT_EQ(b.erase_max, a.erase_max);
+    media_close(m);
+
+    unlink(state.c_str());                       // a crash: no state
+    ASSERT_EQ(media_open_file(path.c_str(), 0, &lower), 0);
+    ASSERT_EQ(flash_media_open(lower, &g, err, sizeof err, &m), 0) << err;
+    ASSERT_EQ(flash_media_state(m, state.c_str()), 0);
+    EXPECT_EQ(flash_media_origin(m), FLASH_STATE_REBUILT);
+    flash_stats(flash_media_model(m), &b);
+    EXPECT_GE(b.mapped, 64u);                    // at least the written blocks
+    EXPECT_EQ(b.erase_max, 0u);                  // wear unknown
+    EXPECT_EQ(flash_check(flash_media_model(m)), 0);
+    media_close(m);
+    unlink(state.c_str());
+    unlink(path.c_str());
+}
+
+// Sustained, then idle, then sustained again: a model given idle time
+// between the bursts (flash_idle, as the background thread does) meets
+// fewer foreground GC runs in the second burst than one given none, and
+// counts the difference as background runs.
+TEST(FlashTiming, IdleBetweenBurstsLowersForegroundGc)
+{
+    const uint64_t n = 4096;
+    struct flash *busy = Make(Small(2, 2, 16, 100), n);
+    struct flash *rested = Make(Small(2, 2, 16, 100), n);
+    std::mt19937_64 a(3), b(3);
+    for (uint64_t i = 0; i < 4 * n; i++) {    // the first burst: both at steady state
+        flash_write(busy, a() % n, 0);
+        flash_write(rested, b() % n, 0);
+    }
+    struct flash_stats s0, r0;
+    flash_stats(busy, &s0);
+    flash_stats(rested, &r0);
+    uint64_t t = r0.now_ns;
+    for (int k = 0; k < 64; k++) {            // idle: one step per period
+        t += 10000000;
+        flash_idle(rested, t);
+    }
+    struct flash_stats r1;
+    flash_stats(rested, &r1);
+    EXPECT_GT(r1.gc_bg_runs, 0u);
+    EXPECT_GT(r1.free_blocks, r0.free_blocks);
+    EXPECT_EQ(r1.host_writes, r0.host_writes);   // no write while idle
+    for (uint64_t i = 0; i < 64; i++) {          // the second burst, short
+        flash_write(busy, a() % n, t);
+        flash_write(rested, b() % n, t);
+    }
+    struct flash_stats s2, r2;
+    flash_stats(busy, &s2);
+    flash_stats(rested, &r2);
+    EXPECT_LT(r2.gc_fg_runs - r1.gc_fg_runs, s2.gc_fg_runs - s0.gc_fg_runs);
+    EXPECT_EQ(flash_check(busy), 0);
+    EXPECT_EQ(flash_check(rested), 0);
+    flash_destroy(busy);
+    flash_destroy(rested);
+}
