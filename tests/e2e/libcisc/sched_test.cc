@@ -236,7 +236,9 @@ TEST_F(CiscSched, TheFlooderCannotPushABusyTenantBelowItsFairPart)
     close(lp[0]);
     double light = (double)(l1 - l0), flood = (double)(f1 - f0);
     ASSERT_GT(flood, 0) << "the flooder was flooding throughout";
-    EXPECT_GT(light / (light + flood), 0.3)
+    // 0.2, not near 0.5: on a loaded 2-CPU host the light client's own
+    // process is often descheduled with nothing in flight (fifo: ~0.08).
+    EXPECT_GT(light / (light + flood), 0.2)
         << "core time while both flooded: light " << light << " ns, flooder " << flood << " ns";
 }
 
@@ -374,6 +376,9 @@ TEST_F(CiscSched, RunawayOpOfAUserLeavesTheFileAsItWas)
         kLight, kLight);
     EXPECT_EQ(r, 0) << "the op stops with -ETIME and the device goes on";
     EXPECT_EQ(ReadFile(path), old) << "rolled back: old contents and size";
+    // the reply goes before the core closes the op's account
+    for (int i = 0; i < 500 && Of(kLight, "running") != 0; i++)
+        usleep(10000);
     EXPECT_EQ(Of(kLight, "terminated"), 1);
     EXPECT_GT(Of(kLight, "core_ns"), 1000000) << "charged for what it used (> the 1 ms limit)";
 }
