@@ -100,13 +100,24 @@ struct front {
     const char *mnt;
 };
 
+#define STOP_BUSY_TRIES 20          /* a safe stop looks this many times, */
+#define STOP_BUSY_PAUSE_US 50000    /* this far apart (1 s in all) */
+
 /* SHUTDOWN (device.h dev_stop_fn). A safe stop unmounts as umount(8)
  * does, which the kernel refuses while the mount is in use; once
- * unmounted, the FUSE loop ends by itself. */
+ * unmounted, the FUSE loop ends by itself. A file closed a moment ago
+ * (a process still exiting, a descriptor in flight) can keep the mount
+ * busy for a few milliseconds: look again for up to a second before
+ * calling it busy. */
 static int stop_hook(void *arg, bool safe)
 {
     struct front *f = arg;
-    if (safe && mnt_unmount(f->mnt) == -EBUSY)
+    int r = safe ? mnt_unmount(f->mnt) : 0;
+    for (int i = 1; r == -EBUSY && i < STOP_BUSY_TRIES; i++) {
+        usleep(STOP_BUSY_PAUSE_US);
+        r = mnt_unmount(f->mnt);
+    }
+    if (r == -EBUSY)
         return -EBUSY;   /* other errors: stop as a forced stop would */
     fusefs_exit(f->fs);
     return 0;
