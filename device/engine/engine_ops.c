@@ -75,7 +75,8 @@ static void stripe_unlock(struct engine *e, uint64_t ino)
 }
 
 /* Before a caller without CAP_FSETID (not root) changes the data of ino,
- * its set-id bits go (perm_setid_kill), whichever door the change came
+ * its set-id bits and file capabilities go (perm_setid_kill,
+ * PERM_XATTR_CAPS), whichever door the change came
  * through. The clear is committed before the data changes: overwrites go
  * in place, so a crash must not find new data under the old bits. It
  * happens once per such file, so the commit costs nothing in general. */
@@ -86,11 +87,16 @@ static int setid_clear(struct engine *e, struct eng_cmd *c, uint64_t ino)
         return 0;
     int r = sfs_getattr(e->fs, ino, &a);
     uint32_t kill = r ? 0 : perm_setid_kill(&c->cred, &a);
-    if (!kill)
+    bool caps = !r && S_ISREG(a.mode) && sfs_getxattr(e->fs, ino, PERM_XATTR_CAPS, NULL, 0) >= 0;
+    if (!kill && !caps)
         return r;
-    struct sfs_attr in = { .mode = a.mode & ~kill };
-    r = sfs_setattr(e->fs, NULL, ino, &in, SFS_SET_MODE, NULL);
-    return r ? r : sfs_sync(e->fs);
+    if (kill) {
+        struct sfs_attr in = { .mode = a.mode & ~kill };
+        r = sfs_setattr(e->fs, NULL, ino, &in, SFS_SET_MODE, NULL);
+    }
+    if (!r && caps)
+        r = sfs_removexattr(e->fs, NULL, ino, PERM_XATTR_CAPS);
+    return r && r != -ENODATA ? r : sfs_sync(e->fs);
 }
 
 /* A new entry's reply hands one reference to the door (invariant 3). */
@@ -599,6 +605,7 @@ int64_t eop_statfs(struct engine *e, struct eng_cmd *c)
     return sfs_statfs(e->fs, &c->st);
 }
 
+/* mask: R_OK to read, W_OK to set, 0 to remove. */
 static int xattr_prepare(struct engine *e, struct eng_cmd *c, int mask)
 {
     struct sfs_attr a;
@@ -607,7 +614,10 @@ static int xattr_prepare(struct engine *e, struct eng_cmd *c, int mask)
     if (strlen(c->name) > SFS_XATTR_NAME_MAX)
         return -ERANGE;
     int r = sfs_getattr(e->fs, c->ino, &a);
-    return r ? r : perm_xattr(&c->cred, &a, c->name, mask);
+    if (r)
+        return r;
+    return mask ? perm_xattr(&c->cred, &a, c->name, mask)
+                : perm_xattr_remove(&c->cred, &a, c->name);
 }
 
 int64_t eop_setxattr(struct engine *e, struct eng_cmd *c)
@@ -667,7 +677,7 @@ int64_t eop_listxattr(struct engine *e, struct eng_cmd *c)
 
 int64_t eop_removexattr(struct engine *e, struct eng_cmd *c)
 {
-    int r = xattr_prepare(e, c, W_OK);
+    int r = xattr_prepare(e, c, 0);
     return r ? r : sfs_removexattr(e->fs, NULL, c->ino, c->name);
 }
 
