@@ -77,18 +77,16 @@ static void stripe_unlock(struct engine *e, uint64_t ino)
 /* A file capability (security.capability) goes before anyone, root too,
  * changes the data of ino, as Linux's file_remove_privs does; the FUSE
  * door leaves this to the device (it negotiates FUSE_HANDLE_KILLPRIV_V2,
- * fusefs/killpriv.c). StorageFS keeps no security.* attributes today:
- * sfs_getxattr refuses the name (-EOPNOTSUPP) before any lookup, so the
- * check costs a string compare per write. Returns 0 or -errno; the
- * caller commits. */
+ * fusefs/killpriv.c). The check is one attribute lookup per write.
+ * Returns 0 or -errno; the caller commits. */
 static int cap_clear(struct engine *e, uint64_t ino, bool *changed)
 {
-    ssize_t n = sfs_getxattr(e->fs, ino, "security.capability", NULL, 0);
+    ssize_t n = sfs_getxattr(e->fs, ino, PERM_XATTR_CAPS, NULL, 0);
     if (n == -ENODATA || n == -EOPNOTSUPP)
         return 0;
     if (n < 0)
         return (int)n;
-    int r = sfs_removexattr(e->fs, NULL, ino, "security.capability");
+    int r = sfs_removexattr(e->fs, NULL, ino, PERM_XATTR_CAPS);
     *changed = r == 0;
     return r == -ENODATA ? 0 : r;
 }
@@ -623,6 +621,7 @@ int64_t eop_statfs(struct engine *e, struct eng_cmd *c)
     return sfs_statfs(e->fs, &c->st);
 }
 
+/* mask: R_OK to read, W_OK to set, 0 to remove. */
 static int xattr_prepare(struct engine *e, struct eng_cmd *c, int mask)
 {
     struct sfs_attr a;
@@ -631,7 +630,10 @@ static int xattr_prepare(struct engine *e, struct eng_cmd *c, int mask)
     if (strlen(c->name) > SFS_XATTR_NAME_MAX)
         return -ERANGE;
     int r = sfs_getattr(e->fs, c->ino, &a);
-    return r ? r : perm_xattr(&c->cred, &a, c->name, mask);
+    if (r)
+        return r;
+    return mask ? perm_xattr(&c->cred, &a, c->name, mask)
+                : perm_xattr_remove(&c->cred, &a, c->name);
 }
 
 int64_t eop_setxattr(struct engine *e, struct eng_cmd *c)
@@ -691,7 +693,7 @@ int64_t eop_listxattr(struct engine *e, struct eng_cmd *c)
 
 int64_t eop_removexattr(struct engine *e, struct eng_cmd *c)
 {
-    int r = xattr_prepare(e, c, W_OK);
+    int r = xattr_prepare(e, c, 0);
     return r ? r : sfs_removexattr(e->fs, NULL, c->ino, c->name);
 }
 

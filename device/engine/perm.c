@@ -193,6 +193,14 @@ int perm_xattr(struct eng_cred *c, const struct sfs_attr *a, const char *name, i
     return -EOPNOTSUPP;
 }
 
+int perm_xattr_remove(struct eng_cred *c, const struct sfs_attr *a, const char *name)
+{
+    int r = perm_xattr(c, a, name, W_OK);
+    if (r == -EPERM && S_ISREG(a->mode) && !strcmp(name, PERM_XATTR_CAPS))
+        return perm_check(c, a, W_OK) ? -EPERM : 0;
+    return r;
+}
+
 int perm_open_mask(uint32_t flags)
 {
     int mask = 0;

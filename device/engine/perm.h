@@ -59,6 +59,12 @@ int perm_setattr(struct eng_cred *c, const struct sfs_attr *cur, struct sfs_attr
  * Returns the bits to clear, 0 for none. */
 uint32_t perm_setid_kill(const struct eng_cred *c, const struct sfs_attr *a);
 
+/* File capabilities (setcap). Linux's file_remove_privs drops them with
+ * the set-id bits; the device does so for the same callers as
+ * perm_setid_kill (a caller that is not root changing a regular file's
+ * data), so a writer cannot keep a capable binary's privileges. */
+#define PERM_XATTR_CAPS "security.capability"
+
 /* Owner, group and final mode of a new inode created by c in dir
  * (set-group-id directories pass their group on). */
 void perm_new_owner(struct eng_cred *c, const struct sfs_attr *dir, uint32_t *mode,
@@ -68,6 +74,14 @@ void perm_new_owner(struct eng_cred *c, const struct sfs_attr *dir, uint32_t *mo
  * or remove, R_OK to read. Returns 0, -EPERM, -EACCES, -ENODATA or
  * -EOPNOTSUPP (unknown namespace). */
 int perm_xattr(struct eng_cred *c, const struct sfs_attr *a, const char *name, int mask);
+
+/* Checks removal of extended attribute `name` from a: perm_xattr's
+ * W_OK rule, except that whoever may write a regular file may remove its
+ * PERM_XATTR_CAPS (a write would drop them anyway): the kernel asks for
+ * that removal, with the writer's credentials, before a write, truncate
+ * or chown through the mount (its file_remove_privs). Returns as
+ * perm_xattr. */
+int perm_xattr_remove(struct eng_cred *c, const struct sfs_attr *a, const char *name);
 
 /* Access mask needed to open with these O_* flags. */
 int perm_open_mask(uint32_t flags);

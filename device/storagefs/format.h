@@ -84,10 +84,13 @@ static_assert(SB_END == 232 && SB_END <= SFS_BSIZE, "superblock layout");
 #define SFS_STATE_CLEAN   1u
 #define SFS_STATE_MOUNTED 2u
 
-/* Feature flags: none defined in version 1. Unknown incompat bits refuse
- * any mount; unknown ro_compat bits refuse a read-write mount. */
+/* Feature flags. Unknown incompat bits refuse any mount; unknown
+ * ro_compat bits refuse a read-write mount. A bit is set when the image
+ * first uses what it names, so images that never do stay readable by
+ * older code. */
+#define SFS_FEAT_INCOMPAT_XSECURITY (1u << 0)   /* xattr namespace 3 (security.) */
 #define SFS_FEAT_COMPAT_SUPP    0u
-#define SFS_FEAT_INCOMPAT_SUPP  0u
+#define SFS_FEAT_INCOMPAT_SUPP  SFS_FEAT_INCOMPAT_XSECURITY
 #define SFS_FEAT_RO_COMPAT_SUPP 0u
 
 struct sfs_sb {
@@ -230,6 +233,8 @@ static_assert(XE_NAME == 8 && XR_END == 16, "xattr entry layout");
 #define SFS_XE_EXTERNAL 0x1u
 #define SFS_XNS_USER    1u
 #define SFS_XNS_TRUSTED 2u
+#define SFS_XNS_SECURITY 3u     /* needs SFS_FEAT_INCOMPAT_XSECURITY */
+#define SFS_XNS_LAST    SFS_XNS_SECURITY
 
 enum { XV_OWNER = 16, XV_INDEX = 24, XV_PAD = 28, XV_DATA = 32 };
 #define SFS_XVALUE_CAP (SFS_BSIZE - XV_DATA)       /* 4064 bytes per block */

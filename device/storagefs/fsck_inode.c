@@ -357,7 +357,7 @@ static long xattr_area(struct walk *w, const uint8_t *a, uint32_t used, struct x
         uint32_t vsize = off + XE_NAME <= used ? le32_get(p + XE_VSIZE) : 0;
         uint64_t size = off + XE_NAME <= used ? XE_NAME + p[XE_NAMELEN] + (ext ? XR_END : vsize)
                                               : UINT64_MAX;
-        if (size > used - off || p[XE_NS] < SFS_XNS_USER || p[XE_NS] > SFS_XNS_TRUSTED ||
+        if (size > used - off || p[XE_NS] < SFS_XNS_USER || p[XE_NS] > SFS_XNS_LAST ||
             !p[XE_NAMELEN] || (le16_get(p + XE_FLAGS) & ~SFS_XE_EXTERNAL) ||
             vsize > SFS_XATTR_SIZE_MAX) {
             fck_problem(w->f, "inode %llu: malformed extended attribute in %s",

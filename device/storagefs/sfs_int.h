@@ -5,8 +5,8 @@
  *
  * Invariants:
  *   1. fs->sb's geometry never changes after mount; sb.orphan_head (and
- *      every inode's d.orphan_next) is protected by fs->orphan_mu and
- *      written to the superblock buffer inside a handle.
+ *      every inode's d.orphan_next) and sb.feat_incompat are protected by
+ *      fs->orphan_mu and written to the superblock buffer inside a handle.
  *   2. An inode's `d` is protected by its rwlock `rw`: shared for readers
  *      (read, readdir, lookup, getattr), exclusive for writers. Inodes
  *      are locked in ascending inode order; cross-directory renames of
@@ -92,6 +92,10 @@ void sfs_op_end(struct sfs *fs, struct jnl_handle *h);
 /* Reads, verifies and checks the superblock at blk (0 or the backup).
  * Returns 0 or -EUCLEAN naming the problem, or -errno. */
 int sfs_read_super(struct media *m, uint64_t blk, struct sfs_sb *sb);
+
+/* Sets incompatible feature `bit` in the superblock inside handle h (the
+ * image starts to use what it names), once; a set bit stays. Returns 0. */
+int sfs_feature_incompat_set(struct sfs *fs, struct jnl_handle *h, uint32_t bit);
 
 /* Current time, for timestamps. */
 struct timespec sfs_now(void);

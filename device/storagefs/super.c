@@ -494,6 +494,18 @@ int sfs_unmount(struct sfs *fs)
     return r;
 }
 
+int sfs_feature_incompat_set(struct sfs *fs, struct jnl_handle *h, uint32_t bit)
+{
+    pthread_mutex_lock(&fs->orphan_mu);
+    if (!(fs->sb.feat_incompat & bit)) {
+        fs->sb.feat_incompat |= bit;
+        le32_put(fs->sbb->data + SB_FEAT_INCOMPAT, fs->sb.feat_incompat);
+        jnl_dirty_buf(h, fs->sbb);
+    }
+    pthread_mutex_unlock(&fs->orphan_mu);
+    return 0;
+}
+
 int sfs_sync(struct sfs *fs)
 {
     return fs->rdonly ? 0 : jnl_sync(fs->j);

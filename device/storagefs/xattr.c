@@ -40,14 +40,15 @@ struct xstate {
 static const struct {
     const char *prefix;
     size_t len;
-} ns_prefix[] = {{NULL, 0}, {"user.", 5}, {"trusted.", 8}};
+} ns_prefix[] = {{NULL, 0}, {"user.", 5}, {"trusted.", 8}, {"security.", 9}};
+static_assert(sizeof(ns_prefix) / sizeof(ns_prefix[0]) == SFS_XNS_LAST + 1, "one per namespace");
 
 static int parse_name(const char *full, uint8_t *ns, const char **sfx, size_t *len)
 {
     size_t n = strnlen(full, SFS_XATTR_NAME_MAX + 1);
     if (n > SFS_XATTR_NAME_MAX)
         return -ERANGE;
-    for (uint8_t i = 1; i <= SFS_XNS_TRUSTED; i++) {
+    for (uint8_t i = 1; i <= SFS_XNS_LAST; i++) {
         if (!strncmp(full, ns_prefix[i].prefix, ns_prefix[i].len)) {
             *ns = i;
             *sfx = full + ns_prefix[i].len;
@@ -89,7 +90,7 @@ static int entry_at(struct sfs *fs, const struct sfs_inode *ip, const struct bbu
     e->off = off;
     bool ext = e->flags & SFS_XE_EXTERNAL;
     e->size = XE_NAME + e->namelen + (ext ? XR_END : e->vsize);
-    if (e->ns < SFS_XNS_USER || e->ns > SFS_XNS_TRUSTED || !e->namelen ||
+    if (e->ns < SFS_XNS_USER || e->ns > SFS_XNS_LAST || !e->namelen ||
         (e->flags & ~SFS_XE_EXTERNAL) || e->vsize > SFS_XATTR_SIZE_MAX)
         return bad_area(ip, b, "invalid entry header");
     if ((uint64_t)off + e->size > a->used)
@@ -371,6 +372,8 @@ static int change_locked(struct sfs *fs, struct jnl_handle *h, struct sfs_inode 
         }
         return r;
     }
+    if (!q->remove && q->ns == SFS_XNS_SECURITY)   /* older code must not mount it */
+        sfs_feature_incompat_set(fs, h, SFS_FEAT_INCOMPAT_XSECURITY);
     r = apply(fs, h, ip, st);
     if (!r && old_vblk)
         free_value(fs, h, ip, old_vblk, old_vsize);

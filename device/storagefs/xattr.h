@@ -9,6 +9,8 @@
  *   2. A change is staged on private copies of both areas and applied
  *      only when it fits, so -ENOSPC leaves the attributes as they were.
  *   3. The xattr block exists only while it holds an entry.
+ *   4. An image holds a security. entry only once its superblock has
+ *      SFS_FEAT_INCOMPAT_XSECURITY (set in the handle that writes it).
  */
 #ifndef CISC_SFS_XATTR_H
 #define CISC_SFS_XATTR_H

@@ -23,7 +23,9 @@ struct undo {
     bool armed;                 /* the mutation may have changed something */
     bool scratch;               /* old is the thread's scratch buffer */
     bool killed;                /* it cleared set-id bits: old_mode goes back */
+    uint8_t caps_len;           /* > 0: it removed these file capabilities */
     uint32_t old_mode;
+    uint8_t caps[24];           /* (a valid PERM_XATTR_CAPS value: 20 or 24 bytes) */
     uint64_t old_size;
     uint8_t *old;               /* old bytes [old_off, old_off + old_len) */
     uint64_t old_off, old_len;
@@ -149,6 +151,22 @@ static int write_shadow(struct apply *ap, const struct cfile *f, const struct fo
     return r;
 }
 
+/* A writer that is not root removes the file's capabilities with its
+ * change (PERM_XATTR_CAPS), in the op's transaction; the undo puts them
+ * back. A value too large to keep for the undo is refused (-E2BIG). */
+static int kill_caps(struct apply *ap, const struct cfile *f, struct undo *u)
+{
+    struct sfs *fs = ap->x->e->fs;
+    ssize_t n = sfs_getxattr(fs, f->ino, PERM_XATTR_CAPS, u->caps, sizeof(u->caps));
+    if (n == -ENODATA)
+        return 0;
+    if (n < 0)
+        return n == -ERANGE ? -E2BIG : (int)n;
+    int r = sfs_removexattr(fs, ap->tx, f->ino, PERM_XATTR_CAPS);
+    u->caps_len = r ? 0 : (uint8_t)n;
+    return r;
+}
+
 /* A writer without CAP_FSETID clears the file's set-id bits with its
  * change (perm_setid_kill), in the op's transaction; the undo puts them
  * back. *size gets the file's size (which the change of mode keeps). */
@@ -158,7 +176,9 @@ static int kill_setid(struct apply *ap, const struct cfile *f, struct undo *u, u
     int r = sfs_getattr(ap->x->e->fs, f->ino, &a);
     *size = a.size;
     uint32_t kill = r ? 0 : perm_setid_kill(ap->x->cred, &a);
-    if (!kill)
+    if (!r && ap->x->cred->uid != 0 && S_ISREG(a.mode))
+        r = kill_caps(ap, f, u);
+    if (!kill || r)
         return r;
     struct sfs_attr in = { .mode = a.mode & ~kill };
     r = sfs_setattr(ap->x->e->fs, ap->tx, f->ino, &in, SFS_SET_MODE, NULL);
@@ -350,12 +370,15 @@ static int undo_change(struct apply *ap, unsigned k)
 static int undo_one(struct apply *ap, unsigned k)
 {
     const struct undo *u = &ap->u[k];
+    uint64_t ino = ap->x->files[ap->x->muts[k].file].ino;
     int r = undo_change(ap, k);
     if (!r && u->killed) {
         struct sfs_attr in = { .mode = u->old_mode };
-        r = sfs_setattr(ap->x->e->fs, ap->tx, ap->x->files[ap->x->muts[k].file].ino, &in,
-                        SFS_SET_MODE, NULL);
+        r = sfs_setattr(ap->x->e->fs, ap->tx, ino, &in, SFS_SET_MODE, NULL);
     }
+    if (!r && u->caps_len > 0)
+        r = sfs_setxattr(ap->x->e->fs, ap->tx, ino, PERM_XATTR_CAPS, u->caps,
+                         (size_t)u->caps_len, 0);
     return r;
 }
 
@@ -370,7 +393,7 @@ static void undo_all(struct apply *ap, const unsigned *seq, unsigned upto)
     }
 }
 
-/* Whether a mutation clears set-id bits (kill_setid): its data must then
+/* Whether a mutation clears set-id bits or capabilities (kill_setid): its data must then
  * not reach the media before the transaction that clears them commits. */
 static bool kills_setid(const struct fop_run *x, unsigned k0)
 {
@@ -379,7 +402,10 @@ static bool kills_setid(const struct fop_run *x, unsigned k0)
         const struct cfile *f = &x->files[m->file];
         struct sfs_attr a;
         if ((m->kind == MUT_WRITE || m->kind == MUT_TRUNC) && f->ino &&
-            !sfs_getattr(x->e->fs, f->ino, &a) && perm_setid_kill(x->cred, &a))
+            !sfs_getattr(x->e->fs, f->ino, &a) &&
+            (perm_setid_kill(x->cred, &a) ||
+             (x->cred->uid != 0 && S_ISREG(a.mode) &&
+              sfs_getxattr(x->e->fs, f->ino, PERM_XATTR_CAPS, NULL, 0) >= 0)))
             return true;
     }
     return false;

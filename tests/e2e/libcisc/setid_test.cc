@@ -3,7 +3,10 @@
 // whichever door it came through: libcisc RISC ops, fused ops and the
 // mount. Set-user-id always goes; set-group-id only with group execute
 // (without it, it marks mandatory locking). Root's changes keep both.
+// File capabilities go with the set-id bits.
 #include "tests/e2e/libcisc/cisc_fixture.h"
+
+#include <sys/xattr.h>
 
 #include <cisc/fused.h>
 
@@ -188,6 +191,22 @@ TEST_P(Setid, RootChangeKeepsSetidBits)
     EXPECT_EQ(d.change(mnt, q, "f"), 0);
     EXPECT_EQ(ModeOf("f"), 06775u);
     EXPECT_NE(Get("f"), "0123456789");
+}
+
+// File capabilities (security.capability, set with setcap) go with the
+// set-id bits: a writer that is not root cannot keep a capable binary's
+// privileges, whichever door its change came through.
+TEST_P(Setid, NonRootChangeDropsCapabilities)
+{
+    Make("capable", 0775);
+    RunResult sc = Sh("setcap cap_net_raw+ep " + P("capable"));
+    ASSERT_EQ(sc.status, 0) << sc.out;
+    ASSERT_GT(getxattr(P("capable").c_str(), "security.capability", nullptr, 0), 0);
+    EXPECT_EQ(ChangeAsWriter("capable"), 0);
+    EXPECT_EQ(getxattr(P("capable").c_str(), "security.capability", nullptr, 0), -1);
+    EXPECT_EQ(errno, ENODATA);
+    EXPECT_EQ(Sh("getcap " + P("capable")).out, "");
+    EXPECT_NE(Get("capable"), "0123456789") << "the change itself happened";
 }
 
 INSTANTIATE_TEST_SUITE_P(Doors, Setid, ::testing::ValuesIn(kDoors),

@@ -197,9 +197,27 @@ TEST(Perm, Xattrs)
     EXPECT_EQ(perm_xattr(&root, &f, "trusted.a", W_OK), 0);
     EXPECT_EQ(perm_xattr(&u, &f, "security.a", W_OK), -EPERM);
     EXPECT_EQ(perm_xattr(&u, &f, "bogus.a", R_OK), -EOPNOTSUPP);
+    EXPECT_EQ(perm_xattr(&u, &f, "security.capability", R_OK), 0);
     EXPECT_EQ(perm_open_mask(O_RDONLY), R_OK);
     EXPECT_EQ(perm_open_mask(O_RDWR | O_TRUNC), R_OK | W_OK);
     EXPECT_EQ(perm_open_mask(O_WRONLY), W_OK);
+}
+
+// A writer may remove a file's capabilities (the kernel's file_remove_privs
+// asks with its credentials) but not set them, nor remove other security.*
+// names; someone who may not write the file may not remove them either.
+TEST(Perm, WriterMayRemoveCapabilities)
+{
+    struct eng_cred u = Cred(6, 6), root = Cred(0, 0);
+    struct sfs_attr mine = Attr(S_IFREG | 0644, 6, 6), theirs = Attr(S_IFREG | 0644, 5, 5);
+    struct sfs_attr dir = Attr(S_IFDIR | 0777, 6, 6);
+    EXPECT_EQ(perm_xattr_remove(&u, &mine, "security.capability"), 0);
+    EXPECT_EQ(perm_xattr(&u, &mine, "security.capability", W_OK), -EPERM);
+    EXPECT_EQ(perm_xattr_remove(&u, &mine, "security.selinux"), -EPERM);
+    EXPECT_EQ(perm_xattr_remove(&u, &theirs, "security.capability"), -EPERM);
+    EXPECT_EQ(perm_xattr_remove(&u, &dir, "security.capability"), -EPERM);
+    EXPECT_EQ(perm_xattr_remove(&u, &theirs, "user.a"), -EACCES);
+    EXPECT_EQ(perm_xattr_remove(&root, &theirs, "security.selinux"), 0);
 }
 
 // A data change by a caller without CAP_FSETID clears set-user-id always

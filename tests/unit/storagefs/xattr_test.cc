@@ -2,6 +2,10 @@
 // 64 KiB value blocks, ERANGE, listing, removal, persistence, ENOSPC.
 #include "sfs_fixture.h"
 
+extern "C" {
+#include "device/storagefs/format.h"
+}
+
 #include <set>
 
 class Xattr : public SfsFixture {
@@ -48,19 +52,21 @@ TEST_F(Xattr, NamespacesAndFlags)
 {
     EXPECT_EQ(Set("user.a", "1"), 0);
     EXPECT_EQ(Set("trusted.b", "2"), 0);
-    EXPECT_EQ(Set("security.c", "3"), -EOPNOTSUPP);
+    EXPECT_EQ(Set("security.c", "3"), 0);
     EXPECT_EQ(Set("system.posix_acl_access", "3"), -EOPNOTSUPP);
+    EXPECT_EQ(Set("other.x", "3"), -EOPNOTSUPP);
     EXPECT_EQ(Set("user.", "3"), -EINVAL);
     EXPECT_EQ(Set("user.a", "x", SFS_XATTR_CREATE), -EEXIST);
     EXPECT_EQ(Set("user.z", "x", SFS_XATTR_REPLACE), -ENODATA);
     EXPECT_EQ(Set("user.a", "one", SFS_XATTR_REPLACE), 0);
     EXPECT_EQ(Get("user.a"), "one");
     EXPECT_EQ(Get("trusted.b"), "2");
+    EXPECT_EQ(Get("security.c"), "3");
     EXPECT_EQ(Get("user.b"), "<" + std::to_string(-ENODATA) + ">");
-    EXPECT_EQ(Names(), (std::set<std::string>{"user.a", "trusted.b"}));
+    EXPECT_EQ(Names(), (std::set<std::string>{"user.a", "trusted.b", "security.c"}));
     EXPECT_EQ(sfs_removexattr(fs, nullptr, f, "user.a"), 0);
     EXPECT_EQ(sfs_removexattr(fs, nullptr, f, "user.a"), -ENODATA);
-    EXPECT_EQ(Names(), (std::set<std::string>{"trusted.b"}));
+    EXPECT_EQ(Names(), (std::set<std::string>{"trusted.b", "security.c"}));
     std::string longname = "user." + std::string(251, 'n');
     EXPECT_EQ(Set(longname.c_str(), "v"), -ERANGE);
 }
@@ -142,5 +148,33 @@ TEST_F(Xattr, OnDirectoriesAndSymlinks)
     EXPECT_EQ(sfs_rmdir(fs, nullptr, SFS_ROOT_INO, "d"), 0);
     Unmount();
     ExpectClean();
+    Mount();
+}
+
+// The first security.* attribute marks the image (incompatible feature
+// XSECURITY) so that older code, which would misread namespace 3, does not
+// mount it; an image without one stays unmarked. The mark is journaled and
+// survives a crash; fsck accepts the image.
+TEST_F(Xattr, SecurityNamespaceSetsTheFeatureBit)
+{
+    auto incompat = [this] {
+        uint8_t b[SFS_BSIZE];
+        EXPECT_EQ(media_read(disk, 0, 1, b), 0);
+        struct sfs_sb sb;
+        sfs_sb_decode(b, &sb);
+        return sb.feat_incompat;
+    };
+    ASSERT_EQ(Set("user.a", "1"), 0);
+    ASSERT_EQ(Set("trusted.a", "1"), 0);
+    Remount();
+    EXPECT_EQ(incompat(), 0u);
+    ASSERT_EQ(Set("security.capability", std::string(20, 'c')), 0);
+    ASSERT_EQ(sfs_sync(fs), 0);
+    Crash();
+    Mount();
+    EXPECT_EQ(Get("security.capability"), std::string(20, 'c'));
+    Unmount();
+    EXPECT_EQ(incompat(), SFS_FEAT_INCOMPAT_XSECURITY);
+    EXPECT_TRUE(Fsck().empty());
     Mount();
 }
