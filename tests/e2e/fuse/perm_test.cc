@@ -148,12 +148,8 @@ TEST_F(PermTest, WriterClearsFileCapability)
         std::string f = P(root ? "capped-root" : "capped-user");
         ASSERT_TRUE(e2e::WriteFile(f, "0123"));
         ASSERT_EQ(chmod(f.c_str(), 0666), 0);
-        if (setxattr(f.c_str(), "security.capability", &cap, sizeof(cap), 0) != 0) {
-            // StorageFS keeps user.* and trusted.* only: no file can hold a
-            // capability, so none can survive a write either.
-            EXPECT_EQ(errno, EOPNOTSUPP) << strerror(errno);
-            continue;
-        }
+        ASSERT_EQ(setxattr(f.c_str(), "security.capability", &cap, sizeof(cap), 0), 0)
+            << strerror(errno);
         ASSERT_EQ(getxattr(f.c_str(), "security.capability", got, sizeof(got)),
                   (ssize_t)sizeof(cap));
         auto writer = [&] {
