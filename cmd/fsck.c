@@ -96,6 +96,11 @@ static int repair(const char *image)
         return cmd_failed("fsck", "%s: repair failed: %s%s%s", image, strerror(-r),
                           *cisc_corrupt_what() ? ": " : "",
                           cisc_corrupt_what());
+    if (check_oplog(image)) {   /* not something --repair changes */
+        printf("%s: the operational log has damaged entries (named above); --repair "
+               "leaves them\n", image);
+        return CMD_FAILED;
+    }
     if (res.fixed)
         printf("%s: repaired, %llu repair(s); now clean\n", image,
                (unsigned long long)res.fixed);

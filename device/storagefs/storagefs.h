@@ -399,6 +399,22 @@ struct sfs_fsck_result {
  * through fn), or -errno on I/O failure. */
 int sfs_fsck(struct media *m, sfs_problem_fn fn, void *arg, struct sfs_fsck_result *res);
 
+/* Grows the unmounted file system on m (m->nblocks already covers the new
+ * size) to nblocks, in place: the new blocks become free data blocks.
+ * The block bitmap cannot move (it is followed by the inode bitmap, the
+ * inode table and data, all referenced by block number), so the limit
+ * is what it covers: sfs_grow_limit's *max. Returns 0 (also when nblocks
+ * is the current size), -EINVAL (smaller: shrinking is not supported),
+ * -EFBIG (past the limit or past m), -EAGAIN (not cleanly unmounted, or
+ * the journal needs replay: mount and unmount it first), -EUCLEAN or
+ * -errno. A crash part way leaves a mountable image whose new blocks at
+ * worst read as leaked to fsck (fsck --repair frees them). */
+int sfs_grow(struct media *m, uint64_t nblocks);
+
+/* The file system's size in blocks and the most sfs_grow can reach.
+ * Returns 0 or -errno (-EUCLEAN: no valid superblock). */
+int sfs_grow_limit(struct media *m, uint64_t *nblocks, uint64_t *max);
+
 /* Opens the image again for sfs_repair (which mounts and checks it in
  * turn, each time on a fresh handle). Returns 0 or -errno. */
 typedef int (*sfs_media_open_fn)(void *arg, struct media **out);

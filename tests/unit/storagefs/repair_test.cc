@@ -367,3 +367,76 @@ TEST_F(Repair, CrashAtAnyWriteThenRepairAgain)
     }
     media_close(base);
 }
+
+// sfs_grow: a file system made smaller than its disk grows in place up to
+// what its block bitmap covers; the files are intact, fsck is clean, and
+// the new blocks hold data (more than the old size could).
+class Grow : public SfsFixture {
+  protected:
+    void FormatPart(uint64_t disk_blocks, uint64_t fs_blocks)
+    {
+        ASSERT_EQ(media_fault_create(disk_blocks, &disk), 0);
+        struct sfs_mkfs_opts o = {};
+        o.size_bytes = fs_blocks * 4096;
+        ASSERT_EQ(sfs_mkfs(disk, &o), 0);
+        Mount();
+    }
+
+    int GrowTo(uint64_t n)
+    {
+        struct media *h;
+        EXPECT_EQ(media_fault_open_again(disk, &h), 0);
+        int r = sfs_grow(h, n);
+        media_close(h);
+        return r;
+    }
+};
+
+TEST_F(Grow, GrowsToTheBitmapsReachWithFilesIntact)
+{
+    FormatPart(32640, 8192);
+    uint64_t f = Create(SFS_ROOT_INO, "f");
+    std::string data = Pattern(200000, 'g');
+    Write(f, 0, data);
+    Unmount();
+    uint64_t cur = 0, max = 0;
+    struct media *h;
+    ASSERT_EQ(media_fault_open_again(disk, &h), 0);
+    ASSERT_EQ(sfs_grow_limit(h, &cur, &max), 0);
+    media_close(h);
+    EXPECT_EQ(cur, 8192u);
+    EXPECT_EQ(max, 32640u);
+    EXPECT_EQ(GrowTo(4096), -EINVAL);            // shrinking
+    EXPECT_EQ(GrowTo(32641), -EFBIG);            // past the bitmap (and the disk)
+    ASSERT_EQ(GrowTo(20000), 0);
+    ExpectClean();
+    struct sfs_fsck_result res;
+    Fsck(&res);
+    EXPECT_EQ(res.blocks_total, 20000u);
+    ASSERT_EQ(GrowTo(32640), 0);                 // again, to the limit
+    ExpectClean();
+    Mount();
+    EXPECT_EQ(Read(f, 0, data.size() + 1), data);
+    uint64_t g = Create(SFS_ROOT_INO, "big");
+    std::string chunk = Pattern(1 << 20, 'h');
+    for (int i = 0; i < 60; i++)                  // 60 MiB: more than 8192 blocks hold
+        Write(g, (uint64_t)i << 20, chunk);
+    struct sfs_statfs st;
+    ASSERT_EQ(sfs_statfs(fs, &st), 0);
+    EXPECT_EQ(st.blocks, 32640u);
+    Unmount();
+    ExpectClean();
+}
+
+TEST_F(Grow, RefusesAnImageNotCleanlyUnmounted)
+{
+    FormatPart(16384, 8192);
+    Create(SFS_ROOT_INO, "f");
+    ASSERT_EQ(sfs_sync(fs), 0);
+    Crash();
+    EXPECT_EQ(GrowTo(12000), -EAGAIN);
+    Mount();
+    Unmount();
+    EXPECT_EQ(GrowTo(12000), 0);
+    ExpectClean();
+}
