@@ -353,4 +353,34 @@ TEST_F(Cli, FsckRepairFixesDamageAndRefusesImagesInUse)
     EXPECT_EQ(Slurp(img), corrupt);
 }
 
+// `cisc resize` grows a stopped image in place up to what its block
+// bitmap covers, refuses to shrink, to pass the limit (naming it) and to
+// touch an image in use; fsck is clean after, info shows the new size.
+TEST_F(Cli, ResizeGrowsWithinTheBitmapsReach)
+{
+    std::string img = P("g.img");
+    ASSERT_EQ(Cisc("mkfs --size 64M " + img).status, 0);
+    Outcome shrink = Cisc("resize " + img + " 32M");
+    EXPECT_EQ(shrink.status, 2);
+    ExpectOneLineError(shrink, "resize", "shrinking an image is not supported");
+    Outcome far = Cisc("resize " + img + " 1G");
+    EXPECT_EQ(far.status, 2);
+    ExpectOneLineError(far, "resize", "can grow to at most 133693440 bytes (127.5 MiB)");
+    struct media *m;
+    ASSERT_EQ(media_open_file(img.c_str(), 0, &m), 0);   // a "running device"
+    ExpectOneLineError(Cisc("resize " + img + " 100M"), "resize", "in use by a running device");
+    media_close(m);
+    EXPECT_EQ(Slurp(img).size(), 64u << 20) << "a refused resize changed the file";
+    Outcome g = Cisc("resize " + img + " 100M");
+    EXPECT_EQ(g.status, 0) << g.err;
+    EXPECT_NE(g.out.find("grown from 16384 to 25600 blocks"), std::string::npos) << g.out;
+    Outcome f = Cisc("fsck " + img);
+    EXPECT_EQ(f.status, 0) << f.out;
+    EXPECT_NE(f.out.find("/25600 blocks used"), std::string::npos) << f.out;
+    EXPECT_NE(Cisc("info " + img).out.find("25600 blocks"), std::string::npos);
+    Outcome same = Cisc("resize " + img + " 100M");
+    EXPECT_EQ(same.status, 0);
+    EXPECT_NE(same.out.find("nothing to do"), std::string::npos) << same.out;
+}
+
 }  // namespace
