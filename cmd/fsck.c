@@ -174,8 +174,8 @@ const struct cisc_cmd cmd_fsck = {
         "  IMAGE: clean, N files, USED/TOTAL blocks used (P%)\n"
         "(blocks of the whole image, metadata included: cisc info's units)\n"
         "\n"
-        "Exit status: 0 success (with --repair: the image is now clean), 1 the\n"
-        "operation failed (problems found, or left after --repair), 2 usage\n"
+        "Exit status: 0 success, 1 the operation failed (problems found, or left\n"
+        "after --repair; 0 after --repair means the image is now clean), 2 usage\n"
         "or environment error (the image could not be read).\n",
     .run = run,
 };
