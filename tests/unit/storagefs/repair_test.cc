@@ -309,6 +309,26 @@ TEST_F(Repair, FreeCountsAreRewritten)
     ExpectIntact();
 }
 
+// Many fixes at once (every free block leaked, every file's link count
+// wrong) fit the journal: each is its own handle.
+TEST_F(Repair, ManyFixesAtOnce)
+{
+    Build();
+    uint8_t buf[4096];
+    ASSERT_EQ(media_read(disk, sb.bbitmap_start, 1, buf), 0);
+    for (uint64_t i = sb.data_start; i < sb.backup_blkno; i++)
+        sfs_bit_set(buf, (uint32_t)i, true);
+    sfs_block_seal(buf, SFS_MAGIC_BBITMAP, sb.bbitmap_start);
+    ASSERT_EQ(media_write(disk, sb.bbitmap_start, 1, buf), 0);
+    for (uint64_t ino : {a, b, c})
+        EditInode(ino, [](struct sfs_dinode *di) { di->nlink = 7; });
+    struct sfs_repair_result res;
+    RunRepair(0, &res);
+    EXPECT_GE(res.fixed, 4u);
+    ExpectClean();
+    ExpectIntact();
+}
+
 // A corrupt metadata block is not something repair fixes: it says so and
 // writes nothing.
 TEST_F(Repair, UnfixableDamageChangesNothing)
