@@ -1,7 +1,9 @@
-/* cmd/fsck.c - `cisc fsck`: check a StorageFS image offline, read-only. */
+/* cmd/fsck.c - `cisc fsck`: check a StorageFS image offline, read-only;
+ * with --repair, fix what sfs_repair fixes (device/storagefs/repair.c). */
 #include "cmd/cmd.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "common/corrupt.h"
@@ -61,14 +63,65 @@ static unsigned check_oplog(const char *image)
     return bad > 0 ? (unsigned)bad : 0;
 }
 
+/* sfs_repair's opener: the lock is held by the caller's own handle for
+ * the whole repair, so each reopening goes without it. */
+static int reopen(void *arg, struct media **m)
+{
+    return media_open_file((const char *)arg, MEDIA_NOLOCK, m);
+}
+
+static int repair(const char *image)
+{
+    struct media *lock;    /* held throughout: no device may start meanwhile */
+    int r = media_open_file(image, 0, &lock);
+    if (r == -EBUSY)
+        return cmd_fail("fsck", "%s is in use by a running device: stop it (cisc down) "
+                        "before repairing", image);
+    if (r)
+        return cmd_fail("fsck", "%s: %s", image, strerror(-r));
+    struct sfs_repair_result res;
+    r = sfs_repair(reopen, (void *)image, print_problem, (void *)image, &res);
+    media_close(lock);
+    if (r == -EUCLEAN && res.unfixable) {
+        printf("%s: %llu problem(s) that --repair does not fix; nothing was changed\n", image,
+               (unsigned long long)res.unfixable);
+        return CMD_FAILED;
+    }
+    if (r == -EUCLEAN) {
+        printf("%s: problems remain after repair (%llu repair(s) made)\n", image,
+               (unsigned long long)res.fixed);
+        return CMD_FAILED;
+    }
+    if (r)
+        return cmd_failed("fsck", "%s: repair failed: %s%s%s", image, strerror(-r),
+                          *cisc_corrupt_what() ? ": " : "",
+                          cisc_corrupt_what());
+    if (check_oplog(image)) {   /* not something --repair changes */
+        printf("%s: the operational log has damaged entries (named above); --repair "
+               "leaves them\n", image);
+        return CMD_FAILED;
+    }
+    if (res.fixed)
+        printf("%s: repaired, %llu repair(s); now clean\n", image,
+               (unsigned long long)res.fixed);
+    else
+        printf("%s: clean, nothing to repair\n", image);
+    return CMD_OK;
+}
+
 static int run(int argc, char **argv)
 {
+    bool fix = argc > 1 && !strcmp(argv[1], "--repair");
+    if (fix)
+        argc--, argv++;
     if (argc > 1 && cmd_no_option("fsck", argv[1]))
         return CMD_USAGE;
     if (argc != 2)
         return cmd_fail("fsck", argc < 2 ? "no image given (see cisc fsck --help)"
                                          : "expected exactly one IMAGE (see cisc fsck --help)");
     const char *image = argv[1];
+    if (fix)
+        return repair(image);
     struct media *m;
     int r = open_image(image, &m);
     if (r)
@@ -89,24 +142,40 @@ static int run(int argc, char **argv)
 
 const struct cisc_cmd cmd_fsck = {
     .name = "fsck",
-    .summary = "check a device image for consistency (read-only)",
+    .summary = "check a device image for consistency (read-only), or --repair it",
     .usage =
-        "usage: cisc fsck IMAGE\n"
+        "usage: cisc fsck [--repair] IMAGE\n"
         "\n"
         "Checks every invariant of the StorageFS format (docs/FORMAT.md): both\n"
         "superblocks, the checksum of every metadata block, the journal, the\n"
         "bitmaps against what is reachable, extents, directories, link counts,\n"
         "extended attributes and the orphan list; then the operational log of\n"
         "autorec ops (each log named; one that does not check is a problem,\n"
-        "with the byte and block where it failed). It never writes to IMAGE: a\n"
-        "journal that still needs replay is replayed in memory and the result\n"
-        "is checked.\n"
+        "with the byte and block where it failed). Without --repair it never\n"
+        "writes to IMAGE: a journal that still needs replay is replayed in\n"
+        "memory and the result is checked.\n"
+        "\n"
+        "--repair  fix what it finds, when every problem is of a kind it fixes:\n"
+        "          block bitmap bits (blocks referenced but marked free are marked\n"
+        "          used, blocks nothing references are freed), inode bitmap bits (an\n"
+        "          entry naming a free inode whose slot still holds it marks it used\n"
+        "          again; otherwise the entry is removed), corrupt inode slots (the\n"
+        "          inode is freed), link counts, inodes with links but no entry (moved\n"
+        "          to /lost+found/#INO, never deleted), inodes with no links and no\n"
+        "          entry (freed: a deletion that lost its orphan record), and the free\n"
+        "          counts. Fixes are made through the journal (a crash during repair\n"
+        "          loses at most the fix under way; run it again), one line each\n"
+        "          (\"repaired: ...\"), then the image is checked again until clean.\n"
+        "          With a problem it does not fix (a corrupt metadata block, a broken\n"
+        "          tree, a block claimed by two files) nothing is changed. The device\n"
+        "          must be stopped: an image in use is refused.\n"
         "\n"
         "Prints one line per problem, then a summary:\n"
         "  IMAGE: clean, N files, USED/TOTAL blocks used (P%)\n"
         "(blocks of the whole image, metadata included: cisc info's units)\n"
         "\n"
-        "Exit status: 0 success, 1 the operation failed (problems found), 2 usage\n"
+        "Exit status: 0 success, 1 the operation failed (problems found, or left\n"
+        "after --repair; 0 after --repair means the image is now clean), 2 usage\n"
         "or environment error (the image could not be read).\n",
     .run = run,
 };

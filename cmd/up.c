@@ -23,15 +23,16 @@
 #include <unistd.h>
 
 /* --size on an image that exists must say its size: a different one
- * would be silently ignored (growing an image is not supported yet). */
+ * would be silently ignored (growing is `cisc resize`'s job, offline). */
 static int check_size(const char *img, uint64_t size)
 {
     struct stat st;
     if (stat(img, &st) || (uint64_t)st.st_size == size)
         return 0;
     return cmd_fail("up", "%s exists and holds %llu bytes, not the --size %llu: leave --size "
-                    "out to use it as it is (changing an image's size is not supported yet)",
-                    img, (unsigned long long)st.st_size, (unsigned long long)size);
+                    "out to use it as it is, or grow it first with: cisc resize %s %llu",
+                    img, (unsigned long long)st.st_size, (unsigned long long)size, img,
+                    (unsigned long long)size);
 }
 
 /* A missing mount point is created, as mount --mkdir does; one that

@@ -525,3 +525,41 @@ bool alloc_inode_used(struct sfs *fs, uint64_t ino)
     pthread_mutex_unlock(&a->mu);
     return used;
 }
+
+/* ---- repair (repair.c: offline, the only user of the mount) ----------------- */
+
+void alloc_repair_block(struct sfs *fs, struct jnl_handle *h, uint64_t blk, bool used)
+{
+    struct sfs_alloc *a = fs->al;
+    if (blk < a->lo || blk >= a->hi)
+        return;
+    pthread_mutex_lock(&a->mu);
+    bool was = bit(a->busy, blk);
+    if (used) {
+        if (!was) {
+            set_range(a->busy, blk, 1);
+            a->avail--;
+        }
+        a->free_blocks -= image_bits(h, a->bmb, blk, 1, true);
+    } else {
+        a->free_blocks += image_bits(h, a->bmb, blk, 1, false);
+        a->avail += clear_range(a->busy, blk, 1);   /* nothing references it */
+    }
+    assert(alloc_check(fs));
+    pthread_mutex_unlock(&a->mu);
+}
+
+void alloc_repair_inode(struct sfs *fs, struct jnl_handle *h, uint64_t ino)
+{
+    struct sfs_alloc *a = fs->al;
+    if (ino == 0 || ino >= fs->sb.ninodes)
+        return;
+    pthread_mutex_lock(&a->mu);
+    if (!bit(a->ibusy, ino)) {
+        set_range(a->ibusy, ino, 1);
+        a->free_inodes--;
+    }
+    image_bits(h, a->imb, ino, 1, true);
+    assert(alloc_check(fs));
+    pthread_mutex_unlock(&a->mu);
+}

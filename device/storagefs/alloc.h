@@ -92,4 +92,12 @@ void alloc_counts(struct sfs *fs, uint64_t *free_blocks, uint64_t *free_inodes);
 /* True when blocks [start, start+n) lie inside the data area. */
 bool alloc_in_data(const struct sfs *fs, uint64_t start, uint64_t n);
 
+/* Repair only (repair.c, the mount's only user): marks data-area block
+ * blk used or free in the on-image bitmap and the in-memory map,
+ * whatever they said before (blocks outside the data area are left). */
+void alloc_repair_block(struct sfs *fs, struct jnl_handle *h, uint64_t blk, bool used);
+
+/* Repair only: marks inode number ino used (its bitmap bit was lost). */
+void alloc_repair_inode(struct sfs *fs, struct jnl_handle *h, uint64_t ino);
+
 #endif

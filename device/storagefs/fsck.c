@@ -33,6 +33,17 @@ void fck_problem(struct fck *f, const char *fmt, ...)
         f->fn(f->arg, msg);
 }
 
+void fck_fixable(struct fck *f, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    f->fixable++;
+    fck_problem(f, "%s", msg);
+}
+
 void fck_problem_corrupt(struct fck *f)
 {
     fck_problem(f, "%s", cisc_corrupt_what());   /* without " (file.c:123)" */
@@ -78,7 +89,7 @@ bool fck_claim(struct fck *f, uint64_t start, uint64_t n, uint64_t ino, const ch
         }
         set_bit(f->claimed, b);
         if (!fck_bit(f->bbm, b) && f->bbm_ok[b / SFS_BITMAP_BITS] && !reported_free) {
-            fck_problem(f, "block %llu (%s of inode %llu) is in use but marked free",
+            fck_fixable(f, "block %llu (%s of inode %llu) is in use but marked free",
                         (unsigned long long)b, what, (unsigned long long)ino);
             reported_free = true;            /* one line per run */
         }
@@ -196,7 +207,7 @@ static int alloc_state(struct fck *f, bool full)
 static void free_state(struct fck *f)
 {
     free(f->bbm), free(f->claimed), free(f->ibm), free(f->bbm_ok), free(f->in);
-    free(f->cache);
+    free(f->cache), free(f->dang);
     jscan_free(&f->js);
 }
 
@@ -243,10 +254,12 @@ static void check_links(struct fck *f, uint64_t ino)
     if (S_ISDIR(in->mode)) {
         uint32_t want = 2 + in->subdirs;
         if (in->nlink && in->nlink != want)
-            fck_problem(f, "directory %llu: link count %u, expected %u", i, in->nlink, want);
+            fck_fixable(f, "directory %llu: link count %u, expected %u", i, in->nlink, want);
         bool named_ok = ino == SFS_ROOT_INO ? in->refs == 0
                         : in->nlink ? in->refs == 1 : in->refs == 0;
-        if (!named_ok)
+        if (!named_ok && in->refs == 0)        /* repair: lost+found */
+            fck_fixable(f, "directory %llu is named by 0 entries", i);
+        else if (!named_ok)
             fck_problem(f, "directory %llu is named by %u entries", i, in->refs);
         if (in->nlink && ino != SFS_ROOT_INO && in->entry_parent &&
             in->parent != in->entry_parent)
@@ -257,7 +270,7 @@ static void check_links(struct fck *f, uint64_t ino)
         return;
     }
     if (in->nlink != in->refs)
-        fck_problem(f, "inode %llu: link count %u, but %u directory entries", i, in->nlink,
+        fck_fixable(f, "inode %llu: link count %u, but %u directory entries", i, in->nlink,
                     in->refs);
 }
 
@@ -286,7 +299,7 @@ static void check_orphans(struct fck *f)
     }
     for (uint64_t i = 1; seen && i < f->sb.ninodes; i++)
         if (f->in[i].mode && f->in[i].nlink == 0 && !fck_bit(seen, i))
-            fck_problem(f, "inode %llu has no links but is not on the orphan list",
+            fck_fixable(f, "inode %llu has no links but is not on the orphan list",
                         (unsigned long long)i);
     free(seen);
 }
@@ -300,7 +313,7 @@ static void check_unclaimed(struct fck *f)
         if (leak && run++ == 0)
             start = b;
         if (!leak && run) {
-            fck_problem(f, "blocks %llu-%llu are marked used but nothing references them",
+            fck_fixable(f, "blocks %llu-%llu are marked used but nothing references them",
                         (unsigned long long)start, (unsigned long long)(start + run - 1));
             run = 0;
         }
@@ -324,7 +337,7 @@ static void check_counts(struct fck *f, struct sfs_fsck_result *res)
     if (f->sb.state != SFS_STATE_CLEAN || f->have_js == false || f->js.ntxn)
         return;
     if (f->sb.free_blocks != fb || f->sb.free_inodes != fi)
-        fck_problem(f, "superblock: free counts %llu blocks / %llu inodes, bitmaps say "
+        fck_fixable(f, "superblock: free counts %llu blocks / %llu inodes, bitmaps say "
                     "%llu / %llu", (unsigned long long)f->sb.free_blocks,
                     (unsigned long long)f->sb.free_inodes, (unsigned long long)fb,
                     (unsigned long long)fi);
@@ -352,37 +365,49 @@ static void check_inodes(struct fck *f)
             check_links(f, i);
 }
 
-int sfs_fsck(struct media *m, sfs_problem_fn fn, void *arg, struct sfs_fsck_result *res)
+int fck_run(struct fck *f, struct media *m, sfs_problem_fn fn, void *arg,
+            struct sfs_fsck_result *res)
 {
-    struct fck f;
-    memset(&f, 0, sizeof(f));
+    memset(f, 0, sizeof(*f));
     memset(res, 0, sizeof(*res));
-    f.m = m;
-    f.fn = fn;
-    f.arg = arg;
+    f->m = m;
+    f->fn = fn;
+    f->arg = arg;
     cisc_corrupt_clear();
-    int r = load_super(&f);
-    if (!r && (f.sb.feat_incompat & ~SFS_FEAT_INCOMPAT_SUPP)) {
-        fck_problem(&f, "superblock: unsupported incompatible features 0x%x",
-                    f.sb.feat_incompat);
+    int r = load_super(f);
+    if (!r && (f->sb.feat_incompat & ~SFS_FEAT_INCOMPAT_SUPP)) {
+        fck_problem(f, "superblock: unsupported incompatible features 0x%x",
+                    f->sb.feat_incompat);
         r = -EUCLEAN;
     }
     if (!r)
-        r = alloc_state(&f, true);
+        r = alloc_state(f, true);
     if (!r) {
-        load_journal(&f, res);
-        load_bitmap(&f, f.sb.bbitmap_start, f.sb.bbitmap_blocks, SFS_MAGIC_BBITMAP,
-                    f.sb.nblocks, f.bbm, f.bbm_ok);
-        load_bitmap(&f, f.sb.ibitmap_start, f.sb.ibitmap_blocks, SFS_MAGIC_IBITMAP,
-                    f.sb.ninodes, f.ibm, NULL);
-        claim_metadata(&f);
-        check_inodes(&f);
-        check_orphans(&f);
-        check_unclaimed(&f);
-        check_counts(&f, res);
-        res->files = f.files;
+        load_journal(f, res);
+        load_bitmap(f, f->sb.bbitmap_start, f->sb.bbitmap_blocks, SFS_MAGIC_BBITMAP,
+                    f->sb.nblocks, f->bbm, f->bbm_ok);
+        load_bitmap(f, f->sb.ibitmap_start, f->sb.ibitmap_blocks, SFS_MAGIC_IBITMAP,
+                    f->sb.ninodes, f->ibm, NULL);
+        claim_metadata(f);
+        check_inodes(f);
+        check_orphans(f);
+        check_unclaimed(f);
+        check_counts(f, res);
+        res->files = f->files;
     }
-    res->problems = f.problems;
+    res->problems = f->problems;
+    return r;
+}
+
+void fck_free(struct fck *f)
+{
+    free_state(f);
+}
+
+int sfs_fsck(struct media *m, sfs_problem_fn fn, void *arg, struct sfs_fsck_result *res)
+{
+    struct fck f;
+    int r = fck_run(&f, m, fn, arg, res);
     free_state(&f);
     return r;
 }

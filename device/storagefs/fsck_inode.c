@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/corrupt.h"
 #include "common/le.h"
 #include "device/storagefs/fsck_int.h"
 
@@ -42,7 +43,7 @@ static int read_dinode(struct fck *f, uint64_t ino, struct sfs_dinode *d)
     const uint8_t *p = b + (ino % SFS_INODES_PER_BLOCK) * SFS_INODE_SIZE;
     if (sfs_inode_decode(p, ino, itable_blk(f, ino), d) != 0) {
         fck_problem_corrupt(f);
-        return -1;
+        return -2;
     }
     return 0;
 }
@@ -51,8 +52,11 @@ void fck_load_inode(struct fck *f, uint64_t ino)
 {
     struct sfs_dinode d;
     struct fck_inode *in = &f->in[ino];
-    if (read_dinode(f, ino, &d) != 0) {
-        in->bad = 1;
+    int r = read_dinode(f, ino, &d);
+    if (r != 0) {
+        if (r == -2)
+            f->fixable++;        /* repair frees the number (its slot is lost) */
+        in->bad = r == -2 ? 2 : 1;
         return;
     }
     in->mode = d.mode;
@@ -243,13 +247,47 @@ static void check_group(struct walk *w, uint64_t key, const char *name)
         strcpy(w->grp[w->ngrp++], name);
 }
 
-static void entry_target(struct walk *w, const char *name, uint64_t child, uint8_t type)
+/* True when inode slot ino holds a valid, linked inode of that number
+ * (its bitmap bit alone was lost). Reads without the checker's cache: the
+ * caller's node block lives there. */
+static bool slot_valid(struct fck *f, uint64_t ino)
+{
+    uint8_t b[SFS_BSIZE];
+    uint64_t blk = itable_blk(f, ino);
+    const uint8_t *img = f->have_js ? jscan_find(&f->js, blk) : NULL;
+    if (!img && media_read(f->m, blk, 1, b) != 0)
+        return false;
+    struct sfs_dinode d;
+    bool ok = sfs_inode_decode((img ? img : b) + (ino % SFS_INODES_PER_BLOCK) * SFS_INODE_SIZE,
+                               ino, blk, &d) == 0 && d.nlink > 0;
+    cisc_corrupt_clear();
+    return ok;
+}
+
+/* Remembers an entry naming a free inode, for sfs_repair. */
+static void note_dangling(struct fck *f, uint64_t dir, uint64_t key, uint64_t child)
+{
+    if (f->ndang == f->cdang) {
+        size_t cap = f->cdang ? f->cdang * 2 : 16;
+        struct fck_dangling *n = realloc(f->dang, cap * sizeof(*n));
+        if (!n)
+            return;              /* repair then fixes fewer; the problem is reported */
+        f->dang = n;
+        f->cdang = cap;
+    }
+    bool restore = child > 0 && child < f->sb.ninodes && slot_valid(f, child);
+    f->dang[f->ndang++] = (struct fck_dangling){dir, key, child, restore};
+}
+
+static void entry_target(struct walk *w, uint64_t key, const char *name, uint64_t child,
+                         uint8_t type)
 {
     struct fck *f = w->f;
     unsigned long long d = (unsigned long long)w->ino, c = (unsigned long long)child;
     if (child == 0 || child >= f->sb.ninodes || !fck_bit(f->ibm, child)) {
-        fck_problem(f, "directory %llu: entry '%s' names inode %llu, which is not in use", d,
+        fck_fixable(f, "directory %llu: entry '%s' names inode %llu, which is not in use", d,
                     name, c);
+        note_dangling(f, w->ino, key, child);
         return;
     }
     struct fck_inode *in = &f->in[child];
@@ -283,7 +321,7 @@ static void dir_record(struct walk *w, uint64_t key, const uint8_t *v)
         fck_problem(w->f, "directory %llu: entry '%s' is filed under the wrong hash",
                     (unsigned long long)w->ino, name);
     check_group(w, key, name);
-    entry_target(w, name, le64_get(v + DV_INO), v[DV_TYPE]);
+    entry_target(w, key, name, le64_get(v + DV_INO), v[DV_TYPE]);
 }
 
 static void leaf_record(struct walk *w, uint64_t key, const uint8_t *v, uint16_t vlen,

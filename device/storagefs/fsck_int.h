@@ -35,8 +35,14 @@ struct fck_inode {
     uint32_t entry_parent;       /* directories: the directory naming it */
     uint32_t refs;               /* directory entries naming it */
     uint32_t subdirs;            /* directories: entries that are directories */
-    uint8_t bad;                 /* allocated but its slot is corrupt */
+    uint8_t bad;                 /* allocated but unreadable: 1 I/O error, 2 corrupt slot */
     uint8_t reach;               /* 0 unknown, 1 visiting, 2 reachable, 3 not */
+};
+
+/* A directory entry naming an inode the bitmap calls free (for repair). */
+struct fck_dangling {
+    uint64_t dir, key, ino;
+    bool restore;                /* the slot holds a valid inode of that number */
 };
 
 struct fck {
@@ -47,6 +53,9 @@ struct fck {
     sfs_problem_fn fn;
     void *arg;
     uint64_t problems;
+    uint64_t fixable;            /* of them, kinds sfs_repair fixes (fck_fixable) */
+    struct fck_dangling *dang;   /* entries naming free inodes */
+    size_t ndang, cdang;
     uint8_t *bbm, *ibm;          /* on-image bitmaps, one bit per block / inode */
     bool *bbm_ok;                /* per block-bitmap block: it verified */
     uint8_t *claimed;            /* one bit per block: referenced by something */
@@ -58,6 +67,17 @@ struct fck {
 
 /* Reports one problem line (printf-style). */
 void fck_problem(struct fck *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Reports one problem of a kind sfs_repair (repair.c) fixes. */
+void fck_fixable(struct fck *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Runs every check on m into f, keeping the state for repair.c (free it
+ * with fck_free). Returns as sfs_fsck. */
+int fck_run(struct fck *f, struct media *m, sfs_problem_fn fn, void *arg,
+            struct sfs_fsck_result *res);
+
+/* Frees what fck_run allocated. */
+void fck_free(struct fck *f);
 
 /* Reports the last CISC_CORRUPT message without its source location. */
 void fck_problem_corrupt(struct fck *f);

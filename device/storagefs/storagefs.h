@@ -400,4 +400,45 @@ struct sfs_fsck_result {
  * through fn), or -errno on I/O failure. */
 int sfs_fsck(struct media *m, sfs_problem_fn fn, void *arg, struct sfs_fsck_result *res);
 
+/* Grows the unmounted file system on m (m->nblocks already covers the new
+ * size) to nblocks, in place: the new blocks become free data blocks.
+ * The block bitmap cannot move (it is followed by the inode bitmap, the
+ * inode table and data, all referenced by block number), so the limit
+ * is what it covers: sfs_grow_limit's *max. Returns 0 (also when nblocks
+ * is the current size), -EINVAL (smaller: shrinking is not supported),
+ * -EFBIG (past the limit or past m), -EAGAIN (not cleanly unmounted, or
+ * the journal needs replay: mount and unmount it first), -EUCLEAN or
+ * -errno. A crash part way leaves a mountable image whose new blocks at
+ * worst read as leaked to fsck (fsck --repair frees them). */
+int sfs_grow(struct media *m, uint64_t nblocks);
+
+/* The file system's size in blocks and the most sfs_grow can reach.
+ * Returns 0 or -errno (-EUCLEAN: no valid superblock). */
+int sfs_grow_limit(struct media *m, uint64_t *nblocks, uint64_t *max);
+
+/* Opens the image again for sfs_repair (which mounts and checks it in
+ * turn, each time on a fresh handle). Returns 0 or -errno. */
+typedef int (*sfs_media_open_fn)(void *arg, struct media **out);
+
+struct sfs_repair_result {
+    struct sfs_fsck_result check; /* the first check, before any repair */
+    uint64_t fixed;               /* repairs made (one line each through fn) */
+    uint64_t unfixable;           /* problems repair does not fix (then nothing is changed) */
+    unsigned rounds;              /* check-and-fix rounds it took */
+};
+
+/* Checks the unmounted image, and when every problem found is of a kind
+ * it fixes (bitmaps against what is referenced, link counts, inodes with
+ * links but no entry -> /lost+found/#INO, unlinked inodes off the orphan
+ * list -> freed, entries naming free inodes -> removed, or the inode
+ * marked in use again when its slot holds it, corrupt inode slots ->
+ * freed, free counts), mounts it and fixes them through the journal,
+ * repeating until the check is clean. Problems are reported through fn
+ * as sfs_fsck does, then each repair as a line "repaired: ...". Returns
+ * 0 when the image ends clean, -EUCLEAN when it holds problems repair
+ * does not fix (res->unfixable; nothing was changed) or did not
+ * converge, or -errno (a mount or I/O failure). */
+int sfs_repair(sfs_media_open_fn open, void *oarg, sfs_problem_fn fn, void *arg,
+               struct sfs_repair_result *res);
+
 #endif

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fcntl.h>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -16,6 +17,7 @@
 extern "C" {
 #include "device/media/media.h"
 #include "device/media/media_fault.h"
+#include "device/storagefs/format.h"
 #include "device/storagefs/storagefs.h"
 }
 
@@ -250,6 +252,135 @@ TEST_F(Cli, ImageInUseIsRefused)
     EXPECT_EQ(Cisc("info " + P("u.img")).status, 0);            // read-only, no lock
     media_close(m);
     EXPECT_EQ(Cisc("fsck " + P("u.img")).status, 0);
+}
+
+// The number after `label` in cisc info's output (a region's first block).
+long InfoBlock(const std::string &info, const std::string &label)
+{
+    size_t at = info.find(label);
+    return at == std::string::npos ? -1 : strtol(info.c_str() + at + label.size(), nullptr, 10);
+}
+
+// Rewrites block blk of the image file with fn applied (a test's damage).
+void EditBlock(const std::string &img, long blk, const std::function<void(uint8_t *)> &fn)
+{
+    int fd = open(img.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    uint8_t b[4096];
+    ASSERT_EQ(pread(fd, b, sizeof(b), blk * 4096), (ssize_t)sizeof(b));
+    fn(b);
+    ASSERT_EQ(pwrite(fd, b, sizeof(b), blk * 4096), (ssize_t)sizeof(b));
+    close(fd);
+}
+
+// `cisc fsck --repair` on an image damaged at the offsets cisc info gives
+// (a leaked block, a wrong link count): refused while a device holds the
+// image, then repaired; fsck is clean afterwards and the files are intact.
+// Damage it does not fix leaves the image byte for byte as it was.
+TEST_F(Cli, FsckRepairFixesDamageAndRefusesImagesInUse)
+{
+    std::string img = P("r.img"), content(10000, 'k');
+    ASSERT_EQ(Cisc("mkfs --size 32M " + img).status, 0);
+    struct media *m;
+    ASSERT_EQ(media_open_file(img.c_str(), 0, &m), 0);
+    struct sfs *fs;
+    ASSERT_EQ(sfs_mount(m, nullptr, &fs), 0);
+    struct sfs_attr a;
+    ASSERT_EQ(sfs_mknod(fs, nullptr, SFS_ROOT_INO, "keep", S_IFREG | 0644, 0, 0, 0, &a), 0);
+    uint64_t keep = a.ino;
+    ASSERT_EQ(sfs_write(fs, nullptr, keep, 0, content.data(), content.size()),
+              (ssize_t)content.size());
+    ASSERT_EQ(sfs_unmount(fs), 0);
+
+    Outcome info = Cisc("info " + img);
+    long bb = InfoBlock(info.out, "block bitmap "), it = InfoBlock(info.out, "inode table ");
+    ASSERT_GT(bb, 0) << info.out;
+    ASSERT_GT(it, 0) << info.out;
+    long spare = 32 * 256 - 10;   // near the end: never allocated on this image
+    EditBlock(img, bb, [&](uint8_t *b) {
+        sfs_bit_set(b, (uint32_t)spare, true);
+        sfs_block_seal(b, SFS_MAGIC_BBITMAP, (uint64_t)bb);
+    });
+    long iblk = it + (long)(keep / 8);
+    EditBlock(img, iblk, [&](uint8_t *b) {
+        struct sfs_dinode d;
+        ASSERT_EQ(sfs_inode_decode(b + (keep % 8) * 512, keep, (uint64_t)iblk, &d), 0);
+        d.nlink = 3;
+        sfs_inode_encode(&d, b + (keep % 8) * 512);
+    });
+    Outcome f = Cisc("fsck " + img);
+    EXPECT_EQ(f.status, 1) << f.out;
+    EXPECT_NE(f.out.find("link count 3, but 1 directory entries"), std::string::npos) << f.out;
+    EXPECT_NE(f.out.find("are marked used but nothing references them"), std::string::npos);
+
+    std::string damaged = Slurp(img);
+    ASSERT_EQ(media_open_file(img.c_str(), 0, &m), 0);   // a "running device"
+    Outcome busy = Cisc("fsck --repair " + img);
+    EXPECT_EQ(busy.status, 2);
+    ExpectOneLineError(busy, "fsck", "in use by a running device");
+    media_close(m);
+    EXPECT_EQ(Slurp(img), damaged);
+
+    Outcome r = Cisc("fsck --repair " + img);
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("repaired: inode " + std::to_string(keep) + ": link count 3 set to 1"),
+              std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("repaired: blocks " + std::to_string(spare) + "-" +
+                         std::to_string(spare) + " marked free"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("now clean"), std::string::npos) << r.out;
+    Outcome again = Cisc("fsck " + img);
+    EXPECT_EQ(again.status, 0) << again.out;
+    EXPECT_NE(again.out.find("clean, 2 files"), std::string::npos) << again.out;
+
+    ASSERT_EQ(media_open_file(img.c_str(), MEDIA_RDONLY, &m), 0);
+    struct sfs_mount_opts ro = {};
+    ro.read_only = true;
+    ASSERT_EQ(sfs_mount(m, &ro, &fs), 0);
+    std::string back(content.size() + 10, '\0');
+    EXPECT_EQ(sfs_read(fs, keep, 0, &back[0], back.size()), (ssize_t)content.size());
+    back.resize(content.size());
+    EXPECT_EQ(back, content);
+    ASSERT_EQ(sfs_getattr(fs, keep, &a), 0);
+    EXPECT_EQ(a.nlink, 1u);
+    ASSERT_EQ(sfs_unmount(fs), 0);
+
+    EditBlock(img, bb, [](uint8_t *b) { b[3000] ^= 4; });   // checksum now wrong
+    std::string corrupt = Slurp(img);
+    Outcome no = Cisc("fsck --repair " + img);
+    EXPECT_EQ(no.status, 1) << no.out;
+    EXPECT_NE(no.out.find("that --repair does not fix; nothing was changed"), std::string::npos)
+        << no.out;
+    EXPECT_EQ(Slurp(img), corrupt);
+}
+
+// `cisc resize` grows a stopped image in place up to what its block
+// bitmap covers, refuses to shrink, to pass the limit (naming it) and to
+// touch an image in use; fsck is clean after, info shows the new size.
+TEST_F(Cli, ResizeGrowsWithinTheBitmapsReach)
+{
+    std::string img = P("g.img");
+    ASSERT_EQ(Cisc("mkfs --size 64M " + img).status, 0);
+    Outcome shrink = Cisc("resize " + img + " 32M");
+    EXPECT_EQ(shrink.status, 2);
+    ExpectOneLineError(shrink, "resize", "shrinking an image is not supported");
+    Outcome far = Cisc("resize " + img + " 1G");
+    EXPECT_EQ(far.status, 2);
+    ExpectOneLineError(far, "resize", "can grow to at most 133693440 bytes (127.5 MiB)");
+    struct media *m;
+    ASSERT_EQ(media_open_file(img.c_str(), 0, &m), 0);   // a "running device"
+    ExpectOneLineError(Cisc("resize " + img + " 100M"), "resize", "in use by a running device");
+    media_close(m);
+    EXPECT_EQ(Slurp(img).size(), 64u << 20) << "a refused resize changed the file";
+    Outcome g = Cisc("resize " + img + " 100M");
+    EXPECT_EQ(g.status, 0) << g.err;
+    EXPECT_NE(g.out.find("grown from 16384 to 25600 blocks"), std::string::npos) << g.out;
+    Outcome f = Cisc("fsck " + img);
+    EXPECT_EQ(f.status, 0) << f.out;
+    EXPECT_NE(f.out.find("/25600 blocks used"), std::string::npos) << f.out;
+    EXPECT_NE(Cisc("info " + img).out.find("25600 blocks"), std::string::npos);
+    Outcome same = Cisc("resize " + img + " 100M");
+    EXPECT_EQ(same.status, 0);
+    EXPECT_NE(same.out.find("nothing to do"), std::string::npos) << same.out;
 }
 
 }  // namespace
