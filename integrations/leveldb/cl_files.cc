@@ -153,6 +153,7 @@ int64_t WriteFile::Submit(struct cisc_queue *q, size_t len, bool sync)
         return r;
     int f = cisc_vec_fh(&v, fh_);
     int checked = 0;
+    LogCursor before = cur_;   // a failed op wrote nothing: check its records again
     if (log_ && !cur_.lost)
         checked = LogCheckAdd(&v, &cur_, buf_.data(), len, end_, kMaxChecked);
     if (len)
@@ -161,6 +162,8 @@ int64_t WriteFile::Submit(struct cisc_queue *q, size_t len, bool sync)
         cisc_vec_fsync(&v, f, 0);
     int64_t st = checked < 0 ? checked : cisc_vec_submit(&v);
     cisc_vec_free(&v);
+    if (st != 0)
+        cur_ = before;
     if (st == 0) {
         s_->write_ops++;
         s_->sync_ops += sync;

@@ -12,6 +12,10 @@
 #include <leveldb/db.h>
 #include <leveldb/write_batch.h>
 
+extern "C" {
+#include "common/crc32c.h"
+}
+
 namespace e2e {
 namespace {
 
@@ -122,6 +126,49 @@ TEST_F(LevelDbTest, SameAsTheDefaultEnvOnTheMount)
     EXPECT_GE(s.verified_records, (uint64_t)kKeys);   // each put's log record checked
     EXPECT_GE(s.queues, 2u);                          // this thread and the compaction thread
     EXPECT_EQ(cisc::LevelDbEnvStatsOf(leveldb::Env::Default()).write_ops, 0u);
+}
+
+// A log record in LevelDB's format (db/log_format.h): masked CRC-32C of
+// type and payload, length, type, payload; bit `flip` of the payload
+// inverted after the checksum was taken (-1: none).
+std::string LogRecord(const std::string &payload, int flip)
+{
+    std::string tp = "\x01" + payload;   // kFullType
+    uint32_t crc = crc32c(0, tp.data(), tp.size());
+    uint32_t m = ((crc >> 15) | (crc << 17)) + 0xa282ead8u;
+    std::string r = { (char)m, (char)(m >> 8), (char)(m >> 16), (char)(m >> 24),
+                      (char)payload.size(), (char)(payload.size() >> 8) };
+    r += tp;
+    if (flip >= 0)
+        r[7 + flip / 8] ^= (char)(1 << (flip % 8));
+    return r;
+}
+
+// The device checks each log record against its checksum in the op that
+// writes it: a damaged record is refused as corruption and not written; a
+// table file (not in log format) is written as given.
+TEST_F(LevelDbTest, DeviceRefusesADamagedLogRecord)
+{
+    ASSERT_EQ(mkdir(P("t").c_str(), 0755), 0);
+    leveldb::WritableFile *f;
+    ASSERT_TRUE(env->NewWritableFile(P("t/000007.log"), &f).ok());
+    std::string good = LogRecord("a record LevelDB wrote", -1);
+    uint64_t checked = cisc::LevelDbEnvStatsOf(env.get()).verified_records;
+    ASSERT_TRUE(f->Append(good).ok());
+    ASSERT_TRUE(f->Flush().ok());
+    EXPECT_EQ(cisc::LevelDbEnvStatsOf(env.get()).verified_records, checked + 1);
+    ASSERT_TRUE(f->Append(LogRecord("a record damaged on the way", 13)).ok());
+    leveldb::Status st = f->Sync();
+    EXPECT_TRUE(st.IsCorruption()) << st.ToString();
+    delete f;   // its close retries the damaged bytes and fails again
+    EXPECT_EQ(ReadFile(P("t/000007.log")), good);
+    ASSERT_TRUE(env->NewWritableFile(P("t/000008.ldb"), &f).ok());
+    std::string bad = LogRecord("not a log", 3);
+    ASSERT_TRUE(f->Append(bad).ok());
+    EXPECT_TRUE(f->Sync().ok());
+    EXPECT_TRUE(f->Close().ok());
+    delete f;
+    EXPECT_EQ(ReadFile(P("t/000008.ldb")), bad);
 }
 
 // Both doors see the same files: each Env opens what the other wrote.
