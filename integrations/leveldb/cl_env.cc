@@ -189,7 +189,8 @@ LevelDbEnvStats LevelDbEnvStatsOf(leveldb::Env *env)
     if (!e)
         return {};
     const ldb::Session &s = e->session();
-    return { s.write_ops.load(), s.sync_ops.load(), s.verified_records.load(), s.queues.load() };
+    return { s.write_ops.load(), s.sync_ops.load(), s.verified_records.load(), s.queues.load(),
+             s.syncs_answered.load() };
 }
 
 }  // namespace cisc

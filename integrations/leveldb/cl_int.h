@@ -36,6 +36,7 @@ public:
     struct cisc_session *raw() const { return s_; }
 
     std::atomic<uint64_t> write_ops{0}, sync_ops{0}, verified_records{0}, queues{0};
+    std::atomic<uint64_t> syncs_answered{0};
 
 private:
     Session() = default;

@@ -171,6 +171,32 @@ TEST_F(LevelDbTest, DeviceRefusesADamagedLogRecord)
     EXPECT_EQ(ReadFile(P("t/000008.ldb")), bad);
 }
 
+// Synced puts: from the third on, the record's write carries the FSYNC
+// and the DB's Sync is answered without a second op.
+TEST_F(LevelDbTest, SyncedPutIsOneFusedOp)
+{
+    leveldb::DB *db = Open(env.get(), P("synced"));
+    ASSERT_NE(db, nullptr);
+    cisc::LevelDbEnvStats a = cisc::LevelDbEnvStatsOf(env.get());
+    leveldb::WriteOptions wo;
+    wo.sync = true;
+    for (int i = 0; i < 300; i++) {
+        ASSERT_TRUE(db->Put(wo, Key(i), Value(i, 0)).ok());
+    }
+    cisc::LevelDbEnvStats b = cisc::LevelDbEnvStatsOf(env.get());
+    EXPECT_GE(b.syncs_answered - a.syncs_answered, 298u);
+    // One op per put; two for the first two, and for a record split where
+    // it crosses a 32 KiB log block (about one in 90 here).
+    EXPECT_LE(b.write_ops - a.write_ops, 310u);
+    EXPECT_GE(b.sync_ops - a.sync_ops, 300u);
+    delete db;
+    db = Open(leveldb::Env::Default(), P("synced"));
+    ASSERT_NE(db, nullptr);
+    std::string d = Dump(db);
+    EXPECT_EQ(std::count(d.begin(), d.end(), '\n'), 300);
+    delete db;
+}
+
 // Both doors see the same files: each Env opens what the other wrote.
 TEST_F(LevelDbTest, EachEnvOpensTheOthersDatabase)
 {
