@@ -34,7 +34,11 @@
 //     Status::Corruption, and nothing of that op is written. LevelDB's
 //     format puts a masked CRC before the payload, so the device cannot
 //     produce it; the host still computes it and the device checks it.
-//  5. The Env's files see the same bytes as the FUSE mount at all times
+//  5. A table file LevelDB opens for random reads is read whole into memory
+//     at open (tables never change once written), up to 256 MiB of them per
+//     Env, the rest read with one pread per block: the default Env mmaps
+//     tables, and a round trip per block read would lose to the page cache.
+//  6. The Env's files see the same bytes as the FUSE mount at all times
 //     (both doors reach the same engine): the database may be opened by the
 //     default Env on the mount afterwards, and the other way round.
 #pragma once

@@ -13,7 +13,8 @@ namespace {
 
 constexpr size_t kWriteBuf = 64 << 10;   // appends gathered before a write
 constexpr size_t kChunk = 1 << 20;       // most bytes one command moves (fits the arena)
-constexpr unsigned kMaxChecked = 30;     // records checked per op: 2 steps each of 64
+constexpr unsigned kMaxChecked = 30;
+constexpr uint64_t kHeldMax = 256ull << 20;   // table bytes held in memory per Env     // records checked per op: 2 steps each of 64
 
 // Opens dpath through the calling thread's queue.
 int OpenHandle(Session &s, const std::string &dpath, int flags, uint64_t *fh)
@@ -102,6 +103,51 @@ private:
     std::string name_;
     uint64_t fh_;
 };
+
+// A table file read whole into memory when it is opened (LevelDB opens
+// RandomAccessFiles only on tables, which never change once written): its
+// reads then cost no round trip, as the default Env's mmap of the file
+// costs no system call. The Session caps the bytes held this way.
+class MemFile : public leveldb::RandomAccessFile {
+public:
+    MemFile(std::shared_ptr<Session> s, std::string data) : s_(std::move(s)), data_(std::move(data)) {}
+    ~MemFile() override { s_->held_bytes -= data_.size(); }
+
+    leveldb::Status Read(uint64_t off, size_t n, leveldb::Slice *result,
+                         char *scratch) const override
+    {
+        size_t at = (size_t)std::min<uint64_t>(off, data_.size());
+        *result = leveldb::Slice(data_.data() + at, std::min(n, data_.size() - at));
+        return leveldb::Status::OK();
+    }
+
+private:
+    std::shared_ptr<Session> s_;
+    std::string data_;
+};
+
+// Reads the whole file fh into *out if the Session's budget has room for
+// its size. Returns 1 when it did, 0 when over budget, or -errno.
+int LoadWhole(Session &s, uint64_t fh, std::string *out)
+{
+    struct cisc_queue *q;
+    struct stat st;
+    int r = s.Queue(&q);
+    if (r || (r = cisc_fstat(q, fh, &st)))
+        return r;
+    uint64_t size = (uint64_t)st.st_size;
+    if (s.held_bytes.fetch_add(size) + size > kHeldMax) {
+        s.held_bytes -= size;
+        return 0;
+    }
+    out->resize((size_t)size);
+    ssize_t k = ReadAt(s, fh, &(*out)[0], (size_t)size, 0);
+    if (k < 0 || (uint64_t)k != size) {
+        s.held_bytes -= size;
+        return k < 0 ? (int)k : -EIO;   // a table shorter than its size: changing under us
+    }
+    return 1;
+}
 
 class WriteFile : public leveldb::WritableFile {
 public:
@@ -245,7 +291,16 @@ leveldb::Status NewCiscRandom(const std::shared_ptr<Session> &s, const std::stri
     int r = OpenHandle(*s, dpath, O_RDONLY, &fh);
     if (r)
         return Err(fname, r);
-    *out = new RandFile(s, fname, fh);
+    std::string data;
+    r = LoadWhole(*s, fh, &data);
+    if (r == 0) {
+        *out = new RandFile(s, fname, fh);
+        return leveldb::Status::OK();
+    }
+    CloseHandle(*s, fh);
+    if (r < 0)
+        return Err(fname, r);
+    *out = new MemFile(s, std::move(data));
     return leveldb::Status::OK();
 }
 

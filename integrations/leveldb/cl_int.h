@@ -37,6 +37,7 @@ public:
 
     std::atomic<uint64_t> write_ops{0}, sync_ops{0}, verified_records{0}, queues{0};
     std::atomic<uint64_t> syncs_answered{0};
+    std::atomic<uint64_t> held_bytes{0};   // table files held in memory (cl_files.cc)
 
 private:
     Session() = default;
