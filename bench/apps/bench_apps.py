@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/apps/bench_apps.py - `make bench-apps`: LevelDB (cisc-ldb-bench:
-fillseq, fillrandom, overwrite, readrandom, with sync=0 and sync=1) run
-four ways on one device:
+fillseq, fillrandom, overwrite, readrandom, then YCSB's load and workloads
+A-F, with sync=0 and sync=1) run four ways on one device:
 
   tmpfs   LevelDB's default Env on /dev/shm (no device: the ceiling)
   fuse    the default Env on the FUSE mount (the kernel, then the device)
@@ -25,7 +25,8 @@ import subprocess
 import tempfile
 
 WAYS = ["tmpfs", "fuse", "exec", "native"]
-BENCHES = ["fillseq", "fillrandom", "overwrite", "readrandom"]
+BENCHES = ["fillseq", "fillrandom", "overwrite", "readrandom", "ycsbload",
+           "ycsba", "ycsbb", "ycsbc", "ycsbd", "ycsbe", "ycsbf"]
 
 
 def sh(cmd, check=True):
@@ -37,7 +38,7 @@ def run_one(a, mnt, shm, way, sync, num):
     base = shm if way == "tmpfs" else mnt
     d = os.path.join(base, "ldb-" + way)
     os.makedirs(d, exist_ok=True)
-    cmd = [a.bench, "--num", str(num), "--sync", str(sync), d]
+    cmd = [a.bench, "--num", str(num), "--sync", str(sync), "--benchmarks", ",".join(BENCHES), d]
     if way == "native":
         cmd[1:1] = ["--env", "cisc", "--mount", mnt]
     if way == "exec":
@@ -58,14 +59,14 @@ def plot(rows, path):
     except ImportError:
         print("no matplotlib: no plot")
         return
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(16, 4.5))
     for ax, sync in zip(axes, (0, 1)):
         sub = [r for r in rows if r["sync"] == sync]
         w = 0.2
         for i, way in enumerate(WAYS):
             ax.bar([j + i * w for j in range(len(sub))], [r[way] for r in sub], w, label=way)
         ax.set_xticks([j + 1.5 * w for j in range(len(sub))])
-        ax.set_xticklabels([r["bench"] for r in sub])
+        ax.set_xticklabels([r["bench"] for r in sub], rotation=45, fontsize=8)
         ax.set_yscale("log")
         ax.set_ylabel("ops/s (median)")
         ax.set_title(f"LevelDB, sync={sync}")
