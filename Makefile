@@ -17,7 +17,7 @@ CISC := $(BUILD)/cmd/cisc
 # The distribution's python3 (python3-matplotlib) for benchmarks that plot.
 PYTHON_PLOT ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
-.PHONY: all deps build build-asan install uninstall test test-release test-asan run bench bench-bpf bench-exec bench-preload \
+.PHONY: all deps build build-asan install uninstall test test-release test-asan run bench bench-bpf bench-exec bench-preload bench-apps \
 	bench-sfs bench-qp bench-fs bench-cisc bench-offload bench-recovery bench-sched bench-flash clean FORCE
 
 all: build
@@ -97,6 +97,12 @@ bench-exec: build
 # threads. CSV and PNG in bench/out/.
 bench-preload: build
 	@$(PYTHON_PLOT) bench/preload/bench_preload.py --cisc $(CISC) --bench $(BUILD)/bench/preload/cisc-bench-preload $(BENCH_PRELOAD_ARGS)
+
+# LevelDB (cisc-ldb-bench) on tmpfs, the FUSE mount, under `cisc exec` and
+# with the libcisc Env: CSV and PNG in bench/out (apps.*). Needs LevelDB.
+bench-apps: build
+	@test -x $(BUILD)/bench/apps/cisc-ldb-bench || { echo "bench-apps: LevelDB not installed (make deps)"; exit 1; }
+	@$(PYTHON_PLOT) bench/apps/bench_apps.py --cisc $(CISC) --bench $(BUILD)/bench/apps/cisc-ldb-bench $(BENCH_APPS_ARGS)
 
 # StorageFS through its C API on a sparse image file: a create+stat+unlink
 # storm, then 1 MiB sequential writes and reads.

@@ -10,6 +10,7 @@ PKGS=(
     libbpf-dev bpftool libelf-dev zlib1g-dev          # eBPF object parsing
     libxxhash-dev libzstd-dev libsodium-dev           # compute steps
     libgtest-dev                                      # unit tests
+    libleveldb-dev libsnappy-dev                      # LevelDB on the device (integrations/leveldb)
     attr git acl                                      # end-to-end tests (xattr tools, git inside the mount)
     fio python3 python3-matplotlib                    # benchmarks and plots
 )
