@@ -69,36 +69,35 @@ static struct flash *route(struct media_flash *f, uint64_t b, uint64_t *local)
     return f->model[s % f->nmem];
 }
 
-static int fm_read(struct media *m, uint64_t blk, uint32_t n, void *buf)
+/* Times each of the n pages from blk with page_io (flash_read or
+ * flash_write) on the flash that holds it, once the lower medium did the
+ * I/O (r: its result, returned). */
+static int fm_pages(struct media_flash *f, uint64_t blk, uint32_t n, int r,
+                    struct flash_io (*page_io)(struct flash *, uint64_t, uint64_t))
 {
-    struct media_flash *f = to_flash(m);
-    __atomic_add_fetch(&f->ops, 1, __ATOMIC_RELAXED);
-    int r = media_read(f->lower, blk, n, buf);
     if (r)
         return r;
     uint64_t now = f->clock(f->clock_ctx);
     for (uint32_t i = 0; i < n; i++) {
         uint64_t l;
         struct flash *fl = route(f, blk + i, &l);
-        note(flash_read(fl, l, now));
+        note(page_io(fl, l, now));
     }
     return 0;
+}
+
+static int fm_read(struct media *m, uint64_t blk, uint32_t n, void *buf)
+{
+    struct media_flash *f = to_flash(m);
+    __atomic_add_fetch(&f->ops, 1, __ATOMIC_RELAXED);
+    return fm_pages(f, blk, n, media_read(f->lower, blk, n, buf), flash_read);
 }
 
 static int fm_write(struct media *m, uint64_t blk, uint32_t n, const void *buf)
 {
     struct media_flash *f = to_flash(m);
     __atomic_add_fetch(&f->ops, 1, __ATOMIC_RELAXED);
-    int r = media_write(f->lower, blk, n, buf);
-    if (r)
-        return r;
-    uint64_t now = f->clock(f->clock_ctx);
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t l;
-        struct flash *fl = route(f, blk + i, &l);
-        note(flash_write(fl, l, now));
-    }
-    return 0;
+    return fm_pages(f, blk, n, media_write(f->lower, blk, n, buf), flash_write);
 }
 
 static int fm_flush(struct media *m)

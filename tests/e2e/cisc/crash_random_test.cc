@@ -12,6 +12,7 @@
 // fsck is clean at the end. CISC_E2E_CRASH_ROUNDS sets the rounds (the
 // long variant: scripts/crash-random.sh).
 #include "tests/e2e/libcisc/cisc_fixture.h"
+#include "tests/e2e/cisc/reaper.h"
 
 #include <cisc/progs.h>
 
@@ -194,26 +195,6 @@ void Build(struct cisc_vec *v, const Op &op, uint32_t prog, uint32_t key)
     _exit(0);
 }
 
-bool ReaperOf(const std::string &img)
-{
-    DIR *d = opendir("/proc");
-    struct dirent *de;
-    bool found = false;
-    while (d && !found && (de = readdir(d))) {
-        if (de->d_name[0] < '0' || de->d_name[0] > '9')
-            continue;
-        std::string p = std::string("/proc/") + de->d_name;
-        if (ReadFile(p + "/comm") != "cisc-reaper\n")
-            continue;
-        std::string cmd = ReadFile(p + "/cmdline");
-        std::replace(cmd.begin(), cmd.end(), '\0', ' ');
-        found = cmd.find(" " + img + " ") != std::string::npos;
-    }
-    if (d)
-        closedir(d);
-    return found;
-}
-
 template <typename Fn>
 bool Soon(Fn cond, int ms = 20000)
 {
@@ -248,7 +229,7 @@ protected:
         if (!Soon([&] { return !IsCiscMount(mnt); }, 2000))
             Sh("umount -l " + mnt);
         ASSERT_TRUE(Soon([&] { return !IsCiscMount(mnt); }));
-        ASSERT_TRUE(Soon([&] { return !ReaperOf(img); })) << "reaper lingers";
+        ASSERT_TRUE(Soon([&] { return !ReaperRuns(img); })) << "reaper lingers";
     }
 
     // Starts the device with crash point spec; false when it died while

@@ -6,6 +6,7 @@
 // semantics (§4.4.3); the mode chosen at start-up, shown by status, and
 // asked for per op.
 #include "tests/e2e/libcisc/cisc_fixture.h"
+#include "tests/e2e/cisc/reaper.h"
 
 extern "C" {
 #include "common/crc32c.h"
@@ -59,31 +60,6 @@ std::string VectorFile(unsigned writes)
 }
 
 enum class Op { AppendCrcWrite, TenWrites };
-
-// Whether a reaper of a device on image img still runs (a forked copy of
-// `cisc up ... img ...` named cisc-reaper). Once its device is gone it
-// detaches the mount it watched if that mount's device number is still
-// the one it saw; a new mount on the same point may have got that number
-// again, so the next `cisc up` waits for it.
-bool ReaperRuns(const std::string &img)
-{
-    DIR *d = opendir("/proc");
-    struct dirent *de;
-    bool found = false;
-    while (d && !found && (de = readdir(d))) {
-        if (de->d_name[0] < '0' || de->d_name[0] > '9')
-            continue;
-        std::string p = std::string("/proc/") + de->d_name;
-        if (ReadFile(p + "/comm") != "cisc-reaper\n")
-            continue;
-        std::string cmd = ReadFile(p + "/cmdline");
-        std::replace(cmd.begin(), cmd.end(), '\0', ' ');
-        found = cmd.find(" " + img + " ") != std::string::npos;
-    }
-    if (d)
-        closedir(d);
-    return found;
-}
 
 class MicroTx : public CiscTest {
 protected:
