@@ -291,6 +291,7 @@ static int explore_exact(struct venv *env, struct vm_verify_result *res)
         res->error_pc = first_pc;
         err = -EACCES;
     }
+    res->exact_insns = res->insns_processed;
     res->insns_processed += processed;
     res->states += states;
     return err;

@@ -34,6 +34,8 @@ struct vm_verify_opts {
 struct vm_verify_result {
     uint64_t insns_processed;
     uint64_t states;           /* states stored for pruning */
+    uint64_t exact_insns;      /* of insns_processed, those of the second, no-join
+                                  exploration (0 if it did not run) */
     uint64_t elapsed_ns;
     uint32_t error_pc;         /* valid on rejection */
     /* On rejection: "prog.c:14: R3 points to input buffer, offset 4096

@@ -250,7 +250,7 @@ static int alu_mov(struct venv *env, const struct vm_insn *insn)
         vm_dist_copy(d, &s);
     if (insn->off == 0 && s.id && !(s.sflags & VS_SHL32)) {   /* w-move: the low half */
         d->id = s.id;
-        d->sflags = VS_ZEXT;
+        d->sflags = s.sflags == VS_LOW8 ? VS_LOW8 : VS_ZEXT;   /* a low byte fits */
         d->off = s.off;
     }
     return 0;
@@ -281,12 +281,15 @@ static int alu_unary(struct venv *env, const struct vm_insn *insn)
 }
 
 /* After an ALU operation on a linked scalar: `x <<= 32` then `x >>= 32`
- * keeps the link as a zero-extension; anything else breaks it. */
+ * keeps the link as a zero-extension, `x &= 0xff` (64- or 32-bit) as the
+ * low byte; anything else breaks it. */
 static void relink(struct vreg *d, const struct vm_insn *insn)
 {
     bool k64 = VM_CLS(insn->code) == VM_CLS_ALU64 && VM_SRC(insn->code) == VM_K;
     bool k32 = k64 && insn->imm == 32;
     unsigned op = VM_OP(insn->code);
+    bool low8 = VM_SRC(insn->code) == VM_K && op == VM_AND && insn->imm == 0xff && d->id &&
+                (d->sflags == 0 || d->sflags == VS_ZEXT || d->sflags == VS_LOW8);
     int64_t delta = op == VM_ADD ? (int64_t)d->off + insn->imm : (int64_t)d->off - insn->imm;
     if (k64 && (op == VM_ADD || op == VM_SUB) && d->id && d->sflags == 0 &&
         delta >= INT32_MIN && delta <= INT32_MAX) {
@@ -295,6 +298,8 @@ static void relink(struct vreg *d, const struct vm_insn *insn)
         d->sflags = VS_SHL32;
     } else if (k32 && VM_OP(insn->code) == VM_RSH && d->id && d->sflags == VS_SHL32) {
         d->sflags = VS_ZEXT;
+    } else if (low8) {   /* zext32(b + off) & 0xff is (b + off) & 0xff too */
+        d->sflags = VS_LOW8;
     } else {
         d->id = 0;
         d->sflags = 0;

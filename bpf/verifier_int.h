@@ -32,10 +32,11 @@
  *   4. Registers and spilled slots of type VT_IN/VT_OUT with equal id have
  *      the same variable part v; `range` is shared by all of them.
  *   5. Scalars with equal non-zero id are linked to one unknown base b:
- *      each holds b + off (sflags 0), zext32(b + off) (VS_ZEXT) or
+ *      each holds b + off (sflags 0), zext32(b + off) (VS_ZEXT),
  *      (b + off) << 32 (VS_SHL32, the first half of clang's zero-extension
- *      idiom), off being the scalar's `off` field; refining one refines
- *      the others (verifier_jmp.c).
+ *      idiom) or (b + off) & 0xff (VS_LOW8, clang's `(__u8)(c - 'a') <= 25`
+ *      for `c >= 'a' && c <= 'z'`), off being the scalar's `off` field;
+ *      refining one refines the others (verifier_jmp.c).
  *   6. A scalar with bit k of dist set (k = vm_buf_index(T): 0 for the
  *      input, 1 for the output) is at most the distance from the buffer
  *      pointers of type T with id did[k] to their end, less doff[k]:
@@ -73,6 +74,7 @@
 #define VS_SHL32 2
 #define VS_WILD 4                     /* pointer with an unbounded offset */
 #define VS_LZEXT 8                    /* pointer: v = zext32(b + loff) (invariant 7) */
+#define VS_LOW8 16                    /* scalar link kind: (b + off) & 0xff (invariant 5) */
 
 enum vtype {
     VT_NONE = 0,   /* not initialised */

@@ -218,6 +218,19 @@ static int pointer_eq(struct venv *env, const struct vreg *a, const struct vreg 
     return err;
 }
 
+/* `p == 0` / `p != 0` (a function's pointer-or-NULL result tested): both
+ * sides go on with the state as it is. Nothing is learnt, and the side a
+ * valid pointer never takes is checked all the same, so this is sound
+ * whatever the pointer's value; the scalar 0 of a NULL path decides its
+ * own comparison in scalar_cond. */
+static int null_test(struct venv *env, uint32_t target)
+{
+    int err = push_side(env, target);
+    if (!err)
+        go(env, env->pc + 1);
+    return err;
+}
+
 static int pointer_cond(struct venv *env, const struct vm_insn *insn, uint32_t target)
 {
     unsigned op = VM_OP(insn->code), dst = vm_dst(insn), src = vm_src(insn);
@@ -230,12 +243,13 @@ static int pointer_cond(struct venv *env, const struct vm_insn *insn, uint32_t t
     unsigned p = vm_is_ptr(a) ? dst : src;
     const struct vreg *other = vm_is_ptr(a) ? b : a;
     bool null = other->type == VT_SCALAR && vs_is_const(&other->v) && other->v.t.value == 0;
+    if (null && (op == VM_JEQ || op == VM_JNE) && VM_CLS(insn->code) == VM_CLS_JMP)
+        return null_test(env, target);
     if (!vm_is_ptr(a) || !vm_is_ptr(b))
         return vm_verr(env, bit(p) | (x ? bit(src) | bit(dst) : 0), "R%u (pointer to %s) is "
                        "compared with a scalar: pointers may only be compared with pointers "
-                       "into the same region%s", p, vm_vtype_desc(vm_reg(env, p)->type),
-                       null ? " (a NULL test: a function that returns a pointer or NULL is "
-                              "not supported; return an offset, or -1 for none)" : "");
+                       "into the same region, or tested against 0 in 64 bits (`p == 0`)",
+                       p, vm_vtype_desc(vm_reg(env, p)->type));
     if (VM_CLS(insn->code) == VM_CLS_JMP32)
         return vm_verr(env, bit(dst) | bit(src), "32-bit comparison of pointers is not "
                        "allowed");
@@ -276,9 +290,46 @@ static void narrow(struct vm_scalar *x, struct vm_scalar fact)
         *x = y;
 }
 
+static int64_t floor256(int64_t v)
+{
+    return v >= 0 ? v / 256 : -((-v + 255) / 256);
+}
+
+/* m = (b + m.off) & 0xff was refined, x = b + x.off: y = x + (m.off -
+ * x.off) is congruent to m modulo 256, so within each 256-aligned window
+ * that y's range spans, y lies in [window + m.umin, window + m.umax]. */
+static void refine_from_low8(struct vreg *x, const struct vreg *m)
+{
+    const int64_t lim = (int64_t)1 << 40;   /* no wrap-around below */
+    if (x->v.smin <= -lim || x->v.smax >= lim || m->v.umax > 0xff)
+        return;
+    int64_t delta = (int64_t)m->off - x->off;
+    int64_t ylo = x->v.smin + delta, yhi = x->v.smax + delta, lo = INT64_MAX, hi = INT64_MIN;
+    if (yhi - ylo > 4096)
+        return;   /* too many windows to be worth it */
+    for (int64_t w = floor256(ylo) * 256; w <= yhi; w += 256) {
+        int64_t a = w + (int64_t)m->v.umin, b = w + (int64_t)m->v.umax;
+        a = a < ylo ? ylo : a;
+        b = b > yhi ? yhi : b;
+        if (a <= b) {
+            lo = a < lo ? a : lo;
+            hi = b > hi ? b : hi;
+        }
+    }
+    if (lo <= hi)
+        narrow(&x->v, vs_srange(lo - delta, hi - delta));
+}
+
 /* What refining m tells about x, another member of m's link group. */
 static void refine_linked(struct vreg *x, const struct vreg *m)
 {
+    if (m->sflags == VS_LOW8) {
+        if (x->sflags == 0)
+            refine_from_low8(x, m);
+        else if (x->sflags == VS_LOW8 && x->off == m->off)
+            narrow(&x->v, m->v);
+        return;
+    }
     if (m->sflags == 0 && (x->sflags == 0 || x->sflags == VS_ZEXT)) {
         struct vm_scalar b = m->v, d = vs_const((uint64_t)((int64_t)x->off - m->off));
         vs_alu(&b, &d, VM_ADD, true, false);   /* b + x's delta */

@@ -510,10 +510,40 @@ const Case kCases[] = {
      {LOAD_OUT(), ALU64_IMM(VM_ADD, 4, 1), JMP_REG(VM_JEQ, 4, 5, 1), ST(VM_B, 4, 0, 1), RET0()},
      -EACCES, "is outside the checked range", {}},
 
+    // `(__u8)(c - 'a') <= 25` (clang's `c >= 'a' && c <= 'z'`) bounds c to
+    // [97, 122]: c - 97 indexes a 32-byte stack table (26 would not fit 40)
+#define LOW8_TABLE(limit, AND)                                                             \
+    ST(VM_DW, 10, -8, 0), ST(VM_DW, 10, -16, 0), ST(VM_DW, 10, -24, 0), ST(VM_DW, 10, -32, 0), \
+        LDX(VM_DW, 4, 1, CTX_ARG0), ALU64_IMM(VM_AND, 4, 255), MOV64_REG(5, 4),                \
+        ALU64_IMM(VM_ADD, 5, -97), AND(VM_AND, 5, 255), JMP_IMM(VM_JGT, 5, limit, 6),          \
+        ALU64_IMM(VM_SUB, 4, 97), MOV64_REG(2, 10), ALU64_IMM(VM_ADD, 2, -32),                 \
+        ALU64_REG(VM_ADD, 2, 4), LDX(VM_B, 0, 2, 0), EXIT(), RET0()
+    {"low_byte_of_a_difference_bounds_it", {LOW8_TABLE(25, ALU64_IMM)}, 0, nullptr, {}},
+    {"low_byte_of_a_difference_too_large", {LOW8_TABLE(40, ALU64_IMM)}, -EACCES,
+     "outside the frame", {}},
+    {"low_byte_of_a_difference_32_bit_mask", {LOW8_TABLE(25, ALU32_IMM)}, 0, nullptr, {}},
+    {"low_byte_of_a_difference_32_bit_too_large", {LOW8_TABLE(40, ALU32_IMM)}, -EACCES,
+     "outside the frame", {}},
+    {"low_byte_wraps_past_256",   // (c + 200) & 0xff <= 10: c in [56, 66]
+     {ST(VM_DW, 10, -8, 0), ST(VM_DW, 10, -16, 0), LDX(VM_DW, 4, 1, CTX_ARG0),
+      ALU64_IMM(VM_AND, 4, 255), MOV64_REG(5, 4), ALU64_IMM(VM_ADD, 5, 200),
+      ALU64_IMM(VM_AND, 5, 255), JMP_IMM(VM_JGT, 5, 10, 6), ALU64_IMM(VM_SUB, 4, 56),
+      MOV64_REG(2, 10), ALU64_IMM(VM_ADD, 2, -16), ALU64_REG(VM_ADD, 2, 4),
+      LDX(VM_B, 0, 2, 0), EXIT(), RET0()},
+     0, nullptr, {}},
+
     // --- messages that say what to write instead ------------------------------------
-    {"hint_null_test",
-     {LOAD_IN(), JMP_IMM(VM_JEQ, 2, 0, 0), RET0()}, -EACCES,
-     "a NULL test: a function that returns a pointer or NULL is not supported", {}},
+    // a pointer-or-NULL result tested against 0: both sides go on, unrefined
+    {"null_test_of_a_pointer",
+     {LOAD_IN(), JMP_IMM(VM_JEQ, 2, 0, 0), RET0()}, 0, nullptr, {}},
+    {"null_test_of_a_pointer_checks_both_sides",
+     {LOAD_IN(), JMP_IMM(VM_JNE, 2, 0, 1), LDX(VM_B, 0, 2, 0), RET0()}, -EACCES,
+     "is outside the checked range", {}},
+    {"null_test_of_a_pointer_checks_the_taken_side",
+     {LOAD_IN(), JMP_IMM(VM_JEQ, 2, 0, 2), RET0(), LDX(VM_B, 0, 2, 0), EXIT()}, -EACCES,
+     "is outside the checked range", {}},
+    {"null_test_32_bit_refused",
+     {LOAD_IN(), JMP32_IMM(VM_JEQ, 2, 0, 0), RET0()}, -EACCES, "compared with a scalar", {}},
     {"hint_pointer_table",
      {LDX(VM_DW, 2, 1, CTX_ARG0), LDX(VM_B, 0, 2, 0), EXIT()}, -EACCES,
      "use an array of fixed-size strings, `const char t[N][LEN]`", {}},
@@ -535,7 +565,9 @@ const Case kCases[] = {
      {MOV64_REG(0, 2), EXIT()}, -EACCES, "R2 is read before it is initialised", {}},
     {"uninit_r0_at_exit", {EXIT()}, -EACCES, "R0 is not initialised at exit", {}},
     {"pointer_compared_with_scalar",
-     {LOAD_IN(), JMP_IMM(VM_JEQ, 2, 0, 0), RET0()}, -EACCES, "compared with a scalar", {}},
+     {LOAD_IN(), JMP_IMM(VM_JEQ, 2, 5, 0), RET0()}, -EACCES, "compared with a scalar", {}},
+    {"pointer_ordered_against_null",
+     {LOAD_IN(), JMP_IMM(VM_JGT, 2, 0, 0), RET0()}, -EACCES, "compared with a scalar", {}},
     {"pointer_compared_with_other_region",
      {LOAD_IN(), LOAD_OUT(), JMP_REG(VM_JGT, 2, 5, 0), RET0()}, -EACCES,
      "comparing a pointer to input buffer with a pointer to the end of the output buffer", {}},
