@@ -9,7 +9,8 @@
  * instructions it processed and the states it stored. The issue's target
  * is <= 10 ms per corpus program. A second table does the same for the
  * precision corpus (tests/bpf/precision), every program at -O1, -O2 and
- * -O3, with the ratio of each median to the 10 ms target. Not a test:
+ * -O3, with the ratio of each median to the 10 ms target, which holds
+ * for rejections as well as acceptances. Not a test:
  * nothing asserts a time.
  */
 #include <dirent.h>
@@ -156,7 +157,7 @@ static void free_names(char **names, size_t n)
 
 /* One row of the precision table: program i of kind/file at -O1..-O3. */
 static int precision_row(const char *kind, const char *file, unsigned i, uint64_t worst[3],
-                         unsigned *over)
+                         uint64_t worst_rej[3], unsigned *over)
 {
     struct meas m[3];
     for (int o = 0; o < 3; o++) {
@@ -165,11 +166,12 @@ static int precision_row(const char *kind, const char *file, unsigned i, uint64_
         int rc = measure(path, i, &m[o]);
         if (rc)
             return rc;
-        /* the target is for programs that verify: a rejection may run the
-         * second, exact exploration to its limit */
-        if (!m[o].rc && m[o].median > worst[o])
-            worst[o] = m[o].median;
-        *over += !m[o].rc && m[o].median > 10000000;
+        /* accepted and rejected apart: a rejection may run the second,
+         * no-join exploration to its (smaller) budget */
+        uint64_t *w = m[o].rc ? &worst_rej[o] : &worst[o];
+        if (m[o].median > *w)
+            *w = m[o].median;
+        *over += m[o].median > 10000000;
     }
     printf("%-6s %-22s", kind, m[0].name);
     for (int o = 0; o < 3; o++)
@@ -183,7 +185,7 @@ static int precision_row(const char *kind, const char *file, unsigned i, uint64_
  * and -O3, median verification time and its ratio to the 10 ms target. */
 static int bench_precision(void)
 {
-    uint64_t worst[3] = {0, 0, 0};
+    uint64_t worst[3] = {0, 0, 0}, worst_rej[3] = {0, 0, 0};
     unsigned over = 0, rows = 0;
     int rc = 0;
     printf("verifier: precision corpus (%s), median of %d runs; ratio = median / 10 ms "
@@ -201,14 +203,15 @@ static int bench_precision(void)
             snprintf(path, sizeof(path), "%s/%s", dir, names[f]);
             unsigned np = count_progs(path);
             for (unsigned i = 0; i < np && !rc; i++, rows++)
-                rc = precision_row(kind, names[f], i, worst, &over);
+                rc = precision_row(kind, names[f], i, worst, worst_rej, &over);
         }
         if (!rc)
             free_names(names, n);
     }
     printf("(%u programs; slowest median of the accepted ones -O1 %.3f ms, -O2 %.3f ms, -O3 "
-           "%.3f ms; %u accepted over the 10 ms target)\n\n", rows, worst[0] / 1e6,
-           worst[1] / 1e6, worst[2] / 1e6, over);
+           "%.3f ms;\n of the rejected ones -O1 %.3f ms, -O2 %.3f ms, -O3 %.3f ms; %u "
+           "verdicts over the 10 ms target)\n\n", rows, worst[0] / 1e6, worst[1] / 1e6,
+           worst[2] / 1e6, worst_rej[0] / 1e6, worst_rej[1] / 1e6, worst_rej[2] / 1e6, over);
     return rc;
 }
 
