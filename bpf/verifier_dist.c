@@ -235,8 +235,8 @@ bool vm_dist_covers(const struct vreg *p, const struct vreg *s)
     /* p = base + v + p.off >= base and s <= END - (base + v) - doff with
      * p.off <= doff: p + s <= END */
     int32_t doff;
-    return bound_for(p, s, &doff) && p->off >= 0 && p->v.smin >= 0 && p->off <= doff &&
-           s->v.smin >= 0;
+    return bound_for(p, s, &doff) && p->off >= 0 && p->v.smin + p->off >= 0 &&
+           p->off <= doff && s->v.smin >= 0;
 }
 
 uint32_t vm_dist_range_after_add(const struct vreg *p, const struct vreg *s)

@@ -296,10 +296,14 @@ static int stack_access(struct venv *env, unsigned regno, int16_t off, unsigned 
 
 /* --- buffers, read-only data, helper memory --------------------------------------- */
 
+/* Bytes [base + v + o, + size) with v the variable part: at or after the
+ * buffer's start when v + o >= 0 (v may be negative when the fixed offset
+ * makes up for it: `p + i + 1` with a helper's index i >= -1), and before
+ * its end when [o, o + size) lies in the proved range. */
 static int check_buf(struct venv *env, unsigned regno, const struct vreg *reg, int64_t o,
                      uint64_t size, const char *what)
 {
-    if (reg->v.smin < 0) {
+    if (reg->v.smin + (o > 0 ? o : 0) < 0) {
         char t[96];
         vs_format(&reg->v, t, sizeof(t));
         return vm_verr(env, bit(regno), "R%u points to %s with a variable offset %s that may "

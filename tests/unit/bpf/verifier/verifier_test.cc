@@ -532,6 +532,19 @@ const Case kCases[] = {
       LDX(VM_B, 0, 2, 0), EXIT(), RET0()},
      0, nullptr, {}},
 
+    // p + i + 1 with i >= -1 (a helper's index added before its test): the
+    // fixed offset makes up for the negative variable part
+    {"negative_variable_part_offset_by_the_fixed_one",
+     {LOAD_IN(), LDX(VM_DW, 4, 1, CTX_ARG0), ALU64_IMM(VM_AND, 4, 7), ALU64_IMM(VM_SUB, 4, 1),
+      ALU64_REG(VM_ADD, 2, 4), MOV64_REG(5, 2), ALU64_IMM(VM_ADD, 5, 2),
+      JMP_REG(VM_JGT, 5, 3, 2), LDX(VM_B, 0, 2, 1), EXIT(), RET0()},
+     0, nullptr, {}},
+    {"negative_variable_part_read_before_the_start",
+     {LOAD_IN(), LDX(VM_DW, 4, 1, CTX_ARG0), ALU64_IMM(VM_AND, 4, 7), ALU64_IMM(VM_SUB, 4, 2),
+      ALU64_REG(VM_ADD, 2, 4), MOV64_REG(5, 2), ALU64_IMM(VM_ADD, 5, 2),
+      JMP_REG(VM_JGT, 5, 3, 2), LDX(VM_B, 0, 2, 1), EXIT(), RET0()},
+     -EACCES, "may be negative", {}},
+
     // --- messages that say what to write instead ------------------------------------
     // a pointer-or-NULL result tested against 0: both sides go on, unrefined
     {"null_test_of_a_pointer",
