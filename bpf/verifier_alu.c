@@ -307,6 +307,28 @@ static void relink(struct vreg *d, const struct vm_insn *insn)
     }
 }
 
+/* clang's sign-extension of an int, `x <<= 32; x s>>= 32`, of a value
+ * already in [INT32_MIN, INT32_MAX] changes nothing: both halves leave x
+ * as it is, links and distance to the end included (the shifts would
+ * break them: `out + n` would no longer bound the counter n), when
+ * nothing jumps to the second half (every jump target is a pruning
+ * point). Each half tests the same unchanged x; had the first half
+ * shifted, x would be 0 or out of the int range, and shifting 0 back
+ * changes nothing either. */
+static bool sext_half_noop(const struct venv *env, const struct vm_insn *insn)
+{
+    const uint8_t lsh = VM_CLS_ALU64 | VM_K | VM_LSH, arsh = VM_CLS_ALU64 | VM_K | VM_ARSH;
+    bool first = insn->code == lsh;
+    if ((!first && insn->code != arsh) || insn->imm != 32 ||
+        (first ? env->pc + 1 >= env->n : env->pc == 0))
+        return false;
+    const struct vm_insn *o = &env->insns[first ? env->pc + 1 : env->pc - 1];
+    const struct vreg *d = &env->cur->frames[env->cur->nframes - 1].regs[vm_dst(insn)];
+    return o->code == (first ? arsh : lsh) && o->imm == 32 && vm_dst(o) == vm_dst(insn) &&
+           !(env->info[first ? env->pc + 1 : env->pc].flags & VI_PRUNE) &&
+           d->type == VT_SCALAR && d->v.smin >= INT32_MIN && d->v.smax <= INT32_MAX;
+}
+
 int vm_check_alu(struct venv *env, const struct vm_insn *insn)
 {
     unsigned op = VM_OP(insn->code), dst = vm_dst(insn);
@@ -320,6 +342,8 @@ int vm_check_alu(struct venv *env, const struct vm_insn *insn)
         return err;
     if (op == VM_NEG || op == VM_END)
         return alu_unary(env, insn);
+    if (sext_half_noop(env, insn))
+        return 0;
     struct vreg s = operand(env, insn);
     struct vreg *d = vm_reg(env, dst);
     if (vm_is_ptr(d) || vm_is_ptr(&s))

@@ -545,6 +545,17 @@ const Case kCases[] = {
       JMP_REG(VM_JGT, 5, 3, 2), LDX(VM_B, 0, 2, 1), EXIT(), RET0()},
      -EACCES, "may be negative", {}},
 
+    // `int n`: clang sign-extends with `<<= 32; s>>= 32`; when n fits an
+    // int that is no change, so `out + n` checked still bounds n itself
+#define SEXT_COUNTER(mask)                                                                 \
+    LOAD_OUT(), LDX(VM_DW, 0, 1, CTX_ARG0), ALU64_IMM(VM_AND, 0, mask), MOV64_REG(2, 0),      \
+        ALU64_IMM(VM_LSH, 2, 32), ALU64_IMM(VM_ARSH, 2, 32), MOV64_REG(6, 4),                  \
+        ALU64_REG(VM_ADD, 6, 2), ALU64_IMM(VM_ADD, 6, 1), JMP_REG(VM_JGT, 6, 5, 2),            \
+        ALU64_REG(VM_ADD, 4, 0), ST(VM_B, 4, 0, 7), RET0()
+    {"sign_extended_counter_stays_linked", {SEXT_COUNTER(0xffff)}, 0, nullptr, {}},
+    {"sign_extension_of_a_value_beyond_int", {SEXT_COUNTER(-1)}, -EACCES,
+     "adding an unbounded value", {}},
+
     // --- messages that say what to write instead ------------------------------------
     // a pointer-or-NULL result tested against 0: both sides go on, unrefined
     {"null_test_of_a_pointer",
