@@ -275,8 +275,8 @@ static void env_free(struct venv *env)
  * would run it to the full limit (1,000,000 instructions, 120-1000 ms)
  * and then report the first pass's reason anyway; with this bound a
  * rejection costs about as much as an acceptance. */
-#define VM_EXACT_MIN_INSNS 65536
-#define VM_EXACT_MIN_STATES 16384
+#define VM_EXACT_MIN_INSNS 49152
+#define VM_EXACT_MIN_STATES 12288
 
 static uint64_t exact_budget(uint64_t first, uint64_t floor, uint64_t limit)
 {
