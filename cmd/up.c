@@ -398,7 +398,10 @@ static int run_up(int argc, char **argv)
     int r = upopts_parse_args(argc, argv, &o);
     if (!r)
         r = upopts_members(&o);
-    return r ? r : start(&o);
+    if (!r)
+        r = start(&o);
+    upopts_free(&o);
+    return r;
 }
 
 const struct cisc_cmd cmd_up = {

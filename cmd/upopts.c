@@ -656,7 +656,7 @@ int upopts_members(struct up_opts *o)
         return cmd_fail("up", "with --members IMG1,IMG2,... give only the mount point");
     if (!count && o->image)
         o->mnt = o->image;
-    o->member_paths = calloc(n, sizeof(char *));
+    o->member_paths = calloc(n + 1, sizeof(char *));   /* NULL-terminated */
     if (!o->member_paths)
         return cmd_fail("up", "out of memory");
     for (unsigned i = 0; i < n; i++) {
@@ -672,6 +672,15 @@ int upopts_members(struct up_opts *o)
     if (!count)
         o->image = o->member_paths[0];
     return 0;
+}
+
+void upopts_free(struct up_opts *o)
+{
+    for (unsigned i = 0; o->member_paths && i < MEDIA_ARRAY_MAX && o->member_paths[i]; i++)
+        free(o->member_paths[i]);
+    free(o->member_paths);
+    o->member_paths = NULL;
+    o->nmembers = 0;
 }
 
 /* ---- help --------------------------------------------------------------------------- */

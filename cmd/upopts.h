@@ -70,6 +70,9 @@ int upopts_parse_helper(int argc, char **argv, struct up_opts *o);
  * missing member. */
 int upopts_members(struct up_opts *o);
 
+/* Frees what upopts_members allocated. */
+void upopts_free(struct up_opts *o);
+
 /* Prints `cisc up --help`: the usage, then every option of the table. */
 void upopts_help(FILE *f);
 
