@@ -242,7 +242,8 @@ def plot(out, sc, lat):
         rows = [r for r in sc if pick(r)]
         ax[0].plot([r[1] for r in rows], [r[3] for r in rows], mk,
                    label="dies in one member" if mk == "o-" else "members of 1 die")
-    ax[0].plot([r[1] for r in sc], [r[4] for r in sc], "k:", label="model ideal")
+    ideal = sorted({(r[1], r[4]) for r in sc})
+    ax[0].plot([x for x, _ in ideal], [y for _, y in ideal], "k:", label="model ideal")
     ax[0].set_xlabel("dies")
     ax[0].set_ylabel("random 4 KiB read IOPS (mount)")
     ax[0].set_title("t_read 1 ms, 32 jobs")
