@@ -181,7 +181,8 @@ static struct fusefs_delay *delay_get(struct fusefs *f)
 
 bool fusefs_delay_pending(void)
 {
-    return flash_media_deadline_peek() > now_ns();
+    uint64_t at = flash_media_deadline_peek();
+    return at && at > now_ns();   /* no clock read without a model */
 }
 
 bool fusefs_delay_hold_at(struct fusefs *f, struct fusefs_held *h, uint64_t submit_ns,

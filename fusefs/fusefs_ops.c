@@ -7,8 +7,9 @@
  * back to /dev/fuse at once. The device core that executes the command
  * also sends the reply (freq_done -> r->reply) and frees the freq: one
  * thread switch per request instead of two. Large writes are the exception:
- * their data stays in libfuse's buffer, so the handler waits (eng_call)
- * rather than copy a megabyte.
+ * their data stays in libfuse's buffer, so the handler waits
+ * (fusefs_delay_call) rather than copy a megabyte. Under the flash model a
+ * reply whose media time lies ahead is held (fusefs_delay.c).
  */
 #include "fusefs/fusefs_int.h"
 #include "device/media/flash_media.h"
