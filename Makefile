@@ -149,6 +149,8 @@ bench-flash: build
 	@mkdir -p bench/out
 	$(BUILD)/bench/flash/cisc-bench-flash bench/out
 	@$(PYTHON_PLOT) bench/flash/plot_flash.py bench/out
+	@$(PYTHON_PLOT) bench/flash/bench_flash.py --cisc $(CISC) \
+	    --lib $(BUILD)/bench/flash/cisc-bench-flash-lib --out bench/out $(BENCH_FLASH_ARGS)
 
 FORCE:
 

@@ -15,6 +15,18 @@ static void print_problem(void *arg, const char *msg)
     printf("%s: %s\n", (const char *)arg, msg);
 }
 
+/* A member of an array (media.h "Arrays") holds a share of a file system
+ * that only the whole array makes whole: refused, and named as such. */
+static int refuse_member(const char *image, struct media *m)
+{
+    struct media_array_label l;
+    if (media_array_label_read(m, &l))
+        return 0;
+    media_close(m);
+    return cmd_fail("fsck", "%s is member %u of an array of %u member images: fsck does not "
+                    "check arrays (yet)", image, l.index, l.members);
+}
+
 static int open_image(const char *image, struct media **m)
 {
     int r = media_open_file(image, MEDIA_RDONLY, m);
@@ -22,7 +34,7 @@ static int open_image(const char *image, struct media **m)
         return cmd_fail("fsck", "%s is in use by a running device", image);
     if (r)
         return cmd_fail("fsck", "%s: %s", image, strerror(-r));
-    return 0;
+    return refuse_member(image, *m);
 }
 
 static int report(const char *image, const struct sfs_fsck_result *res)
@@ -79,6 +91,8 @@ static int repair(const char *image)
                         "before repairing", image);
     if (r)
         return cmd_fail("fsck", "%s: %s", image, strerror(-r));
+    if ((r = refuse_member(image, lock)) != 0)
+        return r;
     struct sfs_repair_result res;
     r = sfs_repair(reopen, (void *)image, print_problem, (void *)image, &res);
     media_close(lock);

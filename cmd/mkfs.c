@@ -2,6 +2,8 @@
 #include "cmd/cmd.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/le.h"
+#include "device/media/media.h"
 #include "device/storagefs/format.h"
 #include "device/storagefs/storagefs.h"
 
@@ -18,6 +21,9 @@ struct mkfs_args {
     const char *image;
     uint64_t size, inodes;
     int force;
+    const char *members;          /* --members N or IMG1,IMG2,...; NULL = one image */
+    char *member[MEDIA_ARRAY_MAX];   /* the member paths (parse_members) */
+    unsigned nmembers;
 };
 
 static int parse(int argc, char **argv, struct mkfs_args *a)
@@ -30,6 +36,8 @@ static int parse(int argc, char **argv, struct mkfs_args *a)
         } else if ((!strcmp(s, "--size") || !strcmp(s, "-s")) && i + 1 < argc) {
             if (cmd_parse_size(argv[++i], &a->size) || a->size < 4096)
                 return cmd_fail("mkfs", "invalid size '%s'", argv[i]);
+        } else if (!strcmp(s, "--members") && i + 1 < argc) {
+            a->members = argv[++i];
         } else if (!strcmp(s, "--inodes") && i + 1 < argc) {
             char *end;
             errno = 0;
@@ -44,30 +52,58 @@ static int parse(int argc, char **argv, struct mkfs_args *a)
             a->image = s;
         }
     }
-    return a->image ? 0 : cmd_fail("mkfs", "no image given (see cisc mkfs --help)");
+    return a->image || a->members ? 0 : cmd_fail("mkfs", "no image given (see cisc mkfs --help)");
 }
 
-/* Refuses to overwrite something valuable without --force. */
-static int check_target(const struct mkfs_args *a, int *existed)
+/* --members: "N" names IMAGE.0 .. IMAGE.N-1, a list names each member. */
+static int parse_members(struct mkfs_args *a)
+{
+    const char *s = a->members;
+    bool count = *s && strspn(s, "0123456789") == strlen(s);
+    unsigned n = count ? (unsigned)atoi(s) : 0;
+    if (count && (n < 1 || n > MEDIA_ARRAY_MAX || !a->image))
+        return cmd_fail("mkfs", "--members N wants 1..%u and IMAGE (the members are "
+                        "IMAGE.0 .. IMAGE.N-1)", MEDIA_ARRAY_MAX);
+    if (!count && a->image)
+        return cmd_fail("mkfs", "--members IMG1,IMG2,... names every member: no IMAGE");
+    for (unsigned i = 0; count && i < n; i++)
+        if (asprintf(&a->member[i], "%s.%u", a->image, i) < 0)
+            return cmd_fail("mkfs", "out of memory");
+    for (const char *p = s; !count && *p; n++) {
+        size_t len = strcspn(p, ",");
+        if (!len || n == MEDIA_ARRAY_MAX || !(a->member[n] = strndup(p, len)))
+            return cmd_fail("mkfs", "--members wants a count 1..%u or a list IMG1,IMG2,... "
+                            "of at most that many, not '%s'", MEDIA_ARRAY_MAX, s);
+        p += len + (p[len] == ',');
+    }
+    a->nmembers = n;
+    if (!a->image)
+        a->image = a->member[0];
+    return 0;
+}
+
+/* Refuses to overwrite something valuable (image) without --force. */
+static int check_target(const struct mkfs_args *a, const char *image, int *existed)
 {
     struct stat st;
-    *existed = stat(a->image, &st) == 0;
+    *existed = stat(image, &st) == 0;
     if (!*existed)
-        return errno == ENOENT ? 0 : cmd_fail("mkfs", "%s: %s", a->image, strerror(errno));
+        return errno == ENOENT ? 0 : cmd_fail("mkfs", "%s: %s", image, strerror(errno));
     if (!S_ISREG(st.st_mode))
-        return cmd_fail("mkfs", "%s: not a regular file", a->image);
+        return cmd_fail("mkfs", "%s: not a regular file", image);
     if (st.st_size == 0 || a->force)
         return 0;
     uint8_t b[16] = {0};
-    int fd = open(a->image, O_RDONLY | O_CLOEXEC);
+    int fd = open(image, O_RDONLY | O_CLOEXEC);
     ssize_t n = fd >= 0 ? pread(fd, b, sizeof(b), 0) : -1;
     if (fd >= 0)
         close(fd);
-    if (n == (ssize_t)sizeof(b) && le32_get(b + BH_MAGIC) == SFS_MAGIC_SUPER)
+    if (n == (ssize_t)sizeof(b) && (le32_get(b + BH_MAGIC) == SFS_MAGIC_SUPER ||
+                                    !memcmp(b, "CISCARR1", 8)))
         return cmd_fail("mkfs", "%s already holds a ciscfs image (use --force to overwrite "
-                        "it)", a->image);
+                        "it)", image);
     return cmd_fail("mkfs", "%s exists and is not empty (use --force to overwrite it)",
-                    a->image);
+                    image);
 }
 
 static void print_summary(const char *image, struct media *m)
@@ -81,11 +117,72 @@ static void print_summary(const char *image, struct media *m)
            (unsigned long long)in.inodes, (unsigned long long)in.journal_blocks);
 }
 
+/* Formats m (one image or an array) and prints what it holds. */
+static int format(const struct mkfs_args *a, struct media *m)
+{
+    struct sfs_mkfs_opts o = {.inodes = a->inodes, .root_uid = getuid(), .root_gid = getgid()};
+    int r = sfs_mkfs(m, &o);
+    if (r == 0)
+        print_summary(a->image, m);
+    return r;
+}
+
+static int fs_failed(const struct mkfs_args *a, int r)
+{
+    if (r == -ENOSPC)
+        return cmd_fail("mkfs", "%s: %llu bytes is too small for StorageFS with these "
+                        "settings", a->image, (unsigned long long)a->size);
+    return cmd_failed("mkfs", "%s: %s", a->image, strerror(-r));
+}
+
+/* Creates the n member images (each a label plus its share of the size in
+ * whole 64 KiB stripes), labels them as one array, formats the array. */
+static int make_array(struct mkfs_args *a)
+{
+    int existed[MEDIA_ARRAY_MAX], r = 0;
+    for (unsigned i = 0; !r && i < a->nmembers; i++)
+        r = check_target(a, a->member[i], &existed[i]);
+    if (r)
+        return r;
+    uint64_t stripe = MEDIA_ARRAY_STRIPE * MEDIA_BLOCK_SIZE;
+    uint64_t share = (a->size / a->nmembers + stripe - 1) / stripe * stripe;
+    struct media *mem[MEDIA_ARRAY_MAX] = {0}, *arr = NULL;
+    unsigned made = 0;
+    for (; !r && made < a->nmembers; made++)
+        r = media_create_file(a->member[made], share + MEDIA_BLOCK_SIZE, 0, &mem[made]);
+    if (r)
+        cmd_fail("mkfs", "%s: %s", a->member[made - 1], strerror(-r));
+    if (!r && (r = media_array_format(mem, a->nmembers)) != 0)
+        cmd_fail("mkfs", "cannot label the array: %s", strerror(-r));
+    if (!r && (r = media_array_open(mem, a->nmembers, &arr)) != 0)
+        cmd_fail("mkfs", "cannot open the array: %s", strerror(-r));
+    int fr = r ? 0 : format(a, arr);
+    if (arr)
+        media_close(arr);   /* closes the members */
+    for (unsigned i = 0; !arr && i < made; i++)
+        media_close(mem[i]);
+    for (unsigned i = 0; (r || fr) && i < made; i++)
+        if (!existed[i])
+            unlink(a->member[i]);
+    if (!r && !fr)
+        printf("%s: an array of %u member images: %s .. %s\n", a->image, a->nmembers,
+               a->member[0], a->member[a->nmembers - 1]);
+    return r ? CMD_USAGE : fr ? fs_failed(a, fr) : 0;
+}
+
 static int run(int argc, char **argv)
 {
     struct mkfs_args a = {0};
     int existed, r = parse(argc, argv, &a);
-    if (r || (r = check_target(&a, &existed)) != 0)
+    if (!r && a.members) {
+        r = parse_members(&a);
+        if (!r)
+            r = make_array(&a);
+        for (unsigned i = 0; i < MEDIA_ARRAY_MAX; i++)
+            free(a.member[i]);
+        return r;
+    }
+    if (r || (r = check_target(&a, a.image, &existed)) != 0)
         return r;
     struct media *m;
     r = media_create_file(a.image, a.size, 0, &m);
@@ -93,17 +190,11 @@ static int run(int argc, char **argv)
         return cmd_fail("mkfs", "%s is in use by a running device", a.image);
     if (r)
         return cmd_fail("mkfs", "%s: %s", a.image, strerror(-r));
-    struct sfs_mkfs_opts o = {.inodes = a.inodes, .root_uid = getuid(), .root_gid = getgid()};
-    r = sfs_mkfs(m, &o);
-    if (r == 0)
-        print_summary(a.image, m);
+    r = format(&a, m);
     media_close(m);
     if (r && !existed)
         unlink(a.image);
-    if (r == -ENOSPC)
-        return cmd_fail("mkfs", "%s: %llu bytes is too small for StorageFS with these "
-                        "settings", a.image, (unsigned long long)a.size);
-    return r ? cmd_failed("mkfs", "%s: %s", a.image, strerror(-r)) : 0;
+    return r ? fs_failed(&a, r) : 0;
 }
 
 const struct cisc_cmd cmd_mkfs = {
@@ -111,13 +202,20 @@ const struct cisc_cmd cmd_mkfs = {
     .summary = "create a device image holding an empty StorageFS",
     .usage =
         "usage: cisc mkfs [--size SIZE] [--inodes N] [--force] IMAGE\n"
+        "       cisc mkfs --members N [--size SIZE] ... IMAGE\n"
+        "       cisc mkfs --members IMG1,IMG2,... [--size SIZE] ...\n"
         "\n"
         "Creates IMAGE as a sparse file and writes an empty StorageFS (format\n"
         "version 1) into it. The root directory belongs to the calling user.\n"
+        "With --members, creates an array of member images instead (IMAGE.0 ..\n"
+        "IMAGE.N-1, or the listed files), each labelled with the array and its\n"
+        "place in it, striped 64 KiB into one StorageFS of SIZE in total; start\n"
+        "it with cisc up --members (the same N and IMAGE, or the same list).\n"
         "\n"
         "Options:\n"
         "  -s, --size SIZE   image size, e.g. 512M, 1G, 64G (binary units; default 1G)\n"
         "      --inodes N    number of inodes (default: one per 16 KiB)\n"
+        "      --members M   an array: M is a count 1..64 or a list IMG1,IMG2,...\n"
         "  -f, --force       overwrite IMAGE even if it holds data or a ciscfs image\n"
         "  -h, --help        show this help\n"
         "\n"

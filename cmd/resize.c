@@ -61,6 +61,12 @@ static int grow(const char *image, uint64_t size)
                         "first (resizing is offline)", image);
     if (r)
         return cmd_fail("resize", "%s: %s", image, strerror(-r));
+    struct media_array_label l;   /* a member is a share of a striped file system */
+    if (media_array_label_read(lock, &l) == 0) {
+        media_close(lock);
+        return cmd_fail("resize", "%s is member %u of an array of %u member images: arrays "
+                        "cannot be resized", image, l.index, l.members);
+    }
     if ((r = precheck(image, lock, want, &cur)) != 0 || want == cur) {
         media_close(lock);
         if (!r)

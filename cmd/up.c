@@ -61,7 +61,8 @@ static int resolve_paths(const struct up_opts *o, char *img, char *mnt, uint64_t
         int r = check_size(img, o->size);
         if (r)
             return r;
-    } else if (!realpath(o->image, img)) {
+    } else if (o->nmembers ? mnt_absolute(o->image, img, PATH_MAX) != 0
+                           : !realpath(o->image, img)) {   /* an array's name need not exist */
         return cmd_fail("up", "image %s: %s (make one with: cisc mkfs %s, or use --size)",
                         o->image, strerror(errno), o->image);
     }
@@ -279,6 +280,8 @@ static int run_device(const struct up_opts *o, const char *img, const char *mnt,
     dopts.progs = &o->progs;
     dopts.tx = WIRE_TX_MACRO + o->tx;   /* the table's words in enum wire_tx order */
     dopts.flash = o->media ? &o->flash : NULL;
+    dopts.members = (const char *const *)o->member_paths;
+    dopts.nmembers = o->nmembers;
     int log_fd = o->log[0] ? open_log(o->log) : -1;
     if (o->log[0] && log_fd < 0) {
         report_ready(ready_fd, -EIO);
@@ -393,7 +396,12 @@ static int run_up(int argc, char **argv)
     struct up_opts o;
     upopts_init(&o);
     int r = upopts_parse_args(argc, argv, &o);
-    return r ? r : start(&o);
+    if (!r)
+        r = upopts_members(&o);
+    if (!r)
+        r = start(&o);
+    upopts_free(&o);
+    return r;
 }
 
 const struct cisc_cmd cmd_up = {

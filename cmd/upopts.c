@@ -208,6 +208,31 @@ static void want_file(const struct up_opt *u, char *buf, size_t size)
     snprintf(buf, size, "a file name");
 }
 
+/* --members: a count 1..MEDIA_ARRAY_MAX, or a list of that many non-empty
+ * paths (upopts_members resolves them). */
+static int parse_members(const struct up_opt *u, const char *arg, struct up_opts *o)
+{
+    char *end;
+    unsigned long n = strtoul(arg, &end, 10);
+    bool count = *arg >= '0' && *arg <= '9' && !*end;
+    unsigned parts = 1;
+    for (const char *p = arg; *p; p++)
+        parts += *p == ',';
+    bool list_ok = *arg && arg[0] != ',' && arg[strlen(arg) - 1] != ',' && !strstr(arg, ",,");
+    if (count ? n < 1 || n > MEDIA_ARRAY_MAX : !list_ok || parts > MEDIA_ARRAY_MAX)
+        return -EINVAL;
+    if (strlen(arg) >= u->size)
+        return -ENAMETOOLONG;
+    memcpy(field(u, o), arg, strlen(arg) + 1);
+    return 0;
+}
+
+static void want_members(const struct up_opt *u, char *buf, size_t size)
+{
+    (void)u;
+    snprintf(buf, size, "a count 1..%u or a list IMG1,IMG2,...", MEDIA_ARRAY_MAX);
+}
+
 static const struct opt_kind k_flag = { parse_flag, want_nothing, .flag = true };
 static const struct opt_kind k_uint = { parse_uint, want_range, .range = true, .number = true };
 static const struct opt_kind k_real = { parse_real, want_range, .range = true, .number = true };
@@ -216,6 +241,7 @@ static const struct opt_kind k_index = { parse_index, want_word };
 static const struct opt_kind k_word = { parse_word, want_word };
 static const struct opt_kind k_log = { parse_log, want_file };
 static const struct opt_kind k_list = { parse_list, want_nothing };
+static const struct opt_kind k_members = { parse_members, want_members };
 
 /* ---- the table ------------------------------------------------------------------ */
 
@@ -327,6 +353,11 @@ static const struct up_opt up_table[] = {
     { 0, "flash-members", "flash_members", &k_uint, "N", 0, 64, 0, AT(flash.members),
       .help = "flash drives in an array, the image striped 64 KiB across them, each "
               "with its own FTL, GC and dies (0: 1)" },
+    { 0, "members", NULL, &k_members, "N|IMG1,IMG2,...", AT(members),
+      .help = "an array of member images (made by cisc mkfs --members), striped 64 KiB, "
+              "one file system over them; with --media flash each member has its own "
+              "model: N names IMAGE.0 .. IMAGE.N-1, a list names them in order (then give "
+              "only the mount point)" },
     { 0, "flash-read-ns", "flash_read_ns", &k_uint, "N", 0, 1000000000, 0,
       AT(flash.t_read_ns), .help = "page read latency (0: " FLASH_DEF(READ_NS) ")" },
     { 0, "flash-prog-ns", "flash_prog_ns", &k_uint, "N", 0, 1000000000, 0,
@@ -586,6 +617,70 @@ void upopts_init(struct up_opts *o)
         assert(r == 0);   /* table_ok: the default is in the range */
         (void)r;
     }
+}
+
+/* ---- arrays ------------------------------------------------------------------------ */
+
+/* Member i's path as given: IMAGE.i (count form) or the i-th of the list. */
+static int member_name(const struct up_opts *o, unsigned i, bool count, char *buf, size_t size)
+{
+    if (count)
+        return snprintf(buf, size, "%s.%u", o->image, i) < (int)size ? 0 : -ENAMETOOLONG;
+    const char *p = o->members;
+    for (unsigned k = 0; k < i; k++)
+        p = strchr(p, ',') + 1;
+    size_t len = strcspn(p, ",");
+    if (len >= size)
+        return -ENAMETOOLONG;
+    memcpy(buf, p, len);
+    buf[len] = '\0';
+    return 0;
+}
+
+int upopts_members(struct up_opts *o)
+{
+    if (!o->members[0])
+        return 0;
+    bool count = strchr(o->members, ',') == NULL && o->members[0] >= '0' &&
+                 o->members[0] <= '9' && strspn(o->members, "0123456789") == strlen(o->members);
+    unsigned n = count ? (unsigned)atoi(o->members) : 1;
+    for (const char *p = o->members; !count && *p; p++)
+        n += *p == ',';
+    if (o->size)
+        return cmd_fail("up", "--size creates one image; make an array with: cisc mkfs "
+                        "--members");
+    if (count && !o->image)
+        return cmd_fail("up", "--members %s names the members IMAGE.0 .. IMAGE.%u: give IMAGE",
+                        o->members, n - 1);
+    if (!count && o->image && o->mnt)
+        return cmd_fail("up", "with --members IMG1,IMG2,... give only the mount point");
+    if (!count && o->image)
+        o->mnt = o->image;
+    o->member_paths = calloc(n + 1, sizeof(char *));   /* NULL-terminated */
+    if (!o->member_paths)
+        return cmd_fail("up", "out of memory");
+    for (unsigned i = 0; i < n; i++) {
+        char name[PATH_MAX];
+        int r = member_name(o, i, count, name, sizeof(name));
+        o->member_paths[i] = r ? NULL : realpath(name, NULL);
+        if (!o->member_paths[i])
+            return cmd_fail("up", "array member %u, %s: %s (make an array with: cisc mkfs "
+                            "--members)", i, r ? o->members : name,
+                            strerror(r ? -r : errno));
+    }
+    o->nmembers = n;
+    if (!count)
+        o->image = o->member_paths[0];
+    return 0;
+}
+
+void upopts_free(struct up_opts *o)
+{
+    for (unsigned i = 0; o->member_paths && i < MEDIA_ARRAY_MAX && o->member_paths[i]; i++)
+        free(o->member_paths[i]);
+    free(o->member_paths);
+    o->member_paths = NULL;
+    o->nmembers = 0;
 }
 
 /* ---- help --------------------------------------------------------------------------- */

@@ -38,6 +38,9 @@ struct up_opts {
     unsigned tx;                /* --tx: index of macro, micro, autorec */
     unsigned media;             /* --media: 0 file, 1 flash */
     struct flash_geom flash;    /* --flash-*: 0 = scaled to the image */
+    char members[4096];         /* --members N or IMG1,IMG2,...; "" = one image */
+    char **member_paths;        /* upopts_members: the members, absolute */
+    unsigned nmembers;          /* ... and how many (0: one image) */
     bool foreground;            /* -f: no daemon */
     bool helper;                /* run by mount(8): quiet, drops its generic -o keys */
     uint64_t size;              /* --size: create IMAGE if missing; 0 = never */
@@ -58,6 +61,17 @@ int upopts_parse_args(int argc, char **argv, struct up_opts *o);
  * [-t TYPE] [-N NS]`) into o, initialised by upopts_init. Returns 0, or 2
  * after printing the error. */
 int upopts_parse_helper(int argc, char **argv, struct up_opts *o);
+
+/* Resolves --members into o->member_paths (absolute, each existing):
+ * "N" names IMAGE.0 .. IMAGE.N-1 (IMAGE required), a list names the
+ * members in order, member 0 then also naming the array (a single
+ * positional argument is the mount point). Returns 0 (nothing to do
+ * without --members), or 2 after printing the error, which names a
+ * missing member. */
+int upopts_members(struct up_opts *o);
+
+/* Frees what upopts_members allocated. */
+void upopts_free(struct up_opts *o);
 
 /* Prints `cisc up --help`: the usage, then every option of the table. */
 void upopts_help(FILE *f);

@@ -131,6 +131,10 @@ static int check_is_image(const char *image, struct media *m, char *err, size_t 
     free(b);
     if (r == -EIO || r == -ENOMEM)
         return fail(err, errlen, r, "cannot read image %s: %s", image, strerror(-r));
+    struct media_array_label l;
+    if (!magic && media_array_label_read(m, &l) == 0)
+        return fail(err, errlen, -EINVAL, "%s is member %u of an array of %u member images: "
+                    "start the array with cisc up --members", image, l.index, l.members);
     return magic ? 0
                  : fail(err, errlen, -EINVAL, "%s is not a ciscfs image (make one with: "
                         "cisc mkfs %s)", image, image);
@@ -155,10 +159,116 @@ static const char *corrupt_msg(const struct dev_opts *o)
     return o->verbose ? cisc_corrupt_last() : cisc_corrupt_what();
 }
 
+/* Opens one image file (locked) and checks that it is private. */
+static int open_image(const struct dev_opts *o, const char *path, struct media **out,
+                      char *err, size_t errlen)
+{
+    struct media *m;
+    int r = media_open_file(path, o->read_only ? MEDIA_RDONLY : 0, &m);
+    if (r == -EBUSY)
+        return fail(err, errlen, r, "image %s is in use by another device (it is locked)",
+                    path);
+    if (r)
+        return fail(err, errlen, r, "cannot open image %s: %s", path, strerror(-r));
+    r = check_private(path, media_fd(m), err, errlen);
+    if (r) {
+        media_close(m);
+        return r;
+    }
+    *out = m;
+    return 0;
+}
+
+/* Replaces *m (the media of image path) by the NAND model over it, with
+ * its FTL state in PATH.ftl and background GC. On failure *m is closed
+ * and NULL. */
+static int model_flash(const struct dev_opts *o, const char *path, struct media **m,
+                       char *err, size_t errlen)
+{
+    char why[128];
+    int r = flash_media_open(*m, o->flash, why, sizeof(why), m);
+    if (r) {
+        *m = NULL;   /* flash_media_open closed it */
+        return fail(err, errlen, r, "cannot model flash for image %s: %s", path,
+                    r == -EINVAL ? why : strerror(-r));
+    }
+    /* The FTL state lives in a side file, IMAGE.ftl (docs/FLASH.md): it is
+     * simulator state, not the file system's, so the on-image format and
+     * fsck stay untouched. */
+    char state[PATH_MAX];
+    r = snprintf(state, sizeof(state), "%s.ftl", path) >= (int)sizeof(state)
+            ? -ENAMETOOLONG : flash_media_state(*m, state);
+    /* Background GC while no I/O crosses the media (docs/FLASH.md). */
+    if (!r)
+        r = flash_media_idle_gc(*m, FLASH_IDLE_TICK_NS);
+    if (r) {
+        media_close(*m);
+        *m = NULL;
+        return fail(err, errlen, r, "cannot start the flash model's state or GC: %s",
+                    strerror(-r));
+    }
+    return 0;
+}
+
+/* The checks of a whole file system before anything mounts it. */
+static int check_fs(const struct dev_opts *o, struct media *m, char *err, size_t errlen)
+{
+    int r = check_is_image(o->image, m, err, errlen);
+    return r ? r : check_replay(o, m, err, errlen);
+}
+
+/* The members' images, labelled as one array in this order (each named if
+ * it is not), each modelled as flash when asked, striped into one media. */
+static int open_members(const struct dev_opts *o, struct media **mem, char *err,
+                        size_t errlen)
+{
+    unsigned n = o->nmembers;
+    if (n > MEDIA_ARRAY_MAX)
+        return fail(err, errlen, -EINVAL, "an array has at most %u members", MEDIA_ARRAY_MAX);
+    if (o->flash && o->flash->members > 1)
+        return fail(err, errlen, -EINVAL, "--flash-members splits one image into models; "
+                    "an array of member images has one model per member");
+    for (unsigned i = 0; i < n; i++) {
+        int r = open_image(o, o->members[i], &mem[i], err, errlen);
+        if (r)
+            return r;
+    }
+    char why[PATH_MAX + 128];
+    int r = media_array_check(mem, o->members, n, why, sizeof(why));
+    if (r)
+        return fail(err, errlen, r, "array %s: %s", o->image, why);
+    for (unsigned i = 0; o->flash && i < n; i++) {
+        r = model_flash(o, o->members[i], &mem[i], err, errlen);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+static int open_array(const struct dev_opts *o, struct media **out, char *err, size_t errlen)
+{
+    struct media *mem[MEDIA_ARRAY_MAX] = { 0 };
+    int r = open_members(o, mem, err, errlen);
+    if (!r && (r = media_array_open(mem, o->nmembers, out)) != 0)
+        fail(err, errlen, r, "array %s: %s", o->image, strerror(-r));
+    if (r) {
+        for (unsigned i = 0; i < MEDIA_ARRAY_MAX; i++)
+            media_close(mem[i]);
+        return r;
+    }
+    r = check_fs(o, *out, err, errlen);
+    if (r)
+        media_close(*out);
+    return r;
+}
+
 /* The image's media, checked (private, an image, replayed when read-only)
- * before anything mounts it, and modelled as flash when asked. */
+ * before anything mounts it, and modelled as flash when asked; or the
+ * array of member images (o->members). */
 static int open_media(const struct dev_opts *o, struct media **out, char *err, size_t errlen)
 {
+    if (o->nmembers)
+        return open_array(o, out, err, errlen);
     struct stat st;
     if (stat(o->image, &st) && errno == ENOENT && o->create_size && !o->read_only) {
         int r = create_image(o->image, o->create_size, err, errlen);
@@ -166,44 +276,25 @@ static int open_media(const struct dev_opts *o, struct media **out, char *err, s
             return r;
     }
     struct media *m;
-    int r = media_open_file(o->image, o->read_only ? MEDIA_RDONLY : 0, &m);
-    if (r == -EBUSY)
-        return fail(err, errlen, r, "image %s is in use by another device (it is locked)",
-                    o->image);
+    int r = open_image(o, o->image, &m, err, errlen);
     if (r)
-        return fail(err, errlen, r, "cannot open image %s: %s", o->image, strerror(-r));
-    r = check_private(o->image, media_fd(m), err, errlen);
-    if (!r)
-        r = check_is_image(o->image, m, err, errlen);
-    if (!r)
-        r = check_replay(o, m, err, errlen);
+        return r;
+    r = check_fs(o, m, err, errlen);
     if (r) {
         media_close(m);
         return r;
     }
     *out = m;
-    if (!o->flash)
-        return 0;
-    char why[128];
-    r = flash_media_open(m, o->flash, why, sizeof(why), out);
-    if (r)
-        return fail(err, errlen, r, "cannot model flash for image %s: %s", o->image,
-                    r == -EINVAL ? why : strerror(-r));
-    /* The FTL state lives in a side file, IMAGE.ftl (docs/FLASH.md): it is
-     * simulator state, not the file system's, so the on-image format and
-     * fsck stay untouched. */
-    char state[PATH_MAX];
-    r = snprintf(state, sizeof(state), "%s.ftl", o->image) >= (int)sizeof(state)
-            ? -ENAMETOOLONG : flash_media_state(*out, state);
-    /* Background GC while no I/O crosses the media (docs/FLASH.md). */
-    if (!r)
-        r = flash_media_idle_gc(*out, FLASH_IDLE_TICK_NS);
-    if (r) {
-        media_close(*out);
-        return fail(err, errlen, r, "cannot start the flash model's state or GC: %s",
-                    strerror(-r));
-    }
-    return 0;
+    return o->flash ? model_flash(o, o->image, out, err, errlen) : 0;
+}
+
+/* The flash media of m: m itself, or member k of an array (NULL past the
+ * last, or where it is not flash). */
+static struct media *flash_unit(struct media *m, unsigned k)
+{
+    unsigned n = media_array_members(m);
+    struct media *u = n ? media_array_member(m, k) : k == 0 ? m : NULL;
+    return flash_media_members(u) ? u : NULL;
 }
 
 static int open_fs(const struct dev_opts *o, struct sfs **fs, struct media **model,
@@ -216,7 +307,7 @@ static int open_fs(const struct dev_opts *o, struct sfs **fs, struct media **mod
     /* defer_writes: see finish_mount */
     struct sfs_mount_opts mo = { .defer_writes = !o->read_only, .read_only = o->read_only };
     cisc_corrupt_clear();
-    *model = flash_media_members(m) ? m : NULL;   /* owned by the mount */
+    *model = flash_unit(m, 0) ? m : NULL;   /* owned by the mount */
     r = sfs_mount(m, &mo, fs);
     if (r) {
         media_close(m);
@@ -525,24 +616,25 @@ static void status_tenants(struct device *d, struct out *o)
 
 /* One flash model (an array member): its geometry, write amplification,
  * GC and wear, and how busy each die and channel has been. */
-static void status_flash_member(struct device *d, struct out *o, unsigned i)
+static void status_flash_member(struct device *d, struct out *o, struct media *u,
+                                unsigned i, unsigned label)
 {
-    struct flash *f = flash_media_member(d->flash, i);
+    struct flash *f = flash_media_member(u, i);
     const struct flash_geom *g = flash_geom(f);
     struct flash_stats st;
     flash_stats(f, &st);
     put(o, "flash member %u channels %u dies %u blocks %u pages %u op_permille %u "
            "partitions %u gc %s read_ns %llu prog_ns %llu erase_ns %llu xfer_ns %llu "
-           "state %s\n", i,
+           "state %s\n", label,
         g->channels, g->dies_per_channel, g->blocks_per_die, g->pages_per_block,
         g->op_permille, g->partitions, g->gc_policy == FLASH_GC_GREEDY ? "greedy" : "cost-benefit",
         (unsigned long long)g->t_read_ns, (unsigned long long)g->t_prog_ns,
         (unsigned long long)g->t_erase_ns, (unsigned long long)g->t_xfer_ns,
-        flash_media_origin(d->flash) == FLASH_STATE_RESTORED ? "restored" : "rebuilt");
+        flash_media_origin(u) == FLASH_STATE_RESTORED ? "restored" : "rebuilt");
     put(o, "flash_ftl member %u waf %.3f host_reads %llu host_writes %llu trims %llu "
            "gc_runs %llu gc_fg %llu gc_bg %llu free_blocks %llu mapped %llu pages_moved %llu "
            "erase_min %u "
-           "erase_avg %.2f erase_max %u\n", i, st.waf,
+           "erase_avg %.2f erase_max %u\n", label, st.waf,
         (unsigned long long)st.host_reads, (unsigned long long)st.host_writes,
         (unsigned long long)st.trims, (unsigned long long)st.gc_runs,
         (unsigned long long)st.gc_fg_runs, (unsigned long long)st.gc_bg_runs,
@@ -550,7 +642,7 @@ static void status_flash_member(struct device *d, struct out *o, unsigned i)
         (unsigned long long)st.pages_moved, st.erase_min, st.erase_avg, st.erase_max);
     double span = (double)(st.now_ns > d->started_ns ? st.now_ns - d->started_ns : 1);
     for (uint32_t c = 0; c < g->channels; c++) {
-        put(o, "flash_chan member %u channel %u util %.3f dies", i, c,
+        put(o, "flash_chan member %u channel %u util %.3f dies", label, c,
             (double)flash_chan_busy_ns(f, c) / span);
         for (uint32_t k = 0; k < g->dies_per_channel; k++)
             put(o, " %.3f", (double)flash_die_busy_ns(f, c * g->dies_per_channel + k) / span);
@@ -558,10 +650,22 @@ static void status_flash_member(struct device *d, struct out *o, unsigned i)
     }
 }
 
+/* The members (of the one image's models, or one per array member), then
+ * the FUSE replies held for the model (flash_media.h 8). */
 static void status_flash(struct device *d, struct out *o)
 {
-    for (unsigned i = 0; d->flash && i < flash_media_members(d->flash); i++)
-        status_flash_member(d, o, i);
+    unsigned label = 0;
+    struct media *u;
+    for (unsigned k = 0; d->flash && (k == 0 || media_array_member(d->flash, k)); k++)
+        for (unsigned i = 0; (u = flash_unit(d->flash, k)) && i < flash_media_members(u); i++)
+            status_flash_member(d, o, u, i, label++);
+    if (!d->flash)
+        return;
+    struct flash_reply_stats rs;
+    flash_media_reply_stats(&rs);
+    put(o, "flash_replies stamped %llu held %llu held_ns %llu model_max_ns %llu\n",
+        (unsigned long long)rs.stamped, (unsigned long long)rs.held,
+        (unsigned long long)rs.held_ns, (unsigned long long)rs.model_max_ns);
 }
 
 size_t dev_status_text(struct device *d, char *buf, size_t size)

@@ -73,6 +73,10 @@ struct dev_opts {
     uint64_t tx_log_entry;    /* autorec's inline log entry; 0 = the engine's default */
     const struct flash_geom *flash;    /* NULL: the image file as it is; else the
                                         * NAND model over it (zero fields scaled) */
+    const char *const *members;   /* nmembers > 0: the array's member images in
+                                   * order (media.h "Arrays"); image is then only
+                                   * the array's name, and flash models each member */
+    unsigned nmembers;
     bool read_only;           /* change nothing: see "Read-only" above */
     bool verbose;             /* messages name where in our source a problem was found */
     bool replay;              /* read-only: replay the journal and finish logged

@@ -179,6 +179,7 @@ void fusefs_destroy(struct fusefs *f)
 {
     if (!f)
         return;
+    fusefs_delay_fini(f);   /* held replies go before the session */
     if (f->se) {
         /* Unmount first: an invalidation blocked in the kernel then fails
          * instead of waiting for requests nobody will answer. */

@@ -16,6 +16,7 @@
 
 struct known_stripe;
 struct fusefs_loop;
+struct fusefs_delay;
 
 struct fusefs {
     struct engine *eng;
@@ -32,6 +33,7 @@ struct fusefs {
     uint64_t page;                /* the kernel's page size (set at INIT) */
     bool killpriv_v2;             /* the kernel offers FUSE_HANDLE_KILLPRIV_V2 (set at INIT) */
     bool init_replied;            /* __atomic: the INIT reply went out (killpriv.c) */
+    struct fusefs_delay *delay;   /* held replies (fusefs_delay.c), once one was held */
 };
 
 /* Routes the session's /dev/fuse I/O through killpriv.c, which adds
@@ -95,6 +97,52 @@ void fusefs_loop_destroy(struct fusefs_loop *l);
 bool fusefs_loop_can_splice(void);
 
 extern const struct fuse_lowlevel_ops fusefs_ops;
+
+/*
+ * Replies held for the flash model (fusefs_delay.c, which states the
+ * invariants): a command's media completion time is stamped on the device
+ * core that ran it; a reply whose time has not come goes to a timer queue.
+ */
+struct fusefs_held {
+    uint64_t at_ns;                       /* due (CLOCK_MONOTONIC) */
+    void (*fire)(struct fusefs_held *h);  /* sends the reply, frees what it must */
+};
+
+/* On the core that ran the command, when it is done: takes the thread's
+ * media stamp; if it lies ahead, queues h (fire set by the caller) to fire
+ * then and returns true; else false, and the caller replies now.
+ * submit_ns: when the request was submitted (for the counters). */
+bool fusefs_delay_hold(struct fusefs *f, struct fusefs_held *h, uint64_t submit_ns);
+
+/* fusefs_delay_hold with the stamp at_ns taken already (0: none). */
+bool fusefs_delay_hold_at(struct fusefs *f, struct fusefs_held *h, uint64_t submit_ns,
+                          uint64_t at_ns);
+
+/* True when the calling thread's command has media time still to come, so
+ * its reply will be held: a READ then copies its bytes (fusefs_delay_copy)
+ * instead of splicing them now. */
+bool fusefs_delay_pending(void);
+
+/* Copies a READ's pieces (total bytes) into a new buffer *out. Returns the
+ * bytes copied or -errno. */
+int fusefs_delay_copy(const struct sfs_seg *segs, unsigned n, size_t total, char **out);
+
+/* eng_call that also takes the command's media stamp on the device core. */
+struct fusefs_call {
+    struct eng_cmd c;             /* first */
+    uint64_t at_ns;               /* out: the stamp (0: none) */
+    uint32_t state;               /* futex: 1 once done */
+};
+int64_t fusefs_delay_call(struct engine *e, struct fusefs_call *k);
+
+/* Replies n (bytes written, or -errno) to a WRITE run by fusefs_delay_call,
+ * held until k's stamp. */
+void fusefs_delay_reply_write(struct fusefs *f, fuse_req_t req, int64_t n,
+                              const struct fusefs_call *k);
+
+/* Sends every held reply now and stops the timer (before the session is
+ * destroyed). */
+void fusefs_delay_fini(struct fusefs *f);
 
 /* known.c: the kernel's lookup references, counted, and the engine watch
  * (eng_set_watch) that invalidates the kernel's caches when another door

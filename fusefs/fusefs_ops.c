@@ -7,13 +7,16 @@
  * back to /dev/fuse at once. The device core that executes the command
  * also sends the reply (freq_done -> r->reply) and frees the freq: one
  * thread switch per request instead of two. Large writes are the exception:
- * their data stays in libfuse's buffer, so the handler waits (eng_call)
- * rather than copy a megabyte.
+ * their data stays in libfuse's buffer, so the handler waits
+ * (fusefs_delay_call) rather than copy a megabyte. Under the flash model a
+ * reply whose media time lies ahead is held (fusefs_delay.c).
  */
 #include "fusefs/fusefs_int.h"
+#include "device/media/flash_media.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +43,8 @@ struct freq {
     uint64_t *refs;                /* readdirplus: inodes given a reference */
     size_t nrefs;
     bool replied;                  /* READ: the map callback sent the reply */
+    bool copied;                   /* READ: buf holds len bytes to send when due */
+    struct fusefs_held held;       /* the reply, held for the flash model */
     char name[SFS_NAME_MAX + 1], name2[SFS_NAME_MAX + 1];
 };
 
@@ -88,6 +93,7 @@ static struct freq *freq_new(fuse_req_t req, unsigned op, freq_reply_fn reply)
     r->refs = NULL;
     r->nrefs = 0;
     r->replied = false;
+    r->copied = false;
     return r;
 }
 
@@ -108,11 +114,19 @@ static int freq_name(struct freq *r, char *dst, const char *name)
     return 0;
 }
 
+static void freq_fire(struct fusefs_held *h)
+{
+    struct freq *r = (struct freq *)((char *)h - offsetof(struct freq, held));
+    r->reply(r);
+    freq_free(r);
+}
+
 static void freq_done(struct eng_cmd *c)
 {
     struct freq *r = (struct freq *)c;
-    r->reply(r);
-    freq_free(r);
+    r->held.fire = freq_fire;
+    if (!fusefs_delay_hold(r->f, &r->held, c->item.t_submit_ns))   /* flash model */
+        freq_fire(&r->held);
 }
 
 /* Submits r; on any failure replies the error and frees r. */
@@ -130,6 +144,7 @@ static void freq_submit(struct freq *r, int err)
 
 static void free_cmd(struct eng_cmd *c)
 {
+    (void)flash_media_deadline_take(NULL);   /* no reply: not the next command's time */
     free(c);
 }
 
@@ -278,6 +293,12 @@ static int reply_map(void *arg, const struct sfs_seg *segs, unsigned n, size_t t
 {
     (void)total;
     struct freq *r = arg;
+    if (fusefs_delay_pending()) {   /* held for the flash model: send a copy later */
+        int n_copied = fusefs_delay_copy(segs, n, total, &r->buf);
+        r->copied = n_copied >= 0;
+        r->len = n_copied >= 0 ? (size_t)n_copied : 0;
+        return n_copied < 0 ? n_copied : 0;
+    }
     union {
         struct fuse_bufvec v;
         char room[sizeof(struct fuse_bufvec) + 31 * sizeof(struct fuse_buf)];
@@ -303,7 +324,9 @@ static int reply_map(void *arg, const struct sfs_seg *segs, unsigned n, size_t t
 
 static void reply_read(struct freq *r)
 {
-    if (!r->replied)      /* failed before the map callback */
+    if (r->copied)
+        fuse_reply_buf(r->req, r->buf, r->len);
+    else if (!r->replied)      /* failed before the map callback */
         fuse_reply_err(r->req, r->c.ret < 0 ? (int)-r->c.ret : EIO);
 }
 
@@ -642,18 +665,15 @@ static uint32_t write_flags(fuse_req_t req, const struct fuse_file_info *fi, off
 static void write_in_place(fuse_req_t req, const void *data, size_t len, off_t off,
                            struct fuse_file_info *fi)
 {
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_WRITE, req);
-    c.fh = fi->fh;
-    c.flags = write_flags(req, fi, off, len);
-    c.off = (uint64_t)off;
-    c.in = data;
-    c.size = len;
-    int64_t n = eng_call(((struct fusefs *)fuse_req_userdata(req))->eng, &c);
-    if (n < 0)
-        fuse_reply_err(req, (int)-n);
-    else
-        fuse_reply_write(req, (size_t)n);
+    struct fusefs *f = fuse_req_userdata(req);
+    struct fusefs_call k;
+    cmd_init(&k.c, ENG_OP_WRITE, req);
+    k.c.fh = fi->fh;
+    k.c.flags = write_flags(req, fi, off, len);
+    k.c.off = (uint64_t)off;
+    k.c.in = data;
+    k.c.size = len;
+    fusefs_delay_reply_write(f, req, fusefs_delay_call(f->eng, &k), &k);
 }
 
 static void ff_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,

@@ -23,6 +23,7 @@ struct media_flash {
     char *state_path;       /* invariant 7: saved here at close, or NULL */
     enum flash_state_origin origin;
     uint64_t ops;           /* reads and writes so far (relaxed atomic): the idle probe */
+    uint64_t last_write_ns; /* latest write completion so far (atomic max): invariant 8 */
     /* Background GC (invariant 6): the thread, its tick, and the stop
      * request it waits on. */
     pthread_t bg;
@@ -53,11 +54,23 @@ static uint64_t mono_ns(void *ctx)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Invariant 8: the process's held replies (relaxed atomics: counters). */
+static struct flash_reply_stats replies;
+
 static void note(struct flash_io io)
 {
     if (io.done_ns > deadline)
         deadline = io.done_ns;
     deadline_gc |= io.gc;
+}
+
+/* *p = max(*p, v), atomically. */
+static void atomic_max(uint64_t *p, uint64_t v)
+{
+    uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (v > cur &&
+           !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
 }
 
 /* Block b of the array: member (b / stripe) % nmem, at the same stripe
@@ -71,18 +84,23 @@ static struct flash *route(struct media_flash *f, uint64_t b, uint64_t *local)
 
 /* Times each of the n pages from blk with page_io (flash_read or
  * flash_write) on the flash that holds it, once the lower medium did the
- * I/O (r: its result, returned). */
+ * I/O (r: its result, returned). *last: the latest completion, if later. */
 static int fm_pages(struct media_flash *f, uint64_t blk, uint32_t n, int r,
-                    struct flash_io (*page_io)(struct flash *, uint64_t, uint64_t))
+                    struct flash_io (*page_io)(struct flash *, uint64_t, uint64_t),
+                    uint64_t *last)
 {
     if (r)
         return r;
-    uint64_t now = f->clock(f->clock_ctx);
+    uint64_t now = f->clock(f->clock_ctx), latest = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint64_t l;
         struct flash *fl = route(f, blk + i, &l);
-        note(page_io(fl, l, now));
+        struct flash_io io = page_io(fl, l, now);
+        note(io);
+        latest = io.done_ns > latest ? io.done_ns : latest;
     }
+    if (last)
+        atomic_max(last, latest);
     return 0;
 }
 
@@ -90,19 +108,25 @@ static int fm_read(struct media *m, uint64_t blk, uint32_t n, void *buf)
 {
     struct media_flash *f = to_flash(m);
     __atomic_add_fetch(&f->ops, 1, __ATOMIC_RELAXED);
-    return fm_pages(f, blk, n, media_read(f->lower, blk, n, buf), flash_read);
+    return fm_pages(f, blk, n, media_read(f->lower, blk, n, buf), flash_read, NULL);
 }
 
 static int fm_write(struct media *m, uint64_t blk, uint32_t n, const void *buf)
 {
     struct media_flash *f = to_flash(m);
     __atomic_add_fetch(&f->ops, 1, __ATOMIC_RELAXED);
-    return fm_pages(f, blk, n, media_write(f->lower, blk, n, buf), flash_write);
+    return fm_pages(f, blk, n, media_write(f->lower, blk, n, buf), flash_write,
+                    &f->last_write_ns);
 }
 
+/* Invariant 8: done when the writes before it are programmed. */
 static int fm_flush(struct media *m)
 {
-    return media_flush(to_flash(m)->lower);
+    struct media_flash *f = to_flash(m);
+    int r = media_flush(f->lower);
+    if (!r)
+        note((struct flash_io){ __atomic_load_n(&f->last_write_ns, __ATOMIC_RELAXED), false });
+    return r;
 }
 
 static void fm_trim(struct media *m, uint64_t blk, uint64_t n)
@@ -225,6 +249,30 @@ uint64_t flash_media_deadline_take(bool *gc)
     deadline = 0;
     deadline_gc = false;
     return d;
+}
+
+uint64_t flash_media_deadline_peek(void)
+{
+    return deadline;
+}
+
+void flash_media_reply_note(uint64_t submit_ns, uint64_t at_ns, uint64_t now_ns)
+{
+    __atomic_add_fetch(&replies.stamped, 1, __ATOMIC_RELAXED);
+    if (at_ns > now_ns) {
+        __atomic_add_fetch(&replies.held, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&replies.held_ns, at_ns - now_ns, __ATOMIC_RELAXED);
+    }
+    if (at_ns > submit_ns)
+        atomic_max(&replies.model_max_ns, at_ns - submit_ns);
+}
+
+void flash_media_reply_stats(struct flash_reply_stats *st)
+{
+    st->stamped = __atomic_load_n(&replies.stamped, __ATOMIC_RELAXED);
+    st->held = __atomic_load_n(&replies.held, __ATOMIC_RELAXED);
+    st->held_ns = __atomic_load_n(&replies.held_ns, __ATOMIC_RELAXED);
+    st->model_max_ns = __atomic_load_n(&replies.model_max_ns, __ATOMIC_RELAXED);
 }
 
 /* ---- background GC (invariant 6) ---- */

@@ -39,6 +39,13 @@
  *      next start loads it and deletes it, so that after a crash there is
  *      none and the map is rebuilt from the image (its non-hole blocks),
  *      with wear unknown (0). Bytes never depend on it.
+ *   8. A flush completes when every write issued before it has been
+ *      programmed: it stamps the caller (invariant 2) with the latest
+ *      write completion so far, so an fsync's reply waits for the journal
+ *      commit's programs even though the commit thread issued them. Replies
+ *      that do not go through the queue layer (FUSE) are held until their
+ *      stamp by their door (fusefs/fusefs_delay.c), which counts them here
+ *      (flash_media_reply_note).
  */
 #ifndef CISC_DEVICE_FLASH_MEDIA_H
 #define CISC_DEVICE_FLASH_MEDIA_H
@@ -105,5 +112,27 @@ int flash_media_idle_gc(struct media *m, uint64_t tick_ns);
  * *gc (if gc is not NULL) says whether GC was running on a die that
  * served one of those operations. */
 uint64_t flash_media_deadline_take(bool *gc);
+
+/* This thread's pending completion time (what the next take returns), left
+ * in place: a caller that must decide before the take whether its reply
+ * will be held (a FUSE read copies its bytes then) peeks. */
+uint64_t flash_media_deadline_peek(void);
+
+/* Replies held until their media completion (invariant 8): counters over
+ * the whole process, for `cisc status` (line flash_replies). */
+struct flash_reply_stats {
+    uint64_t stamped;           /* replies of commands that did modelled media I/O */
+    uint64_t held;              /* of those, held: their time had not come yet */
+    uint64_t held_ns;           /* total time held */
+    uint64_t model_max_ns;      /* largest media completion - request submit */
+};
+
+/* Counts one stamped reply: its request was submitted at submit_ns, its
+ * media completes at at_ns, and it was ready to go at now_ns (held for
+ * at_ns - now_ns when that is positive). Thread-safe. */
+void flash_media_reply_note(uint64_t submit_ns, uint64_t at_ns, uint64_t now_ns);
+
+/* Copies the counters of flash_media_reply_note. */
+void flash_media_reply_stats(struct flash_reply_stats *st);
 
 #endif

@@ -21,6 +21,7 @@
 #define CISC_DEVICE_MEDIA_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -111,5 +112,51 @@ static inline void media_close(struct media *m)
     if (m)
         m->ops->close(m);
 }
+
+/*
+ * Arrays (ScalaCache 5.5, media_array.c): N member media, each an image
+ * of its own (with its own flash model when there is one), striped
+ * MEDIA_ARRAY_STRIPE blocks (64 KiB) round-robin into one media that one
+ * StorageFS fills. Block 0 of every member is its label: the array's
+ * random id, the member count, the member's index and the data blocks per
+ * member, so that a missing, swapped or foreign member is named at start.
+ */
+#define MEDIA_ARRAY_STRIPE 16u     /* blocks: 64 KiB */
+#define MEDIA_ARRAY_MAX    64u
+
+struct media_array_label {
+    uint32_t members, index;
+    uint64_t member_blocks;        /* data blocks per member (after the label) */
+    uint8_t id[16];                /* the array's */
+};
+
+/* Reads m's label. Returns 0, -ENOENT (m is not an array member),
+ * -EUCLEAN (a damaged label) or -errno. */
+int media_array_label_read(struct media *m, struct media_array_label *l);
+
+/* Labels n fresh members (member i gets index i, a new random id; each
+ * member's data is the largest stripe multiple the smallest holds after
+ * its label) and flushes them. Returns 0, -ENOSPC (a member holds no
+ * stripe) or -errno. */
+int media_array_format(struct media *const *members, unsigned n);
+
+/* Checks that members[0..n), named names[i] in messages, are the members
+ * of one array in order: each labelled, the same id, count and size, its
+ * own index, long enough. Returns 0, or -EINVAL / -EUCLEAN / -errno with
+ * a one-line reason naming the member in err. */
+int media_array_check(struct media *const *members, const char *const *names, unsigned n,
+                      char *err, size_t errlen);
+
+/* Stripes members[0..n) (media_array_check passed) into one media of
+ * n * member_blocks blocks, which owns them from then on (also closes
+ * them). Returns 0 and sets *out, or -errno (the members stay the
+ * caller's). No media_fd: reads copy. */
+int media_array_open(struct media *const *members, unsigned n, struct media **out);
+
+/* The number of members of array m (0 when m is not an array). */
+unsigned media_array_members(struct media *m);
+
+/* Member i of array m, or NULL. */
+struct media *media_array_member(struct media *m, unsigned i);
 
 #endif

@@ -7,6 +7,7 @@
 #include "cisc_fixture.h"
 
 #include <algorithm>
+#include <fstream>
 
 namespace e2e {
 
@@ -147,6 +148,163 @@ TEST_F(Flash, FtlStateSurvivesDownAndIsRebuiltAfterACrash)
     ASSERT_EQ(cisc_session_open(mnt.c_str(), &s), 0);
     ASSERT_EQ(cisc_queue_create(s, &q), 0);
     EXPECT_EQ(Get("hot").size(), 32u << 20);
+}
+
+// FUSE replies wait for the model (docs/FLASH.md "FUSE replies"): with a
+// 100 ms program latency, an fsync through the mount is answered only once
+// the journal commit it waits for is programmed (a flush stamps the latest
+// write's completion), and a cold read once its pages are read. The device
+// counts the replies it held and the longest modelled service time; the
+// bytes read back through a held (copied) reply are the ones written.
+TEST_F(Flash, MountRepliesWaitForTheModelsCompletion)
+{
+    const long long prog = 100000000, read = 20000000;
+    const std::string geom = "--flash-channels 2 --flash-dies 2 --flash-prog-ns " +
+                             std::to_string(prog) + " --flash-read-ns " + std::to_string(read);
+    UpFlash(geom);
+    std::string data(64 << 10, '\0');
+    for (size_t i = 0; i < data.size(); i++)
+        data[i] = (char)(i * 13 + 5);
+    int fd = open((mnt + "/synced").c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0);
+    for (int i = 0; i < 3; i++) {   // three synced writes: each fsync waits for a commit
+        ASSERT_EQ(pwrite(fd, data.data() + i * 4096, 4096, i * 4096), 4096);
+        ASSERT_EQ(fsync(fd), 0);
+    }
+    ASSERT_EQ(pwrite(fd, data.data(), data.size(), 0), (ssize_t)data.size());
+    ASSERT_EQ(fsync(fd), 0);
+    ASSERT_EQ(close(fd), 0);
+    EXPECT_GE(Status("flash_replies", "stamped"), 4);
+    EXPECT_GE(Status("flash_replies", "held"), 1);
+    EXPECT_GE(Status("flash_replies", "held_ns"), 1);
+    EXPECT_GE(Status("flash_replies", "model_max_ns"), prog);   // media done - request submit
+
+    UpFlash(geom);   // cold: no kernel page cache, no device buffer cache
+    long long held = Status("flash_replies", "held");
+    EXPECT_EQ(ReadFile(mnt + "/synced"), data);
+    EXPECT_GT(Status("flash_replies", "held"), held);
+    EXPECT_GE(Status("flash_replies", "model_max_ns"), read);
+}
+
+// The key of one array member's flash line ("flash_ftl member 1 ..."), or -1.
+long long MemberStatus(const std::string &raw, const std::string &line, unsigned member,
+                       const std::string &key)
+{
+    size_t p = raw.find("\n" + line + " member " + std::to_string(member) + " ");
+    if (p == std::string::npos)
+        return -1;
+    std::string l = raw.substr(p, raw.find('\n', p + 1) - p);
+    size_t k = l.find(" " + key + " ");
+    return k == std::string::npos ? -1 : atoll(l.c_str() + k + key.size() + 2);
+}
+
+// Arrays of member images (ScalaCache 5.5): `cisc mkfs --members 2` makes
+// two labelled member images, `cisc up --members 2` stripes them into one
+// file system, each member with its own flash model (both serve I/O); data
+// written through libcisc and the mount survives a restart with each
+// member's FTL state restored. A missing, swapped or foreign member, or a
+// member started as an image of its own, is refused naming it; fsck and
+// resize refuse a member.
+TEST_F(Flash, ArrayOfMemberImages)
+{
+    cisc_session_close(s);
+    s = nullptr;
+    q = nullptr;
+    Down();
+    const std::string arr = dir + "/arr";
+    RunResult mk = Sh(cisc + " mkfs --members 2 --size 128M " + arr);
+    ASSERT_EQ(mk.status, 0) << mk.out;
+    struct stat st;
+    ASSERT_EQ(stat((arr + ".1").c_str(), &st), 0);
+    EXPECT_EQ(st.st_size, (64 << 20) + 4096);   // a label, then its half in 64 KiB stripes
+    const std::string up_cmd = cisc + " up --cores 2 --log " + log +
+                               " --media flash --flash-channels 2 --flash-dies 2 --members 2 ";
+    RunResult u = Sh(up_cmd + arr + " " + mnt);
+    ASSERT_EQ(u.status, 0) << u.out << ReadFile(log);
+    up = true;
+    ASSERT_EQ(cisc_session_open(mnt.c_str(), &s), 0);
+    ASSERT_EQ(cisc_queue_create(s, &q), 0);
+    std::string data(1 << 20, '\0');
+    for (size_t i = 0; i < data.size(); i++)
+        data[i] = (char)(i * 11 + 1);
+    Put("lib", data);
+    {
+        std::ofstream f(mnt + "/fuse", std::ios::binary);
+        f << data;
+    }
+    EXPECT_EQ(Get("fuse"), data);
+    EXPECT_EQ(ReadFile(mnt + "/lib"), data);
+    int fd = open((mnt + "/fuse").c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(fsync(fd), 0);   // one journal: the commit writes both files' blocks
+    close(fd);
+    std::string raw = Sh(cisc + " status --raw " + mnt).out;
+    EXPECT_GT(MemberStatus(raw, "flash_ftl", 0, "host_writes"), 0) << raw;
+    EXPECT_GT(MemberStatus(raw, "flash_ftl", 1, "host_writes"), 0) << raw;
+    EXPECT_EQ(MemberStatus(raw, "flash_ftl", 2, "host_writes"), -1);
+
+    cisc_session_close(s);
+    s = nullptr;
+    q = nullptr;
+    Down();
+    u = Sh(up_cmd + arr + " " + mnt);   // restart
+    ASSERT_EQ(u.status, 0) << u.out << ReadFile(log);
+    up = true;
+    raw = Sh(cisc + " status --raw " + mnt).out;
+    EXPECT_NE(raw.find("flash member 0 channels 2 dies 2 "), std::string::npos) << raw;
+    EXPECT_NE(raw.find("flash member 1 channels 2 dies 2 "), std::string::npos) << raw;
+    size_t restored = 0;
+    for (size_t p = raw.find(" state restored\n"); p != std::string::npos;
+         p = raw.find(" state restored\n", p + 1))
+        restored++;
+    EXPECT_EQ(restored, 2u) << raw;
+    EXPECT_EQ(ReadFile(mnt + "/lib"), data);
+    EXPECT_EQ(ReadFile(mnt + "/fuse"), data);
+    Down();
+
+    // A member missing: named.
+    ASSERT_EQ(rename((arr + ".1").c_str(), (arr + ".away").c_str()), 0);
+    RunResult miss = Sh(up_cmd + arr + " " + mnt);
+    EXPECT_NE(miss.status, 0);
+    EXPECT_NE(miss.out.find("array member 1, " + arr + ".1: No such file"), std::string::npos)
+        << miss.out;
+    EXPECT_FALSE(IsCiscMount(mnt));
+    // Swapped: member 1 given first.
+    const std::string list_cmd = cisc + " up --cores 2 --log " + log + " --members ";
+    RunResult swap = Sh(list_cmd + arr + ".away," + arr + ".0 " + mnt);
+    EXPECT_NE(swap.status, 0);
+    EXPECT_NE((swap.out + ReadFile(log)).find(arr + ".away is member 1 of its array, given as "
+                                              "member 0"), std::string::npos) << swap.out;
+    // A member of another array.
+    ASSERT_EQ(Sh(cisc + " mkfs --members 2 --size 128M " + dir + "/other").status, 0);
+    RunResult foreign = Sh(list_cmd + arr + ".0," + dir + "/other.1 " + mnt);
+    EXPECT_NE(foreign.status, 0);
+    EXPECT_NE((foreign.out + ReadFile(log)).find(dir + "/other.1 belongs to another array"),
+              std::string::npos) << foreign.out;
+    // Fewer members than the array has.
+    RunResult one = Sh(list_cmd + arr + ".0 " + mnt);
+    EXPECT_NE(one.status, 0);
+    EXPECT_NE((one.out + ReadFile(log)).find("belongs to an array of 2 members, 1 given"),
+              std::string::npos) << one.out;
+    // A member alone, as an image; fsck and resize of a member.
+    RunResult alone = Sh(cisc + " up --cores 2 --log " + log + " " + arr + ".0 " + mnt);
+    EXPECT_NE(alone.status, 0);
+    EXPECT_NE((alone.out + ReadFile(log)).find("is member 0 of an array of 2 member images"),
+              std::string::npos) << alone.out;
+    RunResult fsck = Sh(cisc + " fsck " + arr + ".0");
+    EXPECT_NE(fsck.status, 0);
+    EXPECT_NE(fsck.out.find("fsck does not check arrays"), std::string::npos) << fsck.out;
+    RunResult rs = Sh(cisc + " resize " + arr + ".0 256M");
+    EXPECT_NE(rs.status, 0);
+    EXPECT_NE(rs.out.find("arrays cannot be resized"), std::string::npos) << rs.out;
+    EXPECT_FALSE(IsCiscMount(mnt));
+
+    // Put back, the list form starts it (file media: the same bytes).
+    ASSERT_EQ(rename((arr + ".away").c_str(), (arr + ".1").c_str()), 0);
+    RunResult back = Sh(list_cmd + arr + ".0," + arr + ".1 " + mnt);
+    ASSERT_EQ(back.status, 0) << back.out << ReadFile(log);
+    up = true;
+    EXPECT_EQ(ReadFile(mnt + "/lib"), data);
 }
 
 TEST_F(Flash, AGeometryThatDoesNotFitIsRefused)

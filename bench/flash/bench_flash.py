@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""bench/flash/bench_flash.py - the flash model end to end (`make bench-flash`,
+after the model-only cisc-bench-flash): a real device (`cisc up --media
+flash`) driven by fio on its FUSE mount and by libcisc (cisc-bench-flash-lib).
+
+  scale    random 4 KiB read IOPS on the mount (fio, direct, 32 jobs) against
+           the number of dies (1, 4, 16 in one member) and of array members
+           (1, 2, 4 member images of one die each), with a slow configured
+           read (1 ms) so that the model, not the host, sets the pace; beside
+           the model's ideal min(dies, 32) / (t_read + t_xfer)
+  latency  4 KiB random-read latency at queue depth 1 against the configured
+           read latency (StorStack-style sweep: file media, 18 us, 100 us,
+           1 ms, 5 ms) on the mount and through libcisc; beside it the model's
+           t_read + t_xfer, and the device process's CPU per second of the run
+           (replies wait in a timer queue, not in a spinning core)
+  gc       4 KiB random writes each followed by fsync on a nearly full device,
+           with little spare (foreground GC) and with much (none): p50/p99 of
+           the fsync'd write, and the GC runs the device counted
+
+Every configuration prints the device model (its `flash member` line).
+Writes bench/out/flash_e2e_{scale,latency,gc}.csv and flash_e2e.png. The
+host is shared and noisy: each point is the best of --repeat runs. Not a
+test: nothing here asserts a number.
+"""
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+QD = 32
+XFER_NS = 4000
+
+
+def sh(cmd, check=True):
+    return subprocess.run(cmd, check=check, text=True, capture_output=True)
+
+
+class Device:
+    """A device on a fresh image (or member images) with the given options."""
+
+    def __init__(self, a, opts, members=0, size="256M"):
+        self.a = a
+        self.dir = tempfile.mkdtemp(prefix="cisc-bench-flash-", dir=a.image_dir)
+        self.mnt = os.path.join(self.dir, "m")
+        os.mkdir(self.mnt)
+        img = os.path.join(self.dir, "img")
+        if members:
+            sh([a.cisc, "mkfs", "--members", str(members), "--size", size, img])
+            opts = ["--members", str(members)] + opts
+        else:
+            sh([a.cisc, "mkfs", "--size", size, img])
+        sh([a.cisc, "up", "--cores", "2"] + opts + [img, self.mnt])
+        self.pid = int(self.status_key("device pid"))
+
+    def status(self):
+        return sh([self.a.cisc, "status", "--raw", self.mnt]).stdout
+
+    def status_key(self, prefix):
+        for line in self.status().splitlines():
+            if line.startswith(prefix + " "):
+                return line[len(prefix) + 1:].split()[0]
+        return None
+
+    def model_line(self):
+        lines = [l for l in self.status().splitlines() if l.startswith("flash member ")]
+        return lines[0] + (" (x%d members)" % len(lines) if len(lines) > 1 else "") \
+            if lines else "file media (no model)"
+
+    def field(self, line_prefix, key):
+        total = 0
+        for line in self.status().splitlines():
+            if line.startswith(line_prefix + " "):
+                f = line.split()
+                total += int(f[f.index(key) + 1])
+        return total
+
+    def cpu_s(self):
+        f = open("/proc/%d/stat" % self.pid).read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+    def down(self):
+        sh([self.a.cisc, "down", self.mnt], check=False)
+        sh(["rm", "-rf", self.dir], check=False)
+
+
+def fio(d, name, opts, runtime):
+    base = ["fio", "--name=" + name, "--filename=" + os.path.join(d.mnt, name),
+            "--group_reporting",
+            "--output-format=json", "--runtime=%g" % runtime, "--time_based"]
+    base += ["--%s=%s" % kv for kv in opts.items()]
+    return json.loads(sh(base).stdout)["jobs"][0]
+
+
+def layout(d, name, size):
+    """Writes the file (name) fio will use, synced, so reads reach the media."""
+    sh(["fio", "--name=lay", "--filename=" + os.path.join(d.mnt, name), "--rw=write",
+        "--bs=1M", "--size=" + size, "--end_fsync=1", "--output-format=json"])
+
+
+def cold(d):
+    """Reads must reach the device: drop the kernel's cache of the mount."""
+    os.sync()
+    if os.geteuid() == 0:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+
+
+def best(values, key, high=True):
+    vals = [v for v in values if v is not None]
+    return (max if high else min)(vals, key=key) if vals else None
+
+
+# ---- scale ---------------------------------------------------------------------
+
+def scale_point(a, label, opts, members, dies, t_read):
+    d = Device(a, ["--media", "flash", "--flash-read-ns", str(t_read)] + opts, members)
+    try:
+        print("  model:", d.model_line())
+        layout(d, "r", "64M")
+        runs = []
+        for _ in range(a.repeat):
+            cold(d)
+            j = fio(d, "r", {"rw": "randread", "bs": "4k", "size": "64M", "direct": "1",
+                             "ioengine": "psync", "numjobs": str(QD)}, a.runtime)
+            runs.append(j["read"]["iops"])
+        iops = max(runs)
+    finally:
+        d.down()
+    ideal = min(dies * max(members, 1), QD) / ((t_read + XFER_NS) / 1e9)
+    print("  %-22s dies %3d  IOPS %8.0f  ideal %8.0f  ratio %.2f" %
+          (label, dies * max(members, 1), iops, ideal, iops / ideal))
+    return [label, dies * max(members, 1), max(members, 1), round(iops), round(ideal),
+            round(iops / ideal, 3)]
+
+
+def scale(a):
+    print("== scale: random 4 KiB reads, fio 32 jobs direct, t_read 1 ms (best of %d)" % a.repeat)
+    t = 1000000
+    rows = []
+    for ch, dies in ((1, 1), (2, 2), (4, 4)):
+        rows.append(scale_point(a, "%dx%d dies" % (ch, dies),
+                                ["--flash-channels", str(ch), "--flash-dies", str(dies)],
+                                0, ch * dies, t))
+    for m in (1, 2, 4):
+        rows.append(scale_point(a, "%d member(s) x 1 die" % m,
+                                ["--flash-channels", "1", "--flash-dies", "1"], m, 1, t))
+    return rows
+
+
+# ---- latency --------------------------------------------------------------------
+
+def lat_point(a, t_read):
+    opts = ["--media", "flash", "--flash-read-ns", str(t_read)] if t_read else []
+    d = Device(a, opts)
+    try:
+        print("  model:", d.model_line())
+        layout(d, "r", "64M")
+        mount, lib = [], []
+        for _ in range(a.repeat):
+            cold(d)
+            c0, w0 = d.cpu_s(), time.time()
+            j = fio(d, "r", {"rw": "randread", "bs": "4k", "size": "64M", "direct": "1",
+                             "ioengine": "psync", "numjobs": "1"}, a.runtime)
+            cpu = (d.cpu_s() - c0) / (time.time() - w0)
+            cl = j["read"]["clat_ns"]
+            mount.append((cl["mean"] / 1000, cl["percentile"]["99.000000"] / 1000, cpu))
+            out = sh([a.lib, d.mnt, "r", str(a.runtime), "1"]).stdout.split()
+            kv = dict(zip(out[::2], out[1::2]))
+            lib.append((float(kv["mean_us"]), float(kv["p99_us"]),
+                        float(kv["client_cpu_s"]) / float(kv["wall_s"])))
+        m = best(mount, key=lambda x: x[0], high=False)
+        l = best(lib, key=lambda x: x[0], high=False)
+    finally:
+        d.down()
+    model_us = (t_read + XFER_NS) / 1000 if t_read else 0
+    label = "%g us" % (t_read / 1000) if t_read else "file"
+    print("  %-8s model %7.1f us | mount mean %7.1f p99 %7.1f us, device CPU %4.0f%% | "
+          "libcisc mean %7.1f p99 %7.1f us, client CPU %4.0f%%" %
+          (label, model_us, m[0], m[1], 100 * m[2], l[0], l[1], 100 * l[2]))
+    return [label, t_read, model_us, round(m[0], 1), round(m[1], 1), round(100 * m[2], 1),
+            round(l[0], 1), round(l[1], 1), round(100 * l[2], 1)]
+
+
+def latency(a):
+    print("== latency: 4 KiB random reads at QD 1 against the configured read latency "
+          "(best mean of %d)" % a.repeat)
+    return [lat_point(a, t) for t in (0, 18000, 100000, 1000000, 5000000)]
+
+
+# ---- gc ------------------------------------------------------------------------
+
+def gc_point(a, label, op):
+    geom = ["--media", "flash", "--flash-channels", "1", "--flash-dies", "2",
+            "--flash-pages", "64", "--flash-op", str(op)]
+    d = Device(a, geom, size="128M")
+    try:
+        print("  model:", d.model_line())
+        layout(d, "w", "80M")   # most of the file system: GC must move data
+        layout(d, "w", "80M")
+        fg0 = d.field("flash_ftl", "gc_fg")
+        j = fio(d, "w", {"rw": "randwrite", "bs": "4k", "size": "80M", "fsync": "1",
+                         "ioengine": "psync", "numjobs": "1"}, 2 * a.runtime)
+        w, s = j["write"]["clat_ns"], j.get("sync", {}).get("lat_ns", {})
+        p50 = (w["percentile"]["50.000000"] + s.get("percentile", {}).get("50.000000", 0)) / 1000
+        p99 = (w["percentile"]["99.000000"] + s.get("percentile", {}).get("99.000000", 0)) / 1000
+        fg, waf = d.field("flash_ftl", "gc_fg") - fg0, d.status_key("flash_ftl member 0 waf")
+    finally:
+        d.down()
+    print("  %-12s op %4d permille  write+fsync p50 %8.1f us  p99 %8.1f us  fg GC runs %d  "
+          "WAF %s" % (label, op, p50, p99, fg, waf))
+    return [label, op, round(p50, 1), round(p99, 1), fg, waf]
+
+
+def gc(a):
+    print("== gc: 4 KiB random writes, each fsync'd, on a nearly full device (one run each)")
+    return [gc_point(a, "much spare", 1000), gc_point(a, "little spare", 30)]
+
+
+# ---- output --------------------------------------------------------------------
+
+def save(out, name, header, rows):
+    with open(os.path.join(out, name), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+
+
+def plot(out, sc, lat):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(no matplotlib: no PNG)")
+        return
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+    for pick, mk in ((lambda r: "die" in r[0], "o-"), (lambda r: "member" in r[0], "s-")):
+        rows = [r for r in sc if pick(r)]
+        ax[0].plot([r[1] for r in rows], [r[3] for r in rows], mk,
+                   label="dies in one member" if mk == "o-" else "members of 1 die")
+    ideal = sorted({(r[1], r[4]) for r in sc})
+    ax[0].plot([x for x, _ in ideal], [y for _, y in ideal], "k:", label="model ideal")
+    ax[0].set_xlabel("dies")
+    ax[0].set_ylabel("random 4 KiB read IOPS (mount)")
+    ax[0].set_title("t_read 1 ms, 32 jobs")
+    ax[0].legend()
+    pts = [r for r in lat if r[1]]
+    ax[1].loglog([r[2] for r in pts], [r[3] for r in pts], "o-", label="mount mean")
+    ax[1].loglog([r[2] for r in pts], [r[6] for r in pts], "s-", label="libcisc mean")
+    ax[1].loglog([r[2] for r in pts], [r[2] for r in pts], "k:", label="model")
+    ax[1].set_xlabel("model read latency (us)")
+    ax[1].set_ylabel("measured QD1 latency (us)")
+    ax[1].legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "flash_e2e.png"), dpi=100)
+    print("wrote", os.path.join(out, "flash_e2e.png"))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--cisc", required=True)
+    p.add_argument("--lib", required=True, help="cisc-bench-flash-lib")
+    p.add_argument("--out", default="bench/out")
+    p.add_argument("--image-dir", default="/dev/shm")
+    p.add_argument("--runtime", type=float, default=3)
+    p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--only", default="scale,latency,gc")
+    a = p.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    only = a.only.split(",")
+    sc = scale(a) if "scale" in only else []
+    lat = latency(a) if "latency" in only else []
+    g = gc(a) if "gc" in only else []
+    save(a.out, "flash_e2e_scale.csv", ["config", "dies", "members", "iops", "ideal", "ratio"], sc)
+    save(a.out, "flash_e2e_latency.csv", ["t_read", "t_read_ns", "model_us", "mount_mean_us",
+                                          "mount_p99_us", "device_cpu_pct", "lib_mean_us",
+                                          "lib_p99_us", "client_cpu_pct"], lat)
+    save(a.out, "flash_e2e_gc.csv", ["config", "op_permille", "p50_us", "p99_us", "gc_fg",
+                                     "waf"], g)
+    if sc and lat:
+        plot(a.out, sc, lat)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
