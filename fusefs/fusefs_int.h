@@ -51,35 +51,34 @@ void fusefs_raise_readahead(struct fusefs *f);
 
 /*
  * The session loop (fusefs_loop.c). Workers pinned per CPU the process may
- * use, LOOP_PER_CPU of them per CPU; one per CPU (the CPU's reading role)
- * blocks in read() on /dev/fuse, the others park on a futex. The kernel
- * hands a request to one blocked reader (the one that waited longest), so
- * a request costs one wake-up and one system call to take in. While a
- * single requester makes all requests, a reader on a CPU other than the
- * requester's (asked of /proc now and then) naps for LOOP_NAP_MS, keeping
- * its role, so that the requests go to the reader sharing the
- * requester's CPU.
+ * use, LOOP_PER_CPU of them per CPU, read /dev/fuse (non-blocking) after
+ * waiting for it with poll(). A new request wakes every polling worker;
+ * the one on the requester's CPU, which runs as soon as the requester
+ * sleeps, usually takes it. So that a request wakes as few threads as
+ * possible, only one worker per CPU polls (the CPU's polling role); the
+ * others park on a futex. While a single requester makes all requests,
+ * a poller that reads few of them (its CPU runs no client, it only wins
+ * races against the requester's own poller) naps for LOOP_NAP_MS,
+ * keeping the role, so that requests stop waking its idle CPU.
  *
  * Invariants:
  *   1. Every request is read by exactly one worker (the kernel hands each
  *      read one request) and replied by whoever runs it (fusefs_ops.c).
- *   2. At most one worker of a CPU holds its reading role. A worker that
+ *   2. At most one worker of a CPU holds its polling role. A worker that
  *      starts a request that may run long (large data, sync, truncate)
  *      first gives the role up and wakes a parked worker of its CPU, so
- *      the CPU keeps a reader; when done, it parks if the role is taken.
- *      Parking and napping end within LOOP_PARK_MS / LOOP_NAP_MS, and a
- *      reader naps only when the requester sleeps on another CPU of the
- *      loop (whose reader serves it), so no request waits longer than
- *      that for lack of a reader.
- *   3. Stop (fusefs_loop_stop, unmount, a read error, a signal) wakes every
- *      worker: the futexes for parked ones; the loop thread interrupts
- *      blocked readers with a signal every LOOP_KICK_MS until all return.
+ *      the CPU keeps a poller; when done, it parks if the role is taken.
+ *      Parking, napping and polling all end within LOOP_PARK_MS /
+ *      LOOP_NAP_MS / LOOP_POLL_MS, so no request waits longer than that
+ *      for lack of a poller on its CPU (another CPU's poller serves it).
+ *   3. Stop (fusefs_loop_stop, unmount, a read error) wakes every worker:
+ *      the exit eventfd for pollers, the futexes for parked ones.
  */
 struct fusefs_loop;
 
 /* Prepares the pinned loop: -EOPNOTSUPP when the process may use one CPU
  * or more than the loop pins (libfuse's own loop is used then), or
- * -errno. Makes /dev/fuse blocking. */
+ * -errno. Sets /dev/fuse non-blocking. */
 int fusefs_loop_create(struct fusefs *f, struct fusefs_loop **out);
 
 /* Runs the workers until stop or unmount. Returns 0 or -errno. */

@@ -3,22 +3,14 @@
  * CPUs, so that a synchronous request is served on the CPU of the process
  * that made it (see fusefs_int.h for the model and invariants).
  *
- * Why pinned: a FUSE request is a ping-pong. The caller queues it and
- * sleeps; a daemon thread reads it, runs it and writes the reply, which
- * wakes the caller. When the daemon thread runs on another CPU, both
- * wake-ups cross CPUs; on a virtual machine whose idle CPUs halt, each one
- * costs an inter-processor interrupt and a halt exit, and a
- * create/stat/unlink storm ran at a third of the speed it reaches when
- * both sides share a CPU. libfuse's loop lets the scheduler place its
- * threads, and it puts a woken thread on the idle CPU: the expensive case
- * every time.
- *
- * Why blocking reads: the kernel queues a request and wakes *one*
- * exclusive reader of /dev/fuse, while poll() wakes every poller, each of
- * which then reads (the losers get EAGAIN) and polls again: under fio
- * random writes poll, the extra reads and their context switches were
- * two thirds of the device's CPU time. A blocking read is one system call
- * per request and one wake-up.
+ * Why: a FUSE request is a ping-pong. The caller queues it and sleeps;
+ * a daemon thread reads it, runs it and writes the reply, which wakes the
+ * caller. When the daemon thread runs on another CPU, both wake-ups cross
+ * CPUs; on a virtual machine whose idle CPUs halt, each one costs an
+ * inter-processor interrupt and a halt exit, and a create/stat/unlink
+ * storm ran at a third of the speed it reaches when both sides share a
+ * CPU. libfuse's loop lets the scheduler place its threads, and it puts a
+ * woken thread on the idle CPU: the expensive case every time.
  */
 #include "fusefs/fusefs_int.h"
 
@@ -26,25 +18,25 @@
 #include <fcntl.h>
 #include <linux/fuse.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <sched.h>
-#include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#define LOOP_MAX_CPUS   16u   /* beyond this, libfuse's loop is used */
-#define LOOP_PER_CPU    2u    /* a reader and a stand-by for slow requests */
-#define LOOP_ONE_CLIENT 256u  /* requests from one requester in a row before a reader
-                                 asks where that requester runs (away_from_client) */
+#define LOOP_MAX_CPUS   16u   /* beyond this, every request would wake too many pollers */
+#define LOOP_PER_CPU    2u    /* a poller and a stand-by for slow requests */
+#define LOOP_NAP_GAP    2u    /* a poller naps when others serve more than this many
+                                 requests per one of its own, on average (share_note) */
+#define LOOP_GAP_CAP    64u   /* one gap counts at most this much */
+#define LOOP_ONE_CLIENT 256u  /* requests from one requester in a row before any poller naps */
 #define LOOP_SLOW_IO    (128u * 1024)  /* READ/WRITE larger than this may run long */
 #define LOOP_PARK_MS    50    /* a parked worker looks again after this */
-#define LOOP_NAP_MS     5     /* a reader away from the only client naps this long */
-#define LOOP_POLL_MS    250   /* the loop thread re-checks for exit (signals may hit
-                                 other threads) */
-#define LOOP_KICK_MS    10    /* while stopping, readers are interrupted this often */
+#define LOOP_NAP_MS     5     /* a poller of an idle CPU naps this long (share_note) */
+#define LOOP_POLL_MS    250   /* re-check for exit (signals may hit other threads) */
 
 /* Set in the loop's workers: libfuse keeps a splice pipe per thread that
  * replies with splice, freed when the thread exits; only threads that end
@@ -60,20 +52,19 @@ struct loop_cpu {
     /* all three __atomic */
     uint32_t wake;                /* futex word of the CPU's parked workers */
     unsigned parked;              /* how many are parked on it */
-    bool reading;                 /* a worker holds the CPU's reading role */
+    bool polled;                  /* a worker holds the CPU's polling role */
 };
 
 struct fusefs_loop {
     struct fuse_session *se;
-    int fd;                       /* /dev/fuse (blocking) */
+    int fd, evfd;                 /* /dev/fuse (non-blocking), exit eventfd */
     unsigned ncpu, nthreads;
     int cpus[LOOP_MAX_CPUS];
     struct loop_cpu cpu[LOOP_MAX_CPUS];
-    /* __atomic: the counters are relaxed (hints for note_request); stop is
+    /* __atomic: the counters are relaxed (hints for share_note); stop is
      * stored sequentially consistent (loop_stop, park) and only checked
-     * now and then (relaxed) by the workers */
+     * now and then (relaxed) by the loops */
     bool stop;
-    uint32_t exits;               /* futex word: workers that returned */
     uint64_t served;              /* requests read by any worker */
     uint32_t last_pid;            /* requester of the latest request (0: none) */
     uint64_t pid_change;          /* `served` when last_pid last changed */
@@ -84,44 +75,15 @@ struct loop_worker {
     struct fusefs_loop *l;
     unsigned ci;                  /* index into l->cpus */
     bool standby;                 /* starts parked */
-    bool look;                    /* ask where the client runs on the next request */
-    unsigned since_look;          /* requests read since it last asked */
 };
-
-/* A signal with nothing to do but interrupt a worker's blocking read
- * (installed without SA_RESTART). */
-static int loop_signal(void)
-{
-    return SIGRTMIN + 3;
-}
-
-static void on_loop_signal(int sig)
-{
-    (void)sig;
-}
-
-static int install_signal(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_loop_signal;
-    sigemptyset(&sa.sa_mask);
-    return sigaction(loop_signal(), &sa, NULL) ? -errno : 0;
-}
 
 static void futex_wake(uint32_t *w, int n)
 {
     syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
-static void futex_wait_ms(uint32_t *w, uint32_t seen, long ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
-}
-
 /* Wakes up to n parked workers of CPU ci (n < 0: all). The caller has
- * just changed what parked workers wait for (stop, the reading role). */
+ * just changed what parked workers wait for (stop, the polling role). */
 static void wake_parked(struct fusefs_loop *l, unsigned ci, int n)
 {
     struct loop_cpu *c = &l->cpu[ci];
@@ -133,34 +95,39 @@ static void wake_parked(struct fusefs_loop *l, unsigned ci, int n)
     futex_wake(&c->wake, n < 0 ? INT32_MAX : n);
 }
 
+static void wake_everyone(struct fusefs_loop *l)
+{
+    for (unsigned i = 0; i < l->ncpu; i++)
+        wake_parked(l, i, -1);
+}
+
 /* Sleeps until woken or `ms` milliseconds pass: others serve meanwhile. Does
- * not sleep if the loop is stopping or, unless `keep` (a nap of the
- * reader itself), the CPU's reading role is free (counted as parked first,
- * so a waker cannot miss us: see wake_parked). */
-static void park(struct fusefs_loop *l, unsigned ci, long ms, bool keep)
+ * not sleep if the loop is stopping or the CPU's polling role is free
+ * (counted as parked first, so a waker cannot miss us: see wake_parked). */
+static void park(struct fusefs_loop *l, unsigned ci, long ms)
 {
     struct loop_cpu *c = &l->cpu[ci];
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
     /* Sequentially consistent with wake_parked (which reads parked after
-     * changing stop or reading): see there. */
+     * changing stop or polled): see there. */
     __atomic_fetch_add(&c->parked, 1, __ATOMIC_SEQ_CST);
     uint32_t seen = __atomic_load_n(&c->wake, __ATOMIC_SEQ_CST);
     if (!__atomic_load_n(&l->stop, __ATOMIC_SEQ_CST) &&
-        (keep || __atomic_load_n(&c->reading, __ATOMIC_SEQ_CST)))
-        futex_wait_ms(&c->wake, seen, ms);
+        __atomic_load_n(&c->polled, __ATOMIC_SEQ_CST))
+        syscall(SYS_futex, &c->wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
     __atomic_fetch_sub(&c->parked, 1, __ATOMIC_SEQ_CST);
 }
 
-/* Asks every worker to return. Readers blocked in read() are interrupted
- * by the loop thread (kick_readers), which this wakes. */
 static void loop_stop(struct fusefs_loop *l)
 {
-    /* Sequentially consistent: ordered before wake_parked's loads of
+    /* Sequentially consistent: ordered before wake_everyone's loads of
      * `parked` (park() counts itself, then reads stop). */
     __atomic_store_n(&l->stop, true, __ATOMIC_SEQ_CST);
-    for (unsigned i = 0; i < l->ncpu; i++)
-        wake_parked(l, i, -1);
-    __atomic_fetch_add(&l->exits, 0x10000u, __ATOMIC_SEQ_CST);   /* the high half: stops */
-    futex_wake(&l->exits, 1);
+    uint64_t one = 1;
+    if (write(l->evfd, &one, sizeof(one)) < 0) {
+        /* the counter cannot overflow with one write per stop */
+    }
+    wake_everyone(l);
 }
 
 /* The byte count of a READ or WRITE request (0 if the buffer is short). */
@@ -176,7 +143,7 @@ static uint32_t io_size(const struct fuse_buf *b, uint32_t op)
 }
 
 /* Requests that may run long (large data, sync, truncate): a stand-by
- * takes over reading on this CPU while the worker is busy with one. Small
+ * takes over polling on this CPU while the worker is busy with one. Small
  * reads and writes are as quick as a metadata operation. */
 static bool may_be_slow(const struct fuse_buf *b)
 {
@@ -190,25 +157,53 @@ static bool may_be_slow(const struct fuse_buf *b)
            op == FUSE_FALLOCATE || op == FUSE_COPY_FILE_RANGE;
 }
 
-/* Takes the reading role of CPU ci; false if another worker holds it. */
-static bool claim_read(struct fusefs_loop *l, unsigned ci)
+/* Waits until /dev/fuse is readable (or exit). Returns false to exit. */
+static bool wait_readable(struct fusefs_loop *l)
+{
+    struct pollfd p[2] = { { l->fd, POLLIN, 0 }, { l->evfd, POLLIN, 0 } };
+    for (;;) {
+        if (__atomic_load_n(&l->stop, __ATOMIC_RELAXED) || fuse_session_exited(l->se))
+            return false;
+        int n = poll(p, 2, LOOP_POLL_MS);
+        if (n > 0 && !(p[1].revents & POLLIN))
+            return true;
+        if (n < 0 && errno != EINTR)
+            return false;
+    }
+}
+
+/* Takes the polling role of CPU ci; false if another worker holds it. */
+static bool claim_poll(struct fusefs_loop *l, unsigned ci)
 {
     bool no = false;
-    /* The acquire half pairs with hand_over_read's release (seq_cst) store
-     * of false: the new reader starts after the old one let go. The
+    /* The acquire half pairs with hand_over_poll's release (seq_cst) store
+     * of false: the new poller starts after the old one let go. The
      * release half orders nothing the role protects; a failed claim reads
      * nothing either (relaxed). */
-    return __atomic_compare_exchange_n(&l->cpu[ci].reading, &no, true, false,
+    return __atomic_compare_exchange_n(&l->cpu[ci].polled, &no, true, false,
                                        __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
-/* Gives the reading role of CPU ci to a parked worker of the CPU. */
-static void hand_over_read(struct fusefs_loop *l, unsigned ci)
+/* Gives the polling role of CPU ci to a parked worker of the CPU. */
+static void hand_over_poll(struct fusefs_loop *l, unsigned ci)
 {
     /* Sequentially consistent: before wake_parked's load of `parked`
-     * (see there); its release half pairs with claim_read's acquire. */
-    __atomic_store_n(&l->cpu[ci].reading, false, __ATOMIC_SEQ_CST);
+     * (see there); its release half pairs with claim_poll's acquire. */
+    __atomic_store_n(&l->cpu[ci].polled, false, __ATOMIC_SEQ_CST);
     wake_parked(l, ci, 1);
+}
+
+/* A poller's share of the requests: gap8 is an average (x8, weight 1/8)
+ * of how many requests other CPUs' pollers read between two of its own. */
+struct share {
+    uint64_t prev;                /* l->served after this poller's last request */
+    unsigned gap8;
+};
+
+static void share_reset(struct fusefs_loop *l, struct share *sh)
+{
+    sh->prev = __atomic_load_n(&l->served, __ATOMIC_RELAXED);
+    sh->gap8 = 0;
 }
 
 /* The requester of request b (0 if unknown: FORGET, spliced buffers). */
@@ -220,89 +215,81 @@ static uint32_t requester(const struct fuse_buf *b)
     return pid;
 }
 
-/* The CPU thread tid last ran on (field 39 of /proc/TID/stat), or -1. */
-static int cpu_of(uint32_t tid)
+/* Notes that others read served - sh->prev requests since this poller's
+ * last one (plus one more, the current, from `pid`, if `mine`). A poller
+ * whose CPU runs no client still wins some races for the requests of a
+ * client on another CPU (its CPU is idle, so it runs at once, while the
+ * requester's own poller runs only once the requester sleeps); most it
+ * loses inside poll(), which never tells. When one requester has made
+ * every recent request, such a poller naps, keeping its role, so that the
+ * requests stop waking its idle CPU (an inter-processor interrupt charged
+ * to the requester) and stop being served across CPUs. With several
+ * requesters it never naps: serving across CPUs is then parallel work
+ * (two clients on one CPU), and with one client per CPU every poller reads
+ * about every other request. Returns true when it should nap. */
+static bool share_note(struct fusefs_loop *l, struct share *sh, bool mine, uint32_t pid)
 {
-    char path[32], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%u/stat", tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');   /* the command name may hold anything */
-    for (int field = 2; p && field < 39; field++)
-        p = strchr(p + 1, ' ');
-    return p ? atoi(p + 1) : -1;
-}
-
-/* Counts a request from `pid` and tells whether its reader should nap.
- * The kernel wakes the reader that has waited longest, so with one client
- * (a single-threaded metadata storm) the readers of every CPU take turns,
- * and half the requests cross CPUs. When one requester has made the last
- * LOOP_ONE_CLIENT requests, a reader asks (once per nap, or every
- * LOOP_ONE_CLIENT of its own requests) which CPU that requester is
- * sleeping on; if that is another CPU of the loop, it naps, keeping its
- * role, so the requests go to the reader that shares the client's CPU. With several
- * requesters nobody naps: serving on every CPU is then parallel work. */
-static bool away_from_client(struct loop_worker *w, uint32_t pid)
-{
-    struct fusefs_loop *l = w->l;
-    uint64_t n = __atomic_fetch_add(&l->served, 1, __ATOMIC_RELAXED);
-    if (pid && __atomic_exchange_n(&l->last_pid, pid, __ATOMIC_RELAXED) != pid)
+    uint64_t n = mine ? __atomic_fetch_add(&l->served, 1, __ATOMIC_RELAXED)
+                      : __atomic_load_n(&l->served, __ATOMIC_RELAXED);
+    if (mine && pid && __atomic_exchange_n(&l->last_pid, pid, __ATOMIC_RELAXED) != pid)
         __atomic_store_n(&l->pid_change, n, __ATOMIC_RELAXED);
+    uint64_t gap = n - sh->prev;
+    sh->prev = mine ? n + 1 : n;
+    sh->gap8 = sh->gap8 - sh->gap8 / 8 + (unsigned)(gap < LOOP_GAP_CAP ? gap : LOOP_GAP_CAP);
     uint64_t changed = __atomic_load_n(&l->pid_change, __ATOMIC_RELAXED);
-    if (!pid || n - changed < LOOP_ONE_CLIENT) {
-        w->look = true;
-        return false;
-    }
-    if (!w->look && ++w->since_look < LOOP_ONE_CLIENT)
-        return false;
-    w->look = false;
-    w->since_look = 0;
-    int cpu = cpu_of(pid);
-    if (cpu == l->cpus[w->ci])
-        return false;
-    for (unsigned i = 0; i < l->ncpu; i++)   /* one of ours: its reader serves */
-        if (l->cpus[i] == cpu)
-            return true;
-    return false;
+    return sh->gap8 > 8 * LOOP_NAP_GAP && n > changed && n - changed > LOOP_ONE_CLIENT;
 }
 
-/* Reads and serves as the CPU's reader until it hands the role over (a
- * slow request) or the loop ends. Returns false when the loop ends. */
-static bool read_and_serve(struct loop_worker *w, struct fuse_buf *buf)
+/* Naps (keeping the polling role) and starts counting afresh. */
+static void nap(struct loop_worker *w, struct share *sh)
+{
+    park(w->l, w->ci, LOOP_NAP_MS);
+    share_reset(w->l, sh);
+}
+
+/* Polls and serves as the CPU's poller until it hands the role over (a
+ * slow request) or the loop ends. Returns false when the loop ends.
+ * After a quick request it reads again before polling: the reply usually
+ * wakes the requester on this CPU, which preempts us, queues its next
+ * request and sleeps before we get back, so the poll would find it
+ * waiting anyway (a system call saved per request). */
+static bool poll_and_serve(struct loop_worker *w, struct fuse_buf *buf)
 {
     struct fusefs_loop *l = w->l;
+    struct share sh;
+    share_reset(l, &sh);
+    bool again = false;           /* read first, poll only if nothing waits */
     for (;;) {
-        if (__atomic_load_n(&l->stop, __ATOMIC_RELAXED))
+        if (!again && !wait_readable(l))
             return false;
+        bool polled = !again;
+        again = false;
         int r = fuse_session_receive_buf(l->se, buf);
-        if (r == -EINTR || r == -EAGAIN)
+        if (r == -EAGAIN || r == -EINTR) {
+            if (polled && share_note(l, &sh, false, 0))
+                nap(w, &sh);
             continue;
+        }
         if (r <= 0 || fuse_session_exited(l->se))
             return false;         /* unmounted, or a read error */
-        bool nap = away_from_client(w, requester(buf));
+        bool idle_cpu = share_note(l, &sh, true, requester(buf));
         bool slow = may_be_slow(buf);
         if (slow)
-            hand_over_read(l, w->ci);
+            hand_over_poll(l, w->ci);
         fuse_session_process_buf(l->se, buf);
         if (slow)
             return true;
-        if (nap) {
-            park(l, w->ci, LOOP_NAP_MS, true);
-            w->look = true;
-        }
+        if (idle_cpu)
+            nap(w, &sh);
+        else
+            again = !__atomic_load_n(&l->stop, __ATOMIC_RELAXED);
     }
 }
 
-/* One worker. At most one worker per CPU reads /dev/fuse (a second one
- * would take turns with the first and get requests of clients on other
- * CPUs); the others park until the reader starts a slow request and hands
- * the role over, or LOOP_PARK_MS pass. */
+/* One worker. At most one worker per CPU polls /dev/fuse (a poll wakes
+ * every poller, so a second one on the same CPU would only cost a
+ * context switch per request); the others park until the poller starts
+ * a slow request and hands the role over, or LOOP_PARK_MS pass. */
 static void *worker_main(void *arg)
 {
     struct loop_worker *w = arg;
@@ -311,19 +298,17 @@ static void *worker_main(void *arg)
     memset(&buf, 0, sizeof(buf));
     in_worker = true;
     if (w->standby)
-        park(l, w->ci, LOOP_PARK_MS, false);
+        park(l, w->ci, LOOP_PARK_MS);
     while (!__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) {
-        if (!claim_read(l, w->ci)) {
-            park(l, w->ci, LOOP_PARK_MS, false);
+        if (!claim_poll(l, w->ci)) {
+            park(l, w->ci, LOOP_PARK_MS);
             continue;
         }
-        if (!read_and_serve(w, &buf))
+        if (!poll_and_serve(w, &buf))
             break;
     }
     free(buf.mem);
     loop_stop(l);
-    __atomic_fetch_add(&l->exits, 1, __ATOMIC_SEQ_CST);
-    futex_wake(&l->exits, 1);
     return NULL;
 }
 
@@ -349,8 +334,9 @@ static int start_workers(struct fusefs_loop *l, struct loop_worker *w)
         pthread_attr_t a;
         cpu_set_t one;
         CPU_ZERO(&one);
-        w[i] = (struct loop_worker){ .l = l, .ci = i % l->ncpu, .standby = i >= l->ncpu,
-                                     .look = true };
+        w[i].l = l;
+        w[i].ci = i % l->ncpu;
+        w[i].standby = i >= l->ncpu;
         CPU_SET(l->cpus[w[i].ci], &one);
         pthread_attr_init(&a);
         int r = pthread_attr_setaffinity_np(&a, sizeof(one), &one);
@@ -366,36 +352,10 @@ static int start_workers(struct fusefs_loop *l, struct loop_worker *w)
     return 0;
 }
 
-/* The loop thread's part: waits until every worker has returned. Stop can
- * come from any thread (fusefs_loop_stop), from a worker (unmount, read
- * error) or from a signal handler (fuse_session_exit, on whatever thread
- * the signal hit: seen here within LOOP_POLL_MS). Readers blocked in
- * read() are interrupted with loop_signal() every LOOP_KICK_MS until they
- * return: one signal could land just before a reader blocks. */
-static void wait_workers(struct fusefs_loop *l)
-{
-    for (;;) {
-        uint32_t seen = __atomic_load_n(&l->exits, __ATOMIC_SEQ_CST);
-        if ((seen & 0xffffu) >= l->nthreads)
-            return;
-        if (!__atomic_load_n(&l->stop, __ATOMIC_SEQ_CST) && fuse_session_exited(l->se))
-            loop_stop(l);
-        if (__atomic_load_n(&l->stop, __ATOMIC_SEQ_CST)) {
-            for (unsigned i = 0; i < l->nthreads; i++)
-                pthread_kill(l->threads[i], loop_signal());
-            futex_wait_ms(&l->exits, seen, LOOP_KICK_MS);
-        } else {
-            futex_wait_ms(&l->exits, seen, LOOP_POLL_MS);
-        }
-    }
-}
-
 int fusefs_loop_pinned(struct fusefs *f, struct fusefs_loop *l)
 {
-    (void)f;
     struct loop_worker w[LOOP_MAX_CPUS * LOOP_PER_CPU];
     int r = start_workers(l, w);
-    wait_workers(l);
     for (unsigned i = 0; i < l->nthreads; i++)
         pthread_join(l->threads[i], NULL);
     return r;
@@ -412,11 +372,14 @@ int fusefs_loop_create(struct fusefs *f, struct fusefs_loop **out)
         free(l);
         return -EOPNOTSUPP;
     }
+    l->evfd = eventfd(0, EFD_CLOEXEC);
     int fl = fcntl(l->fd, F_GETFL);
-    int r = fl < 0 || fcntl(l->fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ? -errno : install_signal();
-    if (r) {
+    if (l->evfd < 0 || fl < 0 || fcntl(l->fd, F_SETFL, fl | O_NONBLOCK) != 0) {
+        int e = errno;
+        if (l->evfd >= 0)
+            close(l->evfd);
         free(l);
-        return r;
+        return -e;
     }
     *out = l;
     return 0;
@@ -429,5 +392,8 @@ void fusefs_loop_stop(struct fusefs_loop *l)
 
 void fusefs_loop_destroy(struct fusefs_loop *l)
 {
-    free(l);
+    if (l) {
+        close(l->evfd);
+        free(l);
+    }
 }
