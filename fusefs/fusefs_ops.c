@@ -228,14 +228,38 @@ static void set_open_flags(struct fuse_file_info *fi, uint64_t fh)
     fi->noflush = 1;   /* flush has nothing to do: locks are the kernel's */
 }
 
+/* A file open for writing under the writeback cache is counted (wback.c)
+ * before its reply lets the kernel dirty pages of it. */
+static bool wback_opened(struct fusefs *f, const struct fuse_file_info *fi, uint64_t ino)
+{
+    bool counted = f->writeback && fusefs_wback_writable(fi->flags);
+    if (counted)
+        fusefs_wback_open(f, ino);
+    return counted;
+}
+
+/* Replies to OPEN (of a file): fh opened by the engine. */
+static void open_replied(fuse_req_t req, struct fusefs *f, struct fuse_file_info *fi,
+                         uint64_t ino, uint64_t fh)
+{
+    set_open_flags(fi, fh);
+    bool counted = wback_opened(f, fi, ino);
+    if (fuse_reply_open(req, fi) < 0) {
+        background(f, ENG_OP_RELEASE, 0, 0, fh);
+        if (counted)
+            fusefs_wback_release(f, ino);
+    }
+}
+
 static void reply_open(struct freq *r)
 {
     if (failed(r))
         return;
-    if (r->c.op == ENG_OP_OPEN)
-        set_open_flags(&r->fi, r->c.out_fh);
-    else
-        r->fi.fh = r->c.out_fh;
+    if (r->c.op == ENG_OP_OPEN) {
+        open_replied(r->req, r->f, &r->fi, r->c.ino, r->c.out_fh);
+        return;
+    }
+    r->fi.fh = r->c.out_fh;
     if (fuse_reply_open(r->req, &r->fi) < 0)
         background(r->f, ENG_OP_RELEASE, 0, 0, r->c.out_fh);
 }
@@ -248,9 +272,12 @@ static void reply_create(struct freq *r)
     to_entry(&r->c.attr, &e);
     set_open_flags(&r->fi, r->c.out_fh);
     fusefs_known_add(r->f, e.ino);
+    bool counted = wback_opened(r->f, &r->fi, e.ino);
     if (fuse_reply_create(r->req, &e, &r->fi) < 0) {
         background(r->f, ENG_OP_RELEASE, 0, 0, r->c.out_fh);
         background(r->f, ENG_OP_FORGET, r->c.attr.ino, 1, 0);
+        if (counted)
+            fusefs_wback_release(r->f, e.ino);
     }
 }
 
@@ -380,15 +407,18 @@ static void ff_init(void *userdata, struct fuse_conn_info *conn)
                     FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ASYNC_READ | FUSE_CAP_ASYNC_DIO |
                     FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
                     FUSE_CAP_SPLICE_WRITE;   /* read replies spliced from the image */
+    if (f->writeback)   /* fusefs.h, invariant 5 */
+        want |= FUSE_CAP_WRITEBACK_CACHE;
     conn->want |= want & conn->capable;
-    /* Locks stay in the kernel (see fusefs.h); no writeback cache: the
-     * device's view of size and times is the truth. No splicing requests
+    /* Locks stay in the kernel (see fusefs.h); no writeback cache unless
+     * asked for: without it the device's view of size and times is the
+     * truth. No splicing requests
      * in (libfuse's default with write_buf): it costs small requests a
      * second system call, and write data would still be copied out of
      * the pipe. */
     conn->want &= ~(unsigned)(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS |
-                              FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_HANDLE_KILLPRIV |
-                              FUSE_CAP_SPLICE_READ);
+                              (f->writeback ? 0 : FUSE_CAP_WRITEBACK_CACHE) |
+                              FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_SPLICE_READ);
 }
 
 static void ff_destroy(void *userdata)
@@ -577,14 +607,55 @@ static void ff_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 /* ---- files ------------------------------------------------------------ */
 
+/* The flags the engine opens a file with. Under the writeback cache the
+ * kernel writes dirty pages at their offsets (so no O_APPEND: it keeps
+ * appends in order itself) and reads a page before writing part of it,
+ * through any handle (so a write-only open becomes read-write). */
+static uint32_t engine_open_flags(const struct fusefs *f, int flags)
+{
+    if (!f->writeback)
+        return (uint32_t)flags;
+    flags &= ~O_APPEND;
+    if ((flags & O_ACCMODE) == O_WRONLY)
+        flags = (flags & ~O_ACCMODE) | O_RDWR;
+    return (uint32_t)flags;
+}
+
+/* OPEN of a write-only file under the writeback cache: read-write if the
+ * caller may read it too, else write-only (then the kernel cannot fill a
+ * page it writes part of: such writes fail with EBADF). Waits for the
+ * engine, like a large write. */
+static void open_upgraded(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct fusefs *f = fuse_req_userdata(req);
+    struct eng_cmd c;
+    uint32_t flags[2] = { engine_open_flags(f, fi->flags), (uint32_t)fi->flags & ~O_APPEND };
+    int64_t r = -EACCES;
+    for (int i = 0; i < 2 && r == -EACCES; i++) {
+        cmd_init(&c, ENG_OP_OPEN, req);
+        c.ino = ino;
+        c.flags = flags[i];
+        r = eng_call(f->eng, &c);
+    }
+    if (r < 0)
+        fuse_reply_err(req, (int)-r);
+    else
+        open_replied(req, f, fi, ino, c.out_fh);
+}
+
 static void ff_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+    struct fusefs *f = fuse_req_userdata(req);
+    if (f->writeback && (fi->flags & O_ACCMODE) == O_WRONLY) {
+        open_upgraded(req, ino, fi);
+        return;
+    }
     struct freq *r = freq_new(req, ENG_OP_OPEN, reply_open);
     if (!r)
         return;
     r->fi = *fi;
     r->c.ino = ino;
-    r->c.flags = (uint32_t)fi->flags;
+    r->c.flags = engine_open_flags(f, fi->flags);
     freq_submit(r, 0);
 }
 
@@ -597,7 +668,7 @@ static void ff_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
         return;
     r->fi = *fi;
     r->c.mode = mode;
-    r->c.flags = (uint32_t)fi->flags;
+    r->c.flags = engine_open_flags(r->f, fi->flags);   /* a new file: any access */
     freq_submit(r, 0);
 }
 
@@ -698,6 +769,10 @@ static void ff_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void ff_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+    struct fusefs *f = fuse_req_userdata(req);
+    /* The kernel wrote the file's dirty pages back before RELEASE. */
+    if (f->writeback && fusefs_wback_writable(fi->flags))
+        fusefs_wback_release(f, ino);
     fh_op(req, ENG_OP_RELEASE, fi, 0);
 }
 
