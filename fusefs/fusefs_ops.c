@@ -23,6 +23,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+/* Background requests the kernel may have in flight (--writeback). */
+#define FUSEFS_MAX_BACKGROUND 64u
+
 /* Writes up to this size are copied and completed asynchronously. */
 #define FUSEFS_COPY_WRITE (64u * 1024)
 
@@ -407,8 +410,14 @@ static void ff_init(void *userdata, struct fuse_conn_info *conn)
                     FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ASYNC_READ | FUSE_CAP_ASYNC_DIO |
                     FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
                     FUSE_CAP_SPLICE_WRITE;   /* read replies spliced from the image */
-    if (f->writeback)   /* fusefs.h, invariant 5 */
+    if (f->writeback) {   /* fusefs.h, invariant 5 */
         want |= FUSE_CAP_WRITEBACK_CACHE;
+        /* Write-back sends page WRITEs as background requests, at most
+         * max_background in flight (libfuse's default 12): more lets the
+         * device cores run them side by side while one waits. */
+        conn->max_background = FUSEFS_MAX_BACKGROUND;
+        conn->congestion_threshold = FUSEFS_MAX_BACKGROUND * 3 / 4;
+    }
     conn->want |= want & conn->capable;
     /* Locks stay in the kernel (see fusefs.h); no writeback cache unless
      * asked for: without it the device's view of size and times is the

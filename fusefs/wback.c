@@ -4,7 +4,7 @@
  * pages in the kernel, making the kernel write them back before another
  * door's commands run, and raising the kernel's file size after another
  * door grew a file. The design, with why it cannot deadlock, is in
- * docs/DESIGN.md ("The mount's writeback cache").
+ * docs/MOUNT.md ("The mount's writeback cache").
  *
  * Invariants:
  *   1. An inode can have dirty pages in the kernel only while a file of it

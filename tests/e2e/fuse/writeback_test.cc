@@ -3,7 +3,7 @@
 // through the mount and still cached as dirty pages is what a libcisc read
 // sees, and libcisc appends are seen through the mount (data and size).
 // Both tests fail when the device does not make the kernel write its
-// dirty pages back before a libcisc command. See docs/DESIGN.md, "The
+// dirty pages back before a libcisc command. See docs/MOUNT.md, "The
 // mount's writeback cache".
 #include "tests/e2e/libcisc/cisc_fixture.h"
 
