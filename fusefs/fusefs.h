@@ -39,7 +39,8 @@
  *      eng_watch.writeback), and after another door grew a file the
  *      kernel's size of it is raised. Not covered: another door shrinking
  *      a file the kernel caches (the kernel keeps its larger size until it
- *      drops the inode); see docs/MOUNT.md.
+ *      drops the inode), and appends through both doors at once; see
+ *      docs/MOUNT.md.
  */
 #ifndef CISC_FUSEFS_H
 #define CISC_FUSEFS_H

@@ -505,22 +505,62 @@ static unsigned setattr_valid(int to_set)
     return v;
 }
 
+static void setattr_fill(struct eng_cmd *c, fuse_ino_t ino, const struct stat *attr,
+                         int to_set, const struct fuse_file_info *fi)
+{
+    c->ino = ino;
+    c->fh = fi ? fi->fh : 0;
+    c->valid = setattr_valid(to_set);
+    c->sattr.mode = attr->st_mode;
+    c->sattr.uid = attr->st_uid;
+    c->sattr.gid = attr->st_gid;
+    c->sattr.size = (uint64_t)attr->st_size;
+    c->sattr.atime = attr->st_atim;
+    c->sattr.mtime = attr->st_mtim;
+    c->sattr.ctime = attr->st_ctim;
+}
+
+/* Under the writeback cache the kernel keeps the times of the writes it
+ * caches and sends them when it writes the inode back (fuse_flush_times:
+ * mtime and ctime, through the writer's handle, with the credentials of
+ * whoever closes the file or of the flusher). Explicit times are the
+ * owner's to set; for another writer they become "now", which a writer may
+ * set. Waits for the engine (twice at most). */
+static void flush_times(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                        struct fuse_file_info *fi)
+{
+    struct fusefs *f = fuse_req_userdata(req);
+    struct eng_cmd c;
+    cmd_init(&c, ENG_OP_SETATTR, req);
+    setattr_fill(&c, ino, attr, to_set, fi);
+    int64_t r = eng_call(f->eng, &c);
+    if (r == -EPERM) {
+        cmd_init(&c, ENG_OP_SETATTR, req);
+        setattr_fill(&c, ino, attr, to_set, fi);
+        c.valid = SFS_SET_MTIME_NOW;
+        r = eng_call(f->eng, &c);
+    }
+    struct stat st;
+    if (r < 0) {
+        fuse_reply_err(req, (int)-r);
+        return;
+    }
+    to_stat(&c.attr, &st);
+    fuse_reply_attr(req, &st, FUSEFS_TIMEOUT);
+}
+
 static void ff_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                        struct fuse_file_info *fi)
 {
+    struct fusefs *f = fuse_req_userdata(req);
+    if (f->writeback && fi && (to_set & ~FUSE_SET_ATTR_CTIME) == FUSE_SET_ATTR_MTIME) {
+        flush_times(req, ino, attr, to_set, fi);
+        return;
+    }
     struct freq *r = freq_new(req, ENG_OP_SETATTR, reply_attr);
     if (!r)
         return;
-    r->c.ino = ino;
-    r->c.fh = fi ? fi->fh : 0;
-    r->c.valid = setattr_valid(to_set);
-    r->c.sattr.mode = attr->st_mode;
-    r->c.sattr.uid = attr->st_uid;
-    r->c.sattr.gid = attr->st_gid;
-    r->c.sattr.size = (uint64_t)attr->st_size;
-    r->c.sattr.atime = attr->st_atim;
-    r->c.sattr.mtime = attr->st_mtim;
-    r->c.sattr.ctime = attr->st_ctim;
+    setattr_fill(&r->c, ino, attr, to_set, fi);
     freq_submit(r, 0);
 }
 
@@ -957,6 +997,13 @@ static void ff_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 static void ff_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
                      struct fuse_file_info *fi)
 {
+    if (((struct fusefs *)fuse_req_userdata(req))->writeback) {
+        /* The kernel does not write dirty pages back before asking, so
+         * the device's holes may be stale: ENOSYS makes the kernel answer
+         * itself from now on (the whole size is data). */
+        fuse_reply_err(req, ENOSYS);
+        return;
+    }
     struct freq *r = freq_new(req, ENG_OP_LSEEK, reply_lseek);
     if (!r)
         return;
