@@ -110,11 +110,12 @@ void fusefs_watch(struct fusefs *f, bool on);
 
 /* wback.c: the writeback cache's coherence with the other doors (see its
  * header comment for the invariants). open/release count a file open for
- * writing on the mount; call open before the OPEN or CREATE reply goes. */
+ * writing on the mount; call open before the OPEN or CREATE reply goes
+ * (it returns 0 or -ENOMEM: then fail the open, the file is not counted). */
 int fusefs_wback_init(struct fusefs *f);
 void fusefs_wback_fini(struct fusefs *f);
 bool fusefs_wback_writable(int flags);
-void fusefs_wback_open(struct fusefs *f, uint64_t ino);
+int fusefs_wback_open(struct fusefs *f, uint64_t ino);
 void fusefs_wback_release(struct fusefs *f, uint64_t ino);
 /* Makes the kernel write back and drop the pages of every file open for
  * writing on the mount; blocks until done (never call it on a FUSE worker

@@ -232,13 +232,14 @@ static void set_open_flags(struct fuse_file_info *fi, uint64_t fh)
 }
 
 /* A file open for writing under the writeback cache is counted (wback.c)
- * before its reply lets the kernel dirty pages of it. */
-static bool wback_opened(struct fusefs *f, const struct fuse_file_info *fi, uint64_t ino)
+ * before its reply lets the kernel dirty pages of it. Returns 1 if
+ * counted, 0 if not to be counted, or -ENOMEM. */
+static int wback_opened(struct fusefs *f, const struct fuse_file_info *fi, uint64_t ino)
 {
-    bool counted = f->writeback && fusefs_wback_writable(fi->flags);
-    if (counted)
-        fusefs_wback_open(f, ino);
-    return counted;
+    if (!f->writeback || !fusefs_wback_writable(fi->flags))
+        return 0;
+    int r = fusefs_wback_open(f, ino);
+    return r ? r : 1;
 }
 
 /* Replies to OPEN (of a file): fh opened by the engine. */
@@ -246,7 +247,12 @@ static void open_replied(fuse_req_t req, struct fusefs *f, struct fuse_file_info
                          uint64_t ino, uint64_t fh)
 {
     set_open_flags(fi, fh);
-    bool counted = wback_opened(f, fi, ino);
+    int counted = wback_opened(f, fi, ino);
+    if (counted < 0) {
+        background(f, ENG_OP_RELEASE, 0, 0, fh);
+        fuse_reply_err(req, -counted);
+        return;
+    }
     if (fuse_reply_open(req, fi) < 0) {
         background(f, ENG_OP_RELEASE, 0, 0, fh);
         if (counted)
@@ -275,7 +281,13 @@ static void reply_create(struct freq *r)
     to_entry(&r->c.attr, &e);
     set_open_flags(&r->fi, r->c.out_fh);
     fusefs_known_add(r->f, e.ino);
-    bool counted = wback_opened(r->f, &r->fi, e.ino);
+    int counted = wback_opened(r->f, &r->fi, e.ino);
+    if (counted < 0) {   /* the file exists now; this open of it fails */
+        background(r->f, ENG_OP_RELEASE, 0, 0, r->c.out_fh);
+        background(r->f, ENG_OP_FORGET, r->c.attr.ino, 1, 0);
+        fuse_reply_err(r->req, -counted);
+        return;
+    }
     if (fuse_reply_create(r->req, &e, &r->fi) < 0) {
         background(r->f, ENG_OP_RELEASE, 0, 0, r->c.out_fh);
         background(r->f, ENG_OP_FORGET, r->c.attr.ino, 1, 0);

@@ -62,9 +62,10 @@ bool fusefs_wback_writable(int flags)
     return (flags & O_ACCMODE) != O_RDONLY;
 }
 
-void fusefs_wback_open(struct fusefs *f, uint64_t ino)
+int fusefs_wback_open(struct fusefs *f, uint64_t ino)
 {
     struct fusefs_wback *w = f->wb;
+    int r = -ENOMEM;
     pthread_mutex_lock(&w->lock);
     size_t i = 0;
     while (i < w->n && w->ent[i].ino != ino)
@@ -83,8 +84,10 @@ void fusefs_wback_open(struct fusefs *f, uint64_t ino)
         w->ent[i].n++;
         /* Relaxed: the count is read as a hint; the lock orders the list. */
         __atomic_add_fetch(&w->files, 1, __ATOMIC_RELAXED);
+        r = 0;
     }
     pthread_mutex_unlock(&w->lock);
+    return r;
 }
 
 void fusefs_wback_release(struct fusefs *f, uint64_t ino)
