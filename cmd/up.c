@@ -302,7 +302,7 @@ static int run_device(const struct up_opts *o, const char *img, const char *mnt,
     struct fusefs *fs;
     struct fusefs_opts fo = { .mountpoint = mnt, .fsname = img,
                               .extra = o->fuse_opts[0] ? o->fuse_opts : NULL,
-                              .allow_other = geteuid() == 0 };
+                              .allow_other = geteuid() == 0, .writeback = o->writeback };
     r = fusefs_mount(dev_engine(dev), &fo, &fs, err, sizeof(err));
     if (r) {
         cmd_fail("up", "%s", err);

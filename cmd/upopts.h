@@ -43,6 +43,7 @@ struct up_opts {
     unsigned nmembers;          /* ... and how many (0: one image) */
     bool foreground;            /* -f: no daemon */
     bool helper;                /* run by mount(8): quiet, drops its generic -o keys */
+    bool writeback;             /* --writeback: the kernel's writeback cache on the mount */
     uint64_t size;              /* --size: create IMAGE if missing; 0 = never */
     char log[PATH_MAX];         /* --log, absolute; "" = none */
     char fuse_opts[1024];       /* -o keys that are not ours: for the FUSE mount */

@@ -94,9 +94,10 @@ int fusefs_mount(struct engine *eng, const struct fusefs_opts *o, struct fusefs 
         return fail(err, errlen, -ENOMEM, "out of memory");
     f->eng = eng;
     f->tenant_pid = eng_tenant_is_pid(eng);
+    f->writeback = o->writeback;
     f->mountpoint = strdup(o->mountpoint);
     pthread_mutex_init(&f->lock, NULL);
-    if (fusefs_known_init(f)) {
+    if (fusefs_known_init(f) || fusefs_wback_init(f)) {
         fusefs_destroy(f);
         return fail(err, errlen, -ENOMEM, "out of memory");
     }
@@ -189,6 +190,7 @@ void fusefs_destroy(struct fusefs *f)
         fuse_session_destroy(f->se);
     }
     fusefs_known_fini(f);
+    fusefs_wback_fini(f);
     pthread_mutex_destroy(&f->lock);
     free(f->mountpoint);
     free(f);

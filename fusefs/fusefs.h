@@ -32,6 +32,15 @@
  *      posted), so they are visible through the mount at once.
  *   4. Replies are sent by the device core that ran the command; before
  *      the session is destroyed the owner calls eng_drain().
+ *   5. With the writeback cache (fusefs_opts.writeback, off by default) the
+ *      kernel keeps written data as dirty pages; before any command of
+ *      another door runs, the kernel writes back the dirty pages of every
+ *      file open for writing on the mount (wback.c, through the engine's
+ *      eng_watch.writeback), and after another door grew a file the
+ *      kernel's size of it is raised. Not covered: another door shrinking
+ *      a file the kernel caches (the kernel keeps its larger size until it
+ *      drops the inode), and appends through both doors at once; see
+ *      docs/MOUNT.md.
  */
 #ifndef CISC_FUSEFS_H
 #define CISC_FUSEFS_H
@@ -58,6 +67,7 @@ struct fusefs_opts {
     const char *extra;        /* more -o options, or NULL */
     bool allow_other;
     unsigned max_threads;     /* FUSE threads; 0 = default */
+    bool writeback;           /* the kernel's writeback cache (invariant 5) */
 };
 
 /* Creates the session and mounts it. Returns 0 and sets *out, or -errno

@@ -17,6 +17,7 @@
 struct known_stripe;
 struct fusefs_loop;
 struct fusefs_delay;
+struct fusefs_wback;
 
 struct fusefs {
     struct engine *eng;
@@ -34,6 +35,8 @@ struct fusefs {
     bool killpriv_v2;             /* the kernel offers FUSE_HANDLE_KILLPRIV_V2 (set at INIT) */
     bool init_replied;            /* __atomic: the INIT reply went out (killpriv.c) */
     struct fusefs_delay *delay;   /* held replies (fusefs_delay.c), once one was held */
+    bool writeback;               /* asked for the kernel's writeback cache (fusefs.h 5) */
+    struct fusefs_wback *wb;      /* files open for writing (wback.c) */
 };
 
 /* Routes the session's /dev/fuse I/O through killpriv.c, which adds
@@ -152,5 +155,21 @@ void fusefs_known_fini(struct fusefs *f);
 void fusefs_known_add(struct fusefs *f, uint64_t ino);
 void fusefs_known_sub(struct fusefs *f, uint64_t ino, uint64_t n);
 void fusefs_watch(struct fusefs *f, bool on);
+
+/* wback.c: the writeback cache's coherence with the other doors (see its
+ * header comment for the invariants). open/release count a file open for
+ * writing on the mount; call open before the OPEN or CREATE reply goes
+ * (it returns 0 or -ENOMEM: then fail the open, the file is not counted). */
+int fusefs_wback_init(struct fusefs *f);
+void fusefs_wback_fini(struct fusefs *f);
+bool fusefs_wback_writable(int flags);
+int fusefs_wback_open(struct fusefs *f, uint64_t ino);
+void fusefs_wback_release(struct fusefs *f, uint64_t ino);
+/* Makes the kernel write back and drop the pages of every file open for
+ * writing on the mount; blocks until done (never call it on a FUSE worker
+ * or a device core). arg is the struct fusefs (an eng_watch callback). */
+void fusefs_wback_flush(void *arg);
+/* Raises the kernel's size of ino to at least size (another door grew it). */
+void fusefs_wback_grown(struct fusefs *f, uint64_t ino, uint64_t size);
 
 #endif

@@ -26,6 +26,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+/* Background requests the kernel may have in flight (--writeback). */
+#define FUSEFS_MAX_BACKGROUND 64u
+
 /* Writes up to this size are copied and completed asynchronously. */
 #define FUSEFS_COPY_WRITE (64u * 1024)
 
@@ -243,14 +246,44 @@ static void set_open_flags(struct fuse_file_info *fi, uint64_t fh)
     fi->noflush = 1;   /* flush has nothing to do: locks are the kernel's */
 }
 
+/* A file open for writing under the writeback cache is counted (wback.c)
+ * before its reply lets the kernel dirty pages of it. Returns 1 if
+ * counted, 0 if not to be counted, or -ENOMEM. */
+static int wback_opened(struct fusefs *f, const struct fuse_file_info *fi, uint64_t ino)
+{
+    if (!f->writeback || !fusefs_wback_writable(fi->flags))
+        return 0;
+    int r = fusefs_wback_open(f, ino);
+    return r ? r : 1;
+}
+
+/* Replies to OPEN (of a file): fh opened by the engine. */
+static void open_replied(fuse_req_t req, struct fusefs *f, struct fuse_file_info *fi,
+                         uint64_t ino, uint64_t fh)
+{
+    set_open_flags(fi, fh);
+    int counted = wback_opened(f, fi, ino);
+    if (counted < 0) {
+        background(f, ENG_OP_RELEASE, 0, 0, fh);
+        fuse_reply_err(req, -counted);
+        return;
+    }
+    if (fuse_reply_open(req, fi) < 0) {
+        background(f, ENG_OP_RELEASE, 0, 0, fh);
+        if (counted)
+            fusefs_wback_release(f, ino);
+    }
+}
+
 static void reply_open(struct freq *r)
 {
     if (failed(r))
         return;
-    if (r->c.op == ENG_OP_OPEN)
-        set_open_flags(&r->fi, r->c.out_fh);
-    else
-        r->fi.fh = r->c.out_fh;
+    if (r->c.op == ENG_OP_OPEN) {
+        open_replied(r->req, r->f, &r->fi, r->c.ino, r->c.out_fh);
+        return;
+    }
+    r->fi.fh = r->c.out_fh;
     if (fuse_reply_open(r->req, &r->fi) < 0)
         background(r->f, ENG_OP_RELEASE, 0, 0, r->c.out_fh);
 }
@@ -263,9 +296,18 @@ static void reply_create(struct freq *r)
     to_entry(&r->c.attr, &e);
     set_open_flags(&r->fi, r->c.out_fh);
     fusefs_known_add(r->f, e.ino);
+    int counted = wback_opened(r->f, &r->fi, e.ino);
+    if (counted < 0) {   /* the file exists now; this open of it fails */
+        background(r->f, ENG_OP_RELEASE, 0, 0, r->c.out_fh);
+        background(r->f, ENG_OP_FORGET, r->c.attr.ino, 1, 0);
+        fuse_reply_err(r->req, -counted);
+        return;
+    }
     if (fuse_reply_create(r->req, &e, &r->fi) < 0) {
         background(r->f, ENG_OP_RELEASE, 0, 0, r->c.out_fh);
         background(r->f, ENG_OP_FORGET, r->c.attr.ino, 1, 0);
+        if (counted)
+            fusefs_wback_release(r->f, e.ino);
     }
 }
 
@@ -403,15 +445,24 @@ static void ff_init(void *userdata, struct fuse_conn_info *conn)
                     FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ASYNC_READ | FUSE_CAP_ASYNC_DIO |
                     FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
                     FUSE_CAP_SPLICE_WRITE;   /* read replies spliced from the image */
+    if (f->writeback) {   /* fusefs.h, invariant 5 */
+        want |= FUSE_CAP_WRITEBACK_CACHE;
+        /* Write-back sends page WRITEs as background requests, at most
+         * max_background in flight (libfuse's default 12): more lets the
+         * device cores run them side by side while one waits. */
+        conn->max_background = FUSEFS_MAX_BACKGROUND;
+        conn->congestion_threshold = FUSEFS_MAX_BACKGROUND * 3 / 4;
+    }
     conn->want |= want & conn->capable;
-    /* Locks stay in the kernel (see fusefs.h); no writeback cache: the
-     * device's view of size and times is the truth. No splicing requests
+    /* Locks stay in the kernel (see fusefs.h); no writeback cache unless
+     * asked for: without it the device's view of size and times is the
+     * truth. No splicing requests
      * in (libfuse's default with write_buf): it costs small requests a
      * second system call, and write data would still be copied out of
      * the pipe. */
     conn->want &= ~(unsigned)(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS |
-                              FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_HANDLE_KILLPRIV |
-                              FUSE_CAP_SPLICE_READ);
+                              (f->writeback ? 0 : FUSE_CAP_WRITEBACK_CACHE) |
+                              FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_SPLICE_READ);
 }
 
 static void ff_destroy(void *userdata)
@@ -489,22 +540,62 @@ static unsigned setattr_valid(int to_set)
     return v;
 }
 
+static void setattr_fill(struct eng_cmd *c, fuse_ino_t ino, const struct stat *attr,
+                         int to_set, const struct fuse_file_info *fi)
+{
+    c->ino = ino;
+    c->fh = fi ? fi->fh : 0;
+    c->valid = setattr_valid(to_set);
+    c->sattr.mode = attr->st_mode;
+    c->sattr.uid = attr->st_uid;
+    c->sattr.gid = attr->st_gid;
+    c->sattr.size = (uint64_t)attr->st_size;
+    c->sattr.atime = attr->st_atim;
+    c->sattr.mtime = attr->st_mtim;
+    c->sattr.ctime = attr->st_ctim;
+}
+
+/* Under the writeback cache the kernel keeps the times of the writes it
+ * caches and sends them when it writes the inode back (fuse_flush_times:
+ * mtime and ctime, through the writer's handle, with the credentials of
+ * whoever closes the file or of the flusher). Explicit times are the
+ * owner's to set; for another writer they become "now", which a writer may
+ * set. Waits for the engine (twice at most). */
+static void flush_times(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                        struct fuse_file_info *fi)
+{
+    struct fusefs *f = fuse_req_userdata(req);
+    struct eng_cmd c;
+    cmd_init(&c, ENG_OP_SETATTR, req);
+    setattr_fill(&c, ino, attr, to_set, fi);
+    int64_t r = eng_call(f->eng, &c);
+    if (r == -EPERM) {
+        cmd_init(&c, ENG_OP_SETATTR, req);
+        setattr_fill(&c, ino, attr, to_set, fi);
+        c.valid = SFS_SET_MTIME_NOW;
+        r = eng_call(f->eng, &c);
+    }
+    struct stat st;
+    if (r < 0) {
+        fuse_reply_err(req, (int)-r);
+        return;
+    }
+    to_stat(&c.attr, &st);
+    fuse_reply_attr(req, &st, FUSEFS_TIMEOUT);
+}
+
 static void ff_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                        struct fuse_file_info *fi)
 {
+    struct fusefs *f = fuse_req_userdata(req);
+    if (f->writeback && fi && (to_set & ~FUSE_SET_ATTR_CTIME) == FUSE_SET_ATTR_MTIME) {
+        flush_times(req, ino, attr, to_set, fi);
+        return;
+    }
     struct freq *r = freq_new(req, ENG_OP_SETATTR, reply_attr);
     if (!r)
         return;
-    r->c.ino = ino;
-    r->c.fh = fi ? fi->fh : 0;
-    r->c.valid = setattr_valid(to_set);
-    r->c.sattr.mode = attr->st_mode;
-    r->c.sattr.uid = attr->st_uid;
-    r->c.sattr.gid = attr->st_gid;
-    r->c.sattr.size = (uint64_t)attr->st_size;
-    r->c.sattr.atime = attr->st_atim;
-    r->c.sattr.mtime = attr->st_mtim;
-    r->c.sattr.ctime = attr->st_ctim;
+    setattr_fill(&r->c, ino, attr, to_set, fi);
     freq_submit(r, 0);
 }
 
@@ -600,14 +691,55 @@ static void ff_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 /* ---- files ------------------------------------------------------------ */
 
+/* The flags the engine opens a file with. Under the writeback cache the
+ * kernel writes dirty pages at their offsets (so no O_APPEND: it keeps
+ * appends in order itself) and reads a page before writing part of it,
+ * through any handle (so a write-only open becomes read-write). */
+static uint32_t engine_open_flags(const struct fusefs *f, int flags)
+{
+    if (!f->writeback)
+        return (uint32_t)flags;
+    flags &= ~O_APPEND;
+    if ((flags & O_ACCMODE) == O_WRONLY)
+        flags = (flags & ~O_ACCMODE) | O_RDWR;
+    return (uint32_t)flags;
+}
+
+/* OPEN of a write-only file under the writeback cache: read-write if the
+ * caller may read it too, else write-only (then the kernel cannot fill a
+ * page it writes part of: such writes fail with EBADF). Waits for the
+ * engine, like a large write. */
+static void open_upgraded(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    struct fusefs *f = fuse_req_userdata(req);
+    struct eng_cmd c;
+    uint32_t flags[2] = { engine_open_flags(f, fi->flags), (uint32_t)fi->flags & ~O_APPEND };
+    int64_t r = -EACCES;
+    for (int i = 0; i < 2 && r == -EACCES; i++) {
+        cmd_init(&c, ENG_OP_OPEN, req);
+        c.ino = ino;
+        c.flags = flags[i];
+        r = eng_call(f->eng, &c);
+    }
+    if (r < 0)
+        fuse_reply_err(req, (int)-r);
+    else
+        open_replied(req, f, fi, ino, c.out_fh);
+}
+
 static void ff_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+    struct fusefs *f = fuse_req_userdata(req);
+    if (f->writeback && (fi->flags & O_ACCMODE) == O_WRONLY) {
+        open_upgraded(req, ino, fi);
+        return;
+    }
     struct freq *r = freq_new(req, ENG_OP_OPEN, reply_open);
     if (!r)
         return;
     r->fi = *fi;
     r->c.ino = ino;
-    r->c.flags = (uint32_t)fi->flags;
+    r->c.flags = engine_open_flags(f, fi->flags);
     freq_submit(r, 0);
 }
 
@@ -620,7 +752,7 @@ static void ff_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
         return;
     r->fi = *fi;
     r->c.mode = mode;
-    r->c.flags = (uint32_t)fi->flags;
+    r->c.flags = engine_open_flags(r->f, fi->flags);   /* a new file: any access */
     freq_submit(r, 0);
 }
 
@@ -718,6 +850,10 @@ static void ff_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void ff_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+    struct fusefs *f = fuse_req_userdata(req);
+    /* The kernel wrote the file's dirty pages back before RELEASE. */
+    if (f->writeback && fusefs_wback_writable(fi->flags))
+        fusefs_wback_release(f, ino);
     fh_op(req, ENG_OP_RELEASE, fi, 0);
 }
 
@@ -893,6 +1029,13 @@ static void ff_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 static void ff_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
                      struct fuse_file_info *fi)
 {
+    if (((struct fusefs *)fuse_req_userdata(req))->writeback) {
+        /* The kernel does not write dirty pages back before asking, so
+         * the device's holes may be stale: ENOSYS makes the kernel answer
+         * itself from now on (the whole size is data). */
+        fuse_reply_err(req, ENOSYS);
+        return;
+    }
     struct freq *r = freq_new(req, ENG_OP_LSEEK, reply_lseek);
     if (!r)
         return;

@@ -4,7 +4,8 @@ storm on a ciscfs mount, on a tmpfs directory and (when --passthrough names
 it) on libfuse's own low-level passthrough file system (passthrough_ll,
 built from libfuse3-dev's example source) over another tmpfs directory,
 mounted twice: as is and with -o writeback (the kernel's writeback cache),
-in one run, the places taking turns job by job.
+in one run, the places taking turns job by job. --writeback adds the column
+ciscfs-wb: a second device mounted with `cisc up --writeback`.
 
 Prints a table with every result and the ratios mount / tmpfs and mount /
 passthrough (plain and writeback), and saves it as CSV under bench/out/. The device's image lives in /dev/shm by
@@ -125,9 +126,21 @@ def ratio(a, b):
     return a / b if b and b == b and a == a else NAN
 
 
+# (a, b): one more ratio column, value a / value b (indices into a row's
+# values): ciscfs-wb / pt_ll-wb when both run.
+WB_PAIR = None
+
+
+def ratios(r):
+    out = [ratio(r[2], v) for v in r[3:]]
+    if WB_PAIR:
+        out.append(ratio(r[2 + WB_PAIR[0]], r[2 + WB_PAIR[1]]))
+    return out
+
+
 def print_row(r):
     line = "%-22s %-6s" % (r[0], r[1]) + "".join(" %12.1f" % v for v in r[2:])
-    line += "".join(" %8.1f%%" % (100 * ratio(r[2], v)) for v in r[3:])
+    line += "".join(" %8.1f%%" % (100 * x) for x in ratios(r))
     print(line, flush=True)
 
 
@@ -167,6 +180,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=1, help="best of N runs per job")
     ap.add_argument("--passthrough", default="",
                     help="libfuse's passthrough_ll binary: adds its columns (plain, -o writeback)")
+    ap.add_argument("--writeback", action="store_true",
+                    help="add a column for a mount with `cisc up --writeback`")
     ap.add_argument("--only", default="",
                     help="comma-separated job names to run (default: all, metadata-storm-10k included)")
     a = ap.parse_args()
@@ -188,8 +203,16 @@ def main():
     use_pt = a.passthrough and os.access(a.passthrough, os.X_OK)
     if a.passthrough and not use_pt:
         print("(no %s: no passthrough columns)" % a.passthrough)
-    sh([a.cisc, "up", "--size", "6G", "--cores", a.cores, "--dispatch", a.dispatch, img, mnt])
+    up = [a.cisc, "up", "--size", "6G", "--cores", a.cores, "--dispatch", a.dispatch]
+    sh(up + [img, mnt])
+    mnt_wb = None
     try:
+        if a.writeback:
+            mnt_wb = os.path.join(work, "m-wb")
+            os.mkdir(mnt_wb)
+            sh(up + ["--writeback", img + "-wb", mnt_wb])
+            names.append("ciscfs-wb")
+            places.append(mnt_wb)
         if use_pt:
             for wb in (False, True):
                 src = tempfile.mkdtemp(prefix="ciscfs-bench-pt-", dir="/dev/shm")
@@ -202,8 +225,13 @@ def main():
               % (a.cores, a.dispatch, img, sh(["df", "--output=fstype", imgdir]).stdout.split()[-1]))
         if use_pt:
             print("pt_ll: libfuse passthrough_ll over tmpfs; pt_ll-wb: the same with -o writeback")
+        rnames = ["/" + n for n in names[1:]]
+        if "ciscfs-wb" in names and "pt_ll-wb" in names:
+            global WB_PAIR
+            WB_PAIR = (names.index("ciscfs-wb"), names.index("pt_ll-wb"))
+            rnames.append("wb/pt-wb")
         print("%-22s %-6s" % ("job", "unit") + "".join(" %12s" % n for n in names) +
-              "".join(" %9s" % ("/" + n) for n in names[1:]))
+              "".join(" %9s" % n for n in rnames))
         rows = run_all(places, a.mdstorm, a.runtime, max(1, a.repeat))
         status = sh([a.cisc, "status", mnt]).stdout
     finally:
@@ -211,15 +239,18 @@ def main():
             pt_umount(p, ptm)
             subprocess.run(["rm", "-rf", src])
         subprocess.run([a.cisc, "down", mnt])
+        if mnt_wb and os.path.ismount(mnt_wb):
+            subprocess.run([a.cisc, "down", mnt_wb])
         subprocess.run(["rm", "-rf", work, tmp, imgdir])
     os.makedirs(a.out, exist_ok=True)
     path = os.path.join(a.out, "fs-%s.csv" % time.strftime("%Y%m%d-%H%M%S"))
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["job", "unit"] + names + ["ratio_" + n for n in names[1:]])
+        w.writerow(["job", "unit"] + names + ["ratio_" + n for n in names[1:]] +
+                   (["ratio_wb_pt_ll-wb"] if WB_PAIR else []))
         for r in rows:
             w.writerow([r[0], r[1]] + ["%.1f" % v for v in r[2:]] +
-                       ["%.3f" % ratio(r[2], v) for v in r[3:]])
+                       ["%.3f" % x for x in ratios(r)])
     print("\ndevice statistics after the run:\n" + status)
     print("saved %s" % path)
 

@@ -263,6 +263,7 @@ void eng_submit_batch(struct engine *e, struct eng_cmd **cmds, unsigned n, int *
     struct sched_item *items[ENG_BATCH_MAX];
     struct batch_mine m = { mine };
     assert(n <= ENG_BATCH_MAX);
+    eng_watch_writeback(e);   /* another door's commands see the mount's cached writes */
     for (unsigned i = 0; i < n; i++) {
         tag(e, cmds[i]);
         items[i] = &cmds[i]->item;

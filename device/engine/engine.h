@@ -335,7 +335,10 @@ void eng_cancel(struct engine *e);
  * eng_submit result (done is not called for one that failed). Then the
  * calling thread runs, in free core slots, each command the scheduler's
  * policy picks next while mine(c) accepts it (a poller's small commands),
- * and the device cores take the rest: no command jumps the policy. */
+ * and the device cores take the rest: no command jumps the policy.
+ * First it lets a watcher with a writeback cache hand its dirty data over
+ * (eng_watch_writeback): it may block, so call it holding no lock a FUSE
+ * request may need. */
 void eng_submit_batch(struct engine *e, struct eng_cmd **cmds, unsigned n, int *err,
                       bool (*mine)(const struct eng_cmd *c));
 
@@ -385,17 +388,25 @@ void eng_release_handles(struct engine *e, struct hdl_table *t);
  * through other doors. known() answers fast, from any thread, whether the
  * door may cache inode ino; the inval_* calls may block (they talk to the
  * kernel) and are made only through eng_chg_flush, never on a device
- * core. */
+ * core. A door whose cache may hold changes the engine has not seen yet
+ * (the kernel's writeback cache: dirty pages) also sets writeback: it
+ * makes the cache hand them over (blocking) and is called before every
+ * batch of another door's commands runs (eng_submit_batch), on the
+ * submitting thread, holding no engine lock. */
 struct eng_watch {
     bool (*known)(void *arg, uint64_t ino);
     void (*inval_inode)(void *arg, uint64_t ino, int64_t off, int64_t len);
     void (*inval_entry)(void *arg, uint64_t parent, const char *name);
     void *arg;
+    void (*writeback)(void *arg);   /* NULL: the door caches no changes */
 };
 
 /* Sets (w copied) or clears (NULL) the watcher; returns after any call
  * into the previous watcher has finished. */
 void eng_set_watch(struct engine *e, const struct eng_watch *w);
+
+/* Calls the watcher's writeback, if it has one (see struct eng_watch). */
+void eng_watch_writeback(struct engine *e);
 
 /* True if chg touches something the watcher may cache (cheap). */
 bool eng_chg_pending(struct engine *e, const struct eng_chg *chg);

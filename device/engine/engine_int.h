@@ -50,6 +50,7 @@ struct engine {
     pthread_rwlock_t watch_lock;
     struct eng_watch watch;
     bool watching;            /* protected by watch_lock; also read relaxed as a hint */
+    bool watch_wb;            /* watch.writeback set: same protection as watching */
     struct progs *progs;      /* bpf steps' programs (device/progs/progs.h); may be NULL */
     struct lease_table *lease;   /* append leases of mount write(2)s (lease.h) */
     /* The floor on fused ops' work (engine.h, ENG_OP_TIME_MS_DEFAULT). */

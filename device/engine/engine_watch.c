@@ -108,6 +108,17 @@ void eng_set_watch(struct engine *e, const struct eng_watch *w)
     if (w)
         e->watch = *w;
     __atomic_store_n(&e->watching, w != NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&e->watch_wb, w && w->writeback, __ATOMIC_RELAXED);
+    pthread_rwlock_unlock(&e->watch_lock);
+}
+
+void eng_watch_writeback(struct engine *e)
+{
+    if (!__atomic_load_n(&e->watch_wb, __ATOMIC_RELAXED))
+        return;   /* the common case: no lock */
+    pthread_rwlock_rdlock(&e->watch_lock);
+    if (e->watch_wb)
+        e->watch.writeback(e->watch.arg);
     pthread_rwlock_unlock(&e->watch_lock);
 }
 
