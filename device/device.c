@@ -166,7 +166,8 @@ static int open_media(const struct dev_opts *o, struct media **out, char *err, s
             return r;
     }
     struct media *m;
-    int r = media_open_file(o->image, o->read_only ? MEDIA_RDONLY : 0, &m);
+    unsigned flags = (o->read_only ? MEDIA_RDONLY : 0) | (o->media_mmap ? MEDIA_MMAP : 0);
+    int r = media_open_file(o->image, flags, &m);
     if (r == -EBUSY)
         return fail(err, errlen, r, "image %s is in use by another device (it is locked)",
                     o->image);

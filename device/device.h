@@ -73,6 +73,8 @@ struct dev_opts {
     uint64_t tx_log_entry;    /* autorec's inline log entry; 0 = the engine's default */
     const struct flash_geom *flash;    /* NULL: the image file as it is; else the
                                         * NAND model over it (zero fields scaled) */
+    bool media_mmap;          /* the image through a shared mapping (MEDIA_MMAP),
+                               * not pread/pwrite */
     bool read_only;           /* change nothing: see "Read-only" above */
     bool verbose;             /* messages name where in our source a problem was found */
     bool replay;              /* read-only: replay the journal and finish logged
