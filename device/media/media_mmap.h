@@ -13,13 +13,20 @@
  *
  * Invariants (in addition to those of media.h):
  *   1. A store into the mapping never meets a block without backing
- *      store (a full disk would raise SIGBUS instead of -ENOSPC): the
- *      first write to a block not known to be allocated goes through
- *      pwrite, which allocates it or fails with -errno; only blocks
- *      marked in the allocation bitmap are written with memcpy.
+ *      store (a full disk would raise SIGBUS instead of -ENOSPC): only
+ *      blocks marked in the allocation bitmap are written with memcpy.
+ *      The first write to a block not marked gives its group of 64
+ *      blocks backing store with MADV_POPULATE_WRITE (which fails where
+ *      a store would fault; one call for a run of appends, and the pages
+ *      come prefaulted writable), or else goes through pwrite, which
+ *      allocates the block or fails with -errno.
  *   2. A bit of the bitmap is set only for a block the file holds data
- *      for (SEEK_DATA at open, or a pwrite that returned), and cleared
- *      before its hole is punched by discard.
+ *      for (SEEK_DATA at open, a populated group, or a pwrite that
+ *      returned), and cleared before its hole is punched by discard.
+ *      So the image may hold backing store (zeros) for up to 63 blocks
+ *      around each written one that the file system does not use.
+ *      On a copy-on-write file system (btrfs) an overwrite needs new
+ *      space too: there a full disk can still fault.
  *   3. The mapping covers the file's size at open (nblocks); the file is
  *      never shortened while mapped (the exclusive lock keeps other
  *      devices and cisc resize away; an image shrunk by hand under a
