@@ -5,7 +5,6 @@
  */
 #include "device/storagefs/file.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,15 +78,6 @@ static uint8_t *merge_buf(struct sfs_inode *ip, uint64_t pblk, uint8_t *bounce, 
     return ip->tail;
 }
 
-#ifndef NDEBUG
-/* Debug builds: a tail copy in use holds what the media holds. */
-static bool tail_agrees(struct sfs *fs, uint64_t pblk, const uint8_t *copy)
-{
-    uint8_t b[BS];
-    return media_read(fs->m, pblk, 1, b) != 0 || memcmp(b, copy, BS) == 0;
-}
-#endif
-
 /* Writes the part [boff, boff + k) of the block at pblk: merged with its
  * other bytes (zeros when fresh; else ip's tail copy of it, or the media)
  * and written whole. The merged block becomes ip's tail copy. */
@@ -102,7 +92,6 @@ static int write_partial(struct sfs *fs, struct sfs_inode *ip, uint64_t pblk, ui
         memset(b, 0, BS);
     else if (!have)
         r = media_read(fs->m, pblk, 1, b);
-    assert(!have || fresh || tail_agrees(fs, pblk, b));
     memcpy(b + boff, src, k);
     if (!r)
         r = media_write(fs->m, pblk, 1, b);

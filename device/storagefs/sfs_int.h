@@ -62,7 +62,9 @@ struct sfs_inode {
      * copy instead of reading the block back. Used and changed under rw
      * held exclusively; dropped by every other change of the block's
      * bytes or mapping (ext_remove, jdata_write), freed when the inode
-     * goes unused (shard lock, no holder left). */
+     * goes unused (shard lock, no holder left). Not compared with the
+     * media even in debug builds: after a test's power cut the media
+     * drops writes the copy holds (file_test's model test checks it). */
     uint64_t tail_pblk;
     uint8_t *tail;              /* SFS_BSIZE bytes, or NULL */
 };
