@@ -164,7 +164,8 @@ static int open_image(const struct dev_opts *o, const char *path, struct media *
                       char *err, size_t errlen)
 {
     struct media *m;
-    int r = media_open_file(path, o->read_only ? MEDIA_RDONLY : 0, &m);
+    unsigned flags = (o->read_only ? MEDIA_RDONLY : 0) | (o->media_mmap ? MEDIA_MMAP : 0);
+    int r = media_open_file(path, flags, &m);
     if (r == -EBUSY)
         return fail(err, errlen, r, "image %s is in use by another device (it is locked)",
                     path);

@@ -77,6 +77,8 @@ struct dev_opts {
                                    * order (media.h "Arrays"); image is then only
                                    * the array's name, and flash models each member */
     unsigned nmembers;
+    bool media_mmap;          /* the image through a shared mapping (MEDIA_MMAP),
+                               * not pread/pwrite */
     bool read_only;           /* change nothing: see "Read-only" above */
     bool verbose;             /* messages name where in our source a problem was found */
     bool replay;              /* read-only: replay the journal and finish logged

@@ -5,7 +5,10 @@
  * engine RISC commands for comparison. Shows what a fused op costs inside
  * the device, apart from the transport. Prints ns per op. Not a test.
  *
- *   usage: cisc-bench-exec [OPS]
+ * The medium is RAM by default; pread or mmap use an image file in
+ * $TMPDIR through the file backend or its mapped variant (media_mmap.h).
+ *
+ *   usage: cisc-bench-exec [OPS] [acw|rmw|all] [ROUNDS] [ram|pread|mmap]
  */
 #include "common/crc32c.h"
 #include "device/engine/fused/fused.h"
@@ -18,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static double clock_ns(clockid_t id)
 {
@@ -100,6 +104,32 @@ static int64_t risc(struct engine *e, unsigned op, uint64_t fh, uint64_t off, co
     return eng_call(e, &c);
 }
 
+/* A formatted 4 GiB medium: RAM (*m is the disk's other handle, closed
+ * last), or an image file in $TMPDIR (its path in img) opened with
+ * pread/pwrite or mapped (*m NULL). *h is the handle to mount. */
+static int open_medium(const char *kind, char *img, struct media **m, struct media **h)
+{
+    struct sfs_mkfs_opts mo = { 0 };
+    uint64_t nblk = 1u << 20;
+    img[0] = '\0';
+    if (!strcmp(kind, "ram"))
+        return media_fault_create(nblk, m) || sfs_mkfs(*m, &mo) || media_fault_open_again(*m, h);
+    unsigned flags = !strcmp(kind, "mmap") ? MEDIA_MMAP : 0;
+    if (!flags && strcmp(kind, "pread")) {
+        fprintf(stderr, "unknown medium %s (ram, pread or mmap)\n", kind);
+        return -EINVAL;
+    }
+    const char *dir = getenv("TMPDIR");
+    snprintf(img, 4096, "%s/cisc-bench-exec-%d.img", dir ? dir : "/tmp", (int)getpid());
+    struct media *f;
+    int r = media_create_file(img, nblk * MEDIA_BLOCK_SIZE, 0, &f);
+    if (!r) {
+        r = sfs_mkfs(f, &mo);
+        media_close(f);
+    }
+    return r ? r : media_open_file(img, flags, h);
+}
+
 int main(int argc, char **argv)
 {
     unsigned ops = argc > 1 ? (unsigned)atoi(argv[1]) : 50000;
@@ -108,17 +138,17 @@ int main(int argc, char **argv)
     bool do_acw = !strcmp(wl, "all") || !strcmp(wl, "acw");
     bool do_rmw = !strcmp(wl, "all") || !strcmp(wl, "rmw");
     if (!ops || !rounds || (!do_acw && !do_rmw)) {
-        fprintf(stderr, "usage: cisc-bench-exec [OPS] [acw|rmw|all] [ROUNDS]\n");
+        fprintf(stderr, "usage: cisc-bench-exec [OPS] [acw|rmw|all] [ROUNDS] [ram|pread|mmap]\n");
         return 1;
     }
-    struct media *m, *h;
+    const char *medium = argc > 4 ? argv[4] : "ram";
+    struct media *m = NULL, *h;
     struct sfs *fs;
     struct engine *e;
-    struct sfs_mkfs_opts mo = { 0 };
     struct sfs_mount_opts so = { 0 };
     struct eng_config cfg = { .cores = 2, .sched = "fifo", .direct = true };
-    if (media_fault_create(1u << 20, &m) || sfs_mkfs(m, &mo) || media_fault_open_again(m, &h) ||
-        sfs_mount(h, &so, &fs) || eng_create(fs, &cfg, &e))
+    char img[4096];
+    if (open_medium(medium, img, &m, &h) || sfs_mount(h, &so, &fs) || eng_create(fs, &cfg, &e))
         return 1;
     static uint8_t arena[1 << 20];
     struct eng_arena a = { arena, sizeof(arena) };
@@ -196,8 +226,8 @@ int main(int argc, char **argv)
             timer_stop(&t, ops, &b_rmw);
         }
     }
-    printf("in-process, RAM medium, %u ops each, best of %u rounds (ns per op, wall / CPU):\n",
-           ops, rounds);
+    printf("in-process, %s medium, %u ops each, best of %u rounds (ns per op, wall / CPU):\n",
+           medium, ops, rounds);
     printf("  %-18s %15s %15s %15s %9s\n", "workload", "fused", "engine RISC", "bytes alone",
            "fused/bytes");
     if (do_acw)
@@ -211,5 +241,7 @@ int main(int argc, char **argv)
     eng_destroy(e);
     sfs_unmount(fs);
     media_close(m);
+    if (img[0])
+        unlink(img);
     return 0;
 }

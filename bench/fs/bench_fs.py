@@ -177,6 +177,8 @@ def main():
     ap.add_argument("--out", default="bench/out")
     ap.add_argument("--image-dir", default="/dev/shm")
     ap.add_argument("--dispatch", default="direct", choices=["direct", "queue"])
+    ap.add_argument("--media-io", default="pread", choices=["pread", "mmap"],
+                    help="how the device does the image's I/O (cisc up --media-io)")
     ap.add_argument("--repeat", type=int, default=1, help="best of N runs per job")
     ap.add_argument("--passthrough", default="",
                     help="libfuse's passthrough_ll binary: adds its columns (plain, -o writeback)")
@@ -203,7 +205,8 @@ def main():
     use_pt = a.passthrough and os.access(a.passthrough, os.X_OK)
     if a.passthrough and not use_pt:
         print("(no %s: no passthrough columns)" % a.passthrough)
-    up = [a.cisc, "up", "--size", "6G", "--cores", a.cores, "--dispatch", a.dispatch]
+    up = [a.cisc, "up", "--size", "6G", "--cores", a.cores, "--dispatch", a.dispatch,
+          "--media-io", a.media_io]
     sh(up + [img, mnt])
     mnt_wb = None
     try:

@@ -10,6 +10,7 @@
  *      calls are thread-safe through the kernel's own positional I/O.
  */
 #include "device/media/media.h"
+#include "device/media/media_mmap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -148,6 +149,8 @@ static int wrap_fd(int fd, unsigned flags, struct media **out)
         close(fd);
         return -e;
     }
+    if (flags & MEDIA_MMAP)
+        return media_mmap_wrap(fd, (uint64_t)st.st_size, (flags & MEDIA_RDONLY) != 0, out);
     struct media_file *f = calloc(1, sizeof(*f));
     if (!f) {
         close(fd);

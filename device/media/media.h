@@ -2,7 +2,8 @@
  * device/media/media.h - the one seam between the device and its backing image.
  *
  * Every byte StorageFS reads or writes goes through a struct media. The
- * file backend does pread/pwrite on the image; tests stack a fault backend
+ * file backend does pread/pwrite on the image (or, with MEDIA_MMAP, copies
+ * to and from a shared mapping of it: media_mmap.h); tests stack a fault backend
  * on top that fails, tears or drops writes after the Nth one ("power cut"),
  * then remount to check what survived. A later issue adds the hardware
  * model (media latency and bandwidth per block) here, in one place.
@@ -51,6 +52,8 @@ struct media {
 /* Flags for media_open_file(). */
 #define MEDIA_RDONLY  0x1u   /* open read-only */
 #define MEDIA_NOLOCK  0x2u   /* do not take the exclusive image lock */
+#define MEDIA_MMAP    0x4u   /* map the image and copy with memcpy (media_mmap.h)
+                              * instead of a pread/pwrite per call */
 
 /* Opens an image file. Unless MEDIA_NOLOCK, takes an exclusive lock
  * (flock LOCK_EX|LOCK_NB) on it: a second opener gets -EBUSY.

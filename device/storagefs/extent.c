@@ -234,6 +234,7 @@ int ext_remove(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip, uint6
 {
     uint64_t end = len > UINT64_MAX - lblk ? UINT64_MAX : lblk + len;
     uint64_t cursor = lblk;
+    ip->tail_pblk = 0;   /* file.c's copy may name a block unmapped here */
     for (unsigned n = 0;; n++) {
         struct sfs_extent e;
         int r = ext_next(fs, ip, cursor, &e);

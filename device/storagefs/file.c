@@ -64,27 +64,60 @@ static int data_read(struct sfs *fs, struct sfs_inode *ip, uint64_t pblk, uint32
     return 0;
 }
 
-/* Writes n bytes at byte boff of the run at pblk. fresh: the blocks hold
- * no data yet, so partial blocks are zero-filled instead of read. */
-static int data_write(struct sfs *fs, uint64_t pblk, uint32_t boff, const uint8_t *src,
-                      size_t n, bool fresh)
+/* The buffer a partial block at pblk is merged in: ip's tail copy
+ * (sfs_int.h; allocated on first use), or the caller's bounce when there
+ * is no ip or no memory. *have: it holds the block's bytes already. The
+ * copy names no block until the merged block has been written. */
+static uint8_t *merge_buf(struct sfs_inode *ip, uint64_t pblk, uint8_t *bounce, bool *have)
+{
+    *have = false;
+    if (!ip || (!ip->tail && !(ip->tail = malloc(BS))))
+        return bounce;
+    *have = ip->tail_pblk == pblk;
+    ip->tail_pblk = 0;
+    return ip->tail;
+}
+
+/* Writes the part [boff, boff + k) of the block at pblk: merged with its
+ * other bytes (zeros when fresh; else ip's tail copy of it, or the media)
+ * and written whole. The merged block becomes ip's tail copy. */
+static int write_partial(struct sfs *fs, struct sfs_inode *ip, uint64_t pblk, uint32_t boff,
+                         const uint8_t *src, size_t k, bool fresh)
 {
     uint8_t bounce[BS];
+    bool have;
+    uint8_t *b = merge_buf(ip, pblk, bounce, &have);
+    int r = 0;
+    if (fresh)
+        memset(b, 0, BS);
+    else if (!have)
+        r = media_read(fs->m, pblk, 1, b);
+    memcpy(b + boff, src, k);
+    if (!r)
+        r = media_write(fs->m, pblk, 1, b);
+    if (!r && b != bounce)
+        ip->tail_pblk = pblk;
+    return r;
+}
+
+/* Writes n bytes at byte boff of the run at pblk of ip (NULL: a block of
+ * no file's tail copy). fresh: the blocks hold no data yet, so partial
+ * blocks are zero-filled instead of read. Callers hold ip->rw exclusively. */
+static int data_write(struct sfs *fs, struct sfs_inode *ip, uint64_t pblk, uint32_t boff,
+                      const uint8_t *src, size_t n, bool fresh)
+{
     while (n) {
         if (boff || n < BS) {
             size_t k = min64(n, BS - boff);
-            int r = fresh ? 0 : media_read(fs->m, pblk, 1, bounce);
-            if (fresh)
-                memset(bounce, 0, BS);
-            memcpy(bounce + boff, src, k);
-            if (!r)
-                r = media_write(fs->m, pblk, 1, bounce);
+            int r = write_partial(fs, ip, pblk, boff, src, k, fresh);
             if (r)
                 return r;
             src += k, n -= k, pblk++, boff = 0;
             continue;
         }
         uint32_t nb = (uint32_t)min64(n / BS, MAX_IO_BLOCKS);
+        if (ip && ip->tail_pblk >= pblk && ip->tail_pblk < pblk + nb)
+            ip->tail_pblk = 0;   /* overwritten whole */
         int r = media_write(fs->m, pblk, nb, src);
         if (r)
             return r;
@@ -105,12 +138,12 @@ static int zero_range_in_block(struct sfs *fs, struct jnl_handle *h, struct sfs_
         return 0;
     int r = ext_lookup(fs, ip, from / BS, &e, &hole);
     if (r <= 0 || (e.flags & SFS_EXT_UNWRITTEN))
-        return r;
+        return r < 0 ? r : 0;   /* a hole or unwritten: reads as zeros already */
     uint64_t pblk = e.pblk + (from / BS - e.lblk);
     uint32_t boff = (uint32_t)(from % BS);
     if (jdata_needed(fs, h, ip))
         return jdata_write(fs, h, ip, pblk, boff, NULL, to - from);
-    return data_write(fs, pblk, boff, zeros, to - from, false);
+    return data_write(fs, ip, pblk, boff, zeros, to - from, false);
 }
 
 /* ---- read ---------------------------------------------------------------------- */
@@ -293,7 +326,7 @@ static ssize_t overwrite(struct wctx *w, uint64_t pblk, uint32_t boff, const uin
                          size_t n)
 {
     if (!w->jdata) {
-        int r = data_write(w->fs, pblk, boff, src, n, false);
+        int r = data_write(w->fs, w->ip, pblk, boff, src, n, false);
         return r ? r : (ssize_t)n;
     }
     if (w->jblocks == 0)
@@ -313,11 +346,12 @@ static int write_hole(struct wctx *w, uint64_t lblk, uint64_t nblk, uint32_t bof
     if (r)
         return r;
     *n = (size_t)min64(rem, got * BS - boff);
-    r = data_write(w->fs, s, boff, src, *n, true);
+    r = data_write(w->fs, w->ip, s, boff, src, *n, true);
     struct sfs_extent e = {lblk, s, (uint32_t)got, 0};
     if (!r)
         r = ext_insert(w->fs, w->h, w->ip, &e);
     if (r) {
+        w->ip->tail_pblk = 0;   /* the block goes back unmapped */
         alloc_free_blocks(w->fs, w->h, s, got, false);
         return r;
     }
@@ -334,7 +368,7 @@ static int write_unwritten(struct wctx *w, const struct sfs_extent *e, uint64_t 
     uint64_t pblk = e->pblk + (lblk - e->lblk);
     *n = (size_t)min64(rem, nblk * BS - boff);
     nblk = (boff + *n + BS - 1) / BS;
-    int r = data_write(w->fs, pblk, boff, src, *n, true);
+    int r = data_write(w->fs, w->ip, pblk, boff, src, *n, true);
     if (!r)
         r = ext_remove(w->fs, w->h, w->ip, lblk, nblk, false, 2);
     if (r)

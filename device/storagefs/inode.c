@@ -37,9 +37,18 @@ static struct lru_shard *shard(const struct sfs *fs, uint64_t ino)
     return lru_shard(&fs->ic->t, ino);
 }
 
+/* Frees file.c's copy of a partial block (no one holds ip). */
+static void drop_tail(struct sfs_inode *ip)
+{
+    free(ip->tail);
+    ip->tail = NULL;
+    ip->tail_pblk = 0;
+}
+
 static void inode_free_struct(struct sfs_inode *ip)
 {
     pthread_rwlock_destroy(&ip->rw);
+    drop_tail(ip);
     free(ip);
 }
 
@@ -185,6 +194,7 @@ void inode_put(struct sfs *fs, struct sfs_inode *ip)
         if (!ip->cache.hashed) {
             free_it = true;
         } else {
+            drop_tail(ip);   /* memory for files in use only */
             lru_unused(c, &ip->cache);
             trim(c);
         }

@@ -33,6 +33,7 @@ int jdata_write(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip, uint
      * handle's transaction cannot be checkpointed before h stops. */
     __atomic_store_n(&ip->jdata_seq, h->seq, __ATOMIC_RELAXED);
     __atomic_store_n(&fs->jdata_last, h->seq, __ATOMIC_RELAXED);
+    ip->tail_pblk = 0;   /* file.c's copy of a block would go stale */
     while (n) {
         size_t k = (size_t)min64(n, BS - boff);
         struct bbuf *b;

@@ -56,6 +56,17 @@ struct sfs_inode {
      * the tree's writers, which hold rw exclusively */
     bool ext_last_ok;
     struct sfs_extent ext_last;
+    /* file.c's copy of the partial block it last wrote in place (tail_pblk
+     * 0: none): the bytes the media holds at tail_pblk, so that the next
+     * write into that block (an append continuing it) merges into the
+     * copy instead of reading the block back. Used and changed under rw
+     * held exclusively; dropped by every other change of the block's
+     * bytes or mapping (ext_remove, jdata_write), freed when the inode
+     * goes unused (shard lock, no holder left). Not compared with the
+     * media even in debug builds: after a test's power cut the media
+     * drops writes the copy holds (file_test's model test checks it). */
+    uint64_t tail_pblk;
+    uint8_t *tail;              /* SFS_BSIZE bytes, or NULL */
 };
 
 struct sfs {

@@ -1,6 +1,7 @@
 // The media seam: the file backend (whole-block I/O, short files read as
-// -EIO, exclusive lock, hole punching, read-only) and the fault backend
-// (failed, sticky, torn writes, power cuts, what survives a snapshot).
+// -EIO, exclusive lock, hole punching, read-only), the same I/O through a
+// mapping (MEDIA_MMAP), and the fault backend (failed, sticky, torn
+// writes, power cuts, what survives a snapshot).
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -93,6 +94,100 @@ TEST(MediaFile, ShortFileReadsAsEio)
     media_close(m);
     unlink(p.c_str());
 }
+
+// Both ways of doing the image file's I/O (pread/pwrite, and the mapping
+// of media_mmap.h) behave the same through the seam.
+class MediaFileIo : public ::testing::TestWithParam<unsigned> {
+protected:
+    // A sparse image of nblk blocks, opened with the backend under test.
+    struct media *Open(const std::string &p, uint64_t nblk, unsigned flags = 0)
+    {
+        struct media *m = nullptr;
+        EXPECT_EQ(media_create_file(p.c_str(), nblk * MEDIA_BLOCK_SIZE, 0, &m), 0);
+        media_close(m);
+        m = nullptr;
+        EXPECT_EQ(media_open_file(p.c_str(), GetParam() | flags, &m), 0);
+        return m;
+    }
+};
+
+TEST_P(MediaFileIo, WriteReadDiscardAndOtherOpenersSeeTheBytes)
+{
+    std::string p = TempPath("io");
+    struct media *m = Open(p, 1024);
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->nblocks, 1024u);
+    std::string two = Block('a') + Block('b');
+    ASSERT_EQ(media_write(m, 10, 2, two.data()), 0);
+    ASSERT_EQ(media_write(m, 11, 1, Block('c').data()), 0);   // an overwrite
+    EXPECT_EQ(ReadBlocks(m, 10, 2), Block('a') + Block('c'));
+    EXPECT_EQ(ReadBlocks(m, 0, 1), Block('\0'));
+    // The descriptor (zero-copy reads) sees what was written.
+    std::string via_fd(MEDIA_BLOCK_SIZE, '\0');
+    ASSERT_EQ(pread(media_fd(m), &via_fd[0], MEDIA_BLOCK_SIZE, 11 * MEDIA_BLOCK_SIZE),
+              (ssize_t)MEDIA_BLOCK_SIZE);
+    EXPECT_EQ(via_fd, Block('c'));
+    EXPECT_EQ(media_flush(m), 0);
+    ASSERT_EQ(media_discard(m, 10, 1), 0);
+    EXPECT_EQ(ReadBlocks(m, 10, 2), Block('\0') + Block('c'));
+    ASSERT_EQ(media_write(m, 10, 1, Block('d').data()), 0);   // into the punched hole
+    char buf[MEDIA_BLOCK_SIZE];
+    EXPECT_EQ(media_read(m, 1023, 2, buf), -EINVAL);   // past the end
+    EXPECT_EQ(media_write(m, 1024, 1, buf), -EINVAL);
+    EXPECT_EQ(media_discard(m, 1020, 5), -EINVAL);
+    struct stat st;
+    ASSERT_EQ(stat(p.c_str(), &st), 0);
+    EXPECT_LT(st.st_blocks, 1024 * 8 / 4);   // still sparse (st_blocks: 512-byte units)
+    media_close(m);
+    // The other backend, after a close, reads the same bytes.
+    ASSERT_EQ(media_open_file(p.c_str(), GetParam() ^ MEDIA_MMAP, &m), 0);
+    EXPECT_EQ(ReadBlocks(m, 10, 2), Block('d') + Block('c'));
+    media_close(m);
+    unlink(p.c_str());
+}
+
+TEST_P(MediaFileIo, ReadOnlyRefusesChanges)
+{
+    std::string p = TempPath("ro");
+    struct media *m = Open(p, 8);
+    ASSERT_NE(m, nullptr);
+    ASSERT_EQ(media_write(m, 3, 1, Block('r').data()), 0);
+    media_close(m);
+    ASSERT_EQ(media_open_file(p.c_str(), GetParam() | MEDIA_RDONLY, &m), 0);
+    EXPECT_EQ(media_write(m, 0, 1, Block('x').data()), -EROFS);
+    EXPECT_EQ(media_discard(m, 0, 1), -EROFS);
+    EXPECT_EQ(media_flush(m), 0);
+    EXPECT_EQ(ReadBlocks(m, 3, 1), Block('r'));
+    media_close(m);
+    unlink(p.c_str());
+}
+
+// cisc resize grows a stopped image's file: the next open uses all of it.
+TEST_P(MediaFileIo, GrownImageIsUsedWholeAtTheNextOpen)
+{
+    std::string p = TempPath("grow");
+    struct media *m = Open(p, 8);
+    ASSERT_NE(m, nullptr);
+    ASSERT_EQ(media_write(m, 7, 1, Block('7').data()), 0);
+    media_close(m);
+    ASSERT_EQ(truncate(p.c_str(), 32 * MEDIA_BLOCK_SIZE), 0);
+    ASSERT_EQ(media_open_file(p.c_str(), GetParam(), &m), 0);
+    EXPECT_EQ(m->nblocks, 32u);
+    ASSERT_EQ(media_write(m, 31, 1, Block('z').data()), 0);
+    EXPECT_EQ(ReadBlocks(m, 7, 1), Block('7'));
+    EXPECT_EQ(ReadBlocks(m, 20, 1), Block('\0'));
+    ASSERT_EQ(media_flush(m), 0);
+    media_close(m);
+    ASSERT_EQ(media_open_file(p.c_str(), 0, &m), 0);   // pread sees the mapped write
+    EXPECT_EQ(ReadBlocks(m, 31, 1), Block('z'));
+    media_close(m);
+    unlink(p.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, MediaFileIo, ::testing::Values(0u, MEDIA_MMAP),
+                         [](const ::testing::TestParamInfo<unsigned> &i) {
+                             return std::string(i.param ? "mmap" : "pread");
+                         });
 
 TEST(MediaFault, FailNthWriteOnceOrForever)
 {

@@ -154,6 +154,111 @@ TEST_F(File, PunchHoleAndZeroRange)
     Mount();
 }
 
+// The block holding the end of the file is preallocated (unwritten): a
+// write past the end must not count its zeroing as a written byte, and a
+// hole punched with an edge in such a block must end (both did not).
+TEST_F(File, UnwrittenTailBlockNeitherEatsAByteNorStopsAPunch)
+{
+    f = Create(SFS_ROOT_INO, "u");
+    ASSERT_EQ(sfs_fallocate(fs, nullptr, f, 0, 0, 5000), 0);   // blocks 0-1 unwritten
+    EXPECT_EQ(Size(f), 5000u);
+    Write(f, 6000, "abc");
+    EXPECT_EQ(Read(f, 4990, 1013), std::string(1010, '\0') + "abc");
+    ASSERT_EQ(sfs_fallocate(fs, nullptr, f, SFS_FALLOC_ZERO_RANGE, 9000, 8000), 0);
+    ASSERT_EQ(sfs_fallocate(fs, nullptr, f, SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_KEEP_SIZE,
+                            9942, 6802), 0);   // both edges inside unwritten blocks
+    EXPECT_EQ(Read(f, 5990, 13), std::string(10, '\0') + "abc");
+    EXPECT_EQ(Size(f), 17000u);
+}
+
+// Appends that continue a partial last block merge into the file's copy
+// of that block (sfs_int.h tail_pblk) instead of reading it back.
+TEST_F(File, AppendsIntoAPartialBlockReadNothingBack)
+{
+    f = Create(SFS_ROOT_INO, "log");
+    std::string data = Pattern(100, 7);
+    Write(f, 0, data);   // the first touches metadata blocks into the cache
+    uint64_t reads = media_fault_reads(disk);
+    for (int i = 1; i < 200; i++) {
+        std::string rec = Pattern(100 + i % 7, i);
+        Write(f, data.size(), rec);
+        data += rec;
+    }
+    EXPECT_EQ(media_fault_reads(disk), reads);
+    EXPECT_EQ(Read(f, 0, data.size()), data);
+    Remount();
+    EXPECT_EQ(Read(f, 0, data.size()), data);
+}
+
+// Whatever else changes a block or the mapping under the tail copy
+// (overwrites in and around it, in place or journaled, truncation, hole
+// punching, zeroing, a write past the end), later appends still leave the
+// file's true bytes.
+TEST_F(File, TailCopyFollowsEveryChangeOfTheBlock)
+{
+    f = Create(SFS_ROOT_INO, "t");
+    std::string model;
+    std::mt19937 rng(11);
+    for (int i = 0; i < 600; i++) {
+        unsigned what = rng() % 8;
+        uint64_t size = model.size();
+        uint64_t at = size ? rng() % size : 0;
+        if (what <= 2 || size == 0) {   // append
+            std::string d = Pattern(1 + rng() % 5000, i);
+            Write(f, size, d);
+            model += d;
+        } else if (what == 3) {         // overwrite somewhere, maybe through the journal
+            std::string d = Pattern(1 + rng() % 300, i);
+            struct sfs_txn *tx = nullptr;
+            if (rng() % 2) {
+                ASSERT_EQ(sfs_txn_begin_flags(fs, SFS_TXN_DATA_JOURNAL, &tx), 0);
+            }
+            ASSERT_EQ(sfs_write(fs, tx, f, at, d.data(), d.size()), (ssize_t)d.size());
+            if (tx) {
+                ASSERT_EQ(sfs_txn_commit(tx, false), 0);
+            }
+            if (model.size() < at + d.size())
+                model.resize(at + d.size(), '\0');
+            model.replace(at, d.size(), d);
+        } else if (what == 4) {         // shrink or grow
+            uint64_t to = rng() % 2 ? at : size + rng() % 6000;
+            struct sfs_attr in = {};
+            in.size = to;
+            ASSERT_EQ(sfs_setattr(fs, nullptr, f, &in, SFS_SET_SIZE, nullptr), 0);
+            model.resize(to, '\0');
+        } else if (what == 5) {         // punch a hole
+            uint64_t len = 1 + rng() % 9000;
+            ASSERT_EQ(sfs_fallocate(fs, nullptr, f, SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_KEEP_SIZE,
+                                    at, len), 0);
+            if (at < model.size())
+                model.replace(at, std::min<uint64_t>(len, model.size() - at),
+                              std::min<uint64_t>(len, model.size() - at), '\0');
+        } else if (what == 6) {         // zero a range (may extend)
+            uint64_t len = 1 + rng() % 9000;
+            ASSERT_EQ(sfs_fallocate(fs, nullptr, f, SFS_FALLOC_ZERO_RANGE, at, len), 0);
+            if (model.size() < at + len)
+                model.resize(at + len, '\0');
+            model.replace(at, len, len, '\0');
+        } else {                        // a write past the end leaves a gap
+            std::string d = Pattern(1 + rng() % 200, i);
+            uint64_t off = size + rng() % 9000;
+            Write(f, off, d);
+            model.resize(off, '\0');
+            model += d;
+        }
+        ASSERT_EQ(Size(f), model.size()) << "op " << i;
+        if (i % 50 == 0) {
+            ASSERT_EQ(Read(f, 0, model.size()), model) << "op " << i;
+        }
+    }
+    EXPECT_EQ(Read(f, 0, model.size()), model);
+    Remount();
+    EXPECT_EQ(Read(f, 0, model.size()), model);
+    Unmount();
+    ExpectClean();
+    Mount();
+}
+
 TEST_F(File, SeekDataAndHole)
 {
     f = Create(SFS_ROOT_INO, "s");
