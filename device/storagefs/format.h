@@ -89,8 +89,9 @@ static_assert(SB_END == 232 && SB_END <= SFS_BSIZE, "superblock layout");
  * first uses what it names, so images that never do stay readable by
  * older code. */
 #define SFS_FEAT_INCOMPAT_XSECURITY (1u << 0)   /* xattr namespace 3 (security.) */
+#define SFS_FEAT_INCOMPAT_XACL      (1u << 1)   /* xattr namespace 4 (POSIX ACLs) */
 #define SFS_FEAT_COMPAT_SUPP    0u
-#define SFS_FEAT_INCOMPAT_SUPP  SFS_FEAT_INCOMPAT_XSECURITY
+#define SFS_FEAT_INCOMPAT_SUPP  (SFS_FEAT_INCOMPAT_XSECURITY | SFS_FEAT_INCOMPAT_XACL)
 #define SFS_FEAT_RO_COMPAT_SUPP 0u
 
 struct sfs_sb {
@@ -234,7 +235,8 @@ static_assert(XE_NAME == 8 && XR_END == 16, "xattr entry layout");
 #define SFS_XNS_USER    1u
 #define SFS_XNS_TRUSTED 2u
 #define SFS_XNS_SECURITY 3u     /* needs SFS_FEAT_INCOMPAT_XSECURITY */
-#define SFS_XNS_LAST    SFS_XNS_SECURITY
+#define SFS_XNS_SYSTEM  4u      /* POSIX ACLs (acl.h); needs SFS_FEAT_INCOMPAT_XACL */
+#define SFS_XNS_LAST    SFS_XNS_SYSTEM
 
 enum { XV_OWNER = 16, XV_INDEX = 24, XV_PAD = 28, XV_DATA = 32 };
 #define SFS_XVALUE_CAP (SFS_BSIZE - XV_DATA)       /* 4064 bytes per block */
