@@ -299,3 +299,42 @@ TEST_F(AclFs, FirstAclSetsTheFeatureBitAndSurvivesACrash)
     EXPECT_TRUE(Fsck().empty());
     Mount();
 }
+
+// fsck knows ACLs: an ACL entry on an image without the XACL bit, and an
+// access ACL that disagrees with the mode, are reported.
+TEST_F(AclFs, FsckReportsAclProblems)
+{
+    ASSERT_EQ(Set(f, "system.posix_acl_access", Value(Full())), 0);
+    Unmount();
+    uint8_t b[SFS_BSIZE];
+    ASSERT_EQ(media_read(disk, 0, 1, b), 0);
+    struct sfs_sb sb;
+    sfs_sb_decode(b, &sb);
+    uint64_t iblk = sb.itable_start + f / SFS_INODES_PER_BLOCK;
+    uint8_t ib[SFS_BSIZE];
+    ASSERT_EQ(media_read(disk, iblk, 1, ib), 0);
+    uint8_t *slot = ib + (f % SFS_INODES_PER_BLOCK) * SFS_INODE_SIZE;
+    struct sfs_dinode d;
+    ASSERT_EQ(sfs_inode_decode(slot, f, iblk, &d), 0);
+    d.mode = (d.mode & ~0777u) | 0644;   // the ACL says 0670
+    sfs_inode_encode(&d, slot);
+    ASSERT_EQ(media_write(disk, iblk, 1, ib), 0);
+    sb.feat_incompat &= ~SFS_FEAT_INCOMPAT_XACL;
+    sfs_sb_encode(&sb, b, 0);
+    ASSERT_EQ(media_write(disk, 0, 1, b), 0);
+    auto problems = Fsck();
+    std::string all;
+    for (auto &p : problems)
+        all += p + "\n";
+    EXPECT_NE(all.find("without its feature bit"), std::string::npos) << all;
+    EXPECT_NE(all.find("disagrees with the mode 0644"), std::string::npos) << all;
+    // put it back so the fixture's teardown finds a clean image
+    d.mode = (d.mode & ~0777u) | 0670;
+    sfs_inode_encode(&d, slot);
+    ASSERT_EQ(media_write(disk, iblk, 1, ib), 0);
+    sb.feat_incompat |= SFS_FEAT_INCOMPAT_XACL;
+    sfs_sb_encode(&sb, b, 0);
+    ASSERT_EQ(media_write(disk, 0, 1, b), 0);
+    EXPECT_TRUE(Fsck().empty());
+    Mount();
+}
