@@ -77,9 +77,9 @@ enum {
     SB_BACKUP_BLKNO = 152, SB_ORPHAN_HEAD = 160, SB_FREE_BLOCKS = 168,
     SB_FREE_INODES = 176, SB_HASH_SEED = 184, SB_JOURNAL_ID = 192,
     SB_MKFS_TIME = 200, SB_MOUNT_TIME = 208, SB_WRITE_TIME = 216, SB_ROOT_INO = 224,
-    SB_END = 232
+    SB_GROW_FROM = 232, SB_END = 240
 };
-static_assert(SB_END == 232 && SB_END <= SFS_BSIZE, "superblock layout");
+static_assert(SB_END == 240 && SB_END <= SFS_BSIZE, "superblock layout");
 
 #define SFS_STATE_CLEAN   1u
 #define SFS_STATE_MOUNTED 2u
@@ -105,6 +105,9 @@ struct sfs_sb {
     uint64_t orphan_head, free_blocks, free_inodes, hash_seed, journal_id;
     int64_t mkfs_time, mount_time, write_time;
     uint64_t root_ino;
+    uint64_t grow_from;       /* 0, or a grow committed but not finished: block
+                                 bitmap bits [grow_from, backup_blkno) may be
+                                 set with nothing using them (grow.c) */
 };
 
 void sfs_sb_encode(const struct sfs_sb *sb, uint8_t *b, uint64_t blkno);
