@@ -107,6 +107,7 @@ static int setattr_locked(struct sfs *fs, struct jnl_handle *h, struct sfs_inode
         return S_ISDIR(d->mode) ? -EISDIR : -EINVAL;
     if ((valid & SFS_SET_SIZE) && (more = file_set_size(fs, h, ip, in->size, TRIM_EXTENTS)) < 0)
         return more;
+    bool perms = (valid & SFS_SET_MODE) && ((d->mode ^ in->mode) & 0777);
     if (valid & SFS_SET_MODE)
         d->mode = (d->mode & S_IFMT) | (in->mode & 07777);
     if (valid & SFS_SET_UID)
@@ -115,7 +116,7 @@ static int setattr_locked(struct sfs *fs, struct jnl_handle *h, struct sfs_inode
         d->gid = in->gid;
     struct timespec now = sfs_now();
     apply_times(d, in, valid, &now);
-    int r = (valid & SFS_SET_MODE) ? acl_chmod_locked(fs, h, ip) : 0;   /* acl.h inv. 1 */
+    int r = perms ? acl_chmod_locked(fs, h, ip) : 0;   /* acl.h invariant 1 */
     if (!r)
         r = inode_dirty(h, ip);
     return r ? r : more;
