@@ -113,8 +113,8 @@ run() {   # NAME DIR CONFIG
     failed=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$sum")
     skipped=$(sed -E 's/.* ([0-9]+) skipped.*/\1/' <<<"$sum")
     passed=$(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$sum")
-    grep -a -E "^[a-z_:0-9]+ +failed" "$log" | sed 's/\x1b\[[0-9;]*m//g' | awk '{print $1}' \
-        > "$WORK/$name.failed" || true
+    sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -a -E "^[a-z_:0-9]+ +(FAILED|PASSED UNEXPECTEDLY)$" |
+        awk '{print $1}' > "$WORK/$name.failed" || true
     echo "$passed $failed $skipped"
 }
 
