@@ -12,8 +12,9 @@
  * cred->acl_fs, which the engine sets for each command it runs.
  *
  * Invariants:
- *   1. Functions only read attributes and credentials; they never change
- *      the file system (perm_setattr may edit the request it is given).
+ *   1. Functions only read attributes, credentials and (perm_check) an
+ *      inode's access ACL; they never change the file system (perm_setattr
+ *      may edit the request it is given).
  *   2. Denials are -EACCES for missing mode bits and -EPERM for ownership
  *      rules (sticky directories, chmod/chown/utimes by non-owners).
  *   3. Supplementary groups are fetched at most once per command, and only
