@@ -114,13 +114,17 @@ const struct cisc_cmd cmd_resize = {
         "down to 4 KiB blocks), offline: the device must be stopped and the image\n"
         "cleanly unmounted and consistent (cisc fsck). The new space is free data\n"
         "space at the next cisc up (df shows it); files, inodes and the journal\n"
-        "are unchanged.\n"
+        "are unchanged. Crash-safe: cut short, the image is the old size or the\n"
+        "new one, and the next cisc up (or cisc resize) finishes a grow that\n"
+        "was cut after its commit point.\n"
         "\n"
         "Limits: shrinking is refused. The block bitmap cannot grow (the inode\n"
         "table and data follow it and are addressed by block number), so an\n"
         "image grows at most to what its bitmap covers: 32640 blocks (127.5 MiB)\n"
         "per bitmap block, e.g. 127.5 MiB for an image made at 64 MiB, 1147.5 MiB\n"
-        "for one made at 1 GiB; the error names the limit.\n"
+        "for one made at 1 GiB; the error names the limit. Not online: a\n"
+        "running device sized its allocator and cache at mount, and its journal\n"
+        "never changes the geometry (cisc down, cisc resize, cisc up).\n"
         "\n" CMD_EXIT_HELP,
     .run = run,
 };

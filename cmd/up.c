@@ -3,6 +3,7 @@
  * table for both, are in cmd/upopts.h. */
 #include "cmd/cmd.h"
 #include "cmd/mnt.h"
+#include "cmd/notify.h"
 #include "cmd/upopts.h"
 
 #include "proto/ctl.h"
@@ -259,6 +260,17 @@ static int arm_crash_point(void)
     return 0;
 }
 
+/* Tells systemd (Type=notify, notify.h) that the mount serves. */
+static void notify_ready(const char *img, const char *mnt)
+{
+    char msg[2 * PATH_MAX + 64];
+    snprintf(msg, sizeof(msg), "READY=1\nMAINPID=%d\nSTATUS=serving %s on %s", (int)getpid(),
+             img, mnt);
+    int r = notify_send(msg);
+    if (r < 0)
+        fprintf(stderr, "cisc up: sd_notify to $NOTIFY_SOCKET failed: %s\n", strerror(-r));
+}
+
 /* A device that found its image damaged failed (1); anything else that
  * stops it starting is about its environment (2). */
 static int start_status(int r)
@@ -323,7 +335,9 @@ static int run_device(const struct up_opts *o, const char *img, const char *mnt,
         detach_stdio(log_fd, ready_fd >= 0);
         dev_log_notes(dev);
     }
+    notify_ready(img, mnt);   /* after detach: a failure is logged */
     int lr = fusefs_loop(fs);
+    notify_send("STOPPING=1");   /* notify.h: a failure changes nothing */
     dev_set_stop_hook(dev, NULL, NULL);
     eng_cancel(dev_engine(dev));  /* SIGTERM too: long fused ops stop, the drain is short */
     eng_drain(dev_engine(dev));   /* device cores reply through the session */

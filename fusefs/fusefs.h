@@ -9,7 +9,9 @@
  * are StorageFS inode numbers (FUSE_ROOT_ID == SFS_ROOT_INO).
  *
  * Mount: default_permissions (the kernel checks, and the device checks
- * again), allow_other when started by root, auto_unmount (a killed device
+ * again; with FUSE_POSIX_ACL the kernel evaluates POSIX ACLs too, read
+ * through GETXATTR and cached, and leaves the umask to the device:
+ * DONT_MASK), allow_other when started by root, auto_unmount (a killed device
  * leaves no dead mount), max_write 1 MiB, max_read 256 KiB, subtype "ciscfs".
  * The kernel leaves removing set-id bits and file capabilities on write,
  * truncate and chown to the device (FUSE_HANDLE_KILLPRIV_V2, added to the

@@ -76,6 +76,7 @@ static void cmd_init(struct eng_cmd *c, unsigned op, fuse_req_t req)
         .groups_fn = req_groups, .groups_arg = req,
     };
     eng_cmd_init(c, op, &cred);
+    c->umask = ctx->umask;   /* creating ops: DONT_MASK leaves it to the device */
 }
 
 static struct freq *freq_new(fuse_req_t req, unsigned op, freq_reply_fn reply)
@@ -444,7 +445,12 @@ static void ff_init(void *userdata, struct fuse_conn_info *conn)
     unsigned want = FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_PARALLEL_DIROPS |
                     FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ASYNC_READ | FUSE_CAP_ASYNC_DIO |
                     FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
-                    FUSE_CAP_SPLICE_WRITE;   /* read replies spliced from the image */
+                    FUSE_CAP_SPLICE_WRITE |  /* read replies spliced from the image */
+                    /* POSIX ACLs: the kernel checks them (cached from GETXATTR),
+                     * the device stores them, keeps the mode in step and
+                     * inherits default ACLs, so the umask is the device's to
+                     * apply (only without a default ACL: engine prepare_create) */
+                    FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
     if (f->writeback) {   /* fusefs.h, invariant 5 */
         want |= FUSE_CAP_WRITEBACK_CACHE;
         /* Write-back sends page WRITEs as background requests, at most

@@ -11,7 +11,7 @@ PKGS=(
     libxxhash-dev libzstd-dev libsodium-dev           # compute steps
     libgtest-dev                                      # unit tests
     libleveldb-dev libsnappy-dev                      # LevelDB on the device (integrations/leveldb)
-    attr git acl                                      # end-to-end tests (xattr tools, git inside the mount)
+    attr git acl rsync                                # end-to-end tests (xattr tools, git inside the mount, ACL copies)
     fio python3 python3-matplotlib                    # benchmarks and plots
 )
 

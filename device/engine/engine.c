@@ -87,6 +87,7 @@ static void run(void *arg, struct sched_item *it, unsigned core)
     struct engine *e = arg;
     struct eng_cmd *c = (struct eng_cmd *)((char *)it - offsetof(struct eng_cmd, item));
     unsigned op = c->op;
+    c->cred.acl_fs = e->fs;   /* perm.h: ACLs are this device's */
     c->ret = read_only_gate(e, c);
     if (!c->ret)
         c->ret = op < ENG_OP_COUNT ? op_table[op](e, c) : -EINVAL;

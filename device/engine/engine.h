@@ -164,6 +164,9 @@ struct eng_cred {
     uint32_t groups[ENG_GROUPS_MAX];
     eng_groups_fn groups_fn;         /* NULL: no supplementary groups */
     void *groups_arg;
+    struct sfs *acl_fs;              /* whose ACLs perm_check reads: set by the
+                                        engine when the command runs (NULL:
+                                        mode bits only) */
 };
 
 /* READDIR output: called once per entry, attr non-NULL for readdirplus
@@ -208,6 +211,8 @@ struct eng_cmd {
     uint64_t fh, fh2;
     const char *name, *name2;
     uint32_t mode, flags;
+    uint32_t umask;           /* MKNOD/MKDIR/CREATE: cleared from mode unless the
+                                 parent has a default ACL (FUSE's DONT_MASK) */
     uint64_t rdev;
     uint64_t off, off2, len;
     const void *in;

@@ -10,6 +10,7 @@
 #include "device/engine/engine_int.h"
 #include "device/engine/perm.h"
 #include "device/engine/sysdir.h"
+#include "device/storagefs/acl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -185,6 +186,18 @@ int64_t eop_readlink(struct engine *e, struct eng_cmd *c)
     return sfs_readlink(e->fs, c->ino, c->out, c->size);
 }
 
+/* The door's umask (FUSE with DONT_MASK) applies unless the parent has a
+ * default ACL: then the ACL masks the mode (StorageFS inherits it). */
+static int apply_umask(struct engine *e, struct eng_cmd *c, uint32_t *mode)
+{
+    if (!c->umask || S_ISLNK(*mode))
+        return 0;
+    ssize_t n = sfs_getxattr(e->fs, c->ino, "system.posix_acl_default", NULL, 0);
+    if (n == -ENODATA)
+        *mode &= ~(c->umask & 0777u);
+    return n < 0 && n != -ENODATA ? (int)n : 0;
+}
+
 /* Common front of the four creating ops: name, parent checks, owner. */
 static int prepare_create(struct engine *e, struct eng_cmd *c, uint32_t *mode,
                           uint32_t *uid, uint32_t *gid)
@@ -195,6 +208,8 @@ static int prepare_create(struct engine *e, struct eng_cmd *c, uint32_t *mode,
         r = dir_attr(e, c->ino, &dir);
     if (!r)
         r = perm_may_create(&c->cred, &dir);
+    if (!r)
+        r = apply_umask(e, c, mode);
     if (!r)
         perm_new_owner(&c->cred, &dir, mode, uid, gid);
     return r;
@@ -621,19 +636,18 @@ int64_t eop_statfs(struct engine *e, struct eng_cmd *c)
     return sfs_statfs(e->fs, &c->st);
 }
 
-/* mask: R_OK to read, W_OK to set, 0 to remove. */
-static int xattr_prepare(struct engine *e, struct eng_cmd *c, int mask)
+/* mask: R_OK to read, W_OK to set, 0 to remove. Fills *a. */
+static int xattr_prepare(struct engine *e, struct eng_cmd *c, int mask, struct sfs_attr *a)
 {
-    struct sfs_attr a;
     if (!c->name || !*c->name)
         return -EINVAL;
     if (strlen(c->name) > SFS_XATTR_NAME_MAX)
         return -ERANGE;
-    int r = sfs_getattr(e->fs, c->ino, &a);
+    int r = sfs_getattr(e->fs, c->ino, a);
     if (r)
         return r;
-    return mask ? perm_xattr(&c->cred, &a, c->name, mask)
-                : perm_xattr_remove(&c->cred, &a, c->name);
+    return mask ? perm_xattr(&c->cred, a, c->name, mask)
+                : perm_xattr_remove(&c->cred, a, c->name);
 }
 
 int64_t eop_setxattr(struct engine *e, struct eng_cmd *c)
@@ -644,13 +658,17 @@ int64_t eop_setxattr(struct engine *e, struct eng_cmd *c)
         return -EINVAL;
     unsigned fl = (c->flags & ENG_XATTR_CREATE ? SFS_XATTR_CREATE : 0) |
                   (c->flags & ENG_XATTR_REPLACE ? SFS_XATTR_REPLACE : 0);
-    int r = xattr_prepare(e, c, W_OK);
+    struct sfs_attr a;
+    int r = xattr_prepare(e, c, W_OK, &a);
+    if (!r && acl_type_of(c->name) == SFS_ACL_ACCESS && perm_acl_kills_sgid(&c->cred, &a))
+        fl |= SFS_XATTR_KILL_SGID;
     return r ? r : sfs_setxattr(e->fs, NULL, c->ino, c->name, c->in, c->size, fl);
 }
 
 int64_t eop_getxattr(struct engine *e, struct eng_cmd *c)
 {
-    int r = xattr_prepare(e, c, R_OK);
+    struct sfs_attr a;
+    int r = xattr_prepare(e, c, R_OK, &a);
     return r ? r : sfs_getxattr(e->fs, c->ino, c->name, c->out, c->size);
 }
 
@@ -693,7 +711,8 @@ int64_t eop_listxattr(struct engine *e, struct eng_cmd *c)
 
 int64_t eop_removexattr(struct engine *e, struct eng_cmd *c)
 {
-    int r = xattr_prepare(e, c, 0);
+    struct sfs_attr a;
+    int r = xattr_prepare(e, c, 0, &a);
     return r ? r : sfs_removexattr(e->fs, NULL, c->ino, c->name);
 }
 

@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "device/storagefs/acl.h"
+
 static void load_groups(struct eng_cred *c)
 {
     if (c->ngroups >= 0)
@@ -33,14 +35,40 @@ static int root_check(const struct sfs_attr *a, int mask)
     return (a->mode & (S_IXUSR | S_IXGRP | S_IXOTH)) ? 0 : -EACCES;
 }
 
+static bool cred_in_group(void *arg, uint32_t gid)
+{
+    return perm_in_group(arg, gid);
+}
+
+/* A caller who is neither root nor the owner: the inode's access ACL
+ * decides when it has one (POSIX.1e; the owner's entry is the mode's
+ * owner bits). Returns 0, -EACCES, 1 when there is no ACL, or -errno. */
+static int acl_check(struct eng_cred *c, const struct sfs_attr *a, int mask)
+{
+    struct sfs_acl acl;
+    if (!c->acl_fs || !a->ino || S_ISLNK(a->mode))
+        return 1;
+    int r = sfs_acl_get(c->acl_fs, a->ino, SFS_ACL_ACCESS, &acl);
+    if (r == -ENODATA || r == -ENOENT)   /* -ENOENT: freed meanwhile, as no ACL */
+        return 1;
+    if (r)
+        return r;
+    return acl_permits(&acl, c->uid, a->uid, a->gid, cred_in_group, c, (unsigned)mask)
+               ? 0
+               : -EACCES;
+}
+
 int perm_check(struct eng_cred *c, const struct sfs_attr *a, int mask)
 {
     mask &= R_OK | W_OK | X_OK;
     if (c->uid == 0)
         return root_check(a, mask);
     unsigned bits;
+    int r;
     if (c->uid == a->uid)
         bits = a->mode >> 6;
+    else if ((r = acl_check(c, a, mask)) <= 0)
+        return r;
     else if (((a->mode >> 3) & 7) != (a->mode & 7) && perm_in_group(c, a->gid))
         bits = a->mode >> 3;   /* membership only matters when group != other */
     else
@@ -190,7 +218,14 @@ int perm_xattr(struct eng_cred *c, const struct sfs_attr *a, const char *name, i
         return c->uid == 0 ? 0 : -EPERM;
     if (!strncmp(name, "security.", 9))
         return (mask & W_OK) && c->uid != 0 ? -EPERM : 0;
+    if (acl_type_of(name) >= 0 && !S_ISLNK(a->mode))   /* ACLs: anyone reads, */
+        return (mask & W_OK) && !is_owner(c, a) ? -EPERM : 0;   /* the owner sets */
     return -EOPNOTSUPP;
+}
+
+bool perm_acl_kills_sgid(struct eng_cred *c, const struct sfs_attr *a)
+{
+    return c->uid != 0 && !perm_in_group(c, a->gid);
 }
 
 int perm_xattr_remove(struct eng_cred *c, const struct sfs_attr *a, const char *name)

@@ -7,10 +7,14 @@
  * checks, needs one execute bit for non-directories, owns every inode for
  * chmod/chown/utimes. Search permission along the path is the kernel's job
  * (default_permissions); the device checks the directory it acts on.
+ * POSIX ACLs (device/storagefs/acl.h) decide for callers who are neither
+ * root nor the owner when the inode has one; their reads go through
+ * cred->acl_fs, which the engine sets for each command it runs.
  *
  * Invariants:
- *   1. Functions only read attributes and credentials; they never change
- *      the file system (perm_setattr may edit the request it is given).
+ *   1. Functions only read attributes, credentials and (perm_check) an
+ *      inode's access ACL; they never change the file system (perm_setattr
+ *      may edit the request it is given).
  *   2. Denials are -EACCES for missing mode bits and -EPERM for ownership
  *      rules (sticky directories, chmod/chown/utimes by non-owners).
  *   3. Supplementary groups are fetched at most once per command, and only
@@ -30,8 +34,9 @@ extern "C" {
 /* True if cred is in group gid (primary or supplementary). */
 bool perm_in_group(struct eng_cred *c, uint32_t gid);
 
-/* Checks mask (R_OK|W_OK|X_OK, 0 = existence) against inode a.
- * Returns 0 or -EACCES. */
+/* Checks mask (R_OK|W_OK|X_OK, 0 = existence) against inode a: its
+ * access ACL when it has one and c is neither root nor the owner, else
+ * the mode bits. Returns 0, -EACCES, or -errno reading the ACL. */
 int perm_check(struct eng_cred *c, const struct sfs_attr *a, int mask);
 
 /* May c add an entry to directory dir? -ENOTDIR, -EACCES or 0. */
@@ -71,9 +76,14 @@ void perm_new_owner(struct eng_cred *c, const struct sfs_attr *dir, uint32_t *mo
                     uint32_t *uid, uint32_t *gid);
 
 /* Checks access to extended attribute `name` of inode a: mask W_OK to set
- * or remove, R_OK to read. Returns 0, -EPERM, -EACCES, -ENODATA or
- * -EOPNOTSUPP (unknown namespace). */
+ * or remove, R_OK to read (system.posix_acl_*: anyone reads, the owner
+ * or root sets; not on symlinks). Returns 0, -EPERM, -EACCES, -ENODATA
+ * or -EOPNOTSUPP (unknown namespace). */
 int perm_xattr(struct eng_cred *c, const struct sfs_attr *a, const char *name, int mask);
+
+/* Setting an access ACL also clears S_ISGID (SFS_XATTR_KILL_SGID) when
+ * c is neither root nor in a's group, as a chmod by c would. */
+bool perm_acl_kills_sgid(struct eng_cred *c, const struct sfs_attr *a);
 
 /* Checks removal of extended attribute `name` from a: perm_xattr's
  * W_OK rule, except that whoever may write a regular file may remove its

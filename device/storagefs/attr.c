@@ -13,6 +13,7 @@
 #include "device/storagefs/file.h"
 #include "device/storagefs/inode.h"
 #include "device/storagefs/sfs_int.h"
+#include "device/storagefs/xattr.h"
 
 #define TRIM_EXTENTS 8u
 
@@ -106,6 +107,7 @@ static int setattr_locked(struct sfs *fs, struct jnl_handle *h, struct sfs_inode
         return S_ISDIR(d->mode) ? -EISDIR : -EINVAL;
     if ((valid & SFS_SET_SIZE) && (more = file_set_size(fs, h, ip, in->size, TRIM_EXTENTS)) < 0)
         return more;
+    bool perms = (valid & SFS_SET_MODE) && ((d->mode ^ in->mode) & 0777);
     if (valid & SFS_SET_MODE)
         d->mode = (d->mode & S_IFMT) | (in->mode & 07777);
     if (valid & SFS_SET_UID)
@@ -114,7 +116,9 @@ static int setattr_locked(struct sfs *fs, struct jnl_handle *h, struct sfs_inode
         d->gid = in->gid;
     struct timespec now = sfs_now();
     apply_times(d, in, valid, &now);
-    int r = inode_dirty(h, ip);
+    int r = perms ? acl_chmod_locked(fs, h, ip) : 0;   /* acl.h invariant 1 */
+    if (!r)
+        r = inode_dirty(h, ip);
     return r ? r : more;
 }
 
@@ -128,7 +132,8 @@ int sfs_setattr(struct sfs *fs, struct sfs_txn *tx, uint64_t ino,
     for (bool first = true;; first = false) {
         struct jnl_handle *h;
         /* + 2: a journaled tail zeroing when the size grows (jdata.h) */
-        r = sfs_op_begin(fs, tx, ext_credits(ip, 2 * TRIM_EXTENTS) + 8 + 2, &h);
+        r = sfs_op_begin(fs, tx, ext_credits(ip, 2 * TRIM_EXTENTS) + 8 + 2 +
+                                     ((valid & SFS_SET_MODE) ? ACL_CHMOD_CREDITS : 0), &h);
         if (r)
             break;
         pthread_rwlock_wrlock(&ip->rw);

@@ -86,6 +86,7 @@ void sfs_sb_encode(const struct sfs_sb *sb, uint8_t *b, uint64_t blkno)
     le64_put(b + SB_DATA_START, sb->data_start);
     le64_put(b + SB_BACKUP_BLKNO, sb->backup_blkno);
     le64_put(b + SB_ORPHAN_HEAD, sb->orphan_head);
+    le64_put(b + SB_GROW_FROM, sb->grow_from);
     le64_put(b + SB_FREE_BLOCKS, sb->free_blocks);
     le64_put(b + SB_FREE_INODES, sb->free_inodes);
     le64_put(b + SB_HASH_SEED, sb->hash_seed);
@@ -121,6 +122,7 @@ void sfs_sb_decode(const uint8_t *b, struct sfs_sb *sb)
     sb->data_start = le64_get(b + SB_DATA_START);
     sb->backup_blkno = le64_get(b + SB_BACKUP_BLKNO);
     sb->orphan_head = le64_get(b + SB_ORPHAN_HEAD);
+    sb->grow_from = le64_get(b + SB_GROW_FROM);
     sb->free_blocks = le64_get(b + SB_FREE_BLOCKS);
     sb->free_inodes = le64_get(b + SB_FREE_INODES);
     sb->hash_seed = le64_get(b + SB_HASH_SEED);
@@ -203,6 +205,9 @@ int sfs_sb_check(const struct sfs_sb *sb, uint64_t media_nblocks)
     if (sb->orphan_head >= sb->ninodes || sb->orphan_head == 1)
         return CISC_CORRUPT("superblock: orphan list head %llu out of range",
                             (unsigned long long)sb->orphan_head);
+    if (sb->grow_from && (sb->grow_from < sb->data_start || sb->grow_from >= sb->backup_blkno))
+        return CISC_CORRUPT("superblock: unfinished grow from block %llu out of range",
+                            (unsigned long long)sb->grow_from);
     return 0;
 }
 

@@ -77,9 +77,9 @@ enum {
     SB_BACKUP_BLKNO = 152, SB_ORPHAN_HEAD = 160, SB_FREE_BLOCKS = 168,
     SB_FREE_INODES = 176, SB_HASH_SEED = 184, SB_JOURNAL_ID = 192,
     SB_MKFS_TIME = 200, SB_MOUNT_TIME = 208, SB_WRITE_TIME = 216, SB_ROOT_INO = 224,
-    SB_END = 232
+    SB_GROW_FROM = 232, SB_END = 240
 };
-static_assert(SB_END == 232 && SB_END <= SFS_BSIZE, "superblock layout");
+static_assert(SB_END == 240 && SB_END <= SFS_BSIZE, "superblock layout");
 
 #define SFS_STATE_CLEAN   1u
 #define SFS_STATE_MOUNTED 2u
@@ -89,8 +89,9 @@ static_assert(SB_END == 232 && SB_END <= SFS_BSIZE, "superblock layout");
  * first uses what it names, so images that never do stay readable by
  * older code. */
 #define SFS_FEAT_INCOMPAT_XSECURITY (1u << 0)   /* xattr namespace 3 (security.) */
+#define SFS_FEAT_INCOMPAT_XACL      (1u << 1)   /* xattr namespace 4 (POSIX ACLs) */
 #define SFS_FEAT_COMPAT_SUPP    0u
-#define SFS_FEAT_INCOMPAT_SUPP  SFS_FEAT_INCOMPAT_XSECURITY
+#define SFS_FEAT_INCOMPAT_SUPP  (SFS_FEAT_INCOMPAT_XSECURITY | SFS_FEAT_INCOMPAT_XACL)
 #define SFS_FEAT_RO_COMPAT_SUPP 0u
 
 struct sfs_sb {
@@ -104,6 +105,9 @@ struct sfs_sb {
     uint64_t orphan_head, free_blocks, free_inodes, hash_seed, journal_id;
     int64_t mkfs_time, mount_time, write_time;
     uint64_t root_ino;
+    uint64_t grow_from;       /* 0, or a grow committed but not finished: block
+                                 bitmap bits [grow_from, backup_blkno) may be
+                                 set with nothing using them (grow.c) */
 };
 
 void sfs_sb_encode(const struct sfs_sb *sb, uint8_t *b, uint64_t blkno);
@@ -234,7 +238,8 @@ static_assert(XE_NAME == 8 && XR_END == 16, "xattr entry layout");
 #define SFS_XNS_USER    1u
 #define SFS_XNS_TRUSTED 2u
 #define SFS_XNS_SECURITY 3u     /* needs SFS_FEAT_INCOMPAT_XSECURITY */
-#define SFS_XNS_LAST    SFS_XNS_SECURITY
+#define SFS_XNS_SYSTEM  4u      /* POSIX ACLs (acl.h); needs SFS_FEAT_INCOMPAT_XACL */
+#define SFS_XNS_LAST    SFS_XNS_SYSTEM
 
 enum { XV_OWNER = 16, XV_INDEX = 24, XV_PAD = 28, XV_DATA = 32 };
 #define SFS_XVALUE_CAP (SFS_BSIZE - XV_DATA)       /* 4064 bytes per block */

@@ -211,6 +211,14 @@ static void free_state(struct fck *f)
     jscan_free(&f->js);
 }
 
+/* A grow committed but not finished (grow.c invariant 2): its new blocks
+ * are free whatever their bits say (the next mount clears them). */
+static void grow_pending(struct fck *f)
+{
+    for (uint64_t b = f->sb.grow_from; f->sb.grow_from && b < f->sb.backup_blkno; b++)
+        f->bbm[b / 8] &= (uint8_t)~(1u << (b % 8));
+}
+
 /* Metadata regions belong to nobody but must be marked used. */
 static void claim_metadata(struct fck *f)
 {
@@ -386,6 +394,7 @@ int fck_run(struct fck *f, struct media *m, sfs_problem_fn fn, void *arg,
         load_journal(f, res);
         load_bitmap(f, f->sb.bbitmap_start, f->sb.bbitmap_blocks, SFS_MAGIC_BBITMAP,
                     f->sb.nblocks, f->bbm, f->bbm_ok);
+        grow_pending(f);
         load_bitmap(f, f->sb.ibitmap_start, f->sb.ibitmap_blocks, SFS_MAGIC_IBITMAP,
                     f->sb.ninodes, f->ibm, NULL);
         claim_metadata(f);
@@ -463,6 +472,7 @@ int sfs_info(struct media *m, struct sfs_info *o)
         fill_info(o, &f.sb);
         load_bitmap(&f, f.sb.bbitmap_start, f.sb.bbitmap_blocks, SFS_MAGIC_BBITMAP,
                     f.sb.nblocks, f.bbm, f.bbm_ok);
+        grow_pending(&f);
         load_bitmap(&f, f.sb.ibitmap_start, f.sb.ibitmap_blocks, SFS_MAGIC_IBITMAP,
                     f.sb.ninodes, f.ibm, NULL);
         o->blocks_free = count_free(f.bbm, f.sb.data_start, f.sb.backup_blkno);

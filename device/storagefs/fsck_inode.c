@@ -4,7 +4,9 @@
  * (node headers, key order, exact separators, record formats), extents
  * (range, overlap, ownership), directory entries (names, hash placement,
  * uniqueness, targets) and extended attributes (inline area, xattr block,
- * value blocks), and checks the inode's block count.
+ * value blocks, the feature bit of their namespace, POSIX ACLs: valid,
+ * in step with the mode, defaults only on directories), and checks the
+ * inode's block count.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -14,12 +16,14 @@
 
 #include "common/corrupt.h"
 #include "common/le.h"
+#include "device/storagefs/acl.h"
 #include "device/storagefs/fsck_int.h"
 
 struct walk {
     struct fck *f;
     uint64_t ino;
     uint32_t magic;
+    uint32_t mode;               /* the inode's (ACL checks) */
     uint64_t blocks;             /* node, data and xattr blocks found */
     uint64_t next_lblk;          /* extents: first logical block not yet seen */
     uint64_t entries;            /* directories */
@@ -384,6 +388,46 @@ static void value_blocks(struct walk *w, uint64_t vblk, uint32_t vsize)
     }
 }
 
+/* The feature bit each namespace needs on the image (0: none). */
+static uint32_t ns_feature(uint8_t ns)
+{
+    return ns == SFS_XNS_SECURITY ? SFS_FEAT_INCOMPAT_XSECURITY
+           : ns == SFS_XNS_SYSTEM ? SFS_FEAT_INCOMPAT_XACL
+                                  : 0;
+}
+
+/* An ACL's value (acl.h invariants 1-4); val NULL when it is not at hand. */
+static void check_acl(struct walk *w, const uint8_t *name, unsigned len, const uint8_t *val,
+                      uint32_t vsize)
+{
+    char full[7 + SFS_XATTR_NAME_MAX + 1] = "system.";
+    memcpy(full + 7, name, len);
+    full[7 + len] = '\0';
+    int t = acl_type_of(full);
+    struct sfs_acl a;
+    bool minimal = false;
+    unsigned long long ino = (unsigned long long)w->ino;
+    if (t < 0)
+        fck_problem(w->f, "inode %llu: unknown system attribute '%s'", ino, full);
+    else if (S_ISLNK(w->mode) || (t == SFS_ACL_DEFAULT && !S_ISDIR(w->mode)))
+        fck_problem(w->f, "inode %llu: %s on a %s", ino, full,
+                    S_ISLNK(w->mode) ? "symlink" : "non-directory");
+    else if (val && acl_decode(val, vsize, &a))
+        fck_problem(w->f, "inode %llu: %s is not a valid ACL", ino, full);
+    else if (val && t == SFS_ACL_ACCESS &&
+             (acl_mode(&a, &minimal) != (w->mode & 0777) || minimal))
+        fck_problem(w->f, "inode %llu: access ACL %s the mode %04o", ino,
+                    minimal ? "stored though it only repeats" : "disagrees with",
+                    w->mode & 07777);
+}
+
+/* The value of an external entry when it fits one block (ACLs always do). */
+static const uint8_t *small_external(struct walk *w, const uint8_t *ref, uint32_t vsize)
+{
+    const uint8_t *b = vsize <= SFS_XVALUE_CAP ? fck_read(w->f, le64_get(ref + XR_VBLK)) : NULL;
+    return b ? b + XV_DATA : NULL;
+}
+
 /* Walks an entry area; returns the number of entries, or -1 if malformed. */
 static long xattr_area(struct walk *w, const uint8_t *a, uint32_t used, struct xnames *xn,
                        const char *where)
@@ -404,6 +448,12 @@ static long xattr_area(struct walk *w, const uint8_t *a, uint32_t used, struct x
         }
         xname_add(w, xn, p[XE_NS], p + XE_NAME, p[XE_NAMELEN]);
         const uint8_t *ref = p + XE_NAME + p[XE_NAMELEN];
+        if (ns_feature(p[XE_NS]) && !(w->f->sb.feat_incompat & ns_feature(p[XE_NS])))
+            fck_problem(w->f, "inode %llu: extended attribute of namespace %u on an image "
+                        "without its feature bit", (unsigned long long)w->ino, p[XE_NS]);
+        if (p[XE_NS] == SFS_XNS_SYSTEM)
+            check_acl(w, p + XE_NAME, p[XE_NAMELEN], ext ? small_external(w, ref, vsize) : ref,
+                      vsize);
         if (ext && le32_get(ref + XR_NBLK) == (vsize + SFS_XVALUE_CAP - 1) / SFS_XVALUE_CAP)
             value_blocks(w, le64_get(ref + XR_VBLK), vsize);
         else if (ext)
@@ -482,7 +532,7 @@ void fck_check_inode(struct fck *f, uint64_t ino)
     struct sfs_dinode d;
     if (f->in[ino].bad || read_dinode(f, ino, &d) != 0)
         return;
-    struct walk w = {f, ino, S_ISDIR(d.mode) ? SFS_MAGIC_DIR : SFS_MAGIC_EXTENT};
+    struct walk w = {f, ino, S_ISDIR(d.mode) ? SFS_MAGIC_DIR : SFS_MAGIC_EXTENT, d.mode};
     if (S_ISREG(d.mode))
         walk_tree(&w, &d);
     else if (S_ISDIR(d.mode))

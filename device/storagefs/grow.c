@@ -15,12 +15,16 @@
  *      inode count, journal and every region but the data area's end are
  *      unchanged.
  *   2. Write order: the new backup superblock (past the old end), then
- *      the primary superblock (the commit point), then the last bitmap
- *      block, each flushed. Before the primary is written nothing the
- *      old geometry reads has changed; after it and before the bitmap,
- *      the new blocks are still marked used (padding): the image mounts
- *      and fsck calls them leaked (fsck --repair frees them). Nothing is
- *      ever marked free that something uses.
+ *      the primary superblock with grow_from = the old backup block (the
+ *      commit point), then the bitmap blocks, then the primary again with
+ *      grow_from = 0, each flushed. Before the commit point nothing the
+ *      old geometry reads has changed: the image is the old size. After
+ *      it the image is the new size, and while grow_from is set the bits
+ *      [grow_from, backup_blkno) may still be set (padding of the old
+ *      geometry): fsck accepts that, and the next read-write mount or
+ *      sfs_grow finishes the grow (sfs_grow_finish) before anything
+ *      else. So a crash at any point leaves the old or the new size,
+ *      fsck-clean. Nothing is ever marked free that something uses.
  */
 #include <errno.h>
 #include <string.h>
@@ -78,10 +82,23 @@ static int mark_grown(struct media *m, const struct sfs_sb *sb, uint64_t from, u
     return media_flush(m);
 }
 
+int sfs_grow_finish(struct media *m, struct sfs_sb *sb)
+{
+    if (!sb->grow_from)
+        return 0;
+    int r = mark_grown(m, sb, sb->grow_from, sb->backup_blkno);
+    if (r)
+        return r;
+    sb->grow_from = 0;
+    return write_super(m, sb, 0);
+}
+
 int sfs_grow(struct media *m, uint64_t nblocks)
 {
     struct sfs_sb sb;
     int r = sfs_read_super(m, 0, &sb);
+    if (!r)
+        r = sfs_grow_finish(m, &sb);   /* one cut short first (invariant 2) */
     if (r)
         return r;
     if (nblocks < sb.nblocks)
@@ -98,9 +115,12 @@ int sfs_grow(struct media *m, uint64_t nblocks)
     n.free_blocks = sb.free_blocks + (nblocks - sb.nblocks);
     if ((r = sfs_sb_check(&n, m->nblocks)) != 0)
         return r;
-    if ((r = write_super(m, &n, n.backup_blkno)) != 0 || (r = write_super(m, &n, 0)) != 0)
+    if ((r = write_super(m, &n, n.backup_blkno)) != 0)
         return r;
-    return mark_grown(m, &sb, sb.backup_blkno, n.backup_blkno);
+    n.grow_from = sb.backup_blkno;
+    if ((r = write_super(m, &n, 0)) != 0)   /* the commit point */
+        return r;
+    return sfs_grow_finish(m, &n);
 }
 
 int sfs_grow_limit(struct media *m, uint64_t *nblocks, uint64_t *max)

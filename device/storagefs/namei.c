@@ -17,9 +17,10 @@
 #include "device/storagefs/file.h"
 #include "device/storagefs/inode.h"
 #include "device/storagefs/sfs_int.h"
+#include "device/storagefs/xattr.h"
 
 #define LINK_MAX_COUNT 65000u
-#define CREATE_CREDITS 40u
+#define CREATE_CREDITS (40u + 2 * ACL_CHMOD_CREDITS)   /* + two inherited ACLs */
 #define REMOVE_CREDITS 80u
 #define RENAME_CREDITS 96u
 #define RETRIES 16
@@ -179,6 +180,8 @@ static int create_locked(struct sfs *fs, struct jnl_handle *h, struct sfs_inode 
         ip->d.parent = dp->ino;
     if (S_ISLNK(nn->mode))
         r = set_symlink(fs, h, ip, nn);
+    else
+        r = acl_create_locked(fs, h, dp, ip);   /* acl.h invariant 3 */
     if (!r)
         r = dir_add(fs, h, dp, nn->name, nn->len, ip->ino, dir_type_of(nn->mode));
     if (r) {

@@ -104,6 +104,11 @@ void sfs_op_end(struct sfs *fs, struct jnl_handle *h);
  * Returns 0 or -EUCLEAN naming the problem, or -errno. */
 int sfs_read_super(struct media *m, uint64_t blk, struct sfs_sb *sb);
 
+/* Finishes a grow that was committed but cut short (grow.c, invariant 2):
+ * marks its new blocks free and clears sb->grow_from on the image. Does
+ * nothing when sb->grow_from is 0. Returns 0 or -errno. */
+int sfs_grow_finish(struct media *m, struct sfs_sb *sb);
+
 /* Sets incompatible feature `bit` in the superblock inside handle h (the
  * image starts to use what it names), once; a set bit stays. Returns 0. */
 int sfs_feature_incompat_set(struct sfs *fs, struct jnl_handle *h, uint32_t bit);

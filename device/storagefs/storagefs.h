@@ -289,10 +289,13 @@ int sfs_readdir(struct sfs *fs, uint64_t dir, uint64_t cookie, sfs_dirent_fn fn,
 
 #define SFS_XATTR_CREATE  (1u << 0)   /* fail with -EEXIST if present */
 #define SFS_XATTR_REPLACE (1u << 1)   /* fail with -ENODATA if absent */
+#define SFS_XATTR_KILL_SGID (1u << 2) /* access ACL: also clear S_ISGID (acl.h) */
 
-/* Names carry their namespace prefix ("user.", "trusted.", "security.");
- * others are -EOPNOTSUPP. The first "security." attribute marks the
- * image with an incompatible feature (docs/FORMAT.md). */
+/* Names carry their namespace prefix ("user.", "trusted.", "security.",
+ * and "system." for the two POSIX ACL names, whose values are validated
+ * (-EINVAL) and kept in step with the mode: acl.h); others are
+ * -EOPNOTSUPP. The first "security." attribute, and the first ACL, mark
+ * the image with an incompatible feature (docs/FORMAT.md). */
 int sfs_setxattr(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, const char *name,
                  const void *value, size_t size, unsigned flags);
 

@@ -326,6 +326,11 @@ static int mount_validate(struct sfs *fs, struct jscan *s, struct bbuf ***overla
     int r = sfs_read_super(fs->m, 0, &fs->sb);
     if (!r)
         r = check_features(&fs->sb, fs->rdonly && !fs->deferred);
+    /* A grow cut short (grow.c) is finished first: the one write before
+     * validation, and only what `cisc resize` had committed to. Read-only,
+     * its new blocks stay marked used. */
+    if (!r && !fs->rdonly && fs->sb.grow_from)
+        r = sfs_grow_finish(fs->m, &fs->sb);
     if (!r)
         r = jscan_run(fs->m, &fs->sb, s);
     if (!r)

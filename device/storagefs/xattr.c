@@ -5,6 +5,8 @@
  */
 #include "device/storagefs/xattr.h"
 
+#include "device/storagefs/acl.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +42,7 @@ struct xstate {
 static const struct {
     const char *prefix;
     size_t len;
-} ns_prefix[] = {{NULL, 0}, {"user.", 5}, {"trusted.", 8}, {"security.", 9}};
+} ns_prefix[] = {{NULL, 0}, {"user.", 5}, {"trusted.", 8}, {"security.", 9}, {"system.", 7}};
 static_assert(sizeof(ns_prefix) / sizeof(ns_prefix[0]) == SFS_XNS_LAST + 1, "one per namespace");
 
 static int parse_name(const char *full, uint8_t *ns, const char **sfx, size_t *len)
@@ -53,6 +55,8 @@ static int parse_name(const char *full, uint8_t *ns, const char **sfx, size_t *l
             *ns = i;
             *sfx = full + ns_prefix[i].len;
             *len = n - ns_prefix[i].len;
+            if (i == SFS_XNS_SYSTEM && acl_type_of(full) < 0)
+                return -EOPNOTSUPP;   /* system.: the two ACL names only */
             return *len ? 0 : -EINVAL;
         }
     }
@@ -374,6 +378,8 @@ static int change_locked(struct sfs *fs, struct jnl_handle *h, struct sfs_inode 
     }
     if (!q->remove && q->ns == SFS_XNS_SECURITY)   /* older code must not mount it */
         sfs_feature_incompat_set(fs, h, SFS_FEAT_INCOMPAT_XSECURITY);
+    if (!q->remove && q->ns == SFS_XNS_SYSTEM)     /* older code would ignore the ACL */
+        sfs_feature_incompat_set(fs, h, SFS_FEAT_INCOMPAT_XACL);
     r = apply(fs, h, ip, st);
     if (!r && old_vblk)
         free_value(fs, h, ip, old_vblk, old_vsize);
@@ -416,9 +422,11 @@ int sfs_setxattr(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, const char *n
         return r;
     if (size > SFS_XATTR_SIZE_MAX)
         return -E2BIG;
-    if ((flags & ~(SFS_XATTR_CREATE | SFS_XATTR_REPLACE)) ||
+    if ((flags & ~(SFS_XATTR_CREATE | SFS_XATTR_REPLACE | SFS_XATTR_KILL_SGID)) ||
         flags == (SFS_XATTR_CREATE | SFS_XATTR_REPLACE) || (size && !value))
         return -EINVAL;
+    if (q.ns == SFS_XNS_SYSTEM)
+        return acl_change(fs, tx, ino, name, value, size, flags);
     return change(fs, tx, ino, &q);
 }
 
@@ -426,6 +434,8 @@ int sfs_removexattr(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, const char
 {
     struct xreq q = {.remove = true};
     int r = parse_name(name, &q.ns, &q.name, &q.len);
+    if (!r && q.ns == SFS_XNS_SYSTEM)
+        return acl_change(fs, tx, ino, name, NULL, 0, SFS_XATTR_REMOVE);
     return r ? r : change(fs, tx, ino, &q);
 }
 
@@ -464,7 +474,9 @@ static ssize_t with_state(struct sfs *fs, uint64_t ino,
     if (r == 0) {
         pthread_rwlock_rdlock(&ip->rw);
         st->b = NULL;
-        r = fn(fs, ip, st, q, buf, size);
+        r = !ip->d.ixattr_used && !ip->d.xattr_blk && fn == get_locked
+                ? -ENODATA   /* no xattrs: nothing to load */
+                : fn(fs, ip, st, q, buf, size);
         bcache_put(fs->bc, st->b);
         pthread_rwlock_unlock(&ip->rw);
         inode_put(fs, ip);
@@ -519,6 +531,38 @@ static ssize_t list_locked(struct sfs *fs, struct sfs_inode *ip, struct xstate *
 ssize_t sfs_listxattr(struct sfs *fs, uint64_t ino, char *list, size_t size)
 {
     return with_state(fs, ino, list_locked, NULL, list, size);
+}
+
+ssize_t xattr_get_locked(struct sfs *fs, struct sfs_inode *ip, uint8_t ns, const char *name,
+                         void *buf, size_t size)
+{
+    if (!ip->d.ixattr_used && !ip->d.xattr_blk)
+        return -ENODATA;
+    struct xreq q = {.ns = ns, .name = name, .len = strlen(name)};
+    struct xstate *st = malloc(sizeof(*st));
+    if (!st)
+        return -ENOMEM;
+    st->b = NULL;
+    ssize_t r = get_locked(fs, ip, st, &q, buf, size);
+    bcache_put(fs->bc, st->b);
+    free(st);
+    return r;
+}
+
+int xattr_put_locked(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip, uint8_t ns,
+                     const char *name, const void *value, size_t size, bool remove)
+{
+    struct xreq q = {.ns = ns, .name = name, .len = strlen(name), .value = value,
+                     .size = (uint32_t)size, .remove = remove};
+    struct xstate *st = malloc(sizeof(*st));
+    if (!st)
+        return -ENOMEM;
+    st->b = NULL;
+    st->fresh = false;
+    int r = change_locked(fs, h, ip, st, &q);
+    bcache_put(fs->bc, st->b);
+    free(st);
+    return r;
 }
 
 int xattr_free_all(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip)

@@ -135,19 +135,6 @@ TEST_F(Features, TrustedNamespaceIsRootOnly)
               0);
 }
 
-// POSIX ACLs are not supported: the kernel's FUSE client refuses them
-// (the device does not ask for FUSE_POSIX_ACL), so setfacl fails and the
-// mode bits stay the only permissions.
-TEST_F(Features, PosixAclsAreReportedUnsupported)
-{
-    ASSERT_TRUE(e2e::WriteFile(P("f"), "x"));
-    RunResult r = Sh("setfacl -m u:12345:rw " + P("f"));
-    EXPECT_NE(r.status, 0);
-    EXPECT_NE(r.out.find("Operation not supported"), std::string::npos) << r.out;
-    EXPECT_EQ(getxattr(P("f").c_str(), "system.posix_acl_access", nullptr, 0), -1);
-    EXPECT_EQ(errno, EOPNOTSUPP);
-}
-
 // O_TMPFILE needs the FUSE tmpfile operation, which the installed
 // libfuse (3.14) does not have: the kernel asks, libfuse answers ENOSYS
 // and the kernel reports EOPNOTSUPP, which programs (and glibc's

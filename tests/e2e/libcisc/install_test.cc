@@ -101,7 +101,7 @@ TEST_F(Install, APrefixGetsTheWholeSystemAndUninstallRemovesIt)
     std::string unit = ReadFile(p + "/lib/systemd/system/ciscfs@.service");
     EXPECT_NE(unit.find("ExecStart=" + p + "/bin/cisc up "), std::string::npos) << unit;
     EXPECT_NE(unit.find("ExecStop=" + p + "/bin/cisc down "), std::string::npos) << unit;
-    EXPECT_NE(unit.find("Type=forking"), std::string::npos) << unit;
+    EXPECT_NE(unit.find("Type=notify"), std::string::npos) << unit;   // cisc up -f speaks sd_notify
     std::string fstab = ReadFile(p + "/share/doc/ciscfs/fstab.example");
     EXPECT_TRUE(std::regex_search(fstab, std::regex("\n/\\S+ +/\\S+ +ciscfs +nofail,"))) << fstab;
     EXPECT_TRUE(Exists(p + "/share/doc/ciscfs/ciscfs.conf.example"));

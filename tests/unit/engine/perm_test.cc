@@ -203,6 +203,30 @@ TEST(Perm, Xattrs)
     EXPECT_EQ(perm_open_mask(O_WRONLY), W_OK);
 }
 
+// POSIX ACL names: anyone reads them, the owner and root set or remove
+// them, symlinks have none, no other system. name exists; setting an
+// access ACL clears S_ISGID for a caller outside the file's group.
+TEST(Perm, AclXattrs)
+{
+    struct eng_cred owner = Cred(5, 5), other = Cred(6, 6), root = Cred(0, 0);
+    struct eng_cred member = Cred(5, 9, {5});
+    struct sfs_attr f = Attr(S_IFREG | 0600, 5, 5), lnk = Attr(S_IFLNK | 0777, 5, 5);
+    const char *acc = "system.posix_acl_access", *def = "system.posix_acl_default";
+    EXPECT_EQ(perm_xattr(&other, &f, acc, R_OK), 0);   // even with mode 0600
+    EXPECT_EQ(perm_xattr(&other, &f, def, R_OK), 0);
+    EXPECT_EQ(perm_xattr(&other, &f, acc, W_OK), -EPERM);
+    EXPECT_EQ(perm_xattr_remove(&other, &f, acc), -EPERM);
+    EXPECT_EQ(perm_xattr(&owner, &f, acc, W_OK), 0);
+    EXPECT_EQ(perm_xattr_remove(&owner, &f, def), 0);
+    EXPECT_EQ(perm_xattr(&root, &f, acc, W_OK), 0);
+    EXPECT_EQ(perm_xattr(&owner, &lnk, acc, R_OK), -EOPNOTSUPP);
+    EXPECT_EQ(perm_xattr(&owner, &f, "system.other", R_OK), -EOPNOTSUPP);
+    EXPECT_FALSE(perm_acl_kills_sgid(&root, &f));
+    EXPECT_FALSE(perm_acl_kills_sgid(&member, &f));
+    struct eng_cred outsider = Cred(5, 9);
+    EXPECT_TRUE(perm_acl_kills_sgid(&outsider, &f));
+}
+
 // A writer may remove a file's capabilities (the kernel's file_remove_privs
 // asks with its credentials) but not set them, nor remove other security.*
 // names; someone who may not write the file may not remove them either.
