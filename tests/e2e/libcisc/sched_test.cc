@@ -457,6 +457,18 @@ TEST_F(CiscSched, WeightsAreSetByRootOnlyAndShown)
     r = Sh(cisc + " top -n 1 -d 0.2 " + mnt);
     EXPECT_EQ(r.status, 0);
     EXPECT_NE(r.out.find("SHARE"), std::string::npos) << r.out;
+    // tenants by name: root's request through the mount makes uid 0 one;
+    // 4242 has no user name and stays a number; --json keeps the ids
+    int fd = open((mnt + "/by-root").c_str(), O_CREAT | O_WRONLY, 0644);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    r = Sh(cisc + " top --json " + mnt);
+    EXPECT_NE(r.out.find("\"tenant_by\":\"uid\""), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("{\"tenant\":0,\"weight\":100,\"queues\":0,\"name\":\"root\","),
+              std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\"name\":\"4242\""), std::string::npos) << r.out;
+    r = Sh(cisc + " top -n 1 -d 0.2 " + mnt);
+    EXPECT_NE(r.out.find("\nroot "), std::string::npos) << r.out;
 }
 
 // A runaway fused op on a real device: stopped at its next step with
