@@ -36,6 +36,7 @@ struct sched_ctx {
     uint64_t next_check;       /* the next preemption point that looks */
     uint64_t left_at;          /* it left its core (while off) */
     uint64_t off_ns;           /* time off its core so far */
+    bool preempt;              /* it may be parked: preemptible, on a worker thread */
     bool off;                  /* off its core: parked or blocked */
     bool on_lock;              /* blocked on a lock */
     bool granted;              /* parked: a core was handed back to it */
@@ -246,10 +247,14 @@ static void finish(struct sched *s, unsigned slot, struct sched_item *copy, uint
         pthread_cond_broadcast(&s->idle_cv);
 }
 
-static void run_on(struct sched *s, struct sched_item *it, unsigned slot)
+/* Runs it in slot. Only a worker thread's item may be parked (worker): a
+ * submitter that runs an item itself (a poller, a FUSE worker) has other
+ * work of its own to get back to. */
+static void run_on(struct sched *s, struct sched_item *it, unsigned slot, bool worker)
 {
     struct sched_item copy = *it;   /* run() may free it */
-    struct sched_ctx c = { .s = s, .it = it, .copy = &copy, .slot = slot, .prev = cur };
+    struct sched_ctx c = { .s = s, .it = it, .copy = &copy, .slot = slot, .prev = cur,
+                           .preempt = worker && it->preemptible };
     c.t0 = now_ns();
     c.next_check = c.t0 + SCHED_SLICE_NS;
     cur = &c;
@@ -407,7 +412,7 @@ static void park(struct sched *s, struct sched_ctx *c, uint64_t now)
 void sched_preempt_point(void)
 {
     struct sched_ctx *c = cur;
-    if (!c || c->off || !c->it->preemptible || !c->s->pol->preempt)
+    if (!c || c->off || !c->preempt || !c->s->pol->preempt)
         return;
     uint64_t now = now_ns();
     if (now < c->next_check)
@@ -514,7 +519,7 @@ static void *core_main(void *p)
     struct sched_item *it;
     unsigned slot;
     while (take(s, &it, &slot))
-        run_on(s, it, slot);
+        run_on(s, it, slot, true);
     return NULL;
 }
 
@@ -606,6 +611,7 @@ static int enqueue(struct sched *s, struct sched_item *it)
 static int submit(struct sched *s, struct sched_item *it, bool direct)
 {
     it->t_submit_ns = now_ns();
+    it->ran_ns = 0;   /* a command parked on a lease comes again (engine.c) */
     pthread_mutex_lock(&s->lock);
     int r = s->stopping ? -ESHUTDOWN : sched_acct_resolve(&s->acct, it);
     if (r) {
@@ -622,7 +628,7 @@ static int submit(struct sched *s, struct sched_item *it, bool direct)
         started(s, it, false);
         assert(sched_check(s));
         pthread_mutex_unlock(&s->lock);
-        run_on(s, it, slot);
+        run_on(s, it, slot, false);
         return 0;
     }
     r = enqueue(s, it);
@@ -640,6 +646,7 @@ static int submit(struct sched *s, struct sched_item *it, bool direct)
 static int batch_push(struct sched *s, struct sched_item *it)
 {
     it->t_submit_ns = now_ns();
+    it->ran_ns = 0;
     int r = s->stopping ? -ESHUTDOWN : sched_acct_resolve(&s->acct, it);
     if (!r)
         r = enqueue(s, it);
@@ -680,7 +687,7 @@ void sched_submit_batch(struct sched *s, struct sched_item **items, unsigned n, 
         if (!it)
             break;
         pthread_mutex_unlock(&s->lock);
-        run_on(s, it, slot);   /* in the policy's order, charged like any */
+        run_on(s, it, slot, false);   /* in the policy's order, charged like any */
         pthread_mutex_lock(&s->lock);
     }
     unsigned free_slots = slots_open(s) ? s->cores - s->busy - s->resumers : 0;

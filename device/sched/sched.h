@@ -68,7 +68,9 @@
  * charged to its tenant). A parked item comes back when the policy would
  * pick it (its tenant's key against the next pick's), on whichever slot is
  * free. Only items marked preemptible are parked (the engine: macro fused
- * ops, whose changes nobody sees before their commit).
+ * ops, whose changes nobody sees before their commit), and only on a
+ * worker thread: a submitter running an item itself (direct dispatch, a
+ * poller's small commands) has other work of its own to get back to.
  *
  * Blocking. A parked item keeps its locks (a fused op its inode stripes).
  * So that nothing can wait for it while holding a core it needs, a running
