@@ -591,11 +591,11 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
         (unsigned long long)qs.completed, (unsigned long long)qs.invalidated,
         (unsigned long long)qs.dead, (unsigned long long)qs.sleeps);
     put(&o, "queue depth %llu max_depth %llu busy_cores %u submitted %llu completed %llu "
-            "direct %llu preemptions %llu blocks %llu threads %u\n",
-        (unsigned long long)ss.depth, (unsigned long long)ss.max_depth,
+            "direct %llu\n", (unsigned long long)ss.depth, (unsigned long long)ss.max_depth,
         ss.busy, (unsigned long long)ss.submitted, (unsigned long long)ss.completed,
-        (unsigned long long)ss.direct_runs, (unsigned long long)ss.preemptions,
-        (unsigned long long)ss.blocks, ss.threads);
+        (unsigned long long)ss.direct_runs);
+    put(&o, "preempt parked %llu blocked %llu threads %u\n",
+        (unsigned long long)ss.preemptions, (unsigned long long)ss.blocks, ss.threads);
     for (unsigned i = 0; i < ss.cores; i++)
         put(&o, "core %u executed %llu busy_ms %llu\n", i,
             (unsigned long long)ss.core[i].executed,
