@@ -3,7 +3,10 @@
  * percentiles, waits, memory. Reads the scheduler's report
  * (CTL_SCHED_STATS, device/sched/report.c) every interval and shows the
  * difference from the last one (latency percentiles from the difference
- * of the histograms); --json prints one snapshot of the totals. */
+ * of the histograms); --json prints one snapshot of the totals. Tenants
+ * are shown by name: a uid's user name (getpwuid), a pid's process name
+ * (/proc/PID/comm, this host's: the device runs here); numbers when there
+ * is none. */
 #include "cmd/cmd.h"
 #include "cmd/mnt.h"
 
@@ -12,6 +15,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,22 +32,25 @@ static const char top_usage[] =
     "the last interval, ops per second, latency percentiles (p50, p99: submit\n"
     "to completion in the device), ops waiting and running, memory in use and\n"
     "peak, the time its ops spent waiting in the queue (summed over its ops, as\n"
-    "a share of the interval), ops stopped at the time limit. Refreshes every SECONDS (default 1) until interrupted, or\n"
-    "COUNT times. --json prints one snapshot (totals since the device\n"
-    "started) and exits.\n";
+    "a share of the interval), ops stopped at the time limit, ops parked for\n"
+    "another tenant (preemptions). Tenants are shown by user name (pid/command\n"
+    "when the device counts tenants by process). Refreshes every SECONDS\n"
+    "(default 1) until interrupted, or COUNT times. --json prints one snapshot\n"
+    "(totals since the device started, ids as numbers plus \"name\") and exits.\n";
 
 #define TOP_MAX 512u
 
 struct trow {
     bool q;
     unsigned long long id, tenant, weight, queues, vt, core, mem, peak, wait, run, done, thr,
-        over, term;
+        over, term, preempted;
     double share;
     uint64_t lat[HIST_BUCKETS];
 };
 
 struct snap {
     char policy[32];
+    char tenant_by[8];   /* "uid" or "pid" */
     unsigned cores;
     unsigned long long tenants, queues, freed_tenants, freed_queues;   /* accounts */
     int n;
@@ -90,6 +98,9 @@ static bool parse_row(const char *l, struct trow *t)
                     &t->peak, &t->wait, &t->run, &t->done, &t->thr, &t->over, &t->term) == 14;
         t->tenant = t->id;
     }
+    const char *pre = strstr(l, " preempted ");
+    if (pre && !t->q)
+        t->preempted = strtoull(pre + 11, NULL, 10);
     if (ok)
         parse_hist(l, t->lat);
     return ok;
@@ -98,6 +109,7 @@ static bool parse_row(const char *l, struct trow *t)
 /* Fetches the report into s. Returns 0 or -errno. */
 static int snapshot(const char *sock, struct snap *s)
 {
+    strcpy(s->tenant_by, "uid");   /* a device before tenant_by was reported */
     int fd = ctl_connect(sock);
     if (fd < 0)
         return fd;
@@ -111,8 +123,9 @@ static int snapshot(const char *sock, struct snap *s)
     char *save = NULL;
     for (char *l = r ? NULL : strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
         if (sscanf(l, "sched policy %31s cores %u tenants %llu queues %llu freed_tenants %llu "
-                      "freed_queues %llu", s->policy, &s->cores, &s->tenants, &s->queues,
-                   &s->freed_tenants, &s->freed_queues) >= 2)
+                      "freed_queues %llu rows %*u shown %*u tenant_by %7s", s->policy, &s->cores,
+                   &s->tenants, &s->queues, &s->freed_tenants, &s->freed_queues,
+                   s->tenant_by) >= 2)
             continue;
         if (s->n < (int)TOP_MAX && parse_row(l, &s->r[s->n]))
             s->n++;
@@ -129,40 +142,87 @@ static const struct trow *find(const struct snap *s, const struct trow *x)
     return NULL;
 }
 
-static void json_row(const struct trow *r, bool first)
+/* ---- tenants' names ---------------------------------------------------- */
+
+/* A tenant's name into out: the user name of uid `id`, or for a pid
+ * "PID/COMM"; the number alone when there is no name. */
+static void tenant_name(unsigned long long id, bool pid, char *out, size_t size)
 {
+    snprintf(out, size, "%llu", id);
+    if (!pid) {
+        struct passwd pw, *res = NULL;
+        char buf[1024];
+        if (id <= UINT32_MAX && !getpwuid_r((uid_t)id, &pw, buf, sizeof(buf), &res) && res)
+            snprintf(out, size, "%s", res->pw_name);
+        return;
+    }
+    char path[64], comm[32] = "";
+    snprintf(path, sizeof(path), "/proc/%llu/comm", id);
+    FILE *f = fopen(path, "r");
+    if (f && fgets(comm, sizeof(comm), f)) {
+        comm[strcspn(comm, "\n")] = '\0';
+        snprintf(out, size, "%llu/%s", id, comm);
+    }
+    if (f)
+        fclose(f);
+}
+
+/* s as a JSON string (quotes and control characters escaped). */
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+static void json_row(const struct trow *r, bool first, bool pid)
+{
+    char name[96];
     if (r->q)
         printf("%s{\"queue\":%llu,\"tenant\":%llu,", first ? "" : ",", r->id, r->tenant);
     else
         printf("%s{\"tenant\":%llu,\"weight\":%llu,\"queues\":%llu,", first ? "" : ",", r->id,
                r->weight, r->queues);
+    tenant_name(r->tenant, pid, name, sizeof(name));
+    printf("\"name\":");
+    json_str(name);
+    printf(",");
     printf("\"vt_ns\":%llu,\"core_ns\":%llu,\"share\":%.4f,\"mem\":%llu,\"mem_peak\":%llu,"
            "\"waiting\":%llu,\"running\":%llu,\"done\":%llu,\"p50_ns\":%llu,\"p99_ns\":%llu",
            r->vt, r->core, r->share, r->mem, r->peak, r->wait, r->run, r->done,
            (unsigned long long)hist_quantile(r->lat, 0.5),
            (unsigned long long)hist_quantile(r->lat, 0.99));
     if (!r->q)
-        printf(",\"throttled_ns\":%llu,\"overtaken\":%llu,\"terminated\":%llu", r->thr, r->over,
-               r->term);
+        printf(",\"throttled_ns\":%llu,\"overtaken\":%llu,\"terminated\":%llu,\"preempted\":%llu",
+               r->thr, r->over, r->term, r->preempted);
     printf("}");
 }
 
 static void print_json(const struct snap *s)
 {
-    printf("{\"policy\":\"%s\",\"cores\":%u,\"accounts\":{\"tenants\":%llu,\"queues\":%llu,"
+    bool pid = !strcmp(s->tenant_by, "pid");
+    printf("{\"policy\":\"%s\",\"cores\":%u,\"tenant_by\":\"%s\",\"accounts\":{\"tenants\":%llu,\"queues\":%llu,"
            "\"freed_tenants\":%llu,\"freed_queues\":%llu},\"tenants\":[",
-           s->policy, s->cores, s->tenants, s->queues, s->freed_tenants, s->freed_queues);
+           s->policy, s->cores, s->tenant_by, s->tenants, s->queues, s->freed_tenants, s->freed_queues);
     bool first = true;
     for (int i = 0; i < s->n; i++)
         if (!s->r[i].q) {
-            json_row(&s->r[i], first);
+            json_row(&s->r[i], first, pid);
             first = false;
         }
     printf("],\"queues\":[");
     first = true;
     for (int i = 0; i < s->n; i++)
         if (s->r[i].q) {
-            json_row(&s->r[i], first);
+            json_row(&s->r[i], first, pid);
             first = false;
         }
     printf("]}\n");
@@ -180,6 +240,7 @@ static void interval(struct snap *now, const struct snap *before)
             r->core -= b->core;
             r->done -= b->done;
             r->thr -= b->thr < r->thr ? b->thr : r->thr;
+            r->preempted -= b->preempted < r->preempted ? b->preempted : r->preempted;
             for (unsigned k = 0; k < HIST_BUCKETS; k++)
                 r->lat[k] -= b->lat[k] <= r->lat[k] ? b->lat[k] : r->lat[k];
         }
@@ -207,12 +268,15 @@ static void print_us(uint64_t ns, bool any)
         printf(" %9s", "-");
 }
 
-static void print_row(const struct trow *r, double secs)
+static void print_row(const struct trow *r, double secs, bool pid)
 {
+    char name[96] = "";
+    if (!r->q)
+        tenant_name(r->tenant, pid, name, sizeof(name));
     if (r->q)
-        printf("%10llu %10llu %6s", r->tenant, r->id, "");
+        printf("%-16.16s %10llu %6s", "", r->id, "");
     else
-        printf("%10llu %10s %6llu", r->id, "", r->weight);
+        printf("%-16.16s %10s %6llu", name, "", r->weight);
     printf(" %6.1f%% %9.0f", 100.0 * r->share, r->done / secs);
     print_us(hist_quantile(r->lat, 0.5), r->done > 0);
     print_us(hist_quantile(r->lat, 0.99), r->done > 0);
@@ -220,7 +284,8 @@ static void print_row(const struct trow *r, double secs)
     if (r->q)
         printf("\n");
     else
-        printf(" %6.1f%% %5llu\n", 100.0 * (double)r->thr / (secs * 1e9), r->term);
+        printf(" %6.1f%% %5llu %7llu\n", 100.0 * (double)r->thr / (secs * 1e9), r->term,
+               r->preempted);
 }
 
 /* Rows the terminal has room for (all when it is not one). */
@@ -242,16 +307,17 @@ static void print_table(struct snap *s, double secs, bool tty)
         printf("\033[H\033[2J");
     printf("cisc top - sched %s, %u cores, %d tenants, %d queues, interval %.1f s\n\n",
            s->policy, s->cores, nt, s->n - nt, secs);
-    printf("%10s %10s %6s %7s %9s %9s %9s %6s %6s %9s %9s %7s %5s\n", "TENANT", "QUEUE",
+    bool pid = !strcmp(s->tenant_by, "pid");
+    printf("%-16s %10s %6s %7s %9s %9s %9s %6s %6s %9s %9s %7s %5s %7s\n", "TENANT", "QUEUE",
            "WEIGHT", "SHARE", "OPS/S", "P50_US", "P99_US", "WAIT", "RUN", "MEM_KIB",
-           "PEAK_KIB", "WAITED", "TERM");
+           "PEAK_KIB", "WAITED", "TERM", "PREEMPT");
     int left = room(tty), shown = 0;
     /* each tenant, then its queues under it (QUEUE column), busiest first */
     for (int i = 0; i < nt && shown < left; i++, shown++) {
-        print_row(&s->r[i], secs);
+        print_row(&s->r[i], secs, pid);
         for (int j = nt; j < s->n && shown + 1 < left; j++)
             if (s->r[j].tenant == s->r[i].id) {
-                print_row(&s->r[j], secs);
+                print_row(&s->r[j], secs, pid);
                 shown++;
             }
     }

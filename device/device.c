@@ -605,13 +605,13 @@ static void status_tenants(struct device *d, struct out *o)
     for (unsigned i = 0; i < n && i < STATUS_TENANTS; i++)
         put(o, "tenant %u weight %u queues %u vt_ns %llu core_ns %llu share %.3f mem %llu "
                "mem_peak %llu waiting %llu running %llu done %llu throttled_ns %llu "
-               "overtaken %llu terminated %llu\n",
+               "overtaken %llu terminated %llu preempted %llu\n",
             t[i].id, t[i].weight, t[i].queues, (unsigned long long)t[i].vt,
             (unsigned long long)t[i].core_ns, t[i].share, (unsigned long long)t[i].mem_use,
             (unsigned long long)t[i].mem_peak, (unsigned long long)t[i].queued,
             (unsigned long long)t[i].running, (unsigned long long)t[i].done,
             (unsigned long long)t[i].throttled_ns, (unsigned long long)t[i].overtaken,
-            (unsigned long long)t[i].terminated);
+            (unsigned long long)t[i].terminated, (unsigned long long)t[i].preempted);
     free(t);
 }
 
@@ -699,6 +699,8 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
             "direct %llu\n", (unsigned long long)ss.depth, (unsigned long long)ss.max_depth,
         ss.busy, (unsigned long long)ss.submitted, (unsigned long long)ss.completed,
         (unsigned long long)ss.direct_runs);
+    put(&o, "preempt parked %llu blocked %llu threads %u\n",
+        (unsigned long long)ss.preemptions, (unsigned long long)ss.blocks, ss.threads);
     for (unsigned i = 0; i < ss.cores; i++)
         put(&o, "core %u executed %llu busy_ms %llu\n", i,
             (unsigned long long)ss.core[i].executed,

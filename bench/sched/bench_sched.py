@@ -17,9 +17,15 @@ Jain's fairness index is over the tenants' normalised throughputs; the
 light tenant's p99 latency is reported with its p99 alone. Beside them, the
 device's own accounting: each tenant's share of device-core time in the
 co-run (from `cisc status`), which host noise does not skew the way it
-skews a throughput measured at another moment. With --repeat N every
-point is measured N times, alone and co-run alternating, and the median of
-each figure is reported. Writes CSV to
+skews a throughput measured at another moment, and the device's core
+utilisation (busy time of its cores over the run). Each repetition runs
+both workloads alone, then the co-run under every policy of the
+experiment, back to back, and normalises each co-run by that repetition's
+alone runs: baselines and shared runs alternate, so host load moves them
+together. With --repeat N the median of each figure over the N
+repetitions is reported. --slow-9a SPEED adds 9a again with device cores
+that much slower ("9a-s"), where the cores, not the host, are the
+bottleneck. Writes CSV to
 bench/out/sched.csv and a plot to bench/out/sched.png (with matplotlib).
 Not a test: nothing here asserts a number.
 """
@@ -37,13 +43,13 @@ def sh(cmd, check=True):
 
 
 class Device:
-    def __init__(self, a, sched, ram):
+    def __init__(self, a, sched, ram, speed=None):
         self.a = a
         self.dir = tempfile.mkdtemp(prefix="cisc-bench-sched-", dir=a.dir)
         self.mnt = os.path.join(self.dir, "m")
         os.mkdir(self.mnt)
         sh([a.cisc, "up", "--size", "2G", "--cores", str(a.cores), "--core-speed",
-            str(a.core_speed), "--tenant", "pid", "--sched", sched, "--device-ram", ram,
+            str(speed or a.core_speed), "--tenant", "pid", "--sched", sched, "--device-ram", ram,
             os.path.join(self.dir, "img"), self.mnt])
 
     def model(self):
@@ -60,19 +66,26 @@ class Device:
             f = p.communicate()[0].split()
             d = dict(zip(f[::2], f[1::2]))
             out.append((int(d["ops"]) / float(d["secs"]), float(d["p99_us"])))
-        core = self.core_ns([p.pid for p in ps])
+        core, busy = self.core_ns([p.pid for p in ps])
         total = sum(core) or 1
-        return [o + (c / total,) for o, c in zip(out, core)]
+        util = (busy - self.busy0) / (self.a.secs * 1000.0 * self.a.cores)
+        self.busy0 = busy
+        return [o + (c / total, util) for o, c in zip(out, core)]
+
+    busy0 = 0
 
     def core_ns(self, pids):
-        """Device-core time charged to each pid (its tenant), from cisc status."""
+        """Device-core time charged to each pid (its tenant), and the cores'
+        busy milliseconds so far, from cisc status."""
         st = sh([self.a.cisc, "status", "--raw", self.mnt]).stdout
-        ns = {}
+        ns, busy = {}, 0
         for l in st.splitlines():
             f = l.split()
             if len(f) > 10 and f[0] == "tenant":
                 ns[int(f[1])] = int(f[f.index("core_ns") + 1])
-        return [ns.get(p, 0) for p in pids]
+            if len(f) >= 6 and f[0] == "core" and f[4] == "busy_ms":
+                busy += int(f[5])
+        return [ns.get(p, 0) for p in pids], busy
 
     def down(self):
         sh([self.a.cisc, "down", self.mnt], check=False)
@@ -83,50 +96,88 @@ def jain(xs):
     return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if any(xs) else 0.0
 
 
-def measure(a, pair, pol, ram, t):
-    """One repetition: both alone, then together under pol. Returns the
-    figures of this point."""
+def alone_runs(a, pair, ram, t, speed):
+    """Each workload alone on a fresh device: {workload: (ops/s, p99, share,
+    util)}, and the device's model line."""
     alone = {}
-    dev = Device(a, "fifo", ram)
+    dev = Device(a, "fifo", ram, speed)
     try:
         model = dev.model()
         for wl in pair:
             alone[wl] = dev.run([(wl, t)])[0]
     finally:
         dev.down()
-    dev = Device(a, pol, ram)
+    return model, alone
+
+
+def corun(a, pair, pol, ram, t, speed, alone):
+    """Both together under pol, normalised by this repetition's alone runs."""
+    dev = Device(a, pol, ram, speed)
     try:
         got = dev.run([(wl, t) for wl in pair])
     finally:
         dev.down()
     norm = [g[0] / alone[wl][0] if alone[wl][0] else 0.0 for g, wl in zip(got, pair)]
-    return model, {"light_norm": norm[0], "heavy_norm": norm[1], "jain": jain(norm),
-                   "light_p99_us": got[0][1], "light_p99_alone_us": alone[pair[0]][1],
-                   "light_core_share": got[0][2], "heavy_core_share": got[1][2],
-                   "jain_core": jain([got[0][2], got[1][2]])}
+    return {"light_norm": norm[0], "heavy_norm": norm[1], "jain": jain(norm),
+            "light_p99_us": got[0][1], "light_p99_alone_us": alone[pair[0]][1],
+            "light_core_share": got[0][2], "heavy_core_share": got[1][2],
+            "jain_core": jain([got[0][2], got[1][2]]),
+            "util_alone_light": alone[pair[0]][3], "util_alone_heavy": alone[pair[1]][3],
+            "util": got[0][3]}
 
 
-def experiment(a, name, pair, policies, ram, rows, models):
-    """pair: (light, heavy) workloads; both alone, then together per policy,
-    each point a.repeat times (alternating), medians reported."""
+def experiment(a, name, pair, policies, ram, rows, models, speed=None):
+    """pair: (light, heavy) workloads. Each repetition: both alone, then the
+    co-run under each policy, back to back; medians over a.repeat."""
     for t in a.threads:
         reps = {pol: [] for pol in policies}
         for _ in range(a.repeat):
+            model, alone = alone_runs(a, pair, ram, t, speed)
+            models.update({m: 1 for m in model})
             for pol in policies:
-                model, fig = measure(a, pair, pol, ram, t)
-                models.update({m: 1 for m in model})
-                reps[pol].append(fig)
+                reps[pol].append(corun(a, pair, pol, ram, t, speed, alone))
         for pol in policies:
             med = {k: statistics.median(f[k] for f in reps[pol]) for k in reps[pol][0]}
             rows.append({"exp": name, "policy": pol, "threads": t, "light": pair[0],
                          "heavy": pair[1], "repeats": a.repeat,
                          **{k: round(v, 3 if "us" not in k else 1) for k, v in med.items()}})
             print("%-4s %-7s t=%d  %s %.2f  %s %.2f  jain %.2f  %s p99 %.0f us (alone %.0f)"
-                  "  core share %.2f/%.2f (jain %.2f)" %
+                  "  core share %.2f/%.2f (jain %.2f)  core util %.2f (alone %.2f/%.2f)" %
                   (name, pol, t, pair[0], med["light_norm"], pair[1], med["heavy_norm"],
                    med["jain"], pair[0], med["light_p99_us"], med["light_p99_alone_us"],
-                   med["light_core_share"], med["heavy_core_share"], med["jain_core"]),
+                   med["light_core_share"], med["heavy_core_share"], med["jain_core"],
+                   med["util"], med["util_alone_light"], med["util_alone_heavy"]),
                   flush=True)
+
+
+def targets(rows):
+    """The issue's targets, each with its ratio (medians of the rows)."""
+    def get(exp, pol, t):
+        return next((r for r in rows if r["exp"] == exp and r["policy"] == pol
+                     and r["threads"] == t), None)
+    out = []
+    for exp in ("9a", "9a-s"):
+        for t in sorted({r["threads"] for r in rows if r["exp"] == exp}):
+            rr, cfs = get(exp, "rr", t), get(exp, "cfs", t)
+            if rr and cfs and rr["light_norm"] and rr["heavy_norm"]:
+                out.append("%s t=%d: wo cfs/rr %.2fx (target >= 1.3), acw cfs/rr %.2fx "
+                           "(target >= 0.9)" % (exp, t, cfs["light_norm"] / rr["light_norm"],
+                                                cfs["heavy_norm"] / rr["heavy_norm"]))
+    for t in sorted({r["threads"] for r in rows if r["exp"] == "9b"}):
+        cpu, cfs = get("9b", "cfs-cpu", t), get("9b", "cfs", t)
+        if cpu and cfs and cpu["light_norm"]:
+            out.append("9b t=%d: acw cfs/cfs-cpu %.2fx (target >= 1.5); core share %.2fx"
+                       % (t, cfs["light_norm"] / cpu["light_norm"],
+                          cfs["light_core_share"] / (cpu["light_core_share"] or 1)))
+    for r in rows:
+        if r["policy"] == "drf":
+            out.append("%s t=%d drf: light p99 %.0f us / alone %.0f = %.2fx (target <= 3)"
+                       % (r["exp"], r["threads"], r["light_p99_us"], r["light_p99_alone_us"],
+                          r["light_p99_us"] / (r["light_p99_alone_us"] or 1)))
+    for r in rows:
+        out.append("%s t=%d %s: Jain %.2f (target: >= 0.9 cfs/drf, < 0.8 rr/fifo)"
+                   % (r["exp"], r["threads"], r["policy"], r["jain"]))
+    return out
 
 
 def plot(rows, path):
@@ -180,6 +231,8 @@ def main():
     p.add_argument("--only", default="9a,9b,mix")
     p.add_argument("--repeat", type=int, default=1,
                    help="measure each point N times (alone and co-run alternating), report medians")
+    p.add_argument("--slow-9a", type=float,
+                   help="also run 9a (as 9a-s) with this core speed: cores the bottleneck")
     a = p.parse_args()
     a.threads = [int(t) for t in a.threads.split(",")]
     os.makedirs(a.out, exist_ok=True)
@@ -190,6 +243,8 @@ def main():
         print(sh([a.choice]).stdout, end="", flush=True)
     if "9a" in only:
         experiment(a, "9a", ("wo", "acw"), ["rr", "cfs"], "2G", rows, models)
+    if a.slow_9a:
+        experiment(a, "9a-s", ("wo", "acw"), ["rr", "cfs"], "2G", rows, models, a.slow_9a)
     if "9b" in only:
         experiment(a, "9b", ("acw", "rcw"), ["cfs-cpu", "cfs", "drf"], a.ram, rows, models)
     if "mix" in only:
@@ -203,6 +258,9 @@ def main():
         w.writeheader()
         w.writerows(rows)
     print("csv:", path)
+    print("targets:")
+    for l in targets(rows):
+        print("  " + l)
     plot(rows, os.path.join(a.out, "sched.png"))
 
 

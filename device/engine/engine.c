@@ -98,6 +98,7 @@ static void run(void *arg, struct sched_item *it, unsigned core)
     if (c->chg && c->ret >= 0)
         eng_note_changes(e, c);
     uint64_t ns = now_ns() - it->t_submit_ns;
+    core = sched_core_now(core);   /* its slot now: a parked op may come back in another */
     if (e->trace)
         trace(c, core, ns);
     stats_record(e->stats, core, op, ns, bytes_moved(c), c->ret < 0);
@@ -166,7 +167,7 @@ int eng_create(struct sfs *fs, const struct eng_config *cfg, struct engine **out
     if (!r)
         r = sched_create(pol,
                          &(struct sched_config){ cfg->cores, cfg->direct, e->mem_budget,
-                                                 cfg->max_queues },
+                                                 cfg->max_queues, cfg->tenant_pid },
                          run, e, &e->sched);
     if (r) {
         lease_table_destroy(e->lease);
@@ -219,14 +220,16 @@ bool eng_tenant_is_pid(const struct engine *e)
     return e->tenant_pid;
 }
 
-/* Who the scheduler charges cmd to, and the device memory it will hold
- * (a fused op's reservation, fused.h; other commands hold none). */
+/* Who the scheduler charges cmd to, the device memory it will hold (a
+ * fused op's reservation, fused.h; other commands hold none), and whether
+ * it may be parked at its preemption points: a macro fused op only, whose
+ * changes nobody sees before its commit (sched.h, "Preemption"). */
 static void tag(struct engine *e, struct eng_cmd *cmd)
 {
+    bool fop = cmd->op == ENG_OP_CISC && cmd->cisc && !cmd->cisc->status;
     cmd->item.tenant = eng_tenant(e, &cmd->cred);
-    cmd->item.mem = cmd->op == ENG_OP_CISC && cmd->cisc && !cmd->cisc->status
-                        ? cmd->cisc->mem
-                        : 0;
+    cmd->item.mem = fop ? cmd->cisc->mem : 0;
+    cmd->item.preemptible = fop && (cmd->cisc->tx > e->tx ? cmd->cisc->tx : e->tx) == WIRE_TX_MACRO;
 }
 
 int eng_submit(struct engine *e, struct eng_cmd *cmd)

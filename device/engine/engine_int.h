@@ -12,6 +12,7 @@
 #include "device/engine/handle.h"
 #include "device/engine/lease.h"
 #include "device/engine/stats.h"
+#include "device/sched/sched.h"
 
 #define ENG_INO_STRIPES 256u
 #define ENG_DEV_RAM_DEFAULT (2ull << 30)
@@ -90,6 +91,22 @@ void eng_note_changes(struct engine *e, struct eng_cmd *c);
 static inline unsigned eng_stripe(uint64_t ino)
 {
     return (unsigned)((ino * 0x9E3779B97F4A7C15ull) >> 56) % ENG_INO_STRIPES;
+}
+
+/* Takes inode stripe `idx` (exclusive or shared). A wait gives the core
+ * up (sched_block): the holder may be a parked fused op, which needs a
+ * core to finish and let the stripe go (device/sched/sched.h). */
+static inline void eng_stripe_lock(struct engine *e, unsigned idx, bool excl)
+{
+    pthread_rwlock_t *l = &e->ino_lock[idx];
+    if ((excl ? pthread_rwlock_trywrlock(l) : pthread_rwlock_tryrdlock(l)) == 0)
+        return;
+    sched_block(true);
+    if (excl)
+        pthread_rwlock_wrlock(l);
+    else
+        pthread_rwlock_rdlock(l);
+    sched_unblock();
 }
 
 /* Executes one command; returns its result (0, count, or -errno). */

@@ -63,11 +63,7 @@ static int file_handle(struct engine *e, struct eng_cmd *c, uint64_t fh, int mas
  * stripe exclusive is never observed half done. */
 static void stripe_lock(struct engine *e, uint64_t ino, bool excl)
 {
-    pthread_rwlock_t *l = &e->ino_lock[eng_stripe(ino)];
-    if (excl)
-        pthread_rwlock_wrlock(l);
-    else
-        pthread_rwlock_rdlock(l);
+    eng_stripe_lock(e, eng_stripe(ino), excl);
 }
 
 static void stripe_unlock(struct engine *e, uint64_t ino)

@@ -314,6 +314,23 @@ void sched_acct_start(struct sched_accts *a, struct sched_item *it, bool was_que
         q->mem_peak = q->mem_use;
 }
 
+void sched_acct_slice(struct sched_accts *a, const struct sched_item *it, uint64_t ns)
+{
+    struct sched_queue *q = it->sq;
+    struct sched_tenant *t = q->t;
+    q->core_ns += ns;
+    t->core_ns += ns;
+    a->core_ns += ns;
+    double bns = (double)it->mem * (double)ns;
+    t->mem_bns += bns;
+    a->mem_bns += bns;
+}
+
+void sched_acct_preempted(struct sched_accts *a, const struct sched_item *it)
+{
+    it->sq->t->preempted++;
+}
+
 void sched_acct_finish(struct sched_accts *a, const struct sched_item *it, uint64_t ns,
                        uint64_t lat_ns)
 {
@@ -327,12 +344,7 @@ void sched_acct_finish(struct sched_accts *a, const struct sched_item *it, uint6
     hist_add(&q->lat, lat_ns);
     q->mem_use -= it->mem;
     t->mem_use -= it->mem;
-    q->core_ns += ns;
-    t->core_ns += ns;
-    a->core_ns += ns;
-    double bns = (double)it->mem * (double)ns;
-    t->mem_bns += bns;
-    a->mem_bns += bns;
+    sched_acct_slice(a, it, ns);
 }
 
 void sched_acct_settled(struct sched_accts *a, struct sched_queue *q)

@@ -312,9 +312,47 @@ static void cfs_charge(void *p, const struct sched_item *it, uint64_t ns)
     uint64_t v = cost(c, t, ns, it->mem);
     set_queue_vt(q, q->vt - it->vt_pre + v);
     set_tenant_vt(c, t, t->vt - it->vt_pre + v);
-    q->est_ns = (3 * q->est_ns + ns) / 4;
+    q->est_ns = (3 * q->est_ns + ns + it->ran_ns) / 4;   /* its whole cost, parks too */
     sync_mem(c, t);
     maybe_idle(c, q);
+}
+
+/* ---- preemption -------------------------------------------------------------- */
+
+/* Run's tenant's virtual time were its slice charged now (the pre-charge
+ * replaced by the real cost so far). */
+static uint64_t vt_with_slice(const struct cfs *c, const struct sched_item *run, uint64_t ns)
+{
+    const struct sched_tenant *t = run->sq->t;
+    return t->vt - run->vt_pre + cost(c, t, ns, run->mem);
+}
+
+/* Preempt when another tenant with less virtual time waits: what a free
+ * core would have served, had the running item's time been charged as it
+ * went (Linux's CFS preempts so at its tick). */
+static bool cfs_preempt(void *p, const struct sched_item *run, uint64_t slice_ns,
+                        const struct sched_item *cand)
+{
+    const struct sched_tenant *o = cand->sq->t;
+    return o != run->sq->t && o->vt < vt_with_slice(p, run, slice_ns);
+}
+
+static uint64_t cfs_key(void *p, const struct sched_item *it)
+{
+    return it->sq->t->vt;
+}
+
+/* The slice is charged like a finish (without the estimate's update), and
+ * the pre-charge goes with it: the item pays as it goes. */
+static void cfs_slice(void *p, struct sched_item *it, uint64_t ns)
+{
+    struct cfs *c = p;
+    struct sched_queue *q = it->sq;
+    struct sched_tenant *t = q->t;
+    uint64_t v = cost(c, t, ns, it->mem);
+    set_queue_vt(q, q->vt - it->vt_pre + v);
+    set_tenant_vt(c, t, t->vt - it->vt_pre + v);
+    it->vt_pre = 0;
 }
 
 /* ---- recycling ------------------------------------------------------------------ */
@@ -369,7 +407,9 @@ static bool cfs_check(const void *p, uint64_t depth)
                                       .push = cfs_push, .pop = cfs_pop, .peek = cfs_peek,     \
                                       .start = cfs_start,                                 \
                                       .charge = cfs_charge, .check = cfs_check,           \
-                                      .forgettable = cfs_forgettable, .mem_admit = admit }
+                                      .forgettable = cfs_forgettable, .mem_admit = admit, \
+                                      .preempt = cfs_preempt, .key = cfs_key,             \
+                                      .slice = cfs_slice }
 
 FAIR_POLICY(sched_cfs, "cfs", cfs_create, true);   /* the memory key admits too */
 FAIR_POLICY(sched_cfs_cpu, "cfs-cpu", cfs_cpu_create, false);

@@ -2,6 +2,7 @@
 #include "device/sched/model.h"
 
 #include "common/clock.h"
+#include "device/sched/sched.h"
 
 #include <errno.h>
 
@@ -59,6 +60,13 @@ uint64_t dm_compute_charge(uint64_t ns_spent)
     if (model.core_speed <= 1.0)
         return 0;
     uint64_t extra = (uint64_t)((model.core_speed - 1.0) * (double)ns_spent);
-    dm_spin_ns(extra);
+    /* In slices, each a preemption point (sched.h): the item that runs
+     * the step may be parked between two, and spins the rest after. */
+    for (uint64_t left = extra; left;) {
+        uint64_t n = left < DM_SPIN_SLICE_NS ? left : DM_SPIN_SLICE_NS;
+        dm_spin_ns(n);
+        left -= n;
+        sched_preempt_point();
+    }
     return extra;
 }

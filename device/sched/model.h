@@ -22,7 +22,10 @@
  * Invariants:
  *   1. core_speed >= 1.0 and link latency <= DM_LINK_MAX_NS (dm_configure
  *      refuses anything else with -EINVAL and keeps the old model).
- *   2. dm_link_cross() and dm_compute_charge() never block: they spin.
+ *   2. dm_link_cross() and dm_compute_charge() never sleep: they spin;
+ *      dm_compute_charge spins in slices of DM_SPIN_SLICE_NS, each
+ *      followed by a preemption point (sched.h), where the scheduler may
+ *      park the item that runs it for another tenant's.
  *   3. An arrival time is at most DM_LINK_MAX_NS ahead of the clock.
  */
 #ifndef CISC_DEVICE_MODEL_H
@@ -80,8 +83,11 @@ bool dm_link_arrival(uint32_t *arrive);
  * DM_ARRIVE_MAX_NS ahead. Returns false when that is not in the future. */
 bool dm_arrival_after(uint64_t ready_ns, uint32_t *arrive);
 
+#define DM_SPIN_SLICE_NS 100000ull   /* a preemption point at least this often */
+
 /* Charges a compute step that ran ns_spent nanoseconds on a device core:
- * spins (core_speed - 1) * ns_spent more. Returns the extra nanoseconds. */
+ * spins (core_speed - 1) * ns_spent more, in slices with a preemption
+ * point after each (invariant 2). Returns the extra nanoseconds spun. */
 uint64_t dm_compute_charge(uint64_t ns_spent);
 
 #ifdef __cplusplus

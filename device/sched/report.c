@@ -4,10 +4,10 @@
  * queue, each group busiest (most device-core time) first:
  *
  *   sched policy P cores N tenants T queues Q freed_tenants A freed_queues B
- *         rows R shown S
+ *         rows R shown S tenant_by uid|pid preemptions K
  *   tenant ID weight W queues Q vt_ns V core_ns C share F mem M mem_peak P
  *         waiting W running R done D throttled_ns T overtaken O
- *         terminated X lat HIST
+ *         terminated X lat HIST preempted K
  *   queue ID tenant T vt_ns V core_ns C share F mem M mem_peak P waiting W
  *         running R done D lat HIST
  *
@@ -68,7 +68,6 @@ static void put_hist(char *line, size_t *n, const struct hist *h)
         }
     if (!any)
         put(line, n, "-");
-    put(line, n, "\n");
 }
 
 static size_t row_line(const struct sched_row *r, char *line)
@@ -91,6 +90,9 @@ static size_t row_line(const struct sched_row *r, char *line)
             (unsigned long long)t->throttled_ns, (unsigned long long)t->overtaken,
             (unsigned long long)t->terminated);
     put_hist(line, &n, &r->lat);
+    if (!r->is_queue)
+        put(line, &n, " preempted %llu", (unsigned long long)t->preempted);
+    put(line, &n, "\n");
     return n;
 }
 
@@ -128,10 +130,11 @@ ssize_t sched_report(struct sched *s, char *buf, size_t size)
         shown++;
     hlen = (size_t)snprintf(head, sizeof(head),
                             "sched policy %s cores %u tenants %llu queues %llu freed_tenants %llu "
-                            "freed_queues %llu rows %u shown %u\n",
+                            "freed_queues %llu rows %u shown %u tenant_by %s preemptions %llu\n",
                             st.policy, st.cores, (unsigned long long)st.tenants,
                             (unsigned long long)st.queues, (unsigned long long)st.freed_tenants,
-                            (unsigned long long)st.freed_queues, total, shown);
+                            (unsigned long long)st.freed_queues, total, shown,
+                            st.tenant_pid ? "pid" : "uid", (unsigned long long)st.preemptions);
     size_t reserved = sizeof(head) < size ? sizeof(head) : size - 1;
     hlen = hlen < reserved ? hlen : reserved;
     /* move the rows up against the head line */

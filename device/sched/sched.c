@@ -14,6 +14,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Parked items at most (more: no preemption until one resumes), and the
+ * worker threads at most (the cores' own plus those started so that a
+ * parked or blocked item's core finds a thread to run on). */
+#define SCHED_PARK_MAX 16u
+#define SCHED_THREADS_MAX (SCHED_MAX_CORES + 64u)
+/* An item holds its core at least this long before it can be parked, and
+ * a preemption point looks at the queue at most this often: parking costs
+ * a few microseconds of hand-over, so slices are long against that. */
+#define SCHED_SLICE_NS 1000000ull
+#define SCHED_CHECK_NS 200000ull
+
+/* The item a thread runs (run_on), for its preemption points and blocks:
+ * on that thread's stack, found through `cur`. */
+struct sched_ctx {
+    struct sched *s;
+    struct sched_item *it;     /* the item (valid until run() returns) */
+    struct sched_item *copy;   /* run_on's copy, charged at the finish */
+    unsigned slot;             /* the core slot it holds (while on core) */
+    uint64_t t0;               /* its current slice on the core began */
+    uint64_t next_check;       /* the next preemption point that looks */
+    uint64_t left_at;          /* it left its core (while off) */
+    uint64_t off_ns;           /* time off its core so far */
+    bool preempt;              /* it may be parked: preemptible, on a worker thread */
+    bool off;                  /* off its core: parked or blocked */
+    bool on_lock;              /* blocked on a lock */
+    bool granted;              /* parked: a core was handed back to it */
+    struct sched_ctx *prev;    /* the thread's outer item (nested runs) */
+};
+
+static __thread struct sched_ctx *cur;
+
 struct sched {
     const struct sched_policy *pol;
     void *q;
@@ -21,11 +52,13 @@ struct sched {
     void *arg;
     unsigned cores;
     bool direct;               /* submitters may run items themselves */
-    pthread_t *threads;
+    bool tenant_pid;           /* for reports */
+    pthread_t *threads;        /* SCHED_THREADS_MAX */
     unsigned nthreads;
     pthread_mutex_t lock;      /* protects everything below and q */
     pthread_cond_t work;       /* signalled when an item is queued or on stop */
     pthread_cond_t idle_cv;    /* signalled when the last running item finishes */
+    pthread_cond_t slot_cv;    /* broadcast when a slot frees while items wait off core */
     bool stopping;
     unsigned mem_waiting;      /* running commands waiting for device memory */
     uint64_t mem_budget;       /* device memory */
@@ -36,6 +69,14 @@ struct sched {
     uint64_t free_slots;       /* bit i set: core slot i is free */
     uint64_t submitted, completed, direct_runs, depth, max_depth;
     struct sched_core_stats core[SCHED_MAX_CORES];
+    /* Off core: started, not finished, holding no slot (parked or blocked). */
+    unsigned off;
+    struct sched_ctx *parked[SCHED_PARK_MAX];   /* parked items, oldest first */
+    unsigned nparked;
+    unsigned lock_waiters;     /* blocked on a lock: parked items resume first */
+    unsigned resumers;         /* blocked items done waiting, waiting for a slot */
+    uint64_t resume_ticket, resume_serve;   /* their turns, first come first */
+    uint64_t preemptions, blocks;
 };
 
 #define SCHED_CHECK_WALK 64u   /* a policy's check counts this many items at most */
@@ -50,8 +91,9 @@ static bool sched_check(const struct sched *s)
     assert(s->busy <= s->cores);                               /* 4 */
     assert(nfree == s->cores - s->busy);                       /* 4: one slot per item */
     assert(s->cores == 64 || (s->free_slots >> s->cores) == 0);
-    /* 1: every accepted item is queued, running, or done, once */
-    assert(s->submitted == s->completed + s->busy + s->depth);
+    /* 1: every accepted item is queued, running (on or off a core), or done, once */
+    assert(s->submitted == s->completed + s->busy + s->depth + s->off);
+    assert(s->nparked + s->resumers <= s->off && s->lock_waiters <= s->off);
     assert(s->depth <= s->max_depth && s->idle <= s->nthreads);
     assert(!s->pol->check || s->pol->check(s->q, s->depth));
     assert(sched_acct_check(&s->acct, SCHED_CHECK_WALK));
@@ -166,6 +208,22 @@ static void started(struct sched *s, struct sched_item *it, bool was_queued)
         s->pol->start(s->q, it);
 }
 
+/* Whether a worker may start an item: a slot is free that no blocked item
+ * waiting to come back has a claim on (lock held). */
+static bool slots_open(const struct sched *s)
+{
+    return s->busy + s->resumers < s->cores;
+}
+
+/* A slot was given back (lock held): whoever waits for one may take it. */
+static void slot_freed(struct sched *s)
+{
+    if (s->nparked || s->resumers)
+        pthread_cond_broadcast(&s->slot_cv);
+    if (s->depth > 0 && s->idle > 0)
+        pthread_cond_signal(&s->work);
+}
+
 /* Charges the policy, returns the slot, wakes sched_drain when quiet. */
 static void finish(struct sched *s, unsigned slot, struct sched_item *copy, uint64_t ns,
                    uint64_t end)
@@ -181,23 +239,29 @@ static void finish(struct sched *s, unsigned slot, struct sched_item *copy, uint
     s->completed++;
     s->core[slot].executed++;
     s->core[slot].busy_ns += ns;
-    bool quiet = s->busy == 0 && s->depth == 0;
-    bool more = s->depth > 0 && s->idle > 0;
+    bool quiet = s->busy == 0 && s->depth == 0 && s->off == 0;
+    slot_freed(s);   /* a direct run kept a slot that queued work now can use */
     assert(sched_check(s));
     pthread_mutex_unlock(&s->lock);
     if (quiet)
         pthread_cond_broadcast(&s->idle_cv);
-    if (more)   /* a direct run kept a slot that queued work now can use */
-        pthread_cond_signal(&s->work);
 }
 
-static void run_on(struct sched *s, struct sched_item *it, unsigned slot)
+/* Runs it in slot. Only a worker thread's item may be parked (worker): a
+ * submitter that runs an item itself (a poller, a FUSE worker) has other
+ * work of its own to get back to. */
+static void run_on(struct sched *s, struct sched_item *it, unsigned slot, bool worker)
 {
     struct sched_item copy = *it;   /* run() may free it */
-    uint64_t t0 = now_ns();
+    struct sched_ctx c = { .s = s, .it = it, .copy = &copy, .slot = slot, .prev = cur,
+                           .preempt = worker && it->preemptible };
+    c.t0 = now_ns();
+    c.next_check = c.t0 + SCHED_SLICE_NS;
+    cur = &c;
     s->run(s->arg, it, slot);
+    cur = c.prev;
     uint64_t t1 = now_ns();
-    finish(s, slot, &copy, t1 - t0, t1);
+    finish(s, c.slot, &copy, t1 - c.t0, t1);   /* the last slice; parks charged theirs */
 }
 
 /* ---- memory admission ------------------------------------------------------ */
@@ -229,6 +293,187 @@ static struct sched_item *choose(struct sched *s, bool *tight)
     return it && fits(s, it) ? it : NULL;
 }
 
+/* ---- leaving the core and coming back ------------------------------------- */
+
+/* c's item gives its slot up for now (lock held): the slice it ran is
+ * charged (accounts, policy, core), the slot is free. */
+static void leave_core(struct sched *s, struct sched_ctx *c, uint64_t now)
+{
+    uint64_t ns = now - c->t0;
+    sched_acct_slice(&s->acct, c->it, ns);
+    if (s->pol->slice)
+        s->pol->slice(s->q, c->it, ns);
+    c->it->ran_ns += ns;
+    c->copy->ran_ns = c->it->ran_ns;   /* the finish charges from the copy */
+    c->copy->vt_pre = c->it->vt_pre;
+    s->core[c->slot].busy_ns += ns;
+    s->free_slots |= 1ull << c->slot;
+    s->busy--;
+    s->off++;
+    c->off = true;
+    c->left_at = now;
+    slot_freed(s);
+}
+
+/* c's item holds core slot `slot` again (lock held). */
+static void back_on(struct sched *s, struct sched_ctx *c, unsigned slot)
+{
+    uint64_t now = now_ns();
+    c->slot = slot;
+    c->off = false;
+    c->off_ns += now - c->left_at;
+    c->t0 = now;
+    c->next_check = now + SCHED_SLICE_NS;
+    s->off--;
+}
+
+/* Starts one more worker thread (lock held): for a parked item's core.
+ * Returns 0 or -errno (-EAGAIN at the limit or while stopping). */
+static int spawn_worker(struct sched *s);
+
+/* One more worker when queued work finds a free slot and no idle worker
+ * (lock held; below). */
+static void worker_for_slot(struct sched *s);
+
+/* The parked item to resume next (lock held), or NULL: none is parked, or
+ * the policy's next pick comes first by its key. While an item waits for
+ * a lock, the oldest parked one comes first whatever its key: it may hold
+ * that lock (an op keeps its locks while parked), and a lock's waiter
+ * holds no core meanwhile, so this bounds the wait by one slice. */
+static struct sched_ctx *best_parked(struct sched *s)
+{
+    if (!s->nparked)
+        return NULL;
+    struct sched_ctx *b = s->parked[0];
+    if (s->lock_waiters)
+        return b;
+    for (unsigned i = 1; i < s->nparked; i++)
+        if (s->pol->key(s->q, s->parked[i]->it) < s->pol->key(s->q, b->it))
+            b = s->parked[i];
+    bool tight;
+    struct sched_item *n = choose(s, &tight);
+    return !n || s->pol->key(s->q, n) >= s->pol->key(s->q, b->it) ? b : NULL;
+}
+
+/* Hands a free slot to parked c (lock held, slots_open). */
+static void grant(struct sched *s, struct sched_ctx *c)
+{
+    unsigned i = 0;
+    while (s->parked[i] != c)
+        i++;
+    memmove(&s->parked[i], &s->parked[i + 1], (s->nparked - i - 1) * sizeof(s->parked[0]));
+    s->nparked--;
+    back_on(s, c, slot_get(s));
+    c->granted = true;
+    pthread_cond_broadcast(&s->slot_cv);
+}
+
+/* Whether c's item (a preemption point, lock held) should give its core
+ * to the policy's next pick: another tenant's that fits in memory, the
+ * policy says so (cfs: that tenant's virtual time is less than this one's
+ * with the slice charged), nobody waits for a lock, and a worker thread
+ * is there to run it. */
+static bool want_park(struct sched *s, struct sched_ctx *c, uint64_t now)
+{
+    if (s->lock_waiters || s->nparked == SCHED_PARK_MAX || s->stopping)
+        return false;
+    bool tight;
+    struct sched_item *n = choose(s, &tight);
+    if (!n || n->sq->t == c->it->sq->t || !fits(s, n) ||
+        !s->pol->preempt(s->q, c->it, now - c->t0, n))
+        return false;
+    return s->idle > 0 || spawn_worker(s) == 0;
+}
+
+/* Parks c's item until a core is handed back to it (lock held). A worker
+ * hands it one when the policy would pick it (best_parked); so does the
+ * item itself when a slot is free and it is the best, or when no worker
+ * is left to run the policy's pick (then it takes the slot rather than
+ * leave it unused). */
+static void park(struct sched *s, struct sched_ctx *c, uint64_t now)
+{
+    leave_core(s, c, now);
+    c->granted = false;
+    s->parked[s->nparked++] = c;
+    s->preemptions++;
+    sched_acct_preempted(&s->acct, c->it);
+    if (s->idle > 0)
+        pthread_cond_signal(&s->work);
+    while (!c->granted) {
+        if (slots_open(s) &&
+            (best_parked(s) == c || (s->idle == 0 && (!s->depth || spawn_worker(s) != 0)))) {
+            grant(s, c);
+            break;
+        }
+        pthread_cond_wait(&s->slot_cv, &s->lock);
+    }
+}
+
+void sched_preempt_point(void)
+{
+    struct sched_ctx *c = cur;
+    if (!c || c->off || !c->preempt || !c->s->pol->preempt)
+        return;
+    uint64_t now = now_ns();
+    if (now < c->next_check)
+        return;
+    c->next_check = now + SCHED_CHECK_NS;
+    struct sched *s = c->s;
+    pthread_mutex_lock(&s->lock);
+    if (want_park(s, c, now))
+        park(s, c, now);
+    assert(sched_check(s));
+    pthread_mutex_unlock(&s->lock);
+}
+
+void sched_block(bool on_lock)
+{
+    struct sched_ctx *c = cur;
+    if (!c || c->off)
+        return;
+    struct sched *s = c->s;
+    pthread_mutex_lock(&s->lock);
+    leave_core(s, c, now_ns());
+    c->on_lock = on_lock;
+    s->lock_waiters += on_lock;
+    s->blocks++;
+    worker_for_slot(s);   /* best effort: a thread for the slot it left */
+    assert(sched_check(s));
+    pthread_mutex_unlock(&s->lock);
+}
+
+void sched_unblock(void)
+{
+    struct sched_ctx *c = cur;
+    if (!c || !c->off)
+        return;
+    struct sched *s = c->s;
+    pthread_mutex_lock(&s->lock);
+    s->lock_waiters -= c->on_lock;
+    c->on_lock = false;
+    uint64_t ticket = s->resume_ticket++;
+    s->resumers++;
+    while (s->busy == s->cores || ticket != s->resume_serve)
+        pthread_cond_wait(&s->slot_cv, &s->lock);
+    s->resume_serve++;
+    s->resumers--;
+    back_on(s, c, slot_get(s));
+    if (s->resumers)
+        pthread_cond_broadcast(&s->slot_cv);   /* the next turn */
+    assert(sched_check(s));
+    pthread_mutex_unlock(&s->lock);
+}
+
+unsigned sched_core_now(unsigned core)
+{
+    return cur ? cur->slot : core;
+}
+
+uint64_t sched_off_core_ns(void)
+{
+    return cur ? cur->off_ns : 0;
+}
+
 /* ---- worker threads ------------------------------------------------------ */
 
 /* Waits for an item and a free slot; false when stopping and drained. */
@@ -237,9 +482,16 @@ static bool take(struct sched *s, struct sched_item **it, unsigned *slot)
     pthread_mutex_lock(&s->lock);
     for (;;) {
         bool tight;
-        if (s->busy < s->cores && choose(s, &tight)) {
-            *it = s->pol->pop(s->q, tight);
-            break;
+        if (slots_open(s)) {
+            struct sched_ctx *p = best_parked(s);
+            if (p) {   /* its thread runs it: this one looks for more */
+                grant(s, p);
+                continue;
+            }
+            if (choose(s, &tight)) {
+                *it = s->pol->pop(s->q, tight);
+                break;
+            }
         }
         if (s->stopping && s->depth == 0) {
             pthread_mutex_unlock(&s->lock);
@@ -253,7 +505,7 @@ static bool take(struct sched *s, struct sched_item **it, unsigned *slot)
     *slot = slot_get(s);
     started(s, *it, true);
     /* one finish may have freed memory for several: pass the wake-up on */
-    bool chain = s->depth > 0 && s->idle > 0 && s->busy < s->cores;
+    bool chain = s->depth > 0 && s->idle > 0 && slots_open(s);
     assert(sched_check(s));
     pthread_mutex_unlock(&s->lock);
     if (chain)
@@ -267,8 +519,18 @@ static void *core_main(void *p)
     struct sched_item *it;
     unsigned slot;
     while (take(s, &it, &slot))
-        run_on(s, it, slot);
+        run_on(s, it, slot, true);
     return NULL;
+}
+
+static int spawn_worker(struct sched *s)
+{
+    if (s->nthreads >= SCHED_THREADS_MAX || s->stopping)
+        return -EAGAIN;
+    int r = thread_start_quiet(&s->threads[s->nthreads], core_main, s);
+    if (!r)
+        s->nthreads++;
+    return r;
 }
 
 static int start_cores(struct sched *s)
@@ -296,13 +558,14 @@ int sched_create(const struct sched_policy *pol, const struct sched_config *cfg,
     s->arg = arg;
     s->cores = cfg->cores;
     s->direct = cfg->direct;
+    s->tenant_pid = cfg->tenant_pid;
     uint64_t budget = cfg->mem_budget ? cfg->mem_budget : SCHED_MEM_DEFAULT;
     s->mem_budget = budget;
     sched_acct_init(&s->acct, cfg->cores, budget);
     s->acct.max_queues = cfg->max_queues;
     s->free_slots = cfg->cores == 64 ? ~0ull : (1ull << cfg->cores) - 1;
     s->q = pol->create(&(struct sched_env){ cfg->cores, budget });
-    s->threads = calloc(cfg->cores, sizeof(pthread_t));
+    s->threads = calloc(SCHED_THREADS_MAX, sizeof(pthread_t));
     sched_acct_bind(&s->acct, pol, s->q);
     if (!s->q || !s->threads) {
         if (s->q)
@@ -314,6 +577,7 @@ int sched_create(const struct sched_policy *pol, const struct sched_config *cfg,
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->work, NULL);
     pthread_cond_init(&s->idle_cv, NULL);
+    pthread_cond_init(&s->slot_cv, NULL);
     int r = start_cores(s);
     if (r) {
         sched_destroy(s);
@@ -321,6 +585,15 @@ int sched_create(const struct sched_policy *pol, const struct sched_config *cfg,
     }
     *out = s;
     return 0;
+}
+
+/* Queued work and a free slot but no idle worker, because items are off
+ * their cores on the workers' threads (lock held): one more worker, so
+ * that the slot does not stay unused until one comes back. */
+static void worker_for_slot(struct sched *s)
+{
+    if (s->depth > 0 && s->off > 0 && s->idle == 0 && slots_open(s))
+        spawn_worker(s);
 }
 
 /* Queues it; lock held. Returns 0 or -ENOMEM. */
@@ -338,6 +611,7 @@ static int enqueue(struct sched *s, struct sched_item *it)
 static int submit(struct sched *s, struct sched_item *it, bool direct)
 {
     it->t_submit_ns = now_ns();
+    it->ran_ns = 0;   /* a command parked on a lease comes again (engine.c) */
     pthread_mutex_lock(&s->lock);
     int r = s->stopping ? -ESHUTDOWN : sched_acct_resolve(&s->acct, it);
     if (r) {
@@ -346,7 +620,7 @@ static int submit(struct sched *s, struct sched_item *it, bool direct)
     }
     /* Direct dispatch: nothing waits and a core is free, so the submitter
      * runs the item in that core's slot instead of waking a worker. */
-    if (direct && s->direct && s->depth == 0 && s->busy < s->cores &&
+    if (direct && s->direct && s->depth == 0 && slots_open(s) && !s->nparked &&
         (!s->pol->mem_admit || fits(s, it))) {
         s->submitted++;
         unsigned slot = slot_get(s);
@@ -354,12 +628,13 @@ static int submit(struct sched *s, struct sched_item *it, bool direct)
         started(s, it, false);
         assert(sched_check(s));
         pthread_mutex_unlock(&s->lock);
-        run_on(s, it, slot);
+        run_on(s, it, slot, false);
         return 0;
     }
     r = enqueue(s, it);
     s->submitted += r == 0;
-    bool wake = !r && s->idle > 0 && s->busy < s->cores;
+    bool wake = !r && s->idle > 0 && slots_open(s);
+    worker_for_slot(s);
     assert(sched_check(s));
     pthread_mutex_unlock(&s->lock);
     if (wake)
@@ -371,6 +646,7 @@ static int submit(struct sched *s, struct sched_item *it, bool direct)
 static int batch_push(struct sched *s, struct sched_item *it)
 {
     it->t_submit_ns = now_ns();
+    it->ran_ns = 0;
     int r = s->stopping ? -ESHUTDOWN : sched_acct_resolve(&s->acct, it);
     if (!r)
         r = enqueue(s, it);
@@ -384,7 +660,9 @@ static struct sched_item *help_take(struct sched *s, unsigned *slot, sched_mine_
                                     void *arg)
 {
     bool tight;
-    struct sched_item *it = s->busy < s->cores ? choose(s, &tight) : NULL;
+    if (!slots_open(s) || s->nparked)
+        return NULL;   /* parked items are resumed by the cores */
+    struct sched_item *it = choose(s, &tight);
     if (!it || !mine(arg, it))
         return NULL;
     it = s->pol->pop(s->q, tight);
@@ -409,10 +687,11 @@ void sched_submit_batch(struct sched *s, struct sched_item **items, unsigned n, 
         if (!it)
             break;
         pthread_mutex_unlock(&s->lock);
-        run_on(s, it, slot);   /* in the policy's order, charged like any */
+        run_on(s, it, slot, false);   /* in the policy's order, charged like any */
         pthread_mutex_lock(&s->lock);
     }
-    unsigned free_slots = s->cores - s->busy;
+    unsigned free_slots = slots_open(s) ? s->cores - s->busy - s->resumers : 0;
+    worker_for_slot(s);
     unsigned wake = s->depth < free_slots ? (unsigned)s->depth : free_slots;
     pthread_mutex_unlock(&s->lock);
     for (unsigned i = 0; i < wake; i++)
@@ -446,6 +725,10 @@ void sched_get_stats(struct sched *s, struct sched_stats *st)
     st->queues = s->acct.queues.n;
     st->freed_tenants = s->acct.freed_tenants;
     st->freed_queues = s->acct.freed_queues;
+    st->preemptions = s->preemptions;
+    st->blocks = s->blocks;
+    st->threads = s->nthreads;
+    st->tenant_pid = s->tenant_pid;
     memcpy(st->core, s->core, sizeof(st->core));
     pthread_mutex_unlock(&s->lock);
 }
@@ -463,7 +746,7 @@ static void tenant_stats(const struct sched *s, const struct sched_tenant *t,
         .mem_use = t->mem_use, .mem_peak = t->mem_peak, .queued = t->queued,
         .running = t->running, .done = t->done, .throttled_ns = t->throttled_ns,
         .overtaken = t->overtaken,
-        .terminated = t->terminated,
+        .terminated = t->terminated, .preempted = t->preempted,
     };
 }
 
@@ -568,12 +851,18 @@ void sched_mem_wait(struct sched *s, int delta)
     assert(delta > 0 || s->mem_waiting >= (unsigned)-delta);
     s->mem_waiting += (unsigned)delta;
     pthread_mutex_unlock(&s->lock);
+    /* The waiter holds no core meanwhile: the memory it waits for may be
+     * a parked item's, which needs a core to finish and let it go. */
+    if (delta > 0)
+        sched_block(false);
+    else
+        sched_unblock();
 }
 
 void sched_drain(struct sched *s)
 {
     pthread_mutex_lock(&s->lock);
-    while (s->busy || s->depth)
+    while (s->busy || s->depth || s->off)
         pthread_cond_wait(&s->idle_cv, &s->lock);
     pthread_mutex_unlock(&s->lock);
 }
@@ -586,13 +875,15 @@ void sched_destroy(struct sched *s)
     s->stopping = true;
     assert(sched_check(s));
     pthread_cond_broadcast(&s->work);
+    unsigned n = s->nthreads;   /* no more start once stopping (spawn_worker) */
     pthread_mutex_unlock(&s->lock);
-    for (unsigned i = 0; i < s->nthreads; i++)
+    for (unsigned i = 0; i < n; i++)
         pthread_join(s->threads[i], NULL);
     s->pol->destroy(s->q);
     sched_acct_free(&s->acct);
     pthread_cond_destroy(&s->work);
     pthread_cond_destroy(&s->idle_cv);
+    pthread_cond_destroy(&s->slot_cv);
     pthread_mutex_destroy(&s->lock);
     free(s->threads);
     free(s);

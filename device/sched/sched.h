@@ -55,6 +55,32 @@
  * (anything queued, or every slot busy) items queue and the policy orders
  * them.
  *
+ * Preemption (cfs, cfs-cpu, drf; fifo and rr never preempt). A long item
+ * runs in slices: the code it runs calls sched_preempt_point() at places
+ * where it may stop for a while (a fused op: every step boundary and bpf
+ * block, and every DM_SPIN_SLICE_NS of a compute step's core-speed model,
+ * model.h). After SCHED_SLICE_NS on its core, a point asks the policy
+ * whether its next pick, another tenant's, should go first (cfs: that
+ * tenant's virtual time is less than this one's with the slice charged);
+ * if so the item is parked: the slice is charged, its core slot freed for
+ * a worker thread to run the other item (one is started if none is idle),
+ * and its thread waits, state and device-memory reservation kept (still
+ * charged to its tenant). A parked item comes back when the policy would
+ * pick it (its tenant's key against the next pick's), on whichever slot is
+ * free. Only items marked preemptible are parked (the engine: macro fused
+ * ops, whose changes nobody sees before their commit), and only on a
+ * worker thread: a submitter running an item itself (direct dispatch, a
+ * poller's small commands) has other work of its own to get back to.
+ *
+ * Blocking. A parked item keeps its locks (a fused op its inode stripes).
+ * So that nothing can wait for it while holding a core it needs, a running
+ * item that waits for a lock or for device memory gives its core up first
+ * (sched_block / sched_unblock: the engine's stripe locks and memory
+ * reservations do); while any item waits for a lock, parked items resume
+ * first, oldest first, whatever their key (the holder may be one of them)
+ * and no item is parked. A blocked item that may go on waits for a slot
+ * ahead of queued and parked ones.
+ *
  * States: RUNNING --sched_destroy--> DRAINING --queue empty--> STOPPED.
  *
  * Invariants:
@@ -62,15 +88,17 @@
  *      core, even if sched_destroy() is called while it is queued.
  *   2. After sched_destroy() begins, sched_submit() refuses (-ESHUTDOWN).
  *   3. Lock order: the scheduler lock is a leaf; run() is called without it.
- *   4. At most `cores` items run at any time, in distinct slots; an item
- *      never waits in the queue while a slot is free, a worker idle and
- *      its memory fits (see memory admission).
+ *   4. At most `cores` items run on a core at any time, in distinct slots
+ *      (parked and blocked items hold none); an item never waits in the
+ *      queue while a slot is free, a worker idle, no blocked item claims
+ *      the slot and its memory fits (see memory admission).
  *   5. Every item that runs, queued or direct, is charged to its tenant
- *      and queue exactly once, with the time it held its core.
+ *      and queue with the time it held a core, once per slice (parks and
+ *      blocks end slices), never for time parked or blocked.
  *   6. A tenant never has more than max_queues queues open (when set).
  *
  * Debug and sanitizer builds check 1 (as counts: submitted = completed +
- * running + queued), the slots of 4, the accounts and the policy's queue
+ * running + queued + off core), the slots of 4, the accounts and the policy's queue
  * after every state change (sched_check in sched.c).
  */
 #ifndef CISC_DEVICE_SCHED_H
@@ -101,6 +129,8 @@ struct sched_item {
     struct sched_queue *sq;    /* its queue's account (sched_int.h) */
     uint64_t vt_pre;           /* virtual time the policy charged when it started */
     uint64_t starts_at_push;   /* the device's start count when it was queued */
+    uint64_t ran_ns;           /* core time charged when it left its core (parked, blocked) */
+    bool preemptible;          /* the door's: its run may be parked (see Preemption) */
 };
 
 #define SCHED_WEIGHT_DEFAULT 100u
@@ -142,6 +172,17 @@ struct sched_policy {
      * memory beside the running ones waits in its queue (cfs). Without
      * it, the policy's choice starts and waits for memory on its core. */
     bool mem_admit;
+    /* Optional, all three or none (none: never preempts; fifo, rr).
+     * preempt: whether `run`, running for slice_ns since it last took
+     * its core, should give the core to `cand`, the policy's next pick.
+     * key: the order of a parked item against the next pick (lower
+     * first; a tie goes to the parked one). slice: `it` leaves its core
+     * before it finishes (parked or blocked) after ns on it: charged now,
+     * and its finish charges only what follows. */
+    bool (*preempt)(void *q, const struct sched_item *run, uint64_t slice_ns,
+                    const struct sched_item *cand);
+    uint64_t (*key)(void *q, const struct sched_item *it);
+    void (*slice)(void *q, struct sched_item *it, uint64_t ns);
 };
 
 extern const struct sched_policy sched_fifo;
@@ -167,6 +208,7 @@ struct sched_config {
     bool direct;               /* allow direct dispatch (see above) */
     uint64_t mem_budget;       /* device memory for the memory key and drf; 0 = 2 GiB */
     uint32_t max_queues;       /* per tenant; 0 = no cap */
+    bool tenant_pid;           /* tenant ids are pids, not uids (for reports only) */
 };
 
 /* One tenant, for `cisc status` and `cisc top`. */
@@ -181,6 +223,7 @@ struct sched_tenant_stats {
     uint64_t throttled_ns;     /* time its items waited queued */
     uint64_t overtaken;        /* items that started while one of its own waited */
     uint64_t terminated;       /* ops stopped at the time limit */
+    uint64_t preempted;        /* times one of its items was parked for another tenant */
 };
 
 struct sched_stats {
@@ -194,6 +237,10 @@ struct sched_stats {
     unsigned busy;             /* cores running an item now */
     uint64_t tenants, queues;  /* accounts held now */
     uint64_t freed_tenants, freed_queues;   /* idle accounts recycled so far */
+    uint64_t preemptions;      /* items parked at a preemption point */
+    uint64_t blocks;           /* items that gave their core up to wait (a lock, memory) */
+    unsigned threads;          /* worker threads (cores, plus those started for parked items) */
+    bool tenant_pid;           /* sched_config's */
     struct sched_core_stats core[SCHED_MAX_CORES];
 };
 
@@ -270,6 +317,32 @@ void sched_note_terminated(struct sched *s, const struct sched_item *it);
  * waiting for memory, -1 when it stops. While any waits, memory is the
  * bottleneck (the policy's mem_tight). */
 void sched_mem_wait(struct sched *s, int delta);
+
+/* ---- Preemption and blocking (see the top) ---- */
+
+/* A preemption point: called by the item the calling thread runs, where
+ * it may be parked (anywhere else: returns at once). Cheap when there is
+ * nothing to decide: one clock read, a lock at most every
+ * SCHED_CHECK_NS. Returns when the item holds a core again. */
+void sched_preempt_point(void);
+
+/* The calling thread's item is about to wait for something another item
+ * may hold (on_lock: a lock; else device memory): its core is given up
+ * until sched_unblock. Either call is a no-op on a thread that runs no
+ * item, and nested calls count once. */
+void sched_block(bool on_lock);
+
+/* The wait of sched_block is over: waits for a core again (blocked items
+ * first, before any new or parked one). */
+void sched_unblock(void);
+
+/* The core slot the calling thread's item holds now (it may change when
+ * the item was parked or blocked); `core` on a thread that runs none. */
+unsigned sched_core_now(unsigned core);
+
+/* Time the calling thread's item has spent off its core so far (parked
+ * or blocked), ns; 0 on a thread that runs none. */
+uint64_t sched_off_core_ns(void);
 
 /* Waits until every item submitted so far has finished running (the
  * caller makes sure no new ones arrive meanwhile). */

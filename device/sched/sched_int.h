@@ -63,6 +63,7 @@ struct sched_tenant {
     uint64_t throttled_ns;        /* time its items waited while queued */
     uint64_t overtaken;           /* starts of other items while one of its waited */
     uint64_t terminated;          /* ops stopped for their time limit */
+    uint64_t preempted;           /* its items parked for another tenant's */
     struct hist lat;              /* submit-to-finish latency of its items */
     struct acct_link idle;        /* on the accounts' idle tenants while idle */
     /* the policy's */
@@ -142,6 +143,13 @@ void sched_acct_start(struct sched_accts *a, struct sched_item *it, bool was_que
                       uint64_t now);
 void sched_acct_finish(struct sched_accts *a, const struct sched_item *it, uint64_t ns,
                        uint64_t lat_ns);
+
+/* An item leaves its core before it finishes (parked or blocked) after
+ * ns on it: that time is charged now (the finish charges the rest). */
+void sched_acct_slice(struct sched_accts *a, const struct sched_item *it, uint64_t ns);
+
+/* An item of it's tenant was parked for another tenant's (counted). */
+void sched_acct_preempted(struct sched_accts *a, const struct sched_item *it);
 
 /* After the policy was charged for an item of q: q joins the idle list if
  * nothing of it is queued or running any more. */

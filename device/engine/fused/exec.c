@@ -61,12 +61,8 @@ static void stripes_collect(const struct fop_run *x, struct stripes *sp)
 
 static void stripes_lock(struct engine *e, const struct stripes *sp)
 {
-    for (unsigned k = 0; k < sp->n; k++) {
-        if (sp->excl[k])
-            pthread_rwlock_wrlock(&e->ino_lock[sp->idx[k]]);
-        else
-            pthread_rwlock_rdlock(&e->ino_lock[sp->idx[k]]);
-    }
+    for (unsigned k = 0; k < sp->n; k++)
+        eng_stripe_lock(e, sp->idx[k], sp->excl[k]);
 }
 
 static void stripes_unlock(struct engine *e, const struct stripes *sp)
@@ -486,18 +482,22 @@ static uint64_t coarse_res_ns(void)
 /* Whether the op is certainly inside its deadline, from the coarse clock
  * (a few ns, no timer read): most checks end here; near the deadline the
  * precise clock decides. */
-static bool surely_in_time(const struct fop_run *x)
+static bool surely_in_time(uint64_t deadline)
 {
     uint64_t res = coarse_res_ns();
-    return x->deadline_ns > res && clock_ns(CLOCK_MONOTONIC_COARSE) < x->deadline_ns - res;
+    return deadline > res && clock_ns(CLOCK_MONOTONIC_COARSE) < deadline - res;
 }
 
-/* Within a bpf step the same bounds are checked at every block. */
+/* Within a bpf step the same bounds are checked at every block. Each
+ * check is also a preemption point: a macro op may be parked there for
+ * another tenant (device/sched/sched.h); time parked is not its own. */
 int fop_op_bound(const struct fop_run *x)
 {
     if (__atomic_load_n(&x->e->cancel, __ATOMIC_RELAXED))
         return -ECANCELED;
-    if (surely_in_time(x) || now_ns() <= x->deadline_ns)
+    sched_preempt_point();
+    uint64_t deadline = x->deadline_ns + sched_off_core_ns();
+    if (surely_in_time(deadline) || now_ns() <= deadline)
         return 0;
     sched_note_terminated(x->e->sched, &x->cmd->item);   /* charged, counted */
     return -ETIME;

@@ -9,6 +9,7 @@
 
 #include <cisc/fused.h>
 
+#include <poll.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -145,6 +146,72 @@ int FloodMount(const std::string &mnt)
     return bad;
 }
 
+// The heavy tenant of the preemption test: one macro op compressing
+// kBig bytes into a file (long at the device's slow core speed), then a
+// second op that reads the file back, decompresses it and checks it is
+// the input. Writes 'g' to note just before the first. Returns 0 when both
+// succeed.
+constexpr size_t kBig = 4 << 20;
+
+int HeavyCompress(const std::string &mnt, int note)
+{
+    struct cisc_session *s;
+    struct cisc_queue *q;
+    if (cisc_session_open(mnt.c_str(), &s) || cisc_queue_create(s, &q))
+        return 40;
+    std::vector<char> data(kBig);
+    uint32_t x = 12345;   // a small alphabet, not a pattern: zstd works for it
+    for (auto &c : data) {
+        x = x * 1103515245u + 12345u;
+        c = (char)('a' + ((x >> 16) & 15));
+    }
+    struct cisc_vec v;
+    cisc_vec_init(&v, q);
+    int f = cisc_vec_open(&v, "heavy.z", O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    int c = cisc_vec_compress(&v, CISC_IN_BUF(data.data(), data.size()), 3);
+    cisc_vec_write(&v, f, 0, CISC_IN_STEP(c));
+    if (write(note, "g", 1) != 1)
+        return 41;
+    int64_t st = cisc_vec_submit(&v);
+    uint64_t zlen = cisc_vec_out_len(&v, c);
+    cisc_vec_free(&v);
+    if (st != 0 || zlen == 0 || zlen >= kBig)
+        return 42;
+    cisc_vec_init(&v, q);
+    f = cisc_vec_open(&v, "heavy.z", O_RDONLY, 0);
+    int r = cisc_vec_read(&v, f, 0, zlen);
+    int d = cisc_vec_decompress(&v, CISC_IN_STEP(r), kBig);
+    cisc_vec_verify(&v, d, CISC_IN_BUF(data.data(), data.size()));
+    st = cisc_vec_submit(&v);
+    cisc_vec_free(&v);
+    cisc_session_close(s);
+    return st == 0 ? 0 : 43;
+}
+
+// The light tenant of the preemption test: small checksum ops, one at a
+// time, until `stop` reads end of file (its writer closed).
+int LightUntil(const std::string &mnt, int stop)
+{
+    struct cisc_session *s;
+    struct cisc_queue *q;
+    if (cisc_session_open(mnt.c_str(), &s) || cisc_queue_create(s, &q))
+        return 50;
+    std::vector<char> buf(4096, 'l');
+    int bad = 0;
+    for (;;) {
+        struct pollfd p = { stop, POLLIN, 0 };
+        if (poll(&p, 1, 0) != 0)
+            break;
+        struct cisc_vec v;
+        cisc_vec_init(&v, q);
+        cisc_vec_crc32c(&v, CISC_IN_BUF(buf.data(), buf.size()), 0);
+        bad |= cisc_vec_submit(&v) != 0;
+        cisc_vec_free(&v);
+    }
+    cisc_session_close(s);
+    return bad ? 51 : 0;
+}
+
 class CiscSched : public CiscTest {
 protected:
     void SetUp() override
@@ -166,6 +233,20 @@ protected:
 
     // A tenant's number from the status report.
     long long Of(uid_t uid, const char *key) { return Status("tenant " + std::to_string(uid), key); }
+
+    // A tenant's number from a status report taken before (`cisc status
+    // --raw`), so that several numbers come from one moment.
+    static long long From(const std::string &raw, uid_t uid, const std::string &key)
+    {
+        std::string line = "\ntenant " + std::to_string(uid) + " ";
+        size_t p = raw.find(line);
+        if (p == std::string::npos)
+            return -1;
+        std::string l = raw.substr(p, raw.find('\n', p + 1) - p);
+        size_t k = l.find(" " + key + " ");
+        return k == std::string::npos ? -1 : atoll(l.c_str() + k + key.size() + 2);
+    }
+    std::string Raw() { return Sh(cisc + " status --raw " + mnt).out; }
 
     // The light tenant's ops were not left waiting while the flooder's ran:
     // on average fewer than `most` other items started while one of its
@@ -257,6 +338,70 @@ TEST_F(CiscSched, TheMountIsChargedToItsCallerToo)
     ExpectLightShare(0.25);
 }
 
+// Preemption at step boundaries: on one device core under cfs, a heavy
+// tenant's multi-MiB compress op is parked at its preemption points (the
+// core-speed model's slices) whenever the light tenant, with less virtual
+// time, has an op waiting; the light tenant's small ops complete while
+// the heavy op is in progress. Read from the device's accounting: between
+// two status reports in both of which the heavy op is running and not
+// done, the light tenant's done count grows (fifo: it cannot, the one
+// core is the heavy op's until it ends). The heavy op's output is still
+// right: read back, decompressed and compared with its input.
+TEST_F(CiscSched, ALongCompressIsParkedForALightTenantsOps)
+{
+    Restart("--cores 1 --sched cfs --core-speed 30");   // fifo: during == 0
+    std::string m = mnt;
+    int hp[2], lp[2];
+    ASSERT_EQ(pipe(hp), 0);
+    ASSERT_EQ(pipe(lp), 0);
+    int hr = hp[0], hw = hp[1], lr = lp[0], lw = lp[1];
+    pid_t l = Spawn(kLight, [m, lr, lw, hr, hw] {
+        close(lw);   // the test's: the light tenant stops when it closes
+        close(hr);
+        close(hw);
+        return LightUntil(m, lr);
+    });
+    close(lp[0]);
+    pid_t h = Spawn(kFlood, [m, hr, hw, lw] {
+        close(lw);
+        close(hr);
+        return HeavyCompress(m, hw);
+    });
+    close(hp[1]);
+    char c = 0;
+    if (read(hp[0], &c, 1) != 1)
+        c = 0;
+    close(hp[0]);
+    if (c != 'g') {
+        close(lp[1]);
+        FAIL() << "the heavy tenant could not start: " << Wait(h) << " " << Wait(l);
+    }
+    std::string raw;
+    for (int i = 0; i < 400; i++) {   // until the heavy op is on the device
+        raw = Raw();
+        if (From(raw, kFlood, "running") == 1)
+            break;
+        usleep(5000);
+    }
+    bool started = From(raw, kFlood, "running") == 1;
+    long long heavy_done = From(raw, kFlood, "done"), light0 = From(raw, kLight, "done");
+    long long during = 0;
+    for (int i = 0; started && i < 200 && during < 3; i++) {
+        std::string now = Raw();
+        if (From(now, kFlood, "done") != heavy_done || From(now, kFlood, "running") != 1)
+            break;   // the heavy op ended: what came before counts
+        during = From(now, kLight, "done") - light0;
+        raw = now;
+    }
+    close(lp[1]);   // the light tenant stops
+    EXPECT_EQ(Wait(h), 0) << "the heavy op's output reads back as its input";
+    EXPECT_EQ(Wait(l), 0);
+    ASSERT_TRUE(started) << "the heavy op was never seen on the device\n" << raw;
+    EXPECT_GE(during, 3) << "light ops done while the heavy op was on the one core\n" << raw;
+    EXPECT_GE(Of(kFlood, "preempted"), 1);
+    EXPECT_EQ(Of(kLight, "preempted"), 0);
+}
+
 TEST_F(CiscSched, QueuePairsPerTenantAreCapped)
 {
     Restart("--max-queues-per-tenant 2");
@@ -312,6 +457,18 @@ TEST_F(CiscSched, WeightsAreSetByRootOnlyAndShown)
     r = Sh(cisc + " top -n 1 -d 0.2 " + mnt);
     EXPECT_EQ(r.status, 0);
     EXPECT_NE(r.out.find("SHARE"), std::string::npos) << r.out;
+    // tenants by name: root's request through the mount makes uid 0 one;
+    // 4242 has no user name and stays a number; --json keeps the ids
+    int fd = open((mnt + "/by-root").c_str(), O_CREAT | O_WRONLY, 0644);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    r = Sh(cisc + " top --json " + mnt);
+    EXPECT_NE(r.out.find("\"tenant_by\":\"uid\""), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("{\"tenant\":0,\"weight\":100,\"queues\":0,\"name\":\"root\","),
+              std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\"name\":\"4242\""), std::string::npos) << r.out;
+    r = Sh(cisc + " top -n 1 -d 0.2 " + mnt);
+    EXPECT_NE(r.out.find("\nroot "), std::string::npos) << r.out;
 }
 
 // A runaway fused op on a real device: stopped at its next step with
