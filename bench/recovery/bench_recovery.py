@@ -176,7 +176,7 @@ def main():
     try:
         # Alternating runs (the machine is shared and noisy): every system
         # once per round, the median of the rounds per cell.
-        points = (("F1", "before-commit:1"), ("F2", "after-commit:2"))
+        points = (("F1", "before-commit:1@%d" % a.threads), ("F2", "after-commit:2@%d" % a.threads))
         systems = ("posix", "macro", "autorec")
         runs = {(p, s): [] for p, _ in points for s in systems}
         for _ in range(a.runs):
