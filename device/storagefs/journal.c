@@ -5,8 +5,8 @@
  *
  * Everything that writes the ring or the journal header runs on one
  * thread at a time, the one that set `busy`: the commit thread, or a
- * thread in jnl_sync that commits the running transaction itself when
- * no commit is under way (a synchronous commit without the two thread
+ * thread in jnl_sync_here that commits the running transaction itself
+ * when no commit is under way (a synchronous commit without the two thread
  * switches of handing it over), so commits and checkpoints never
  * overlap. `mu` protects every field of struct jnl and of the running
  * transaction.
@@ -878,7 +878,7 @@ int jnl_close(struct jnl *j)
     return r;
 }
 
-int jnl_sync(struct jnl *j)
+static int sync_commit(struct jnl *j, bool here)
 {
     if (jnl_held(j))
         return -EDEADLK;
@@ -888,7 +888,7 @@ int jnl_sync(struct jnl *j)
         uint64_t target = running_dirty(j) ? j->running->seq : j->running->seq - 1;
         if (j->committed >= target || j->error)
             break;
-        if (!j->busy && !j->stop && j->committed + 1 == target) {
+        if (here && !j->busy && !j->stop && j->committed + 1 == target) {
             /* Nothing being written: commit it here (group commit still
              * holds: every handle of the transaction is drained first). */
             j->busy = true;
@@ -907,6 +907,16 @@ int jnl_sync(struct jnl *j)
     int r = j->error;
     pthread_mutex_unlock(&j->mu);
     return r ? r : flushed ? 0 : media_flush(j->m);
+}
+
+int jnl_sync(struct jnl *j)
+{
+    return sync_commit(j, false);
+}
+
+int jnl_sync_here(struct jnl *j)
+{
+    return sync_commit(j, true);
 }
 
 int jnl_sync_checkpoint(struct jnl *j)

@@ -555,6 +555,9 @@ static int apply_tx(struct apply *ap)
      * inside one block) journals that block, so that its commit is the
      * step's commit: a crash before it leaves the old bytes. */
     unsigned flags = x->tx != WIRE_TX_MACRO && !ap->cow ? SFS_TXN_DATA_JOURNAL : 0;
+    /* A micro op commits once per mutating step: each commit written by
+     * this thread, not handed to the journal's thread and back. */
+    flags |= x->tx != WIRE_TX_MACRO ? SFS_TXN_COMMIT_HERE : 0;
     r = sfs_txn_begin_flags(x->e->fs, flags, &ap->tx);
     for (; !r && i < n; i++) {
         unsigned run = write_run(ap, seq, i, n);
