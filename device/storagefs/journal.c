@@ -3,9 +3,13 @@
  * thread, ring writes and checkpoint (see journal.h for the model and
  * docs/FORMAT.md for the ring layout).
  *
- * Everything that writes the ring or the journal header runs on the one
- * commit thread, so commits and checkpoints never overlap. `mu` protects
- * every field of struct jnl and of the running transaction.
+ * Everything that writes the ring or the journal header runs on one
+ * thread at a time, the one that set `busy`: the commit thread, or a
+ * thread in jnl_sync_here that commits the running transaction itself
+ * when no commit is under way (a synchronous commit without the two thread
+ * switches of handing it over), so commits and checkpoints never
+ * overlap. `mu` protects every field of struct jnl and of the running
+ * transaction.
  */
 #include "device/storagefs/journal.h"
 
@@ -52,6 +56,8 @@ struct jnl {
     uint64_t commit_target;      /* commit until committed >= this */
     bool want_ckpt, want_space, stop;
     bool ckpt_finishing;         /* used is 0, the frees not yet released (mu) */
+    bool busy;                   /* a thread commits or checkpoints (ring I/O
+                                    without mu): no other may start one */
     int error;
     uint64_t ring_start;         /* block of ring position 0 */
     uint32_t ring, head;         /* ring size; next position to write */
@@ -173,9 +179,11 @@ static int reserve_lists(struct jnl_txn *t, uint64_t more)
     return 0;
 }
 
+/* Wakes the commit thread, and a syncing thread draining a transaction
+ * (both wait on `work`: a signal could wake the wrong one). */
 static void kick(struct jnl *j)
 {
-    pthread_cond_signal(&j->work);
+    pthread_cond_broadcast(&j->work);
 }
 
 static void request_commit(struct jnl *j, uint64_t seq)
@@ -715,7 +723,8 @@ static bool running_dirty(const struct jnl *j)
 
 static bool has_work(const struct jnl *j)
 {
-    return j->stop || j->want_ckpt || j->want_space || j->committed < j->commit_target;
+    return !j->busy &&
+           (j->stop || j->want_ckpt || j->want_space || j->committed < j->commit_target);
 }
 
 static void deadline_after(struct timespec *ts, uint32_t ms)
@@ -729,17 +738,28 @@ static void deadline_after(struct timespec *ts, uint32_t ms)
     }
 }
 
+/* Ends a commit or checkpoint (mu held): waiters may start the next. */
+static void set_idle(struct jnl *j)
+{
+    j->busy = false;
+    pthread_cond_broadcast(&j->cv);
+}
+
 /* One round of work (mu held). Returns false when the thread should end. */
 static bool thread_step(struct jnl *j)
 {
     if (j->error)
         return !j->stop;
     if (j->committed < j->commit_target) {
+        j->busy = true;
         do_commit(j);
+        set_idle(j);
         return true;
     }
     if ((j->want_ckpt || j->want_space) && j->used > 0) {
+        j->busy = true;
         do_checkpoint(j);
+        set_idle(j);
         return true;
     }
     j->want_space = false;
@@ -858,21 +878,45 @@ int jnl_close(struct jnl *j)
     return r;
 }
 
-int jnl_sync(struct jnl *j)
+static int sync_commit(struct jnl *j, bool here)
 {
     if (jnl_held(j))
         return -EDEADLK;
+    bool flushed = false;        /* our own commit's last flush covers the caller */
     pthread_mutex_lock(&j->mu);
     for (;;) {                   /* re-evaluated: an empty txn reopens */
         uint64_t target = running_dirty(j) ? j->running->seq : j->running->seq - 1;
         if (j->committed >= target || j->error)
             break;
+        if (here && !j->busy && !j->stop && j->committed + 1 == target) {
+            /* Nothing being written: commit it here (group commit still
+             * holds: every handle of the transaction is drained first). */
+            j->busy = true;
+            if (j->commit_target < target)
+                j->commit_target = target;
+            do_commit(j);
+            flushed |= j->committed == target;
+            set_idle(j);
+            if (has_work(j))
+                kick(j);         /* a checkpoint it asked for, a waiting request */
+            continue;
+        }
         request_commit(j, target);
         pthread_cond_wait(&j->cv, &j->mu);
     }
     int r = j->error;
     pthread_mutex_unlock(&j->mu);
-    return r ? r : media_flush(j->m);
+    return r ? r : flushed ? 0 : media_flush(j->m);
+}
+
+int jnl_sync(struct jnl *j)
+{
+    return sync_commit(j, false);
+}
+
+int jnl_sync_here(struct jnl *j)
+{
+    return sync_commit(j, true);
 }
 
 int jnl_sync_checkpoint(struct jnl *j)

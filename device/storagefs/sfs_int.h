@@ -90,6 +90,7 @@ struct sfs {
 struct sfs_txn {
     struct sfs *fs;
     struct jnl_handle *h;
+    bool commit_here;            /* SFS_TXN_COMMIT_HERE */
 };
 
 /* Starts the handle an operation runs in: joins tx's when tx is non-NULL

@@ -338,6 +338,7 @@ int sfs_txn_begin(struct sfs *fs, struct sfs_txn **out);
 
 /* Flags for sfs_txn_begin_flags(). */
 #define SFS_TXN_DATA_JOURNAL (1u << 0)
+#define SFS_TXN_COMMIT_HERE  (1u << 1)
 
 /* Like sfs_txn_begin, with flags:
  *   SFS_TXN_DATA_JOURNAL: overwrites of existing file data made under tx
@@ -351,6 +352,10 @@ int sfs_txn_begin(struct sfs *fs, struct sfs_txn **out);
  *   changes to it from any caller are journaled too. A data-journaled
  *   transaction must fit in the journal: a call that would take it past
  *   the journal's room fails with -ENOSPC (a 1 GiB image has 32 MiB).
+ *   SFS_TXN_COMMIT_HERE: a durable sfs_txn_commit writes the commit in
+ *   the calling thread when no commit is under way (jnl_sync_here), for
+ *   a caller that commits durably many times in a row (a MicroTx op's
+ *   steps).
  * Returns 0 or -errno (-EINVAL: unknown flags). */
 int sfs_txn_begin_flags(struct sfs *fs, unsigned flags, struct sfs_txn **out);
 

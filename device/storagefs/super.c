@@ -549,7 +549,7 @@ void sfs_op_end(struct sfs *fs, struct jnl_handle *h)
 
 int sfs_txn_begin_flags(struct sfs *fs, unsigned flags, struct sfs_txn **out)
 {
-    if (flags & ~SFS_TXN_DATA_JOURNAL)
+    if (flags & ~(SFS_TXN_DATA_JOURNAL | SFS_TXN_COMMIT_HERE))
         return -EINVAL;
     if (fs->rdonly)
         return -EROFS;
@@ -565,6 +565,7 @@ int sfs_txn_begin_flags(struct sfs *fs, unsigned flags, struct sfs_txn **out)
     if (flags & SFS_TXN_DATA_JOURNAL)
         tx->h->flags |= JNL_DATA;   /* a joined outer handle keeps it too */
     tx->fs = fs;
+    tx->commit_here = (flags & SFS_TXN_COMMIT_HERE) != 0;
     *out = tx;
     return 0;
 }
@@ -577,9 +578,10 @@ int sfs_txn_begin(struct sfs *fs, struct sfs_txn **out)
 int sfs_txn_commit(struct sfs_txn *tx, bool durable)
 {
     struct sfs *fs = tx->fs;
+    bool here = tx->commit_here;
     jnl_stop(tx->h);
     free(tx);
-    return durable ? jnl_sync(fs->j) : 0;
+    return !durable ? 0 : here ? jnl_sync_here(fs->j) : jnl_sync(fs->j);
 }
 
 int sfs_txn_abort(struct sfs_txn *tx)

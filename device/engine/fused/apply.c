@@ -544,6 +544,10 @@ static int apply_tx(struct apply *ap)
 {
     struct fop_run *x = ap->x;
     unsigned seq[FOP_MAX_MUTS], n = order(x, ap->k0, seq), i = 0;
+    /* Before the transaction, not inside it: a crash here leaves what a
+     * crash before the commit leaves, and a thread held at an "@K" point
+     * (crash.h) holds no handle that others' commits would wait for. */
+    fop_crash_point(FOP_CRASH_BEFORE_COMMIT, ap->cstep);
     int r = space_check(ap);
     if (r)
         return r;
@@ -551,6 +555,9 @@ static int apply_tx(struct apply *ap)
      * inside one block) journals that block, so that its commit is the
      * step's commit: a crash before it leaves the old bytes. */
     unsigned flags = x->tx != WIRE_TX_MACRO && !ap->cow ? SFS_TXN_DATA_JOURNAL : 0;
+    /* A micro op commits once per mutating step: each commit written by
+     * this thread, not handed to the journal's thread and back. */
+    flags |= x->tx != WIRE_TX_MACRO ? SFS_TXN_COMMIT_HERE : 0;
     r = sfs_txn_begin_flags(x->e->fs, flags, &ap->tx);
     for (; !r && i < n; i++) {
         unsigned run = write_run(ap, seq, i, n);
@@ -562,8 +569,6 @@ static int apply_tx(struct apply *ap)
         i = n - 1;   /* the step's record joins its commit, or the step is undone */
     if (r && ap->tx)
         undo_all(ap, seq, i < n ? i : n - 1);
-    if (!r)
-        fop_crash_point(FOP_CRASH_BEFORE_COMMIT, ap->cstep);
     /* Autorec: the durable receipt (oplog.h) already guarantees the step
      * after a crash (recovery redoes a step whose commit was lost), and
      * the journal commits in order: only a step too large to redo cheaply

@@ -13,6 +13,11 @@
  * device cores (relaxed: arming happens-before the cores exist). */
 static int armed_kind;
 static unsigned armed_n;
+static unsigned armed_count = 1;   /* "@K": the K-th arrival fires */
+static unsigned arrived;           /* atomic */
+
+#define CRASH_COUNT_MAX 1024u
+#define CRASH_WAIT_MS 10000        /* an early arrival waits at most this long */
 
 static const struct {
     const char *name;
@@ -48,9 +53,19 @@ int fop_crash_arm(const char *spec)
             n = strtoul(p + 1, &end, 10);
             p = end;
         }
-        if (*p || n > 0xffffu)
+        unsigned long count = 1;
+        if (*p == '@') {
+            char *end;
+            if (p[1] < '1' || p[1] > '9')
+                return -EINVAL;
+            count = strtoul(p + 1, &end, 10);
+            p = end;
+        }
+        if (*p || n > 0xffffu || count > CRASH_COUNT_MAX)
             return -EINVAL;
         armed_n = (unsigned)n;
+        armed_count = (unsigned)count;
+        __atomic_store_n(&arrived, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&armed_kind, (int)crash_names[i].kind, __ATOMIC_RELAXED);
         return 0;
     }
@@ -63,6 +78,12 @@ void fop_crash_point(enum fop_crash_kind kind, unsigned n)
     int k = __atomic_load_n(&armed_kind, __ATOMIC_RELAXED);
     if (k == FOP_CRASH_NONE || k != (int)kind || n != armed_n)
         return;
+    /* "@K": the first K-1 threads to get here stop here, as a power cut
+     * at the K-th would find them (bounded, so that fewer ops than K
+     * still end in the crash). */
+    unsigned a = __atomic_add_fetch(&arrived, 1, __ATOMIC_RELAXED);
+    for (int ms = 0; a < armed_count && ms < CRASH_WAIT_MS; ms++)
+        usleep(1000);
     /* Only the first thread to get here stops the device (1). */
     if (!__atomic_compare_exchange_n(&armed_kind, &k, FOP_CRASH_NONE, false,
                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))

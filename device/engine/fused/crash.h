@@ -4,8 +4,11 @@
  * fused op that reaches it (FusionFS Table 10a's F1..F6 are such points).
  *
  * Points (the spec fop_crash_arm() takes):
- *   before-commit:N   step N's changes are made but its commit is not
- *                     written (macro: every step's commit is the op's one
+ *   before-commit:N   step N ran, its changes are about to be applied
+ *                     and committed (the point fires before their
+ *                     transaction opens: after a crash the same as inside
+ *                     it, and a waiting "@K" thread holds no handle)
+ *                     (macro: every step's commit is the op's one
  *                     commit, made after its last mutating step; before
  *                     that, the point fires right after step N executed)
  *   after-commit:N    step N's commit has returned (durable when the op
@@ -19,7 +22,10 @@
  *                     ops are recovered several at once, so others may be
  *                     under way) (autorec)
  * A point of a step that changes nothing (a compute step, a read) fires
- * after the step ran.
+ * after the step ran. A spec may end in "@K" (e.g. before-commit:1@4):
+ * the point fires when the K-th op reaches it; the K-1 that reached it
+ * before wait there (at most 10 s) until then, so that several ops are
+ * cut at the same point, as in FusionFS Table 10c's threads.
  *
  * Stopping: SIGKILL of the device itself. Nothing is flushed that the
  * device had not flushed already; what it wrote to the image file before

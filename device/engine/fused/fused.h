@@ -206,7 +206,7 @@ struct fop_step {
 #define OPLOG_NAME_MAX 32   /* an operational log's file name, with its NUL */
 #define FOP_REC_OUT_MAX 512u /* an F_OUT_ARENA output a recovery record keeps */
 
-/* Recovery (oplog.c): what an interrupted autorec op's log says. */
+/* Recovery (oplog_recover.c): what an interrupted autorec op's log says. */
 struct fop_replay {
     uint64_t oplog;                      /* the log file's inode and size */
     uint64_t oplog_size;

@@ -65,6 +65,9 @@
  * is made durable only when the op failed (a replay must not redo a step
  * whose failure the client was told of).
  *
+ * Modules (oplog_int.h): oplog.c writes logs, oplog_rec.c encodes and
+ * decodes the records, oplog_recover.c recovers and checks offline.
+ *
  * Invariants:
  *   1. An op's log file exists from before its first step runs until after
  *      its last step's record committed.

@@ -4,13 +4,16 @@
 // micro; the device stops dead at the point, restarts, and the test
 // asserts the exact file contents and a clean fsck); MicroTx's error
 // semantics (§4.4.3); the mode chosen at start-up, shown by status, and
-// asked for per op.
+// asked for per op; a damaged log (fsck names it, nothing of it runs) and
+// a program changed before recovery (-ESTALE for its step only).
 #include "tests/e2e/libcisc/cisc_fixture.h"
 #include "tests/e2e/cisc/reaper.h"
 
 extern "C" {
 #include "common/crc32c.h"
 }
+
+#include <cisc/progs.h>
 
 #include <dirent.h>
 #include <sys/wait.h>
@@ -59,7 +62,36 @@ std::string VectorFile(unsigned writes)
     return s;
 }
 
-enum class Op { AppendCrcWrite, TenWrites };
+enum class Op { AppendCrcWrite, TenWrites, Program };
+
+// Op::Program's bpf program (loaded by the test that uses it).
+uint32_t g_prog;
+
+// The offsets of the image's blocks whose first bytes are magic.
+std::vector<off_t> BlocksStartingWith(const std::string &image, const std::string &magic)
+{
+    std::vector<off_t> at;
+    std::vector<char> b(1u << 20);
+    int fd = open(image.c_str(), O_RDONLY);
+    ssize_t n;
+    for (off_t off = 0; fd >= 0 && (n = pread(fd, b.data(), b.size(), off)) > 0; off += n)
+        for (ssize_t k = 0; k + (ssize_t)kBlock <= n; k += kBlock)
+            if (!memcmp(b.data() + k, magic.data(), magic.size()))
+                at.push_back(off + k);
+    if (fd >= 0)
+        close(fd);
+    return at;
+}
+
+// Reads or writes len bytes of the image at off.
+bool ImageIo(const std::string &image, off_t off, void *p, size_t len, bool write)
+{
+    int fd = open(image.c_str(), write ? O_RDWR : O_RDONLY);
+    ssize_t n = fd < 0 ? -1 : write ? pwrite(fd, p, len, off) : pread(fd, p, len, off);
+    if (fd >= 0)
+        close(fd);
+    return n == (ssize_t)len;
+}
 
 class MicroTx : public CiscTest {
 protected:
@@ -108,6 +140,13 @@ protected:
             int c = cisc_vec_crc32c(v, CISC_IN_BUF(d.data(), d.size()), 0);   // 2: checksum
             cisc_vec_append(v, f, CISC_IN_STEP(c));                      // 3: checksum write
             cisc_vec_fsync(v, f, 0);
+        } else if (op == Op::Program) {
+            static const std::string d(kBlock, 'x');
+            int f = cisc_vec_open(v, "p", O_RDWR, 0);
+            int b = cisc_vec_bpf(v, g_prog, CISC_IN_BUF(d.data(), d.size()), nullptr);   // 1
+            cisc_vec_write(v, f, 0, CISC_IN_STEP(b));                    // 2: takes 1's output
+            cisc_vec_write(v, f, 2 * kBlock, CISC_IN_BUF("indep", 5));   // 3: independent
+            cisc_vec_fsync(v, f, 0);
         } else {
             int f = cisc_vec_open(v, "v", O_RDWR, 0);
             for (unsigned k = 0; k < 10; k++) {                          // 1..10: writes
@@ -122,6 +161,8 @@ protected:
     {
         if (op == Op::AppendCrcWrite)
             Put("a", kHead);
+        else if (op == Op::Program)
+            Put("p", "");
         else
             Put("v", VectorFile(0));
     }
@@ -317,6 +358,97 @@ TEST_F(MicroTx, RecoveryRecordsBelongToTheirOwner)
     EXPECT_EQ(cisc_recovery_ack(s, name.c_str()), 0);
     EXPECT_EQ(cisc_recovery_list(s, buf, sizeof(buf)), 0);
     EXPECT_EQ(cisc_recovery_ack(s, name.c_str()), -ENOENT);
+}
+
+// Bad input: an op's log damaged on the media (one byte of a logged
+// input) while the device was down. `cisc fsck` names the log file, the
+// reason, the byte and the log block, and exits 1 (cmd/cmd.h: problems
+// found); the next start runs nothing of that op, reports it, and
+// serves; the log is kept (fsck still names it).
+TEST_F(MicroTx, FsckNamesADamagedLog)
+{
+    Prepare(Op::TenWrites);
+    Restart("--tx autorec", "after-log");
+    SubmitAndCrash(Op::TenWrites, CISC_TX_DEFAULT);
+    ASSERT_FALSE(HasFatalFailure());
+    RunResult f = Sh(cisc + " fsck " + img);
+    EXPECT_EQ(f.status, 0) << f.out;   // an intact log waiting for recovery is no problem
+    const std::string dir = "operational log /.cisc-system/oplog/";
+    size_t at = f.out.find(dir);
+    ASSERT_NE(at, std::string::npos) << f.out;
+    std::string name = f.out.substr(at + dir.size(), 25);
+    // The op record's first bytes: magic "sfOL", version 2, 12 steps.
+    std::vector<off_t> rec = BlocksStartingWith(img, std::string("sfOL\2\0\0\0\14\0\0\0", 12));
+    ASSERT_EQ(rec.size(), 1u);
+    char c;
+    ASSERT_TRUE(ImageIo(img, rec[0] + 2000, &c, 1, false));   // inside write 1's input
+    c = (char)~c;
+    ASSERT_TRUE(ImageIo(img, rec[0] + 2000, &c, 1, true));
+    f = Sh(cisc + " fsck " + img);
+    EXPECT_EQ(f.status, 1) << f.out;
+    EXPECT_NE(f.out.find(dir + name + ": checksum mismatch at byte "), std::string::npos)
+        << f.out;
+    EXPECT_NE(f.out.find(" (log block 10): the op is unrecoverable"), std::string::npos)
+        << f.out;   // the record's CRC follows its 12 steps' inputs: 40 KiB and more
+    Up("--tx autorec");
+    EXPECT_NE(ReadFile(log).find("recovery op " + name + " unrecoverable (checksum mismatch at "
+                                 "byte "), std::string::npos) << ReadFile(log);
+    OpenSession();
+    EXPECT_TRUE(Get("v") == VectorFile(0));   // nothing of the op ran
+    ExpectDeviceUp();
+    CloseSession();
+    DownAndWait();
+    f = Sh(cisc + " fsck " + img);
+    EXPECT_EQ(f.status, 1) << f.out;
+    EXPECT_NE(f.out.find(dir + name + ": checksum mismatch"), std::string::npos) << f.out;
+    Up();
+    OpenSession();
+}
+
+// AutoRec with a real clang-compiled program (tests/bpf/progs checksum.o):
+// while the device is down its stored record changes (another content
+// hash: the program the image holds is not the one the op was accepted
+// with). At recovery that step alone fails with -ESTALE ("program
+// crc_blocks changed or unloaded"), the step taking its output is
+// cancelled, the independent write runs; the outcome is in the op's
+// recovery record.
+TEST_F(MicroTx, ChangedProgramAtRecoveryFailsOnlyItsStep)
+{
+    struct cisc_prog_load_opts lo = { "crc_blocks", "crc32c_blocks", 0 };
+    struct cisc_prog_info info;
+    char msg[256] = "";
+    ASSERT_EQ(cisc_prog_load_file(s, CORPUS_OBJS "/checksum.o", &lo, &info, msg, sizeof(msg)),
+              0) << msg;
+    g_prog = info.id;
+    Prepare(Op::Program);
+    Restart("--tx autorec", "after-log");
+    SubmitAndCrash(Op::Program, CISC_TX_DEFAULT);
+    ASSERT_FALSE(HasFatalFailure());
+    // The program record (docs/FORMAT.md "Program records"): magic
+    // "CPRG", its SHA-256 at byte 32, the header's CRC-32C at byte 252.
+    std::vector<off_t> rec = BlocksStartingWith(img, "CPRG");
+    ASSERT_EQ(rec.size(), 1u);
+    uint8_t h[256];
+    ASSERT_TRUE(ImageIo(img, rec[0], h, sizeof(h), false));
+    h[32] ^= 0xff;
+    uint32_t crc = crc32c(0, h, 252);
+    memcpy(h + 252, &crc, 4);   // little-endian host
+    ASSERT_TRUE(ImageIo(img, rec[0], h, sizeof(h), true));
+    Up("--tx autorec");
+    std::string l = ReadFile(log);
+    EXPECT_NE(l.find(" steps 5 committed 0 status -116"), std::string::npos) << l;   // -ESTALE
+    EXPECT_NE(l.find(" step 1 error program crc_blocks changed or unloaded"), std::string::npos)
+        << l;
+    EXPECT_NE(l.find(" step 2 error " + std::string(strerror(ECANCELED))), std::string::npos)
+        << l;
+    EXPECT_EQ(l.find(" step 3 error "), std::string::npos) << l;
+    OpenSession();
+    EXPECT_TRUE(Get("p") == std::string(2 * kBlock, '\0') + "indep");
+    char buf[4096];
+    ssize_t n = cisc_recovery_list(s, buf, sizeof(buf));
+    ASSERT_GT(n, 0);
+    EXPECT_NE(std::string(buf, (size_t)n).find("program crc_blocks changed or unloaded"),
+              std::string::npos);
 }
 
 // An op asks for micro on a macro device: F5 keeps the four writes.

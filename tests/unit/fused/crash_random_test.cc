@@ -15,6 +15,7 @@
 
 extern "C" {
 #include "common/crc32c.h"
+#include "device/engine/fused/crash.h"
 #include "device/engine/fused/oplog.h"
 }
 
@@ -220,3 +221,24 @@ TEST_F(CrashRandom, MicroKeepsAPrefix)
 }
 
 }  // namespace
+
+// Crash-point specs (crash.h): "@K" asks for the K-th arrival; bad counts
+// and unknown points are refused. Only parsing here: firing stops the
+// process (the e2e tests and bench-recovery use it).
+TEST(CrashSpec, CountSuffix)
+{
+#ifdef CISC_CRASH_POINTS
+    EXPECT_EQ(fop_crash_arm("before-commit:1@4"), 0);
+    EXPECT_EQ(fop_crash_arm("after-commit:2@1024"), 0);
+    EXPECT_EQ(fop_crash_arm("after-log@2"), 0);
+    EXPECT_EQ(fop_crash_arm("before-commit:1@0"), -EINVAL);
+    EXPECT_EQ(fop_crash_arm("before-commit:1@"), -EINVAL);
+    EXPECT_EQ(fop_crash_arm("before-commit:1@1025"), -EINVAL);
+    EXPECT_EQ(fop_crash_arm("before-commit:1@4x"), -EINVAL);
+    EXPECT_EQ(fop_crash_arm("recovery@2"), -EINVAL);   // recovery is numbered
+    EXPECT_EQ(fop_crash_arm("none"), 0);
+    fop_crash_point(FOP_CRASH_BEFORE_COMMIT, 1);   // disarmed: returns
+#else
+    EXPECT_EQ(fop_crash_arm("before-commit:1@4"), -EOPNOTSUPP);
+#endif
+}

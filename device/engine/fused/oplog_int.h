@@ -1,0 +1,84 @@
+/*
+ * device/engine/fused/oplog_int.h - what the three modules of the
+ * operational log (oplog.h) share: oplog.c writes logs (what autorec
+ * covers, log files, log space, the records of a running op),
+ * oplog_rec.c encodes and decodes the records (docs/FORMAT.md
+ * "Operational log", byte by byte), oplog_recover.c finishes logged ops
+ * at start-up, keeps their recovery records and checks logs offline.
+ *
+ * Invariants:
+ *   1. The record layout lives in oplog_rec.c only: the writer hands it a
+ *      run and gets bytes, recovery hands it bytes and gets a run.
+ *   2. Decoding never trusts the log: every length is checked against the
+ *      bytes there are before it is used, and a record that fails a check
+ *      ends the parse (the op record: nothing runs; a step record: the
+ *      steps from it on count as not committed).
+ */
+#ifndef CISC_DEVICE_FUSED_OPLOG_INT_H
+#define CISC_DEVICE_FUSED_OPLOG_INT_H
+
+#include "device/engine/fused/oplog.h"
+#include "device/engine/fused/fused_int.h"
+#include "device/progs/progs.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define OPLOG_SUB "oplog"
+#define OP_MAGIC 0x4c4f6673u      /* "sfOL" */
+#define STEP_MAGIC 0x534f6673u    /* "sfOS" */
+#define OP_VERSION 2u           /* 1: the same without program identities */
+#define OP_HDR 32u                /* magic version nsteps uid gid ngroups mem(8) */
+#define STEP_FIXED 96u            /* one step's fixed fields */
+#define REC_FIXED 28u             /* step record: magic step flags ret out_len data_len */
+#define REC_F_BLOCKS 1u           /* its output is in whole log blocks after it */
+#define OPLOG_MAX (512ull << 20)  /* one op's log (inputs included) */
+#define SRC_SAME (1ull << 63)     /* src_len: the operand of step (low 16 bits) again */
+#define PROG_ID_BYTES (32u + 2u * PROGS_NAME_MAX)   /* sha256 name func */
+
+/* A growable byte buffer. */
+struct obuf {
+    uint8_t *p;
+    size_t len, cap;
+    int err;
+};
+
+/* A parsed log: the op, its credentials, and what its steps committed. */
+struct recovered {
+    struct eng_cisc v;
+    struct eng_cred cred;
+    struct fop_replay rp;
+    uint8_t *data;               /* the file's bytes (inputs and outputs point here) */
+    size_t len;                  /* and their length (read_log's mapping) */
+    uint8_t kept[WIRE_MAX_STEPS][FOP_REC_OUT_MAX];   /* F_OUT_ARENA outputs of recovery */
+};
+
+/* Whether s takes a session key (ENCRYPT/DECRYPT: oplog.h "Keys"). */
+bool oplog_keyed(const struct fop_step *s);
+
+/* Encodes x's op record (FORMAT.md "Op record") into b. Returns b->err. */
+int oplog_encode_op(const struct fop_run *x, struct obuf *b);
+
+/* Encodes step i's record, to go at log offset at, into b; *ext: where
+ * its output's log blocks go (0: inline; the caller writes them). */
+void oplog_encode_step(const struct fop_run *x, unsigned i, uint64_t at, struct obuf *b,
+                       uint64_t *ext);
+
+/* An upper bound of the log bytes step i's record takes. */
+uint64_t oplog_step_need(const struct fop_run *x, unsigned i);
+
+/* Decodes rc->data[0, rc->len): the op record into rc->v and rc->cred,
+ * then the step records up to the first that does not check into rc->rp.
+ * Returns NULL, or why nothing of the op may run (*bad_at: the byte where
+ * the check failed). */
+const char *oplog_parse(struct recovered *rc, size_t *bad_at);
+
+/* Whether the logged op still has work (a step that may change a file,
+ * or feeds a later step, without its record). */
+bool oplog_pending(const struct recovered *rc);
+
+/* Committed OPENs are opened again without creating or truncating. */
+void oplog_settle_done_opens(struct recovered *rc);
+
+#endif

@@ -1,0 +1,350 @@
+/* device/engine/fused/oplog_rec.c - the operational log's records
+ * (oplog_int.h): the op record and step records encoded for the writer
+ * and decoded, with every check, for recovery and the offline check
+ * (docs/FORMAT.md "Operational log"). */
+#include "device/engine/fused/oplog_int.h"
+
+#include "common/crc32c.h"
+#include "common/le.h"
+#include "proto/steps.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- encoding ------------------------------------------------------------ */
+
+static uint8_t *ob_room(struct obuf *b, size_t n)
+{
+    if (b->err)
+        return NULL;
+    if (b->len + n > b->cap) {
+        size_t c = b->cap ? b->cap : 1024;
+        while (c < b->len + n)
+            c *= 2;
+        uint8_t *q = c > OPLOG_MAX ? NULL : realloc(b->p, c);
+        if (!q) {
+            b->err = -ENOSPC;
+            return NULL;
+        }
+        b->p = q;
+        b->cap = c;
+    }
+    uint8_t *at = b->p + b->len;
+    b->len += n;
+    return at;
+}
+
+static void ob_u16(struct obuf *b, uint16_t v) { uint8_t *q = ob_room(b, 2); if (q) le16_put(q, v); }
+static void ob_u32(struct obuf *b, uint32_t v) { uint8_t *q = ob_room(b, 4); if (q) le32_put(q, v); }
+static void ob_u64(struct obuf *b, uint64_t v) { uint8_t *q = ob_room(b, 8); if (q) le64_put(q, v); }
+
+static void ob_bytes(struct obuf *b, const void *p, size_t n)
+{
+    uint8_t *q = ob_room(b, n);
+    if (q && n)
+        memcpy(q, p, n);
+}
+
+/* A bpf step's program identity (FORMAT.md "Program identity"): the
+ * SHA-256 of its object as loaded, its name and its function. */
+static void put_prog_id(struct obuf *b, struct engine *e, const struct fop_step *s)
+{
+    struct progs_info info;
+    if (!e->progs || progs_show(e->progs, 0, s->key_id, NULL, &info, NULL, 0)) {
+        b->err = b->err ? b->err : -ENOENT;   /* unloaded since the check */
+        return;
+    }
+    ob_bytes(b, info.sha256, 32);
+    ob_bytes(b, info.name, PROGS_NAME_MAX);
+    ob_bytes(b, info.func, PROGS_NAME_MAX);
+}
+
+/* The earlier step of v whose arena operand is the same bytes as step
+ * i's (a client passing one buffer to two steps), or -1. */
+static int same_src(const struct eng_cisc *v, unsigned i)
+{
+    const struct fop_step *s = &v->st[i];
+    for (unsigned j = 0; s->src && j < i; j++)
+        if (v->st[j].src == s->src && v->st[j].src_len == s->src_len)
+            return (int)j;
+    return -1;
+}
+
+static void put_step(struct obuf *b, struct engine *e, const struct eng_cisc *v, unsigned i)
+{
+    const struct fop_step *s = &v->st[i];
+    int same = same_src(v, i);
+    size_t l0 = b->len;
+    ob_bytes(b, &s->kind, 1);
+    ob_bytes(b, &s->flags, 1);
+    ob_u16(b, s->in);
+    ob_u16(b, s->in2);
+    ob_u16(b, s->file);
+    ob_u32(b, s->key_id);
+    ob_u32(b, s->oflags);
+    ob_u32(b, s->mode);
+    ob_u32(b, s->block_out);
+    ob_u64(b, s->off);
+    ob_u64(b, s->len);
+    for (unsigned k = 0; k < 4; k++)
+        ob_u64(b, s->arg[k]);
+    ob_u64(b, s->cap);
+    uint32_t plen = s->path ? (uint32_t)strlen(s->path) : 0;
+    ob_u32(b, plen);
+    ob_u64(b, same >= 0 ? SRC_SAME | (uint64_t)same : s->src ? s->src_len : 0);
+    ob_u32(b, s->kind == WIRE_STEP_BPF ? PROG_ID_BYTES : 0);   /* trailer */
+    if (!b->err && b->len - l0 != STEP_FIXED)
+        b->err = -EINVAL;   /* programmer error: the layout and STEP_FIXED disagree */
+    ob_bytes(b, s->path, plen);
+    if (s->src && same < 0)
+        ob_bytes(b, s->src, s->src_len);
+    if (s->kind == WIRE_STEP_BPF)
+        put_prog_id(b, e, s);
+}
+
+int oplog_encode_op(const struct fop_run *x, struct obuf *b)
+{
+    const struct eng_cred *c = x->cred;
+    unsigned ng = c->ngroups > 0 ? (unsigned)c->ngroups : 0;
+    ob_u32(b, OP_MAGIC);
+    ob_u32(b, OP_VERSION);
+    ob_u32(b, x->v->n);
+    ob_u32(b, c->uid);
+    ob_u32(b, c->gid);
+    ob_u32(b, ng);
+    ob_u64(b, x->v->mem);
+    for (unsigned g = 0; g < ng; g++)
+        ob_u32(b, c->groups[g]);
+    for (unsigned i = 0; i < x->v->n; i++)
+        put_step(b, x->e, x->v, i);
+    if (!b->err)
+        ob_u32(b, crc32c(0, b->p, b->len));
+    return b->err;
+}
+
+/* Step i's record (FORMAT.md "Step record"), to go at log offset at: its
+ * result, and its output when a later step takes it or the recovery
+ * record keeps it: inline up to the log entry size, else in whole log
+ * blocks after the record (*ext: where; the caller writes them). */
+void oplog_encode_step(const struct fop_run *x, unsigned i, uint64_t at, struct obuf *b,
+                       uint64_t *ext)
+{
+    bool out = fop_oplog_needs_output(x, i);
+    uint64_t dlen = out ? x->olen[i] : 0;
+    bool blocks = dlen > x->e->tx_log_entry;
+    size_t b0 = b->len;
+    ob_u32(b, STEP_MAGIC);
+    ob_u16(b, (uint16_t)i);
+    ob_u16(b, blocks ? REC_F_BLOCKS : 0);
+    ob_u64(b, (uint64_t)x->v->res[i].ret);
+    ob_u64(b, x->olen[i]);
+    ob_u32(b, (uint32_t)dlen);
+    *ext = 0;
+    if (blocks) {   /* after the record's 12 more bytes and its CRC */
+        *ext = (at + REC_FIXED + 16 + SFS_BLOCK_SIZE - 1) & ~(uint64_t)(SFS_BLOCK_SIZE - 1);
+        ob_u64(b, *ext);
+        ob_u32(b, crc32c(0, x->buf[i], dlen));
+    } else {
+        ob_bytes(b, out ? x->buf[i] : NULL, dlen);
+    }
+    if (!b->err)
+        ob_u32(b, crc32c(0, b->p + b0, b->len - b0));
+}
+
+/* An upper bound of the log bytes step i's record takes. */
+uint64_t oplog_step_need(const struct fop_run *x, unsigned i)
+{
+    const struct fop_step *s = &x->v->st[i];
+    uint64_t out = 0;
+    for (unsigned j = i + 1; j < x->v->n; j++)
+        if (x->v->st[j].in == i || x->v->st[j].in2 == i)
+            out = s->cap;
+    if (!out && (s->flags & WIRE_STEP_F_OUT_ARENA))
+        out = s->cap < FOP_REC_OUT_MAX ? s->cap : FOP_REC_OUT_MAX;
+    return REC_FIXED + 16 + out + (out > x->e->tx_log_entry ? SFS_BLOCK_SIZE : 0);
+}
+
+/* ---- decoding ------------------------------------------------------------ */
+
+struct rd {
+    const uint8_t *p;
+    size_t len, at;
+    bool bad;
+};
+
+static const uint8_t *rd_take(struct rd *r, size_t n)
+{
+    if (r->bad || n > r->len - r->at) {
+        r->bad = true;
+        return NULL;
+    }
+    const uint8_t *q = r->p + r->at;
+    r->at += n;
+    return q;
+}
+
+static uint16_t rd_u16(struct rd *r) { const uint8_t *q = rd_take(r, 2); return q ? le16_get(q) : 0; }
+static uint32_t rd_u32(struct rd *r) { const uint8_t *q = rd_take(r, 4); return q ? le32_get(q) : 0; }
+static uint64_t rd_u64(struct rd *r) { const uint8_t *q = rd_take(r, 8); return q ? le64_get(q) : 0; }
+
+static bool ref_ok(uint16_t ref, unsigned i)
+{
+    return ref == WIRE_NO_STEP || ref < i;
+}
+
+/* A step's trailer: a bpf step's program identity, nothing else. */
+static const char *get_trailer(struct rd *r, struct recovered *rc, unsigned i, uint32_t xlen)
+{
+    bool bpf = rc->v.st[i].kind == WIRE_STEP_BPF;
+    if (xlen != (bpf ? PROG_ID_BYTES : 0))
+        return "impossible step vector";
+    rc->rp.prog_id[i] = xlen ? rd_take(r, xlen) : NULL;
+    return r->bad ? "inputs past the log's end" : NULL;
+}
+
+/* One step's fields; "impossible" vectors (bad kinds, forward references,
+ * lengths past the end) make the whole log unrecoverable. */
+static const char *get_step(struct rd *r, struct recovered *rc, unsigned i)
+{
+    struct fop_step *s = &rc->v.st[i];
+    const uint8_t *k = rd_take(r, 2);
+    s->kind = k ? k[0] : 0;
+    s->flags = k ? k[1] : 0;   /* F_OUT_ARENA: kept in the recovery record */
+    s->in = rd_u16(r);
+    s->in2 = rd_u16(r);
+    s->file = rd_u16(r);
+    s->key_id = rd_u32(r);
+    s->oflags = rd_u32(r);
+    s->mode = rd_u32(r);
+    s->block_out = rd_u32(r);
+    s->off = rd_u64(r);
+    s->len = rd_u64(r);
+    for (unsigned j = 0; j < 4; j++)
+        s->arg[j] = rd_u64(r);
+    s->cap = rd_u64(r);
+    uint32_t plen = rd_u32(r);
+    uint64_t slen = rd_u64(r);
+    uint32_t xlen = rd_u32(r);
+    if (r->bad)
+        return "step vector past the log's end";
+    if (!step_kind(s->kind) || !ref_ok(s->in, i) || !ref_ok(s->in2, i) ||
+        !ref_ok(s->file, i) || plen >= WIRE_PATH_MAX || s->cap > FOP_STEP_BYTES_MAX ||
+        (s->flags & WIRE_STEP_F_FH))
+        return "impossible step vector";
+    const uint8_t *path = rd_take(r, plen);
+    if (slen & SRC_SAME) {   /* one buffer given to two steps: logged once */
+        uint64_t j = slen & ~SRC_SAME;
+        if (j >= i || !rc->v.st[j].src)
+            return "impossible step vector";
+        s->src = rc->v.st[j].src;
+        s->src_len = rc->v.st[j].src_len;
+    } else {
+        s->src = slen ? rd_take(r, slen) : NULL;
+        s->src_len = slen;
+    }
+    if (r->bad)
+        return "inputs past the log's end";
+    const char *why = get_trailer(r, rc, i, xlen);
+    if (why)
+        return why;
+    s->path = plen ? strndup((const char *)path, plen) : NULL;
+    return plen && !s->path ? "out of memory" : NULL;
+}
+
+static const char *parse_op(struct recovered *rc, struct rd *r)
+{
+    uint32_t magic = rd_u32(r), version = rd_u32(r);
+    if (magic != OP_MAGIC || version < 1 || version > OP_VERSION)
+        return "not an operational log";
+    unsigned n = rd_u32(r);
+    rc->cred.uid = rd_u32(r);
+    rc->cred.gid = rd_u32(r);
+    unsigned ng = rd_u32(r);
+    rc->v.mem = rd_u64(r);
+    if (r->bad || n == 0 || n > WIRE_MAX_STEPS || ng > ENG_GROUPS_MAX)
+        return "impossible step vector";
+    rc->cred.ngroups = (int32_t)ng;
+    for (unsigned g = 0; g < ng; g++)
+        rc->cred.groups[g] = rd_u32(r);
+    rc->v.n = n;
+    for (unsigned i = 0; i < n; i++) {
+        const char *why = get_step(r, rc, i);
+        if (why)
+            return why;
+    }
+    size_t body = r->at;
+    uint32_t crc = rd_u32(r);
+    if (r->bad || crc != crc32c(0, r->p, body))
+        return "checksum mismatch";
+    return NULL;
+}
+
+/* Step records after the op record, up to the first that does not check
+ * (a transaction that did not commit leaves none: the file's size is
+ * journaled with it). */
+static void parse_steps(struct recovered *rc, struct rd *r)
+{
+    while (r->at < r->len) {
+        size_t at = r->at;
+        uint32_t magic = rd_u32(r);
+        unsigned i = rd_u16(r);
+        unsigned flags = rd_u16(r);
+        int64_t ret = (int64_t)rd_u64(r);
+        uint64_t olen = rd_u64(r);
+        uint32_t dlen = rd_u32(r);
+        uint64_t ext = flags & REC_F_BLOCKS ? rd_u64(r) : 0;
+        uint32_t dcrc = flags & REC_F_BLOCKS ? rd_u32(r) : 0;
+        const uint8_t *d = flags & REC_F_BLOCKS ? NULL : rd_take(r, dlen);
+        uint32_t crc = rd_u32(r);
+        if (r->bad || magic != STEP_MAGIC || i >= rc->v.n || (flags & ~REC_F_BLOCKS) ||
+            crc != crc32c(0, r->p + at, r->at - at - 4))
+            return;
+        if (flags & REC_F_BLOCKS) {   /* its output: whole log blocks after it */
+            if (ext < r->at || ext % SFS_BLOCK_SIZE || dlen > r->len - ext ||
+                crc32c(0, r->p + ext, dlen) != dcrc)
+                return;
+            d = r->p + ext;
+            r->at = ext + dlen;
+        }
+        rc->rp.done |= 1ull << i;
+        rc->rp.ret[i] = ret;
+        rc->rp.out[i] = dlen ? d : NULL;
+        rc->rp.out_len[i] = dlen ? dlen : olen;
+    }
+}
+
+/* Whether the logged op still has work: a step that may change a file,
+ * or whose output a later step takes, without its record. An op whose
+ * every such step committed had completed; only the removal of its log
+ * (not made durable, to keep a flush off every op) was lost. */
+bool oplog_pending(const struct recovered *rc)
+{
+    for (unsigned i = 0; i < rc->v.n; i++) {
+        bool needed = false;
+        for (unsigned j = i + 1; j < rc->v.n; j++)
+            needed |= rc->v.st[j].in == i || rc->v.st[j].in2 == i;
+        if (!(rc->rp.done >> i & 1) && (needed || fop_step_may_mutate(&rc->v.st[i])))
+            return true;
+    }
+    return false;
+}
+
+/* A committed OPEN is opened again without creating or truncating. */
+void oplog_settle_done_opens(struct recovered *rc)
+{
+    for (unsigned i = 0; i < rc->v.n; i++)
+        if (rc->v.st[i].kind == WIRE_STEP_OPEN && (rc->rp.done >> i & 1))
+            rc->v.st[i].oflags &= ~(uint32_t)(O_EXCL | O_TRUNC);
+}
+
+const char *oplog_parse(struct recovered *rc, size_t *bad_at)
+{
+    struct rd rd = { rc->data, rc->len, 0, false };
+    const char *why = parse_op(rc, &rd);
+    *bad_at = rd.at;
+    if (!why)
+        parse_steps(rc, &rd);
+    return why;
+}
