@@ -38,7 +38,12 @@
 //     (Options::checksum_handoff_file_types), the device computes the CRC
 //     of those bytes and compares it in the op that writes them; a
 //     mismatch fails the write as Corruption and nothing of it is written.
-//  5. WAL reads (files named *.log) come in 1 MiB fused ops; when the
+//  5. A table file (*.sst) RocksDB opens for random reads is read whole
+//     into memory at open (tables never change once written), up to 256
+//     MiB of them per file system, the rest read with one pread per block:
+//     the default file system's table reads hit the page cache, and a round
+//     trip per block read would lose to it.
+//  6. WAL reads (files named *.log) come in 1 MiB fused ops; when the
 //     device has the WAL-check program (loaded by the library on first
 //     use), the same op runs it over the bytes read, so the device checks
 //     every record's CRC before the bytes leave it. It returns the bytes
@@ -68,7 +73,7 @@ struct RocksDbFsStats {
     uint64_t syncs_answered;    // Syncs answered by the flush's WRITE + FSYNC op
     uint64_t handoff_checks;    // appends whose CRC the device checked (invariant 4)
     uint64_t queues;            // queue pairs made so far (one per thread)
-    uint64_t wal_read_ops;      // fused ops that read a WAL (invariant 5)
+    uint64_t wal_read_ops;      // fused ops that read a WAL (invariant 6)
     uint64_t wal_checked_ops;   // of those, ops that ran the WAL check in the device
     uint64_t wal_damaged;       // WAL reads where the device found a damaged record
 };
@@ -77,7 +82,7 @@ struct RocksDbFsStats {
 // zero).
 RocksDbFsStats RocksDbFsStatsOf(const rocksdb::FileSystem *fs);
 
-// Turns the in-device WAL check (invariant 5) on or off for fs (on by
+// Turns the in-device WAL check (invariant 6) on or off for fs (on by
 // default; off: WAL reads are plain 1 MiB reads). For measurements.
 void RocksDbFsSetWalCheck(rocksdb::FileSystem *fs, bool on);
 

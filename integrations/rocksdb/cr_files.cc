@@ -2,12 +2,13 @@
 // handles: sequential reads (read ahead in large fused ops; WALs checked in
 // the device), random reads with cisc_pread, and the writable file whose
 // buffered appends reach the device as fused ops (cisc_rocksdb.h,
-// invariants 3 to 5).
+// invariants 3 to 6).
 #include "integrations/rocksdb/cr_int.h"
 
 #include <fcntl.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 namespace cisc::rdb {
@@ -21,6 +22,7 @@ using rocksdb::Slice;
 constexpr size_t kWriteBuf = 64 << 10;   // appends gathered before a write
 constexpr size_t kChunk = 1 << 20;       // most bytes one command moves (fits the arena)
 constexpr size_t kMaxChecks = 30;        // hand-off checks per op: 2 steps each of 64
+constexpr uint64_t kHeldMax = 256ull << 20;   // table bytes held in memory per file system
 
 // Opens dpath through the calling thread's queue.
 int OpenHandle(Session &s, const std::string &dpath, int flags, uint64_t *fh)
@@ -142,6 +144,55 @@ private:
     std::string name_;
     uint64_t fh_;
 };
+
+// A table file read whole into memory when it is opened (table files never
+// change once written): its block reads then cost no round trip, as the
+// default file system's reads of a table in the page cache cost no device
+// access. The Session caps the bytes held this way (kHeldMax).
+class MemFile : public rocksdb::FSRandomAccessFile {
+public:
+    MemFile(std::shared_ptr<Session> s, std::string data) : s_(std::move(s)), data_(std::move(data)) {}
+    ~MemFile() override { s_->held_bytes -= data_.size(); }
+
+    // Copies into scratch: RocksDB's prefetch buffers take the bytes from
+    // there unless the database reads with mmap (allow_mmap_reads).
+    IOStatus Read(uint64_t off, size_t n, const IOOptions &, Slice *result, char *scratch,
+                  IODebugContext *) const override
+    {
+        size_t at = (size_t)std::min<uint64_t>(off, data_.size());
+        size_t len = std::min(n, data_.size() - at);
+        memcpy(scratch, data_.data() + at, len);
+        *result = Slice(scratch, len);
+        return IOStatus::OK();
+    }
+
+private:
+    std::shared_ptr<Session> s_;
+    std::string data_;
+};
+
+// Reads the whole file fh into *out if the Session's budget has room for
+// its size. Returns 1 when it did, 0 when over budget, or -errno.
+int LoadWhole(Session &s, uint64_t fh, std::string *out)
+{
+    struct cisc_queue *q;
+    struct stat st;
+    int r = s.Queue(&q);
+    if (r || (r = cisc_fstat(q, fh, &st)))
+        return r;
+    uint64_t size = (uint64_t)st.st_size;
+    if (s.held_bytes.fetch_add(size) + size > kHeldMax) {
+        s.held_bytes -= size;
+        return 0;
+    }
+    out->resize((size_t)size);
+    ssize_t k = ReadAt(s, fh, &(*out)[0], (size_t)size, 0);
+    if (k < 0 || (uint64_t)k != size) {
+        s.held_bytes -= size;
+        return k < 0 ? (int)k : -EIO;   // shorter than its size: changing under us
+    }
+    return 1;
+}
 
 // A run of buffered bytes RocksDB handed over with their CRC-32C.
 struct Handoff {
@@ -336,7 +387,17 @@ IOStatus NewCiscRandom(const std::shared_ptr<Session> &s, const std::string &fna
     int r = OpenHandle(*s, dpath, O_RDONLY, &fh);
     if (r)
         return Err(fname, r);
-    out->reset(new RandFile(s, fname, fh));
+    std::string data;
+    bool table = fname.size() > 4 && fname.compare(fname.size() - 4, 4, ".sst") == 0;
+    r = table ? LoadWhole(*s, fh, &data) : 0;
+    if (r == 0) {
+        out->reset(new RandFile(s, fname, fh));
+        return IOStatus::OK();
+    }
+    CloseHandle(*s, fh);
+    if (r < 0)
+        return Err(fname, r);
+    out->reset(new MemFile(s, std::move(data)));
     return IOStatus::OK();
 }
 

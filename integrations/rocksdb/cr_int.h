@@ -43,6 +43,7 @@ public:
 
     std::atomic<uint64_t> write_ops{0}, sync_ops{0}, syncs_answered{0}, handoff_checks{0};
     std::atomic<uint64_t> queues{0}, wal_read_ops{0}, wal_checked_ops{0}, wal_damaged{0};
+    std::atomic<uint64_t> held_bytes{0};   // table files held in memory (cr_files.cc)
     std::atomic<bool> wal_check{true};
 
 private:

@@ -1,6 +1,6 @@
 // integrations/rocksdb/cr_session.cc - the file system's libcisc session,
 // the queue pair of each thread that uses it (cr_int.h, invariant 2), and
-// the device's WAL-check program (cisc_rocksdb.h, invariant 5).
+// the device's WAL-check program (cisc_rocksdb.h, invariant 6).
 #include "integrations/rocksdb/cr_int.h"
 
 #include <vector>

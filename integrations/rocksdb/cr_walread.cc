@@ -1,5 +1,5 @@
 // integrations/rocksdb/cr_walread.cc - WAL reads whose records the device
-// checks before the bytes leave it (cisc_rocksdb.h, invariant 5).
+// checks before the bytes leave it (cisc_rocksdb.h, invariant 6).
 //
 // One fused op per read: READ of up to 1 MiB at a 32 KiB-aligned offset,
 // then a BPF step running the WAL-check program (bpf/walcheck.c) over the

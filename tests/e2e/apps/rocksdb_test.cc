@@ -118,7 +118,10 @@ protected:
         rocksdb::WriteOptions wo;
         for (int i = 0; i < kKeys; i++) {
             wo.sync = i % 5 == 0;
-            EXPECT_TRUE(db->Put(wo, Key(i), Value(i, 0)).ok());
+            rocksdb::Status pst = db->Put(wo, Key(i), Value(i, 0));
+            EXPECT_TRUE(pst.ok()) << pst.ToString();
+            if (!pst.ok())
+                break;
         }
         rocksdb::WriteBatch b;
         for (int i = 0; i < kKeys; i += 3)
