@@ -78,7 +78,9 @@ bool IsWalName(const std::string &fname);
 // Reads up to len bytes of fh at off into buf in one fused op: READ, then
 // (prog != 0) the WAL-check program over them. Returns the bytes that may
 // be handed to RocksDB as read (all of them, or those before the first
-// damaged record the device found; *damaged then set), or -errno.
+// damaged record the device found; *damaged then set), or -errno. When
+// the program itself fails (its budget, a missing program), the bytes are
+// read again without it.
 ssize_t WalRead(Session &s, uint64_t fh, char *buf, size_t len, uint64_t off, uint32_t prog,
                 bool *damaged);
 

@@ -51,6 +51,10 @@ ssize_t WalRead(Session &s, uint64_t fh, char *buf, size_t len, uint64_t off, ui
         return r;
     ssize_t read = 0;
     ssize_t got = ReadChecked(q, fh, buf, len, off, prog, &read);
+    if (got < 0 && prog && got != -ENOTCONN) {   // the program failed (budget ...): read plainly
+        prog = 0;
+        got = ReadChecked(q, fh, buf, len, off, 0, &read);
+    }
     if (got < 0)
         return got;
     s.wal_read_ops++;
