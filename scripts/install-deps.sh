@@ -11,6 +11,7 @@ PKGS=(
     libxxhash-dev libzstd-dev libsodium-dev           # compute steps
     libgtest-dev                                      # unit tests
     libleveldb-dev libsnappy-dev                      # LevelDB on the device (integrations/leveldb)
+    librocksdb-dev rocksdb-tools                      # RocksDB on the device (integrations/rocksdb), db_bench
     attr git acl rsync                                # end-to-end tests (xattr tools, git inside the mount, ACL copies)
     fio python3 python3-matplotlib                    # benchmarks and plots
 )
