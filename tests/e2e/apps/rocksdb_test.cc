@@ -369,7 +369,13 @@ TEST_F(RocksDbTest, DbBenchUsesItThroughFsUri)
 {
     if (access("/usr/bin/db_bench", X_OK) != 0)
         GTEST_SKIP() << "db_bench not installed (Debian: rocksdb-tools)";
+#ifdef CISC_ASAN_RUNTIME   /* an ASan build: db_bench has no sanitizer runtime */
+    std::string pre = std::string("ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD='") +
+                      CISC_ASAN_RUNTIME + " " +
+                      Bin("integrations/rocksdb/libcisc-rocksdb.so") + "'" +
+#else
     std::string pre = "LD_PRELOAD=" + Bin("integrations/rocksdb/libcisc-rocksdb.so") +
+#endif
                       " /usr/bin/db_bench --fs_uri=ciscfs://" + mnt + " --db=" + P("bench") +
                       " --num=20000 --value_size=100 --threads=1 --compression_type=none";
     RunResult r = Sh(pre + " --benchmarks=fillseq");
