@@ -9,6 +9,7 @@
 
 #include "common/minmax.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -41,6 +42,8 @@ struct apply {
     bool scratch_used;          /* an undo holds the thread's scratch buffer */
     bool lone;                  /* the one mutation, an in-place write in one block
                                  * with nothing after it that can fail: no undo */
+    uint64_t size[WIRE_MAX_STEPS];  /* per files[] entry: its size as the transaction
+                                     * has it (track_sizes), no getattr needed */
     struct undo u[FOP_MAX_MUTS];
 };
 
@@ -50,6 +53,44 @@ static int size_of(struct sfs *fs, uint64_t ino, uint64_t *size)
     int r = sfs_getattr(fs, ino, &a);
     *size = a.size;
     return r;
+}
+
+/* The size mutation m leaves a file of size `size` with: a write of n > 0
+ * bytes extends it to its end (write_shadow too: it rewrites no further
+ * than max(end, size)), a truncate sets it, the rest keep it. */
+static uint64_t size_after(const struct fop_mut *m, uint64_t size)
+{
+    if (m->kind == MUT_WRITE && m->len)
+        return max64(size, m->off + m->len);
+    if (m->kind == MUT_TRUNC)
+        return m->off;
+    return m->kind == MUT_CREATE ? 0 : size;
+}
+
+/* Sizes of the op's files as this transaction starts: their base sizes
+ * (read under the exclusive stripes, which every size change elsewhere
+ * takes: engine_ops.c stripe_lock) changed by the mutations that earlier
+ * micro steps committed, muts[0, k0). */
+static void track_sizes(struct apply *ap)
+{
+    const struct fop_run *x = ap->x;
+    for (unsigned i = 0; i < x->nfiles; i++)
+        ap->size[i] = x->files[i].base_size;
+    for (unsigned k = 0; k < ap->k0; k++)
+        if (x->muts[k].kind != MUT_CLOSE_FH)
+            ap->size[x->muts[k].file] = size_after(&x->muts[k], ap->size[x->muts[k].file]);
+}
+
+/* The size of files[fi] before the next mutation; checked against the
+ * inode in debug builds. */
+static uint64_t cur_size(const struct apply *ap, unsigned fi)
+{
+#ifndef NDEBUG
+    uint64_t real = 0;
+    int r = size_of(ap->x->e->fs, ap->x->files[fi].ino, &real);
+    assert(r || real == ap->size[fi]);
+#endif
+    return ap->size[fi];
 }
 
 static int set_size(struct apply *ap, uint64_t ino, uint64_t size)
@@ -169,12 +210,15 @@ static int kill_caps(struct apply *ap, const struct cfile *f, struct undo *u)
 
 /* A writer without CAP_FSETID clears the file's set-id bits with its
  * change (perm_setid_kill), in the op's transaction; the undo puts them
- * back. *size gets the file's size (which the change of mode keeps). */
-static int kill_setid(struct apply *ap, const struct cfile *f, struct undo *u, uint64_t *size)
+ * back. Root clears nothing (perm_setid_kill, kill_caps' callers): no
+ * attribute read. The mode is read here, not kept from the op's start:
+ * mode changes do not take the stripes. */
+static int kill_setid(struct apply *ap, const struct cfile *f, struct undo *u)
 {
+    if (ap->x->cred->uid == 0)
+        return 0;
     struct sfs_attr a = { 0 };
     int r = sfs_getattr(ap->x->e->fs, f->ino, &a);
-    *size = a.size;
     uint32_t kill = r ? 0 : perm_setid_kill(ap->x->cred, &a);
     if (!r && ap->x->cred->uid != 0 && S_ISREG(a.mode))
         r = kill_caps(ap, f, u);
@@ -190,20 +234,22 @@ static int kill_setid(struct apply *ap, const struct cfile *f, struct undo *u, u
 static int apply_write(struct apply *ap, const struct fop_mut *m, struct undo *u)
 {
     const struct cfile *f = &ap->x->files[m->file];
-    uint64_t size;
-    int r = m->len ? kill_setid(ap, f, u, &size) : size_of(ap->x->e->fs, f->ino, &size);
+    uint64_t size = cur_size(ap, m->file);
+    int r = m->len ? kill_setid(ap, f, u) : 0;
     if (r)
         return r;
     u->old_size = size;
     if (ap->cow && m->off < f->base_size && m->len)
-        return write_shadow(ap, f, m, size, u);
-    if (ap->lone)
-        return write_all(ap, f->ino, m->off, m->data, m->len);   /* nothing to undo */
-    r = save_old(ap, f->ino, m->off, min64(m->off + m->len, size), u);
-    if (r)
-        return r;
-    u->armed = true;
-    return write_all(ap, f->ino, m->off, m->data, m->len);
+        r = write_shadow(ap, f, m, size, u);
+    else if (ap->lone)
+        r = write_all(ap, f->ino, m->off, m->data, m->len);   /* nothing to undo */
+    else if ((r = save_old(ap, f->ino, m->off, min64(m->off + m->len, size), u)) == 0) {
+        u->armed = true;
+        r = write_all(ap, f->ino, m->off, m->data, m->len);
+    }
+    if (!r)
+        ap->size[m->file] = size_after(m, size);
+    return r;
 }
 
 /* A shrink to t inside a block the committed file holds: that block is
@@ -211,8 +257,8 @@ static int apply_write(struct apply *ap, const struct fop_mut *m, struct undo *u
 static int apply_trunc(struct apply *ap, const struct fop_mut *m, struct undo *u)
 {
     const struct cfile *f = &ap->x->files[m->file];
-    uint64_t size, t = m->off, hb = t / BS * BS;
-    int r = kill_setid(ap, f, u, &size);
+    uint64_t size = cur_size(ap, m->file), t = m->off, hb = t / BS * BS;
+    int r = kill_setid(ap, f, u);
     if (r)
         return r;
     bool shadow = ap->cow && t < size && t % BS && t < f->base_size;
@@ -229,6 +275,8 @@ static int apply_trunc(struct apply *ap, const struct fop_mut *m, struct undo *u
                           SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_KEEP_SIZE, hb, BS);
     if (!r && shadow)
         r = write_all(ap, f->ino, hb, u->old, t - hb);
+    if (!r)
+        ap->size[m->file] = t;
     return r;
 }
 
@@ -245,6 +293,7 @@ static int apply_create(struct apply *ap, const struct fop_mut *m, struct undo *
     u->armed = true;
     f->ino = a.ino;
     f->base_size = 0;
+    ap->size[m->file] = 0;
     r = sfs_iget(fs, a.ino);
     f->ref = r == 0;
     return r;
@@ -397,6 +446,8 @@ static void undo_all(struct apply *ap, const unsigned *seq, unsigned upto)
  * not reach the media before the transaction that clears them commits. */
 static bool kills_setid(const struct fop_run *x, unsigned k0)
 {
+    if (x->cred->uid == 0)
+        return false;   /* root clears nothing (perm_setid_kill, kill_caps) */
     for (unsigned k = k0; k < x->nmuts; k++) {
         const struct fop_mut *m = &x->muts[k];
         const struct cfile *f = &x->files[m->file];
@@ -609,6 +660,7 @@ static int attempt(struct fop_run *x, unsigned k0, unsigned cstep, unsigned *bad
      * when no later mutation or log record of the transaction can fail,
      * its undo (a read of the old bytes) is never needed. */
     ap->lone = nreal == 1 && !ap->cow && !x->oplog;
+    track_sizes(ap);
     int r = apply_tx(ap);
     *bad = ap->bad;
     for (unsigned k = 0; k < x->nmuts; k++)
