@@ -8,10 +8,13 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static const char down_usage[] =
@@ -102,6 +105,30 @@ static int shutdown_device(int fd, bool safe, const char *sock, int *status)
     return n < 0 ? cmd_failed("down", "device at %s: %s", sock, strerror((int)-n)) : 0;
 }
 
+/* A pidfd for the process at the other end of the control socket (the
+ * kernel's answer, SO_PEERCRED), taken before asking it to stop so that
+ * the pid cannot be reused meanwhile; -1 where the kernel has none. */
+static int device_pidfd(int fd)
+{
+    struct ucred cr;
+    socklen_t len = sizeof(cr);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 || cr.pid <= 0)
+        return -1;
+    return (int)syscall(SYS_pidfd_open, cr.pid, 0);
+}
+
+/* The device closes its control socket while its last threads may still
+ * be exiting; the image's lock goes with the process. Waits (up to 10 s)
+ * until the whole process is gone, so that "down" means "unlocked". */
+static void wait_exit(int pidfd)
+{
+    if (pidfd < 0)
+        return;
+    struct pollfd p = { .fd = pidfd, .events = POLLIN };
+    while (poll(&p, 1, 10000) < 0 && errno == EINTR)
+        ;
+}
+
 /* Takes --lazy/--force wherever they are; leaves the other arguments
  * (the mount point) at argv[1..], for cmd_target_mount. */
 static int parse_down(int *argc, char **argv, bool *lazy_, bool *force)
@@ -141,8 +168,13 @@ static int run_down(int argc, char **argv)
     if (fd < 0)
         return no_device(mnt, sock, fd);
     int status;
+    int pidfd = device_pidfd(fd);
     r = shutdown_device(fd, !force, sock, &status);
     close(fd);
+    if (!r && !status)
+        wait_exit(pidfd);
+    if (pidfd >= 0)
+        close(pidfd);
     if (r)
         return r;
     if (status == -EBUSY)
