@@ -15,10 +15,17 @@
  *   r10, r11 scratch.
  *
  * Invariants:
- *   1. Instructions are counted lazily: a straight-line stretch adds its
- *      length to the count (subtracts from r12) once, before it leaves
- *      (any jump, call or exit) and before every jump target, so the count
- *      equals the interpreter's at every point where it is checked.
+ *   1. Instructions are counted lazily: r12 = budget - count + pend, with
+ *      pend (jbuf.pend) known at compile time at every point. pend is 0
+ *      wherever r12 is looked at (budget checks, helper and local calls,
+ *      exit, the end of a run), so the count equals the interpreter's
+ *      there. Every forward jump target t has one pend on entry,
+ *      carry[t], fixed by the first edge into it that is emitted; every
+ *      other edge (the fall-through included) subtracts its difference on
+ *      its own path before it arrives. Targets of backward jumps and of
+ *      local calls carry 0. So the hot path of a loop usually subtracts
+ *      once per iteration, at the back-edge, whose `sub` also sets the
+ *      sign flag the budget check branches on.
  *   2. The native stack is 16-byte aligned wherever BPF code runs; a local
  *      call pushes 48 bytes (r6-r9, padding, return address) so it stays so.
  *   3. Depth is r10 itself: frame d has r10 = fp_top - d * VM_STACK_SIZE.
@@ -96,6 +103,8 @@ struct jbuf {
     struct stub *st;
     size_t nst, capst;
     uint32_t pend;        /* instructions not yet subtracted from r12 */
+    int64_t *carry;       /* per pc: pend a jump into it brings, -1 unset */
+    bool dead;            /* the last instruction never falls through */
 };
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem, bool *oom)
@@ -186,9 +195,15 @@ static void pop(struct jbuf *b, int r)
     emit1(b, (uint8_t)(0x58 | (r & 7)));
 }
 
-/* op r/m, imm32 (group 1: digit 0 add, 1 or, 4 and, 5 sub, 6 xor, 7 cmp). */
+/* op r/m, imm (group 1: digit 0 add, 1 or, 4 and, 5 sub, 6 xor, 7 cmp);
+ * the sign-extended imm8 form when the constant fits. */
 static void alu_ri(struct jbuf *b, int fl, int digit, int rm, int32_t imm)
 {
+    if (imm >= -128 && imm <= 127) {
+        enc_rr(b, fl, 0x83, digit, rm);
+        emit1(b, (uint8_t)imm);
+        return;
+    }
     enc_rr(b, fl, 0x81, digit, rm);
     emit4(b, (uint32_t)imm);
 }
@@ -234,18 +249,50 @@ static void jcc_stub(struct jbuf *b, int cc, uint8_t kind, uint32_t pc)
         b->st[b->nst++] = (struct stub){pc, kind, end};
 }
 
-/* Subtracts the pending instruction count from r12. */
-static void flush(struct jbuf *b)
+/* Brings the pending count to `to` on the current path (r12 -= the
+ * difference, which may be negative). Clobbers the flags when it emits. */
+static void settle(struct jbuf *b, uint32_t to)
 {
-    if (b->pend)
-        alu_ri(b, F_W, 5, LEFT, (int32_t)b->pend);
-    b->pend = 0;
+    if (b->pend != to)
+        alu_ri(b, F_W, 5, LEFT, (int32_t)((int64_t)b->pend - (int64_t)to));
+    b->pend = to;
 }
 
-/* The budget check of the interpreter: count > budget means r12 < 0. */
+/* Subtracts the whole pending instruction count from r12. */
+static void flush(struct jbuf *b)
+{
+    settle(b, 0);
+}
+
+/* Makes the current path arrive at pc t with t's carried count: the
+ * first edge emitted into t fixes it (invariant 1). */
+static void carry_into(struct jbuf *b, uint32_t t)
+{
+    if (b->carry[t] < 0)
+        b->carry[t] = b->pend;
+    else
+        settle(b, (uint32_t)b->carry[t]);
+}
+
+/* Enters jump target pc: the fall-through edge, when there is one,
+ * settles to pc's carried count (its code is the previous pc's). */
+static void enter_target(struct jbuf *b, uint32_t pc)
+{
+    if (b->dead && b->carry[pc] >= 0)
+        b->pend = (uint32_t)b->carry[pc];
+    else
+        carry_into(b, pc);
+}
+
+/* The budget check of the interpreter: count > budget means r12 < 0.
+ * Flushes first; the flush's own `sub` sets the sign flag, so the test
+ * is only emitted when there was nothing to subtract. */
 static void budget_check(struct jbuf *b, uint32_t pc)
 {
-    enc_rr(b, F_W, 0x85, LEFT, LEFT);
+    if (b->pend)
+        flush(b);
+    else
+        enc_rr(b, F_W, 0x85, LEFT, LEFT);
     jcc_stub(b, CC_S, VM_JIT_BUDGET, pc);
 }
 
@@ -518,8 +565,11 @@ static int cond_cc(int base)
     }
 }
 
-/* Jump to pc `t` from pc `pc` when cc holds (-1: always). A backward jump
- * checks the budget on the taken path, as the interpreter does. */
+/* Jump to pc `t` from pc `pc` when cc holds (-1: always); the flags of
+ * the compare are live. A forward jump was given t's carried count by
+ * the caller (before the compare). A backward jump flushes the count and
+ * checks the budget on the taken path only, as the interpreter does; the
+ * fall-through keeps its pending count. */
 static void jump_to(struct jbuf *b, int cc, uint32_t pc, uint32_t t)
 {
     if (t > pc) {
@@ -527,10 +577,13 @@ static void jump_to(struct jbuf *b, int cc, uint32_t pc, uint32_t t)
         return;
     }
     uint32_t skip = cc < 0 ? 0 : jcc32(b, cc ^ 1);
+    uint32_t pend = b->pend;
     budget_check(b, pc);
     fixup(b, jmp32(b, 0xe9), t, false);
-    if (cc >= 0)
+    if (cc >= 0) {
         patch(b, skip, b->len);
+        b->pend = pend;
+    }
 }
 
 static void cond(struct jbuf *b, int base, int v, const struct vm_dinsn *d, uint32_t pc,
@@ -540,6 +593,9 @@ static void cond(struct jbuf *b, int base, int v, const struct vm_dinsn *d, uint
     bool k = !(v & 1);
     int dst = reg_of[d->dst];
     bool jset = base == XOP_JSET_K;
+
+    if (t > pc)
+        carry_into(b, t);   /* before the compare: it may emit a sub */
 
     if (k && jset)
         enc_rr(b, fl, 0xf7, 0, dst), emit4(b, (uint32_t)d->imm);
@@ -641,17 +697,19 @@ static void insn(struct jbuf *b, const struct vm_exec *x, uint32_t pc)
     int op = d->op;
 
     b->pend++;
+    b->dead = op == XOP_JA || op == XOP_EXIT || op == XOP_INVALID || op == XOP_FALLOFF;
     if (op >= XOP_ADD64_K && op <= XOP_MOV32_X) {
         int rel = op - XOP_ADD64_K;
         alu_bin(b, XOP_ADD64_K + rel / 4 * 4, rel % 4, d);
     } else if (op >= XOP_NEG64 && op <= XOP_BSWAP64) {
         alu_misc(b, d);
     } else if (op == XOP_JA) {
-        flush(b);
-        jump_to(b, -1, pc, target_pc(x, d));
+        uint32_t t = target_pc(x, d);
+        if (t > pc)
+            carry_into(b, t);
+        jump_to(b, -1, pc, t);
     } else if (op >= XOP_JEQ_K && op <= XOP_JSLE32_X) {
         int rel = op - XOP_JEQ_K;
-        flush(b);
         cond(b, XOP_JEQ_K + rel / 4 * 4, rel % 4, d, pc, target_pc(x, d));
     } else if (op == XOP_CALL_HELPER) {
         flush(b);
@@ -676,16 +734,23 @@ static void insn(struct jbuf *b, const struct vm_exec *x, uint32_t pc)
     }
 }
 
-/* Marks every pc some jump or local call lands on. */
-static bool *jump_targets(const struct vm_exec *x)
+/* Marks every pc some jump or local call lands on; carry[] gets 0 for
+ * targets of backward jumps and calls, -1 (not fixed yet) elsewhere. */
+static bool *jump_targets(const struct vm_exec *x, int64_t *carry)
 {
     bool *t = calloc((size_t)x->n + 1, 1);
     if (!t)
         return NULL;
+    for (uint32_t pc = 0; pc <= x->n; pc++)
+        carry[pc] = -1;
     for (uint32_t pc = 0; pc < x->n; pc++) {
         int op = x->code[pc].op;
-        if (op == XOP_JA || op == XOP_CALL_LOCAL || (op >= XOP_JEQ_K && op <= XOP_JSLE32_X))
-            t[target_pc(x, &x->code[pc])] = true;
+        if (op == XOP_JA || op == XOP_CALL_LOCAL || (op >= XOP_JEQ_K && op <= XOP_JSLE32_X)) {
+            uint32_t tg = target_pc(x, &x->code[pc]);
+            t[tg] = true;
+            if (tg <= pc || op == XOP_CALL_LOCAL)
+                carry[tg] = 0;
+        }
     }
     return t;
 }
@@ -723,7 +788,8 @@ static void epilogue(struct jbuf *b)
 /* Emits the whole program; off[] gets each pc's native offset. */
 static int generate(struct jbuf *b, const struct vm_exec *x, uint32_t *off)
 {
-    bool *targets = jump_targets(x);
+    b->carry = malloc(((size_t)x->n + 1) * sizeof(*b->carry));
+    bool *targets = b->carry ? jump_targets(x, b->carry) : NULL;
     if (!targets)
         return -ENOMEM;
     prologue(b);
@@ -731,14 +797,18 @@ static int generate(struct jbuf *b, const struct vm_exec *x, uint32_t *off)
         const struct vm_dinsn *d = &x->code[pc];
         bool slot2 = pc < x->n && d->op == XOP_INVALID && d->imm == VM_BAD_SLOT2;
         if (targets[pc])
-            flush(b);
+            enter_target(b, pc);
         off[pc] = (uint32_t)b->len;
         if (slot2 && !targets[pc])
             continue;
         insn(b, x, pc);
         if (pc < x->n && d->op == XOP_LDDW && pc + 1 < x->n && targets[pc + 1]) {
-            flush(b);
+            if (targets[pc + 2])
+                carry_into(b, pc + 2);
+            else
+                flush(b);   /* pc + 1 ends the run: pc + 2 counts from 0 */
             fixup(b, jmp32(b, 0xe9), pc + 2, false);   /* over a jumped-into slot 2 */
+            b->dead = true;
         }
     }
     free(targets);
@@ -786,6 +856,7 @@ int vm_jit_compile(struct vm_prog *prog)
     free(b.p);
     free(b.fx);
     free(b.st);
+    free(b.carry);
     if (rc) {
         free(off);
         free(j);
