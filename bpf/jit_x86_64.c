@@ -105,6 +105,7 @@ struct jbuf {
     uint32_t pend;        /* instructions not yet subtracted from r12 */
     int64_t *carry;       /* per pc: pend a jump into it brings, -1 unset */
     bool dead;            /* the last instruction never falls through */
+    const bool *targets;  /* per pc: some jump or call lands there */
 };
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem, bool *oom)
@@ -272,6 +273,25 @@ static void carry_into(struct jbuf *b, uint32_t t)
         b->carry[t] = b->pend;
     else
         settle(b, (uint32_t)b->carry[t]);
+}
+
+/* Pads with multi-byte NOPs to a multiple of `to` bytes (a power of 2):
+ * loop heads start a fetch block, so a short loop's branches do not
+ * straddle one. */
+static void align(struct jbuf *b, size_t to)
+{
+    static const uint8_t nops[9][9] = {
+        {0x90}, {0x66, 0x90}, {0x0f, 0x1f, 0x00}, {0x0f, 0x1f, 0x40, 0x00},
+        {0x0f, 0x1f, 0x44, 0x00, 0x00}, {0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00},
+        {0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00},
+        {0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
+        {0x66, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00}};
+    size_t pad = (to - b->len % to) % to;
+    while (pad) {
+        size_t n = pad < 9 ? pad : 9;
+        emit(b, nops[n - 1], n);
+        pad -= n;
+    }
 }
 
 /* Enters jump target pc: the fall-through edge, when there is one,
@@ -586,16 +606,20 @@ static void jump_to(struct jbuf *b, int cc, uint32_t pc, uint32_t t)
     }
 }
 
-static void cond(struct jbuf *b, int base, int v, const struct vm_dinsn *d, uint32_t pc,
-                 uint32_t t)
+static uint32_t target_pc(const struct vm_exec *x, const struct vm_dinsn *d)
 {
+    return (uint32_t)(d->aux.target - x->code);
+}
+
+/* Emits the compare of conditional jump d; returns the condition code
+ * that holds when the jump is taken. */
+static int compare(struct jbuf *b, const struct vm_dinsn *d)
+{
+    int rel = d->op - XOP_JEQ_K, base = XOP_JEQ_K + rel / 4 * 4, v = rel % 4;
     int fl = v < 2 ? F_W : 0;
     bool k = !(v & 1);
     int dst = reg_of[d->dst];
     bool jset = base == XOP_JSET_K;
-
-    if (t > pc)
-        carry_into(b, t);   /* before the compare: it may emit a sub */
 
     if (k && jset)
         enc_rr(b, fl, 0xf7, 0, dst), emit4(b, (uint32_t)d->imm);
@@ -603,7 +627,46 @@ static void cond(struct jbuf *b, int base, int v, const struct vm_dinsn *d, uint
         alu_ri(b, fl, 7, dst, d->imm);
     else
         enc_rr(b, fl, jset ? 0x85 : 0x39, reg_of[d->src], dst);
-    jump_to(b, cond_cc(base), pc, t);
+    return cond_cc(base);
+}
+
+static void cond(struct jbuf *b, const struct vm_dinsn *d, uint32_t pc, uint32_t t)
+{
+    if (t > pc)
+        carry_into(b, t);   /* before the compare: it may emit a sub */
+    jump_to(b, compare(b, d), pc, t);
+}
+
+static bool is_cond(int op)
+{
+    return op >= XOP_JEQ_K && op <= XOP_JSLE32_X;
+}
+
+/* A backward ja at pc to a loop head t that is a forward conditional jump
+ * (to e): after the budget check the head's compare is repeated here, so
+ * each round takes one branch (to t + 1) instead of a jmp to t and a
+ * branch not taken there. The counts match the path through t: the head
+ * counts one instruction, and each edge arrives with the pend its target
+ * expects. Returns false (nothing emitted) when the head is not such a
+ * jump. */
+static bool rotated_back_edge(struct jbuf *b, const struct vm_exec *x, uint32_t pc,
+                              uint32_t t)
+{
+    const struct vm_dinsn *h = &x->code[t];
+    if (!is_cond(h->op) || t + 1 >= pc)
+        return false;
+    uint32_t e = target_pc(x, h);
+    if (e <= t || b->carry[e] < 0)
+        return false;
+    uint32_t cont = (uint32_t)(b->targets[t + 1] ? b->carry[t + 1] : b->carry[e]);
+    budget_check(b, pc);
+    b->pend = 1;   /* the head */
+    settle(b, cont);
+    int cc = compare(b, h);
+    fixup(b, jcc32(b, cc ^ 1), t + 1, false);
+    settle(b, (uint32_t)b->carry[e]);
+    fixup(b, jmp32(b, 0xe9), e, false);
+    return true;
 }
 
 /* The trampoline generated code calls for a helper: the same steps as the
@@ -686,11 +749,6 @@ static void end_run(struct jbuf *b, uint8_t kind, uint32_t pc)
     fixup(b, jmp32(b, 0xe9), OUT_LABEL, false);
 }
 
-static uint32_t target_pc(const struct vm_exec *x, const struct vm_dinsn *d)
-{
-    return (uint32_t)(d->aux.target - x->code);
-}
-
 static void insn(struct jbuf *b, const struct vm_exec *x, uint32_t pc)
 {
     const struct vm_dinsn *d = &x->code[pc];
@@ -707,10 +765,10 @@ static void insn(struct jbuf *b, const struct vm_exec *x, uint32_t pc)
         uint32_t t = target_pc(x, d);
         if (t > pc)
             carry_into(b, t);
-        jump_to(b, -1, pc, t);
-    } else if (op >= XOP_JEQ_K && op <= XOP_JSLE32_X) {
-        int rel = op - XOP_JEQ_K;
-        cond(b, XOP_JEQ_K + rel / 4 * 4, rel % 4, d, pc, target_pc(x, d));
+        if (t > pc || !rotated_back_edge(b, x, pc, t))
+            jump_to(b, -1, pc, t);
+    } else if (is_cond(op)) {
+        cond(b, d, pc, target_pc(x, d));
     } else if (op == XOP_CALL_HELPER) {
         flush(b);
         call_helper(b, d, pc);
@@ -792,12 +850,15 @@ static int generate(struct jbuf *b, const struct vm_exec *x, uint32_t *off)
     bool *targets = b->carry ? jump_targets(x, b->carry) : NULL;
     if (!targets)
         return -ENOMEM;
+    b->targets = targets;
     prologue(b);
     for (uint32_t pc = 0; pc <= x->n; pc++) {
         const struct vm_dinsn *d = &x->code[pc];
         bool slot2 = pc < x->n && d->op == XOP_INVALID && d->imm == VM_BAD_SLOT2;
         if (targets[pc])
             enter_target(b, pc);
+        if (targets[pc] && b->carry[pc] == 0 && !b->dead)
+            align(b, 32);   /* a loop head (or a call target, never fallen into) */
         off[pc] = (uint32_t)b->len;
         if (slot2 && !targets[pc])
             continue;
@@ -812,6 +873,7 @@ static int generate(struct jbuf *b, const struct vm_exec *x, uint32_t *off)
         }
     }
     free(targets);
+    b->targets = NULL;
     for (size_t i = 0; i < b->nst; i++) {
         patch(b, b->st[i].end, b->len);
         end_run(b, b->st[i].kind, b->st[i].pc);

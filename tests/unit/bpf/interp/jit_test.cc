@@ -128,12 +128,15 @@ TEST(Jit, ForwardBranchIsABareCompareAndJumpAndTheBackEdgeSubtractsOnce)
     EXPECT_EQ(std::vector<uint8_t>(jne.begin(), jne.begin() + 6),
               (std::vector<uint8_t>{0x48, 0x83, 0xf9, 0x0a, 0x0f, 0x85}));
     /* pc 8: sub r12, 5 (pcs 3-4-5-7-8 of the hot path at once); js budget
-     * stub off its flags, no separate test; jmp loop */
+     * stub off its flags, no separate test; then the head's compare
+     * repeated: cmp rdi, rdx; jb pc 4 (the round goes on); jmp done */
     std::vector<uint8_t> ja = code_of(t.prog(), 8);
-    ASSERT_EQ(ja.size(), 15u);
+    ASSERT_EQ(ja.size(), 24u);
     EXPECT_EQ(std::vector<uint8_t>(ja.begin(), ja.begin() + 6),
               (std::vector<uint8_t>{0x49, 0x83, 0xec, 0x05, 0x0f, 0x88}));
-    EXPECT_EQ(ja[10], 0xe9);
+    EXPECT_EQ(std::vector<uint8_t>(ja.begin() + 10, ja.begin() + 15),
+              (std::vector<uint8_t>{0x48, 0x39, 0xd7, 0x0f, 0x82}));
+    EXPECT_EQ(ja[19], 0xe9);
     /* pc 3 and pc 7 (targets) carry their counts: no sub at either */
     EXPECT_EQ(code_of(t.prog(), 3).size(), 3u + 6u);   /* cmp rdi, rdx; jae */
     EXPECT_EQ(code_of(t.prog(), 7).size(), 4u);        /* add rdi, 1 */
@@ -168,11 +171,13 @@ TEST(Jit, BudgetStopsAtTheSamePointForEveryBudgetOnBranchyCode)
     if (!vm_jit_available())
         GTEST_SKIP() << "no JIT on this host";
     uint8_t mem[8] = {};
-    for (auto code : {newline_loop(), branchy_loop()}) {
-        TestProg t(code);
-        uint8_t text[40];
-        for (size_t i = 0; i < sizeof(text); i++)
-            text[i] = i % 3 == 0 ? '\n' : 'x';
+    uint8_t text[40];
+    for (size_t i = 0; i < sizeof(text); i++)
+        text[i] = i % 3 == 0 ? '\n' : 'x';
+    for (bool newline : {true, false}) {
+        TestProg t(newline ? newline_loop() : branchy_loop());
+        uint8_t *in = newline ? text : mem;
+        size_t len = newline ? sizeof(text) : sizeof(mem);
         for (uint64_t budget = 1; budget < 260; budget++) {
             vm_env env[2]{};
             uint64_t r0[2] = {0, 0};
@@ -180,8 +185,7 @@ TEST(Jit, BudgetStopsAtTheSamePointForEveryBudgetOnBranchyCode)
             for (int interp = 0; interp < 2; interp++) {
                 env[interp].interp = interp;
                 env[interp].budget = budget;
-                rc[interp] = code.size() == 10 ? vm_run_raw(t.prog(), text, sizeof(text), &env[interp], &r0[interp])
-                                               : vm_run_raw(t.prog(), mem, sizeof(mem), &env[interp], &r0[interp]);
+                rc[interp] = vm_run_raw(t.prog(), in, len, &env[interp], &r0[interp]);
             }
             ASSERT_EQ(rc[0], rc[1]) << "budget " << budget;
             EXPECT_EQ(env[0].used, env[1].used) << "budget " << budget;
