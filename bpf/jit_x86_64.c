@@ -94,6 +94,13 @@ struct stub {
     uint32_t end;        /* the jump to patch */
 };
 
+/* `if (c) skip one instruction`: the instruction runs out of line. */
+struct cold {
+    uint32_t pc;         /* the skipped instruction */
+    uint32_t end;        /* the jump into it to patch */
+    uint32_t pend;       /* pend on entry */
+};
+
 struct jbuf {
     uint8_t *p;
     size_t len, cap;
@@ -106,6 +113,9 @@ struct jbuf {
     int64_t *carry;       /* per pc: pend a jump into it brings, -1 unset */
     bool dead;            /* the last instruction never falls through */
     const bool *targets;  /* per pc: some jump or call lands there */
+    struct cold *cold;    /* one-instruction blocks moved out of line */
+    size_t ncold, capcold;
+    uint32_t skip;        /* pc emitted out of line, or UINT32_MAX */
 };
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem, bool *oom)
@@ -630,16 +640,51 @@ static int compare(struct jbuf *b, const struct vm_dinsn *d)
     return cond_cc(base);
 }
 
-static void cond(struct jbuf *b, const struct vm_dinsn *d, uint32_t pc, uint32_t t)
-{
-    if (t > pc)
-        carry_into(b, t);   /* before the compare: it may emit a sub */
-    jump_to(b, compare(b, d), pc, t);
-}
-
 static bool is_cond(int op)
 {
     return op >= XOP_JEQ_K && op <= XOP_JSLE32_X;
+}
+
+/* An instruction that neither jumps, calls, ends the run nor has stubs. */
+static bool is_plain(int op)
+{
+    return (op >= XOP_ADD64_K && op <= XOP_BSWAP64) || (op >= XOP_LDXB && op <= XOP_CMPXCHG64);
+}
+
+/* Whether the jump at pc to t skips one plain instruction nothing else
+ * jumps to: that instruction is then emitted out of line (cold_skip). */
+static bool skips_plain(const struct jbuf *b, const struct vm_exec *x, uint32_t pc, uint32_t t)
+{
+    return t == pc + 2 && !b->targets[pc + 1] && is_plain(x->code[pc + 1].op);
+}
+
+/* A forward jump at pc over one plain instruction (`if (!c) n++`, a
+ * clamp): the instruction moves out of line, so the path that skips it
+ * runs straight on without a taken branch. The moved path pays a jump
+ * there and back, and its own count (invariant 1). */
+static bool cold_skip(struct jbuf *b, const struct vm_exec *x, const struct vm_dinsn *d,
+                      uint32_t pc, uint32_t t)
+{
+    if (!skips_plain(b, x, pc, t))
+        return false;
+    b->cold = grow(b->cold, &b->capcold, b->ncold + 1, sizeof(*b->cold), &b->oom);
+    if (b->oom)
+        return false;
+    carry_into(b, t);
+    uint32_t end = jcc32(b, compare(b, d) ^ 1);
+    b->cold[b->ncold++] = (struct cold){pc + 1, end, b->pend};
+    b->skip = pc + 1;
+    return true;
+}
+
+static void cond(struct jbuf *b, const struct vm_exec *x, const struct vm_dinsn *d,
+                 uint32_t pc, uint32_t t)
+{
+    if (t > pc && cold_skip(b, x, d, pc, t))
+        return;
+    if (t > pc)
+        carry_into(b, t);   /* before the compare: it may emit a sub */
+    jump_to(b, compare(b, d), pc, t);
 }
 
 /* A backward ja at pc to a loop head t that is a forward conditional jump
@@ -656,8 +701,8 @@ static bool rotated_back_edge(struct jbuf *b, const struct vm_exec *x, uint32_t 
     if (!is_cond(h->op) || t + 1 >= pc)
         return false;
     uint32_t e = target_pc(x, h);
-    if (e <= t || b->carry[e] < 0)
-        return false;
+    if (e <= t || b->carry[e] < 0 || skips_plain(b, x, t, e))
+        return false;   /* t + 1 of a skipping head is out of line */
     uint32_t cont = (uint32_t)(b->targets[t + 1] ? b->carry[t + 1] : b->carry[e]);
     budget_check(b, pc);
     b->pend = 1;   /* the head */
@@ -768,7 +813,7 @@ static void insn(struct jbuf *b, const struct vm_exec *x, uint32_t pc)
         if (t > pc || !rotated_back_edge(b, x, pc, t))
             jump_to(b, -1, pc, t);
     } else if (is_cond(op)) {
-        cond(b, d, pc, target_pc(x, d));
+        cond(b, x, d, pc, target_pc(x, d));
     } else if (op == XOP_CALL_HELPER) {
         flush(b);
         call_helper(b, d, pc);
@@ -851,10 +896,15 @@ static int generate(struct jbuf *b, const struct vm_exec *x, uint32_t *off)
     if (!targets)
         return -ENOMEM;
     b->targets = targets;
+    b->skip = UINT32_MAX;
     prologue(b);
     for (uint32_t pc = 0; pc <= x->n; pc++) {
         const struct vm_dinsn *d = &x->code[pc];
         bool slot2 = pc < x->n && d->op == XOP_INVALID && d->imm == VM_BAD_SLOT2;
+        if (pc == b->skip) {   /* emitted out of line below */
+            off[pc] = (uint32_t)b->len;
+            continue;
+        }
         if (targets[pc])
             enter_target(b, pc);
         if (targets[pc] && b->carry[pc] == 0 && !b->dead)
@@ -871,6 +921,14 @@ static int generate(struct jbuf *b, const struct vm_exec *x, uint32_t *off)
             fixup(b, jmp32(b, 0xe9), pc + 2, false);   /* over a jumped-into slot 2 */
             b->dead = true;
         }
+    }
+    for (size_t i = 0; i < b->ncold; i++) {
+        const struct cold *c = &b->cold[i];
+        patch(b, c->end, b->len);
+        b->pend = c->pend;
+        insn(b, x, c->pc);
+        settle(b, (uint32_t)b->carry[c->pc + 1]);
+        fixup(b, jmp32(b, 0xe9), c->pc + 1, false);
     }
     free(targets);
     b->targets = NULL;
@@ -919,6 +977,7 @@ int vm_jit_compile(struct vm_prog *prog)
     free(b.fx);
     free(b.st);
     free(b.carry);
+    free(b.cold);
     if (rc) {
         free(off);
         free(j);
