@@ -15,10 +15,17 @@
  *   r10, r11 scratch.
  *
  * Invariants:
- *   1. Instructions are counted lazily: a straight-line stretch adds its
- *      length to the count (subtracts from r12) once, before it leaves
- *      (any jump, call or exit) and before every jump target, so the count
- *      equals the interpreter's at every point where it is checked.
+ *   1. Instructions are counted lazily: r12 = budget - count + pend, with
+ *      pend (jbuf.pend) known at compile time at every point. pend is 0
+ *      wherever r12 is looked at (budget checks, helper and local calls,
+ *      exit, the end of a run), so the count equals the interpreter's
+ *      there. Every forward jump target t has one pend on entry,
+ *      carry[t], fixed by the first edge into it that is emitted; every
+ *      other edge (the fall-through included) subtracts its difference on
+ *      its own path before it arrives. Targets of backward jumps and of
+ *      local calls carry 0. So the hot path of a loop usually subtracts
+ *      once per iteration, at the back-edge, whose `sub` also sets the
+ *      sign flag the budget check branches on.
  *   2. The native stack is 16-byte aligned wherever BPF code runs; a local
  *      call pushes 48 bytes (r6-r9, padding, return address) so it stays so.
  *   3. Depth is r10 itself: frame d has r10 = fp_top - d * VM_STACK_SIZE.
@@ -87,6 +94,13 @@ struct stub {
     uint32_t end;        /* the jump to patch */
 };
 
+/* `if (c) skip one instruction`: the instruction runs out of line. */
+struct cold {
+    uint32_t pc;         /* the skipped instruction */
+    uint32_t end;        /* the jump into it to patch */
+    uint32_t pend;       /* pend on entry */
+};
+
 struct jbuf {
     uint8_t *p;
     size_t len, cap;
@@ -96,6 +110,12 @@ struct jbuf {
     struct stub *st;
     size_t nst, capst;
     uint32_t pend;        /* instructions not yet subtracted from r12 */
+    int64_t *carry;       /* per pc: pend a jump into it brings, -1 unset */
+    bool dead;            /* the last instruction never falls through */
+    const bool *targets;  /* per pc: some jump or call lands there */
+    struct cold *cold;    /* one-instruction blocks moved out of line */
+    size_t ncold, capcold;
+    uint32_t skip;        /* pc emitted out of line, or UINT32_MAX */
 };
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem, bool *oom)
@@ -186,9 +206,15 @@ static void pop(struct jbuf *b, int r)
     emit1(b, (uint8_t)(0x58 | (r & 7)));
 }
 
-/* op r/m, imm32 (group 1: digit 0 add, 1 or, 4 and, 5 sub, 6 xor, 7 cmp). */
+/* op r/m, imm (group 1: digit 0 add, 1 or, 4 and, 5 sub, 6 xor, 7 cmp);
+ * the sign-extended imm8 form when the constant fits. */
 static void alu_ri(struct jbuf *b, int fl, int digit, int rm, int32_t imm)
 {
+    if (imm >= -128 && imm <= 127) {
+        enc_rr(b, fl, 0x83, digit, rm);
+        emit1(b, (uint8_t)imm);
+        return;
+    }
     enc_rr(b, fl, 0x81, digit, rm);
     emit4(b, (uint32_t)imm);
 }
@@ -234,18 +260,69 @@ static void jcc_stub(struct jbuf *b, int cc, uint8_t kind, uint32_t pc)
         b->st[b->nst++] = (struct stub){pc, kind, end};
 }
 
-/* Subtracts the pending instruction count from r12. */
-static void flush(struct jbuf *b)
+/* Brings the pending count to `to` on the current path (r12 -= the
+ * difference, which may be negative). Clobbers the flags when it emits. */
+static void settle(struct jbuf *b, uint32_t to)
 {
-    if (b->pend)
-        alu_ri(b, F_W, 5, LEFT, (int32_t)b->pend);
-    b->pend = 0;
+    if (b->pend != to)
+        alu_ri(b, F_W, 5, LEFT, (int32_t)((int64_t)b->pend - (int64_t)to));
+    b->pend = to;
 }
 
-/* The budget check of the interpreter: count > budget means r12 < 0. */
+/* Subtracts the whole pending instruction count from r12. */
+static void flush(struct jbuf *b)
+{
+    settle(b, 0);
+}
+
+/* Makes the current path arrive at pc t with t's carried count: the
+ * first edge emitted into t fixes it (invariant 1). */
+static void carry_into(struct jbuf *b, uint32_t t)
+{
+    if (b->carry[t] < 0)
+        b->carry[t] = b->pend;
+    else
+        settle(b, (uint32_t)b->carry[t]);
+}
+
+/* Pads with multi-byte NOPs to a multiple of `to` bytes (a power of 2):
+ * loop heads start a fetch block, so a short loop's branches do not
+ * straddle one. */
+static void align(struct jbuf *b, size_t to)
+{
+    static const uint8_t nops[9][9] = {
+        {0x90}, {0x66, 0x90}, {0x0f, 0x1f, 0x00}, {0x0f, 0x1f, 0x40, 0x00},
+        {0x0f, 0x1f, 0x44, 0x00, 0x00}, {0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00},
+        {0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00},
+        {0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
+        {0x66, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00}};
+    size_t pad = (to - b->len % to) % to;
+    while (pad) {
+        size_t n = pad < 9 ? pad : 9;
+        emit(b, nops[n - 1], n);
+        pad -= n;
+    }
+}
+
+/* Enters jump target pc: the fall-through edge, when there is one,
+ * settles to pc's carried count (its code is the previous pc's). */
+static void enter_target(struct jbuf *b, uint32_t pc)
+{
+    if (b->dead && b->carry[pc] >= 0)
+        b->pend = (uint32_t)b->carry[pc];
+    else
+        carry_into(b, pc);
+}
+
+/* The budget check of the interpreter: count > budget means r12 < 0.
+ * Flushes first; the flush's own `sub` sets the sign flag, so the test
+ * is only emitted when there was nothing to subtract. */
 static void budget_check(struct jbuf *b, uint32_t pc)
 {
-    enc_rr(b, F_W, 0x85, LEFT, LEFT);
+    if (b->pend)
+        flush(b);
+    else
+        enc_rr(b, F_W, 0x85, LEFT, LEFT);
     jcc_stub(b, CC_S, VM_JIT_BUDGET, pc);
 }
 
@@ -518,8 +595,11 @@ static int cond_cc(int base)
     }
 }
 
-/* Jump to pc `t` from pc `pc` when cc holds (-1: always). A backward jump
- * checks the budget on the taken path, as the interpreter does. */
+/* Jump to pc `t` from pc `pc` when cc holds (-1: always); the flags of
+ * the compare are live. A forward jump was given t's carried count by
+ * the caller (before the compare). A backward jump flushes the count and
+ * checks the budget on the taken path only, as the interpreter does; the
+ * fall-through keeps its pending count. */
 static void jump_to(struct jbuf *b, int cc, uint32_t pc, uint32_t t)
 {
     if (t > pc) {
@@ -527,15 +607,25 @@ static void jump_to(struct jbuf *b, int cc, uint32_t pc, uint32_t t)
         return;
     }
     uint32_t skip = cc < 0 ? 0 : jcc32(b, cc ^ 1);
+    uint32_t pend = b->pend;
     budget_check(b, pc);
     fixup(b, jmp32(b, 0xe9), t, false);
-    if (cc >= 0)
+    if (cc >= 0) {
         patch(b, skip, b->len);
+        b->pend = pend;
+    }
 }
 
-static void cond(struct jbuf *b, int base, int v, const struct vm_dinsn *d, uint32_t pc,
-                 uint32_t t)
+static uint32_t target_pc(const struct vm_exec *x, const struct vm_dinsn *d)
 {
+    return (uint32_t)(d->aux.target - x->code);
+}
+
+/* Emits the compare of conditional jump d; returns the condition code
+ * that holds when the jump is taken. */
+static int compare(struct jbuf *b, const struct vm_dinsn *d)
+{
+    int rel = d->op - XOP_JEQ_K, base = XOP_JEQ_K + rel / 4 * 4, v = rel % 4;
     int fl = v < 2 ? F_W : 0;
     bool k = !(v & 1);
     int dst = reg_of[d->dst];
@@ -547,7 +637,81 @@ static void cond(struct jbuf *b, int base, int v, const struct vm_dinsn *d, uint
         alu_ri(b, fl, 7, dst, d->imm);
     else
         enc_rr(b, fl, jset ? 0x85 : 0x39, reg_of[d->src], dst);
-    jump_to(b, cond_cc(base), pc, t);
+    return cond_cc(base);
+}
+
+static bool is_cond(int op)
+{
+    return op >= XOP_JEQ_K && op <= XOP_JSLE32_X;
+}
+
+/* An instruction that neither jumps, calls, ends the run nor has stubs. */
+static bool is_plain(int op)
+{
+    return (op >= XOP_ADD64_K && op <= XOP_BSWAP64) || (op >= XOP_LDXB && op <= XOP_CMPXCHG64);
+}
+
+/* Whether the jump at pc to t skips one plain instruction nothing else
+ * jumps to: that instruction is then emitted out of line (cold_skip). */
+static bool skips_plain(const struct jbuf *b, const struct vm_exec *x, uint32_t pc, uint32_t t)
+{
+    return t == pc + 2 && !b->targets[pc + 1] && is_plain(x->code[pc + 1].op);
+}
+
+/* A forward jump at pc over one plain instruction (`if (!c) n++`, a
+ * clamp): the instruction moves out of line, so the path that skips it
+ * runs straight on without a taken branch. The moved path pays a jump
+ * there and back, and its own count (invariant 1). */
+static bool cold_skip(struct jbuf *b, const struct vm_exec *x, const struct vm_dinsn *d,
+                      uint32_t pc, uint32_t t)
+{
+    if (!skips_plain(b, x, pc, t))
+        return false;
+    b->cold = grow(b->cold, &b->capcold, b->ncold + 1, sizeof(*b->cold), &b->oom);
+    if (b->oom)
+        return false;
+    carry_into(b, t);
+    uint32_t end = jcc32(b, compare(b, d) ^ 1);
+    b->cold[b->ncold++] = (struct cold){pc + 1, end, b->pend};
+    b->skip = pc + 1;
+    return true;
+}
+
+static void cond(struct jbuf *b, const struct vm_exec *x, const struct vm_dinsn *d,
+                 uint32_t pc, uint32_t t)
+{
+    if (t > pc && cold_skip(b, x, d, pc, t))
+        return;
+    if (t > pc)
+        carry_into(b, t);   /* before the compare: it may emit a sub */
+    jump_to(b, compare(b, d), pc, t);
+}
+
+/* A backward ja at pc to a loop head t that is a forward conditional jump
+ * (to e): after the budget check the head's compare is repeated here, so
+ * each round takes one branch (to t + 1) instead of a jmp to t and a
+ * branch not taken there. The counts match the path through t: the head
+ * counts one instruction, and each edge arrives with the pend its target
+ * expects. Returns false (nothing emitted) when the head is not such a
+ * jump. */
+static bool rotated_back_edge(struct jbuf *b, const struct vm_exec *x, uint32_t pc,
+                              uint32_t t)
+{
+    const struct vm_dinsn *h = &x->code[t];
+    if (!is_cond(h->op) || t + 1 >= pc)
+        return false;
+    uint32_t e = target_pc(x, h);
+    if (e <= t || b->carry[e] < 0 || skips_plain(b, x, t, e))
+        return false;   /* t + 1 of a skipping head is out of line */
+    uint32_t cont = (uint32_t)(b->targets[t + 1] ? b->carry[t + 1] : b->carry[e]);
+    budget_check(b, pc);
+    b->pend = 1;   /* the head */
+    settle(b, cont);
+    int cc = compare(b, h);
+    fixup(b, jcc32(b, cc ^ 1), t + 1, false);
+    settle(b, (uint32_t)b->carry[e]);
+    fixup(b, jmp32(b, 0xe9), e, false);
+    return true;
 }
 
 /* The trampoline generated code calls for a helper: the same steps as the
@@ -630,29 +794,26 @@ static void end_run(struct jbuf *b, uint8_t kind, uint32_t pc)
     fixup(b, jmp32(b, 0xe9), OUT_LABEL, false);
 }
 
-static uint32_t target_pc(const struct vm_exec *x, const struct vm_dinsn *d)
-{
-    return (uint32_t)(d->aux.target - x->code);
-}
-
 static void insn(struct jbuf *b, const struct vm_exec *x, uint32_t pc)
 {
     const struct vm_dinsn *d = &x->code[pc];
     int op = d->op;
 
     b->pend++;
+    b->dead = op == XOP_JA || op == XOP_EXIT || op == XOP_INVALID || op == XOP_FALLOFF;
     if (op >= XOP_ADD64_K && op <= XOP_MOV32_X) {
         int rel = op - XOP_ADD64_K;
         alu_bin(b, XOP_ADD64_K + rel / 4 * 4, rel % 4, d);
     } else if (op >= XOP_NEG64 && op <= XOP_BSWAP64) {
         alu_misc(b, d);
     } else if (op == XOP_JA) {
-        flush(b);
-        jump_to(b, -1, pc, target_pc(x, d));
-    } else if (op >= XOP_JEQ_K && op <= XOP_JSLE32_X) {
-        int rel = op - XOP_JEQ_K;
-        flush(b);
-        cond(b, XOP_JEQ_K + rel / 4 * 4, rel % 4, d, pc, target_pc(x, d));
+        uint32_t t = target_pc(x, d);
+        if (t > pc)
+            carry_into(b, t);
+        if (t > pc || !rotated_back_edge(b, x, pc, t))
+            jump_to(b, -1, pc, t);
+    } else if (is_cond(op)) {
+        cond(b, x, d, pc, target_pc(x, d));
     } else if (op == XOP_CALL_HELPER) {
         flush(b);
         call_helper(b, d, pc);
@@ -676,16 +837,23 @@ static void insn(struct jbuf *b, const struct vm_exec *x, uint32_t pc)
     }
 }
 
-/* Marks every pc some jump or local call lands on. */
-static bool *jump_targets(const struct vm_exec *x)
+/* Marks every pc some jump or local call lands on; carry[] gets 0 for
+ * targets of backward jumps and calls, -1 (not fixed yet) elsewhere. */
+static bool *jump_targets(const struct vm_exec *x, int64_t *carry)
 {
     bool *t = calloc((size_t)x->n + 1, 1);
     if (!t)
         return NULL;
+    for (uint32_t pc = 0; pc <= x->n; pc++)
+        carry[pc] = -1;
     for (uint32_t pc = 0; pc < x->n; pc++) {
         int op = x->code[pc].op;
-        if (op == XOP_JA || op == XOP_CALL_LOCAL || (op >= XOP_JEQ_K && op <= XOP_JSLE32_X))
-            t[target_pc(x, &x->code[pc])] = true;
+        if (op == XOP_JA || op == XOP_CALL_LOCAL || (op >= XOP_JEQ_K && op <= XOP_JSLE32_X)) {
+            uint32_t tg = target_pc(x, &x->code[pc]);
+            t[tg] = true;
+            if (tg <= pc || op == XOP_CALL_LOCAL)
+                carry[tg] = 0;
+        }
     }
     return t;
 }
@@ -723,25 +891,47 @@ static void epilogue(struct jbuf *b)
 /* Emits the whole program; off[] gets each pc's native offset. */
 static int generate(struct jbuf *b, const struct vm_exec *x, uint32_t *off)
 {
-    bool *targets = jump_targets(x);
+    b->carry = malloc(((size_t)x->n + 1) * sizeof(*b->carry));
+    bool *targets = b->carry ? jump_targets(x, b->carry) : NULL;
     if (!targets)
         return -ENOMEM;
+    b->targets = targets;
+    b->skip = UINT32_MAX;
     prologue(b);
     for (uint32_t pc = 0; pc <= x->n; pc++) {
         const struct vm_dinsn *d = &x->code[pc];
         bool slot2 = pc < x->n && d->op == XOP_INVALID && d->imm == VM_BAD_SLOT2;
+        if (pc == b->skip) {   /* emitted out of line below */
+            off[pc] = (uint32_t)b->len;
+            continue;
+        }
         if (targets[pc])
-            flush(b);
+            enter_target(b, pc);
+        if (targets[pc] && b->carry[pc] == 0 && !b->dead)
+            align(b, 32);   /* a loop head (or a call target, never fallen into) */
         off[pc] = (uint32_t)b->len;
         if (slot2 && !targets[pc])
             continue;
         insn(b, x, pc);
         if (pc < x->n && d->op == XOP_LDDW && pc + 1 < x->n && targets[pc + 1]) {
-            flush(b);
+            if (targets[pc + 2])
+                carry_into(b, pc + 2);
+            else
+                flush(b);   /* pc + 1 ends the run: pc + 2 counts from 0 */
             fixup(b, jmp32(b, 0xe9), pc + 2, false);   /* over a jumped-into slot 2 */
+            b->dead = true;
         }
     }
+    for (size_t i = 0; i < b->ncold; i++) {
+        const struct cold *c = &b->cold[i];
+        patch(b, c->end, b->len);
+        b->pend = c->pend;
+        insn(b, x, c->pc);
+        settle(b, (uint32_t)b->carry[c->pc + 1]);
+        fixup(b, jmp32(b, 0xe9), c->pc + 1, false);
+    }
     free(targets);
+    b->targets = NULL;
     for (size_t i = 0; i < b->nst; i++) {
         patch(b, b->st[i].end, b->len);
         end_run(b, b->st[i].kind, b->st[i].pc);
@@ -786,6 +976,8 @@ int vm_jit_compile(struct vm_prog *prog)
     free(b.p);
     free(b.fx);
     free(b.st);
+    free(b.carry);
+    free(b.cold);
     if (rc) {
         free(off);
         free(j);
