@@ -2,6 +2,7 @@
  * completion and statistics. The operations are in engine_ops.c. */
 #include "device/engine/engine_int.h"
 #include "device/engine/fused/fused.h"
+#include "device/engine/fused/oplog.h"
 #include "device/engine/sysdir.h"
 
 #include "common/clock.h"
@@ -125,6 +126,7 @@ static void free_locks(struct engine *e)
     pthread_mutex_destroy(&e->mem_mu);
     pthread_cond_destroy(&e->mem_cv);
     pthread_rwlock_destroy(&e->watch_lock);
+    fop_oplog_free(e);
     pthread_mutex_destroy(&e->oplog_mu);
     pthread_cond_destroy(&e->oplog_cv);
     free(e);

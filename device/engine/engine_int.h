@@ -66,6 +66,7 @@ struct engine {
     uint64_t oplog_used;      /* bytes reserved by live logs; protected by oplog_mu */
     pthread_mutex_t oplog_mu;
     pthread_cond_t oplog_cv;  /* space given back */
+    struct oplog_pool *oplog_pool;   /* the log files (fused/oplog.h "Slots"); oplog_mu */
 };
 
 /* An op's result meaning "parked" (lease.h): the command is not complete;

@@ -103,14 +103,122 @@ static int oplog_dir(struct engine *e, uint64_t *dir)
     return r;
 }
 
-/* A name that sorts in submission order: wall-clock ns and a counter. */
-static void op_name(char *name, size_t size)
+/* An op's name, sorting in submission order: wall-clock ns and a
+ * counter (oplog_op_name prints it). */
+static void op_stamp(uint64_t *stamp, uint32_t *seq)
 {
-    static uint32_t seq;
+    static uint32_t count;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    snprintf(name, size, "%016" PRIx64 "-%08x", ns, __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+    *stamp = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    *seq = __atomic_fetch_add(&count, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- slots (oplog.h "Slots") ------------------------------------------------ */
+
+/* The engine's log files: slot k is /.cisc-system/oplog/slot-NNNN. */
+struct oplog_pool {
+    struct oplog_slot {
+        uint64_t ino;            /* 0: not looked up or created yet */
+        bool busy;               /* a running op's, or kept (not reusable) */
+    } *s;
+    unsigned n;
+};
+
+static void slot_name(char *name, unsigned k)
+{
+    snprintf(name, OPLOG_NAME_MAX, SLOT_PREFIX "%04u", k);
+}
+
+/* Takes a free slot (a new one when all are busy). Returns its index, or
+ * -ENOMEM. */
+static int slot_take(struct engine *e, uint64_t *ino)
+{
+    int k = -ENOMEM;
+    pthread_mutex_lock(&e->oplog_mu);
+    struct oplog_pool *p = e->oplog_pool;
+    if (!p)
+        p = e->oplog_pool = calloc(1, sizeof(*p));
+    for (unsigned i = 0; p && k < 0 && i < p->n; i++)
+        if (!p->s[i].busy)
+            k = (int)i;
+    if (p && k < 0) {
+        struct oplog_slot *q = realloc(p->s, (p->n + 1) * sizeof(*q));
+        if (q) {
+            p->s = q;
+            q[p->n] = (struct oplog_slot){ 0, false };
+            k = (int)p->n++;
+        }
+    }
+    if (k >= 0) {
+        p->s[k].busy = true;
+        *ino = p->s[k].ino;
+    }
+    pthread_mutex_unlock(&e->oplog_mu);
+    return k;
+}
+
+/* Gives slot k back (ino: its file, 0 when it has none); kept: it holds a
+ * log that must stay (never given out again while the device runs). */
+static void slot_give(struct engine *e, unsigned k, uint64_t ino, bool kept)
+{
+    pthread_mutex_lock(&e->oplog_mu);
+    e->oplog_pool->s[k].ino = ino;
+    e->oplog_pool->s[k].busy = kept;
+    pthread_mutex_unlock(&e->oplog_mu);
+}
+
+void fop_oplog_free(struct engine *e)
+{
+    if (e->oplog_pool)
+        free(e->oplog_pool->s);
+    free(e->oplog_pool);
+    e->oplog_pool = NULL;
+}
+
+/* The index of x's slot, or -1 (a log recovery found: not the pool's). */
+static int slot_of(const struct fop_run *x)
+{
+    unsigned k;
+    if (!x->e->oplog_pool || !oplog_is_slot(x->oplog_name) ||
+        sscanf(x->oplog_name + strlen(SLOT_PREFIX), "%u", &k) != 1 || k >= x->e->oplog_pool->n)
+        return -1;
+    return (int)k;
+}
+
+/* Finds slot k's file inside tx: looks it up the first time (a file from
+ * an earlier run: reused only when oplog_slot_reusable; *kept when not),
+ * creates it when there is none. */
+static int slot_open(struct fop_run *x, struct sfs_txn *tx, uint64_t dir, unsigned k,
+                     uint64_t *ino, bool *kept)
+{
+    struct sfs_attr a;
+    *kept = false;
+    if (*ino)
+        return 0;
+    slot_name(x->oplog_name, k);
+    int r = sfs_lookup(x->e->fs, dir, x->oplog_name, &a);
+    if (!r) {
+        *kept = !oplog_slot_reusable(x->e->fs, a.ino);
+        *ino = a.ino;
+        return 0;
+    }
+    if (r == -ENOENT)
+        r = sfs_mknod(x->e->fs, tx, dir, x->oplog_name, S_IFREG | 0600, 0, 0, 0, &a);
+    if (!r)
+        *ino = a.ino;
+    return r;
+}
+
+/* Empties log file ino inside tx (a slot's "free"). */
+static int slot_clear(struct sfs *fs, struct sfs_txn *tx, uint64_t ino)
+{
+    struct sfs_attr a = { 0 };
+    int r = sfs_getattr(fs, ino, &a);
+    if (r || a.size == 0)
+        return r;
+    a.size = 0;
+    return sfs_setattr(fs, tx, ino, &a, SFS_SET_SIZE, NULL);
 }
 
 static int write_all(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t off,
@@ -200,36 +308,53 @@ static int append_step(struct fop_run *x, struct sfs_txn *tx, unsigned i)
     return r;
 }
 
-/* Writes the op record and the records of its pre-run steps into a new
- * log file inside tx. */
+/* Writes the op record and the records of its pre-run steps into a
+ * free slot inside tx, over the completed op it held (oplog.h "Slots").
+ * On failure the slot is emptied and given back. */
 static int write_begin(struct fop_run *x, struct sfs_txn *tx, const struct obuf *b)
 {
-    uint64_t dir;
-    struct sfs_attr a;
-    int r = oplog_dir(x->e, &dir);
-    if (!r) {
-        op_name(x->oplog_name, sizeof(x->oplog_name));
-        r = sfs_mknod(x->e->fs, tx, dir, x->oplog_name, S_IFREG | 0600, 0, 0, 0, &a);
+    uint64_t dir, ino = 0;
+    bool kept = true;
+    int k = -ENOMEM, r = oplog_dir(x->e, &dir);
+    while (!r && kept) {   /* a slot holding a log that must stay is skipped */
+        if ((k = slot_take(x->e, &ino)) < 0)
+            return k;
+        slot_name(x->oplog_name, (unsigned)k);
+        r = slot_open(x, tx, dir, (unsigned)k, &ino, &kept);
+        if (!r && kept)
+            slot_give(x->e, (unsigned)k, ino, true);
     }
-    if (!r) {
-        x->oplog = a.ino;
-        r = write_all(x->e->fs, tx, a.ino, 0, b->p, b->len);
+    if (r) {
+        if (k >= 0)
+            slot_give(x->e, (unsigned)k, 0, false);
+        return r;
     }
+    x->oplog = ino;
+    r = slot_clear(x->e->fs, tx, ino);
+    if (!r)
+        r = write_all(x->e->fs, tx, ino, 0, b->p, b->len);
     x->oplog_size = b->len;
     for (unsigned i = 0; !r && i < x->v->n; i++)
         if (x->pre >> i & 1)
             r = append_step(x, tx, i);
+    if (r) {   /* no half-written log stays */
+        slot_clear(x->e->fs, tx, ino);
+        slot_give(x->e, (unsigned)k, ino, false);
+        x->oplog = 0;
+    }
     return r;
 }
 
 int fop_oplog_begin(struct fop_run *x, unsigned *bad)
 {
     struct obuf b = { 0 };
-    uint64_t mask = prerun_mask(x->v, bad), need = 0;
-    int r = mask == UINT64_MAX ? -EOPNOTSUPP : oplog_encode_op(x, &b);
+    uint64_t mask = prerun_mask(x->v, bad), need = 0, stamp;
+    uint32_t seq;
+    op_stamp(&stamp, &seq);
+    int r = mask == UINT64_MAX ? -EOPNOTSUPP : oplog_encode_op(x, stamp, seq, &b);
     for (unsigned i = 0; !r && i < x->v->n; i++)
         need += oplog_step_need(x, i);
-    if (!r && (r = space_take(x->e, need += b.len)) != 0)
+    if (!r && (r = space_take(x->e, need += b.len + END_BYTES)) != 0)
         *bad = 0;
     x->oplog_reserved = r ? 0 : need;
     if (!r)
@@ -239,13 +364,14 @@ int fop_oplog_begin(struct fop_run *x, unsigned *bad)
         r = sfs_txn_begin(x->e->fs, &tx);
     if (!r)
         r = write_begin(x, tx, &b);
-    uint64_t dir;
-    if (r && x->oplog && oplog_dir(x->e, &dir) == 0)
-        sfs_unlink(x->e->fs, tx, dir, x->oplog_name);   /* no half-written log stays */
-    int c = tx ? sfs_txn_commit(tx, true) : 0;   /* the client's receipt */
+    /* The client's receipt; it also makes the slot's previous op's end
+     * durable (its step records committed before, in order). */
+    int c = tx ? sfs_txn_commit(tx, true) : 0;
     free(b.p);
     r = r ? r : c;
     if (r) {
+        if (x->oplog)
+            fop_oplog_end(x, false);
         space_give(x->e, x->oplog_reserved);
         x->oplog = x->oplog_reserved = 0;
         return r;
@@ -266,21 +392,47 @@ int fop_oplog_step(struct fop_run *x, struct sfs_txn *tx, unsigned i)
     return r ? r : c;
 }
 
-void fop_oplog_end(struct fop_run *x, bool durable)
+/* Ends a log that is not a slot (one file per op, as recovery finds
+ * them in images of before slots): the file goes. */
+static int end_file(struct fop_run *x, struct sfs_txn *tx)
 {
     uint64_t dir;
-    struct sfs_txn *tx = NULL;
     int r = oplog_dir(x->e, &dir);
-    if (!r && durable)
-        r = sfs_txn_begin(x->e->fs, &tx);
+    return r ? r : sfs_unlink(x->e->fs, tx, dir, x->oplog_name);
+}
+
+/* Appends the end record to x's slot inside tx. */
+static int append_end(struct fop_run *x, struct sfs_txn *tx)
+{
+    struct obuf b = { 0 };
+    oplog_encode_end(&b);
+    int r = b.err ? b.err : write_all(x->e->fs, tx, x->oplog, x->oplog_size, b.p, b.len);
+    free(b.p);
+    return r;
+}
+
+void fop_oplog_end(struct fop_run *x, bool durable)
+{
+    struct sfs_txn *tx = NULL;
+    int k = slot_of(x);
+    bool slot = oplog_is_slot(x->oplog_name);
+    /* A completed op's slot gets its end record, not flushed (the next
+     * op's receipt, durable, replaces it; a crash that takes it leaves
+     * a log recovery finishes, committed steps not run again). A failed
+     * op's is emptied durably (a replay must not redo a step whose
+     * failure the client was told of). */
+    int r = durable || slot ? sfs_txn_begin(x->e->fs, &tx) : 0;
     if (!r)
-        r = sfs_unlink(x->e->fs, tx, dir, x->oplog_name);
-    int c = tx ? sfs_txn_commit(tx, true) : 0;
+        r = !slot ? end_file(x, tx) : durable ? slot_clear(x->e->fs, tx, x->oplog)
+                                               : append_end(x, tx);
+    int c = tx ? sfs_txn_commit(tx, durable) : 0;
     r = r ? r : c;
     space_give(x->e, x->oplog_reserved);
     x->oplog_reserved = 0;
     if (r)
-        fprintf(stderr, "cisc device: cannot remove operational log %s: %s\n", x->oplog_name,
+        fprintf(stderr, "cisc device: cannot end operational log %s: %s\n", x->oplog_name,
                 strerror(-r));
+    if (k >= 0)
+        slot_give(x->e, (unsigned)k, x->oplog, r != 0);
     x->oplog = 0;
 }

@@ -8,16 +8,35 @@
  * fop_recover() finishes every op still in the log before any client is
  * served: committed steps are not run again, their logged outputs feed
  * the steps that had not committed, which run with the logged credentials.
- * The log's removal is not made durable (no flush per op): a log whose
- * every mutating or output-feeding step has its record is an op that had
- * completed, and recovery just removes it.
+ * A completed op's end is not flushed: a log whose end record was lost
+ * but whose every mutating or output-feeding step has its record is an op
+ * that had completed too, and recovery runs nothing of it.
  *
- * Where: one file per op in the device's system directory,
- * /.cisc-system/oplog/<16 hex digits of the op's number>, written through
+ * Where: files in the device's system directory, written through
  * StorageFS's journal like any file (so the log's atomicity is the
  * journal's: a record is present after a crash exactly when the
  * transaction that appended it committed). docs/FORMAT.md "Operational
  * log" draws the records.
+ *
+ * Slots: the log files are reused, /.cisc-system/oplog/slot-NNNN, one
+ * per op running at once (an op takes a free one, a new one when all are
+ * busy): creating and removing a file per op cost two directory changes,
+ * an inode and a journal transaction of their own per op. An op's
+ * receipt transaction empties its slot (truncation: the size is
+ * journaled) and writes its op record from offset 0, so after a crash the
+ * slot holds either the previous op's log or the new one, never a mix.
+ * The previous op's log is complete then: all its step records committed
+ * before it gave the slot back, and the journal commits in order, so the
+ * receipt's durable commit makes them durable first ("done" is durable
+ * before the slot is reused). A completed op appends an end record to its
+ * slot (its completion mark, committed without a flush: recovery then
+ * runs nothing of it; without it, a log whose every mutating or
+ * output-feeding step has its record counts as complete too); a failed
+ * op's slot is emptied durably. The op's name,
+ * which names its recovery record, is in its op record (version 3);
+ * logs of earlier versions are one file per op, named by the op, and
+ * removed when recovery has finished them. A slot whose log recovery
+ * kept (unrecoverable) is not given out again.
  *
  * What autorec covers, and how:
  *   - Files by path (OPEN, UNLINK): the path and the credentials checked
@@ -61,16 +80,17 @@
  * prefix. Only in an op with an FSYNC step, a step that writes at least
  * FOP_REDO_FLUSH_BYTES is flushed (redoing it would cost more than the
  * flush; it also flushes the commits before it). A step record that
- * feeds a later step but commits nothing of its own is never flushed. The log's removal
- * is made durable only when the op failed (a replay must not redo a step
+ * feeds a later step but commits nothing of its own is never flushed. The end of a
+ * failed op's log is made durable (a replay must not redo a step
  * whose failure the client was told of).
  *
  * Modules (oplog_int.h): oplog.c writes logs, oplog_rec.c encodes and
  * decodes the records, oplog_recover.c recovers and checks offline.
  *
  * Invariants:
- *   1. An op's log file exists from before its first step runs until after
- *      its last step's record committed.
+ *   1. An op's log exists from before its first step runs until after
+ *      its last step's record committed; its slot is not given to another
+ *      op before then.
  *   2. Step records appear in step order; a step's record commits in the
  *      same transaction as its mutations.
  *   3. Recovery never runs a step of a log whose header fails its checks.
@@ -107,8 +127,13 @@ int fop_oplog_step(struct fop_run *x, struct sfs_txn *tx, unsigned i);
  * is an F_OUT_ARENA output the recovery record keeps). */
 bool fop_oplog_needs_output(const struct fop_run *x, unsigned i);
 
-/* Removes x's log file (the op is complete); durably when durable. */
+/* Ends x's log (the op is complete): a slot is given back, emptied
+ * durably when durable (the op failed); a file of before slots is
+ * removed, durably when durable. */
 void fop_oplog_end(struct fop_run *x, bool durable);
+
+/* Frees e's slot table (engine teardown). */
+void fop_oplog_free(struct engine *e);
 
 /* Finishes every op left in the log of e's file system (at start-up,
  * before clients are served), on up to e's number of cores at once (the
@@ -116,7 +141,8 @@ void fop_oplog_end(struct fop_run *x, bool durable);
  * op's stripes held); reports each op to out, in log order ("recovery
  * op NAME uid U steps N committed C status S", then a line per failed
  * step and per kept output; or "... unrecoverable (REASON at byte B,
- * log block K)"). Returns the number of ops found, or -errno. */
+ * log block K)"). Returns the number of ops found (a slot that is empty
+ * or holds a completed op is none), or -errno. */
 int fop_recover(struct engine *e, FILE *out);
 
 /* The number of ops in fs's log that fop_recover would finish (0 when

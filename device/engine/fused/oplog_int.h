@@ -28,8 +28,12 @@
 #define OPLOG_SUB "oplog"
 #define OP_MAGIC 0x4c4f6673u      /* "sfOL" */
 #define STEP_MAGIC 0x534f6673u    /* "sfOS" */
-#define OP_VERSION 2u           /* 1: the same without program identities */
+#define END_MAGIC 0x454f6673u     /* "sfOE": v3 end record, the op completed */
+#define END_BYTES 8u              /* its magic and CRC */
+#define OP_VERSION 3u           /* 2: no op name (the file's); 1: nor program identities */
 #define OP_HDR 32u                /* magic version nsteps uid gid ngroups mem(8) */
+#define OP_HDR_NAME 12u           /* v3: then the op's name: stamp(8) seq(4) */
+#define SLOT_PREFIX "slot-"       /* a reusable log file (oplog.h "Slots") */
 #define STEP_FIXED 96u            /* one step's fixed fields */
 #define REC_FIXED 28u             /* step record: magic step flags ret out_len data_len */
 #define REC_F_BLOCKS 1u           /* its output is in whole log blocks after it */
@@ -49,21 +53,31 @@ struct recovered {
     struct eng_cisc v;
     struct eng_cred cred;
     struct fop_replay rp;
+    char name[OPLOG_NAME_MAX];   /* the op's name (v3: logged; else the file's) */
     uint8_t *data;               /* the file's bytes (inputs and outputs point here) */
     size_t len;                  /* and their length (read_log's mapping) */
     uint8_t kept[WIRE_MAX_STEPS][FOP_REC_OUT_MAX];   /* F_OUT_ARENA outputs of recovery */
+    bool ended;                  /* its end record is there: the op completed */
 };
 
 /* Whether s takes a session key (ENCRYPT/DECRYPT: oplog.h "Keys"). */
 bool oplog_keyed(const struct fop_step *s);
 
-/* Encodes x's op record (FORMAT.md "Op record") into b. Returns b->err. */
-int oplog_encode_op(const struct fop_run *x, struct obuf *b);
+/* The op name of stamp and seq ("%016x-%08x": names sort in submission
+ * order) into name (OPLOG_NAME_MAX bytes). */
+void oplog_op_name(char *name, uint64_t stamp, uint32_t seq);
+
+/* Encodes x's op record (FORMAT.md "Op record"), named by stamp and seq,
+ * into b. Returns b->err. */
+int oplog_encode_op(const struct fop_run *x, uint64_t stamp, uint32_t seq, struct obuf *b);
 
 /* Encodes step i's record, to go at log offset at, into b; *ext: where
  * its output's log blocks go (0: inline; the caller writes them). */
 void oplog_encode_step(const struct fop_run *x, unsigned i, uint64_t at, struct obuf *b,
                        uint64_t *ext);
+
+/* Encodes the end record (FORMAT.md "End record") into b. */
+void oplog_encode_end(struct obuf *b);
 
 /* An upper bound of the log bytes step i's record takes. */
 uint64_t oplog_step_need(const struct fop_run *x, unsigned i);
@@ -77,6 +91,13 @@ const char *oplog_parse(struct recovered *rc, size_t *bad_at);
 /* Whether the logged op still has work (a step that may change a file,
  * or feeds a later step, without its record). */
 bool oplog_pending(const struct recovered *rc);
+
+/* Whether log file name is a slot (oplog.h "Slots"). */
+bool oplog_is_slot(const char *name);
+
+/* Whether the slot file ino may take a new op: it is empty, or holds an
+ * op that had completed (a damaged or unfinished log is kept). */
+bool oplog_slot_reusable(struct sfs *fs, uint64_t ino);
 
 /* Committed OPENs are opened again without creating or truncating. */
 void oplog_settle_done_opens(struct recovered *rc);

@@ -10,6 +10,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,7 +106,12 @@ static void put_step(struct obuf *b, struct engine *e, const struct eng_cisc *v,
         put_prog_id(b, e, s);
 }
 
-int oplog_encode_op(const struct fop_run *x, struct obuf *b)
+void oplog_op_name(char *name, uint64_t stamp, uint32_t seq)
+{
+    snprintf(name, OPLOG_NAME_MAX, "%016" PRIx64 "-%08" PRIx32, stamp, seq);
+}
+
+int oplog_encode_op(const struct fop_run *x, uint64_t stamp, uint32_t seq, struct obuf *b)
 {
     const struct eng_cred *c = x->cred;
     unsigned ng = c->ngroups > 0 ? (unsigned)c->ngroups : 0;
@@ -115,6 +122,8 @@ int oplog_encode_op(const struct fop_run *x, struct obuf *b)
     ob_u32(b, c->gid);
     ob_u32(b, ng);
     ob_u64(b, x->v->mem);
+    ob_u64(b, stamp);   /* v3: the op's name (the file is a reused slot) */
+    ob_u32(b, seq);
     for (unsigned g = 0; g < ng; g++)
         ob_u32(b, c->groups[g]);
     for (unsigned i = 0; i < x->v->n; i++)
@@ -151,6 +160,14 @@ void oplog_encode_step(const struct fop_run *x, unsigned i, uint64_t at, struct 
     }
     if (!b->err)
         ob_u32(b, crc32c(0, b->p + b0, b->len - b0));
+}
+
+void oplog_encode_end(struct obuf *b)
+{
+    size_t b0 = b->len;
+    ob_u32(b, END_MAGIC);
+    if (!b->err)
+        ob_u32(b, crc32c(0, b->p + b0, 4));
 }
 
 /* An upper bound of the log bytes step i's record takes. */
@@ -263,6 +280,11 @@ static const char *parse_op(struct recovered *rc, struct rd *r)
     rc->cred.gid = rd_u32(r);
     unsigned ng = rd_u32(r);
     rc->v.mem = rd_u64(r);
+    if (version >= 3) {   /* the op's name; before, the file's name was */
+        uint64_t stamp = rd_u64(r);
+        uint32_t seq = rd_u32(r);
+        oplog_op_name(rc->name, stamp, seq);
+    }
     if (r->bad || n == 0 || n > WIRE_MAX_STEPS || ng > ENG_GROUPS_MAX)
         return "impossible step vector";
     rc->cred.ngroups = (int32_t)ng;
@@ -289,6 +311,11 @@ static void parse_steps(struct recovered *rc, struct rd *r)
     while (r->at < r->len) {
         size_t at = r->at;
         uint32_t magic = rd_u32(r);
+        if (magic == END_MAGIC) {   /* the op completed; nothing follows */
+            uint32_t crc = rd_u32(r);
+            rc->ended = !r->bad && crc == crc32c(0, r->p + at, 4);
+            return;
+        }
         unsigned i = rd_u16(r);
         unsigned flags = rd_u16(r);
         int64_t ret = (int64_t)rd_u64(r);
@@ -321,6 +348,8 @@ static void parse_steps(struct recovered *rc, struct rd *r)
  * (not made durable, to keep a flush off every op) was lost. */
 bool oplog_pending(const struct recovered *rc)
 {
+    if (rc->ended)
+        return false;
     for (unsigned i = 0; i < rc->v.n; i++) {
         bool needed = false;
         for (unsigned j = i + 1; j < rc->v.n; j++)
@@ -329,6 +358,11 @@ bool oplog_pending(const struct recovered *rc)
             return true;
     }
     return false;
+}
+
+bool oplog_is_slot(const char *name)
+{
+    return strncmp(name, SLOT_PREFIX, strlen(SLOT_PREFIX)) == 0;
 }
 
 /* A committed OPEN is opened again without creating or truncating. */

@@ -254,6 +254,7 @@ static const char *load(struct sfs *fs, uint64_t dir, const char *name, struct r
     if (r)
         return strerror(-r);
     *ino = a.ino;
+    snprintf(rc->name, sizeof(rc->name), "%s", name);   /* v3 logs name the op */
     fop_res_fill(&rc->v, -ECANCELED);
     const char *why = oplog_parse(rc, bad_at);
     rc->rp.oplog_size = len;
@@ -270,19 +271,29 @@ static void free_recovered(struct recovered *rc)
 }
 
 /* Finishes the op logged in file (dir, name); reports to out (a memory
- * stream). Returns the owner of its recovery record: the op's uid, root
- * for a log that does not check. */
-static uint32_t recover_one(struct engine *e, FILE *out, uint64_t dir, const char *name)
+ * stream) and names the op in op. Returns the owner of its recovery
+ * record: the op's uid, root for a log that does not check. An empty slot
+ * or one whose op had completed is no op (op: ""); neither that nor a
+ * completed op reports anything. */
+static uint32_t recover_one(struct engine *e, FILE *out, uint64_t dir, const char *name,
+                            char *op)
 {
     struct recovered *rc;
     uint64_t ino = 0;
     size_t at;
     const char *why = load(e->fs, dir, name, &rc, &ino, &at);
-    if (why) {
+    snprintf(op, OPLOG_NAME_MAX, "%s", rc && !why ? rc->name : name);
+    if (why && rc && rc->len == 0 && oplog_is_slot(name)) {
+        why = NULL;   /* an empty slot: no op */
+        op[0] = '\0';
+    } else if (why) {
         fprintf(out, "recovery op %s unrecoverable (%s at byte %zu, log block %zu): nothing "
                 "of it runs, the log is kept\n", name, why, at, at / SFS_BLOCK_SIZE);
-    } else if (!oplog_pending(rc)) {
-        sfs_unlink(e->fs, NULL, dir, name);   /* it had completed: no record */
+    } else if (!oplog_pending(rc)) {   /* it had completed: no record */
+        if (oplog_is_slot(name))
+            op[0] = '\0';   /* a slot between ops: no op, it stays */
+        else
+            sfs_unlink(e->fs, NULL, dir, name);
     } else {
         oplog_settle_done_opens(rc);
         keep_outputs(rc);
@@ -291,11 +302,29 @@ static uint32_t recover_one(struct engine *e, FILE *out, uint64_t dir, const cha
         rc->v.tx = WIRE_TX_AUTOREC;
         rc->v.replay = &rc->rp;
         int64_t st = fop_exec(e, &rc->cred, &rc->v);
-        report(out, name, rc, st);
+        report(out, op, rc, st);
     }
     uint32_t owner = why || !rc ? 0 : rc->cred.uid;
     free_recovered(rc);
     return owner;
+}
+
+bool oplog_slot_reusable(struct sfs *fs, uint64_t ino)
+{
+    struct sfs_attr a;
+    if (sfs_getattr(fs, ino, &a))
+        return false;
+    if (a.size == 0)
+        return true;
+    struct recovered *rc = calloc(1, sizeof(*rc));
+    size_t at;
+    bool ok = rc && read_log(fs, ino, &rc->data, &rc->len) == 0;
+    if (ok) {
+        fop_res_fill(&rc->v, -ECANCELED);
+        ok = !oplog_parse(rc, &at) && !oplog_pending(rc);
+    }
+    free_recovered(rc);
+    return ok;
 }
 
 /* A recovery task: one log, its report. */
@@ -303,6 +332,7 @@ struct rtask {
     struct engine *e;
     uint64_t dir;
     const char *name;
+    char op[OPLOG_NAME_MAX];     /* the op's name (reports go in its order) */
     char *text;
     size_t len;
 };
@@ -314,10 +344,10 @@ static void run_task(struct rtask *t)
         fprintf(stderr, "cisc device: out of memory recovering %s\n", t->name);
         return;
     }
-    uint32_t owner = recover_one(t->e, out, t->dir, t->name);
+    uint32_t owner = recover_one(t->e, out, t->dir, t->name, t->op);
     fclose(out);
     if (t->len)
-        keep_record(t->e, t->name, owner, t->text, t->len);
+        keep_record(t->e, t->op, owner, t->text, t->len);
 }
 
 #define RECOVER_MAX 4096u
@@ -342,22 +372,9 @@ static int cmp_name(const void *a, const void *b)
     return strcmp(a, b);
 }
 
-static int count_one(void *arg, const struct sfs_dirent *de)
+static int cmp_task(const void *a, const void *b)
 {
-    *(unsigned *)arg += de->name[0] != '.';
-    return 0;
-}
-
-int fop_oplog_pending(struct sfs *fs)
-{
-    uint64_t dir;
-    unsigned n = 0;
-    int r = sysdir_find(fs, OPLOG_SUB, &dir);
-    if (r == -ENOENT)
-        return 0;
-    if (!r)
-        r = sfs_readdir(fs, dir, 0, count_one, &n);
-    return r ? r : (int)n;
+    return strcmp(((const struct rtask *)a)->op, ((const struct rtask *)b)->op);
 }
 
 /* The logs recovery works through, claimed one at a time. */
@@ -418,19 +435,55 @@ int fop_recover(struct engine *e, FILE *out)
     if (!r && !p.t)
         r = -ENOMEM;
     for (unsigned k = 0; !r && k < ns.n; k++)
-        p.t[k] = (struct rtask){ e, dir, ns.name[k], NULL, 0 };
+        p.t[k] = (struct rtask){ .e = e, .dir = dir, .name = ns.name[k] };
     if (!r)
         recover_all(&p, e->cores);
+    if (!r)
+        qsort(p.t, ns.n, sizeof(*p.t), cmp_task);   /* slots are not in op order */
+    int ops = 0;
     for (unsigned k = 0; !r && k < ns.n; k++) {
         fwrite(p.t[k].text, 1, p.t[k].len, out);
         free(p.t[k].text);
+        ops += p.t[k].op[0] != '\0';
     }
     free(p.t);
     free(ns.name);
-    return r ? r : (int)ns.n;
+    return r ? r : ops;
 }
 
-/* ---- offline check (cisc fsck) ------------------------------------------- */
+/* ---- what is left in the log (read-only start, cisc fsck) ---------------- */
+
+/* Whether log name is a slot with nothing to say: empty, or its op had
+ * completed (the normal state of a slot between ops). */
+static bool quiet_slot(const char *name, const struct recovered *rc, const char *why)
+{
+    if (!oplog_is_slot(name) || !rc)
+        return false;
+    return why ? rc->len == 0 : !oplog_pending(rc);
+}
+
+int fop_oplog_pending(struct sfs *fs)
+{
+    uint64_t dir;
+    struct names ns = { NULL, 0 };
+    int r = sysdir_find(fs, OPLOG_SUB, &dir);
+    if (r == -ENOENT)
+        return 0;
+    if (!r)
+        r = list_logs(fs, dir, &ns);
+    int n = 0;
+    for (unsigned k = 0; !r && k < ns.n; k++) {
+        struct recovered *rc;
+        uint64_t ino;
+        size_t at;
+        const char *why = load(fs, dir, ns.name[k], &rc, &ino, &at);
+        n += !quiet_slot(ns.name[k], rc, why);
+        free_recovered(rc);
+    }
+    free(ns.name);
+    return r ? r : n;
+}
+
 
 int fop_oplog_check(struct sfs *fs, void (*line)(void *arg, const char *msg), void *arg)
 {
@@ -448,6 +501,10 @@ int fop_oplog_check(struct sfs *fs, void (*line)(void *arg, const char *msg), vo
         size_t at;
         char msg[256];
         const char *why = load(fs, dir, ns.name[k], &rc, &ino, &at);
+        if (quiet_slot(ns.name[k], rc, why)) {
+            free_recovered(rc);
+            continue;
+        }
         if (why)
             snprintf(msg, sizeof(msg), "operational log /.cisc-system/" OPLOG_SUB "/%s: %s at "
                      "byte %zu (log block %zu): the op is unrecoverable, nothing of it runs",

@@ -376,9 +376,11 @@ TEST_F(MicroTx, FsckNamesADamagedLog)
     const std::string dir = "operational log /.cisc-system/oplog/";
     size_t at = f.out.find(dir);
     ASSERT_NE(at, std::string::npos) << f.out;
-    std::string name = f.out.substr(at + dir.size(), 25);
-    // The op record's first bytes: magic "sfOL", version 2, 12 steps.
-    std::vector<off_t> rec = BlocksStartingWith(img, std::string("sfOL\2\0\0\0\14\0\0\0", 12));
+    // The log file: a slot, named up to the colon (oplog.h "Slots").
+    std::string name = f.out.substr(at + dir.size(), f.out.find(':', at) - at - dir.size());
+    EXPECT_EQ(name.rfind("slot-", 0), 0u) << f.out;
+    // The op record's first bytes: magic "sfOL", version 3, 12 steps.
+    std::vector<off_t> rec = BlocksStartingWith(img, std::string("sfOL\3\0\0\0\14\0\0\0", 12));
     ASSERT_EQ(rec.size(), 1u);
     char c;
     ASSERT_TRUE(ImageIo(img, rec[0] + 2000, &c, 1, false));   // inside write 1's input

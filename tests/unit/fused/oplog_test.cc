@@ -2,7 +2,8 @@
 // docs/FORMAT.md draws it: a log written by hand from the document is
 // recovered (committed steps take their logged output instead of
 // running); a corrupted log (checksum, impossible vector, inputs past the
-// end) runs nothing and is reported; an autorec op leaves no log behind;
+// end) runs nothing and is reported; autorec ops reuse one log file (a
+// slot) and a completed op leaves nothing to recover;
 // a power cut during an autorec op is finished by recovery.
 #include "tests/unit/fused/cisc_fixture.h"
 
@@ -45,16 +46,22 @@ void U16(std::string &b, uint16_t v) { char q[2]; le16_put(q, v); b.append(q, 2)
 void U32(std::string &b, uint32_t v) { char q[4]; le32_put(q, v); b.append(q, 4); }
 void U64(std::string &b, uint64_t v) { char q[8]; le64_put(q, v); b.append(q, 8); }
 
-std::string OpRecord(const std::vector<LStep> &steps, uint32_t uid = 0, bool good_crc = true)
+// version 3 names the op (stamp, seq) in the record; 2 does not.
+std::string OpRecord(const std::vector<LStep> &steps, uint32_t uid = 0, bool good_crc = true,
+                     uint32_t version = 2, uint64_t stamp = 0, uint32_t seq = 0)
 {
     std::string b;
     U32(b, 0x4c4f6673);
-    U32(b, 2);
+    U32(b, version);
     U32(b, (uint32_t)steps.size());
     U32(b, uid);
     U32(b, uid);
     U32(b, 0);
     U64(b, 1 << 20);
+    if (version >= 3) {
+        U64(b, stamp);
+        U32(b, seq);
+    }
     for (const LStep &s : steps) {
         b += (char)s.kind;
         b += (char)s.flags;
@@ -252,6 +259,69 @@ TEST_F(Oplog, AutorecOpThroughTheEngine)
     fop_release(&out);
     EXPECT_EQ(Get("v"), std::string(4096, 'A') + std::string(4096, 'B'));
     EXPECT_EQ(Recover(0), "");
+}
+
+// Ops one after the other reuse one log file (oplog.h "Slots"): no file
+// per op is created or removed; the slot keeps the last op's complete
+// log, which recovery and a read-only start take for no op at all.
+TEST_F(Oplog, AutorecOpsReuseOneSlot)
+{
+    for (int k = 0; k < 3; k++) {
+        Arena a;
+        Vec v(a);
+        uint16_t f = v.Open("s", O_RDWR | O_CREAT, 0644);
+        v.Write(f, 0, -1, std::string(4096 * (3 - k), (char)('a' + k)));
+        struct fop_limits lim;
+        eng_fop_limits(eng, &lim);
+        struct eng_arena ar = a.View();
+        static struct eng_cisc out;
+        ASSERT_EQ(fop_decode(&out, v.st.data(), (unsigned)v.st.size(), &ar, &lim, keys), 0);
+        out.tx = WIRE_TX_AUTOREC;
+        EXPECT_EQ(fop_exec(eng, &root, &out), 0);
+        fop_release(&out);
+    }
+    EXPECT_EQ(Get("s").substr(0, 4096), std::string(4096, 'c'));
+    ASSERT_EQ(sysdir_open(fs, "oplog", &dir), 0);
+    std::vector<std::string> names;
+    ASSERT_EQ(sfs_readdir(fs, dir, 0, [](void *arg, const struct sfs_dirent *de) {
+        if (de->name[0] != '.')
+            static_cast<std::vector<std::string> *>(arg)->emplace_back(de->name, de->namelen);
+        return 0;
+    }, &names), 0);
+    ASSERT_EQ(names.size(), 1u);
+    EXPECT_EQ(names[0], "slot-0000");
+    struct sfs_attr at;
+    ASSERT_EQ(sfs_lookup(fs, dir, "slot-0000", &at), 0);
+    EXPECT_GT(at.size, 4096u);   // the last op's log, its input included
+    EXPECT_EQ(fop_oplog_pending(fs), 0);
+    EXPECT_EQ(Recover(0), "");
+    EXPECT_TRUE(LogExists("slot-0000"));
+}
+
+// A version 3 log in a slot: recovery finishes it and names its report
+// and recovery record by the op's logged name, not the slot's; the slot
+// stays, holding a complete op; an empty slot is no op.
+TEST_F(Oplog, SlotLogIsNamedByItsOp)
+{
+    Log("slot-0001", "");
+    Log("slot-0007",
+        OpRecord({ { .kind = WIRE_STEP_OPEN, .oflags = kCreate, .mode = 0644, .path = "n" },
+                   { .kind = WIRE_STEP_WRITE, .file = 0, .src = "named" } },
+                 0, true, 3, 0x1234, 5));
+    EXPECT_EQ(fop_oplog_pending(fs), 1);
+    std::string rep = Recover();
+    EXPECT_NE(rep.find("recovery op 0000000000001234-00000005 uid 0 steps 2 committed 0 "
+                       "status 0"), std::string::npos) << rep;
+    EXPECT_EQ(rep.find("slot-"), std::string::npos) << rep;
+    EXPECT_EQ(Get("n"), "named");
+    EXPECT_TRUE(LogExists("slot-0007"));
+    char buf[4096];
+    int n = fop_recovery_list(eng, 0, buf, sizeof(buf));
+    ASSERT_GT(n, 0);
+    EXPECT_NE(std::string(buf, (size_t)n).find("0000000000001234-00000005"), std::string::npos);
+    EXPECT_EQ(fop_recovery_ack(eng, 0, "0000000000001234-00000005"), 0);
+    EXPECT_EQ(fop_oplog_pending(fs), 0);
+    EXPECT_EQ(Recover(0), "");   // complete now: nothing runs again
 }
 
 // A bpf step whose program is gone (this engine has no registry at all):
