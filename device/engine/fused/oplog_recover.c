@@ -462,7 +462,14 @@ static bool quiet_slot(const char *name, const struct recovered *rc, const char 
     return why ? rc->len == 0 : !oplog_pending(rc);
 }
 
-int fop_oplog_pending(struct sfs *fs)
+/* Calls fn for each log of the oplog directory that is not a quiet slot,
+ * with its name, what load() found wrong with it (NULL: nothing), its
+ * decoded contents and the byte where the check failed; sums fn's results.
+ * Returns the sum, or -errno when the directory cannot be listed. */
+static int each_log(struct sfs *fs,
+                    int (*fn)(void *arg, const char *name, const char *why,
+                              const struct recovered *rc, size_t at),
+                    void *arg)
 {
     uint64_t dir;
     struct names ns = { NULL, 0 };
@@ -471,53 +478,57 @@ int fop_oplog_pending(struct sfs *fs)
         return 0;
     if (!r)
         r = list_logs(fs, dir, &ns);
-    int n = 0;
+    int sum = 0;
     for (unsigned k = 0; !r && k < ns.n; k++) {
         struct recovered *rc;
         uint64_t ino;
         size_t at;
         const char *why = load(fs, dir, ns.name[k], &rc, &ino, &at);
-        n += !quiet_slot(ns.name[k], rc, why);
+        if (!quiet_slot(ns.name[k], rc, why))
+            sum += fn(arg, ns.name[k], why, rc, at);
         free_recovered(rc);
     }
     free(ns.name);
-    return r ? r : n;
+    return r ? r : sum;
 }
 
+static int count_one(void *arg, const char *name, const char *why,
+                     const struct recovered *rc, size_t at)
+{
+    return 1;
+}
+
+int fop_oplog_pending(struct sfs *fs)
+{
+    return each_log(fs, count_one, NULL);
+}
+
+struct check_out {
+    void (*line)(void *arg, const char *msg);
+    void *arg;
+};
+
+/* One line on one log for fop_oplog_check; 1 when the log is damaged. */
+static int check_one(void *arg, const char *name, const char *why,
+                     const struct recovered *rc, size_t at)
+{
+    const struct check_out *o = arg;
+    char msg[256];
+    if (why)
+        snprintf(msg, sizeof(msg), "operational log /.cisc-system/" OPLOG_SUB "/%s: %s at "
+                 "byte %zu (log block %zu): the op is unrecoverable, nothing of it runs",
+                 name, why, at, at / SFS_BLOCK_SIZE);
+    else
+        snprintf(msg, sizeof(msg), "operational log /.cisc-system/" OPLOG_SUB "/%s: op of "
+                 "uid %u, %u steps: %s", name, rc->cred.uid, rc->v.n,
+                 oplog_pending(rc) ? "the next start finishes it" : "complete, the next start "
+                 "removes its log");
+    o->line(o->arg, msg);
+    return why != NULL;
+}
 
 int fop_oplog_check(struct sfs *fs, void (*line)(void *arg, const char *msg), void *arg)
 {
-    uint64_t dir;
-    struct names ns = { NULL, 0 };
-    int r = sysdir_find(fs, OPLOG_SUB, &dir);
-    if (r == -ENOENT)
-        return 0;
-    if (!r)
-        r = list_logs(fs, dir, &ns);
-    int bad = 0;
-    for (unsigned k = 0; !r && k < ns.n; k++) {
-        struct recovered *rc;
-        uint64_t ino;
-        size_t at;
-        char msg[256];
-        const char *why = load(fs, dir, ns.name[k], &rc, &ino, &at);
-        if (quiet_slot(ns.name[k], rc, why)) {
-            free_recovered(rc);
-            continue;
-        }
-        if (why)
-            snprintf(msg, sizeof(msg), "operational log /.cisc-system/" OPLOG_SUB "/%s: %s at "
-                     "byte %zu (log block %zu): the op is unrecoverable, nothing of it runs",
-                     ns.name[k], why, at, at / SFS_BLOCK_SIZE);
-        else
-            snprintf(msg, sizeof(msg), "operational log /.cisc-system/" OPLOG_SUB "/%s: op of "
-                     "uid %u, %u steps: %s", ns.name[k], rc->cred.uid, rc->v.n,
-                     oplog_pending(rc) ? "the next start finishes it" : "complete, the next start "
-                     "removes its log");
-        line(arg, msg);
-        bad += why != NULL;
-        free_recovered(rc);
-    }
-    free(ns.name);
-    return r ? r : bad;
+    struct check_out o = { line, arg };
+    return each_log(fs, check_one, &o);
 }
