@@ -232,9 +232,18 @@ int mnt_reaper_start(const char *path)
     int p[2];
     if (pipe2(p, O_CLOEXEC))
         return -errno;
+    /* The child is born with its name: the thread's name is set around the
+     * fork, so nobody who lists processes once the device reports ready can
+     * see the reaper under the device's name (the child's own prctl would
+     * run whenever the scheduler gets to it). */
+    char own[16] = "";
+    prctl(PR_GET_NAME, own);
+    prctl(PR_SET_NAME, "cisc-reaper");
     pid_t pid = fork();
+    int e = errno;
+    if (pid != 0)
+        prctl(PR_SET_NAME, own);
     if (pid < 0) {
-        int e = errno;
         close(p[0]);
         close(p[1]);
         return -e;
@@ -246,7 +255,6 @@ int mnt_reaper_start(const char *path)
         if (fd > 0)
             close_range(0, (unsigned)fd - 1, 0);
         close_range((unsigned)fd + 1, ~0u, 0);
-        prctl(PR_SET_NAME, "cisc-reaper");
         reap(fd, path, dev);
     }
     close(p[0]);
