@@ -164,6 +164,10 @@ static int check(const struct target *t)
     int r = open_target(t, MEDIA_RDONLY, &m);
     if (r)
         return r;
+    if (media_array_uneven(m))
+        printf("%s: the members' labels disagree on their size (a cisc resize cut short): "
+               "checked at the smallest; cisc resize --members again finishes the grow\n",
+               t->name);
     struct sfs_fsck_result res;
     r = sfs_fsck(m, print_problem, (void *)t->name, &res);
     media_close(m);

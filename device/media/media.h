@@ -178,6 +178,10 @@ int media_array_relabel(struct media *const *members, unsigned n, uint64_t membe
 /* The number of members of array m (0 when m is not an array). */
 unsigned media_array_members(struct media *m);
 
+/* True when array m's member labels disagree on the size: a grow cut
+ * short between labels (media_array_relabel), so m is the smallest. */
+bool media_array_uneven(struct media *m);
+
 /* Member i of array m, or NULL. */
 struct media *media_array_member(struct media *m, unsigned i);
 

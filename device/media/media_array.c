@@ -49,6 +49,7 @@
 
 struct media_array {
     struct media m;             /* first: the media a caller sees */
+    bool uneven;                /* the labels disagree on the size (invariant 4) */
     unsigned n;
     struct media *member[MEDIA_ARRAY_MAX];
 };
@@ -296,9 +297,12 @@ static const struct media_ops array_ops = {
 };
 
 /* The smallest member_blocks of the members' labels (invariant 4), each
- * member long enough for its own. Returns 0 or -errno. */
-static int least_member_blocks(struct media *const *members, unsigned n, uint64_t *least)
+ * member long enough for its own; *uneven when they are not all equal.
+ * Returns 0 or -errno. */
+static int least_member_blocks(struct media *const *members, unsigned n, uint64_t *least,
+                               bool *uneven)
 {
+    uint64_t most = 0;
     *least = UINT64_MAX;
     for (unsigned i = 0; i < n; i++) {
         struct media_array_label l;
@@ -308,16 +312,19 @@ static int least_member_blocks(struct media *const *members, unsigned n, uint64_
         if (members[i]->nblocks < l.member_blocks + 1)
             return -EINVAL;
         *least = l.member_blocks < *least ? l.member_blocks : *least;
+        most = l.member_blocks > most ? l.member_blocks : most;
     }
+    *uneven = most != *least;
     return 0;
 }
 
 int media_array_open(struct media *const *members, unsigned n, struct media **out)
 {
     uint64_t mb;
+    bool uneven;
     if (n < 1 || n > MEDIA_ARRAY_MAX)
         return -EINVAL;
-    int r = least_member_blocks(members, n, &mb);
+    int r = least_member_blocks(members, n, &mb, &uneven);
     if (r)
         return r;
     struct media_array *a = calloc(1, sizeof(*a));
@@ -325,6 +332,7 @@ int media_array_open(struct media *const *members, unsigned n, struct media **ou
         return -ENOMEM;
     a->m.ops = &array_ops;
     a->m.nblocks = mb * n;
+    a->uneven = uneven;
     a->n = n;
     memcpy(a->member, members, n * sizeof(*members));
     *out = &a->m;
@@ -334,6 +342,11 @@ int media_array_open(struct media *const *members, unsigned n, struct media **ou
 unsigned media_array_members(struct media *m)
 {
     return m && m->ops == &array_ops ? to_array(m)->n : 0;
+}
+
+bool media_array_uneven(struct media *m)
+{
+    return media_array_members(m) && to_array(m)->uneven;
 }
 
 struct media *media_array_member(struct media *m, unsigned i)

@@ -426,6 +426,8 @@ TEST_F(Flash, ArrayFsckRepairAndResize)
     RunResult cut = Sh(fsck);
     EXPECT_EQ(cut.status, 0) << cut.out;   // the old size, consistent
     EXPECT_NE(cut.out.find("/8192 blocks used"), std::string::npos) << cut.out;
+    EXPECT_NE(cut.out.find("labels disagree on their size (a cisc resize cut short)"),
+              std::string::npos) << cut.out;
 
     RunResult rs = Sh(cisc + " resize --members 2 " + arr + " 64M");
     ASSERT_EQ(rs.status, 0) << rs.out;
@@ -443,6 +445,7 @@ TEST_F(Flash, ArrayFsckRepairAndResize)
     }
     RunResult after = Sh(fsck);
     EXPECT_EQ(after.status, 0) << after.out;
+    EXPECT_EQ(after.out.find("labels disagree"), std::string::npos) << after.out;
     EXPECT_NE(after.out.find("/16384 blocks used"), std::string::npos) << after.out;
 
     u = Sh(up_cmd + arr + " " + mnt);

@@ -158,6 +158,7 @@ TEST_F(Array, GrowingKeepsBlocksInPlaceAndACutShortGrowOpensAtTheOldSize)
     ASSERT_EQ(media_array_check(v.data(), nm.data(), 2, err, sizeof err), 0) << err;
     ASSERT_EQ(media_array_open(v.data(), 2, &a), 0);
     EXPECT_EQ(a->nblocks, 4 * S);   // the old size
+    EXPECT_TRUE(media_array_uneven(a));
     ASSERT_EQ(media_read(a, 0, (uint32_t)(4 * S), r.data()), 0);
     EXPECT_EQ(r, w);
     media_close(a);
@@ -166,6 +167,7 @@ TEST_F(Array, GrowingKeepsBlocksInPlaceAndACutShortGrowOpensAtTheOldSize)
     ASSERT_EQ(media_array_check(v.data(), nm.data(), 2, err, sizeof err), 0) << err;
     ASSERT_EQ(media_array_open(v.data(), 2, &a), 0);
     EXPECT_EQ(a->nblocks, 8 * S);
+    EXPECT_FALSE(media_array_uneven(a));
     ASSERT_EQ(media_read(a, 0, (uint32_t)(4 * S), r.data()), 0);
     EXPECT_EQ(r, w);   // old blocks where they were
     ASSERT_EQ(media_write(a, 4 * S, (uint32_t)(4 * S), w.data()), 0);   // new stripes
