@@ -1,6 +1,10 @@
 /* cmd/fsck.c - `cisc fsck`: check a StorageFS image offline, read-only;
- * with --repair, fix what sfs_repair fixes (device/storagefs/repair.c). */
+ * with --repair, fix what sfs_repair fixes (device/storagefs/repair.c).
+ * An array of member images (--members) is opened as the device opens it
+ * (labels checked, a missing, swapped or foreign member named) and its
+ * striped space checked and repaired like one image. */
 #include "cmd/cmd.h"
+#include "cmd/members.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -9,6 +13,12 @@
 #include "common/corrupt.h"
 #include "device/engine/fused/oplog.h"
 #include "device/storagefs/storagefs.h"
+
+/* What is checked: one image, or the array of mem's members. */
+struct target {
+    const char *name;                 /* in messages: IMAGE, or the array's name */
+    const struct cmd_members *mem;    /* NULL: one image */
+};
 
 static void print_problem(void *arg, const char *msg)
 {
@@ -23,18 +33,32 @@ static int refuse_member(const char *image, struct media *m)
     if (media_array_label_read(m, &l))
         return 0;
     media_close(m);
-    return cmd_fail("fsck", "%s is member %u of an array of %u member images: fsck does not "
-                    "check arrays (yet)", image, l.index, l.members);
+    return cmd_fail("fsck", "%s is member %u of an array of %u member images: check the "
+                    "whole array (cisc fsck --members %u IMAGE, or --members IMG1,IMG2,...)",
+                    image, l.index, l.members, l.members);
 }
 
-static int open_image(const char *image, struct media **m)
+/* Opens t's media with media_open_file flags, quietly. Returns 0 or -errno. */
+static int target_media(const struct target *t, unsigned flags, struct media **m)
 {
-    int r = media_open_file(image, MEDIA_RDONLY, m);
+    if (!t->mem)
+        return media_open_file(t->name, flags, m);
+    return media_array_open_files((const char *const *)t->mem->path, t->mem->n, flags, NULL,
+                                  0, m);
+}
+
+/* Opens t with flags for a check or a repair, saying why it cannot.
+ * Returns 0, or an exit status. */
+static int open_target(const struct target *t, unsigned flags, struct media **m)
+{
+    if (t->mem)
+        return cmd_members_open("fsck", t->mem, flags, m);
+    int r = media_open_file(t->name, flags, m);
     if (r == -EBUSY)
-        return cmd_fail("fsck", "%s is in use by a running device", image);
+        return cmd_fail("fsck", "%s is in use by a running device", t->name);
     if (r)
-        return cmd_fail("fsck", "%s: %s", image, strerror(-r));
-    return refuse_member(image, *m);
+        return cmd_fail("fsck", "%s: %s", t->name, strerror(-r));
+    return refuse_member(t->name, *m);
 }
 
 static int report(const char *image, const struct sfs_fsck_result *res)
@@ -59,18 +83,18 @@ static int report(const char *image, const struct sfs_fsck_result *res)
 /* The operational log (AutoRec, device/engine/fused/oplog.h): each log
  * named, a log that does not check is a problem. The image is mounted
  * read-only as replayed (nothing written). Returns the problems found. */
-static unsigned check_oplog(const char *image)
+static unsigned check_oplog(const struct target *t)
 {
     struct media *m;
     struct sfs *fs;
-    if (media_open_file(image, MEDIA_RDONLY, &m))
+    if (target_media(t, MEDIA_RDONLY, &m))
         return 0;   /* reported by the check above */
     struct sfs_mount_opts mo = { .defer_writes = true };
     if (sfs_mount(m, &mo, &fs)) {
         media_close(m);
         return 0;   /* the file system's own problems are reported above */
     }
-    int bad = fop_oplog_check(fs, print_problem, (void *)image);
+    int bad = fop_oplog_check(fs, print_problem, (void *)t->name);
     sfs_unmount(fs);
     return bad > 0 ? (unsigned)bad : 0;
 }
@@ -79,22 +103,33 @@ static unsigned check_oplog(const char *image)
  * the whole repair, so each reopening goes without it. */
 static int reopen(void *arg, struct media **m)
 {
-    return media_open_file((const char *)arg, MEDIA_NOLOCK, m);
+    return target_media(arg, MEDIA_NOLOCK, m);
 }
 
-static int repair(const char *image)
+/* Takes t's lock (every member's for an array) for a repair, saying why
+ * it cannot. Returns 0, or an exit status. */
+static int lock_target(const struct target *t, struct media **lock)
 {
-    struct media *lock;    /* held throughout: no device may start meanwhile */
-    int r = media_open_file(image, 0, &lock);
+    if (t->mem)
+        return cmd_members_open("fsck", t->mem, 0, lock);
+    int r = media_open_file(t->name, 0, lock);
     if (r == -EBUSY)
         return cmd_fail("fsck", "%s is in use by a running device: stop it (cisc down) "
-                        "before repairing", image);
+                        "before repairing", t->name);
     if (r)
-        return cmd_fail("fsck", "%s: %s", image, strerror(-r));
-    if ((r = refuse_member(image, lock)) != 0)
+        return cmd_fail("fsck", "%s: %s", t->name, strerror(-r));
+    return refuse_member(t->name, *lock);
+}
+
+static int repair(const struct target *t)
+{
+    const char *image = t->name;
+    struct media *lock;    /* held throughout: no device may start meanwhile */
+    int r = lock_target(t, &lock);
+    if (r)
         return r;
     struct sfs_repair_result res;
-    r = sfs_repair(reopen, (void *)image, print_problem, (void *)image, &res);
+    r = sfs_repair(reopen, (void *)t, print_problem, (void *)image, &res);
     media_close(lock);
     if (r == -EUCLEAN && res.unfixable) {
         printf("%s: %llu problem(s) that --repair does not fix; nothing was changed\n", image,
@@ -110,7 +145,7 @@ static int repair(const char *image)
         return cmd_failed("fsck", "%s: repair failed: %s%s%s", image, strerror(-r),
                           *cisc_corrupt_what() ? ": " : "",
                           cisc_corrupt_what());
-    if (check_oplog(image)) {   /* not something --repair changes */
+    if (check_oplog(t)) {   /* not something --repair changes */
         printf("%s: the operational log has damaged entries (named above); --repair "
                "leaves them\n", image);
         return CMD_FAILED;
@@ -123,35 +158,74 @@ static int repair(const char *image)
     return CMD_OK;
 }
 
-static int run(int argc, char **argv)
+static int check(const struct target *t)
 {
-    bool fix = argc > 1 && !strcmp(argv[1], "--repair");
-    if (fix)
-        argc--, argv++;
-    if (argc > 1 && cmd_no_option("fsck", argv[1]))
-        return CMD_USAGE;
-    if (argc != 2)
-        return cmd_fail("fsck", argc < 2 ? "no image given (see cisc fsck --help)"
-                                         : "expected exactly one IMAGE (see cisc fsck --help)");
-    const char *image = argv[1];
-    if (fix)
-        return repair(image);
     struct media *m;
-    int r = open_image(image, &m);
+    int r = open_target(t, MEDIA_RDONLY, &m);
     if (r)
         return r;
+    if (media_array_uneven(m))
+        printf("%s: the members' labels disagree on their size (a cisc resize cut short): "
+               "checked at the smallest; cisc resize --members again finishes the grow\n",
+               t->name);
     struct sfs_fsck_result res;
-    r = sfs_fsck(m, print_problem, (void *)image, &res);
+    r = sfs_fsck(m, print_problem, (void *)t->name, &res);
     media_close(m);
     if (r == -EUCLEAN) {
-        printf("%s: no usable superblock; nothing else can be checked\n", image);
+        printf("%s: no usable superblock; nothing else can be checked\n", t->name);
         return 1;
     }
     if (r)
-        return cmd_fail("fsck", "%s: %s", image, strerror(-r));
+        return cmd_fail("fsck", "%s: %s", t->name, strerror(-r));
     if (!res.problems)
-        res.problems += check_oplog(image);
-    return report(image, &res);
+        res.problems += check_oplog(t);
+    return report(t->name, &res);
+}
+
+struct fsck_args {
+    bool fix;
+    const char *members;     /* --members N or IMG1,IMG2,...; NULL: one image */
+    const char *image;
+};
+
+static int parse(int argc, char **argv, struct fsck_args *a)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--repair"))
+            a->fix = true;
+        else if (!strcmp(argv[i], "--members") && i + 1 < argc)
+            a->members = argv[++i];
+        else if (cmd_no_option("fsck", argv[i]))
+            return CMD_USAGE;
+        else if (a->image)
+            return cmd_fail("fsck", "expected exactly one IMAGE (see cisc fsck --help)");
+        else
+            a->image = argv[i];
+    }
+    if (!a->image && !a->members)
+        return cmd_fail("fsck", "no image given (see cisc fsck --help)");
+    return 0;
+}
+
+static int run(int argc, char **argv)
+{
+    struct fsck_args a = {0};
+    int r = parse(argc, argv, &a);
+    if (r)
+        return r;
+    struct cmd_members mem;
+    struct target t = { a.image, NULL };
+    if (a.members) {
+        if ((r = cmd_members_parse("fsck", a.members, a.image, &mem)) != 0) {
+            cmd_members_free(&mem);
+            return r;
+        }
+        t = (struct target){ mem.name, &mem };
+    }
+    r = a.fix ? repair(&t) : check(&t);
+    if (a.members)
+        cmd_members_free(&mem);
+    return r;
 }
 
 const struct cisc_cmd cmd_fsck = {
@@ -159,6 +233,8 @@ const struct cisc_cmd cmd_fsck = {
     .summary = "check a device image for consistency (read-only), or --repair it",
     .usage =
         "usage: cisc fsck [--repair] IMAGE\n"
+        "       cisc fsck [--repair] --members N IMAGE\n"
+        "       cisc fsck [--repair] --members IMG1,IMG2,...\n"
         "\n"
         "Checks every invariant of the StorageFS format (docs/FORMAT.md): both\n"
         "superblocks, the checksum of every metadata block, the journal, the\n"
@@ -168,6 +244,12 @@ const struct cisc_cmd cmd_fsck = {
         "with the byte and block where it failed). Without --repair it never\n"
         "writes to IMAGE: a journal that still needs replay is replayed in\n"
         "memory and the result is checked.\n"
+        "\n"
+        "--members  an array of member images (made by cisc mkfs --members; the\n"
+        "          same N and IMAGE, or the same list): the members are opened as\n"
+        "          cisc up opens them (a missing, swapped or foreign member is\n"
+        "          named and nothing is checked) and the striped file system is\n"
+        "          checked, or repaired, as one image. A member alone is refused.\n"
         "\n"
         "--repair  fix what it finds, when every problem is of a kind it fixes:\n"
         "          block bitmap bits (blocks referenced but marked free are marked\n"

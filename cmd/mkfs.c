@@ -1,5 +1,6 @@
 /* cmd/mkfs.c - `cisc mkfs`: create a StorageFS image file. */
 #include "cmd/cmd.h"
+#include "cmd/members.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -22,8 +23,7 @@ struct mkfs_args {
     uint64_t size, inodes;
     int force;
     const char *members;          /* --members N or IMG1,IMG2,...; NULL = one image */
-    char *member[MEDIA_ARRAY_MAX];   /* the member paths (parse_members) */
-    unsigned nmembers;
+    struct cmd_members mem;       /* the member paths (parse_members) */
 };
 
 static int parse(int argc, char **argv, struct mkfs_args *a)
@@ -55,31 +55,13 @@ static int parse(int argc, char **argv, struct mkfs_args *a)
     return a->image || a->members ? 0 : cmd_fail("mkfs", "no image given (see cisc mkfs --help)");
 }
 
-/* --members: "N" names IMAGE.0 .. IMAGE.N-1, a list names each member. */
+/* --members (cmd/members.h): the members, and member 0 names a list. */
 static int parse_members(struct mkfs_args *a)
 {
-    const char *s = a->members;
-    bool count = *s && strspn(s, "0123456789") == strlen(s);
-    unsigned n = count ? (unsigned)atoi(s) : 0;
-    if (count && (n < 1 || n > MEDIA_ARRAY_MAX || !a->image))
-        return cmd_fail("mkfs", "--members N wants 1..%u and IMAGE (the members are "
-                        "IMAGE.0 .. IMAGE.N-1)", MEDIA_ARRAY_MAX);
-    if (!count && a->image)
-        return cmd_fail("mkfs", "--members IMG1,IMG2,... names every member: no IMAGE");
-    for (unsigned i = 0; count && i < n; i++)
-        if (asprintf(&a->member[i], "%s.%u", a->image, i) < 0)
-            return cmd_fail("mkfs", "out of memory");
-    for (const char *p = s; !count && *p; n++) {
-        size_t len = strcspn(p, ",");
-        if (!len || n == MEDIA_ARRAY_MAX || !(a->member[n] = strndup(p, len)))
-            return cmd_fail("mkfs", "--members wants a count 1..%u or a list IMG1,IMG2,... "
-                            "of at most that many, not '%s'", MEDIA_ARRAY_MAX, s);
-        p += len + (p[len] == ',');
-    }
-    a->nmembers = n;
-    if (!a->image)
-        a->image = a->member[0];
-    return 0;
+    int r = cmd_members_parse("mkfs", a->members, a->image, &a->mem);
+    if (!r && !a->image)
+        a->image = a->mem.name;
+    return r;
 }
 
 /* Refuses to overwrite something valuable (image) without --force. */
@@ -140,21 +122,21 @@ static int fs_failed(const struct mkfs_args *a, int r)
 static int make_array(struct mkfs_args *a)
 {
     int existed[MEDIA_ARRAY_MAX], r = 0;
-    for (unsigned i = 0; !r && i < a->nmembers; i++)
-        r = check_target(a, a->member[i], &existed[i]);
+    for (unsigned i = 0; !r && i < a->mem.n; i++)
+        r = check_target(a, a->mem.path[i], &existed[i]);
     if (r)
         return r;
     uint64_t stripe = MEDIA_ARRAY_STRIPE * MEDIA_BLOCK_SIZE;
-    uint64_t share = (a->size / a->nmembers + stripe - 1) / stripe * stripe;
+    uint64_t share = (a->size / a->mem.n + stripe - 1) / stripe * stripe;
     struct media *mem[MEDIA_ARRAY_MAX] = {0}, *arr = NULL;
     unsigned made = 0;
-    for (; !r && made < a->nmembers; made++)
-        r = media_create_file(a->member[made], share + MEDIA_BLOCK_SIZE, 0, &mem[made]);
+    for (; !r && made < a->mem.n; made++)
+        r = media_create_file(a->mem.path[made], share + MEDIA_BLOCK_SIZE, 0, &mem[made]);
     if (r)
-        cmd_fail("mkfs", "%s: %s", a->member[made - 1], strerror(-r));
-    if (!r && (r = media_array_format(mem, a->nmembers)) != 0)
+        cmd_fail("mkfs", "%s: %s", a->mem.path[made - 1], strerror(-r));
+    if (!r && (r = media_array_format(mem, a->mem.n)) != 0)
         cmd_fail("mkfs", "cannot label the array: %s", strerror(-r));
-    if (!r && (r = media_array_open(mem, a->nmembers, &arr)) != 0)
+    if (!r && (r = media_array_open(mem, a->mem.n, &arr)) != 0)
         cmd_fail("mkfs", "cannot open the array: %s", strerror(-r));
     int fr = r ? 0 : format(a, arr);
     if (arr)
@@ -163,10 +145,10 @@ static int make_array(struct mkfs_args *a)
         media_close(mem[i]);
     for (unsigned i = 0; (r || fr) && i < made; i++)
         if (!existed[i])
-            unlink(a->member[i]);
+            unlink(a->mem.path[i]);
     if (!r && !fr)
-        printf("%s: an array of %u member images: %s .. %s\n", a->image, a->nmembers,
-               a->member[0], a->member[a->nmembers - 1]);
+        printf("%s: an array of %u member images: %s .. %s\n", a->image, a->mem.n,
+               a->mem.path[0], a->mem.path[a->mem.n - 1]);
     return r ? CMD_USAGE : fr ? fs_failed(a, fr) : 0;
 }
 
@@ -178,8 +160,7 @@ static int run(int argc, char **argv)
         r = parse_members(&a);
         if (!r)
             r = make_array(&a);
-        for (unsigned i = 0; i < MEDIA_ARRAY_MAX; i++)
-            free(a.member[i]);
+        cmd_members_free(&a.mem);
         return r;
     }
     if (r || (r = check_target(&a, a.image, &existed)) != 0)

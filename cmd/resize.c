@@ -1,9 +1,14 @@
 /* cmd/resize.c - `cisc resize IMAGE SIZE`: grow a stopped device's image
- * in place (sfs_grow, device/storagefs/grow.c). */
+ * in place (sfs_grow, device/storagefs/grow.c); with --members, an array
+ * of member images, every member by the same number of whole stripes
+ * (media_array_relabel). */
 #include "cmd/cmd.h"
+#include "cmd/members.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "device/storagefs/storagefs.h"
@@ -64,8 +69,9 @@ static int grow(const char *image, uint64_t size)
     struct media_array_label l;   /* a member is a share of a striped file system */
     if (media_array_label_read(lock, &l) == 0) {
         media_close(lock);
-        return cmd_fail("resize", "%s is member %u of an array of %u member images: arrays "
-                        "cannot be resized", image, l.index, l.members);
+        return cmd_fail("resize", "%s is member %u of an array of %u member images: resize "
+                        "the whole array (cisc resize --members %u IMAGE SIZE, or --members "
+                        "IMG1,IMG2,... SIZE)", image, l.index, l.members, l.members);
     }
     if ((r = precheck(image, lock, want, &cur)) != 0 || want == cur) {
         media_close(lock);
@@ -91,17 +97,109 @@ static int grow(const char *image, uint64_t size)
     return CMD_OK;
 }
 
+/* ---- arrays ---- */
+
+/* Extends member file path to at least blocks blocks, durably (a label
+ * that says more than the file holds is refused at start). */
+static int extend_member(const char *path, uint64_t blocks)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    int r = fstat(fd, &st) ? -errno : 0;
+    if (!r && (uint64_t)st.st_size < blocks * 4096 && ftruncate(fd, (off_t)(blocks * 4096)))
+        r = -errno;
+    if (!r && fsync(fd))
+        r = -errno;
+    close(fd);
+    return r;
+}
+
+/* Every member extended and relabelled with member_blocks, in that order
+ * (media.h media_array_relabel: cut short, the array stays its old size). */
+static int grow_members(const struct cmd_members *a, uint64_t member_blocks)
+{
+    struct media *mem[MEDIA_ARRAY_MAX];
+    int r = 0;
+    for (unsigned i = 0; !r && i < a->n; i++)
+        r = extend_member(a->path[i], 1 + member_blocks);
+    unsigned opened = 0;
+    for (; !r && opened < a->n; opened++)
+        r = media_open_file(a->path[opened], MEDIA_NOLOCK, &mem[opened]);
+    if (r && opened)
+        opened--;   /* the one that failed is not open */
+    if (!r)
+        r = media_array_relabel(mem, a->n, member_blocks);
+    for (unsigned i = 0; i < opened; i++)
+        media_close(mem[i]);
+    return r;
+}
+
+/* Grows the array's file system to want blocks (rounded up to whole
+ * stripes on every member): members first, then sfs_grow on the array,
+ * all under the members' locks. */
+static int grow_array(const struct cmd_members *a, uint64_t size)
+{
+    uint64_t stripes = (size / 4096 + (uint64_t)a->n * MEDIA_ARRAY_STRIPE - 1) /
+                       ((uint64_t)a->n * MEDIA_ARRAY_STRIPE);
+    uint64_t member_blocks = stripes * MEDIA_ARRAY_STRIPE, want = member_blocks * a->n, cur;
+    struct media *lock, *m = NULL;   /* lock: held throughout */
+    int r = cmd_members_open("resize", a, 0, &lock);
+    if (r)
+        return r;
+    if ((r = precheck(a->name, lock, want, &cur)) != 0 || want == cur) {
+        media_close(lock);
+        if (!r)
+            printf("%s: already %llu bytes, nothing to do\n", a->name,
+                   (unsigned long long)(cur * 4096));
+        return r;
+    }
+    r = grow_members(a, member_blocks);
+    if (!r)
+        r = media_array_open_files((const char *const *)a->path, a->n, MEDIA_NOLOCK, NULL, 0,
+                                   &m);
+    if (!r) {
+        r = sfs_grow(m, want);
+        media_close(m);
+    }
+    media_close(lock);
+    if (r)
+        return explain(a->name, r, want, cur, 0);
+    printf("%s: grown from %llu to %llu blocks (%.1f MiB to %.1f MiB), %llu per member\n",
+           a->name, (unsigned long long)cur, (unsigned long long)want, MIB(cur), MIB(want),
+           (unsigned long long)member_blocks);
+    return CMD_OK;
+}
+
 static int run(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if (cmd_no_option("resize", argv[i]))
+    const char *members = NULL, *pos[3];
+    int npos = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--members") && i + 1 < argc)
+            members = argv[++i];
+        else if (cmd_no_option("resize", argv[i]))
             return CMD_USAGE;
-    if (argc != 3)
+        else if (npos < 3)
+            pos[npos++] = argv[i];
+        else
+            npos++;
+    }
+    int want_pos = members && npos == 1 ? 1 : 2;   /* --members A,B SIZE */
+    if (npos != want_pos)
         return cmd_fail("resize", "expected IMAGE and SIZE (see cisc resize --help)");
     uint64_t size;
-    if (cmd_parse_size(argv[2], &size) || size < 4096)
-        return cmd_fail("resize", "invalid size '%s'", argv[2]);
-    return grow(argv[1], size);
+    if (cmd_parse_size(pos[npos - 1], &size) || size < 4096)
+        return cmd_fail("resize", "invalid size '%s'", pos[npos - 1]);
+    if (!members)
+        return grow(pos[0], size);
+    struct cmd_members a;
+    int r = cmd_members_parse("resize", members, npos == 2 ? pos[0] : NULL, &a);
+    if (!r)
+        r = grow_array(&a, size);
+    cmd_members_free(&a);
+    return r;
 }
 
 const struct cisc_cmd cmd_resize = {
@@ -109,6 +207,8 @@ const struct cisc_cmd cmd_resize = {
     .summary = "grow a stopped device's image",
     .usage =
         "usage: cisc resize IMAGE SIZE\n"
+        "       cisc resize --members N IMAGE SIZE\n"
+        "       cisc resize --members IMG1,IMG2,... SIZE\n"
         "\n"
         "Grows the file system in IMAGE to SIZE bytes (suffixes K, M, G; rounded\n"
         "down to 4 KiB blocks), offline: the device must be stopped and the image\n"
@@ -125,6 +225,20 @@ const struct cisc_cmd cmd_resize = {
         "for one made at 1 GiB; the error names the limit. Not online: a\n"
         "running device sized its allocator and cache at mount, and its journal\n"
         "never changes the geometry (cisc down, cisc resize, cisc up).\n"
+        "\n"
+        "--members  an array of member images (cisc mkfs --members; the same N\n"
+        "          and IMAGE, or the same list), opened as cisc up opens them.\n"
+        "          SIZE is the array's new total, rounded up to whole 64 KiB\n"
+        "          stripes on every member: every member grows by the same\n"
+        "          amount, each old block keeps its place (block b stays on\n"
+        "          member (b / 16) % N), and the new stripes follow the old ones.\n"
+        "          Adding members is not supported: it changes where every block\n"
+        "          lives, so all data would move. Crash-safe: the member files are\n"
+        "          extended, then their labels rewritten one by one, then the file\n"
+        "          system grows; cut short between labels the array starts at its\n"
+        "          old size, and running the resize again finishes it. Under\n"
+        "          --media flash each member's model is rebuilt for its new size at\n"
+        "          the next cisc up (its saved FTL state is of the old geometry).\n"
         "\n" CMD_EXIT_HELP,
     .run = run,
 };

@@ -561,6 +561,49 @@ static void setattr_fill(struct eng_cmd *c, fuse_ino_t ino, const struct stat *a
     c->sattr.ctime = attr->st_ctim;
 }
 
+/* A reply of a handler that waited for the engine itself (flush_times,
+ * open_upgraded): held, like a freq's, until the media stamp of its
+ * commands (fusefs_delay_call) under the flash model. */
+struct held_sync {
+    struct fusefs_held h;          /* first */
+    fuse_req_t req;
+    struct fusefs *f;
+    int64_t r;                     /* the last command's result */
+    struct stat st;                /* SETATTR */
+    struct fuse_file_info fi;      /* OPEN */
+    uint64_t ino, fh;              /* OPEN */
+    void (*send)(struct held_sync *s);
+};
+
+static void sync_fire(struct fusefs_held *h)
+{
+    struct held_sync *s = (struct held_sync *)h;
+    s->send(s);
+    free(s);
+}
+
+/* Sends s's reply now, or a copy of s at at_ns when that lies ahead. */
+static void sync_reply(struct held_sync *s, uint64_t submit_ns, uint64_t at_ns)
+{
+    struct held_sync *c = at_ns ? malloc(sizeof(*c)) : NULL;
+    if (c) {
+        *c = *s;
+        c->h.fire = sync_fire;
+        if (fusefs_delay_hold_at(s->f, &c->h, submit_ns, at_ns))
+            return;
+        free(c);
+    }
+    s->send(s);
+}
+
+static void send_attr(struct held_sync *s)
+{
+    if (s->r < 0)
+        fuse_reply_err(s->req, (int)-s->r);
+    else
+        fuse_reply_attr(s->req, &s->st, FUSEFS_TIMEOUT);
+}
+
 /* Under the writeback cache the kernel keeps the times of the writes it
  * caches and sends them when it writes the inode back (fuse_flush_times:
  * mtime and ctime, through the writer's handle, with the credentials of
@@ -570,24 +613,22 @@ static void setattr_fill(struct eng_cmd *c, fuse_ino_t ino, const struct stat *a
 static void flush_times(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                         struct fuse_file_info *fi)
 {
-    struct fusefs *f = fuse_req_userdata(req);
-    struct eng_cmd c;
-    cmd_init(&c, ENG_OP_SETATTR, req);
-    setattr_fill(&c, ino, attr, to_set, fi);
-    int64_t r = eng_call(f->eng, &c);
-    if (r == -EPERM) {
-        cmd_init(&c, ENG_OP_SETATTR, req);
-        setattr_fill(&c, ino, attr, to_set, fi);
-        c.valid = SFS_SET_MTIME_NOW;
-        r = eng_call(f->eng, &c);
+    struct held_sync s = { .req = req, .f = fuse_req_userdata(req), .send = send_attr };
+    struct fusefs_call k;
+    cmd_init(&k.c, ENG_OP_SETATTR, req);
+    setattr_fill(&k.c, ino, attr, to_set, fi);
+    s.r = fusefs_delay_call(s.f->eng, &k);
+    uint64_t submit = k.c.item.t_submit_ns, at = k.at_ns;
+    if (s.r == -EPERM) {
+        cmd_init(&k.c, ENG_OP_SETATTR, req);
+        setattr_fill(&k.c, ino, attr, to_set, fi);
+        k.c.valid = SFS_SET_MTIME_NOW;
+        s.r = fusefs_delay_call(s.f->eng, &k);
+        at = k.at_ns > at ? k.at_ns : at;
     }
-    struct stat st;
-    if (r < 0) {
-        fuse_reply_err(req, (int)-r);
-        return;
-    }
-    to_stat(&c.attr, &st);
-    fuse_reply_attr(req, &st, FUSEFS_TIMEOUT);
+    if (s.r >= 0)
+        to_stat(&k.c.attr, &s.st);
+    sync_reply(&s, submit, at);
 }
 
 static void ff_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -711,26 +752,35 @@ static uint32_t engine_open_flags(const struct fusefs *f, int flags)
     return (uint32_t)flags;
 }
 
+static void send_open(struct held_sync *s)
+{
+    if (s->r < 0)
+        fuse_reply_err(s->req, (int)-s->r);
+    else
+        open_replied(s->req, s->f, &s->fi, s->ino, s->fh);
+}
+
 /* OPEN of a write-only file under the writeback cache: read-write if the
  * caller may read it too, else write-only (then the kernel cannot fill a
  * page it writes part of: such writes fail with EBADF). Waits for the
  * engine, like a large write. */
 static void open_upgraded(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    struct fusefs *f = fuse_req_userdata(req);
-    struct eng_cmd c;
-    uint32_t flags[2] = { engine_open_flags(f, fi->flags), (uint32_t)fi->flags & ~O_APPEND };
-    int64_t r = -EACCES;
-    for (int i = 0; i < 2 && r == -EACCES; i++) {
-        cmd_init(&c, ENG_OP_OPEN, req);
-        c.ino = ino;
-        c.flags = flags[i];
-        r = eng_call(f->eng, &c);
+    struct held_sync s = { .req = req, .f = fuse_req_userdata(req), .r = -EACCES,
+                           .fi = *fi, .ino = ino, .send = send_open };
+    struct fusefs_call k;
+    uint32_t flags[2] = { engine_open_flags(s.f, fi->flags), (uint32_t)fi->flags & ~O_APPEND };
+    uint64_t submit = 0, at = 0;
+    for (int i = 0; i < 2 && s.r == -EACCES; i++) {
+        cmd_init(&k.c, ENG_OP_OPEN, req);
+        k.c.ino = ino;
+        k.c.flags = flags[i];
+        s.r = fusefs_delay_call(s.f->eng, &k);
+        submit = i ? submit : k.c.item.t_submit_ns;
+        at = k.at_ns > at ? k.at_ns : at;
     }
-    if (r < 0)
-        fuse_reply_err(req, (int)-r);
-    else
-        open_replied(req, f, fi, ino, c.out_fh);
+    s.fh = k.c.out_fh;
+    sync_reply(&s, submit, at);
 }
 
 static void ff_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

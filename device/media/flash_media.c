@@ -40,6 +40,11 @@ struct media_flash {
 /* Invariant 2: per thread, so concurrent commands do not see each other's. */
 static _Thread_local uint64_t deadline;
 static _Thread_local bool deadline_gc;
+/* Invariant 9: the completion of this thread's last flush (0 after a
+ * take). Per thread, and shared by every flash media the thread uses, so
+ * that an array's flush of several members orders the next write on any
+ * of them. */
+static _Thread_local uint64_t write_floor;
 
 static struct media_flash *to_flash(struct media *m)
 {
@@ -83,15 +88,17 @@ static struct flash *route(struct media_flash *f, uint64_t b, uint64_t *local)
 }
 
 /* Times each of the n pages from blk with page_io (flash_read or
- * flash_write) on the flash that holds it, once the lower medium did the
- * I/O (r: its result, returned). *last: the latest completion, if later. */
+ * flash_write) on the flash that holds it, issued at the clock's now or at
+ * floor if later, once the lower medium did the I/O (r: its result,
+ * returned). *last: the latest completion, if later. */
 static int fm_pages(struct media_flash *f, uint64_t blk, uint32_t n, int r,
                     struct flash_io (*page_io)(struct flash *, uint64_t, uint64_t),
-                    uint64_t *last)
+                    uint64_t floor, uint64_t *last)
 {
     if (r)
         return r;
     uint64_t now = f->clock(f->clock_ctx), latest = 0;
+    now = floor > now ? floor : now;
     for (uint32_t i = 0; i < n; i++) {
         uint64_t l;
         struct flash *fl = route(f, blk + i, &l);
@@ -108,25 +115,30 @@ static int fm_read(struct media *m, uint64_t blk, uint32_t n, void *buf)
 {
     struct media_flash *f = to_flash(m);
     __atomic_add_fetch(&f->ops, 1, __ATOMIC_RELAXED);
-    return fm_pages(f, blk, n, media_read(f->lower, blk, n, buf), flash_read, NULL);
+    return fm_pages(f, blk, n, media_read(f->lower, blk, n, buf), flash_read, 0, NULL);
 }
 
 static int fm_write(struct media *m, uint64_t blk, uint32_t n, const void *buf)
 {
     struct media_flash *f = to_flash(m);
     __atomic_add_fetch(&f->ops, 1, __ATOMIC_RELAXED);
-    return fm_pages(f, blk, n, media_write(f->lower, blk, n, buf), flash_write,
+    return fm_pages(f, blk, n, media_write(f->lower, blk, n, buf), flash_write, write_floor,
                     &f->last_write_ns);
 }
 
-/* Invariant 8: done when the writes before it are programmed. */
+/* Invariant 8: done when the writes before it are programmed; and
+ * invariant 9: the caller waited for that, so its next write is issued
+ * no earlier. */
 static int fm_flush(struct media *m)
 {
     struct media_flash *f = to_flash(m);
     int r = media_flush(f->lower);
-    if (!r)
-        note((struct flash_io){ __atomic_load_n(&f->last_write_ns, __ATOMIC_RELAXED), false });
-    return r;
+    if (r)
+        return r;
+    uint64_t done = __atomic_load_n(&f->last_write_ns, __ATOMIC_RELAXED);
+    note((struct flash_io){ done, false });
+    write_floor = done > write_floor ? done : write_floor;
+    return 0;
 }
 
 static void fm_trim(struct media *m, uint64_t blk, uint64_t n)
@@ -248,6 +260,7 @@ uint64_t flash_media_deadline_take(bool *gc)
         *gc = deadline_gc;
     deadline = 0;
     deadline_gc = false;
+    write_floor = 0;   /* invariant 9: a command boundary */
     return d;
 }
 

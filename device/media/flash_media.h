@@ -46,6 +46,17 @@
  *      that do not go through the queue layer (FUSE) are held until their
  *      stamp by their door (fusefs/fusefs_delay.c), which counts them here
  *      (flash_media_reply_note).
+ *   9. A flush orders the caller's later programs: the thread that
+ *      flushed waited (on a real drive) for every write issued before the
+ *      flush, so its next writes are issued in the model no earlier than
+ *      the flush's completion (the latest of those writes' programs). So a
+ *      journal's commit record, written after the flush of its log, never
+ *      completes before the log's latest program, even on another die or
+ *      another member of an array (the floor is per thread, across every
+ *      flash media). Until the thread's next flash_media_deadline_take (a
+ *      command boundary: the next command on that thread is another
+ *      request, not one that waited); other threads' writes are not
+ *      ordered by it.
  */
 #ifndef CISC_DEVICE_FLASH_MEDIA_H
 #define CISC_DEVICE_FLASH_MEDIA_H
@@ -110,7 +121,8 @@ int flash_media_idle_gc(struct media *m, uint64_t tick_ns);
 
 /* Invariant 2: this thread's latest completion time since the last take;
  * *gc (if gc is not NULL) says whether GC was running on a die that
- * served one of those operations. */
+ * served one of those operations. Also ends the thread's flush ordering
+ * (invariant 9). */
 uint64_t flash_media_deadline_take(bool *gc);
 
 /* This thread's pending completion time (what the next take returns), left

@@ -144,20 +144,43 @@ int media_array_label_read(struct media *m, struct media_array_label *l);
 int media_array_format(struct media *const *members, unsigned n);
 
 /* Checks that members[0..n), named names[i] in messages, are the members
- * of one array in order: each labelled, the same id, count and size, its
- * own index, long enough. Returns 0, or -EINVAL / -EUCLEAN / -errno with
+ * of one array in order: each labelled, the same id and count, its own
+ * index, as long as its label says (the labels' sizes may differ after a
+ * grow cut short: media_array_relabel). Returns 0, or -EINVAL / -EUCLEAN / -errno with
  * a one-line reason naming the member in err. */
 int media_array_check(struct media *const *members, const char *const *names, unsigned n,
                       char *err, size_t errlen);
 
 /* Stripes members[0..n) (media_array_check passed) into one media of
- * n * member_blocks blocks, which owns them from then on (also closes
- * them). Returns 0 and sets *out, or -errno (the members stay the
- * caller's). No media_fd: reads copy. */
+ * n * member_blocks blocks (the smallest of the labels' when they differ:
+ * a grow cut short, see media_array_relabel), which owns them from then
+ * on (also closes them). Returns 0 and sets *out, or -errno (the members
+ * stay the caller's). No media_fd: reads copy. */
 int media_array_open(struct media *const *members, unsigned n, struct media **out);
+
+/* Opens the member images paths[0..n) with media_open_file(flags) (so
+ * locked unless MEDIA_NOLOCK), checks their labels (media_array_check)
+ * and stripes them (media_array_open), as the device does. Returns 0 and
+ * sets *out, or -errno (-EBUSY: a member is in use) with a one-line
+ * reason naming the member in err; then nothing stays open. */
+int media_array_open_files(const char *const *paths, unsigned n, unsigned flags, char *err,
+                           size_t errlen, struct media **out);
+
+/* Grows the array's members (their files already extended to at least
+ * 1 + member_blocks blocks) by rewriting each label with member_blocks
+ * (a multiple of MEDIA_ARRAY_STRIPE), one member at a time, each flushed.
+ * The stripe map keeps every old block in place; cut short, the labels
+ * disagree and the array opens at the smallest member_blocks, so the
+ * file system on it must grow only after this returns. Returns 0, or
+ * -EINVAL (a member too short, not labelled, or a bad size) or -errno. */
+int media_array_relabel(struct media *const *members, unsigned n, uint64_t member_blocks);
 
 /* The number of members of array m (0 when m is not an array). */
 unsigned media_array_members(struct media *m);
+
+/* True when array m's member labels disagree on the size: a grow cut
+ * short between labels (media_array_relabel), so m is the smallest. */
+bool media_array_uneven(struct media *m);
 
 /* Member i of array m, or NULL. */
 struct media *media_array_member(struct media *m, unsigned i);

@@ -14,10 +14,18 @@
  *   1. Array block b lives in member (b / S) % N at member block
  *      1 + (b / S / N) * S + b % S (S = MEDIA_ARRAY_STRIPE, N members):
  *      member block 0 is the label, never reachable through the array.
- *   2. Every member of an open array carries a label with the same id,
- *      member count and member_blocks, and its own index; it holds at
- *      least 1 + member_blocks blocks.
+ *   2. Every member of an open array carries a label with the same id and
+ *      member count, and its own index; it holds at least 1 +
+ *      member_blocks blocks of its own label.
  *   3. The array owns its members: closing it closes them.
+ *   4. Growing (media_array_relabel, `cisc resize --members`): the member
+ *      files are extended first, then each label rewritten (flushed) with
+ *      the larger member_blocks, one member at a time, and only then does
+ *      the file system grow. So labels that disagree on member_blocks are
+ *      a grow cut short between labels: the array opens at the smallest
+ *      (the file system has not grown past it), and the next grow
+ *      rewrites them all. The stripe map (invariant 1) does not depend on
+ *      member_blocks, so every old block keeps its place.
  */
 #include "device/media/media.h"
 
@@ -41,6 +49,7 @@
 
 struct media_array {
     struct media m;             /* first: the media a caller sees */
+    bool uneven;                /* the labels disagree on the size (invariant 4) */
     unsigned n;
     struct media *member[MEDIA_ARRAY_MAX];
 };
@@ -122,7 +131,7 @@ static int check_member(struct media *m, const char *name, unsigned i, unsigned 
     if (l.index != i)
         return fail(err, errlen, -EINVAL, "%s is member %u of its array, given as member %u",
                     name, l.index, i);
-    if (l0 && (memcmp(l.id, l0->id, sizeof(l.id)) || l.member_blocks != l0->member_blocks))
+    if (l0 && memcmp(l.id, l0->id, sizeof(l.id)))   /* member_blocks may differ: invariant 4 */
         return fail(err, errlen, -EINVAL, "%s belongs to another array than member 0", name,
                     0, 0);
     if (m->nblocks < l.member_blocks + 1)
@@ -287,22 +296,43 @@ static const struct media_ops array_ops = {
     .trim = arr_trim,
 };
 
-int media_array_open(struct media *const *members, unsigned n, struct media **out)
+/* The smallest member_blocks of the members' labels (invariant 4), each
+ * member long enough for its own; *uneven when they are not all equal.
+ * Returns 0 or -errno. */
+static int least_member_blocks(struct media *const *members, unsigned n, uint64_t *least,
+                               bool *uneven)
 {
-    struct media_array_label l;
-    if (n < 1 || n > MEDIA_ARRAY_MAX)
-        return -EINVAL;
-    int r = media_array_label_read(members[0], &l);
-    if (r)
-        return r == -ENOENT ? -EINVAL : r;
-    for (unsigned i = 0; i < n; i++)
+    uint64_t most = 0;
+    *least = UINT64_MAX;
+    for (unsigned i = 0; i < n; i++) {
+        struct media_array_label l;
+        int r = media_array_label_read(members[i], &l);
+        if (r)
+            return r == -ENOENT ? -EINVAL : r;
         if (members[i]->nblocks < l.member_blocks + 1)
             return -EINVAL;
+        *least = l.member_blocks < *least ? l.member_blocks : *least;
+        most = l.member_blocks > most ? l.member_blocks : most;
+    }
+    *uneven = most != *least;
+    return 0;
+}
+
+int media_array_open(struct media *const *members, unsigned n, struct media **out)
+{
+    uint64_t mb;
+    bool uneven;
+    if (n < 1 || n > MEDIA_ARRAY_MAX)
+        return -EINVAL;
+    int r = least_member_blocks(members, n, &mb, &uneven);
+    if (r)
+        return r;
     struct media_array *a = calloc(1, sizeof(*a));
     if (!a)
         return -ENOMEM;
     a->m.ops = &array_ops;
-    a->m.nblocks = l.member_blocks * n;
+    a->m.nblocks = mb * n;
+    a->uneven = uneven;
     a->n = n;
     memcpy(a->member, members, n * sizeof(*members));
     *out = &a->m;
@@ -314,7 +344,72 @@ unsigned media_array_members(struct media *m)
     return m && m->ops == &array_ops ? to_array(m)->n : 0;
 }
 
+bool media_array_uneven(struct media *m)
+{
+    return media_array_members(m) && to_array(m)->uneven;
+}
+
 struct media *media_array_member(struct media *m, unsigned i)
 {
     return i < media_array_members(m) ? to_array(m)->member[i] : NULL;
+}
+
+int media_array_relabel(struct media *const *members, unsigned n, uint64_t member_blocks)
+{
+    if (n < 1 || n > MEDIA_ARRAY_MAX || !member_blocks ||
+        member_blocks % MEDIA_ARRAY_STRIPE)
+        return -EINVAL;
+    for (unsigned i = 0; i < n; i++)
+        if (members[i]->nblocks < member_blocks + 1)
+            return -EINVAL;   /* extend the files first (invariant 4) */
+    uint8_t *b = malloc(MEDIA_BLOCK_SIZE);
+    if (!b)
+        return -ENOMEM;
+    int r = 0;
+    for (unsigned i = 0; !r && i < n; i++) {
+        struct media_array_label l;
+        r = media_array_label_read(members[i], &l);
+        if (r == -ENOENT)
+            r = -EINVAL;
+        if (r || l.member_blocks == member_blocks)
+            continue;
+        l.member_blocks = member_blocks;
+        label_encode(&l, b);
+        r = media_write(members[i], 0, 1, b);
+        if (!r)
+            r = media_flush(members[i]);
+    }
+    free(b);
+    return r;
+}
+
+/* Closes members[0..n). */
+static void close_all(struct media **members, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        media_close(members[i]);
+}
+
+int media_array_open_files(const char *const *paths, unsigned n, unsigned flags, char *err,
+                           size_t errlen, struct media **out)
+{
+    struct media *mem[MEDIA_ARRAY_MAX];
+    if (n < 1 || n > MEDIA_ARRAY_MAX)
+        return media_array_check(NULL, NULL, n, err, errlen);   /* says why */
+    for (unsigned i = 0; i < n; i++) {
+        int r = media_open_file(paths[i], flags, &mem[i]);
+        if (r) {
+            close_all(mem, i);
+            if (err && errlen)
+                snprintf(err, errlen, r == -EBUSY ? "%s is in use by a running device"
+                                                  : "%s: %s", paths[i], strerror(-r));
+            return r;
+        }
+    }
+    int r = media_array_check(mem, paths, n, err, errlen);
+    if (!r && (r = media_array_open(mem, n, out)) != 0 && err && errlen)
+        snprintf(err, errlen, "cannot open the array: %s", strerror(-r));
+    if (r)
+        close_all(mem, n);
+    return r;
 }

@@ -8,6 +8,14 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sys/statvfs.h>
+#include <vector>
+
+extern "C" {
+#include "device/media/media.h"
+#include "device/storagefs/format.h"
+#include "device/storagefs/storagefs.h"
+}
 
 namespace e2e {
 
@@ -204,7 +212,7 @@ long long MemberStatus(const std::string &raw, const std::string &line, unsigned
 // written through libcisc and the mount survives a restart with each
 // member's FTL state restored. A missing, swapped or foreign member, or a
 // member started as an image of its own, is refused naming it; fsck and
-// resize refuse a member.
+// resize refuse a member alone.
 TEST_F(Flash, ArrayOfMemberImages)
 {
     cisc_session_close(s);
@@ -293,10 +301,12 @@ TEST_F(Flash, ArrayOfMemberImages)
               std::string::npos) << alone.out;
     RunResult fsck = Sh(cisc + " fsck " + arr + ".0");
     EXPECT_NE(fsck.status, 0);
-    EXPECT_NE(fsck.out.find("fsck does not check arrays"), std::string::npos) << fsck.out;
+    EXPECT_NE(fsck.out.find("check the whole array (cisc fsck --members 2 IMAGE"),
+              std::string::npos) << fsck.out;
     RunResult rs = Sh(cisc + " resize " + arr + ".0 256M");
     EXPECT_NE(rs.status, 0);
-    EXPECT_NE(rs.out.find("arrays cannot be resized"), std::string::npos) << rs.out;
+    EXPECT_NE(rs.out.find("resize the whole array (cisc resize --members 2 IMAGE SIZE"),
+              std::string::npos) << rs.out;
     EXPECT_FALSE(IsCiscMount(mnt));
 
     // Put back, the list form starts it (file media: the same bytes).
@@ -305,6 +315,158 @@ TEST_F(Flash, ArrayOfMemberImages)
     ASSERT_EQ(back.status, 0) << back.out << ReadFile(log);
     up = true;
     EXPECT_EQ(ReadFile(mnt + "/lib"), data);
+}
+
+// Opens the array of the member images paths (locked), as fsck does.
+struct media *OpenArray(const std::vector<std::string> &paths)
+{
+    std::vector<const char *> p;
+    for (auto &x : paths)
+        p.push_back(x.c_str());
+    struct media *m = nullptr;
+    char err[512] = "";
+    EXPECT_EQ(media_array_open_files(p.data(), (unsigned)p.size(), 0, err, sizeof err, &m), 0)
+        << err;
+    return m;
+}
+
+// Clears the block bitmap bit of the first data block in use (a block of
+// some file or directory) on the array. Returns that block, or 0.
+uint64_t ClearFirstUsedDataBit(struct media *m)
+{
+    struct sfs_info in;
+    if (sfs_info(m, &in) != 0)
+        return 0;
+    std::vector<uint8_t> b(MEDIA_BLOCK_SIZE);
+    for (uint64_t blk = in.data_start; blk < in.blocks; blk++) {
+        uint64_t bb = in.bbitmap_start + blk / SFS_BITMAP_BITS;
+        if (media_read(m, bb, 1, b.data()) != 0)
+            return 0;
+        if (!sfs_bit_get(b.data(), (uint32_t)(blk % SFS_BITMAP_BITS)))
+            continue;
+        sfs_bit_set(b.data(), (uint32_t)(blk % SFS_BITMAP_BITS), false);
+        sfs_block_seal(b.data(), SFS_MAGIC_BBITMAP, bb);
+        return media_write(m, bb, 1, b.data()) == 0 && media_flush(m) == 0 ? blk : 0;
+    }
+    return 0;
+}
+
+// fsck and resize of an array of member images: the members are opened as
+// the device opens them (a swapped member named, a member in use refused);
+// a clean array checks clean in both forms of --members; a bitmap bit
+// cleared under a used block is found and --repair fixes it. The array
+// grows (every member by the same whole stripes; a grow cut short between
+// the members' labels leaves it at its old size, and resize again finishes
+// it), starts with its old files intact and its new space usable, and
+// checks clean.
+TEST_F(Flash, ArrayFsckRepairAndResize)
+{
+    cisc_session_close(s);
+    s = nullptr;
+    q = nullptr;
+    Down();
+    const std::string arr = dir + "/ga";
+    const std::vector<std::string> members = { arr + ".0", arr + ".1" };
+    RunResult mk = Sh(cisc + " mkfs --members 2 --size 32M " + arr);
+    ASSERT_EQ(mk.status, 0) << mk.out;
+    const std::string up_cmd = cisc + " up --cores 2 --log " + log +
+                               " --media flash --flash-channels 2 --flash-dies 2 --members 2 ";
+    RunResult u = Sh(up_cmd + arr + " " + mnt);
+    ASSERT_EQ(u.status, 0) << u.out << ReadFile(log);
+    up = true;
+    std::string data(3 << 20, '\0');
+    for (size_t i = 0; i < data.size(); i++)
+        data[i] = (char)(i * 13 + 5);
+    {
+        std::ofstream f(mnt + "/old", std::ios::binary);
+        f << data;
+    }
+    Down();
+
+    const std::string fsck = cisc + " fsck --members 2 " + arr;
+    RunResult c = Sh(fsck);
+    EXPECT_EQ(c.status, 0) << c.out;
+    EXPECT_NE(c.out.find(arr + ": clean, "), std::string::npos) << c.out;
+    EXPECT_NE(c.out.find("/8192 blocks used"), std::string::npos) << c.out;   // 2 x 16 MiB
+    RunResult l = Sh(cisc + " fsck --members " + members[0] + "," + members[1]);
+    EXPECT_EQ(l.status, 0) << l.out;
+    RunResult sw = Sh(cisc + " fsck --members " + members[1] + "," + members[0]);
+    EXPECT_EQ(sw.status, 2) << sw.out;
+    EXPECT_NE(sw.out.find(members[1] + " is member 1 of its array, given as member 0"),
+              std::string::npos) << sw.out;
+    struct media *held = nullptr;   // a "running device" holds member 1
+    ASSERT_EQ(media_open_file(members[1].c_str(), 0, &held), 0);
+    RunResult busy = Sh(cisc + " fsck --repair --members 2 " + arr);
+    EXPECT_EQ(busy.status, 2) << busy.out;
+    EXPECT_NE(busy.out.find(members[1] + " is in use by a running device"), std::string::npos)
+        << busy.out;
+    media_close(held);
+
+    struct media *m = OpenArray(members);
+    ASSERT_NE(m, nullptr);
+    uint64_t victim = ClearFirstUsedDataBit(m);
+    media_close(m);
+    ASSERT_GT(victim, 0u);
+    RunResult bad = Sh(fsck);
+    EXPECT_EQ(bad.status, 1) << bad.out;
+    EXPECT_NE(bad.out.find("block " + std::to_string(victim) + " ("), std::string::npos)
+        << bad.out;
+    EXPECT_NE(bad.out.find("is in use but marked free"), std::string::npos) << bad.out;
+    RunResult fix = Sh(cisc + " fsck --repair --members 2 " + arr);
+    EXPECT_EQ(fix.status, 0) << fix.out;
+    EXPECT_NE(fix.out.find("now clean"), std::string::npos) << fix.out;
+    EXPECT_EQ(Sh(fsck).status, 0);
+
+    // A grow cut short: member 0 extended and relabelled, member 1 not.
+    ASSERT_EQ(truncate(members[0].c_str(), (48 << 20) + 4096), 0);
+    struct media *m0 = nullptr;
+    ASSERT_EQ(media_open_file(members[0].c_str(), 0, &m0), 0);
+    ASSERT_EQ(media_array_relabel(&m0, 1, (48u << 20) / MEDIA_BLOCK_SIZE), 0);
+    media_close(m0);
+    RunResult cut = Sh(fsck);
+    EXPECT_EQ(cut.status, 0) << cut.out;   // the old size, consistent
+    EXPECT_NE(cut.out.find("/8192 blocks used"), std::string::npos) << cut.out;
+    EXPECT_NE(cut.out.find("labels disagree on their size (a cisc resize cut short)"),
+              std::string::npos) << cut.out;
+
+    RunResult rs = Sh(cisc + " resize --members 2 " + arr + " 64M");
+    ASSERT_EQ(rs.status, 0) << rs.out;
+    EXPECT_NE(rs.out.find("grown from 8192 to 16384 blocks"), std::string::npos) << rs.out;
+    for (auto &p : members) {   // each member by the same amount (member 0 kept its extra)
+        struct stat st;
+        ASSERT_EQ(stat(p.c_str(), &st), 0);
+        EXPECT_EQ(st.st_size, p == members[0] ? (48 << 20) + 4096 : (32 << 20) + 4096) << p;
+        struct media *x = nullptr;
+        struct media_array_label lab;
+        ASSERT_EQ(media_open_file(p.c_str(), MEDIA_RDONLY, &x), 0);
+        ASSERT_EQ(media_array_label_read(x, &lab), 0);
+        EXPECT_EQ(lab.member_blocks, (32u << 20) / MEDIA_BLOCK_SIZE) << p;
+        media_close(x);
+    }
+    RunResult after = Sh(fsck);
+    EXPECT_EQ(after.status, 0) << after.out;
+    EXPECT_EQ(after.out.find("labels disagree"), std::string::npos) << after.out;
+    EXPECT_NE(after.out.find("/16384 blocks used"), std::string::npos) << after.out;
+
+    u = Sh(up_cmd + arr + " " + mnt);
+    ASSERT_EQ(u.status, 0) << u.out << ReadFile(log);
+    up = true;
+    EXPECT_EQ(ReadFile(mnt + "/old"), data);
+    struct statvfs vs;
+    ASSERT_EQ(statvfs(mnt.c_str(), &vs), 0);
+    EXPECT_GT((uint64_t)vs.f_blocks * vs.f_frsize, 60ull << 20);
+    std::string more(40 << 20, 'n');   // more than the old array had free
+    {
+        std::ofstream f(mnt + "/new", std::ios::binary);
+        f << more;
+        f.flush();
+        EXPECT_TRUE(f.good());
+    }
+    EXPECT_EQ(ReadFile(mnt + "/new").size(), more.size());
+    Down();
+    RunResult last = Sh(fsck);
+    EXPECT_EQ(last.status, 0) << last.out;
+    EXPECT_NE(last.out.find("clean, "), std::string::npos) << last.out;
 }
 
 TEST_F(Flash, AGeometryThatDoesNotFitIsRefused)

@@ -122,6 +122,60 @@ TEST_F(Array, EachWrongMemberIsNamed)
         media_close(x);
 }
 
+// Growing an array (media.h media_array_relabel): member files extended,
+// labels rewritten one by one. Cut short between labels, the members still
+// check as one array, which opens at the smallest size; once all labels
+// say the new size, it opens larger with every old block in its place.
+TEST_F(Array, GrowingKeepsBlocksInPlaceAndACutShortGrowOpensAtTheOldSize)
+{
+    const uint64_t S = MEDIA_ARRAY_STRIPE;
+    auto m = Members(2, 1 + 2 * S);
+    ASSERT_EQ(media_array_format(m.data(), 2), 0);
+    struct media *a = nullptr;
+    ASSERT_EQ(media_array_open(m.data(), 2, &a), 0);
+    std::vector<char> w(4 * S * MEDIA_BLOCK_SIZE), r(w.size());
+    Fill(w, 0);
+    ASSERT_EQ(media_write(a, 0, (uint32_t)(4 * S), w.data()), 0);
+    media_close(a);
+    std::vector<const char *> nm;
+    for (auto &x : names)
+        nm.push_back(x.c_str());
+    auto reopen = [&](std::vector<struct media *> &v) {
+        for (unsigned i = 0; i < 2; i++)
+            ASSERT_EQ(media_open_file(nm[i], 0, &v[i]), 0);
+    };
+    std::vector<struct media *> v(2);
+    reopen(v);
+    EXPECT_EQ(media_array_relabel(v.data(), 2, 4 * S), -EINVAL);   // files not extended
+    EXPECT_EQ(media_array_relabel(v.data(), 2, 2 * S + 1), -EINVAL);   // not whole stripes
+    for (auto *x : v)
+        media_close(x);
+    for (auto &p : names)
+        ASSERT_EQ(truncate(p.c_str(), (off_t)((1 + 4 * S) * MEDIA_BLOCK_SIZE)), 0);
+    reopen(v);
+    ASSERT_EQ(media_array_relabel(v.data(), 1, 4 * S), 0);   // member 0 only: cut short
+    char err[256] = "";
+    ASSERT_EQ(media_array_check(v.data(), nm.data(), 2, err, sizeof err), 0) << err;
+    ASSERT_EQ(media_array_open(v.data(), 2, &a), 0);
+    EXPECT_EQ(a->nblocks, 4 * S);   // the old size
+    EXPECT_TRUE(media_array_uneven(a));
+    ASSERT_EQ(media_read(a, 0, (uint32_t)(4 * S), r.data()), 0);
+    EXPECT_EQ(r, w);
+    media_close(a);
+    reopen(v);
+    ASSERT_EQ(media_array_relabel(v.data(), 2, 4 * S), 0);
+    ASSERT_EQ(media_array_check(v.data(), nm.data(), 2, err, sizeof err), 0) << err;
+    ASSERT_EQ(media_array_open(v.data(), 2, &a), 0);
+    EXPECT_EQ(a->nblocks, 8 * S);
+    EXPECT_FALSE(media_array_uneven(a));
+    ASSERT_EQ(media_read(a, 0, (uint32_t)(4 * S), r.data()), 0);
+    EXPECT_EQ(r, w);   // old blocks where they were
+    ASSERT_EQ(media_write(a, 4 * S, (uint32_t)(4 * S), w.data()), 0);   // new stripes
+    ASSERT_EQ(media_read(a, 4 * S, (uint32_t)(4 * S), r.data()), 0);
+    EXPECT_EQ(r, w);
+    media_close(a);
+}
+
 // Each member its own flash model: writes spread over both members' dies,
 // and each model's clock only sees its own members' pages.
 TEST_F(Array, EachMemberHasItsOwnFlashModel)
@@ -144,6 +198,40 @@ TEST_F(Array, EachMemberHasItsOwnFlashModel)
         EXPECT_EQ(st.host_writes, 2u * MEDIA_ARRAY_STRIPE) << "member " << i;
     }
     EXPECT_GT(flash_media_deadline_take(nullptr), 0u);
+    media_close(a);
+}
+
+// flash_media.h invariant 9 across members: the log on member 0, the
+// commit record on member 1 (whose dies are idle) after the array's flush:
+// the record completes after the log's latest program.
+namespace {
+uint64_t fake_now;
+uint64_t FakeClock(void *) { return fake_now; }
+}  // namespace
+
+TEST_F(Array, AFlushOrdersTheCommitAfterTheLogOnAnotherMember)
+{
+    auto m = Members(2, 1 + 64 * MEDIA_ARRAY_STRIPE);
+    ASSERT_EQ(media_array_format(m.data(), 2), 0);
+    for (auto &x : m) {
+        struct flash_geom g = {};
+        g.channels = 1;
+        g.dies_per_channel = 1;
+        ASSERT_EQ(flash_media_open(x, &g, nullptr, 0, &x), 0);
+        flash_media_set_clock(x, FakeClock, nullptr);
+    }
+    struct media *a = nullptr;
+    ASSERT_EQ(media_array_open(m.data(), 2, &a), 0);
+    const struct flash_geom *k = flash_geom(flash_media_model(m[1]));
+    fake_now = 1000;
+    (void)flash_media_deadline_take(nullptr);
+    std::vector<char> w(4 * MEDIA_BLOCK_SIZE, 'l');
+    ASSERT_EQ(media_write(a, 0, 4, w.data()), 0);              // the log: member 0
+    uint64_t log_done = flash_media_deadline_take(nullptr);
+    ASSERT_EQ(media_flush(a), 0);
+    ASSERT_EQ(media_write(a, MEDIA_ARRAY_STRIPE, 1, w.data()), 0);   // member 1
+    uint64_t commit_done = flash_media_deadline_take(nullptr);
+    EXPECT_GE(commit_done, log_done + k->t_xfer_ns + k->t_prog_ns);
     media_close(a);
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <thread>
 #include <unistd.h>
 
 extern "C" {
@@ -340,6 +341,53 @@ TEST(FlashMedia, BytesPassThroughAndCompletionTimesAreReported)
     ASSERT_EQ(media_read(m, 10, 2, &r[0]), 0);
     EXPECT_EQ(r.substr(0, MEDIA_BLOCK_SIZE), std::string(MEDIA_BLOCK_SIZE, 'x'));
     EXPECT_EQ(r.substr(MEDIA_BLOCK_SIZE, MEDIA_BLOCK_SIZE), std::string(MEDIA_BLOCK_SIZE, '\0'));
+    media_close(m);
+    unlink(path.c_str());
+}
+
+// flash_media.h invariant 9: a journal writes its log, flushes, writes
+// the commit record. The record must not complete in the model before the
+// log's latest program, even on a die the log left idle; and the flush's
+// own stamp covers every program before it, also one of another thread
+// (ordered data).
+TEST(FlashMedia, AFlushOrdersTheNextWriteAfterEveryEarlierProgram)
+{
+    const char *dir = getenv("TMPDIR");
+    std::string path = std::string(dir ? dir : "/tmp") + "/cisc-flash-flush-" +
+                       std::to_string(getpid()) + ".img";
+    struct media *lower = nullptr, *m = nullptr;
+    ASSERT_EQ(media_create_file(path.c_str(), 4096ull * MEDIA_BLOCK_SIZE, 0, &lower), 0);
+    struct flash_geom g = Small(2, 2, 32, 100);
+    ASSERT_EQ(flash_media_open(lower, &g, nullptr, 0, &m), 0);
+    flash_media_set_clock(m, FakeClock, nullptr);
+    const struct flash_geom *k = flash_geom(flash_media_model(m));
+    std::string w(3 * MEDIA_BLOCK_SIZE, 'l');
+
+    fake_now = 5000;
+    (void)flash_media_deadline_take(nullptr);
+    // The log: three pages on three of the four dies (round robin, channel
+    // first), two transfers queued on channel 0.
+    ASSERT_EQ(media_write(m, 100, 3, w.data()), 0);
+    uint64_t log_done = flash_media_deadline_take(nullptr);
+    EXPECT_EQ(log_done, 5000 + 2 * k->t_xfer_ns + k->t_prog_ns);
+    // Ordered data of another thread: a page programmed after the log.
+    uint64_t data_done = 0;
+    std::thread t([&] {
+        ASSERT_EQ(media_write(m, 900, 1, w.data()), 0);
+        data_done = flash_media_deadline_take(nullptr);
+    });
+    t.join();
+    ASSERT_EQ(media_flush(m), 0);
+    // The commit record, still at 5000 on the host's clock: issued no
+    // earlier than the flush's completion, whichever die it lands on.
+    ASSERT_EQ(media_write(m, 200, 1, w.data()), 0);
+    ASSERT_EQ(media_flush(m), 0);
+    uint64_t commit_done = flash_media_deadline_take(nullptr);
+    uint64_t before = log_done > data_done ? log_done : data_done;
+    EXPECT_GE(commit_done, before + k->t_xfer_ns + k->t_prog_ns);
+    // A new command (after the take) is not ordered by the old flush.
+    ASSERT_EQ(media_write(m, 300, 1, w.data()), 0);
+    EXPECT_LT(flash_media_deadline_take(nullptr), commit_done);
     media_close(m);
     unlink(path.c_str());
 }
