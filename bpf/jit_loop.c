@@ -38,35 +38,36 @@ static uint32_t target_of(const struct vm_exec *x, const struct vm_dinsn *d)
     return (uint32_t)(d->aux.target - x->code);
 }
 
-/* The body's own checks: what it runs, where it jumps, who writes ra and
- * rb. Returns the pc of the one `ra += 1`, or 0 when the body does not
- * qualify. */
-static uint32_t body_step(const struct vm_exec *x, uint32_t t, uint32_t back, unsigned ra,
+/* The body [from, back): what it runs, where it jumps, who writes ra and
+ * rb. Returns the pc of the one `ra += 1`, or UINT32_MAX when the body
+ * does not qualify. */
+static uint32_t body_step(const struct vm_exec *x, uint32_t from, uint32_t back, unsigned ra,
                           int rb)
 {
-    uint32_t step = 0, reach = 0;   /* reach: farthest forward target so far */
-    for (uint32_t i = t + 1; i < back; i++) {
+    uint32_t step = UINT32_MAX, reach = 0;   /* reach: farthest target inside so far */
+    for (uint32_t i = from; i < back; i++) {
         const struct vm_dinsn *d = &x->code[i];
         if (d->op == XOP_LDDW) {
             if (writes(d, ra) || (rb >= 0 && writes(d, (unsigned)rb)))
-                return 0;
+                return UINT32_MAX;
             i++;   /* slot 2: checked below not to be a target */
             continue;
         }
         if (is_cond(d->op) || d->op == XOP_JA) {
             uint32_t tg = target_of(x, d);
-            if (tg <= i || tg > back)
-                return 0;
-            if (tg > reach)
-                reach = tg;
+            if (tg <= i)
+                return UINT32_MAX;
+            if (tg <= back && tg > reach)
+                reach = tg;   /* past back: an early exit */
             continue;
         }
         if (!is_straight(d->op) || (rb >= 0 && writes(d, (unsigned)rb)))
-            return 0;
+            return UINT32_MAX;
         if (!writes(d, ra))
             continue;
-        if (step || d->op != XOP_ADD64_K || d->imm != 1 || d->dst != ra || reach > i)
-            return 0;   /* a second write, not `ra += 1`, or a jump passes over it */
+        if (step != UINT32_MAX || d->op != XOP_ADD64_K || d->imm != 1 || d->dst != ra ||
+            reach > i)
+            return UINT32_MAX;   /* a second write, not `ra += 1`, or a jump passes over it */
         step = i;
     }
     return step;
@@ -76,31 +77,50 @@ static uint32_t body_step(const struct vm_exec *x, uint32_t t, uint32_t back, un
 static bool slots_untouched(const struct vm_exec *x, const uint32_t *targets, uint32_t t,
                             uint32_t back)
 {
-    for (uint32_t i = t + 1; i + 1 < back; i++)
+    for (uint32_t i = t; i + 1 < back; i++)
         if (x->code[i].op == XOP_LDDW && targets[i + 1])
             return false;
     return true;
+}
+
+/* The loop's test: head-tested `if (ra >= rb) goto out` at t, or the
+ * bottom-tested back-edge `if (ra < rb) / (ra != rb) goto t`. */
+static bool loop_test(const struct vm_exec *x, uint32_t back, struct vm_jit_loop *l)
+{
+    const struct vm_dinsn *j = &x->code[back], *h;
+    l->back = back;
+    l->head = target_of(x, j);
+    if (j->op == XOP_JA) {
+        h = &x->code[l->head];
+        if ((h->op != XOP_JGE_K && h->op != XOP_JGE_X) || target_of(x, h) <= back)
+            return false;
+        l->bottom = false;
+    } else {
+        h = j;
+        if (h->op != XOP_JLT_K && h->op != XOP_JLT_X && h->op != XOP_JNE_K && h->op != XOP_JNE_X)
+            return false;
+        l->bottom = true;
+    }
+    l->rb_imm = h->op == XOP_JGE_K || h->op == XOP_JLT_K || h->op == XOP_JNE_K;
+    l->ra = h->dst;
+    l->rb = l->rb_imm ? 0 : h->src;
+    l->imm = h->imm;
+    return l->ra < VM_REG_FP && (l->rb_imm || (l->rb < VM_REG_FP && l->rb != l->ra));
 }
 
 bool vm_jit_counted_loop(const struct vm_exec *x, const uint32_t *targets, uint32_t back,
                          struct vm_jit_loop *out)
 {
     const struct vm_dinsn *j = &x->code[back];
-    if (back >= x->n || j->op != XOP_JA)
+    struct vm_jit_loop l;
+    if (back >= x->n || (j->op != XOP_JA && !is_cond(j->op)) || !loop_test(x, back, &l))
         return false;
-    uint32_t t = target_of(x, j);
-    if (t + 2 > back || targets[t] != 1)
+    if (l.head >= back || (!l.bottom && l.head + 2 > back) || targets[l.head] != 1)
         return false;
-    const struct vm_dinsn *h = &x->code[t];
-    bool imm = h->op == XOP_JGE_K;
-    if ((!imm && h->op != XOP_JGE_X) || target_of(x, h) <= back)
+    l.step = body_step(x, l.bottom ? l.head : l.head + 1, back, l.ra, l.rb_imm ? -1 : l.rb);
+    if (l.step == UINT32_MAX || !slots_untouched(x, targets, l.head, back))
         return false;
-    unsigned ra = h->dst;
-    int rb = imm ? -1 : h->src;
-    if (ra >= VM_REG_FP || (!imm && (h->src >= VM_REG_FP || h->src == ra)))
-        return false;
-    if (!body_step(x, t, back, ra, rb) || !slots_untouched(x, targets, t, back))
-        return false;
-    *out = (struct vm_jit_loop){t, back, (uint8_t)ra, (uint8_t)(imm ? 0 : rb), imm, back - t + 1};
+    l.cmax = back - l.head + 1;
+    *out = l;
     return true;
 }

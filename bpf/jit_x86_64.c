@@ -111,10 +111,11 @@ struct stub {
 
 /* `if (c) skip one instruction`: the instruction runs out of line. */
 struct cold {
-    uint32_t pc;         /* the skipped instruction */
+    uint32_t pc;         /* the skipped instruction (exits: the jump) */
     uint32_t end;        /* the jump into it to patch */
     uint32_t pend;       /* pend on entry */
-    bool fast;           /* jumped to from a loop's unchecked copy */
+    bool fast;           /* jumped to from a loop's unchecked copy (exits: dyn) */
+    uint32_t target;     /* exits: where the jump goes */
 };
 
 struct jbuf {
@@ -137,6 +138,11 @@ struct jbuf {
     uint32_t lo, hi;
     uint32_t *foff;       /* per pc: native offset in its loop's unchecked copy */
     uint32_t fast_p;      /* the copy's count per round, charged on entry */
+    const struct vm_jit_loop *loop;   /* the loop being copied unchecked */
+    uint32_t *perp;       /* offsets of imm32s to patch with fast_p */
+    size_t nperp, capperp;
+    struct cold *exits;   /* its early exits, emitted after it */
+    size_t nexits, capexits;
 };
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem, bool *oom)
@@ -723,7 +729,7 @@ static bool cold_skip(struct jbuf *b, const struct vm_exec *x, const struct vm_d
         return false;
     carry_into(b, t);
     uint32_t end = jcc32(b, compare(b, d) ^ 1);
-    b->cold[b->ncold++] = (struct cold){pc + 1, end, b->pend, b->fast};
+    b->cold[b->ncold++] = (struct cold){pc + 1, end, b->pend, b->fast, 0};
     b->skip = pc + 1;
     return true;
 }
@@ -807,9 +813,81 @@ static bool if_convert(struct jbuf *b, const struct vm_exec *x, const struct vm_
         enc_rr(b, F_W | F_0F, (uint8_t)(0x40 | runs), dst, R11);   /* cmovcc dst, r11 */
     b->dyn = true;   /* r12 -= r10 at the next settle */
     b->skip = pc + 1;
-    if (!b->fast)   /* the checked copy comes second, and the only one elsewhere */
-        b->targets[t]--;   /* no jump lands on t from here any more */
+    b->targets[t]--;   /* no jump lands on t from here any more */
     return true;
+}
+
+/* r11 = rb - ra of loop l's test (its rounds, when ra < rb). */
+static void rounds_into_r11(struct jbuf *b, const struct vm_jit_loop *l)
+{
+    if (l->rb_imm)
+        enc_rr(b, F_W, 0xc7, 0, R11), emit4(b, (uint32_t)l->imm);
+    else
+        mov_rr(b, R11, reg_of[l->rb]);
+    enc_rr(b, F_W, 0x29, reg_of[l->ra], R11);
+}
+
+/* imul r11, r11, <the unchecked copy's count per round>, patched when
+ * the copy is complete. */
+static void times_per_round(struct jbuf *b)
+{
+    enc_rr(b, F_W, 0x69, R11, R11), emit4(b, 0);
+    b->perp = grow(b->perp, &b->capperp, b->nperp + 1, sizeof(*b->perp), &b->oom);
+    if (!b->oom)
+        b->perp[b->nperp++] = (uint32_t)b->len - 4;
+}
+
+/* The path of an early exit at pc from the counted loop being copied
+ * unchecked: gives back the count charged on entry for the rounds not
+ * run, the current one included (jit_loop.h invariant 1), then arrives
+ * at t with t's carried count. */
+static void refund_and_leave(struct jbuf *b, uint32_t pc, uint32_t t)
+{
+    rounds_into_r11(b, b->loop);
+    if (pc > b->loop->step)
+        alu_ri(b, F_W, 0, R11, 1);
+    times_per_round(b);
+    enc_rr(b, F_W, 0x01, R11, LEFT);   /* add r12, r11 */
+    carry_into(b, t);
+    fixup(b, jmp32(b, 0xe9), t);
+}
+
+/* A jump at pc out of the counted loop being copied unchecked, taken when
+ * cc holds (-1: always). A conditional one jumps to its exit path out of
+ * line, emitted with the loop's copy (counted_loop), so staying in the
+ * loop costs no taken branch. */
+static void leave_counted(struct jbuf *b, int cc, uint32_t pc, uint32_t t)
+{
+    if (cc < 0) {
+        refund_and_leave(b, pc, t);
+        return;
+    }
+    b->exits = grow(b->exits, &b->capexits, b->nexits + 1, sizeof(*b->exits), &b->oom);
+    if (!b->oom)
+        b->exits[b->nexits++] = (struct cold){pc, jcc32(b, cc), b->pend, b->dyn, t};
+}
+
+/* The back-edge of a bottom-tested counted loop, in its unchecked copy:
+ * the round's count was charged on entry; the last round falls through
+ * to pc + 1 in the state the ordinary copy's fall-through has there. */
+static void counted_back_edge(struct jbuf *b, const struct vm_exec *x, const struct vm_dinsn *d,
+                              uint32_t pc, uint32_t t)
+{
+    bool dyn = b->dyn;
+    drop_dyn(b);
+    b->fast_p = b->pend;
+    uint32_t round = b->pend;
+    b->pend = 0;
+    fixup(b, jcc32(b, compare(b, d)), t);
+    if (b->targets[pc + 1]) {
+        carry_into(b, pc + 1);
+    } else {
+        settle(b, round);
+        if (dyn)
+            enc_rr(b, 0, 0x31, R10, R10), b->dyn = true;   /* counted already */
+    }
+    fixup(b, jmp32(b, 0xe9), pc + 1);
+    b->dead = true;
 }
 
 static void cond(struct jbuf *b, const struct vm_exec *x, const struct vm_dinsn *d,
@@ -817,6 +895,14 @@ static void cond(struct jbuf *b, const struct vm_exec *x, const struct vm_dinsn 
 {
     if (t > pc && (if_convert(b, x, d, pc, t) || cold_skip(b, x, d, pc, t)))
         return;
+    if (b->fast && t > b->hi && (pc != b->lo || b->loop->bottom)) {   /* not the head's test */
+        leave_counted(b, compare(b, d), pc, t);
+        return;
+    }
+    if (b->fast && pc == b->hi && t <= pc) {
+        counted_back_edge(b, x, d, pc, t);
+        return;
+    }
     if (t > pc)
         carry_into(b, t);   /* before the compare: it may emit a sub */
     jump_to(b, compare(b, d), pc, t);
@@ -948,6 +1034,8 @@ static void insn(struct jbuf *b, const struct vm_exec *x, uint32_t pc)
         alu_bin(b, XOP_ADD64_K + rel / 4 * 4, rel % 4, d);
     } else if (op >= XOP_NEG64 && op <= XOP_BSWAP64) {
         alu_misc(b, d);
+    } else if (op == XOP_JA && b->fast && target_pc(x, d) > b->hi) {
+        leave_counted(b, -1, pc, target_pc(x, d));
     } else if (op == XOP_JA) {
         uint32_t t = target_pc(x, d);
         if (t > pc)
@@ -1058,48 +1146,62 @@ static void emit_pc(struct jbuf *b, const struct vm_exec *x, uint32_t pc, uint32
     }
 }
 
-/* r11 = rb - ra of loop l's head (its rounds, when ra < rb). */
-static void rounds_into_r11(struct jbuf *b, const struct vm_exec *x, const struct vm_jit_loop *l)
-{
-    if (l->rb_imm)
-        enc_rr(b, F_W, 0xc7, 0, R11), emit4(b, (uint32_t)x->code[l->head].imm);
-    else
-        mov_rr(b, R11, reg_of[l->rb]);
-    enc_rr(b, F_W, 0x29, reg_of[l->ra], R11);
-}
-
 /* Counted loop l (bpf/jit_loop.h), entered at its head with nothing
- * pending: when its rounds R = rb - ra satisfy R * cmax <= r12, no budget
- * check inside it can fail, so an unchecked copy runs: R times its count
- * per round is subtracted on entry, and its back-edge only takes the
- * if-converted counts (invariant 4). Otherwise, and when ra >= rb (R
- * wraps), the ordinary copy that follows runs. */
-static void counted_loop(struct jbuf *b, const struct vm_exec *x, const struct vm_jit_loop *l,
-                         uint32_t *off)
+ * pending: when its rounds R = rb - ra (at least 1 for a bottom-tested
+ * loop) satisfy R * cmax <= r12, no budget check inside it can fail, so an
+ * unchecked copy runs: R times its static count per round is subtracted
+ * on entry, its back-edge only takes the if-converted counts (invariant
+ * 4), and an early exit gives back the rounds it did not run. Otherwise
+ * (also when ra >= rb: R wraps) the ordinary copy that follows runs. */
+static void counted_loop(struct jbuf *b, const struct vm_exec *x, const struct vm_jit_loop *l)
 {
-    rounds_into_r11(b, x, l);
-    alu_ri(b, F_W, 7, R11, INT32_MAX);
+    rounds_into_r11(b, l);
+    if (l->bottom)
+        alu_ri(b, F_W, 5, R11, 1);   /* R - 1: a bottom-tested loop runs once at least */
+    alu_ri(b, F_W, 7, R11, l->bottom ? INT32_MAX - 1 : INT32_MAX);
     uint32_t big = jcc32(b, CC_A);
+    if (l->bottom)
+        alu_ri(b, F_W, 0, R11, 1);
     enc_rr(b, F_W, 0x69, R11, R11), emit4(b, l->cmax);   /* imul r11, r11, cmax */
     enc_rr(b, F_W, 0x39, LEFT, R11);                      /* cmp r11, r12 */
     uint32_t over = jcc32(b, CC_G);
-    rounds_into_r11(b, x, l);
-    enc_rr(b, F_W, 0x69, R11, R11), emit4(b, 0);
-    size_t per_round = b->len - 4;   /* patched below */
+    rounds_into_r11(b, l);
+    times_per_round(b);
     enc_rr(b, F_W, 0x29, R11, LEFT);
+    /* both copies see the same jump counts: if-conversion lowers them */
+    size_t n = l->back - l->head + 1;
+    uint32_t *counts = malloc(n * sizeof(*counts));
+    if (!counts) {
+        b->oom = true;
+        return;
+    }
+    memcpy(counts, b->targets + l->head, n * sizeof(*counts));
     b->fast = true;
     b->lo = l->head;
     b->hi = l->back;
+    b->loop = l;
     b->fast_p = 0;
     for (uint32_t pc = l->head; pc <= l->back; pc++)
         emit_pc(b, x, pc, b->foff);
+    for (size_t i = 0; i < b->nexits; i++) {
+        const struct cold *e = &b->exits[i];
+        patch(b, e->end, b->len);
+        b->pend = e->pend;
+        b->dyn = e->fast;
+        refund_and_leave(b, e->pc, e->target);
+    }
+    b->nexits = 0;
     b->fast = false;
-    if (!b->oom)
-        memcpy(b->p + per_round, &b->fast_p, 4);
+    memcpy(b->targets + l->head, counts, n * sizeof(*counts));
+    free(counts);
+    for (size_t i = 0; i < b->nperp && !b->oom; i++)
+        memcpy(b->p + b->perp[i], &b->fast_p, 4);
+    b->nperp = 0;
     patch(b, big, b->len);
     patch(b, over, b->len);
     b->pend = 0;
     b->dyn = false;
+    b->dead = true;
     b->skip = UINT32_MAX;
 }
 
@@ -1135,7 +1237,7 @@ static int generate(struct jbuf *b, const struct vm_exec *x, uint32_t *off)
         if (counted[pc] && pc != b->skip && !b->dead &&
             vm_jit_counted_loop(x, targets, counted[pc] - 1, &l)) {
             enter_target(b, pc);   /* pend 0: a loop head */
-            counted_loop(b, x, &l, off);
+            counted_loop(b, x, &l);
         }
         emit_pc(b, x, pc, off);
     }
@@ -1200,6 +1302,8 @@ int vm_jit_compile(struct vm_prog *prog)
     free(b.carry);
     free(b.cold);
     free(b.foff);
+    free(b.perp);
+    free(b.exits);
     if (rc) {
         free(off);
         free(j);

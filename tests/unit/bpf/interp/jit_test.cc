@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -149,14 +150,14 @@ TEST(Jit, NewlineLoopIsIfConvertedAndItsCountedCopyHasNoBudgetCheck)
     /* The unchecked copy of the counted loop sits before the head (listed
      * under pc 2): the bound R * 6 <= r12 is tested (imul r11, r11, 6),
      * R * 5 charged (imul r11, r11, 5; sub r12, r11), and the round is
-     * movzx; cmp; sete; add rax, r10; sub r12, r10; add rdi, 1; cmp rdi,
+     * movzx; cmp; sete; add rax, r10; add rdi, 1; sub r12, r10; cmp rdi,
      * rdx; jb - one branch, no budget check */
     std::vector<uint8_t> pre = code_of(t.prog(), 2);
     EXPECT_TRUE(contains(pre, {0x4d, 0x69, 0xdb, 0x06, 0, 0, 0}));
     EXPECT_TRUE(contains(pre, {0x4d, 0x69, 0xdb, 0x05, 0, 0, 0, 0x4d, 0x29, 0xdc}));
     EXPECT_TRUE(contains(pre, {0x0f, 0xb6, 0x8f, 0, 0, 0, 0, 0x48, 0x83, 0xf9, 0x0a, 0x41, 0x0f,
-                               0x94, 0xc2, 0x4c, 0x01, 0xd0, 0x4d, 0x29, 0xd4, 0x48, 0x83, 0xc7,
-                               0x01, 0x48, 0x39, 0xd7, 0x0f, 0x82}));
+                               0x94, 0xc2, 0x4c, 0x01, 0xd0, 0x48, 0x83, 0xc7, 0x01, 0x4d, 0x29,
+                               0xd4, 0x48, 0x39, 0xd7, 0x0f, 0x82}));
     EXPECT_FALSE(contains(pre, {0x0f, 0x88}));   /* no js */
 }
 
@@ -231,12 +232,13 @@ TEST(Jit, BudgetStopsAtTheSamePointForEveryBudgetOnBranchyCode)
 
 namespace {
 
-/* Random loops for the JIT's counting: a counted loop (bpf/jit_loop.h)
- * whose body mixes computations, one-instruction skips (if-converted or
- * moved out of line), two-instruction skips, loads and stores through r1,
- * sometimes inside an outer loop, sometimes writing its own counter (then
- * it is an ordinary loop, maybe endless). Safe by construction: memory is
- * only [r1, r1 + 64). */
+/* Random loops for the JIT's counting: a counted loop (bpf/jit_loop.h),
+ * tested at the head or at the bottom, whose body mixes computations,
+ * one-instruction skips (if-converted or moved out of line),
+ * two-instruction skips, early exits, loads and stores through r1,
+ * sometimes inside an outer loop, sometimes writing its own counter or
+ * bound (then it is an ordinary loop, maybe endless). Safe by
+ * construction: memory is only [r1, r1 + 64). */
 struct RandomLoop {
     uint64_t s;
     std::vector<vm_insn> code;
@@ -307,20 +309,45 @@ struct RandomLoop {
         default: cond(2), one(), one(); break;
         }
     }
-    /* The counted loop: r6 from a to a + n (r7 or a constant). */
+    /* A counted loop: r6 from a to a + n (r7 or a constant), tested at the
+     * head (`if (r6 >= n) goto out; ...; ja head`) or at the bottom
+     * (`...; if (r6 < n) / (r6 != n) goto top`), r6 += 1 somewhere in the
+     * body, sometimes early exits (`if (..) goto out`, a `break`). */
     void loop()
     {
         int32_t a = (int32_t)(next() % 4), n = (int32_t)(next() % 7);
-        bool reg_bound = next() % 2;
+        bool reg_bound = next() % 2, bottom = next() % 2;
         code.push_back(I_MOV64_IMM(6, a));
         code.push_back(I_MOV64_IMM(7, a + n));
         size_t head = code.size();
-        code.push_back(reg_bound ? I_JMP_REG(VM_JGE, 6, 7, 0) : I_JMP_IMM(VM_JGE, 6, a + n, 0));
-        for (uint32_t k = 0, m = 1 + next() % 5; k < m; k++)
+        if (!bottom)
+            code.push_back(reg_bound ? I_JMP_REG(VM_JGE, 6, 7, 0) : I_JMP_IMM(VM_JGE, 6, a + n, 0));
+        std::vector<size_t> exits;
+        uint32_t m = 1 + next() % 5, inc = next() % (m + 1);
+        for (uint32_t k = 0; k <= m; k++) {
+            if (k == inc)
+                code.push_back(I_ALU64_IMM(VM_ADD, 6, 1));
+            if (k == m)
+                break;
+            if (next() % 6 == 0) {   /* an early exit, patched below */
+                exits.push_back(code.size());
+                if (next() % 4)
+                    cond(0);
+                else
+                    code.push_back(I_JA(0));
+            }
             item();
-        code.push_back(I_ALU64_IMM(VM_ADD, 6, 1));
-        code.push_back(I_JA((int16_t)((int)head - (int)code.size() - 1)));
-        code[head].off = (int16_t)(code.size() - head - 1);
+        }
+        if (bottom) {
+            uint8_t op = next() % 2 ? VM_JLT : VM_JNE;
+            int16_t back = (int16_t)((int)head - (int)code.size() - 1);
+            code.push_back(reg_bound ? I_JMP_REG(op, 6, 7, back) : I_JMP_IMM(op, 6, a + n, back));
+        } else {
+            code.push_back(I_JA((int16_t)((int)head - (int)code.size() - 1)));
+            code[head].off = (int16_t)(code.size() - head - 1);
+        }
+        for (size_t e : exits)
+            code[e].off = (int16_t)(code.size() - e - 1);
     }
     std::vector<vm_insn> build()
     {
@@ -351,9 +378,14 @@ TEST(Jit, RandomLoopsStopWhereTheInterpreterStopsAtEveryBudget)
 {
     if (!vm_jit_available())
         GTEST_SKIP() << "no JIT on this host";
-    for (uint64_t seed = 1; seed <= 400; seed++) {
+    for (uint64_t seed = 1; seed <= 1000; seed++) {
         RandomLoop gen(seed);
-        TestProg t(gen.build());
+        std::vector<vm_insn> code = gen.build();
+        if (getenv("JIT_DUMP") && atoi(getenv("JIT_DUMP")) == (int)seed)   /* JIT_DUMP=seed */
+            for (size_t i = 0; i < code.size(); i++)
+                fprintf(stderr, "%zu: code %02x dst %d src %d off %d imm %d\n", i, code[i].code,
+                        code[i].regs & 15, code[i].regs >> 4, code[i].off, code[i].imm);
+        TestProg t(code);
         ASSERT_NE(t.prog()->jit, nullptr);
         uint8_t mem[2][64];
         vm_env full{};
