@@ -90,20 +90,24 @@ static bool loop_test(const struct vm_exec *x, uint32_t back, struct vm_jit_loop
     const struct vm_dinsn *j = &x->code[back], *h;
     l->back = back;
     l->head = target_of(x, j);
+    bool swapped;   /* the counter is the source: `rb <= ra`, `rb > ra` */
     if (j->op == XOP_JA) {
         h = &x->code[l->head];
-        if ((h->op != XOP_JGE_K && h->op != XOP_JGE_X) || target_of(x, h) <= back)
+        swapped = h->op == XOP_JLE_X;
+        if ((h->op != XOP_JGE_K && h->op != XOP_JGE_X && !swapped) || target_of(x, h) <= back)
             return false;
         l->bottom = false;
     } else {
         h = j;
-        if (h->op != XOP_JLT_K && h->op != XOP_JLT_X && h->op != XOP_JNE_K && h->op != XOP_JNE_X)
+        swapped = h->op == XOP_JGT_X;
+        if (h->op != XOP_JLT_K && h->op != XOP_JLT_X && h->op != XOP_JNE_K &&
+            h->op != XOP_JNE_X && !swapped)
             return false;
         l->bottom = true;
     }
     l->rb_imm = h->op == XOP_JGE_K || h->op == XOP_JLT_K || h->op == XOP_JNE_K;
-    l->ra = h->dst;
-    l->rb = l->rb_imm ? 0 : h->src;
+    l->ra = swapped ? h->src : h->dst;
+    l->rb = l->rb_imm ? 0 : swapped ? h->dst : h->src;
     l->imm = h->imm;
     return l->ra < VM_REG_FP && (l->rb_imm || (l->rb < VM_REG_FP && l->rb != l->ra));
 }

@@ -5,9 +5,9 @@
  *
  * A counted loop t..back is one of
  *   - head-tested: a back-edge `ja` at `back` to a head t that is
- *     `if (ra >= rb) goto e` (e past the loop);
+ *     `if (ra >= rb) goto e` or `if (rb <= ra) goto e` (e past the loop);
  *   - bottom-tested (clang's rotated loops): a back-edge at `back` that is
- *     `if (ra < rb) goto t` or `if (ra != rb) goto t`;
+ *     `if (ra < rb) goto t`, `if (rb > ra) goto t` or `if (ra != rb) goto t`;
  * 64-bit unsigned compares, rb a register or the jump's constant, where:
  *   - the body (the loop without the head test or the back-edge) only
  *     computes, loads, stores and jumps forward: inside the loop, or out

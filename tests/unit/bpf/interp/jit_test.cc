@@ -320,8 +320,11 @@ struct RandomLoop {
         code.push_back(I_MOV64_IMM(6, a));
         code.push_back(I_MOV64_IMM(7, a + n));
         size_t head = code.size();
+        bool swap = reg_bound && next() % 2;   /* `n <= i` / `n > i` */
         if (!bottom)
-            code.push_back(reg_bound ? I_JMP_REG(VM_JGE, 6, 7, 0) : I_JMP_IMM(VM_JGE, 6, a + n, 0));
+            code.push_back(swap        ? I_JMP_REG(VM_JLE, 7, 6, 0)
+                           : reg_bound ? I_JMP_REG(VM_JGE, 6, 7, 0)
+                                       : I_JMP_IMM(VM_JGE, 6, a + n, 0));
         std::vector<size_t> exits;
         uint32_t m = 1 + next() % 5, inc = next() % (m + 1);
         for (uint32_t k = 0; k <= m; k++) {
@@ -341,7 +344,9 @@ struct RandomLoop {
         if (bottom) {
             uint8_t op = next() % 2 ? VM_JLT : VM_JNE;
             int16_t back = (int16_t)((int)head - (int)code.size() - 1);
-            code.push_back(reg_bound ? I_JMP_REG(op, 6, 7, back) : I_JMP_IMM(op, 6, a + n, back));
+            code.push_back(swap        ? I_JMP_REG(VM_JGT, 7, 6, back)
+                           : reg_bound ? I_JMP_REG(op, 6, 7, back)
+                                       : I_JMP_IMM(op, 6, a + n, back));
         } else {
             code.push_back(I_JA((int16_t)((int)head - (int)code.size() - 1)));
             code[head].off = (int16_t)(code.size() - head - 1);
