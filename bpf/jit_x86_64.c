@@ -143,6 +143,8 @@ struct jbuf {
     size_t nperp, capperp;
     struct cold *exits;   /* its early exits, emitted after it */
     size_t nexits, capexits;
+    uint32_t *heads;      /* pairs: a counted loop's head pc, where its code starts */
+    size_t nheads, capheads;
 };
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem, bool *oom)
@@ -1155,6 +1157,11 @@ static void emit_pc(struct jbuf *b, const struct vm_exec *x, uint32_t pc, uint32
  * (also when ra >= rb: R wraps) the ordinary copy that follows runs. */
 static void counted_loop(struct jbuf *b, const struct vm_exec *x, const struct vm_jit_loop *l)
 {
+    b->heads = grow(b->heads, &b->capheads, b->nheads + 2, sizeof(*b->heads), &b->oom);
+    if (b->oom)
+        return;
+    b->heads[b->nheads++] = l->head;
+    b->heads[b->nheads++] = (uint32_t)b->len;
     rounds_into_r11(b, l);
     if (l->bottom)
         alu_ri(b, F_W, 5, R11, 1);   /* R - 1: a bottom-tested loop runs once at least */
@@ -1263,6 +1270,8 @@ static int generate(struct jbuf *b, const struct vm_exec *x, uint32_t *off)
         const struct fixup *f = &b->fx[i];
         patch(b, f->end, f->target == OUT_LABEL ? out : f->fast ? b->foff[f->target] : off[f->target]);
     }
+    for (size_t i = 0; i < b->nheads; i += 2)   /* shown with the loop's first pc */
+        off[b->heads[i]] = b->heads[i + 1];
     return b->oom ? -ENOMEM : 0;
 }
 
@@ -1304,6 +1313,7 @@ int vm_jit_compile(struct vm_prog *prog)
     free(b.foff);
     free(b.perp);
     free(b.exits);
+    free(b.heads);
     if (rc) {
         free(off);
         free(j);

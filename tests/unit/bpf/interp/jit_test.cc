@@ -146,13 +146,17 @@ TEST(Jit, NewlineLoopIsIfConvertedAndItsCountedCopyHasNoBudgetCheck)
               (std::vector<uint8_t>{0x4d, 0x8d, 0x9a, 0x05, 0, 0, 0, 0x4d, 0x29, 0xdc, 0x0f, 0x88}));
     EXPECT_EQ(std::vector<uint8_t>(ja.begin() + 16, ja.begin() + 21),
               (std::vector<uint8_t>{0x48, 0x39, 0xd7, 0x0f, 0x82}));
-    EXPECT_EQ(code_of(t.prog(), 3).size(), 3u + 6u);   /* cmp rdi, rdx; jae */
-    /* The unchecked copy of the counted loop sits before the head (listed
-     * under pc 2): the bound R * 6 <= r12 is tested (imul r11, r11, 6),
+    /* pc 3, the head, shows the counted loop's entry test and its
+     * unchecked copy, then the ordinary head: cmp rdi, rdx; jae. The entry
+     * tests the bound R * 6 <= r12 (imul r11, r11, 6),
      * R * 5 charged (imul r11, r11, 5; sub r12, r11), and the round is
      * movzx; cmp; sete; add rax, r10; add rdi, 1; sub r12, r10; cmp rdi,
      * rdx; jb - one branch, no budget check */
-    std::vector<uint8_t> pre = code_of(t.prog(), 2);
+    std::vector<uint8_t> pre = code_of(t.prog(), 3);
+    ASSERT_GT(pre.size(), 9u);
+    EXPECT_EQ(std::vector<uint8_t>(pre.end() - 9, pre.end() - 4),
+              (std::vector<uint8_t>{0x48, 0x39, 0xd7, 0x0f, 0x83}));
+    EXPECT_EQ(code_of(t.prog(), 2).size(), 7u + 4u);   /* mov rax, 0; sub r12, 3 */
     EXPECT_TRUE(contains(pre, {0x4d, 0x69, 0xdb, 0x06, 0, 0, 0}));
     EXPECT_TRUE(contains(pre, {0x4d, 0x69, 0xdb, 0x05, 0, 0, 0, 0x4d, 0x29, 0xdc}));
     EXPECT_TRUE(contains(pre, {0x0f, 0xb6, 0x8f, 0, 0, 0, 0, 0x48, 0x83, 0xf9, 0x0a, 0x41, 0x0f,
