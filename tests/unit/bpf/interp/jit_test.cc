@@ -364,18 +364,25 @@ struct RandomLoop {
         for (uint8_t r = 0; r <= 9; r++)
             if (r != 1)
                 code.push_back(I_MOV64_IMM(r, r == 9 && outer ? 0 : imm()));
-        size_t top = code.size();
+        size_t top = code.size(), test = 0;
+        bool head_test = next() % 2;   /* `r9++; if (r9 > 3) break;` opens the round */
         if (outer)
             code.push_back(I_ALU64_IMM(VM_ADD, 9, 1));
+        if (outer && head_test) {
+            test = code.size();
+            code.push_back(I_JMP_IMM(VM_JSGT, 9, 3, 0));
+        }
         for (uint32_t k = next() % 3; k; k--)
             item();
         loop();
         for (uint32_t k = next() % 3; k; k--)
             item();
-        if (outer) {   /* r9 counts the outer rounds: 3 */
+        if (outer && !head_test)   /* r9 counts the outer rounds: 3 */
             code.push_back(I_JMP_IMM(VM_JSGE, 9, 3, 1));
+        if (outer)
             code.push_back(I_JA((int16_t)((int)top - (int)code.size() - 1)));
-        }
+        if (outer && head_test)
+            code[test].off = (int16_t)(code.size() - test - 1);
         for (uint8_t r = 2; r <= 8; r++)
             code.push_back(I_ALU64_REG(VM_XOR, 0, r));
         code.push_back(I_EXIT());
