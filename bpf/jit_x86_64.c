@@ -29,6 +29,20 @@
  *   2. The native stack is 16-byte aligned wherever BPF code runs; a local
  *      call pushes 48 bytes (r6-r9, padding, return address) so it stays so.
  *   3. Depth is r10 itself: frame d has r10 = fp_top - d * VM_STACK_SIZE.
+ *   4. x86 r10 is below 256 between instructions (code that uses it as
+ *      scratch clears it after), so `setcc r10b` alone makes it 0 or 1.
+ *      After an if-converted instruction (jbuf.dyn) it holds that
+ *      instruction's count, not yet subtracted: the next settle() takes
+ *      it off r12, together with the pending count in one `sub` when it
+ *      flushes (lea r11, [r10 + pend]), so a loop's r12 chain is one
+ *      `sub` per round.
+ *   5. A counted loop (bpf/jit_loop.h) is emitted twice: an unchecked copy
+ *      first, run when its rounds times its longest round fit in r12 (so
+ *      no budget check in it could fail), then the ordinary copy. Both
+ *      copies share carry[]; the unchecked one is charged its static count
+ *      per round times its rounds on entry, and subtracts only the
+ *      if-converted counts (r10) as it goes, so r12 is exact when it
+ *      leaves.
  *
  * Constants from the program appear as immediates in the code (no
  * blinding): the generated code has no indirect jump whose target the
@@ -47,6 +61,7 @@
 
 #include "bpf/abi.h"
 #include "bpf/interp_int.h"
+#include "bpf/jit_loop.h"
 
 /* What prog->jit points at. */
 struct vm_jit {
@@ -84,8 +99,8 @@ enum { F_W = 1, F_BYTE = 2, F_66 = 4, F_0F = 8 };
 
 struct fixup {
     uint32_t end;        /* offset just past the rel32 */
-    uint32_t target;     /* pc, or stub index with is_stub */
-    bool is_stub;
+    uint32_t target;     /* pc, or OUT_LABEL */
+    bool fast;           /* to target's code in the unchecked copy of its loop */
 };
 
 struct stub {
@@ -96,9 +111,11 @@ struct stub {
 
 /* `if (c) skip one instruction`: the instruction runs out of line. */
 struct cold {
-    uint32_t pc;         /* the skipped instruction */
+    uint32_t pc;         /* the skipped instruction (exits: the jump) */
     uint32_t end;        /* the jump into it to patch */
     uint32_t pend;       /* pend on entry */
+    bool fast;           /* jumped to from a loop's unchecked copy (exits: dyn) */
+    uint32_t target;     /* exits: where the jump goes */
 };
 
 struct jbuf {
@@ -110,12 +127,24 @@ struct jbuf {
     struct stub *st;
     size_t nst, capst;
     uint32_t pend;        /* instructions not yet subtracted from r12 */
+    bool dyn;             /* and r10 more (0 or 1, invariant 4) */
     int64_t *carry;       /* per pc: pend a jump into it brings, -1 unset */
     bool dead;            /* the last instruction never falls through */
-    const bool *targets;  /* per pc: some jump or call lands there */
+    uint32_t *targets;    /* per pc: how many jumps and calls land there */
     struct cold *cold;    /* one-instruction blocks moved out of line */
     size_t ncold, capcold;
     uint32_t skip;        /* pc emitted out of line, or UINT32_MAX */
+    bool fast;            /* emitting the unchecked copy of loop lo..hi */
+    uint32_t lo, hi;
+    uint32_t *foff;       /* per pc: native offset in its loop's unchecked copy */
+    uint32_t fast_p;      /* the copy's count per round, charged on entry */
+    const struct vm_jit_loop *loop;   /* the loop being copied unchecked */
+    uint32_t *perp;       /* offsets of imm32s to patch with fast_p */
+    size_t nperp, capperp;
+    struct cold *exits;   /* its early exits, emitted after it */
+    size_t nexits, capexits;
+    uint32_t *heads;      /* pairs: a counted loop's head pc, where its code starts */
+    size_t nheads, capheads;
 };
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem, bool *oom)
@@ -244,11 +273,18 @@ static void patch(struct jbuf *b, uint32_t end, size_t target)
     memcpy(b->p + end - 4, &rel, 4);
 }
 
-static void fixup(struct jbuf *b, uint32_t end, uint32_t target, bool is_stub)
+static void fixup_to(struct jbuf *b, uint32_t end, uint32_t target, bool fast)
 {
     b->fx = grow(b->fx, &b->capfx, b->nfx + 1, sizeof(*b->fx), &b->oom);
     if (!b->oom)
-        b->fx[b->nfx++] = (struct fixup){end, target, is_stub};
+        b->fx[b->nfx++] = (struct fixup){end, target, fast};
+}
+
+/* A jump to pc `target` (or OUT_LABEL): inside the loop being copied
+ * unchecked, to that copy's code. */
+static void fixup(struct jbuf *b, uint32_t end, uint32_t target)
+{
+    fixup_to(b, end, target, b->fast && target >= b->lo && target <= b->hi);
 }
 
 /* A conditional jump to an out-of-line stub that ends the run. */
@@ -264,9 +300,25 @@ static void jcc_stub(struct jbuf *b, int cc, uint8_t kind, uint32_t pc)
  * difference, which may be negative). Clobbers the flags when it emits. */
 static void settle(struct jbuf *b, uint32_t to)
 {
+    if (b->dyn && to == 0 && b->pend) {   /* one sub on r12's chain: lea r11, [r10 + pend] */
+        enc_rm(b, F_W, 0x8d, R11, R10, (int32_t)b->pend);
+        enc_rr(b, F_W, 0x29, R11, LEFT);
+        b->dyn = false;
+        b->pend = 0;
+        return;
+    }
+    if (b->dyn)
+        enc_rr(b, F_W, 0x29, R10, LEFT);   /* sub r12, r10 */
+    b->dyn = false;
     if (b->pend != to)
         alu_ri(b, F_W, 5, LEFT, (int32_t)((int64_t)b->pend - (int64_t)to));
     b->pend = to;
+}
+
+/* Subtracts the if-converted count in r10 (invariant 4), if any. */
+static void drop_dyn(struct jbuf *b)
+{
+    settle(b, b->pend);
 }
 
 /* Subtracts the whole pending instruction count from r12. */
@@ -279,6 +331,7 @@ static void flush(struct jbuf *b)
  * first edge emitted into t fixes it (invariant 1). */
 static void carry_into(struct jbuf *b, uint32_t t)
 {
+    drop_dyn(b);   /* r10 is this path's own */
     if (b->carry[t] < 0)
         b->carry[t] = b->pend;
     else
@@ -309,7 +362,7 @@ static void align(struct jbuf *b, size_t to)
 static void enter_target(struct jbuf *b, uint32_t pc)
 {
     if (b->dead && b->carry[pc] >= 0)
-        b->pend = (uint32_t)b->carry[pc];
+        b->pend = (uint32_t)b->carry[pc], b->dyn = false;
     else
         carry_into(b, pc);
 }
@@ -319,7 +372,7 @@ static void enter_target(struct jbuf *b, uint32_t pc)
  * is only emitted when there was nothing to subtract. */
 static void budget_check(struct jbuf *b, uint32_t pc)
 {
-    if (b->pend)
+    if (b->pend || b->dyn)
         flush(b);
     else
         enc_rr(b, F_W, 0x85, LEFT, LEFT);
@@ -371,6 +424,7 @@ static void shift_x(struct jbuf *b, int fl, int digit, int dst, int src)
 static void divide(struct jbuf *b, int fl, bool sign, bool mod, int dst, int src, bool k,
                    int32_t imm)
 {
+    drop_dyn(b);   /* r10 is scratch here */
     push(b, RAX);
     push(b, RDX);
     if (k)
@@ -414,6 +468,7 @@ static void divide(struct jbuf *b, int fl, bool sign, bool mod, int dst, int src
     pop(b, RDX);
     pop(b, RAX);
     mov_rr(b, dst, R10);
+    enc_rr(b, 0, 0x31, R10, R10);   /* invariant 4 */
 }
 
 /* Binary ALU op `base` (the 64_K member of its family) with variant v
@@ -527,6 +582,7 @@ static void atomic_fetch_loop(struct jbuf *b, int fl, uint8_t opx, int base, int
                               int32_t off)
 {
     int s = src == RAX ? R10 : src;
+    drop_dyn(b);   /* r10 is scratch here */
     push(b, CTL);
     enc_rm(b, F_W, 0x8d, R11, base, off);
     mov_rr(b, R10, RAX);
@@ -544,6 +600,7 @@ static void atomic_fetch_loop(struct jbuf *b, int fl, uint8_t opx, int base, int
         enc_rr(b, fl, 0x89, RAX, src);
         mov_rr(b, RAX, R10);
     }
+    enc_rr(b, 0, 0x31, R10, R10);   /* invariant 4 */
     pop(b, CTL);
 }
 
@@ -603,16 +660,18 @@ static int cond_cc(int base)
 static void jump_to(struct jbuf *b, int cc, uint32_t pc, uint32_t t)
 {
     if (t > pc) {
-        fixup(b, cc < 0 ? jmp32(b, 0xe9) : jcc32(b, cc), t, false);
+        fixup(b, cc < 0 ? jmp32(b, 0xe9) : jcc32(b, cc), t);
         return;
     }
     uint32_t skip = cc < 0 ? 0 : jcc32(b, cc ^ 1);
     uint32_t pend = b->pend;
+    bool dyn = b->dyn;
     budget_check(b, pc);
-    fixup(b, jmp32(b, 0xe9), t, false);
+    fixup(b, jmp32(b, 0xe9), t);
     if (cc >= 0) {
         patch(b, skip, b->len);
         b->pend = pend;
+        b->dyn = dyn;
     }
 }
 
@@ -672,16 +731,180 @@ static bool cold_skip(struct jbuf *b, const struct vm_exec *x, const struct vm_d
         return false;
     carry_into(b, t);
     uint32_t end = jcc32(b, compare(b, d) ^ 1);
-    b->cold[b->ncold++] = (struct cold){pc + 1, end, b->pend};
+    b->cold[b->ncold++] = (struct cold){pc + 1, end, b->pend, b->fast, 0};
     b->skip = pc + 1;
     return true;
+}
+
+/* Whether d is an ALU instruction if_convert() computes into r11 and
+ * commits with a cmov: no side effects, no fault, no stubs. */
+static bool convertible(const struct vm_dinsn *d)
+{
+    if (d->op < XOP_ADD64_K || d->op > XOP_MOV32_X)
+        return false;
+    int base = XOP_ADD64_K + (d->op - XOP_ADD64_K) / 4 * 4;
+    uint8_t opx;
+    int digit;
+    return group1(base, &opx, &digit) || base == XOP_MOV64_K || base == XOP_MUL64_K;
+}
+
+/* +1 or -1 when d adds that constant to a 64-bit register (`n++`,
+ * `n--`): if_convert() adds the setcc result itself. 0 otherwise. */
+static int unit_step(const struct vm_dinsn *d)
+{
+    int sign = d->op == XOP_ADD64_K ? 1 : d->op == XOP_SUB64_K ? -1 : 0;
+    return d->imm == 1 || d->imm == -1 ? sign * d->imm : 0;
+}
+
+/* r11 = the value instruction d would leave in its destination (a
+ * convertible() one), computed without writing any BPF register. */
+static void result_into_r11(struct jbuf *b, const struct vm_dinsn *d)
+{
+    int rel = d->op - XOP_ADD64_K, base = XOP_ADD64_K + rel / 4 * 4, v = rel % 4;
+    int fl = v < 2 ? F_W : 0;
+    bool k = !(v & 1);
+    int dst = reg_of[d->dst], src = k ? 0 : reg_of[d->src];
+    uint8_t opx = 0;
+    int digit = 0;
+
+    if (base == XOP_MOV64_K) {
+        if (k)
+            enc_rr(b, fl, 0xc7, 0, R11), emit4(b, (uint32_t)d->imm);
+        else
+            enc_rr(b, fl, 0x89, src, R11);
+    } else if (base == XOP_MUL64_K && k) {
+        enc_rr(b, fl, 0x69, R11, dst), emit4(b, (uint32_t)d->imm);
+    } else {
+        mov_rr(b, R11, dst);
+        if (base == XOP_MUL64_K)
+            enc_rr(b, fl | F_0F, 0xaf, R11, src);
+        else if (group1(base, &opx, &digit), k)
+            alu_ri(b, fl, digit, R11, d->imm);
+        else
+            enc_rr(b, fl, opx, src, R11);
+    }
+}
+
+/* If-conversion of a forward jump at pc over one convertible instruction
+ * that writes neither register the jump tests (`if (c != '\n') goto +1;
+ * n++`, clang's select `r0 = a; if (a > b) goto +1; r0 = b`): no branch
+ * at all. The instruction's result is computed into r11 and moved into
+ * its register by a cmov on the fall-through condition; `n += 1` adds the
+ * setcc result instead. Its count is the same setcc result, left in r10
+ * for the next settle() (invariant 4), so every count stays exact: the
+ * skipped pc counts only on the path that runs it. */
+static bool if_convert(struct jbuf *b, const struct vm_exec *x, const struct vm_dinsn *d,
+                       uint32_t pc, uint32_t t)
+{
+    const struct vm_dinsn *s = &x->code[pc + 1];
+    bool reg = (d->op - XOP_JEQ_K) % 2 == 1;   /* a _X compare */
+    if (!skips_plain(b, x, pc, t) || !convertible(s))
+        return false;
+    if (s->dst == d->dst || (reg && s->dst == d->src))
+        return false;   /* a clamp of what it tests (`if (a >= m) a -= m`): mostly
+                         * one way, and a cmov would lengthen a's chain */
+    int step = unit_step(s), dst = reg_of[s->dst];
+    drop_dyn(b);   /* before the compare: clobbers the flags */
+    if (!step)
+        result_into_r11(b, s);
+    int runs = compare(b, d) ^ 1;
+    enc_rr(b, F_BYTE | F_0F, (uint8_t)(0x90 | runs), 0, R10);   /* setcc r10b: r10 = ran */
+    if (step)
+        enc_rr(b, F_W, step > 0 ? 0x01 : 0x29, R10, dst);
+    else
+        enc_rr(b, F_W | F_0F, (uint8_t)(0x40 | runs), dst, R11);   /* cmovcc dst, r11 */
+    b->dyn = true;   /* r12 -= r10 at the next settle */
+    b->skip = pc + 1;
+    b->targets[t]--;   /* no jump lands on t from here any more */
+    return true;
+}
+
+/* r11 = rb - ra of loop l's test (its rounds, when ra < rb). */
+static void rounds_into_r11(struct jbuf *b, const struct vm_jit_loop *l)
+{
+    if (l->rb_imm)
+        enc_rr(b, F_W, 0xc7, 0, R11), emit4(b, (uint32_t)l->imm);
+    else
+        mov_rr(b, R11, reg_of[l->rb]);
+    enc_rr(b, F_W, 0x29, reg_of[l->ra], R11);
+}
+
+/* imul r11, r11, <the unchecked copy's count per round>, patched when
+ * the copy is complete. */
+static void times_per_round(struct jbuf *b)
+{
+    enc_rr(b, F_W, 0x69, R11, R11), emit4(b, 0);
+    b->perp = grow(b->perp, &b->capperp, b->nperp + 1, sizeof(*b->perp), &b->oom);
+    if (!b->oom)
+        b->perp[b->nperp++] = (uint32_t)b->len - 4;
+}
+
+/* The path of an early exit at pc from the counted loop being copied
+ * unchecked: gives back the count charged on entry for the rounds not
+ * run, the current one included (jit_loop.h invariant 1), then arrives
+ * at t with t's carried count. */
+static void refund_and_leave(struct jbuf *b, uint32_t pc, uint32_t t)
+{
+    rounds_into_r11(b, b->loop);
+    if (pc > b->loop->step)
+        alu_ri(b, F_W, 0, R11, 1);
+    times_per_round(b);
+    enc_rr(b, F_W, 0x01, R11, LEFT);   /* add r12, r11 */
+    carry_into(b, t);
+    fixup(b, jmp32(b, 0xe9), t);
+}
+
+/* A jump at pc out of the counted loop being copied unchecked, taken when
+ * cc holds (-1: always). A conditional one jumps to its exit path out of
+ * line, emitted with the loop's copy (counted_loop), so staying in the
+ * loop costs no taken branch. */
+static void leave_counted(struct jbuf *b, int cc, uint32_t pc, uint32_t t)
+{
+    if (cc < 0) {
+        refund_and_leave(b, pc, t);
+        return;
+    }
+    b->exits = grow(b->exits, &b->capexits, b->nexits + 1, sizeof(*b->exits), &b->oom);
+    if (!b->oom)
+        b->exits[b->nexits++] = (struct cold){pc, jcc32(b, cc), b->pend, b->dyn, t};
+}
+
+/* The back-edge of a bottom-tested counted loop, in its unchecked copy:
+ * the round's count was charged on entry; the last round falls through
+ * to pc + 1 in the state the ordinary copy's fall-through has there. */
+static void counted_back_edge(struct jbuf *b, const struct vm_exec *x, const struct vm_dinsn *d,
+                              uint32_t pc, uint32_t t)
+{
+    bool dyn = b->dyn;
+    drop_dyn(b);
+    b->fast_p = b->pend;
+    uint32_t round = b->pend;
+    b->pend = 0;
+    fixup(b, jcc32(b, compare(b, d)), t);
+    if (b->targets[pc + 1]) {
+        carry_into(b, pc + 1);
+    } else {
+        settle(b, round);
+        if (dyn)
+            enc_rr(b, 0, 0x31, R10, R10), b->dyn = true;   /* counted already */
+    }
+    fixup(b, jmp32(b, 0xe9), pc + 1);
+    b->dead = true;
 }
 
 static void cond(struct jbuf *b, const struct vm_exec *x, const struct vm_dinsn *d,
                  uint32_t pc, uint32_t t)
 {
-    if (t > pc && cold_skip(b, x, d, pc, t))
+    if (t > pc && (if_convert(b, x, d, pc, t) || cold_skip(b, x, d, pc, t)))
         return;
+    if (b->fast && t > b->hi && (pc != b->lo || b->loop->bottom)) {   /* not the head's test */
+        leave_counted(b, compare(b, d), pc, t);
+        return;
+    }
+    if (b->fast && pc == b->hi && t <= pc) {
+        counted_back_edge(b, x, d, pc, t);
+        return;
+    }
     if (t > pc)
         carry_into(b, t);   /* before the compare: it may emit a sub */
     jump_to(b, compare(b, d), pc, t);
@@ -704,13 +927,19 @@ static bool rotated_back_edge(struct jbuf *b, const struct vm_exec *x, uint32_t 
     if (e <= t || b->carry[e] < 0 || skips_plain(b, x, t, e))
         return false;   /* t + 1 of a skipping head is out of line */
     uint32_t cont = (uint32_t)(b->targets[t + 1] ? b->carry[t + 1] : b->carry[e]);
-    budget_check(b, pc);
+    if (b->fast) {   /* counted loop: the static count was charged on entry */
+        drop_dyn(b);
+        b->fast_p = b->pend;
+        b->pend = 0;
+    } else {
+        budget_check(b, pc);
+    }
     b->pend = 1;   /* the head */
     settle(b, cont);
     int cc = compare(b, h);
-    fixup(b, jcc32(b, cc ^ 1), t + 1, false);
+    fixup(b, jcc32(b, cc ^ 1), t + 1);
     settle(b, (uint32_t)b->carry[e]);
-    fixup(b, jmp32(b, 0xe9), e, false);
+    fixup(b, jmp32(b, 0xe9), e);
     return true;
 }
 
@@ -748,6 +977,7 @@ static void call_helper(struct jbuf *b, const struct vm_dinsn *d, uint32_t pc)
     enc_rr(b, 0, 0xff, 2, RAX);
     pop(b, CTL);
     pop(b, CTL);
+    enc_rr(b, 0, 0x31, R10, R10);   /* invariant 4: the call clobbered it */
     enc_rm(b, F_W, 0x2b, LEFT, CTL, CTL_OFF(charge));   /* r12 -= charge */
     jcc_stub(b, CC_S, VM_JIT_BUDGET, pc);
 }
@@ -763,7 +993,7 @@ static void call_local(struct jbuf *b, uint32_t pc, uint32_t t)
     push(b, R15);
     alu_ri(b, F_W, 5, RSP, 8);
     alu_ri(b, F_W, 5, RBP, VM_STACK_SIZE);
-    fixup(b, jmp32(b, 0xe8), t, false);
+    fixup(b, jmp32(b, 0xe8), t);
     alu_ri(b, F_W, 0, RBP, VM_STACK_SIZE);
     alu_ri(b, F_W, 0, RSP, 8);
     pop(b, R15);
@@ -780,7 +1010,7 @@ static void exit_insn(struct jbuf *b)
     enc_rm(b, F_W, 0x3b, RBP, CTL, CTL_OFF(fp_top));
     uint32_t sub = jcc32(b, CC_NE);
     enc_rr(b, 0, 0x31, R10, R10);
-    fixup(b, jmp32(b, 0xe9), OUT_LABEL, false);
+    fixup(b, jmp32(b, 0xe9), OUT_LABEL);
     patch(b, sub, b->len);
     emit1(b, 0xc3);   /* return to the local call */
 }
@@ -791,7 +1021,7 @@ static void end_run(struct jbuf *b, uint8_t kind, uint32_t pc)
     emit4(b, pc);
     enc_rr(b, 0, 0xc7, 0, R10);
     emit4(b, kind);
-    fixup(b, jmp32(b, 0xe9), OUT_LABEL, false);
+    fixup(b, jmp32(b, 0xe9), OUT_LABEL);
 }
 
 static void insn(struct jbuf *b, const struct vm_exec *x, uint32_t pc)
@@ -806,6 +1036,8 @@ static void insn(struct jbuf *b, const struct vm_exec *x, uint32_t pc)
         alu_bin(b, XOP_ADD64_K + rel / 4 * 4, rel % 4, d);
     } else if (op >= XOP_NEG64 && op <= XOP_BSWAP64) {
         alu_misc(b, d);
+    } else if (op == XOP_JA && b->fast && target_pc(x, d) > b->hi) {
+        leave_counted(b, -1, pc, target_pc(x, d));
     } else if (op == XOP_JA) {
         uint32_t t = target_pc(x, d);
         if (t > pc)
@@ -839,9 +1071,9 @@ static void insn(struct jbuf *b, const struct vm_exec *x, uint32_t pc)
 
 /* Marks every pc some jump or local call lands on; carry[] gets 0 for
  * targets of backward jumps and calls, -1 (not fixed yet) elsewhere. */
-static bool *jump_targets(const struct vm_exec *x, int64_t *carry)
+static uint32_t *jump_targets(const struct vm_exec *x, int64_t *carry)
 {
-    bool *t = calloc((size_t)x->n + 1, 1);
+    uint32_t *t = calloc((size_t)x->n + 1, sizeof(*t));
     if (!t)
         return NULL;
     for (uint32_t pc = 0; pc <= x->n; pc++)
@@ -850,7 +1082,7 @@ static bool *jump_targets(const struct vm_exec *x, int64_t *carry)
         int op = x->code[pc].op;
         if (op == XOP_JA || op == XOP_CALL_LOCAL || (op >= XOP_JEQ_K && op <= XOP_JSLE32_X)) {
             uint32_t tg = target_pc(x, &x->code[pc]);
-            t[tg] = true;
+            t[tg]++;
             if (tg <= pc || op == XOP_CALL_LOCAL)
                 carry[tg] = 0;
         }
@@ -870,8 +1102,8 @@ static void prologue(struct jbuf *b)
     enc_rm(b, F_W, 0x8b, RSI, CTL, CTL_OFF(r2));
     enc_rm(b, F_W, 0x8b, RBP, CTL, CTL_OFF(fp_top));
     enc_rm(b, F_W, 0x8b, LEFT, CTL, CTL_OFF(left));
-    static const int zero[] = {RAX, RDX, RCX, R8, RBX, R13, R14, R15};
-    for (unsigned i = 0; i < 8; i++)
+    static const int zero[] = {RAX, RDX, RCX, R8, RBX, R13, R14, R15, R10};
+    for (unsigned i = 0; i < 9; i++)
         enc_rr(b, 0, 0x31, zero[i], zero[i]);
 }
 
@@ -888,47 +1120,143 @@ static void epilogue(struct jbuf *b)
     emit1(b, 0xc3);
 }
 
+/* Emits the code of pc; off[pc] gets its native offset. */
+static void emit_pc(struct jbuf *b, const struct vm_exec *x, uint32_t pc, uint32_t *off)
+{
+    const struct vm_dinsn *d = &x->code[pc];
+    const uint32_t *targets = b->targets;
+    bool slot2 = pc < x->n && d->op == XOP_INVALID && d->imm == VM_BAD_SLOT2;
+    if (pc == b->skip) {   /* if-converted, or emitted out of line below */
+        off[pc] = (uint32_t)b->len;
+        return;
+    }
+    if (targets[pc])
+        enter_target(b, pc);
+    if (targets[pc] && b->carry[pc] == 0 && !b->dead)
+        align(b, 32);   /* a loop head (or a call target, never fallen into) */
+    off[pc] = (uint32_t)b->len;
+    if (slot2 && !targets[pc])
+        return;
+    insn(b, x, pc);
+    if (pc < x->n && d->op == XOP_LDDW && pc + 1 < x->n && targets[pc + 1]) {
+        if (targets[pc + 2])
+            carry_into(b, pc + 2);
+        else
+            flush(b);   /* pc + 1 ends the run: pc + 2 counts from 0 */
+        fixup(b, jmp32(b, 0xe9), pc + 2);   /* over a jumped-into slot 2 */
+        b->dead = true;
+    }
+}
+
+/* Counted loop l (bpf/jit_loop.h), entered at its head with nothing
+ * pending: when its rounds R = rb - ra (at least 1 for a bottom-tested
+ * loop) satisfy R * cmax <= r12, no budget check inside it can fail, so an
+ * unchecked copy runs: R times its static count per round is subtracted
+ * on entry, its back-edge only takes the if-converted counts (invariant
+ * 4), and an early exit gives back the rounds it did not run. Otherwise
+ * (also when ra >= rb: R wraps) the ordinary copy that follows runs. */
+static void counted_loop(struct jbuf *b, const struct vm_exec *x, const struct vm_jit_loop *l)
+{
+    b->heads = grow(b->heads, &b->capheads, b->nheads + 2, sizeof(*b->heads), &b->oom);
+    if (b->oom)
+        return;
+    b->heads[b->nheads++] = l->head;
+    b->heads[b->nheads++] = (uint32_t)b->len;
+    rounds_into_r11(b, l);
+    if (l->bottom)
+        alu_ri(b, F_W, 5, R11, 1);   /* R - 1: a bottom-tested loop runs once at least */
+    alu_ri(b, F_W, 7, R11, l->bottom ? INT32_MAX - 1 : INT32_MAX);
+    uint32_t big = jcc32(b, CC_A);
+    if (l->bottom)
+        alu_ri(b, F_W, 0, R11, 1);
+    enc_rr(b, F_W, 0x69, R11, R11), emit4(b, l->cmax);   /* imul r11, r11, cmax */
+    enc_rr(b, F_W, 0x39, LEFT, R11);                      /* cmp r11, r12 */
+    uint32_t over = jcc32(b, CC_G);
+    rounds_into_r11(b, l);
+    times_per_round(b);
+    enc_rr(b, F_W, 0x29, R11, LEFT);
+    /* both copies see the same jump counts: if-conversion lowers them */
+    size_t n = l->back - l->head + 1;
+    uint32_t *counts = malloc(n * sizeof(*counts));
+    if (!counts) {
+        b->oom = true;
+        return;
+    }
+    memcpy(counts, b->targets + l->head, n * sizeof(*counts));
+    b->fast = true;
+    b->lo = l->head;
+    b->hi = l->back;
+    b->loop = l;
+    b->fast_p = 0;
+    for (uint32_t pc = l->head; pc <= l->back; pc++)
+        emit_pc(b, x, pc, b->foff);
+    for (size_t i = 0; i < b->nexits; i++) {
+        const struct cold *e = &b->exits[i];
+        patch(b, e->end, b->len);
+        b->pend = e->pend;
+        b->dyn = e->fast;
+        refund_and_leave(b, e->pc, e->target);
+    }
+    b->nexits = 0;
+    b->fast = false;
+    memcpy(b->targets + l->head, counts, n * sizeof(*counts));
+    free(counts);
+    for (size_t i = 0; i < b->nperp && !b->oom; i++)
+        memcpy(b->p + b->perp[i], &b->fast_p, 4);
+    b->nperp = 0;
+    patch(b, big, b->len);
+    patch(b, over, b->len);
+    b->pend = 0;
+    b->dyn = false;
+    b->dead = true;
+    b->skip = UINT32_MAX;
+}
+
+/* counted[t] = 1 + the pc of the back-edge of a counted loop headed at t
+ * (bpf/jit_loop.h), 0 elsewhere; NULL when out of memory. Judged on the
+ * jump counts before if-conversion changes them. */
+static uint32_t *counted_loops(const struct vm_exec *x, const uint32_t *targets)
+{
+    uint32_t *c = calloc((size_t)x->n + 1, sizeof(*c));
+    struct vm_jit_loop l;
+    for (uint32_t pc = 0; c && pc < x->n; pc++)
+        if (vm_jit_counted_loop(x, targets, pc, &l))
+            c[l.head] = pc + 1;
+    return c;
+}
+
 /* Emits the whole program; off[] gets each pc's native offset. */
 static int generate(struct jbuf *b, const struct vm_exec *x, uint32_t *off)
 {
     b->carry = malloc(((size_t)x->n + 1) * sizeof(*b->carry));
-    bool *targets = b->carry ? jump_targets(x, b->carry) : NULL;
-    if (!targets)
+    b->foff = calloc((size_t)x->n + 1, sizeof(*b->foff));
+    uint32_t *targets = b->carry && b->foff ? jump_targets(x, b->carry) : NULL;
+    uint32_t *counted = targets ? counted_loops(x, targets) : NULL;
+    if (!counted) {
+        free(targets);
         return -ENOMEM;
+    }
     b->targets = targets;
     b->skip = UINT32_MAX;
     prologue(b);
     for (uint32_t pc = 0; pc <= x->n; pc++) {
-        const struct vm_dinsn *d = &x->code[pc];
-        bool slot2 = pc < x->n && d->op == XOP_INVALID && d->imm == VM_BAD_SLOT2;
-        if (pc == b->skip) {   /* emitted out of line below */
-            off[pc] = (uint32_t)b->len;
-            continue;
+        struct vm_jit_loop l;
+        if (counted[pc] && pc != b->skip && !b->dead &&
+            vm_jit_counted_loop(x, targets, counted[pc] - 1, &l)) {
+            enter_target(b, pc);   /* pend 0: a loop head */
+            counted_loop(b, x, &l);
         }
-        if (targets[pc])
-            enter_target(b, pc);
-        if (targets[pc] && b->carry[pc] == 0 && !b->dead)
-            align(b, 32);   /* a loop head (or a call target, never fallen into) */
-        off[pc] = (uint32_t)b->len;
-        if (slot2 && !targets[pc])
-            continue;
-        insn(b, x, pc);
-        if (pc < x->n && d->op == XOP_LDDW && pc + 1 < x->n && targets[pc + 1]) {
-            if (targets[pc + 2])
-                carry_into(b, pc + 2);
-            else
-                flush(b);   /* pc + 1 ends the run: pc + 2 counts from 0 */
-            fixup(b, jmp32(b, 0xe9), pc + 2, false);   /* over a jumped-into slot 2 */
-            b->dead = true;
-        }
+        emit_pc(b, x, pc, off);
     }
+    free(counted);
     for (size_t i = 0; i < b->ncold; i++) {
         const struct cold *c = &b->cold[i];
         patch(b, c->end, b->len);
         b->pend = c->pend;
+        b->dyn = false;   /* cold_skip's carry_into dropped it */
         insn(b, x, c->pc);
         settle(b, (uint32_t)b->carry[c->pc + 1]);
-        fixup(b, jmp32(b, 0xe9), c->pc + 1, false);
+        fixup_to(b, jmp32(b, 0xe9), c->pc + 1, c->fast);
     }
     free(targets);
     b->targets = NULL;
@@ -938,8 +1266,12 @@ static int generate(struct jbuf *b, const struct vm_exec *x, uint32_t *off)
     }
     size_t out = b->len;
     epilogue(b);
-    for (size_t i = 0; i < b->nfx; i++)
-        patch(b, b->fx[i].end, b->fx[i].target == OUT_LABEL ? out : off[b->fx[i].target]);
+    for (size_t i = 0; i < b->nfx; i++) {
+        const struct fixup *f = &b->fx[i];
+        patch(b, f->end, f->target == OUT_LABEL ? out : f->fast ? b->foff[f->target] : off[f->target]);
+    }
+    for (size_t i = 0; i < b->nheads; i += 2)   /* shown with the loop's first pc */
+        off[b->heads[i]] = b->heads[i + 1];
     return b->oom ? -ENOMEM : 0;
 }
 
@@ -978,6 +1310,10 @@ int vm_jit_compile(struct vm_prog *prog)
     free(b.st);
     free(b.carry);
     free(b.cold);
+    free(b.foff);
+    free(b.perp);
+    free(b.exits);
+    free(b.heads);
     if (rc) {
         free(off);
         free(j);

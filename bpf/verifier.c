@@ -93,12 +93,26 @@ int vm_verr_at(struct venv *env, uint32_t pc, int code, const char *fmt, ...)
     return code;
 }
 
+const char *vm_none_hint(const struct vreg *r, char *buf, size_t size)
+{
+    if (r->type != VT_NONE || r->off <= 0) {
+        buf[0] = 0;
+        return buf;
+    }
+    snprintf(buf, size, " (a copy of R%u, made at pc %d, which was never set; if clang -O1 made "
+             "that copy on a path that never uses it, the verifier could not rule the path "
+             "out: build with -O2, or initialise the variable)", r->id, r->off - 1);
+    return buf;
+}
+
 int vm_check_reg_init(struct venv *env, unsigned regno)
 {
-    if (vm_reg(env, regno)->type != VT_NONE)
+    const struct vreg *r = vm_reg(env, regno);
+    char hint[256];
+    if (r->type != VT_NONE)
         return 0;
-    return vm_verr(env, (uint16_t)(1u << regno), "R%u is read before it is initialised",
-                   regno);
+    return vm_verr(env, (uint16_t)(1u << regno), "R%u is read before it is initialised%s",
+                   regno, vm_none_hint(r, hint, sizeof(hint)));
 }
 
 /* --- one instruction -------------------------------------------------------- */

@@ -223,10 +223,17 @@ static int alu_mov(struct venv *env, const struct vm_insn *insn)
         return 0;
     }
     unsigned src = vm_src(insn);
-    if (vm_reg(env, src)->type == VT_NONE)
-        return vm_verr(env, bit(src), "R%u is read before it is initialised (copied into R%u; "
-                       "if the copy is one clang -O1 made on a path that never uses it, build "
-                       "with -O2)", src, vm_dst(insn));
+    if (vm_reg(env, src)->type == VT_NONE) {
+        /* clang -O1 copies registers it never set on paths that never use
+         * the copy: the copy is uninitialised too, and only its use is an
+         * error (nothing of the value can be observed before one) */
+        const struct vreg *s = vm_reg(env, src);
+        uint32_t from = s->off > 0 ? s->id : src, at = s->off > 0 ? (uint32_t)s->off : env->pc + 1;
+        vm_mark_none(d);
+        d->id = from;   /* for the message at a use (vm_none_hint) */
+        d->off = (int32_t)at;
+        return 0;
+    }
     if (insn->off == 0 && !(vm_reg(env, src)->sflags & VS_SHL32))
         link_src(env, vm_reg(env, src));
     struct vreg s = *vm_reg(env, src);

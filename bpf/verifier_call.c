@@ -220,9 +220,10 @@ int vm_check_exit(struct venv *env)
     struct vframe *fr = vm_curframe(env);
     const struct vreg *r0 = &fr->regs[0];
     if (st->nframes == 1) {
+        char hint[256];
         if (r0->type == VT_NONE)
             return vm_verr(env, bit(0), "R0 is not initialised at exit: the program must "
-                           "return a value");
+                           "return a value%s", vm_none_hint(r0, hint, sizeof(hint)));
         if (vm_is_ptr(r0))
             return vm_verr(env, bit(0), "R0 points to %s at exit: returning a pointer would "
                            "leak an address", vm_vtype_desc(r0->type));

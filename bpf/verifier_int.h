@@ -385,4 +385,9 @@ static inline void vm_mark_none(struct vreg *r)
 /* Rejects reading an uninitialised register. */
 int vm_check_reg_init(struct venv *env, unsigned regno);
 
+/* The message tail for an uninitialised register r that is a copy of one
+ * never set (id: the register copied, off: its pc + 1; made by a register
+ * move, verifier_alu.c), "" otherwise. Returns buf. */
+const char *vm_none_hint(const struct vreg *r, char *buf, size_t size);
+
 #endif

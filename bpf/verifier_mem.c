@@ -393,11 +393,13 @@ static int mem_access(struct venv *env, unsigned regno, int16_t off, unsigned si
                       enum acc kind, bool sx, struct vreg *val)
 {
     const struct vreg *reg = vm_reg(env, regno);
+    char hint[256];
     if (vm_is_ptr(reg) && (reg->sflags & VS_WILD))
         return wild(env, regno, reg);
     switch (reg->type) {
     case VT_NONE:
-        return vm_verr(env, bit(regno), "R%u is used before it is initialised", regno);
+        return vm_verr(env, bit(regno), "R%u is used before it is initialised%s", regno,
+                       vm_none_hint(reg, hint, sizeof(hint)));
     case VT_SCALAR:
         return vm_verr(env, bit(regno), "R%u is a scalar, not a pointer: memory %s through "
                        "it is not allowed (an address loaded from memory, such as an entry of "

@@ -25,6 +25,7 @@
 
 extern "C" {
 #include "bpf/interp.h"
+#include "bpf/jit_x86_64.h"
 #include "bpf/loader.h"
 #include "bpf/verifier.h"
 }
@@ -129,28 +130,64 @@ unsigned reject_line(const PCase &c)
     return found;
 }
 
-void run_checked(vm_prog *p, uint32_t in_len, uint32_t out_len, uint64_t arg, int shape)
+struct Run {
+    int rc;
+    uint64_t r0, used;
+    uint32_t fault_pc;
+    std::vector<uint8_t> out, state;
+};
+
+// One run over the input of the given shape: checked (bounds-checking
+// interpreter), fast interpreter, or JIT code.
+Run run_one(vm_prog *p, uint32_t in_len, uint32_t out_len, uint64_t arg, int shape,
+            bool checked, bool interp, uint64_t budget)
 {
     static const char text[] = "alpha,beta 42\t\"id\":17 {\"name\":\"x\"} [1,[2]] if  else\n";
-    std::vector<uint8_t> in(in_len + 1), out(out_len + 1), state(VM_STATE_SIZE);
+    std::vector<uint8_t> in(in_len + 1);
+    Run r{0, 0, 0, 0, std::vector<uint8_t>(out_len + 1), std::vector<uint8_t>(VM_STATE_SIZE)};
     for (uint32_t k = 0; k < in_len; k++)
         in[k] = shape == 0 ? (uint8_t)text[k % (sizeof(text) - 1)]
                            : (uint8_t)(k * 2654435761u >> (shape * 3));
     vm_ctx ctx{};
     ctx.data = (uintptr_t)in.data();
     ctx.data_end = ctx.data + in_len;
-    ctx.out = (uintptr_t)out.data();
+    ctx.out = (uintptr_t)r.out.data();
     ctx.out_end = ctx.out + out_len;
     ctx.len = in_len;
     ctx.flags = 3;
     ctx.arg[0] = arg;
     ctx.arg[1] = arg * 3;
     vm_env env{};
-    env.checked = true;
-    env.state = state.data();
-    uint64_t r0 = 0;
-    int rc = vm_run(p, &ctx, &env, &r0);
-    EXPECT_NE(rc, -EFAULT) << p->name << " faulted on " << in_len << " bytes: " << env.fault;
+    env.checked = checked;
+    env.interp = interp;
+    env.budget = budget;
+    env.state = r.state.data();
+    r.rc = vm_run(p, &ctx, &env, &r.r0);
+    EXPECT_NE(r.rc, -EFAULT) << p->name << " faulted on " << in_len << " bytes: " << env.fault;
+    r.used = env.used;
+    r.fault_pc = env.fault_pc;
+    return r;
+}
+
+// The checked run must not fault (a fault would be a verifier bug); the
+// JIT's code must do what the fast interpreter does, with the budget the
+// run needs and with half of it (a budget stop at the same pc and count).
+void run_checked(vm_prog *p, uint32_t in_len, uint32_t out_len, uint64_t arg, int shape)
+{
+    Run c = run_one(p, in_len, out_len, arg, shape, true, true, 0);
+    if (!p->jit)
+        return;
+    for (uint64_t budget : {(uint64_t)0, c.used / 2 + 1}) {
+        Run i = run_one(p, in_len, out_len, arg, shape, false, true, budget);
+        Run j = run_one(p, in_len, out_len, arg, shape, false, false, budget);
+        EXPECT_EQ(i.rc, j.rc) << p->name << " budget " << budget;
+        EXPECT_EQ(i.used, j.used) << p->name << " budget " << budget;
+        EXPECT_EQ(i.fault_pc, j.fault_pc) << p->name << " budget " << budget;
+        if (i.rc == 0) {
+            EXPECT_EQ(i.r0, j.r0) << p->name;
+            EXPECT_TRUE(i.out == j.out && i.state == j.state) << p->name << ": JIT output differs";
+        }
+    }
 }
 
 class Precision : public ::testing::TestWithParam<PCase> {};
@@ -189,6 +226,8 @@ TEST_P(Precision, Verdict)
         EXPECT_EQ(rc, 0) << res.msg;
         if (rc == 0) {
             ASSERT_EQ(vm_prepare(p), 0);
+            int jrc = vm_jit_compile(p);   // the JIT is compared with the interpreter
+            EXPECT_TRUE(jrc == 0 || (jrc == -ENOTSUP && !vm_jit_available()));
             for (uint32_t len : {0u, 1u, 2u, 7u, 100u, 4096u, 5000u})
                 for (uint64_t arg : {0ull, 1ull, 5ull, 1000ull, ~0ull})
                     for (int shape : {0, 1, 2})

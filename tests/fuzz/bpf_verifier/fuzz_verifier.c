@@ -257,6 +257,42 @@ static void gen_jump(struct gen *g)
         emit(g, (uint8_t)(cls | op), reg(g), 0, off, imm(g));
 }
 
+/* A loop the JIT can run as a counted loop (bpf/jit_loop.h): i from a
+ * small constant up to a bound (a register or a constant), a body of
+ * computations and one-instruction skips (if-converted), i += 1 and a
+ * back-edge. A body that writes i or the bound makes it an ordinary loop. */
+static void gen_loop(struct gen *g)
+{
+    uint8_t b = byte(g);
+    unsigned i = 6 + (b & 1), bound = 8;
+    int32_t from = b >> 5, n = 1 + byte(g) % 8;
+    bool reg_bound = b & 2;
+    emit(g, VM_CLS_ALU64 | VM_MOV, i, 0, 0, from);
+    if (reg_bound)
+        emit(g, VM_CLS_ALU64 | VM_MOV, bound, 0, 0, from + n);
+    uint32_t head = g->len;
+    if (reg_bound)
+        emit(g, VM_CLS_JMP | VM_JGE | VM_X, i, bound, 0, 0);
+    else
+        emit(g, VM_CLS_JMP | VM_JGE, i, 0, 0, from + n);
+    static const uint8_t ops[] = {VM_JEQ, VM_JNE, VM_JGT, VM_JSET, VM_JSLT, VM_JLE};
+    for (int k = 0, m = 1 + byte(g) % 4; k < m; k++) {
+        uint8_t c = byte(g);
+        if (c & 1) {
+            uint8_t op = ops[(c >> 1) % sizeof(ops)];
+            if (c & 0x40)
+                emit(g, (uint8_t)(VM_CLS_JMP | op | VM_X), reg(g), reg(g), 1, 0);
+            else
+                emit(g, (uint8_t)(VM_CLS_JMP | op), reg(g), 0, 1, imm(g));
+        }
+        gen_alu(g);
+    }
+    emit(g, VM_CLS_ALU64 | VM_ADD, i, 0, 0, 1);
+    emit(g, VM_CLS_JMP | VM_JA, 0, 0, (int16_t)((int32_t)head - (int32_t)g->len - 1), 0);
+    if (g->len < MAX_INSNS)
+        g->insn[head].off = (int16_t)(g->len - head - 1);
+}
+
 static void gen_call(struct gen *g)
 {
     uint8_t id = 1 + byte(g) % 9;
@@ -291,7 +327,12 @@ static void gen_body(struct gen *g, uint32_t limit)
         case 4: gen_mem(g); break;
         case 5:
         case 6: gen_checked_access(g); break;
-        case 7: gen_jump(g); break;
+        case 7:
+            if (byte(g) % 3)
+                gen_jump(g);
+            else
+                gen_loop(g);
+            break;
         case 8: gen_call(g); break;
         default:
             emit(g, VM_CLS_LDX | VM_MEM | VM_DW, reg(g), 9, (int16_t)(8 * (byte(g) % 13)), 0);
@@ -353,7 +394,8 @@ struct outcome {
 
 /* Slot 0 and 1 put every region at a different address. */
 static void run_once(struct vm_prog *p, const uint8_t *input, uint32_t in_len, uint32_t out_len,
-                     const uint64_t args[4], enum run_mode mode, int slot, struct outcome *o)
+                     const uint64_t args[4], uint64_t budget, enum run_mode mode, int slot,
+                     struct outcome *o)
 {
     static struct vm_ctx ctxs[2];
     static uint8_t state[2][VM_STATE_SIZE];
@@ -372,7 +414,7 @@ static void run_once(struct vm_prog *p, const uint8_t *input, uint32_t in_len, u
     ctx.out_end = (uintptr_t)out + out_len;
     ctx.len = in_len;
     memcpy(ctx.arg, args, sizeof(ctx.arg));
-    struct vm_env env = {.budget = 20000, .checked = mode == RUN_CHECKED,
+    struct vm_env env = {.budget = budget, .checked = mode == RUN_CHECKED,
                          .interp = mode != RUN_JIT, .state = state[slot]};
     ctxs[slot] = ctx;
     o->r0 = 0;
@@ -445,16 +487,19 @@ static void run_program(struct vm_prog *p, struct gen *g, bool deterministic)
             input[k] = byte(g) ^ (uint8_t)k;
         for (int k = 0; k < 4; k++)
             args[k] = (uint64_t)(int64_t)imm(g);
+        /* small budgets often: the JIT must stop where the interpreter does */
+        uint8_t c = byte(g);
+        uint64_t budget = c & 1 ? 20000 : 1 + (uint64_t)c * 2;
         static struct outcome checked, fast, native;
-        run_once(p, input, in_len, out_len, args, RUN_CHECKED, 0, &checked);
+        run_once(p, input, in_len, out_len, args, budget, RUN_CHECKED, 0, &checked);
         if (!deterministic)
             continue;
         dirty_stack();
-        run_once(p, input, in_len, out_len, args, RUN_FAST, 1, &fast);
+        run_once(p, input, in_len, out_len, args, budget, RUN_FAST, 1, &fast);
         if (checked.rc == 0)
             compare(p, &checked, &fast);
         if (jit) {
-            run_once(p, input, in_len, out_len, args, RUN_JIT, 1, &native);
+            run_once(p, input, in_len, out_len, args, budget, RUN_JIT, 1, &native);
             compare_jit(p, &fast, &native);
             fuzz_jit_compared++;
         }
