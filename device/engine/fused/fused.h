@@ -99,7 +99,8 @@
  *            steps. With an FSYNC step, the commit of the last step that
  *            may mutate is durable (it writes the running transaction and
  *            so every earlier step), as is a step that writes at least
- *            FOP_REDO_FLUSH_BYTES; when the last committed nothing, the
+ *            FOP_REDO_FLUSH_BYTES, and, in any op, a step that shrinks a
+ *            file (apply.c shrinks()); when the last committed nothing, the
  *            op's end commits durably (apply.c flush_steps): one durable
  *            commit per op as in macro, not one per step (docs/FORMAT.md
  *            "MicroTx"). The journal commits transactions in order, so
