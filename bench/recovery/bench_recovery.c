@@ -4,9 +4,10 @@
  * re-execution an application does after a crash (POSIX on the mount, or
  * re-submitting the fused op). Not a test.
  *
- *   cisc-bench-recovery lat MNT macro|micro|autorec N
+ *   cisc-bench-recovery lat MNT macro|micro|autorec N [acw|vw]
  *       mean latency (us) of N append-CRC-writes (4 KiB) and N ten-write
  *       vectors (10 x 4 KiB), each with an FSYNC step: "acw_us vw_us"
+ *       (with acw or vw: only that op runs, the other's figure is 0)
  *   cisc-bench-recovery fused MNT macro|autorec THREADS MIB
  *       each thread appends MIB MiB to file tI, its CRC-32C after it (the
  *       threads submit together once every one has its data ready)
@@ -84,7 +85,9 @@ static int open_queue(size_t arena, struct cisc_session **s, struct cisc_queue *
     return r ? r : cisc_queue_create_params(*s, &p, q);
 }
 
-static int run_lat(int n)
+/* kind: "acw" or "vw" runs only that op (the other's figure is 0), NULL
+ * both. */
+static int run_lat(int n, const char *kind)
 {
     struct cisc_session *s;
     struct cisc_queue *q;
@@ -92,15 +95,17 @@ static int run_lat(int n)
         return 1;
     static char buf[4096];
     memset(buf, 'x', sizeof(buf));
+    int na = kind && strcmp(kind, "acw") ? 0 : n, nv = kind && strcmp(kind, "vw") ? 0 : n;
     double t0 = now_s();
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < na; i++)
         if (acw(q, "acw", buf, sizeof(buf)))
             return 1;
     double t1 = now_s();
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < nv; i++)
         if (ten_writes(q, buf))
             return 1;
     double t2 = now_s();
+    n = n ? n : 1;
     printf("%.1f %.1f\n", (t1 - t0) / n * 1e6, (t2 - t1) / n * 1e6);
     cisc_session_close(s);
     return 0;
@@ -171,9 +176,9 @@ int main(int argc, char **argv)
     if (argc < 4)
         return 2;
     mnt = argv[2];
-    if (!strcmp(argv[1], "lat") && argc == 5) {
+    if (!strcmp(argv[1], "lat") && (argc == 5 || argc == 6)) {
         tx = mode_of(argv[3]);
-        return run_lat(atoi(argv[4]));
+        return run_lat(atoi(argv[4]), argc == 6 ? argv[5] : NULL);
     }
     if (!strcmp(argv[1], "fused") && argc == 6) {
         tx = mode_of(argv[3]);

@@ -588,8 +588,46 @@ static uint64_t bytes_written(const struct fop_run *x, const unsigned *seq, unsi
     return b;
 }
 
+/* Whether the commit of muts seq[0, n) is flushed, in an op with an FSYNC
+ * step. Macro: its one commit. Micro (fused.h "Transaction modes"): the
+ * commit of its last step that may mutate (the journal commits in order:
+ * it makes the earlier steps durable too; fop_apply flushes at the end
+ * when that step committed nothing), and a step too large to redo
+ * cheaply. Autorec: the durable receipt (oplog.h) already guarantees
+ * the step after a crash (recovery redoes a step whose commit was lost):
+ * only a step too large to redo cheaply (oplog.h "Flushes"). */
+static bool flushed(const struct apply *ap, const unsigned *seq, unsigned n)
+{
+    const struct fop_run *x = ap->x;
+    if (x->tx == WIRE_TX_MACRO)
+        return true;
+    if (x->tx == WIRE_TX_MICRO && ap->cstep == x->commit_step)
+        return true;
+    return bytes_written(x, seq, n) >= FOP_REDO_FLUSH_BYTES;
+}
+
+/* Micro: whether muts seq[0, n) shrink a file. Such a step's commit is
+ * flushed whatever the op asked: until the smaller size is on the media,
+ * a later step's in-place write past the new end (an append into the
+ * same block, or the zeroing of its tail when the file grows) would land
+ * in bytes the media still shows as the file's, and a power cut before
+ * the later commit would leave them there. With it flushed, what a later
+ * step writes past the end is invisible until that step commits. */
+static bool shrinks(const struct apply *ap, const unsigned *seq, unsigned n)
+{
+    const struct fop_run *x = ap->x;
+    if (x->tx != WIRE_TX_MICRO)
+        return false;
+    for (unsigned i = 0; i < n; i++) {
+        const struct fop_mut *m = &x->muts[seq[i]];
+        if (m->kind == MUT_TRUNC && m->off < x->files[m->file].base_size)
+            return true;
+    }
+    return false;
+}
+
 /* Applies muts[k0, nmuts) in one transaction and commits it (durably
- * when the op asked for durability). On failure the undo runs inside the
+ * when the op asked for durability: flushed()). On failure the undo runs inside the
  * transaction and ap->bad names the failing step. */
 static int apply_tx(struct apply *ap)
 {
@@ -620,12 +658,7 @@ static int apply_tx(struct apply *ap)
         i = n - 1;   /* the step's record joins its commit, or the step is undone */
     if (r && ap->tx)
         undo_all(ap, seq, i < n ? i : n - 1);
-    /* Autorec: the durable receipt (oplog.h) already guarantees the step
-     * after a crash (recovery redoes a step whose commit was lost), and
-     * the journal commits in order: only a step too large to redo cheaply
-     * is flushed (oplog.h "Flushes"). */
-    bool durable = x->fsync && (x->tx != WIRE_TX_AUTOREC ||
-                                bytes_written(x, seq, n) >= FOP_REDO_FLUSH_BYTES);
+    bool durable = (x->fsync && flushed(ap, seq, n)) || shrinks(ap, seq, n);
     int c = ap->tx ? sfs_txn_commit(ap->tx, durable && !r) : 0;
     if (r) {
         ap->bad = x->muts[seq[i < n ? i : 0]].step;
@@ -635,7 +668,8 @@ static int apply_tx(struct apply *ap)
         ap->bad = x->tx == WIRE_TX_MACRO ? fsync_step(x) : ap->cstep;
         return c;
     }
-    fop_crash_point(FOP_CRASH_AFTER_COMMIT, ap->cstep);
+    x->unsynced = x->tx == WIRE_TX_MICRO && !durable;
+    fop_crash_after(x, ap->cstep);
     return 0;
 }
 
@@ -705,6 +739,21 @@ int fop_apply_step(struct fop_run *x, unsigned i, unsigned k0, bool *applied)
     return r;
 }
 
+/* Micro, in an op with an FSYNC step: the steps' commits not flushed
+ * yet (flushed()) are made durable with one commit of the journal's
+ * running transaction, written by this thread. Returns 0 or -errno. */
+static int flush_steps(struct fop_run *x)
+{
+    if (x->tx != WIRE_TX_MICRO || !x->fsync || !x->unsynced)
+        return 0;
+    struct sfs_txn *tx;
+    int r = sfs_txn_begin_flags(x->e->fs, SFS_TXN_COMMIT_HERE, &tx);
+    if (!r)
+        r = sfs_txn_commit(tx, true);
+    x->unsynced = r != 0;
+    return r;
+}
+
 int fop_apply(struct fop_run *x)
 {
     bool any = x->tx == WIRE_TX_MACRO ? any_real(x, 0) : x->applied;
@@ -718,7 +767,11 @@ int fop_apply(struct fop_run *x)
         fop_crash_point(FOP_CRASH_BEFORE_COMMIT, x->commit_step);
         fop_crash_point(FOP_CRASH_AFTER_COMMIT, x->commit_step);
     }
-    if (!r && (r = finish(x, any)) != 0) {
+    if (r)
+        return r;
+    if ((r = flush_steps(x)) == 0)
+        r = finish(x, any);
+    if (r) {
         if (x->tx == WIRE_TX_MACRO)
             fop_fail(x->v, fsync_step(x), r);
         else

@@ -73,6 +73,12 @@ int fop_crash_arm(const char *spec)
 #endif
 }
 
+bool fop_crash_armed(enum fop_crash_kind kind, unsigned n)
+{
+    int k = __atomic_load_n(&armed_kind, __ATOMIC_RELAXED);
+    return k != FOP_CRASH_NONE && k == (int)kind && n == armed_n;
+}
+
 void fop_crash_point(enum fop_crash_kind kind, unsigned n)
 {
     int k = __atomic_load_n(&armed_kind, __ATOMIC_RELAXED);

@@ -11,10 +11,14 @@
  *                     (macro: every step's commit is the op's one
  *                     commit, made after its last mutating step; before
  *                     that, the point fires right after step N executed)
- *   after-commit:N    step N's commit has returned (durable when the op
- *                     asked for durability, an FSYNC step, in micro and
- *                     macro; never flushed in autorec, whose receipt
- *                     covers it: oplog.h)
+ *   after-commit:N    step N's commit has returned (macro: durable when
+ *                     the op asked for durability, an FSYNC step; micro:
+ *                     the journal commits its running transaction first,
+ *                     which holds steps ..N whole, if they are not
+ *                     durable yet - a power cut just after a group commit
+ *                     the journal may make at that moment, fused.h;
+ *                     autorec: never flushed, its receipt covers it,
+ *                     oplog.h)
  *   after-log         the op's operational log is durable, no step ran
  *                     (autorec)
  *   recovery:K        recovery at start-up is about to finish the K-th
@@ -41,6 +45,8 @@
 #ifndef CISC_DEVICE_FUSED_CRASH_H
 #define CISC_DEVICE_FUSED_CRASH_H
 
+#include <stdbool.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -59,6 +65,11 @@ enum fop_crash_kind {
  * or -EINVAL (unknown spec), -EOPNOTSUPP in builds without
  * CISC_CRASH_POINTS. */
 int fop_crash_arm(const char *spec);
+
+/* Whether point (kind, n) is the armed one (it has not fired yet): lets
+ * the caller bring about first what the point models (fused.h, micro's
+ * "after-commit"). */
+bool fop_crash_armed(enum fop_crash_kind kind, unsigned n);
 
 /* Stops the process dead when point (kind, n) is the armed one. Cheap
  * when nothing is armed. */

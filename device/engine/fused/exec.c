@@ -583,7 +583,7 @@ static void run_init(struct fop_run *x, struct engine *e, struct eng_cmd *c,
     x->insns = 0;
     x->tx = v->tx > e->tx ? v->tx : e->tx;
     x->commit_step = fop_commit_step(v);
-    x->applied = false;
+    x->applied = x->unsynced = false;
     x->oplog = 0;
     x->pre = x->oplog_reserved = 0;
     for (unsigned i = 0; i < v->n; i++) {

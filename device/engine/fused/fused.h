@@ -93,10 +93,19 @@
  *            mutations has them applied at once in a transaction of its
  *            own (apply.c fop_apply_step, the same undo and copy-on-write
  *            rules restricted to the step; a single in-place overwrite is
- *            data-journaled so that the step's commit carries it), durable
- *            when the op has an FSYNC step. The journal commits
- *            transactions in order, so after a crash the op's committed
- *            steps are a prefix of its steps. A failing step is undone and
+ *            data-journaled so that the step's commit carries it). A
+ *            step's commit closes its handle: the step is whole in the
+ *            journal's running transaction, ordered after the earlier
+ *            steps. With an FSYNC step, the commit of the last step that
+ *            may mutate is durable (it writes the running transaction and
+ *            so every earlier step), as is a step that writes at least
+ *            FOP_REDO_FLUSH_BYTES, and, in any op, a step that shrinks a
+ *            file (apply.c shrinks()); when the last committed nothing, the
+ *            op's end commits durably (apply.c flush_steps): one durable
+ *            commit per op as in macro, not one per step (docs/FORMAT.md
+ *            "MicroTx"). The journal commits transactions in order, so
+ *            after a crash the op's committed steps are a prefix of its
+ *            steps. A failing step is undone and
  *            reports its -errno (fop_fail_one); a later step whose input,
  *            second input or file is a failed or cancelled step reports
  *            -ECANCELED; the others run. After a step commits, its file's

@@ -86,6 +86,7 @@ struct fop_run {
     unsigned tx;                        /* the op's mode: enum wire_tx, >= MACRO */
     unsigned commit_step;               /* macro: the step whose commit is the op's */
     bool applied;                       /* micro: some step's mutations committed */
+    bool unsynced;                      /* micro: a step committed since the last flush */
     bool failed[WIRE_MAX_STEPS];        /* micro: step failed or was cancelled */
     uint64_t oplog, oplog_size;         /* autorec: the op's log file (oplog.h), 0 = none */
     uint64_t pre;                       /* autorec: steps run before the log (bit i) */
@@ -174,5 +175,11 @@ unsigned fop_commit_step(const struct eng_cisc *v);
 /* The crash points of step i when it commits nothing of its own (a step
  * that changes nothing, or any step of a macro op but its commit step). */
 void fop_crash_step(const struct fop_run *x, unsigned i);
+
+/* The "after-commit" crash point of step i (crash.h). Micro, armed there
+ * and steps not flushed yet: the journal commits its running transaction
+ * first (fused.h "Transaction modes": the state a power cut just after a
+ * group commit that closed with step i leaves). */
+void fop_crash_after(const struct fop_run *x, unsigned i);
 
 #endif

@@ -39,6 +39,17 @@ void fop_crash_step(const struct fop_run *x, unsigned i)
     if (x->tx == WIRE_TX_MACRO && i == x->commit_step)
         return;   /* the op's one commit: fop_apply fires its points */
     fop_crash_point(FOP_CRASH_BEFORE_COMMIT, i);
+    fop_crash_after(x, i);
+}
+
+void fop_crash_after(const struct fop_run *x, unsigned i)
+{
+    /* The journal may commit its running transaction at any moment (its
+     * timer, another op's fsync, a full ring): the point stands for a
+     * power cut right after one that came just after step i. The steps
+     * so far are in it whole, the later ones not yet (micro_step). */
+    if (x->tx == WIRE_TX_MICRO && x->unsynced && fop_crash_armed(FOP_CRASH_AFTER_COMMIT, i))
+        sfs_sync(x->e->fs);
     fop_crash_point(FOP_CRASH_AFTER_COMMIT, i);
 }
 

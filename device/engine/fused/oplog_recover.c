@@ -270,34 +270,47 @@ static void free_recovered(struct recovered *rc)
     free(rc);
 }
 
-/* Finishes the op logged in file (dir, name); reports to out (a memory
- * stream) and names the op in op. Returns the owner of its recovery
- * record: the op's uid, root for a log that does not check. An empty slot
- * or one whose op had completed is no op (op: ""); neither that nor a
- * completed op reports anything. */
-static uint32_t recover_one(struct engine *e, FILE *out, uint64_t dir, const char *name,
-                            char *op)
+/* A recovery task: one log, what load() made of it, its report. */
+struct rtask {
+    struct engine *e;
+    uint64_t dir;
+    const char *name;
+    struct recovered *rc;        /* load(): the log's bytes and its op */
+    const char *why;             /* load(): why nothing of it may run, or NULL */
+    uint64_t ino;
+    size_t at;                   /* load(): the byte where the check failed */
+    char op[OPLOG_NAME_MAX];     /* the op's name (reports go in its order) */
+    char *text;
+    size_t len;
+};
+
+/* Finishes the op of t's log (loaded); reports to out (a memory stream)
+ * and names the op in t->op. Returns the owner of its recovery record:
+ * the op's uid, root for a log that does not check. An empty slot or one
+ * whose op had completed is no op (op: ""); neither that nor a completed
+ * op reports anything. */
+static uint32_t recover_one(struct rtask *t, FILE *out)
 {
-    struct recovered *rc;
-    uint64_t ino = 0;
-    size_t at;
-    const char *why = load(e->fs, dir, name, &rc, &ino, &at);
+    struct engine *e = t->e;
+    struct recovered *rc = t->rc;
+    const char *why = t->why, *name = t->name;
+    char *op = t->op;
     snprintf(op, OPLOG_NAME_MAX, "%s", rc && !why ? rc->name : name);
     if (why && rc && rc->len == 0 && oplog_is_slot(name)) {
         why = NULL;   /* an empty slot: no op */
         op[0] = '\0';
     } else if (why) {
         fprintf(out, "recovery op %s unrecoverable (%s at byte %zu, log block %zu): nothing "
-                "of it runs, the log is kept\n", name, why, at, at / SFS_BLOCK_SIZE);
+                "of it runs, the log is kept\n", name, why, t->at, t->at / SFS_BLOCK_SIZE);
     } else if (!oplog_pending(rc)) {   /* it had completed: no record */
         if (oplog_is_slot(name))
             op[0] = '\0';   /* a slot between ops: no op, it stays */
         else
-            sfs_unlink(e->fs, NULL, dir, name);
+            sfs_unlink(e->fs, NULL, t->dir, name);
     } else {
         oplog_settle_done_opens(rc);
         keep_outputs(rc);
-        rc->rp.oplog = ino;
+        rc->rp.oplog = t->ino;
         memcpy(rc->rp.name, name, sizeof(rc->rp.name) - 1);
         rc->v.tx = WIRE_TX_AUTOREC;
         rc->v.replay = &rc->rp;
@@ -306,6 +319,7 @@ static uint32_t recover_one(struct engine *e, FILE *out, uint64_t dir, const cha
     }
     uint32_t owner = why || !rc ? 0 : rc->cred.uid;
     free_recovered(rc);
+    t->rc = NULL;
     return owner;
 }
 
@@ -327,24 +341,16 @@ bool oplog_slot_reusable(struct sfs *fs, uint64_t ino)
     return ok;
 }
 
-/* A recovery task: one log, its report. */
-struct rtask {
-    struct engine *e;
-    uint64_t dir;
-    const char *name;
-    char op[OPLOG_NAME_MAX];     /* the op's name (reports go in its order) */
-    char *text;
-    size_t len;
-};
-
 static void run_task(struct rtask *t)
 {
     FILE *out = open_memstream(&t->text, &t->len);
     if (!out) {
         fprintf(stderr, "cisc device: out of memory recovering %s\n", t->name);
+        free_recovered(t->rc);
+        t->rc = NULL;
         return;
     }
-    uint32_t owner = recover_one(t->e, out, t->dir, t->name, t->op);
+    uint32_t owner = recover_one(t, out);
     fclose(out);
     if (t->len)
         keep_record(t->e, t->op, owner, t->text, t->len);
@@ -377,12 +383,25 @@ static int cmp_task(const void *a, const void *b)
     return strcmp(((const struct rtask *)a)->op, ((const struct rtask *)b)->op);
 }
 
-/* The logs recovery works through, claimed one at a time. */
+/* The logs recovery works through, claimed one at a time, in two
+ * passes: every log is loaded before any op runs. A log is mapped from
+ * the image where its blocks are (no copy), which StorageFS allows only
+ * for a file without data-journaled blocks in the cache (jdata.h); an
+ * inode loaded after any data-journaled transaction of this mount counts
+ * as such (jdata.h invariant 6), and the ops' step commits are such
+ * transactions. Loading first keeps every log's inputs (megabytes each)
+ * a mapping instead of a copy. */
 struct rpool {
     struct rtask *t;
     unsigned n;
+    bool run;                    /* the second pass: the ops run */
     unsigned next;               /* atomic */
 };
+
+static void load_task(struct rtask *t)
+{
+    t->why = load(t->e->fs, t->dir, t->name, &t->rc, &t->ino, &t->at);
+}
 
 static void *recover_worker(void *arg)
 {
@@ -391,15 +410,17 @@ static void *recover_worker(void *arg)
         unsigned k = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
         if (k >= p->n)
             return NULL;
+        if (!p->run) {
+            load_task(&p->t[k]);
+            continue;
+        }
         fop_crash_point(FOP_CRASH_RECOVERY, k);
         run_task(&p->t[k]);
     }
 }
 
-/* Runs the tasks on up to `cores` threads at once: the logs of unfinished
- * ops name disjoint files (each was written with its op's stripes held,
- * exec.c), so their order does not matter; the reports keep log order. */
-static void recover_all(struct rpool *p, unsigned cores)
+/* One pass over the tasks on up to `cores` threads at once. */
+static void recover_pass(struct rpool *p, unsigned cores)
 {
     pthread_t th[SCHED_MAX_CORES];
     unsigned nt = 0, want = p->n < cores ? p->n : cores;
@@ -409,6 +430,18 @@ static void recover_all(struct rpool *p, unsigned cores)
     recover_worker(p);
     for (unsigned k = 0; k < nt; k++)
         pthread_join(th[k], NULL);
+}
+
+/* Loads every log, then runs the ops, each pass on up to `cores` threads:
+ * the logs of unfinished ops name disjoint files (each was written with
+ * its op's stripes held, exec.c), so their order does not matter; the
+ * reports keep log order. */
+static void recover_all(struct rpool *p, unsigned cores)
+{
+    recover_pass(p, cores);
+    p->run = true;
+    p->next = 0;
+    recover_pass(p, cores);
 }
 
 /* The names of the logs in dir, sorted (submission order). */
@@ -431,7 +464,7 @@ int fop_recover(struct engine *e, FILE *out)
         return 0;
     if (!r)
         r = list_logs(e->fs, dir, &ns);
-    struct rpool p = { calloc(ns.n ? ns.n : 1, sizeof(struct rtask)), ns.n, 0 };
+    struct rpool p = { .t = calloc(ns.n ? ns.n : 1, sizeof(struct rtask)), .n = ns.n };
     if (!r && !p.t)
         r = -ENOMEM;
     for (unsigned k = 0; !r && k < ns.n; k++)

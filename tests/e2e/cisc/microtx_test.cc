@@ -196,8 +196,13 @@ protected:
         ASSERT_TRUE(Until([&] { return ProcessEnded(dev); }, 300)) << "device did not stop";
         kill(child, SIGKILL);
         waitpid(child, nullptr, 0);
-        up = false;
+        WaitGone();
         EXPECT_NE(ReadFile(log).find("crash point reached"), std::string::npos) << ReadFile(log);
+    }
+
+    // The device has died: its mount and reaper go.
+    void WaitGone()
+    {
         if (!Until([&] { return !IsCiscMount(mnt); }, 100))
             Sh("umount -l " + mnt);
         ASSERT_TRUE(Until([&] { return !IsCiscMount(mnt); }, 100));
@@ -221,6 +226,51 @@ protected:
         EXPECT_EQ(f.status, 0) << f.out;
         Up();
         OpenSession();
+    }
+
+    // Runs op to its acknowledgement; the op's status.
+    int64_t Submit(Op op)
+    {
+        struct cisc_vec v;
+        cisc_vec_init(&v, q);
+        Build(&v, op, CISC_TX_DEFAULT);
+        int64_t st = cisc_vec_submit(&v);
+        cisc_vec_free(&v);
+        return st;
+    }
+
+    // A one-step op (OPEN creating name): it reaches no crash point of
+    // step 1, so an armed "...:1" point fires in the next op.
+    int64_t SubmitCreate(const std::string &name)
+    {
+        struct cisc_vec v;
+        cisc_vec_init(&v, q);
+        cisc_vec_open(&v, name.c_str(), O_CREAT | O_WRONLY, 0644);
+        int64_t st = cisc_vec_submit(&v);
+        cisc_vec_free(&v);
+        return st;
+    }
+
+    // The recovery records kept (each "recovery op NAME uid ..." line is
+    // one op), then every one acknowledged.
+    std::vector<std::string> TakeRecords()
+    {
+        std::vector<char> buf(1 << 16);
+        ssize_t n = cisc_recovery_list(s, buf.data(), buf.size());
+        EXPECT_GE(n, 0);
+        std::vector<std::string> ops;
+        std::string text(buf.data(), n > 0 ? (size_t)n : 0), head = "recovery op ";
+        for (size_t at = 0; (at = text.find(head, at)) != std::string::npos; at += head.size()) {
+            size_t end = text.find('\n', at);
+            std::string line = text.substr(at, end - at);
+            if (line.find(" uid ") != std::string::npos)
+                ops.push_back(line);
+        }
+        for (const std::string &l : ops) {
+            std::string name = l.substr(head.size(), l.find(' ', head.size()) - head.size());
+            EXPECT_EQ(cisc_recovery_ack(s, name.c_str()), 0) << name;
+        }
+        return ops;
     }
 
     void Case(const std::string &mode, Op op, const std::string &point, const std::string &want)
@@ -458,6 +508,76 @@ TEST_F(MicroTx, ChangedProgramAtRecoveryFailsOnlyItsStep)
     ASSERT_GT(n, 0);
     EXPECT_NE(std::string(buf, (size_t)n).find("program crc_blocks changed or unloaded"),
               std::string::npos);
+}
+
+// Log slots (oplog.h "Slots"): an op's slot goes to the next op, whose
+// receipt replaces the log. A crash between an op's end (its end record
+// and last step commits not flushed) and the next op's receipt: the
+// acknowledged op's effect is there (recovery redoes what the crash took,
+// or finds it complete), nothing else runs, and the slot serves the next
+// op again.
+TEST_F(MicroTx, SlotCrashBetweenAnOpsEndAndTheNextReceipt)
+{
+    for (int round = 0; round < 3; round++) {
+        SCOPED_TRACE(round);
+        Prepare(Op::TenWrites);
+        Restart("--tx autorec");
+        ASSERT_EQ(Submit(Op::TenWrites), 0);    // the slot's first op
+        Put("v", VectorFile(0));                // undone through a plain write
+        pid_t dev = DaemonPid();
+        ASSERT_GT(dev, 0);
+        ASSERT_EQ(Submit(Op::TenWrites), 0);    // the same slot again
+        kill(dev, SIGKILL);                     // before any next receipt
+        ASSERT_TRUE(Until([&] { return ProcessEnded(dev); }, 300)) << "device did not stop";
+        CloseSession();
+        WaitGone();
+        ExpectAfterRestart("autorec", "v", VectorFile(10));
+        if (HasFatalFailure())
+            return;
+        for (const std::string &l : TakeRecords())   // the second op, its lost commits redone
+            EXPECT_NE(l.find(" steps 12 committed "), std::string::npos) << l;
+        EXPECT_EQ(status.find("unrecoverable"), std::string::npos) << status;
+        Restart("--tx autorec");
+        Put("v", VectorFile(0));
+        EXPECT_EQ(Submit(Op::TenWrites), 0);    // the slot serves again
+        EXPECT_TRUE(Get("v") == VectorFile(10));
+    }
+}
+
+// The next op on a slot cut in its first step (before and after that
+// step's commit): its receipt replaced the previous ops' logs, so
+// recovery finishes exactly that op; the previous ops (one-step creates,
+// acknowledged, their end records never flushed) stay done and are not
+// run again.
+TEST_F(MicroTx, SlotCrashInTheNextOpsFirstStep)
+{
+    for (const char *point : { "before-commit:1", "after-commit:1", "after-log" }) {
+        SCOPED_TRACE(point);
+        Prepare(Op::TenWrites);
+        Restart("--tx autorec");
+        Sh("rm -f " + mnt + "/c0 " + mnt + "/c1");
+        TakeRecords();
+        Restart("--tx autorec", std::string(point) == "after-log" ? "" : point);
+        ASSERT_EQ(SubmitCreate("c0"), 0);
+        ASSERT_EQ(SubmitCreate("c1"), 0);       // the slot's previous ops
+        if (std::string(point) == "after-log") {
+            // after-log fires in the first op that logs: arm it only now,
+            // by a restart that keeps the slot's last op's log as it is.
+            Restart("--tx autorec", point);
+        }
+        SubmitAndCrash(Op::TenWrites, CISC_TX_DEFAULT);
+        if (HasFatalFailure())
+            return;
+        ExpectAfterRestart("autorec", "v", VectorFile(10));
+        if (HasFatalFailure())
+            return;
+        std::vector<std::string> ops = TakeRecords();
+        ASSERT_EQ(ops.size(), 1u) << status;    // the ten-write only
+        EXPECT_NE(ops[0].find(" steps 12 committed "), std::string::npos) << ops[0];
+        EXPECT_NE(ops[0].find(" status 0"), std::string::npos) << ops[0];
+        EXPECT_EQ(access((mnt + "/c0").c_str(), F_OK), 0);
+        EXPECT_EQ(access((mnt + "/c1").c_str(), F_OK), 0);
+    }
 }
 
 // An op asks for micro on a macro device: F5 keeps the four writes.

@@ -1,7 +1,8 @@
 // tests/unit/fused/crash_random_test.cc - randomized power cuts under
 // MicroTx and AutoRec, checked against an oracle. Each round formats a
 // RAM disk (the fault media), writes two files, runs a few random fused
-// ops (writes, appends, truncates, CRC-then-append; several files) with
+// ops (writes, appends, truncates, CRC-then-append; several files; under
+// micro some steps large enough to be flushed on their own) with
 // the power cut after a random media write, restarts, runs recovery and
 // compares the files with the oracle's possible states:
 //   autorec: every op that returned before the cut, plus the op during
@@ -67,7 +68,9 @@ std::string Random(std::mt19937_64 &rng, size_t n)
     return s;
 }
 
-std::vector<MStep> RandomOp(std::mt19937_64 &rng, const Files &now)
+// big: some writes and appends are large enough (FOP_REDO_FLUSH_BYTES)
+// that micro flushes their commit on its own.
+std::vector<MStep> RandomOp(std::mt19937_64 &rng, const Files &now, bool big)
 {
     std::vector<MStep> op;
     Files f = now;
@@ -75,6 +78,8 @@ std::vector<MStep> RandomOp(std::mt19937_64 &rng, const Files &now)
     for (unsigned k = 0; k < n; k++) {
         MStep s{ (MStep::Kind)(rng() % 4), (unsigned)(rng() % 2), 0, "" };
         size_t len = 1 + rng() % 9000;
+        if (big && s.kind != MStep::Trunc && rng() % 3 == 0)
+            len += FOP_REDO_FLUSH_BYTES;
         if (s.kind == MStep::Write)
             s.off = rng() % (f[s.file].size() + 4096);
         if (s.kind == MStep::Trunc)
@@ -143,13 +148,16 @@ protected:
         Put("f0", now[0]);
         Put("f1", now[1]);
         ASSERT_EQ(sfs_sync(fs), 0);
-        media_fault_cut_after(disk, media_fault_writes(disk) + 1 + rng() % 150, UINT64_MAX);
+        // Micro ops write less (one flushed commit per op, not per step):
+        // a shorter reach keeps the cut inside them as often.
+        unsigned reach = tx == WIRE_TX_MICRO ? 60 : 150;
+        media_fault_cut_after(disk, media_fault_writes(disk) + 1 + rng() % reach, UINT64_MAX);
         // The oracle: the states the files may be in after recovery.
         std::set<Files> ok;
         bool cut_seen = false;
         Files none, all;
         for (unsigned k = 0; k < 3 && !cut_seen; k++) {
-            std::vector<MStep> op = RandomOp(rng, now);
+            std::vector<MStep> op = RandomOp(rng, now, tx == WIRE_TX_MICRO);
             int64_t st = Submit(op, tx);
             cut_seen = media_fault_is_cut(disk);
             if (!cut_seen) {   // returned before the cut: all of it is durable
