@@ -172,4 +172,15 @@ void fusefs_wback_flush(void *arg);
 /* Raises the kernel's size of ino to at least size (another door grew it). */
 void fusefs_wback_grown(struct fusefs *f, uint64_t ino, uint64_t size);
 
+/* Makes the kernel take the device's size of ino, which may be lower than
+ * the kernel's (wback.c, invariant 3). Blocks (a truncate(2) on the mount
+ * that the FUSE workers serve): not on a FUSE worker or a device core, and
+ * holding no lock they may need. Returns 0 (also when the kernel holds no
+ * inode ino) or -errno. */
+int fusefs_wback_resize(struct fusefs *f, uint64_t ino);
+
+/* True if a SETATTR of ino from thread tid comes from fusefs_wback_resize:
+ * answer it with the device's attributes and change nothing. */
+bool fusefs_wback_resizing(struct fusefs *f, uint64_t ino, uint32_t tid);
+
 #endif

@@ -594,6 +594,11 @@ static void ff_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
                        struct fuse_file_info *fi)
 {
     struct fusefs *f = fuse_req_userdata(req);
+    if (f->writeback && (to_set & FUSE_SET_ATTR_SIZE) &&
+        fusefs_wback_resizing(f, ino, (uint32_t)fuse_req_ctx(req)->pid)) {
+        ff_getattr(req, ino, fi);   /* the kernel takes the device's size (wback.c, 3) */
+        return;
+    }
     if (f->writeback && fi && (to_set & ~FUSE_SET_ATTR_CTIME) == FUSE_SET_ATTR_MTIME) {
         flush_times(req, ino, attr, to_set, fi);
         return;
