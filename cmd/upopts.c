@@ -306,8 +306,9 @@ static const struct up_opt up_table[] = {
       .help = "the kernel caches writes made through the mount (FUSE writeback cache): "
               "write(2) returns once the data is in the page cache; before a libcisc "
               "command runs, the device has the kernel write back the files open for "
-              "writing on the mount. A file shrunk through libcisc keeps its old size on "
-              "the mount while the kernel caches it (docs/MOUNT.md)" },
+              "writing on the mount, and after a libcisc truncate the kernel takes the "
+              "device's size. Off by default: mount and libcisc writes to one page, or "
+              "appends to one file, at the same time are not ordered (docs/MOUNT.md)" },
     { 0, "link-latency-ns", "link_latency_ns", &k_uint, "N", 0, DM_LINK_MAX_NS,
       DM_DEFAULT_LINK_NS, AT(model.link_latency_ns),
       .help = "host<->device link latency, charged per crossing (libcisc submission "

@@ -38,11 +38,11 @@
  *      kernel keeps written data as dirty pages; before any command of
  *      another door runs, the kernel writes back the dirty pages of every
  *      file open for writing on the mount (wback.c, through the engine's
- *      eng_watch.writeback), and after another door grew a file the
- *      kernel's size of it is raised. Not covered: another door shrinking
- *      a file the kernel caches (the kernel keeps its larger size until it
- *      drops the inode), and appends through both doors at once; see
- *      docs/MOUNT.md.
+ *      eng_watch.writeback); after another door grew a file the kernel's
+ *      size of it is raised, and after another door changed its whole size
+ *      (truncate) the kernel truncates its inode to the device's size.
+ *      Not covered: writes to one page, or appends to one file, through
+ *      both doors at the same time; see docs/MOUNT.md.
  */
 #ifndef CISC_FUSEFS_H
 #define CISC_FUSEFS_H
