@@ -304,10 +304,11 @@ static const struct up_opt up_table[] = {
               "to a core thread" },
     { 0, "writeback", "writeback", &k_flag, AT(writeback),
       .help = "the kernel caches writes made through the mount (FUSE writeback cache): "
-              "write(2) returns once the data is in the page cache; before a libcisc "
-              "command runs, the device has the kernel write back the files open for "
-              "writing on the mount. A file shrunk through libcisc keeps its old size on "
-              "the mount while the kernel caches it (docs/MOUNT.md)" },
+              "write(2) returns once the data is in the page cache; while a libcisc "
+              "batch runs, the files open for writing on the mount are written back and "
+              "their writers wait, and after a libcisc truncate the kernel takes the "
+              "device's size. Off by default: write errors (ENOSPC, EIO) then reach "
+              "the writer at fsync or close, not at write (docs/MOUNT.md)" },
     { 0, "link-latency-ns", "link_latency_ns", &k_uint, "N", 0, DM_LINK_MAX_NS,
       DM_DEFAULT_LINK_NS, AT(model.link_latency_ns),
       .help = "host<->device link latency, charged per crossing (libcisc submission "

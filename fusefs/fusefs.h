@@ -35,14 +35,15 @@
  *   4. Replies are sent by the device core that ran the command; before
  *      the session is destroyed the owner calls eng_drain().
  *   5. With the writeback cache (fusefs_opts.writeback, off by default) the
- *      kernel keeps written data as dirty pages; before any command of
- *      another door runs, the kernel writes back the dirty pages of every
- *      file open for writing on the mount (wback.c, through the engine's
- *      eng_watch.writeback), and after another door grew a file the
- *      kernel's size of it is raised. Not covered: another door shrinking
- *      a file the kernel caches (the kernel keeps its larger size until it
- *      drops the inode), and appends through both doors at once; see
- *      docs/MOUNT.md.
+ *      kernel keeps written data as dirty pages; while a batch of another
+ *      door's commands runs, every file open for writing on the mount is
+ *      held: its dirty pages written back first and the kernel's inode
+ *      lock kept until the batch's completions are posted (wback.c,
+ *      through the engine's eng_watch.writeback and unhold). After another
+ *      door grew a file the kernel's size of it is raised; after another
+ *      door truncated it the kernel truncates its inode to the device's
+ *      size. Not covered: writes through shared mappings during a batch
+ *      (as without the writeback cache); see docs/MOUNT.md.
  */
 #ifndef CISC_FUSEFS_H
 #define CISC_FUSEFS_H

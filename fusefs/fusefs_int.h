@@ -39,6 +39,9 @@ struct fusefs {
     struct fusefs_wback *wb;      /* files open for writing (wback.c) */
 };
 
+/* Attributes in the kernel's shape (fusefs_ops.c). */
+void fusefs_to_stat(const struct sfs_attr *a, struct stat *st);
+
 /* Routes the session's /dev/fuse I/O through killpriv.c, which adds
  * FUSE_HANDLE_KILLPRIV_V2 to the INIT reply (libfuse 3.14 cannot ask for
  * it). Call after fuse_session_mount. Returns 0 or -EIO. */
@@ -165,11 +168,30 @@ void fusefs_wback_fini(struct fusefs *f);
 bool fusefs_wback_writable(int flags);
 int fusefs_wback_open(struct fusefs *f, uint64_t ino);
 void fusefs_wback_release(struct fusefs *f, uint64_t ino);
-/* Makes the kernel write back and drop the pages of every file open for
- * writing on the mount; blocks until done (never call it on a FUSE worker
- * or a device core). arg is the struct fusefs (an eng_watch callback). */
-void fusefs_wback_flush(void *arg);
+/* The eng_watch writeback hook (arg: the struct fusefs): holds every file
+ * open for writing on the mount for a batch of ncmds commands, its dirty
+ * pages written back first (wback.c, invariant 2). Blocks until then
+ * (never call it on a FUSE worker or a device core). Returns the hold to
+ * give back once per command with fusefs_wback_unhold, or NULL. */
+void *fusefs_wback_hold(void *arg, unsigned ncmds);
+/* Gives back one command's share of hold; the last one releases it.
+ * Never blocks. */
+void fusefs_wback_unhold(void *arg, void *hold);
+/* True if a SETATTR of ino from thread tid is a hold's: it is kept (req
+ * answered when the hold is released). */
+bool fusefs_wback_park(struct fusefs *f, uint64_t ino, uint32_t tid, fuse_req_t req);
 /* Raises the kernel's size of ino to at least size (another door grew it). */
 void fusefs_wback_grown(struct fusefs *f, uint64_t ino, uint64_t size);
+
+/* Makes the kernel take the device's size of ino, which may be lower than
+ * the kernel's (wback.c, invariant 3). Blocks (a truncate(2) on the mount
+ * that the FUSE workers serve): not on a FUSE worker or a device core, and
+ * holding no lock they may need. Returns 0 (also when the kernel holds no
+ * inode ino) or -errno. */
+int fusefs_wback_resize(struct fusefs *f, uint64_t ino);
+
+/* True if a SETATTR of ino from thread tid comes from fusefs_wback_resize:
+ * answer it with the device's attributes and change nothing. */
+bool fusefs_wback_resizing(struct fusefs *f, uint64_t ino, uint32_t tid);
 
 #endif

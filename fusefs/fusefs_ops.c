@@ -170,7 +170,7 @@ static void background(struct fusefs *f, unsigned op, uint64_t ino, uint64_t n, 
         free(c);
 }
 
-static void to_stat(const struct sfs_attr *a, struct stat *st)
+void fusefs_to_stat(const struct sfs_attr *a, struct stat *st)
 {
     memset(st, 0, sizeof(*st));
     st->st_ino = a->ino;
@@ -192,7 +192,7 @@ static void to_entry(const struct sfs_attr *a, struct fuse_entry_param *e)
     memset(e, 0, sizeof(*e));
     e->ino = a->ino;
     e->generation = a->generation;
-    to_stat(a, &e->attr);
+    fusefs_to_stat(a, &e->attr);
     e->attr_timeout = FUSEFS_TIMEOUT;
     e->entry_timeout = FUSEFS_TIMEOUT;
 }
@@ -235,7 +235,7 @@ static void reply_attr(struct freq *r)
     struct stat st;
     if (failed(r))
         return;
-    to_stat(&r->c.attr, &st);
+    fusefs_to_stat(&r->c.attr, &st);
     fuse_reply_attr(r->req, &st, FUSEFS_TIMEOUT);
 }
 
@@ -627,7 +627,7 @@ static void flush_times(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
         at = k.at_ns > at ? k.at_ns : at;
     }
     if (s.r >= 0)
-        to_stat(&k.c.attr, &s.st);
+        fusefs_to_stat(&k.c.attr, &s.st);
     sync_reply(&s, submit, at);
 }
 
@@ -635,6 +635,14 @@ static void ff_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
                        struct fuse_file_info *fi)
 {
     struct fusefs *f = fuse_req_userdata(req);
+    if (f->writeback && (to_set & FUSE_SET_ATTR_MODE) &&
+        fusefs_wback_park(f, ino, (uint32_t)fuse_req_ctx(req)->pid, req))
+        return;   /* a hold: answered when released (wback.c, 2) */
+    if (f->writeback && (to_set & FUSE_SET_ATTR_SIZE) &&
+        fusefs_wback_resizing(f, ino, (uint32_t)fuse_req_ctx(req)->pid)) {
+        ff_getattr(req, ino, fi);   /* the kernel takes the device's size (wback.c, 3) */
+        return;
+    }
     if (f->writeback && fi && (to_set & ~FUSE_SET_ATTR_CTIME) == FUSE_SET_ATTR_MTIME) {
         flush_times(req, ino, attr, to_set, fi);
         return;

@@ -122,6 +122,8 @@ static void inval_inode(void *arg, uint64_t ino, int64_t off, int64_t len)
     fuse_lowlevel_notify_inval_inode(f->se, ino, off, len);
     if (f->writeback && off >= 0 && len > 0)   /* data written: the file may have grown */
         fusefs_wback_grown(f, ino, (uint64_t)off + (uint64_t)len);
+    else if (f->writeback && off >= 0 && len == 0)   /* to the end: it may have shrunk */
+        fusefs_wback_resize(f, ino);
 }
 
 static void inval_entry(void *arg, uint64_t parent, const char *name)
@@ -133,6 +135,7 @@ static void inval_entry(void *arg, uint64_t parent, const char *name)
 void fusefs_watch(struct fusefs *f, bool on)
 {
     struct eng_watch w = { known, inval_inode, inval_entry, f,
-                           f->writeback ? fusefs_wback_flush : NULL };
+                           f->writeback ? fusefs_wback_hold : NULL,
+                           f->writeback ? fusefs_wback_unhold : NULL };
     eng_set_watch(f->eng, on ? &w : NULL);
 }

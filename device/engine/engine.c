@@ -269,8 +269,10 @@ void eng_submit_batch(struct engine *e, struct eng_cmd **cmds, unsigned n, int *
     struct sched_item *items[ENG_BATCH_MAX];
     struct batch_mine m = { mine };
     assert(n <= ENG_BATCH_MAX);
-    eng_watch_writeback(e);   /* another door's commands see the mount's cached writes */
+    /* another door's commands see the mount's cached writes */
+    void *hold = eng_watch_writeback(e, n);
     for (unsigned i = 0; i < n; i++) {
+        cmds[i]->hold = hold;
         tag(e, cmds[i]);
         items[i] = &cmds[i]->item;
     }

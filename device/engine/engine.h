@@ -231,6 +231,8 @@ struct eng_cmd {
     const char *path, *path2; /* *_PATH ops */
     struct hdl_table *hdl;    /* the session's handles; NULL = the engine's (FUSE) */
     struct eng_chg *chg;      /* non-NULL: record changes here */
+    void *hold;               /* the watcher's hold on its batch (eng_submit_batch),
+                                 given back by eng_cmd_posted */
     /* results */
     int64_t ret;              /* 0, a count/offset, or -errno */
     struct sfs_attr attr;
@@ -342,8 +344,9 @@ void eng_cancel(struct engine *e);
  * policy picks next while mine(c) accepts it (a poller's small commands),
  * and the device cores take the rest: no command jumps the policy.
  * First it lets a watcher with a writeback cache hand its dirty data over
- * (eng_watch_writeback): it may block, so call it holding no lock a FUSE
- * request may need. */
+ * and hold it back until the batch is done (eng_watch_writeback): it may
+ * block, so call it holding no lock a FUSE request may need; then call
+ * eng_cmd_posted for each command once its completion is posted. */
 void eng_submit_batch(struct engine *e, struct eng_cmd **cmds, unsigned n, int *err,
                       bool (*mine)(const struct eng_cmd *c));
 
@@ -396,22 +399,33 @@ void eng_release_handles(struct engine *e, struct hdl_table *t);
  * core. A door whose cache may hold changes the engine has not seen yet
  * (the kernel's writeback cache: dirty pages) also sets writeback: it
  * makes the cache hand them over (blocking) and is called before every
- * batch of another door's commands runs (eng_submit_batch), on the
- * submitting thread, holding no engine lock. */
+ * batch of ncmds commands of another door runs (eng_submit_batch), on the
+ * submitting thread, holding no engine lock. It may return a hold (the
+ * door's own writers kept waiting while the batch runs), which the engine
+ * gives back through unhold once per command of the batch, after that
+ * command's completion is posted (eng_cmd_posted; any thread, possibly a
+ * device core: unhold must not block). */
 struct eng_watch {
     bool (*known)(void *arg, uint64_t ino);
     void (*inval_inode)(void *arg, uint64_t ino, int64_t off, int64_t len);
     void (*inval_entry)(void *arg, uint64_t parent, const char *name);
     void *arg;
-    void (*writeback)(void *arg);   /* NULL: the door caches no changes */
+    void *(*writeback)(void *arg, unsigned ncmds);   /* NULL: the door caches no changes */
+    void (*unhold)(void *arg, void *hold);
 };
 
 /* Sets (w copied) or clears (NULL) the watcher; returns after any call
  * into the previous watcher has finished. */
 void eng_set_watch(struct engine *e, const struct eng_watch *w);
 
-/* Calls the watcher's writeback, if it has one (see struct eng_watch). */
-void eng_watch_writeback(struct engine *e);
+/* Calls the watcher's writeback, if it has one (see struct eng_watch), for
+ * a batch of ncmds commands. Returns its hold or NULL. */
+void *eng_watch_writeback(struct engine *e, unsigned ncmds);
+
+/* A door that submitted c with eng_submit_batch calls this once it has
+ * posted c's completion: gives back c's share of the watcher's hold. Does
+ * not block. */
+void eng_cmd_posted(struct engine *e, struct eng_cmd *c);
 
 /* True if chg touches something the watcher may cache (cheap). */
 bool eng_chg_pending(struct engine *e, const struct eng_chg *chg);

@@ -35,8 +35,11 @@ void eng_chg_inode(struct eng_cmd *c, uint64_t ino, int64_t off, int64_t len)
     struct eng_chg *g = find_inode(c->chg, ino, &i);
     if (g) {
         if (off >= 0 && g->inode[i].off >= 0) {   /* widen to cover both */
-            g->inode[i].off = 0;
-            g->inode[i].len = 0;
+            int64_t o = g->inode[i].off, l = g->inode[i].len;
+            int64_t lo = o < off ? o : off;
+            int64_t hi = o + l > off + len ? o + l : off + len;
+            g->inode[i].off = lo;   /* len 0 (to the end) stays so: the size may drop */
+            g->inode[i].len = l && len ? hi - lo : 0;
         } else if (off >= 0) {
             g->inode[i].off = off;
             g->inode[i].len = len;
@@ -112,13 +115,29 @@ void eng_set_watch(struct engine *e, const struct eng_watch *w)
     pthread_rwlock_unlock(&e->watch_lock);
 }
 
-void eng_watch_writeback(struct engine *e)
+void *eng_watch_writeback(struct engine *e, unsigned ncmds)
 {
     if (!__atomic_load_n(&e->watch_wb, __ATOMIC_RELAXED))
-        return;   /* the common case: no lock */
+        return NULL;   /* the common case: no lock */
+    void *hold = NULL;
     pthread_rwlock_rdlock(&e->watch_lock);
     if (e->watch_wb)
-        e->watch.writeback(e->watch.arg);
+        hold = e->watch.writeback(e->watch.arg, ncmds);
+    pthread_rwlock_unlock(&e->watch_lock);
+    return hold;
+}
+
+void eng_cmd_posted(struct engine *e, struct eng_cmd *c)
+{
+    void *hold = c->hold;
+    if (!hold)
+        return;
+    c->hold = NULL;
+    /* A watcher cleared meanwhile (shutdown, after the unmount) keeps its
+     * hold: the kernel's requests it parks fail with the connection. */
+    pthread_rwlock_rdlock(&e->watch_lock);
+    if (e->watch_wb && e->watch.unhold)
+        e->watch.unhold(e->watch.arg, hold);
     pthread_rwlock_unlock(&e->watch_lock);
 }
 

@@ -204,12 +204,14 @@ void qp_cmd_done(struct eng_cmd *c)
 {
     struct qp_cmd *qc = (struct qp_cmd *)c;
     struct qp *qp = qc->qp;
+    struct engine *eng = qp->sess->svc->eng;   /* qp may go once posted */
     finish(qc);
-    if (eng_chg_pending(qp->sess->svc->eng, &qc->chg)) {
+    if (eng_chg_pending(eng, &qc->chg)) {
         notify_push(qp->sess->svc, qc);   /* invalidate first, then post */
         return;
     }
     post(qp, &qc->cqe);
+    eng_cmd_posted(eng, &qc->c);
     cmd_free(qc);
 }
 
@@ -240,6 +242,7 @@ static void *notifier_main(void *arg)
         eng_chg_flush(svc->eng, &qc->chg);
         __atomic_add_fetch(&svc->invalidated, 1, __ATOMIC_RELAXED);
         post(qc->qp, &qc->cqe);
+        eng_cmd_posted(svc->eng, &qc->c);
         cmd_free(qc);
     }
     return NULL;

@@ -1,8 +1,8 @@
 // tests/e2e/fuse/writeback_test.cc - the mount with the kernel's writeback
 // cache (cisc up --writeback) stays coherent with libcisc: data written
 // through the mount and still cached as dirty pages is what a libcisc read
-// sees, and libcisc appends are seen through the mount (data and size).
-// Both tests fail when the device does not make the kernel write its
+// sees, and libcisc appends and truncates are seen through the mount (data
+// and size). The first two tests fail when the device does not make the kernel write its
 // dirty pages back before a libcisc command. See docs/MOUNT.md, "The
 // mount's writeback cache".
 #include "tests/e2e/libcisc/cisc_fixture.h"
@@ -60,8 +60,12 @@ TEST_F(Writeback, InterleavedMountWritesAndLibciscAgree)
         for (char &c : data)
             c = (char)('a' + rng() % 26);
         size_t off = rng() % (model.size() + 5000);
-        unsigned what = rng() % 3;
-        if (what == 0) {
+        unsigned what = rng() % 4;
+        if (what == 3) {   // libcisc truncate: shrinks (the kernel's size must drop) or grows
+            size_t size = rng() % (model.size() + 5000);
+            ASSERT_EQ(cisc_truncate(q, fh, size), 0);
+            model.resize(size, '\0');
+        } else if (what == 0) {
             ASSERT_EQ(pwrite(fd, data.data(), len, (off_t)off), (ssize_t)len);
         } else if (what == 1) {
             ASSERT_EQ(cisc_pwrite(q, fh, data.data(), len, off), (ssize_t)len);
@@ -71,9 +75,10 @@ TEST_F(Writeback, InterleavedMountWritesAndLibciscAgree)
             ASSERT_EQ(at, model.size());
             off = model.size();
         }
-        if (model.size() < off + len)
+        if (what != 3 && model.size() < off + len)
             model.resize(off + len, '\0');
-        model.replace(off, len, data);
+        if (what != 3)
+            model.replace(off, len, data);
         ASSERT_EQ(CiscRead(fh), model) << "libcisc view, round " << round << " op " << what;
         struct stat st;
         ASSERT_EQ(fstat(fd, &st), 0);
@@ -85,6 +90,38 @@ TEST_F(Writeback, InterleavedMountWritesAndLibciscAgree)
     EXPECT_EQ(cisc_close(q, fh), 0);
     EXPECT_EQ(close(fd), 0);
     EXPECT_EQ(ReadFile(P("f")), model);
+}
+
+// A libcisc truncate that shrinks a file the kernel caches: the kernel
+// trusts its own size under the writeback cache, so the device makes it
+// truncate its inode (wback.c, invariant 3). Checked with the file closed
+// on the mount (inode and pages cached) and kept open with pages dirtied
+// through it; the mount's later writes must not bring the cut bytes back.
+TEST_F(Writeback, LibciscTruncateShrinksTheKernelsSize)
+{
+    ASSERT_TRUE(WriteFile(P("f"), "0123456789abcdef"));
+    ASSERT_EQ(ReadFile(P("f")), "0123456789abcdef");   // pages and size cached
+    uint64_t fh;
+    ASSERT_EQ(cisc_open(q, "f", O_RDWR, 0, &fh), 0);
+    ASSERT_EQ(cisc_truncate(q, fh, 4), 0);
+    struct stat st;
+    ASSERT_EQ(stat(P("f").c_str(), &st), 0);
+    EXPECT_EQ(st.st_size, 4);
+    EXPECT_EQ(ReadFile(P("f")), "0123");
+
+    int fd = open(P("f").c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(pwrite(fd, "xyz", 3, 10), 3);   // dirty pages, size 13, in the kernel
+    ASSERT_EQ(cisc_truncate(q, fh, 2), 0);    // written back first, then cut
+    ASSERT_EQ(fstat(fd, &st), 0);
+    EXPECT_EQ(st.st_size, 2);
+    char buf[32];
+    EXPECT_EQ(pread(fd, buf, sizeof(buf), 0), 2);
+    ASSERT_EQ(pwrite(fd, "Z", 1, 5), 1);      // past the new end: zeros between
+    EXPECT_EQ(close(fd), 0);
+    EXPECT_EQ(ReadFile(P("f")), std::string("01\0\0\0Z", 6));
+    EXPECT_EQ(Get("f"), std::string("01\0\0\0Z", 6));
+    EXPECT_EQ(cisc_close(q, fh), 0);
 }
 
 TEST_F(Writeback, LibciscAppendSizeSeenByStatOnTheMount)

@@ -265,4 +265,32 @@ TEST_F(EnginePath, NopAndWatcher)
     EXPECT_EQ(Close(fh), 0);
 }
 
+// Two data ranges of one inode in one command are recorded as the range
+// covering both (its end is where a watcher raises a cached size); a change
+// to the end of the file stays one (the size may have dropped).
+TEST(EngineChg, RangesOfOneInodeWidenToTheirCover)
+{
+    struct eng_chg chg;
+    memset(&chg, 0, sizeof(chg));
+    struct eng_cmd c;
+    eng_cmd_init(&c, ENG_OP_NOP, nullptr);
+    c.chg = &chg;
+    eng_chg_inode(&c, 7, 100, 10);
+    eng_chg_inode(&c, 7, 4000, 96);
+    ASSERT_EQ(chg.ninodes, 1u);
+    EXPECT_EQ(chg.inode[0].off, 100);
+    EXPECT_EQ(chg.inode[0].len, 3996);
+    eng_chg_inode(&c, 7, 50, 10);
+    EXPECT_EQ(chg.inode[0].off, 50);
+    EXPECT_EQ(chg.inode[0].len, 4046);
+    eng_chg_inode(&c, 7, 0, 0);   // a truncate
+    EXPECT_EQ(chg.inode[0].off, 0);
+    EXPECT_EQ(chg.inode[0].len, 0);
+    eng_chg_inode(&c, 7, 10, 5);  // still to the end
+    EXPECT_EQ(chg.inode[0].len, 0);
+    eng_chg_inode(&c, 7, -1, 0);  // attributes only: the data range stays
+    EXPECT_EQ(chg.inode[0].off, 0);
+    eng_chg_release(&chg);
+}
+
 }  // namespace
