@@ -197,17 +197,24 @@ ssize_t file_read_locked(struct sfs *fs, struct sfs_inode *ip, uint64_t off, voi
     return (ssize_t)done;
 }
 
+ssize_t sfs_read_ino(struct sfs *fs, struct sfs_inode *ip, uint64_t off, void *buf,
+                     size_t len)
+{
+    pthread_rwlock_rdlock(&ip->rw);
+    ssize_t n = S_ISDIR(ip->d.mode) ? -EISDIR
+                : !S_ISREG(ip->d.mode) ? -EINVAL
+                                       : file_read_locked(fs, ip, off, buf, len);
+    pthread_rwlock_unlock(&ip->rw);
+    return n;
+}
+
 ssize_t sfs_read(struct sfs *fs, uint64_t ino, uint64_t off, void *buf, size_t len)
 {
     struct sfs_inode *ip;
     int r = inode_get(fs, ino, &ip);
     if (r)
         return r;
-    pthread_rwlock_rdlock(&ip->rw);
-    ssize_t n = S_ISDIR(ip->d.mode) ? -EISDIR
-                : !S_ISREG(ip->d.mode) ? -EINVAL
-                                       : file_read_locked(fs, ip, off, buf, len);
-    pthread_rwlock_unlock(&ip->rw);
+    ssize_t n = sfs_read_ino(fs, ip, off, buf, len);
     inode_put(fs, ip);
     return n;
 }
@@ -466,21 +473,18 @@ static ssize_t write_once(struct sfs *fs, struct sfs_txn *tx, struct sfs_inode *
     }
 }
 
-ssize_t sfs_write(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t off,
-                  const void *buf, size_t len)
+ssize_t sfs_write_ino(struct sfs *fs, struct sfs_txn *tx, struct sfs_inode *ip, uint64_t off,
+                      const void *buf, size_t len)
 {
     if (off > SFS_MAX_FILE_SIZE || len > SFS_MAX_FILE_SIZE - off)
         return -EFBIG;
     if (len == 0) {              /* only the checks a read does */
-        ssize_t n = sfs_read(fs, ino, 0, NULL, 0);
+        ssize_t n = sfs_read_ino(fs, ip, 0, NULL, 0);
         return n < 0 ? n : 0;
     }
-    struct sfs_inode *ip;
-    int r = inode_get(fs, ino, &ip);
-    if (r)
-        return r;
     size_t done = 0;
     bool retried = false;
+    int r = 0;
     do {
         ssize_t n = write_once(fs, tx, ip, off + done, (const uint8_t *)buf + done,
                                len - done);
@@ -498,8 +502,19 @@ ssize_t sfs_write(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t off
         }
         done += (size_t)n;
     } while (done < len);
-    inode_put(fs, ip);
     return done ? (ssize_t)done : r;
+}
+
+ssize_t sfs_write(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t off,
+                  const void *buf, size_t len)
+{
+    struct sfs_inode *ip;
+    int r = inode_get(fs, ino, &ip);
+    if (r)
+        return r;
+    ssize_t n = sfs_write_ino(fs, tx, ip, off, buf, len);
+    inode_put(fs, ip);
+    return n;
 }
 
 /* ---- size changes -------------------------------------------------------------- */
@@ -631,8 +646,8 @@ static int falloc_locked(struct wctx *w, struct falloc *f)
     return r ? r : more;
 }
 
-int sfs_fallocate(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, unsigned mode,
-                  uint64_t off, uint64_t len)
+/* Checks a fallocate request; 0 when it may run. */
+static int falloc_check(unsigned mode, uint64_t off, uint64_t len)
 {
     unsigned known = SFS_FALLOC_KEEP_SIZE | SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_ZERO_RANGE;
     if ((mode & ~known) || ((mode & SFS_FALLOC_PUNCH_HOLE) &&
@@ -642,8 +657,13 @@ int sfs_fallocate(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, unsigned mod
         return -EINVAL;
     if (off > SFS_MAX_FILE_SIZE || len > SFS_MAX_FILE_SIZE - off)
         return -EFBIG;
-    struct sfs_inode *ip;
-    int r = inode_get(fs, ino, &ip);
+    return 0;
+}
+
+int sfs_fallocate_ino(struct sfs *fs, struct sfs_txn *tx, struct sfs_inode *ip, unsigned mode,
+                      uint64_t off, uint64_t len)
+{
+    int r = falloc_check(mode, off, len);
     if (r)
         return r;
     struct falloc f = {mode, off, off + len, false, 0};
@@ -657,6 +677,17 @@ int sfs_fallocate(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, unsigned mod
         pthread_rwlock_unlock(&ip->rw);
         sfs_op_end(fs, w.h);
     } while (r == 1);
+    return r;
+}
+
+int sfs_fallocate(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, unsigned mode,
+                  uint64_t off, uint64_t len)
+{
+    int r = falloc_check(mode, off, len);
+    struct sfs_inode *ip;
+    if (r || (r = inode_get(fs, ino, &ip)) != 0)
+        return r;
+    r = sfs_fallocate_ino(fs, tx, ip, mode, off, len);
     inode_put(fs, ip);
     return r;
 }

@@ -26,10 +26,11 @@ static int file_of_ino(struct fop_run *x, uint64_t ino, uint8_t *out)
         }
     if (x->nfiles == WIRE_MAX_STEPS)
         return -EINVAL;   /* cannot happen: at most one new file per step */
-    int r = sfs_iget(x->e->fs, ino);
+    struct sfs_inode *ip;
+    int r = sfs_iget_ino(x->e->fs, ino, &ip);
     if (r)
         return r;
-    x->files[x->nfiles] = (struct cfile){ .ino = ino, .ref = true };
+    x->files[x->nfiles] = (struct cfile){ .ino = ino, .ip = ip };
     *out = (uint8_t)x->nfiles++;
     return 0;
 }
@@ -316,9 +317,9 @@ void fop_unprepare(struct fop_run *x)
 {
     fop_bpf_unprep(x);
     for (unsigned i = 0; i < x->nfiles; i++)
-        if (x->files[i].ref)
-            sfs_iput(x->e->fs, x->files[i].ino);
+        if (x->files[i].ip)
+            sfs_iput_ino(x->e->fs, x->files[i].ip);
     for (unsigned i = 0; i < x->ndead; i++)
-        sfs_iput(x->e->fs, x->dead[i]);
+        sfs_iput_ino(x->e->fs, x->dead[i]);
     x->nfiles = x->ndead = 0;
 }
