@@ -258,9 +258,8 @@ int sfs_statfs(struct sfs *fs, struct sfs_statfs *st)
     st->blocks = fs->sb.nblocks;
     st->inodes = fs->sb.ninodes - 1;
     st->name_max = SFS_NAME_MAX;
-    if (fs->al) {
-        alloc_counts(fs, &st->blocks_free, &st->inodes_free);
-        st->blocks_free = alloc_usable_blocks(fs);   /* not the metadata reserve */
+    if (fs->al) {   /* not the metadata reserve; no lock: a fused op asks per commit */
+        alloc_counts_now(fs, &st->blocks_free, &st->inodes_free);
     } else {
         st->blocks_free = fs->sb.free_blocks;
         st->inodes_free = fs->sb.free_inodes;
