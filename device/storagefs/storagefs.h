@@ -214,6 +214,13 @@ ssize_t sfs_read_ino(struct sfs *fs, struct sfs_inode *ip, uint64_t off, void *b
                      size_t len);
 ssize_t sfs_write_ino(struct sfs *fs, struct sfs_txn *tx, struct sfs_inode *ip, uint64_t off,
                       const void *buf, size_t len);
+
+/* sfs_write_ino of the concatenation of iov[0, iovcnt): the pieces are
+ * taken where they are (no gathering copy; a block that straddles two
+ * pieces is the only one put together). */
+struct iovec;
+ssize_t sfs_writev_ino(struct sfs *fs, struct sfs_txn *tx, struct sfs_inode *ip, uint64_t off,
+                       const struct iovec *iov, unsigned iovcnt);
 int sfs_fallocate_ino(struct sfs *fs, struct sfs_txn *tx, struct sfs_inode *ip, unsigned mode,
                       uint64_t off, uint64_t len);
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 
 #define BS ((uint64_t)SFS_BLOCK_SIZE)
 #define COW_SPARE_BLOCKS 64u      /* metadata room kept free by a shadow write */
@@ -42,6 +43,8 @@ struct apply {
     bool scratch_used;          /* an undo holds the thread's scratch buffer */
     bool lone;                  /* the one mutation, an in-place write in one block
                                  * with nothing after it that can fail: no undo */
+    const struct iovec *run;    /* apply_run: the bytes of the write being applied, */
+    unsigned nrun;              /* in pieces (its mutation's data is unused) */
     uint64_t size[WIRE_MAX_STEPS];  /* per files[] entry: its size as the transaction
                                      * has it (track_sizes), no getattr needed */
     struct undo u[FOP_MAX_MUTS];
@@ -108,10 +111,19 @@ static int write_all(struct apply *ap, struct sfs_inode *ip, uint64_t off, const
     return w == (ssize_t)n ? 0 : w < 0 ? (int)w : -ENOSPC;
 }
 
+/* The bytes of write m: its data, or the pieces of the run apply_run
+ * applies as m. */
+static int write_mut(struct apply *ap, struct sfs_inode *ip, const struct fop_mut *m)
+{
+    if (!ap->run)
+        return write_all(ap, ip, m->off, m->data, m->len);
+    ssize_t w = sfs_writev_ino(ap->x->e->fs, ap->tx, ip, m->off, ap->run, ap->nrun);
+    return w == (ssize_t)m->len ? 0 : w < 0 ? (int)w : -ENOSPC;
+}
+
 /* Each thread that applies ops keeps one scratch buffer, freed when the
- * thread exits, instead of a malloc/free per op: its first SCRATCH_BYTES
- * hold the first undo of an op (most ops save one block or nothing), the
- * next SCRATCH_BYTES gather a run of contiguous writes (apply_run). */
+ * thread exits, instead of a malloc/free per op: it holds the first undo
+ * of an op (most ops save one block or nothing). */
 #define SCRATCH_BYTES (64u << 10)
 
 static pthread_key_t scratch_key;
@@ -127,7 +139,7 @@ static uint8_t *scratch(void)
 {
     pthread_once(&scratch_once, make_scratch_key);
     uint8_t *p = pthread_getspecific(scratch_key);
-    if (!p && (p = malloc(2 * SCRATCH_BYTES)) != NULL)
+    if (!p && (p = malloc(SCRATCH_BYTES)) != NULL)
         pthread_setspecific(scratch_key, p);
     return p;
 }
@@ -243,10 +255,10 @@ static int apply_write(struct apply *ap, const struct fop_mut *m, struct undo *u
     if (ap->cow && m->off < f->base_size && m->len)
         r = write_shadow(ap, f, m, size, u);
     else if (ap->lone)
-        r = write_all(ap, f->ip, m->off, m->data, m->len);   /* nothing to undo */
+        r = write_mut(ap, f->ip, m);   /* nothing to undo */
     else if ((r = save_old(ap, f->ip, m->off, min64(m->off + m->len, size), u)) == 0) {
         u->armed = true;
-        r = write_all(ap, f->ip, m->off, m->data, m->len);
+        r = write_mut(ap, f->ip, m);
     }
     if (!r)
         ap->size[m->file] = size_after(m, size);
@@ -321,43 +333,40 @@ static bool plain_write(const struct apply *ap, unsigned k)
 }
 
 /* How many mutations from seq[i] are plain writes of one file, each
- * starting where the one before ends, within SCRATCH_BYTES in all (an
- * append and the append of its checksum): at least 1. */
+ * starting where the one before ends (an append and the append of its
+ * checksum): at least 1. */
 static unsigned write_run(const struct apply *ap, const unsigned *seq, unsigned i, unsigned n)
 {
     const struct fop_mut *m = ap->x->muts;
     unsigned j = i + 1;
     if (ap->lone || !plain_write(ap, seq[i]))
         return 1;
-    uint64_t len = m[seq[i]].len;
     while (j < n && plain_write(ap, seq[j]) && m[seq[j]].file == m[seq[i]].file &&
-           m[seq[j]].off == m[seq[j - 1]].off + m[seq[j - 1]].len &&
-           len + m[seq[j]].len <= SCRATCH_BYTES) {
-        len += m[seq[j]].len;
+           m[seq[j]].off == m[seq[j - 1]].off + m[seq[j - 1]].len)
         j++;
-    }
     return j - i;
 }
 
-/* Applies the run of `count` contiguous writes seq[0..count) as one write
- * of their bytes gathered (one pass over the file's mapping and its
- * partial blocks instead of one per write); seq[0]'s undo covers them
- * all, the others stay unarmed. */
+/* Applies the run of `count` contiguous writes seq[0..count) as one
+ * vectored write of their bytes where they are (one pass over the file's
+ * mapping and its partial blocks instead of one per write, no gathering
+ * copy); seq[0]'s undo covers them all, the others stay unarmed. */
 static int apply_run(struct apply *ap, const unsigned *seq, unsigned count)
 {
     struct fop_mut one = ap->x->muts[seq[0]];
-    uint8_t *g = scratch();
-    if (!g)
-        return -ENOMEM;
-    g += SCRATCH_BYTES;
+    struct iovec iov[FOP_MAX_MUTS];
     one.len = 0;
     for (unsigned k = 0; k < count; k++) {
         const struct fop_mut *m = &ap->x->muts[seq[k]];
-        memcpy(g + one.len, m->data, m->len);
+        iov[k] = (struct iovec){ (void *)m->data, m->len };
         one.len += m->len;
     }
-    one.data = g;
-    return apply_write(ap, &one, &ap->u[seq[0]]);
+    one.data = NULL;   /* write_mut takes the pieces */
+    ap->run = iov;
+    ap->nrun = count;
+    int r = apply_write(ap, &one, &ap->u[seq[0]]);
+    ap->run = NULL;
+    return r;
 }
 
 static int apply_one(struct apply *ap, unsigned k)
@@ -645,6 +654,7 @@ static int attempt(struct fop_run *x, unsigned k0, unsigned cstep, unsigned *bad
 {
     struct apply on_stack, *ap = &on_stack;   /* a few KiB: no allocation per op */
     ap->tx = NULL;
+    ap->run = NULL;
     ap->scratch_used = false;
     memset(ap->u, 0, x->nmuts * sizeof(ap->u[0]));
     unsigned nreal = 0;
