@@ -141,10 +141,12 @@ static int write_partial(struct sfs *fs, struct sfs_inode *ip, uint64_t pblk, ui
     bool have;
     uint8_t *b = merge_buf(ip, pblk, bounce, &have);
     int r = 0;
-    if (fresh)
-        memset(b, 0, BS);
-    else if (!have)
+    if (fresh) {                 /* zeros around the new bytes only */
+        memset(b, 0, boff);
+        memset(b + boff + k, 0, BS - boff - k);
+    } else if (!have) {
         r = media_read(fs->m, pblk, 1, b);
+    }
     src_copy(src, b + boff, k);
     if (!r)
         r = media_write(fs->m, pblk, 1, b);
