@@ -161,8 +161,19 @@ static int bind_file(struct fop_run *x, unsigned i)
         x->sacc[i] = x->sacc[s->file];
         return 0;
     }
+    if (fh_closed(x, s->fh))
+        return -EBADF;
+    for (unsigned j = 0; j < i; j++) {
+        const struct fop_step *t = &x->v->st[j];
+        if ((t->flags & WIRE_STEP_F_FH) && t->fh == s->fh && x->sfile[j] != FOP_NOFILE &&
+            t->kind != WIRE_STEP_OPEN && t->kind != WIRE_STEP_UNLINK) {
+            x->sfile[i] = x->sfile[j];   /* bound already: one handle lookup per op */
+            x->sacc[i] = x->sacc[j];
+            return 0;
+        }
+    }
     struct hdl h;
-    int r = fh_closed(x, s->fh) ? -EBADF : hdl_get(x->hdl, s->fh, &h);
+    int r = hdl_get(x->hdl, s->fh, &h);
     if (r)
         return r;
     if (h.dir)
