@@ -144,7 +144,7 @@ static uint8_t *scratch(void)
     return p;
 }
 
-/* Saves bytes [off, end) of ino into u (the undo of a change to them). */
+/* Saves bytes [off, end) of ip into u (the undo of a change to them). */
 static int save_old(struct apply *ap, struct sfs_inode *ip, uint64_t off, uint64_t end,
                     struct undo *u)
 {
