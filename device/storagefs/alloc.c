@@ -33,11 +33,22 @@ struct sfs_alloc {
     uint64_t free_blocks, free_inodes;   /* clear bits of the on-image bitmaps, counted
                                             as they flip (an inconsistent image that
                                             frees a block twice cannot skew them) */
+    uint64_t usable_now, inodes_now;   /* free_blocks less the reserve and free_inodes,
+                                          stored after each change for lock-free
+                                          readers (alloc_counts_now) */
     uint64_t hint, ihint;
     struct pending *pend;
     size_t npend, pcap;
     uint32_t nchecks;            /* alloc_check calls (debug builds): samples its scans */
 };
+
+/* Stores the counts lock-free readers see (a->mu held). */
+static void publish(struct sfs_alloc *a)
+{
+    uint64_t usable = a->free_blocks > a->reserve ? a->free_blocks - a->reserve : 0;
+    __atomic_store_n(&a->usable_now, usable, __ATOMIC_RELAXED);
+    __atomic_store_n(&a->inodes_now, a->free_inodes, __ATOMIC_RELAXED);
+}
 
 /* ---- bit helpers --------------------------------------------------------- */
 
@@ -253,6 +264,7 @@ int alloc_load(struct sfs *fs)
     a->reserve = (a->hi - a->lo) / 64;
     a->reserve = a->reserve < 16 ? 16 : a->reserve > 1024 ? 1024 : a->reserve;
     assert(alloc_check(fs));
+    publish(a);
     return 0;
 }
 
@@ -336,6 +348,7 @@ static int take(struct sfs *fs, struct jnl_handle *h, uint64_t goal, uint64_t wa
         a->hint = end < a->hi ? end : a->lo;
     }
     assert(alloc_check(fs));
+    publish(a);
     pthread_mutex_unlock(&a->mu);
     *start = s;
     *got = n;
@@ -371,6 +384,7 @@ int alloc_run(struct sfs *fs, struct jnl_handle *h, uint64_t n, uint64_t *start)
     a->free_blocks -= image_bits(h, a->bmb, s, n, true);
     a->avail -= n;
     assert(alloc_check(fs));
+    publish(a);
     pthread_mutex_unlock(&a->mu);
     *start = s;
     return 0;
@@ -409,6 +423,7 @@ void alloc_free_blocks(struct sfs *fs, struct jnl_handle *h, uint64_t start, uin
      * until the next mount: a leak in memory, never a reuse hazard. */
     (void)add_pending(a, start, n, h->seq, meta);
     assert(alloc_check(fs));
+    publish(a);
     pthread_mutex_unlock(&a->mu);
     if (meta)
         for (uint64_t i = 0; i < n; i++)
@@ -430,6 +445,7 @@ static void release(struct sfs *fs, uint64_t seq, bool meta)
     }
     a->npend = k;
     assert(alloc_check(fs));
+    publish(a);
     pthread_mutex_unlock(&a->mu);
 }
 
@@ -458,6 +474,12 @@ void alloc_counts(struct sfs *fs, uint64_t *free_blocks, uint64_t *free_inodes)
     *free_blocks = fs->al->free_blocks;
     *free_inodes = fs->al->free_inodes;
     pthread_mutex_unlock(&fs->al->mu);
+}
+
+void alloc_counts_now(struct sfs *fs, uint64_t *usable_blocks, uint64_t *free_inodes)
+{
+    *usable_blocks = __atomic_load_n(&fs->al->usable_now, __ATOMIC_RELAXED);
+    *free_inodes = __atomic_load_n(&fs->al->inodes_now, __ATOMIC_RELAXED);
 }
 
 uint64_t alloc_usable_blocks(struct sfs *fs)
@@ -499,6 +521,7 @@ int alloc_inode(struct sfs *fs, struct jnl_handle *h, uint64_t goal, uint64_t *i
     a->free_inodes--;
     a->ihint = i + 1 < n ? i + 1 : 1;
     assert(alloc_check(fs));
+    publish(a);
     pthread_mutex_unlock(&a->mu);
     *ino = i;
     return 0;
@@ -512,6 +535,7 @@ void alloc_free_inode(struct sfs *fs, struct jnl_handle *h, uint64_t ino)
     a->free_inodes += clear_range(a->ibusy, ino, 1);   /* 0 if already free */
     image_bits(h, a->imb, ino, 1, false);
     assert(alloc_check(fs));
+    publish(a);
     pthread_mutex_unlock(&a->mu);
 }
 
@@ -546,6 +570,7 @@ void alloc_repair_block(struct sfs *fs, struct jnl_handle *h, uint64_t blk, bool
         a->avail += clear_range(a->busy, blk, 1);   /* nothing references it */
     }
     assert(alloc_check(fs));
+    publish(a);
     pthread_mutex_unlock(&a->mu);
 }
 
@@ -561,5 +586,6 @@ void alloc_repair_inode(struct sfs *fs, struct jnl_handle *h, uint64_t ino)
     }
     image_bits(h, a->imb, ino, 1, true);
     assert(alloc_check(fs));
+    publish(a);
     pthread_mutex_unlock(&a->mu);
 }

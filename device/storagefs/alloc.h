@@ -89,6 +89,10 @@ bool alloc_has_pending(struct sfs *fs);
 /* Free counts as the on-image bitmaps say. */
 void alloc_counts(struct sfs *fs, uint64_t *free_blocks, uint64_t *free_inodes);
 
+/* alloc_usable_blocks and the free inodes without taking the lock: the
+ * counts as the last change left them (a statfs, not a reservation). */
+void alloc_counts_now(struct sfs *fs, uint64_t *usable_blocks, uint64_t *free_inodes);
+
 /* True when blocks [start, start+n) lie inside the data area. */
 bool alloc_in_data(const struct sfs *fs, uint64_t start, uint64_t n);
 

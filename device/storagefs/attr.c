@@ -41,15 +41,22 @@ void sfs_fill_attr(const struct sfs_inode *ip, struct sfs_attr *a)
     a->btime = ts(d->btime, d->btime_ns);
 }
 
+int sfs_getattr_ino(struct sfs *fs, struct sfs_inode *ip, struct sfs_attr *attr)
+{
+    (void)fs;
+    pthread_rwlock_rdlock(&ip->rw);
+    sfs_fill_attr(ip, attr);
+    pthread_rwlock_unlock(&ip->rw);
+    return 0;
+}
+
 int sfs_getattr(struct sfs *fs, uint64_t ino, struct sfs_attr *attr)
 {
     struct sfs_inode *ip;
     int r = inode_get(fs, ino, &ip);
     if (r)
         return r;
-    pthread_rwlock_rdlock(&ip->rw);
-    sfs_fill_attr(ip, attr);
-    pthread_rwlock_unlock(&ip->rw);
+    sfs_getattr_ino(fs, ip, attr);
     inode_put(fs, ip);
     return 0;
 }
@@ -122,12 +129,11 @@ static int setattr_locked(struct sfs *fs, struct jnl_handle *h, struct sfs_inode
     return r ? r : more;
 }
 
-int sfs_setattr(struct sfs *fs, struct sfs_txn *tx, uint64_t ino,
-                const struct sfs_attr *in, unsigned valid, struct sfs_attr *out)
+int sfs_setattr_ino(struct sfs *fs, struct sfs_txn *tx, struct sfs_inode *ip,
+                    const struct sfs_attr *in, unsigned valid, struct sfs_attr *out)
 {
     int r = check_request(in, valid);
-    struct sfs_inode *ip;
-    if (r || (r = inode_get(fs, ino, &ip)) != 0)
+    if (r)
         return r;
     for (bool first = true;; first = false) {
         struct jnl_handle *h;
@@ -145,6 +151,17 @@ int sfs_setattr(struct sfs *fs, struct sfs_txn *tx, uint64_t ino,
         if (r != 1)
             break;
     }
+    return r;
+}
+
+int sfs_setattr(struct sfs *fs, struct sfs_txn *tx, uint64_t ino,
+                const struct sfs_attr *in, unsigned valid, struct sfs_attr *out)
+{
+    int r = check_request(in, valid);
+    struct sfs_inode *ip;
+    if (r || (r = inode_get(fs, ino, &ip)) != 0)
+        return r;
+    r = sfs_setattr_ino(fs, tx, ip, in, valid, out);
     inode_put(fs, ip);
     return r;
 }
@@ -188,14 +205,19 @@ int sfs_readdir(struct sfs *fs, uint64_t dir, uint64_t cookie, sfs_dirent_fn fn,
 
 int sfs_iget(struct sfs *fs, uint64_t ino)
 {
-    return inode_open(fs, ino);
+    return inode_open(fs, ino, NULL);
 }
 
-void sfs_iput(struct sfs *fs, uint64_t ino)
+int sfs_iget_ino(struct sfs *fs, uint64_t ino, struct sfs_inode **out)
 {
-    struct sfs_inode *ip;
-    if (inode_get(fs, ino, &ip))
-        return;
+    return inode_open(fs, ino, out);
+}
+
+/* Drops an sfs_iget reference of ip, which the caller keeps in memory
+ * with a ref of its own; frees the inode when it was the last reference
+ * to an unlinked file. */
+static void iput_held(struct sfs *fs, struct sfs_inode *ip)
+{
     if (inode_close(fs, ip)) {
         pthread_rwlock_rdlock(&ip->rw);
         bool dead = ip->d.nlink == 0;
@@ -203,7 +225,29 @@ void sfs_iput(struct sfs *fs, uint64_t ino)
         if (dead && !fs->rdonly && inode_claim_reap(fs, ip))
             file_reap(fs, ip);   /* on error it stays an orphan: next mount frees it */
     }
+}
+
+void sfs_iput(struct sfs *fs, uint64_t ino)
+{
+    struct sfs_inode *ip;
+    if (inode_get(fs, ino, &ip))
+        return;
+    iput_held(fs, ip);
     inode_put(fs, ip);
+}
+
+void sfs_iput_ino(struct sfs *fs, struct sfs_inode *ip)
+{
+    if (inode_close_unless_last(fs, ip))
+        return;   /* another reference keeps it: nothing to free */
+    inode_hold(fs, ip);   /* our reference still keeps the struct until here */
+    iput_held(fs, ip);
+    inode_put(fs, ip);
+}
+
+uint64_t sfs_ino_number(const struct sfs_inode *ip)
+{
+    return ip->ino;
 }
 
 /* ---- statfs ------------------------------------------------------------------ */
@@ -214,9 +258,8 @@ int sfs_statfs(struct sfs *fs, struct sfs_statfs *st)
     st->blocks = fs->sb.nblocks;
     st->inodes = fs->sb.ninodes - 1;
     st->name_max = SFS_NAME_MAX;
-    if (fs->al) {
-        alloc_counts(fs, &st->blocks_free, &st->inodes_free);
-        st->blocks_free = alloc_usable_blocks(fs);   /* not the metadata reserve */
+    if (fs->al) {   /* not the metadata reserve; no lock: a fused op asks per commit */
+        alloc_counts_now(fs, &st->blocks_free, &st->inodes_free);
     } else {
         st->blocks_free = fs->sb.free_blocks;
         st->inodes_free = fs->sb.free_inodes;

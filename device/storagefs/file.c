@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 
 #include "common/minmax.h"
 #include "device/storagefs/alloc.h"
@@ -34,6 +35,58 @@ static void touch_mc(struct sfs_inode *ip)
     struct timespec now = sfs_now();
     ip->d.mtime = ip->d.ctime = now.tv_sec;
     ip->d.mtime_ns = ip->d.ctime_ns = (uint32_t)now.tv_nsec;
+}
+
+/* ---- a write's source bytes --------------------------------------------------- */
+
+/* The bytes a write takes: the concatenation of iov[0, n) from byte at of
+ * iov[0] on (a view passed by value; at < iov[0].iov_len unless every
+ * byte is taken). A vectored write takes its pieces where they are,
+ * without gathering them first. */
+struct wsrc {
+    const struct iovec *iov;
+    unsigned n;
+    size_t at;
+};
+
+/* The view k bytes further on. */
+static struct wsrc src_adv(struct wsrc s, size_t k)
+{
+    s.at += k;
+    while (s.n > 1 && s.at >= s.iov[0].iov_len) {
+        s.at -= s.iov[0].iov_len;
+        s.iov++, s.n--;
+    }
+    return s;
+}
+
+/* Bytes that follow each other in memory at the view's start. */
+static size_t src_contig(struct wsrc s)
+{
+    return s.n ? s.iov[0].iov_len - s.at : 0;
+}
+
+static const uint8_t *src_ptr(struct wsrc s)
+{
+    return (const uint8_t *)s.iov[0].iov_base + s.at;
+}
+
+/* Copies k bytes of the view (it holds them) into dst. */
+static void src_copy(struct wsrc s, uint8_t *dst, size_t k)
+{
+    while (k) {
+        size_t c = (size_t)min64(k, src_contig(s));
+        memcpy(dst, src_ptr(s), c);
+        dst += c, k -= c;
+        s = src_adv(s, c);
+    }
+}
+
+/* A view of one buffer (*one is its iovec, which must outlive it). */
+static struct wsrc src_one(struct iovec *one, const void *p, size_t n)
+{
+    *one = (struct iovec){ (void *)p, n };
+    return (struct wsrc){ one, 1, 0 };
 }
 
 /* ---- raw block I/O ----------------------------------------------------------- */
@@ -82,17 +135,19 @@ static uint8_t *merge_buf(struct sfs_inode *ip, uint64_t pblk, uint8_t *bounce, 
  * other bytes (zeros when fresh; else ip's tail copy of it, or the media)
  * and written whole. The merged block becomes ip's tail copy. */
 static int write_partial(struct sfs *fs, struct sfs_inode *ip, uint64_t pblk, uint32_t boff,
-                         const uint8_t *src, size_t k, bool fresh)
+                         struct wsrc src, size_t k, bool fresh)
 {
     uint8_t bounce[BS];
     bool have;
     uint8_t *b = merge_buf(ip, pblk, bounce, &have);
     int r = 0;
-    if (fresh)
-        memset(b, 0, BS);
-    else if (!have)
+    if (fresh) {                 /* zeros around the new bytes only */
+        memset(b, 0, boff);
+        memset(b + boff + k, 0, BS - boff - k);
+    } else if (!have) {
         r = media_read(fs->m, pblk, 1, b);
-    memcpy(b + boff, src, k);
+    }
+    src_copy(src, b + boff, k);
     if (!r)
         r = media_write(fs->m, pblk, 1, b);
     if (!r && b != bounce)
@@ -102,26 +157,53 @@ static int write_partial(struct sfs *fs, struct sfs_inode *ip, uint64_t pblk, ui
 
 /* Writes n bytes at byte boff of the run at pblk of ip (NULL: a block of
  * no file's tail copy). fresh: the blocks hold no data yet, so partial
- * blocks are zero-filled instead of read. Callers hold ip->rw exclusively. */
+ * blocks are zero-filled instead of read. Whole blocks go from where
+ * their bytes are; only one that straddles two source pieces is
+ * gathered. Callers hold ip->rw exclusively. */
 static int data_write(struct sfs *fs, struct sfs_inode *ip, uint64_t pblk, uint32_t boff,
-                      const uint8_t *src, size_t n, bool fresh)
+                      struct wsrc src, size_t n, bool fresh)
 {
+    uint8_t bounce[BS];
     while (n) {
         if (boff || n < BS) {
             size_t k = min64(n, BS - boff);
             int r = write_partial(fs, ip, pblk, boff, src, k, fresh);
             if (r)
                 return r;
-            src += k, n -= k, pblk++, boff = 0;
+            src = src_adv(src, k), n -= k, pblk++, boff = 0;
             continue;
         }
         uint32_t nb = (uint32_t)min64(n / BS, MAX_IO_BLOCKS);
+        const uint8_t *p = src_ptr(src);
+        if (src_contig(src) >= BS) {
+            nb = (uint32_t)min64(nb, src_contig(src) / BS);
+        } else {
+            nb = 1;
+            src_copy(src, bounce, BS);
+            p = bounce;
+        }
         if (ip && ip->tail_pblk >= pblk && ip->tail_pblk < pblk + nb)
             ip->tail_pblk = 0;   /* overwritten whole */
-        int r = media_write(fs->m, pblk, nb, src);
+        int r = media_write(fs->m, pblk, nb, p);
         if (r)
             return r;
-        src += (size_t)nb * BS, n -= (size_t)nb * BS, pblk += nb;
+        src = src_adv(src, (size_t)nb * BS), n -= (size_t)nb * BS, pblk += nb;
+    }
+    return 0;
+}
+
+/* jdata_write of n bytes of the view from byte boff of pblk on, one call
+ * per source piece. */
+static int jdata_write_src(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
+                           uint64_t pblk, uint64_t boff, struct wsrc src, size_t n)
+{
+    while (n) {
+        size_t k = (size_t)min64(n, src_contig(src));
+        int r = jdata_write(fs, h, ip, pblk + boff / BS, (uint32_t)(boff % BS), src_ptr(src), k);
+        if (r)
+            return r;
+        boff += k, n -= k;
+        src = src_adv(src, k);
     }
     return 0;
 }
@@ -143,7 +225,8 @@ static int zero_range_in_block(struct sfs *fs, struct jnl_handle *h, struct sfs_
     uint32_t boff = (uint32_t)(from % BS);
     if (jdata_needed(fs, h, ip))
         return jdata_write(fs, h, ip, pblk, boff, NULL, to - from);
-    return data_write(fs, ip, pblk, boff, zeros, to - from, false);
+    struct iovec one;
+    return data_write(fs, ip, pblk, boff, src_one(&one, zeros, to - from), to - from, false);
 }
 
 /* ---- read ---------------------------------------------------------------------- */
@@ -197,17 +280,24 @@ ssize_t file_read_locked(struct sfs *fs, struct sfs_inode *ip, uint64_t off, voi
     return (ssize_t)done;
 }
 
+ssize_t sfs_read_ino(struct sfs *fs, struct sfs_inode *ip, uint64_t off, void *buf,
+                     size_t len)
+{
+    pthread_rwlock_rdlock(&ip->rw);
+    ssize_t n = S_ISDIR(ip->d.mode) ? -EISDIR
+                : !S_ISREG(ip->d.mode) ? -EINVAL
+                                       : file_read_locked(fs, ip, off, buf, len);
+    pthread_rwlock_unlock(&ip->rw);
+    return n;
+}
+
 ssize_t sfs_read(struct sfs *fs, uint64_t ino, uint64_t off, void *buf, size_t len)
 {
     struct sfs_inode *ip;
     int r = inode_get(fs, ino, &ip);
     if (r)
         return r;
-    pthread_rwlock_rdlock(&ip->rw);
-    ssize_t n = S_ISDIR(ip->d.mode) ? -EISDIR
-                : !S_ISREG(ip->d.mode) ? -EINVAL
-                                       : file_read_locked(fs, ip, off, buf, len);
-    pthread_rwlock_unlock(&ip->rw);
+    ssize_t n = sfs_read_ino(fs, ip, off, buf, len);
     inode_put(fs, ip);
     return n;
 }
@@ -322,7 +412,7 @@ struct wctx {
 /* Overwrites n bytes at boff of existing blocks from pblk: in place, or
  * journaled within the handle's budget. Returns the bytes written (> 0),
  * 0 when the budget is spent, or -errno. */
-static ssize_t overwrite(struct wctx *w, uint64_t pblk, uint32_t boff, const uint8_t *src,
+static ssize_t overwrite(struct wctx *w, uint64_t pblk, uint32_t boff, struct wsrc src,
                          size_t n)
 {
     if (!w->jdata) {
@@ -333,13 +423,13 @@ static ssize_t overwrite(struct wctx *w, uint64_t pblk, uint32_t boff, const uin
         return 0;
     n = (size_t)min64(n, (uint64_t)w->jblocks * BS - boff);
     w->jblocks -= (unsigned)((boff + n + BS - 1) / BS);
-    int r = jdata_write(w->fs, w->h, w->ip, pblk, boff, src, n);
+    int r = jdata_write_src(w->fs, w->h, w->ip, pblk, boff, src, n);
     return r ? r : (ssize_t)n;
 }
 
 /* Fills a hole at lblk (nblk blocks wanted) with new blocks and data. */
 static int write_hole(struct wctx *w, uint64_t lblk, uint64_t nblk, uint32_t boff,
-                      const uint8_t *src, size_t rem, size_t *n)
+                      struct wsrc src, size_t rem, size_t *n)
 {
     uint64_t s, got;
     int r = alloc_blocks(w->fs, w->h, ext_goal(w->fs, w->ip, lblk), nblk, &s, &got);
@@ -361,7 +451,7 @@ static int write_hole(struct wctx *w, uint64_t lblk, uint64_t nblk, uint32_t bof
 
 /* Writes into an unwritten extent and converts the blocks written. */
 static int write_unwritten(struct wctx *w, const struct sfs_extent *e, uint64_t lblk,
-                           uint64_t nblk, uint32_t boff, const uint8_t *src, size_t rem,
+                           uint64_t nblk, uint32_t boff, struct wsrc src, size_t rem,
                            size_t *n)
 {
     nblk = min64(nblk, e->lblk + e->len - lblk);
@@ -384,7 +474,7 @@ static int write_unwritten(struct wctx *w, const struct sfs_extent *e, uint64_t 
 
 /* One step at pos: returns bytes written (> 0), 0 when this handle may
  * change no more extents, or -errno. */
-static ssize_t write_step(struct wctx *w, uint64_t pos, const uint8_t *src, size_t rem)
+static ssize_t write_step(struct wctx *w, uint64_t pos, struct wsrc src, size_t rem)
 {
     uint64_t lblk = pos / BS, hole;
     uint32_t boff = (uint32_t)(pos % BS);
@@ -408,8 +498,8 @@ static ssize_t write_step(struct wctx *w, uint64_t pos, const uint8_t *src, size
     return r ? r : (ssize_t)n;
 }
 
-/* Writes as much of buf as one handle allows; grows the size. */
-static ssize_t write_chunk(struct wctx *w, uint64_t off, const uint8_t *buf, size_t len)
+/* Writes as much of src as one handle allows; grows the size. */
+static ssize_t write_chunk(struct wctx *w, uint64_t off, struct wsrc src, size_t len)
 {
     struct sfs_inode *ip = w->ip;
     if (off > ip->d.size && ip->d.size % BS) {
@@ -420,7 +510,7 @@ static ssize_t write_chunk(struct wctx *w, uint64_t off, const uint8_t *buf, siz
     }
     size_t done = 0;
     while (done < len) {
-        ssize_t n = write_step(w, off + done, buf + done, len - done);
+        ssize_t n = write_step(w, off + done, src_adv(src, done), len - done);
         if (n <= 0) {
             if (n < 0 && done == 0)
                 return n;
@@ -443,7 +533,7 @@ static ssize_t write_chunk(struct wctx *w, uint64_t off, const uint8_t *buf, siz
  * credit per block: reserved when the transaction asks for it or the file
  * is hot; if that only shows under the lock, the handle starts again. */
 static ssize_t write_once(struct sfs *fs, struct sfs_txn *tx, struct sfs_inode *ip,
-                          uint64_t off, const uint8_t *buf, size_t len)
+                          uint64_t off, struct wsrc src, size_t len)
 {
     bool jd = jdata_needed(fs, tx ? tx->h : NULL, ip);
     for (;;) {
@@ -457,7 +547,7 @@ static ssize_t write_once(struct sfs *fs, struct sfs_txn *tx, struct sfs_inode *
         w.jblocks = w.jdata ? JDATA_CHUNK : 0;
         ssize_t n = w.jdata && !jd ? -EAGAIN
                     : !S_ISREG(ip->d.mode) ? (S_ISDIR(ip->d.mode) ? -EISDIR : -EINVAL)
-                                           : write_chunk(&w, off, buf, len);
+                                           : write_chunk(&w, off, src, len);
         pthread_rwlock_unlock(&ip->rw);
         sfs_op_end(fs, w.h);
         if (n != -EAGAIN || jd)
@@ -466,24 +556,27 @@ static ssize_t write_once(struct sfs *fs, struct sfs_txn *tx, struct sfs_inode *
     }
 }
 
-ssize_t sfs_write(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t off,
-                  const void *buf, size_t len)
+ssize_t sfs_writev_ino(struct sfs *fs, struct sfs_txn *tx, struct sfs_inode *ip, uint64_t off,
+                       const struct iovec *iov, unsigned iovcnt)
 {
+    size_t len = 0;
+    for (unsigned i = 0; i < iovcnt; i++) {
+        if (iov[i].iov_len > SFS_MAX_FILE_SIZE - len)
+            return -EFBIG;
+        len += iov[i].iov_len;
+    }
     if (off > SFS_MAX_FILE_SIZE || len > SFS_MAX_FILE_SIZE - off)
         return -EFBIG;
     if (len == 0) {              /* only the checks a read does */
-        ssize_t n = sfs_read(fs, ino, 0, NULL, 0);
+        ssize_t n = sfs_read_ino(fs, ip, 0, NULL, 0);
         return n < 0 ? n : 0;
     }
-    struct sfs_inode *ip;
-    int r = inode_get(fs, ino, &ip);
-    if (r)
-        return r;
+    struct wsrc src = src_adv((struct wsrc){ iov, iovcnt, 0 }, 0);
     size_t done = 0;
     bool retried = false;
+    int r = 0;
     do {
-        ssize_t n = write_once(fs, tx, ip, off + done, (const uint8_t *)buf + done,
-                               len - done);
+        ssize_t n = write_once(fs, tx, ip, off + done, src_adv(src, done), len - done);
         /* Freed blocks become reusable after a checkpoint: retry once after
          * one. Not only when blocks are pending now: the commit thread may
          * have released them between the failure and a check. */
@@ -498,8 +591,26 @@ ssize_t sfs_write(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t off
         }
         done += (size_t)n;
     } while (done < len);
-    inode_put(fs, ip);
     return done ? (ssize_t)done : r;
+}
+
+ssize_t sfs_write_ino(struct sfs *fs, struct sfs_txn *tx, struct sfs_inode *ip, uint64_t off,
+                      const void *buf, size_t len)
+{
+    struct iovec one = { (void *)buf, len };
+    return sfs_writev_ino(fs, tx, ip, off, &one, 1);
+}
+
+ssize_t sfs_write(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t off,
+                  const void *buf, size_t len)
+{
+    struct sfs_inode *ip;
+    int r = inode_get(fs, ino, &ip);
+    if (r)
+        return r;
+    ssize_t n = sfs_write_ino(fs, tx, ip, off, buf, len);
+    inode_put(fs, ip);
+    return n;
 }
 
 /* ---- size changes -------------------------------------------------------------- */
@@ -631,8 +742,8 @@ static int falloc_locked(struct wctx *w, struct falloc *f)
     return r ? r : more;
 }
 
-int sfs_fallocate(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, unsigned mode,
-                  uint64_t off, uint64_t len)
+/* Checks a fallocate request; 0 when it may run. */
+static int falloc_check(unsigned mode, uint64_t off, uint64_t len)
 {
     unsigned known = SFS_FALLOC_KEEP_SIZE | SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_ZERO_RANGE;
     if ((mode & ~known) || ((mode & SFS_FALLOC_PUNCH_HOLE) &&
@@ -642,8 +753,13 @@ int sfs_fallocate(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, unsigned mod
         return -EINVAL;
     if (off > SFS_MAX_FILE_SIZE || len > SFS_MAX_FILE_SIZE - off)
         return -EFBIG;
-    struct sfs_inode *ip;
-    int r = inode_get(fs, ino, &ip);
+    return 0;
+}
+
+int sfs_fallocate_ino(struct sfs *fs, struct sfs_txn *tx, struct sfs_inode *ip, unsigned mode,
+                      uint64_t off, uint64_t len)
+{
+    int r = falloc_check(mode, off, len);
     if (r)
         return r;
     struct falloc f = {mode, off, off + len, false, 0};
@@ -657,6 +773,17 @@ int sfs_fallocate(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, unsigned mod
         pthread_rwlock_unlock(&ip->rw);
         sfs_op_end(fs, w.h);
     } while (r == 1);
+    return r;
+}
+
+int sfs_fallocate(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, unsigned mode,
+                  uint64_t off, uint64_t len)
+{
+    int r = falloc_check(mode, off, len);
+    struct sfs_inode *ip;
+    if (r || (r = inode_get(fs, ino, &ip)) != 0)
+        return r;
+    r = sfs_fallocate_ino(fs, tx, ip, mode, off, len);
     inode_put(fs, ip);
     return r;
 }
@@ -710,8 +837,9 @@ int file_write_symlink(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *i
                        const char *target, size_t len)
 {
     struct wctx w = {fs, h, ip, 1, false, 0};
+    struct iovec one;
     size_t n;
-    int r = write_hole(&w, 0, 1, 0, (const uint8_t *)target, len, &n);
+    int r = write_hole(&w, 0, 1, 0, src_one(&one, target, len), len, &n);
     if (r == 0)
         ip->d.size = len;
     return r;

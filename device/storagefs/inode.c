@@ -204,7 +204,7 @@ void inode_put(struct sfs *fs, struct sfs_inode *ip)
         inode_free_struct(ip);
 }
 
-int inode_open(struct sfs *fs, uint64_t ino)
+int inode_open(struct sfs *fs, uint64_t ino, struct sfs_inode **out)
 {
     if (ino == 0 || ino >= fs->sb.ninodes)
         return -ENOENT;
@@ -219,8 +219,11 @@ int inode_open(struct sfs *fs, uint64_t ino)
         hit->opens++;
     }
     pthread_mutex_unlock(&c->mu);
-    if (hit)
+    if (hit) {
+        if (out)
+            *out = hit;
         return 0;
+    }
     struct sfs_inode *ip;
     int r = inode_get(fs, ino, &ip);
     if (r)
@@ -229,6 +232,8 @@ int inode_open(struct sfs *fs, uint64_t ino)
     ip->opens++;
     pthread_mutex_unlock(&c->mu);
     inode_put(fs, ip);
+    if (out)
+        *out = ip;
     return 0;
 }
 
@@ -239,6 +244,17 @@ bool inode_close(struct sfs *fs, struct sfs_inode *ip)
     bool last = ip->opens > 0 && --ip->opens == 0;
     pthread_mutex_unlock(&c->mu);
     return last;
+}
+
+bool inode_close_unless_last(struct sfs *fs, struct sfs_inode *ip)
+{
+    struct lru_shard *c = shard(fs, ip->ino);
+    pthread_mutex_lock(&c->mu);
+    bool done = ip->opens > 1;
+    if (done)
+        ip->opens--;
+    pthread_mutex_unlock(&c->mu);
+    return done;
 }
 
 bool inode_claim_reap(struct sfs *fs, struct sfs_inode *ip)

@@ -66,11 +66,16 @@ int orphan_load(struct sfs *fs);
  * ref), or NULL. Used to reap orphans at mount and unmount. */
 struct sfs_inode *orphan_next_unopened(struct sfs *fs, struct sfs_inode *after);
 
-/* Counts an sfs_iget reference (the inode then stays in memory). */
-int inode_open(struct sfs *fs, uint64_t ino);
+/* Counts an sfs_iget reference (the inode then stays in memory); the
+ * inode in *out when out is not NULL. */
+int inode_open(struct sfs *fs, uint64_t ino, struct sfs_inode **out);
 
 /* Drops one; returns true when it was the last. */
 bool inode_close(struct sfs *fs, struct sfs_inode *ip);
+
+/* Drops one unless it is the last (one lock round, the inode untouched
+ * otherwise); returns whether it did. */
+bool inode_close_unless_last(struct sfs *fs, struct sfs_inode *ip);
 
 /* Returns true exactly once per inode, and only while it has no opens:
  * the caller (holding ip->rw and having seen nlink == 0) must free it. */

@@ -58,6 +58,7 @@
 #define SFS_XATTR_SIZE_MAX  65536u   /* one value */
 
 struct sfs;       /* a mounted file system */
+struct sfs_inode; /* an in-memory inode, held by sfs_iget_ino */
 struct sfs_txn;   /* an open transaction */
 
 /* ---- creating and mounting ---------------------------------------- */
@@ -192,6 +193,36 @@ ssize_t sfs_readlink(struct sfs *fs, uint64_t ino, char *buf, size_t size);
  * the last reference goes. */
 int sfs_iget(struct sfs *fs, uint64_t ino);
 void sfs_iput(struct sfs *fs, uint64_t ino);
+
+/* Held inodes: sfs_iget_ino takes the same reference as sfs_iget and
+ * returns the inode itself, valid until the matching sfs_iput_ino. The
+ * *_ino calls below take it instead of a number and do what the calls
+ * by number do, without the cache lookup and reference count each of
+ * those pays (a fused op makes several calls on each of its files). */
+int sfs_iget_ino(struct sfs *fs, uint64_t ino, struct sfs_inode **out);
+void sfs_iput_ino(struct sfs *fs, struct sfs_inode *ip);
+
+/* The inode number of a held inode. */
+uint64_t sfs_ino_number(const struct sfs_inode *ip);
+
+/* sfs_getattr, sfs_setattr, sfs_read, sfs_write, sfs_fallocate on a held
+ * inode. */
+int sfs_getattr_ino(struct sfs *fs, struct sfs_inode *ip, struct sfs_attr *attr);
+int sfs_setattr_ino(struct sfs *fs, struct sfs_txn *tx, struct sfs_inode *ip,
+                    const struct sfs_attr *in, unsigned valid, struct sfs_attr *out);
+ssize_t sfs_read_ino(struct sfs *fs, struct sfs_inode *ip, uint64_t off, void *buf,
+                     size_t len);
+ssize_t sfs_write_ino(struct sfs *fs, struct sfs_txn *tx, struct sfs_inode *ip, uint64_t off,
+                      const void *buf, size_t len);
+
+/* sfs_write_ino of the concatenation of iov[0, iovcnt): the pieces are
+ * taken where they are (no gathering copy; a block that straddles two
+ * pieces is the only one put together). */
+struct iovec;
+ssize_t sfs_writev_ino(struct sfs *fs, struct sfs_txn *tx, struct sfs_inode *ip, uint64_t off,
+                       const struct iovec *iov, unsigned iovcnt);
+int sfs_fallocate_ino(struct sfs *fs, struct sfs_txn *tx, struct sfs_inode *ip, unsigned mode,
+                      uint64_t off, uint64_t len);
 
 /* ---- data --------------------------------------------------------- */
 

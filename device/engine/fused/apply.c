@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 
 #define BS ((uint64_t)SFS_BLOCK_SIZE)
 #define COW_SPARE_BLOCKS 64u      /* metadata room kept free by a shadow write */
@@ -42,15 +43,17 @@ struct apply {
     bool scratch_used;          /* an undo holds the thread's scratch buffer */
     bool lone;                  /* the one mutation, an in-place write in one block
                                  * with nothing after it that can fail: no undo */
+    const struct iovec *run;    /* apply_run: the bytes of the write being applied, */
+    unsigned nrun;              /* in pieces (its mutation's data is unused) */
     uint64_t size[WIRE_MAX_STEPS];  /* per files[] entry: its size as the transaction
                                      * has it (track_sizes), no getattr needed */
     struct undo u[FOP_MAX_MUTS];
 };
 
-static int size_of(struct sfs *fs, uint64_t ino, uint64_t *size)
+static int size_of(struct sfs *fs, struct sfs_inode *ip, uint64_t *size)
 {
-    struct sfs_attr a;
-    int r = sfs_getattr(fs, ino, &a);
+    struct sfs_attr a = { 0 };
+    int r = sfs_getattr_ino(fs, ip, &a);
     *size = a.size;
     return r;
 }
@@ -87,30 +90,40 @@ static uint64_t cur_size(const struct apply *ap, unsigned fi)
 {
 #ifndef NDEBUG
     uint64_t real = 0;
-    int r = size_of(ap->x->e->fs, ap->x->files[fi].ino, &real);
+    int r = size_of(ap->x->e->fs, ap->x->files[fi].ip, &real);
     assert(r || real == ap->size[fi]);
 #endif
     return ap->size[fi];
 }
 
-static int set_size(struct apply *ap, uint64_t ino, uint64_t size)
+static int set_size(struct apply *ap, struct sfs_inode *ip, uint64_t size)
 {
     struct sfs_attr in = { .size = size };
-    return sfs_setattr(ap->x->e->fs, ap->tx, ino, &in, SFS_SET_SIZE, NULL);
+    return sfs_setattr_ino(ap->x->e->fs, ap->tx, ip, &in, SFS_SET_SIZE, NULL);
 }
 
-static int write_all(struct apply *ap, uint64_t ino, uint64_t off, const void *p, uint64_t n)
+static int write_all(struct apply *ap, struct sfs_inode *ip, uint64_t off, const void *p,
+                     uint64_t n)
 {
     if (n == 0)
         return 0;
-    ssize_t w = sfs_write(ap->x->e->fs, ap->tx, ino, off, p, (size_t)n);
+    ssize_t w = sfs_write_ino(ap->x->e->fs, ap->tx, ip, off, p, (size_t)n);
     return w == (ssize_t)n ? 0 : w < 0 ? (int)w : -ENOSPC;
 }
 
+/* The bytes of write m: its data, or the pieces of the run apply_run
+ * applies as m. */
+static int write_mut(struct apply *ap, struct sfs_inode *ip, const struct fop_mut *m)
+{
+    if (!ap->run)
+        return write_all(ap, ip, m->off, m->data, m->len);
+    ssize_t w = sfs_writev_ino(ap->x->e->fs, ap->tx, ip, m->off, ap->run, ap->nrun);
+    return w == (ssize_t)m->len ? 0 : w < 0 ? (int)w : -ENOSPC;
+}
+
 /* Each thread that applies ops keeps one scratch buffer, freed when the
- * thread exits, instead of a malloc/free per op: its first SCRATCH_BYTES
- * hold the first undo of an op (most ops save one block or nothing), the
- * next SCRATCH_BYTES gather a run of contiguous writes (apply_run). */
+ * thread exits, instead of a malloc/free per op: it holds the first undo
+ * of an op (most ops save one block or nothing). */
 #define SCRATCH_BYTES (64u << 10)
 
 static pthread_key_t scratch_key;
@@ -126,13 +139,13 @@ static uint8_t *scratch(void)
 {
     pthread_once(&scratch_once, make_scratch_key);
     uint8_t *p = pthread_getspecific(scratch_key);
-    if (!p && (p = malloc(2 * SCRATCH_BYTES)) != NULL)
+    if (!p && (p = malloc(SCRATCH_BYTES)) != NULL)
         pthread_setspecific(scratch_key, p);
     return p;
 }
 
-/* Saves bytes [off, end) of ino into u (the undo of a change to them). */
-static int save_old(struct apply *ap, uint64_t ino, uint64_t off, uint64_t end,
+/* Saves bytes [off, end) of ip into u (the undo of a change to them). */
+static int save_old(struct apply *ap, struct sfs_inode *ip, uint64_t off, uint64_t end,
                     struct undo *u)
 {
     u->old_off = off;
@@ -145,7 +158,7 @@ static int save_old(struct apply *ap, uint64_t ino, uint64_t off, uint64_t end,
         u->old = malloc(u->old_len);
     if (!u->old)
         return -ENOMEM;
-    ssize_t n = sfs_read(ap->x->e->fs, ino, off, u->old, (size_t)u->old_len);
+    ssize_t n = sfs_read_ino(ap->x->e->fs, ip, off, u->old, (size_t)u->old_len);
     if (n < 0)
         return (int)n;
     memset(u->old + n, 0, u->old_len - (uint64_t)n);
@@ -171,7 +184,7 @@ static int write_shadow(struct apply *ap, const struct cfile *f, const struct fo
     uint64_t end = m->off + m->len, a = m->off / BS * BS;
     uint64_t e = (min64(end, f->base_size) + BS - 1) / BS * BS;
     uint64_t old_end = min64(max64(e, end), size), wend = max64(end, old_end);
-    int r = save_old(ap, f->ino, a, old_end, u);
+    int r = save_old(ap, f->ip, a, old_end, u);
     uint8_t *buf = r ? NULL : malloc(wend - a);
     if (!r && !buf)
         r = -ENOMEM;
@@ -183,11 +196,11 @@ static int write_shadow(struct apply *ap, const struct cfile *f, const struct fo
         memset(buf + u->old_len, 0, wend - a - u->old_len);
         memcpy(buf + (m->off - a), m->data, m->len);
         u->armed = true;
-        r = sfs_fallocate(ap->x->e->fs, ap->tx, f->ino,
-                          SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_KEEP_SIZE, a, e - a);
+        r = sfs_fallocate_ino(ap->x->e->fs, ap->tx, f->ip,
+                              SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_KEEP_SIZE, a, e - a);
     }
     if (!r)
-        r = write_all(ap, f->ino, a, buf, wend - a);
+        r = write_all(ap, f->ip, a, buf, wend - a);
     free(buf);
     return r;
 }
@@ -218,14 +231,14 @@ static int kill_setid(struct apply *ap, const struct cfile *f, struct undo *u)
     if (ap->x->cred->uid == 0)
         return 0;
     struct sfs_attr a = { 0 };
-    int r = sfs_getattr(ap->x->e->fs, f->ino, &a);
+    int r = sfs_getattr_ino(ap->x->e->fs, f->ip, &a);
     uint32_t kill = r ? 0 : perm_setid_kill(ap->x->cred, &a);
     if (!r && ap->x->cred->uid != 0 && S_ISREG(a.mode))
         r = kill_caps(ap, f, u);
     if (!kill || r)
         return r;
     struct sfs_attr in = { .mode = a.mode & ~kill };
-    r = sfs_setattr(ap->x->e->fs, ap->tx, f->ino, &in, SFS_SET_MODE, NULL);
+    r = sfs_setattr_ino(ap->x->e->fs, ap->tx, f->ip, &in, SFS_SET_MODE, NULL);
     u->killed = r == 0;
     u->old_mode = a.mode;
     return r;
@@ -242,10 +255,10 @@ static int apply_write(struct apply *ap, const struct fop_mut *m, struct undo *u
     if (ap->cow && m->off < f->base_size && m->len)
         r = write_shadow(ap, f, m, size, u);
     else if (ap->lone)
-        r = write_all(ap, f->ino, m->off, m->data, m->len);   /* nothing to undo */
-    else if ((r = save_old(ap, f->ino, m->off, min64(m->off + m->len, size), u)) == 0) {
+        r = write_mut(ap, f->ip, m);   /* nothing to undo */
+    else if ((r = save_old(ap, f->ip, m->off, min64(m->off + m->len, size), u)) == 0) {
         u->armed = true;
-        r = write_all(ap, f->ino, m->off, m->data, m->len);
+        r = write_mut(ap, f->ip, m);
     }
     if (!r)
         ap->size[m->file] = size_after(m, size);
@@ -263,18 +276,18 @@ static int apply_trunc(struct apply *ap, const struct fop_mut *m, struct undo *u
         return r;
     bool shadow = ap->cow && t < size && t % BS && t < f->base_size;
     u->old_size = size;
-    r = save_old(ap, f->ino, shadow ? hb : t, size, u);   /* the head too if shadowed */
+    r = save_old(ap, f->ip, shadow ? hb : t, size, u);   /* the head too if shadowed */
     if (!r && shadow)
         r = shadow_room(ap, 1);
     if (r)
         return r;
     u->armed = true;
-    r = set_size(ap, f->ino, t);
+    r = set_size(ap, f->ip, t);
     if (!r && shadow)
-        r = sfs_fallocate(ap->x->e->fs, ap->tx, f->ino,
-                          SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_KEEP_SIZE, hb, BS);
+        r = sfs_fallocate_ino(ap->x->e->fs, ap->tx, f->ip,
+                              SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_KEEP_SIZE, hb, BS);
     if (!r && shadow)
-        r = write_all(ap, f->ino, hb, u->old, t - hb);
+        r = write_all(ap, f->ip, hb, u->old, t - hb);
     if (!r)
         ap->size[m->file] = t;
     return r;
@@ -294,9 +307,7 @@ static int apply_create(struct apply *ap, const struct fop_mut *m, struct undo *
     f->ino = a.ino;
     f->base_size = 0;
     ap->size[m->file] = 0;
-    r = sfs_iget(fs, a.ino);
-    f->ref = r == 0;
-    return r;
+    return sfs_iget_ino(fs, a.ino, &f->ip);
 }
 
 static int apply_unlink(struct apply *ap, const struct fop_mut *m, struct undo *u)
@@ -322,43 +333,40 @@ static bool plain_write(const struct apply *ap, unsigned k)
 }
 
 /* How many mutations from seq[i] are plain writes of one file, each
- * starting where the one before ends, within SCRATCH_BYTES in all (an
- * append and the append of its checksum): at least 1. */
+ * starting where the one before ends (an append and the append of its
+ * checksum): at least 1. */
 static unsigned write_run(const struct apply *ap, const unsigned *seq, unsigned i, unsigned n)
 {
     const struct fop_mut *m = ap->x->muts;
     unsigned j = i + 1;
     if (ap->lone || !plain_write(ap, seq[i]))
         return 1;
-    uint64_t len = m[seq[i]].len;
     while (j < n && plain_write(ap, seq[j]) && m[seq[j]].file == m[seq[i]].file &&
-           m[seq[j]].off == m[seq[j - 1]].off + m[seq[j - 1]].len &&
-           len + m[seq[j]].len <= SCRATCH_BYTES) {
-        len += m[seq[j]].len;
+           m[seq[j]].off == m[seq[j - 1]].off + m[seq[j - 1]].len)
         j++;
-    }
     return j - i;
 }
 
-/* Applies the run of `count` contiguous writes seq[0..count) as one write
- * of their bytes gathered (one pass over the file's mapping and its
- * partial blocks instead of one per write); seq[0]'s undo covers them
- * all, the others stay unarmed. */
+/* Applies the run of `count` contiguous writes seq[0..count) as one
+ * vectored write of their bytes where they are (one pass over the file's
+ * mapping and its partial blocks instead of one per write, no gathering
+ * copy); seq[0]'s undo covers them all, the others stay unarmed. */
 static int apply_run(struct apply *ap, const unsigned *seq, unsigned count)
 {
     struct fop_mut one = ap->x->muts[seq[0]];
-    uint8_t *g = scratch();
-    if (!g)
-        return -ENOMEM;
-    g += SCRATCH_BYTES;
+    struct iovec iov[FOP_MAX_MUTS];
     one.len = 0;
     for (unsigned k = 0; k < count; k++) {
         const struct fop_mut *m = &ap->x->muts[seq[k]];
-        memcpy(g + one.len, m->data, m->len);
+        iov[k] = (struct iovec){ (void *)m->data, m->len };
         one.len += m->len;
     }
-    one.data = g;
-    return apply_write(ap, &one, &ap->u[seq[0]]);
+    one.data = NULL;   /* write_mut takes the pieces */
+    ap->run = iov;
+    ap->nrun = count;
+    int r = apply_write(ap, &one, &ap->u[seq[0]]);
+    ap->run = NULL;
+    return r;
 }
 
 static int apply_one(struct apply *ap, unsigned k)
@@ -380,9 +388,9 @@ static int undo_create(struct apply *ap, unsigned fi)
     struct fop_run *x = ap->x;
     struct cfile *f = &x->files[fi];
     int r = sfs_unlink(x->e->fs, ap->tx, f->parent, f->name);
-    if (f->ref && x->ndead < WIRE_MAX_STEPS) {
-        x->dead[x->ndead++] = f->ino;
-        f->ref = false;
+    if (f->ip && x->ndead < WIRE_MAX_STEPS) {
+        x->dead[x->ndead++] = f->ip;
+        f->ip = NULL;
     }
     f->ino = 0;
     return r;
@@ -392,11 +400,11 @@ static int undo_create(struct apply *ap, unsigned fi)
 static int undo_data(struct apply *ap, const struct cfile *f, const struct undo *u)
 {
     uint64_t size;
-    int r = size_of(ap->x->e->fs, f->ino, &size);
+    int r = size_of(ap->x->e->fs, f->ip, &size);
     if (!r && size != u->old_size)
-        r = set_size(ap, f->ino, u->old_size);
+        r = set_size(ap, f->ip, u->old_size);
     if (!r)
-        r = write_all(ap, f->ino, u->old_off, u->old, u->old_len);
+        r = write_all(ap, f->ip, u->old_off, u->old, u->old_len);
     return r;
 }
 
@@ -419,11 +427,12 @@ static int undo_change(struct apply *ap, unsigned k)
 static int undo_one(struct apply *ap, unsigned k)
 {
     const struct undo *u = &ap->u[k];
-    uint64_t ino = ap->x->files[ap->x->muts[k].file].ino;
+    const struct cfile *f = &ap->x->files[ap->x->muts[k].file];
+    uint64_t ino = f->ino;
     int r = undo_change(ap, k);
     if (!r && u->killed) {
         struct sfs_attr in = { .mode = u->old_mode };
-        r = sfs_setattr(ap->x->e->fs, ap->tx, ino, &in, SFS_SET_MODE, NULL);
+        r = sfs_setattr_ino(ap->x->e->fs, ap->tx, f->ip, &in, SFS_SET_MODE, NULL);
     }
     if (!r && u->caps_len > 0)
         r = sfs_setxattr(ap->x->e->fs, ap->tx, ino, PERM_XATTR_CAPS, u->caps,
@@ -452,8 +461,8 @@ static bool kills_setid(const struct fop_run *x, unsigned k0)
         const struct fop_mut *m = &x->muts[k];
         const struct cfile *f = &x->files[m->file];
         struct sfs_attr a;
-        if ((m->kind == MUT_WRITE || m->kind == MUT_TRUNC) && f->ino &&
-            !sfs_getattr(x->e->fs, f->ino, &a) &&
+        if ((m->kind == MUT_WRITE || m->kind == MUT_TRUNC) && f->ip &&
+            !sfs_getattr_ino(x->e->fs, f->ip, &a) &&
             (perm_setid_kill(x->cred, &a) ||
              (x->cred->uid != 0 && S_ISREG(a.mode) &&
               sfs_getxattr(x->e->fs, f->ino, PERM_XATTR_CAPS, NULL, 0) >= 0)))
@@ -679,6 +688,7 @@ static int attempt(struct fop_run *x, unsigned k0, unsigned cstep, unsigned *bad
 {
     struct apply on_stack, *ap = &on_stack;   /* a few KiB: no allocation per op */
     ap->tx = NULL;
+    ap->run = NULL;
     ap->scratch_used = false;
     memset(ap->u, 0, x->nmuts * sizeof(ap->u[0]));
     unsigned nreal = 0;

@@ -218,9 +218,12 @@ int fop_decode(struct eng_cisc *v, const struct wire_step *steps, unsigned n,
     v->keys = keys;
     v->tx = WIRE_TX_DEFAULT;
     v->replay = NULL;
-    fop_res_fill(v, -ECANCELED);
-    for (unsigned i = 0; i < n && i < WIRE_MAX_STEPS; i++)
+    /* The results of the vector's own steps only: replies carry v->n of
+     * them (the other 64 - n slots were a third of a small op's decode). */
+    for (unsigned i = 0; i < n && i < WIRE_MAX_STEPS; i++) {
+        v->res[i] = (struct wire_step_res){ -ECANCELED, 0 };
         v->st[i].path = NULL;   /* fop_release frees the decoded ones */
+    }
     if (n == 0 || n > WIRE_MAX_STEPS) {
         v->n = 0;
         v->status = -EINVAL;

@@ -77,7 +77,7 @@ static int files_sizes(struct fop_run *x)
     for (unsigned i = 0; i < x->nfiles; i++) {
         struct cfile *f = &x->files[i];
         struct sfs_attr a = { 0 };
-        int r = f->ino ? sfs_getattr(x->e->fs, f->ino, &a) : 0;
+        int r = f->ip ? sfs_getattr_ino(x->e->fs, f->ip, &a) : 0;
         if (r)
             return r;
         f->base_size = f->vsize = a.size;
@@ -108,9 +108,9 @@ int64_t fop_vread(struct fop_run *x, unsigned fi, uint64_t off, uint8_t *out, ui
         return 0;
     uint64_t n = len < f->vsize - off ? len : f->vsize - off;
     uint64_t got = 0;
-    if (f->ino && off < f->base_size) {
+    if (f->ip && off < f->base_size) {
         uint64_t want = n < f->base_size - off ? n : f->base_size - off;
-        ssize_t r = sfs_read(x->e->fs, f->ino, off, out, want);
+        ssize_t r = sfs_read_ino(x->e->fs, f->ip, off, out, want);
         if (r < 0)
             return r;
         got = (uint64_t)r;

@@ -31,7 +31,7 @@ struct cfile {
     bool create, excl;          /* created by this op; with O_EXCL */
     bool create_mut;            /* its MUT_CREATE is recorded */
     bool mutated;               /* a step changes its content */
-    bool ref;                   /* holds an sfs_iget reference */
+    struct sfs_inode *ip;       /* its held inode (sfs_iget_ino), or NULL */
     bool fsync, datasync;       /* an FSYNC step names it */
     uint64_t base_size;         /* size when the op locked it */
     uint64_t vsize;             /* virtual size while executing */
@@ -81,7 +81,7 @@ struct fop_run {
     uint64_t bufsize[WIRE_MAX_STEPS];   /* their real sizes (fop_buf_get) */
     uint64_t olen[WIRE_MAX_STEPS];
     bool fsync;                         /* some step asked for durability */
-    uint64_t dead[WIRE_MAX_STEPS];      /* references of undone creates, dropped at the end */
+    struct sfs_inode *dead[WIRE_MAX_STEPS]; /* references of undone creates, dropped at the end */
     unsigned ndead;
     unsigned tx;                        /* the op's mode: enum wire_tx, >= MACRO */
     unsigned commit_step;               /* macro: the step whose commit is the op's */

@@ -73,7 +73,7 @@ static void rebase(struct fop_run *x, unsigned i)
         return;
     struct cfile *f = &x->files[x->sfile[i]];
     struct sfs_attr a;
-    if (f->ino && sfs_getattr(x->e->fs, f->ino, &a) == 0)
+    if (f->ip && sfs_getattr_ino(x->e->fs, f->ip, &a) == 0)
         f->base_size = a.size;
 }
 

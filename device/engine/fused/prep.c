@@ -26,10 +26,11 @@ static int file_of_ino(struct fop_run *x, uint64_t ino, uint8_t *out)
         }
     if (x->nfiles == WIRE_MAX_STEPS)
         return -EINVAL;   /* cannot happen: at most one new file per step */
-    int r = sfs_iget(x->e->fs, ino);
+    struct sfs_inode *ip;
+    int r = sfs_iget_ino(x->e->fs, ino, &ip);
     if (r)
         return r;
-    x->files[x->nfiles] = (struct cfile){ .ino = ino, .ref = true };
+    x->files[x->nfiles] = (struct cfile){ .ino = ino, .ip = ip };
     *out = (uint8_t)x->nfiles++;
     return 0;
 }
@@ -160,8 +161,19 @@ static int bind_file(struct fop_run *x, unsigned i)
         x->sacc[i] = x->sacc[s->file];
         return 0;
     }
+    if (fh_closed(x, s->fh))
+        return -EBADF;
+    for (unsigned j = 0; j < i; j++) {
+        const struct fop_step *t = &x->v->st[j];
+        if ((t->flags & WIRE_STEP_F_FH) && t->fh == s->fh && x->sfile[j] != FOP_NOFILE &&
+            t->kind != WIRE_STEP_OPEN && t->kind != WIRE_STEP_UNLINK) {
+            x->sfile[i] = x->sfile[j];   /* bound already: one handle lookup per op */
+            x->sacc[i] = x->sacc[j];
+            return 0;
+        }
+    }
     struct hdl h;
-    int r = fh_closed(x, s->fh) ? -EBADF : hdl_get(x->hdl, s->fh, &h);
+    int r = hdl_get(x->hdl, s->fh, &h);
     if (r)
         return r;
     if (h.dir)
@@ -316,9 +328,9 @@ void fop_unprepare(struct fop_run *x)
 {
     fop_bpf_unprep(x);
     for (unsigned i = 0; i < x->nfiles; i++)
-        if (x->files[i].ref)
-            sfs_iput(x->e->fs, x->files[i].ino);
+        if (x->files[i].ip)
+            sfs_iput_ino(x->e->fs, x->files[i].ip);
     for (unsigned i = 0; i < x->ndead; i++)
-        sfs_iput(x->e->fs, x->dead[i]);
+        sfs_iput_ino(x->e->fs, x->dead[i]);
     x->nfiles = x->ndead = 0;
 }

@@ -260,6 +260,47 @@ TEST_F(Namei, UnlinkWhileReferencedKeepsDataUntilLastPut)
     CheckClean();
 }
 
+// Held inodes (sfs_iget_ino): the *_ino calls act on the file like the
+// calls by number; only the last of two held references frees an
+// unlinked file, the first leaves it readable.
+TEST_F(Namei, HeldInodeCallsAndLastPutOfUnlinkedFile)
+{
+    uint64_t f = Create(SFS_ROOT_INO, "f");
+    struct sfs_inode *a = nullptr, *b = nullptr;
+    ASSERT_EQ(sfs_iget_ino(fs, f, &a), 0);
+    ASSERT_EQ(sfs_iget_ino(fs, f, &b), 0);
+    ASSERT_EQ(a, b);
+    EXPECT_EQ(sfs_ino_number(a), f);
+    std::string d(9000, 'h');
+    ASSERT_EQ(sfs_write_ino(fs, nullptr, a, 100, d.data(), d.size()), (ssize_t)d.size());
+    struct sfs_attr at = {};
+    ASSERT_EQ(sfs_getattr_ino(fs, a, &at), 0);
+    EXPECT_EQ(at.size, 9100u);
+    EXPECT_EQ(Read(f, 100, 9000), d);
+    struct sfs_attr in = {};
+    in.size = 5000;
+    ASSERT_EQ(sfs_setattr_ino(fs, nullptr, a, &in, SFS_SET_SIZE, &at), 0);
+    EXPECT_EQ(at.size, 5000u);
+    ASSERT_EQ(sfs_fallocate_ino(fs, nullptr, a, SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_KEEP_SIZE,
+                                0, 4096), 0);
+    char buf[5000];
+    ASSERT_EQ(sfs_read_ino(fs, a, 0, buf, sizeof(buf)), 5000);
+    EXPECT_EQ(std::string(buf, 4096), std::string(4096, '\0'));
+    EXPECT_EQ(std::string(buf + 4096, 904), std::string(904, 'h'));
+    ASSERT_EQ(sfs_unlink(fs, nullptr, SFS_ROOT_INO, "f"), 0);
+    struct sfs_statfs before, mid, after;
+    sfs_statfs(fs, &before);
+    sfs_iput_ino(fs, b);                         // not the last: nothing freed
+    sfs_statfs(fs, &mid);
+    EXPECT_EQ(mid.inodes_free, before.inodes_free);
+    EXPECT_EQ(Read(f, 4096, 904), std::string(904, 'h'));
+    sfs_iput_ino(fs, a);                         // the last: the file goes
+    sfs_statfs(fs, &after);
+    EXPECT_EQ(after.inodes_free, before.inodes_free + 1);
+    EXPECT_EQ(sfs_getattr(fs, f, &at), -ENOENT);
+    CheckClean();
+}
+
 TEST_F(Namei, OrphanFreedAtMountAfterCrash)
 {
     uint64_t f = Create(SFS_ROOT_INO, "f");
