@@ -87,8 +87,9 @@ static int lazy(const char *mnt)
 }
 
 /* Asks the device to stop (safe: refuse a busy mount) and waits until it
- * has; *status is the device's answer. Returns 0, or 2 after printing why
- * the request failed. */
+ * has; *status is the device's answer. Returns 0, -ECONNRESET/-EPIPE when
+ * the device closed the connection unanswered (it was dying), or 2 after
+ * printing why the request failed. */
 static int shutdown_device(int fd, bool safe, const char *sock, int *status)
 {
     uint8_t flags[4];
@@ -102,6 +103,8 @@ static int shutdown_device(int fd, bool safe, const char *sock, int *status)
         while (read(fd, dummy, sizeof(dummy)) > 0)
             ;
     }
+    if (n == -ECONNRESET || n == -EPIPE)
+        return (int)n;   /* died unanswered: the caller's dead-mount path */
     return n < 0 ? cmd_failed("down", "device at %s: %s", sock, strerror((int)-n)) : 0;
 }
 
@@ -171,6 +174,14 @@ static int run_down(int argc, char **argv)
     int pidfd = device_pidfd(fd);
     r = shutdown_device(fd, !force, sock, &status);
     close(fd);
+    if (r == -ECONNRESET || r == -EPIPE) {
+        /* A device killed as we connected: its socket took the connection
+         * and closed unanswered. Once it is gone, it is a dead mount. */
+        wait_exit(pidfd);
+        if (pidfd >= 0)
+            close(pidfd);
+        return no_device(mnt, sock, r);
+    }
     if (!r && !status)
         wait_exit(pidfd);
     if (pidfd >= 0)

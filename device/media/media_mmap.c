@@ -215,6 +215,13 @@ int media_mmap_wrap(int fd, uint64_t size_bytes, bool rdonly, struct media **out
             return -e;
         }
         mm->base = p;
+        /* A child the device forks (the mount reaper, fusermount3) must not
+         * inherit the mapping: a mapping holds the image's open file, and
+         * with it the image's lock, until the last process mapping it ends
+         * — "down" would return while the reaper still locks the image.
+         * Only a kernel without MADV_DONTFORK refuses; then children keep
+         * the lock a little longer, nothing worse. */
+        (void)madvise(p, (size_t)(nblk * BS), MADV_DONTFORK);
     }
     mark_existing(mm);
     *out = &mm->m;

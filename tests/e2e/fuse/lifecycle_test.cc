@@ -6,6 +6,7 @@
 #include "device/control.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <sys/socket.h>
 #include <sys/xattr.h>
@@ -214,6 +215,37 @@ TEST_F(MountTest, DownDetachesDeadMount)
     struct stat st;
     ASSERT_TRUE(WaitFor([&] { return stat(mnt.c_str(), &st) == -1 && errno == ENOTCONN; }));
     Down();   // expects status 0 and no mount left
+}
+
+// A mapped image (--media-io mmap) must not be inherited by the children
+// the device forks: a mapping holds the image open, and with it the image's
+// lock, so "down" would return while the reaper still locked the image and
+// fsck right after said "in use by a running device".
+TEST_F(MountTest, ChildrenOfTheDeviceDoNotMapTheImage)
+{
+    Down();
+    Up("--media-io mmap");
+    pid_t dev = DaemonPid();
+    ASSERT_GT(dev, 0);
+    char real[PATH_MAX];
+    ASSERT_NE(realpath(img.c_str(), real), nullptr);
+    EXPECT_NE(ReadFile("/proc/" + std::to_string(dev) + "/maps").find(real), std::string::npos)
+        << "the device itself maps its image";
+    std::vector<pid_t> kids = Watchdogs(mnt);
+    bool reaper = false;
+    for (pid_t w : kids) {
+        std::string comm = ReadFile("/proc/" + std::to_string(w) + "/comm");
+        reaper = reaper || comm == "cisc-reaper\n";
+        EXPECT_EQ(ReadFile("/proc/" + std::to_string(w) + "/maps").find(real), std::string::npos)
+            << "pid " << w << " (" << comm << ") maps the image";
+    }
+    EXPECT_TRUE(reaper) << "no reaper found for " << mnt;
+    Down();
+    if (HaveFsck()) {
+        RunResult f = Sh(cisc + " fsck " + img);   // right after down: unlocked
+        EXPECT_EQ(f.status, 0) << f.out;
+    }
+    Up();
 }
 
 TEST_F(MountTest, SigtermStopsCleanly)
