@@ -93,6 +93,10 @@ void eng_note_changes(struct engine *e, struct eng_cmd *c)
         if (c->ret > 0 && !hdl_get(eng_hdl(e, c), c->fh, &h))
             eng_chg_inode(c, h.ino, (int64_t)c->out_off, c->ret);
         break;
+    case ENG_OP_FALLOCATE:   /* from off on: collapse/insert move all that follows */
+        if (c->ret == 0 && !hdl_get(eng_hdl(e, c), c->fh, &h))
+            eng_chg_inode(c, h.ino, (int64_t)c->off, 0);
+        break;
     case ENG_OP_FTRUNCATE:
     case ENG_OP_SETATTR:
         eng_chg_inode(c, c->ino, 0, 0);

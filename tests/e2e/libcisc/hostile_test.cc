@@ -71,7 +71,7 @@ TEST_F(Hostile, MalformedCommandsGetErrors)
     uint64_t A = r.hdr->arena_size;
     memcpy(r.arena, "file", 4);
     // bad opcodes and flags
-    for (int op = WIRE_OP_RMDIR + 1; op < 256; op++)
+    for (int op = WIRE_OP_REMOVEXATTR + 1; op < 256; op++)
         if (op != WIRE_OP_CISC) {
             EXPECT_EQ(r.Call(Sqe((uint8_t)op)), -EINVAL) << op;
         }
