@@ -19,8 +19,6 @@
 static int stage_path_name(struct cisc_queue *q, const char *path, const char *name,
                            uint64_t *off, size_t *len)
 {
-    if (!path || (name == NULL && len == NULL))
-        return -EFAULT;
     size_t a = strlen(path), b = name ? strlen(name) : 0;
     if (a >= WIRE_PATH_MAX)
         return -ENAMETOOLONG;

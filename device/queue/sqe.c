@@ -232,8 +232,8 @@ static int dec_fallocate(struct qp *qp, const struct wire_sqe *s, struct qp_cmd 
 }
 
 /* "path\0name" (extended attributes), copied once with `extra` bytes of
- * room after it; the name's own limits are the engine's to check (as
- * the xattr(7) calls: empty or too long -> -ERANGE there). */
+ * room after it. An empty or too long name is -ERANGE before the path is
+ * looked at, as the xattr(7) calls check it. */
 static int path_name_cmd(struct qp *qp, const struct wire_sqe *s, unsigned op, size_t extra,
                          struct qp_cmd **out)
 {
@@ -248,8 +248,11 @@ static int path_name_cmd(struct qp *qp, const struct wire_sqe *s, unsigned op, s
     qc->paths[s->len] = '\0';
     size_t l1 = strlen(qc->paths);
     int r = l1 == s->len ? -EINVAL : l1 == 0 ? -ENOENT : l1 >= WIRE_PATH_MAX ? -ENAMETOOLONG : 0;
-    if (!r && strlen(qc->paths + l1 + 1) != s->len - l1 - 1)
+    size_t l2 = r ? 0 : s->len - l1 - 1;
+    if (!r && strlen(qc->paths + l1 + 1) != l2)
         r = -EINVAL;   /* a NUL inside the name */
+    if (!r && (l2 == 0 || l2 > SFS_XATTR_NAME_MAX))
+        r = -ERANGE;
     if (r) {
         free(qc);
         return r;
