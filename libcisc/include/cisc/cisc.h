@@ -284,7 +284,8 @@ CISC_API int cisc_fallocate(struct cisc_queue *q, uint64_t fh, int mode, uint64_
 CISC_API ssize_t cisc_getxattr(struct cisc_queue *q, const char *path, const char *name,
                                void *value, size_t size);
 
-/* Sets attribute name of path to size bytes of value; flags 0,
+/* Sets attribute name of path to size bytes of value (names, limits
+ * and permissions: cisc_getxattr); flags 0,
  * XATTR_CREATE (-EEXIST if present) or XATTR_REPLACE (-ENODATA if
  * absent), <sys/xattr.h> values. Returns 0 or -errno (-EINVAL for a
  * malformed ACL). */
@@ -292,13 +293,14 @@ CISC_API int cisc_setxattr(struct cisc_queue *q, const char *path, const char *n
                            const void *value, size_t size, int flags);
 
 /* The names of path's attributes, each NUL-terminated, into list (size
- * bytes of room); "trusted." names only for root. Returns the bytes of
+ * bytes of room); "trusted." names only for root (permissions:
+ * cisc_getxattr). Returns the bytes of
  * the whole list (size 0: the size only), or -errno (-ERANGE: too small). */
 CISC_API ssize_t cisc_listxattr(struct cisc_queue *q, const char *path, char *list,
                                 size_t size);
 
-/* Removes attribute name of path. Returns 0 or -errno (-ENODATA if
- * absent). */
+/* Removes attribute name of path (permissions as for changing it:
+ * cisc_getxattr). Returns 0 or -errno (-ENODATA if absent). */
 CISC_API int cisc_removexattr(struct cisc_queue *q, const char *path, const char *name);
 
 /* One directory entry, valid only during the callback. */
