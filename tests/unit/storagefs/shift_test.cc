@@ -208,6 +208,41 @@ TEST_F(Shift, RandomOperationsAgainstAModel)
         EXPECT_EQ(Read(ino[k], 0, model[k].size() + B), model[k]);
 }
 
+// A shift that would move more extents than one journal transaction
+// holds is refused with -E2BIG and changes nothing; with fewer extents
+// past the offset the same file shifts. (The bound is printed: on this
+// 64 MiB disk, and in proportion to the journal on larger ones.)
+TEST_F(Shift, TooManyExtentsForOneTransactionIsE2big)
+{
+    std::mt19937 rng(5);
+    uint64_t f = Create(SFS_ROOT_INO, "f"), g = Create(SFS_ROOT_INO, "g");
+    const unsigned n = 2500;
+    std::string data = Fragmented(f, g, n, rng);
+    ASSERT_EQ(sfs_fallocate(fs, nullptr, f, kCollapse, 0, B), -E2BIG);
+    EXPECT_TRUE(Read(f, 0, data.size() + 1) == data);
+    unsigned lo = 0, hi = n - 1;   // lo refused, hi accepted (checked below)
+    ASSERT_EQ(sfs_fallocate(fs, nullptr, f, kInsert, (n - 1) * B, B), 0);
+    data.insert((n - 1) * B, std::string(B, '\0'));
+    while (hi - lo > 1) {
+        unsigned mid = (lo + hi) / 2;
+        int r = sfs_fallocate(fs, nullptr, f, kInsert, (uint64_t)mid * B, B);
+        ASSERT_TRUE(r == 0 || r == -E2BIG) << r;
+        if (r == 0) {
+            data.insert((size_t)mid * B, std::string(B, '\0'));
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    printf("shift limit on a 64 MiB disk: %u extents past the offset move, %u do not\n",
+           n - hi, n - lo);
+    EXPECT_GT(n - hi, 100u);
+    EXPECT_TRUE(Read(f, 0, data.size() + 1) == data);
+    Unmount();
+    ExpectClean();
+    Mount();
+}
+
 // A power cut at every write of one collapse (and one insert) of a file
 // of many extents: after recovery the file is exactly as before or as
 // after, never in between, and fsck is clean.
