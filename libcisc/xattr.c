@@ -41,8 +41,9 @@ static int stage_path_name(struct cisc_queue *q, const char *path, const char *n
 
 /* One xattr command: (path, name) staged, the value buffer staged in
  * the result area (copied in for set, out for get/list). */
-static int64_t xattr_call(struct cisc_queue *q, uint8_t op, const char *path, const char *name,
-                          void *value, size_t size, unsigned flags, bool in)
+static int64_t xattr_call(struct cisc_queue *q, uint8_t op, const char *path,
+                          const char *name, void *value, size_t size, unsigned flags,
+                          bool in)
 {
     if (!q)
         return -EINVAL;
@@ -80,7 +81,8 @@ static size_t out_cap(size_t size)
 CISC_API ssize_t cisc_getxattr(struct cisc_queue *q, const char *path, const char *name,
                                void *value, size_t size)
 {
-    return (ssize_t)xattr_call(q, WIRE_OP_GETXATTR, path, name, value, out_cap(size), 0, false);
+    return (ssize_t)xattr_call(q, WIRE_OP_GETXATTR, path, name, value, out_cap(size), 0,
+                               false);
 }
 
 CISC_API int cisc_setxattr(struct cisc_queue *q, const char *path, const char *name,
@@ -97,7 +99,8 @@ CISC_API int cisc_setxattr(struct cisc_queue *q, const char *path, const char *n
 CISC_API ssize_t cisc_listxattr(struct cisc_queue *q, const char *path, char *list,
                                 size_t size)
 {
-    return (ssize_t)xattr_call(q, WIRE_OP_LISTXATTR, path, NULL, list, out_cap(size), 0, false);
+    return (ssize_t)xattr_call(q, WIRE_OP_LISTXATTR, path, NULL, list, out_cap(size), 0,
+                               false);
 }
 
 CISC_API int cisc_removexattr(struct cisc_queue *q, const char *path, const char *name)

@@ -247,7 +247,10 @@ static int path_name_cmd(struct qp *qp, const struct wire_sqe *s, unsigned op, s
     memcpy(qc->paths, qp->arena.base + s->addr, s->len);   /* the one copy */
     qc->paths[s->len] = '\0';
     size_t l1 = strlen(qc->paths);
-    int r = l1 == s->len ? -EINVAL : l1 == 0 ? -ENOENT : l1 >= WIRE_PATH_MAX ? -ENAMETOOLONG : 0;
+    int r = l1 == s->len ? -EINVAL
+            : l1 == 0    ? -ENOENT
+            : l1 >= WIRE_PATH_MAX ? -ENAMETOOLONG
+                                  : 0;
     size_t l2 = r ? 0 : s->len - l1 - 1;
     if (!r && strlen(qc->paths + l1 + 1) != l2)
         r = -EINVAL;   /* a NUL inside the name */

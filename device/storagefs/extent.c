@@ -303,7 +303,7 @@ static int shift_up(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
 {
     for (uint64_t below = UINT64_MAX; below > from;) {
         struct sfs_extent e;
-        int r = find(fs, ip, below - 1, false, &e);   /* last one starting before `below` */
+        int r = find(fs, ip, below - 1, false, &e);   /* the last starting before it */
         if (r <= 0 || e.lblk + e.len <= from)
             return r < 0 ? r : 0;
         uint64_t a = e.lblk > from ? e.lblk : from;

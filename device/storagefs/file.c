@@ -638,7 +638,8 @@ int sfs_fallocate(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, unsigned mod
     if (mode & shifts)   /* alone, as Linux wants them (shift.c) */
         return (mode & ~shifts) || mode == shifts
                    ? -EINVAL
-                   : file_shift_range(fs, tx, ino, mode == SFS_FALLOC_COLLAPSE_RANGE, off, len);
+                   : file_shift_range(fs, tx, ino, mode == SFS_FALLOC_COLLAPSE_RANGE, off,
+                                      len);
     unsigned known = SFS_FALLOC_KEEP_SIZE | SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_ZERO_RANGE;
     if ((mode & ~known) || ((mode & SFS_FALLOC_PUNCH_HOLE) &&
                             (!(mode & SFS_FALLOC_KEEP_SIZE) || (mode & SFS_FALLOC_ZERO_RANGE))))
