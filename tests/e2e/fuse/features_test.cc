@@ -244,6 +244,25 @@ TEST_F(Features, TmpfileClosedGivesSpaceBack)
     EXPECT_GE(FreeBlocks(mnt), before);
 }
 
+// On one CPU the mount runs libfuse's own loop (fusefs_loop.c pins
+// workers only with two or more): O_TMPFILE goes through the same read
+// hook there.
+TEST_F(Features, TmpfileWithLibfusesOwnLoop)
+{
+    if (Sh("which taskset").status != 0)
+        GTEST_SKIP() << "taskset not installed";
+    Down();
+    RunResult r = Sh("taskset -c 0 " + UpCmd());
+    ASSERT_EQ(r.status, 0) << r.out;
+    up = true;
+    int fd = open(mnt.c_str(), O_TMPFILE | O_RDWR, 0600);
+    ASSERT_GE(fd, 0) << strerror(errno);
+    ASSERT_EQ(write(fd, "one cpu", 7), 7);
+    ASSERT_EQ(linkat(fd, "", AT_FDCWD, P("n").c_str(), AT_EMPTY_PATH), 0) << strerror(errno);
+    close(fd);
+    EXPECT_EQ(e2e::ReadFile(P("n")), "one cpu");
+}
+
 // A device that dies with an unnamed file open frees it when it starts
 // again (the file was on the orphan list from its creation); fsck is clean.
 TEST_F(Features, TmpfileOpenAtCrashIsReapedAtStart)
