@@ -80,6 +80,17 @@ void eng_chg_release(struct eng_chg *chg)
     chg->ninodes = chg->nentries = 0;
 }
 
+/* A fallocate changed ino from c->off on (collapse and insert move all
+ * that follows): the range up to the new size, so that a watcher that
+ * keeps its own size (the mount's writeback cache) raises it when the
+ * file grew; from off to the end when the file ends before off. */
+static void note_fallocate(struct engine *e, struct eng_cmd *c, uint64_t ino)
+{
+    struct sfs_attr a;
+    bool sized = sfs_getattr(e->fs, ino, &a) == 0 && a.size > c->off;
+    eng_chg_inode(c, ino, (int64_t)c->off, sized ? (int64_t)(a.size - c->off) : 0);
+}
+
 /* Data ops on handles; path ops record their own changes. */
 void eng_note_changes(struct engine *e, struct eng_cmd *c)
 {
@@ -93,9 +104,9 @@ void eng_note_changes(struct engine *e, struct eng_cmd *c)
         if (c->ret > 0 && !hdl_get(eng_hdl(e, c), c->fh, &h))
             eng_chg_inode(c, h.ino, (int64_t)c->out_off, c->ret);
         break;
-    case ENG_OP_FALLOCATE:   /* from off on: collapse/insert move all that follows */
+    case ENG_OP_FALLOCATE:
         if (c->ret == 0 && !hdl_get(eng_hdl(e, c), c->fh, &h))
-            eng_chg_inode(c, h.ino, (int64_t)c->off, 0);
+            note_fallocate(e, c, h.ino);
         break;
     case ENG_OP_FTRUNCATE:
     case ENG_OP_SETATTR:

@@ -255,5 +255,31 @@ TEST_F(Falloc, CollapseAndInsertRange)
     EXPECT_TRUE(ReadFile(P("f")) == data);
 }
 
+// With the mount's writeback cache the kernel keeps its own size of a
+// cached file: a libcisc insert-range that grows the file raises it (as
+// a libcisc write past the end does), so the mount reads the whole file.
+TEST_F(Falloc, InsertRangeGrowsTheSizeTheWritebackMountKeeps)
+{
+    const size_t B = 4096;
+    cisc_session_close(s);
+    s = nullptr;
+    Down();
+    Up("--writeback");
+    ASSERT_EQ(cisc_session_open(mnt.c_str(), &s), 0);
+    ASSERT_EQ(cisc_queue_create(s, &q), 0);
+    std::string data = Pattern(4 * B);
+    ASSERT_TRUE(WriteFile(P("f"), data));
+    ASSERT_TRUE(ReadFile(P("f")) == data);   // cached, size 4 blocks
+    uint64_t fh;
+    ASSERT_EQ(cisc_open(q, "f", O_RDWR, 0, &fh), 0);
+    ASSERT_EQ(cisc_fallocate(q, fh, FALLOC_FL_INSERT_RANGE, B, 3 * B), 0);
+    ASSERT_EQ(cisc_close(q, fh), 0);
+    data.insert(B, std::string(3 * B, '\0'));
+    struct stat st;
+    ASSERT_EQ(stat(P("f").c_str(), &st), 0);
+    EXPECT_EQ((size_t)st.st_size, data.size());
+    EXPECT_TRUE(ReadFile(P("f")) == data);
+}
+
 }  // namespace
 }  // namespace e2e
