@@ -47,6 +47,13 @@ void fusefs_to_stat(const struct sfs_attr *a, struct stat *st);
  * it). Call after fuse_session_mount. Returns 0 or -EIO. */
 int fusefs_killpriv_io(struct fusefs *f);
 
+/* O_TMPFILE (tmpfile.c): renames a FUSE_TMPFILE request just read (n
+ * bytes at buf) to FUSE_CREATE, in place; other requests are untouched. */
+void fusefs_tmpfile_request(void *buf, size_t n);
+
+/* True for the name of a create that fusefs_tmpfile_request renamed. */
+bool fusefs_tmpfile_name(const char *name);
+
 /* The process (thread group) of thread tid, for tenants that are pids
  * (tgid.c); tid itself if it cannot be told. */
 uint32_t fusefs_tgid(uint32_t tid);

@@ -807,9 +807,28 @@ static void ff_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     freq_submit(r, 0);
 }
 
+/* O_TMPFILE (renamed CREATE, tmpfile.c): an unnamed file in parent,
+ * answered as a create. */
+static void unnamed_create(fuse_req_t req, fuse_ino_t parent, mode_t mode,
+                           struct fuse_file_info *fi)
+{
+    struct freq *r = freq_new(req, ENG_OP_TMPFILE, reply_create);
+    if (!r)
+        return;
+    r->fi = *fi;
+    r->c.ino = parent;
+    r->c.mode = mode;
+    r->c.flags = engine_open_flags(r->f, fi->flags);
+    freq_submit(r, 0);
+}
+
 static void ff_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                       struct fuse_file_info *fi)
 {
+    if (fusefs_tmpfile_name(name)) {
+        unnamed_create(req, parent, mode, fi);
+        return;
+    }
     struct freq *r;
     name_op(req, ENG_OP_CREATE, parent, name, reply_create, &r);
     if (!r)

@@ -18,7 +18,9 @@
  *      before its reply is written). INIT is the first request of a
  *      session and the kernel sends no other before its reply, so the
  *      first reply written (unique != 0) is INIT's.
- *   2. Every other read, write and splice is passed through unchanged.
+ *   2. Every other write and splice is passed through unchanged; a read
+ *      request is changed only by fusefs_tmpfile_request (tmpfile.c:
+ *      O_TMPFILE's opcode).
  */
 #include "fusefs/fusefs_int.h"
 
@@ -57,7 +59,10 @@ static ssize_t kp_writev(int fd, struct iovec *iov, int count, void *userdata)
 
 static ssize_t kp_read(int fd, void *buf, size_t len, void *userdata)
 {
-    return read(fd, buf, len);
+    ssize_t n = read(fd, buf, len);
+    if (n > 0)
+        fusefs_tmpfile_request(buf, (size_t)n);
+    return n;
 }
 
 static ssize_t kp_splice(int fdin, off_t *offin, int fdout, off_t *offout, size_t len,

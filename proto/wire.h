@@ -134,6 +134,19 @@ enum wire_op {
                             output -> res = bytes of struct wire_dirent records
                             (0: no more entries), aux = cookie to continue with */
     WIRE_OP_RMDIR,       /* addr,len = path */
+    WIRE_OP_FALLOCATE,   /* fh off; len = bytes of the range (no buffer); flags =
+                            FALLOC_FL_* (collapse/insert range included) */
+    /* Extended attributes of a path (symlinks followed, as getxattr(2));
+     * "path\0name" is the path and the attribute's name, with its prefix
+     * ("user.", "trusted.", "security.", "system.posix_acl_access" ...).
+     * Values and lists travel in the result area. */
+    WIRE_OP_GETXATTR,    /* addr,len = "path\0name"; res_off,res_len = value buffer
+                            (res_len 0: the size only) -> res = value size */
+    WIRE_OP_SETXATTR,    /* addr,len = "path\0name"; res_off,res_len = the value
+                            (0..65536 bytes); flags = XATTR_CREATE / XATTR_REPLACE */
+    WIRE_OP_LISTXATTR,   /* addr,len = path; res_off,res_len = buffer (res_len 0:
+                            the size only) -> res = bytes of NUL-ended names */
+    WIRE_OP_REMOVEXATTR, /* addr,len = "path\0name" */
     WIRE_OP_CISC = 64,   /* addr,len = steps; nsteps; res_off = results */
 };
 

@@ -33,6 +33,8 @@
  *   RENAME      ino=dir name ino2=newdir name2 flags=ENG_RENAME_*
  *   OPEN        ino flags=O_*                   -> fh
  *   CREATE      ino=dir name mode flags=O_*     -> attr, fh, 1 reference
+ *   TMPFILE     ino=dir mode flags=O_*          -> attr, fh, 1 reference (an
+ *                                                  unnamed file: sfs_tmpfile)
  *   READ        fh off out size [map map_arg]   -> ret=bytes (map: zero-copy)
  *   WRITE       fh off in size flags=ENG_WRITE_* -> ret=bytes
  *   FLUSH       fh
@@ -74,6 +76,12 @@
  *   READDIR_PATH path off=cookie fill fill_arg  -> entries via fill
  *   APPEND      fh in size                      -> ret=bytes, out_off=offset written
  *   FTRUNCATE   fh off=size                     (fh open for writing, else -EINVAL)
+ *   GETXATTR_PATH    path name out size         -> ret=size (as GETXATTR)
+ *   SETXATTR_PATH    path name in size flags    (as SETXATTR)
+ *   LISTXATTR_PATH   path out size              -> ret=size (as LISTXATTR)
+ *   REMOVEXATTR_PATH path name                  (as REMOVEXATTR)
+ *     (the path's symlinks followed, as getxattr(2); the inode-based op's
+ *      permission checks, with the session's credentials)
  * Commands with cmd->chg set record what they changed (inodes, entries)
  * for the watcher (the FUSE front end's kernel caches): see eng_set_watch.
  *
@@ -85,7 +93,7 @@
  *   2. Permission checks use only cmd->cred; uid 0 has the POSIX root
  *      overrides (CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_CHOWN).
  *   3. Every reference the engine hands out (LOOKUP, MKNOD, MKDIR,
- *      SYMLINK, LINK, CREATE, READDIR plus) is an sfs_iget reference the
+ *      SYMLINK, LINK, CREATE, TMPFILE, READDIR plus) is an sfs_iget reference the
  *      door returns with FORGET (those still held at shutdown are dropped
  *      by sfs_unmount); every open handle holds one more until RELEASE
  *      or eng_destroy.
@@ -127,7 +135,9 @@ extern "C" {   /* also for the StorageFS header included here */
     X(NOP, nop) X(OPEN_PATH, open_path) X(STAT_PATH, stat_path) X(FSTAT, fstat) \
     X(UNLINK_PATH, unlink_path) X(MKDIR_PATH, mkdir_path) X(RMDIR_PATH, rmdir_path) \
     X(RENAME_PATH, rename_path) X(READDIR_PATH, readdir_path) X(APPEND, append) \
-    X(FTRUNCATE, ftruncate)
+    X(FTRUNCATE, ftruncate) X(TMPFILE, tmpfile) X(GETXATTR_PATH, getxattr_path) \
+    X(SETXATTR_PATH, setxattr_path) X(LISTXATTR_PATH, listxattr_path) \
+    X(REMOVEXATTR_PATH, removexattr_path)
 
 enum eng_op {
 #define X(N, n) ENG_OP_##N,

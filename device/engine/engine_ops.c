@@ -194,14 +194,12 @@ static int apply_umask(struct engine *e, struct eng_cmd *c, uint32_t *mode)
     return n < 0 && n != -ENODATA ? (int)n : 0;
 }
 
-/* Common front of the four creating ops: name, parent checks, owner. */
-static int prepare_create(struct engine *e, struct eng_cmd *c, uint32_t *mode,
-                          uint32_t *uid, uint32_t *gid)
+/* Parent checks and owner of a new inode in c->ino. */
+static int prepare_new(struct engine *e, struct eng_cmd *c, uint32_t *mode, uint32_t *uid,
+                       uint32_t *gid)
 {
     struct sfs_attr dir;
-    int r = check_name(c->ino, c->name, SYSDIR_RESERVED);
-    if (!r)
-        r = dir_attr(e, c->ino, &dir);
+    int r = dir_attr(e, c->ino, &dir);
     if (!r)
         r = perm_may_create(&c->cred, &dir);
     if (!r)
@@ -209,6 +207,14 @@ static int prepare_create(struct engine *e, struct eng_cmd *c, uint32_t *mode,
     if (!r)
         perm_new_owner(&c->cred, &dir, mode, uid, gid);
     return r;
+}
+
+/* Common front of the four creating ops: name, parent checks, owner. */
+static int prepare_create(struct engine *e, struct eng_cmd *c, uint32_t *mode,
+                          uint32_t *uid, uint32_t *gid)
+{
+    int r = check_name(c->ino, c->name, SYSDIR_RESERVED);
+    return r ? r : prepare_new(e, c, mode, uid, gid);
 }
 
 int64_t eop_mknod(struct engine *e, struct eng_cmd *c)
@@ -401,6 +407,26 @@ int64_t eop_create(struct engine *e, struct eng_cmd *c)
     r = open_handle(e, c, c->attr.ino, false);
     if (r)
         sfs_iput(e->fs, c->attr.ino);   /* the door never sees this entry */
+    return r;
+}
+
+/* O_TMPFILE: an unnamed file in directory c->ino, opened. sfs_tmpfile's
+ * reference is the door's (as CREATE's entry reference): the kernel
+ * forgets the inode when its last user closes it, and that frees it. */
+int64_t eop_tmpfile(struct engine *e, struct eng_cmd *c)
+{
+    uint32_t mode = S_IFREG | (c->mode & 07777), uid, gid;
+    if ((c->flags & O_ACCMODE) == O_RDONLY)
+        return -EINVAL;   /* as Linux: an unnamed file is opened for writing */
+    int r = prepare_new(e, c, &mode, &uid, &gid);
+    if (!r)
+        r = sfs_tmpfile(e->fs, NULL, c->ino, mode, uid, gid, &c->attr);
+    if (r)
+        return r;
+    c->flags &= ~(uint32_t)(O_TMPFILE | O_CREAT | O_EXCL | O_TRUNC);
+    r = open_handle(e, c, c->attr.ino, false);
+    if (r)
+        sfs_iput(e->fs, c->attr.ino);   /* the door never sees this file */
     return r;
 }
 
@@ -635,10 +661,8 @@ int64_t eop_statfs(struct engine *e, struct eng_cmd *c)
 /* mask: R_OK to read, W_OK to set, 0 to remove. Fills *a. */
 static int xattr_prepare(struct engine *e, struct eng_cmd *c, int mask, struct sfs_attr *a)
 {
-    if (!c->name || !*c->name)
-        return -EINVAL;
-    if (strlen(c->name) > SFS_XATTR_NAME_MAX)
-        return -ERANGE;
+    if (!c->name || !*c->name || strlen(c->name) > SFS_XATTR_NAME_MAX)
+        return -ERANGE;   /* as the xattr(7) calls (the kernel checks them for FUSE) */
     int r = sfs_getattr(e->fs, c->ino, a);
     if (r)
         return r;
@@ -724,12 +748,14 @@ int64_t eop_access(struct engine *e, struct eng_cmd *c)
 int64_t eop_fallocate(struct engine *e, struct eng_cmd *c)
 {
     struct hdl h;
-    unsigned known = FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE;
+    unsigned known = FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE |
+                     FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE;
     if (c->flags & ~known)
         return -EOPNOTSUPP;
     if ((c->flags & FALLOC_FL_PUNCH_HOLE) && !(c->flags & FALLOC_FL_KEEP_SIZE))
         return -EOPNOTSUPP;
-    if (c->len == 0 || c->off + c->len < c->off)
+    if (c->len == 0 || c->off + c->len < c->off || c->off > INT64_MAX ||
+        c->len > INT64_MAX - c->off)
         return -EINVAL;
     int r = file_handle(e, c, c->fh, W_OK, &h);
     if (!r && c->flags != FALLOC_FL_KEEP_SIZE)   /* all but pure preallocation */
@@ -738,7 +764,9 @@ int64_t eop_fallocate(struct engine *e, struct eng_cmd *c)
         return r;
     unsigned m = (c->flags & FALLOC_FL_KEEP_SIZE ? SFS_FALLOC_KEEP_SIZE : 0) |
                  (c->flags & FALLOC_FL_PUNCH_HOLE ? SFS_FALLOC_PUNCH_HOLE : 0) |
-                 (c->flags & FALLOC_FL_ZERO_RANGE ? SFS_FALLOC_ZERO_RANGE : 0);
+                 (c->flags & FALLOC_FL_ZERO_RANGE ? SFS_FALLOC_ZERO_RANGE : 0) |
+                 (c->flags & FALLOC_FL_COLLAPSE_RANGE ? SFS_FALLOC_COLLAPSE_RANGE : 0) |
+                 (c->flags & FALLOC_FL_INSERT_RANGE ? SFS_FALLOC_INSERT_RANGE : 0);
     stripe_lock(e, h.ino, true);
     r = sfs_fallocate(e->fs, NULL, h.ino, m, c->off, c->len);
     stripe_unlock(e, h.ino);

@@ -308,3 +308,49 @@ int64_t eop_readdir_path(struct engine *e, struct eng_cmd *c)
     eop_release(e, c);
     return r;
 }
+
+/* ---- extended attributes by path ------------------------------------------------ */
+
+/* Runs an inode-based xattr op (engine_ops.c: its permission checks) on
+ * the file the path names, symlinks followed; the inode is pinned while
+ * it runs, and must still be the one the walk found. */
+static int64_t xattr_on_path(struct engine *e, struct eng_cmd *c,
+                             int64_t (*op)(struct engine *, struct eng_cmd *), bool changes)
+{
+    struct sfs_attr a, now;
+    int r = existing(e, c, &a);
+    if (!r)
+        r = sfs_iget(e->fs, a.ino);
+    if (r)
+        return r;
+    r = sfs_getattr(e->fs, a.ino, &now);
+    int64_t n = r ? r : now.generation != a.generation ? -ENOENT : 0;
+    if (!n) {
+        c->ino = a.ino;
+        n = op(e, c);
+    }
+    if (n >= 0 && changes)
+        eng_chg_inode(c, a.ino, -1, 0);   /* mode (an ACL), cached ACLs */
+    sfs_iput(e->fs, a.ino);
+    return n;
+}
+
+int64_t eop_getxattr_path(struct engine *e, struct eng_cmd *c)
+{
+    return xattr_on_path(e, c, eop_getxattr, false);
+}
+
+int64_t eop_setxattr_path(struct engine *e, struct eng_cmd *c)
+{
+    return xattr_on_path(e, c, eop_setxattr, true);
+}
+
+int64_t eop_listxattr_path(struct engine *e, struct eng_cmd *c)
+{
+    return xattr_on_path(e, c, eop_listxattr, false);
+}
+
+int64_t eop_removexattr_path(struct engine *e, struct eng_cmd *c)
+{
+    return xattr_on_path(e, c, eop_removexattr, true);
+}

@@ -3,6 +3,7 @@
  * cheap "does anyone cache this" test, and the blocking flush. */
 #include "device/engine/engine_int.h"
 
+#include <linux/falloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,6 +84,23 @@ void eng_chg_release(struct eng_chg *chg)
     chg->ninodes = chg->nentries = 0;
 }
 
+/* A fallocate changed ino from c->off on: collapse and insert move all
+ * that follows and change the size, so "from off to the end" (a watcher
+ * that keeps its own size — the mount's writeback cache — takes the
+ * device's, smaller or larger); otherwise the range up to the new size,
+ * so that such a watcher raises it when the file grew, or from off to the
+ * end when the file ends before off. */
+static void note_fallocate(struct engine *e, struct eng_cmd *c, uint64_t ino)
+{
+    if (c->flags & (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE)) {
+        eng_chg_inode(c, ino, (int64_t)c->off, 0);
+        return;
+    }
+    struct sfs_attr a;
+    bool sized = sfs_getattr(e->fs, ino, &a) == 0 && a.size > c->off;
+    eng_chg_inode(c, ino, (int64_t)c->off, sized ? (int64_t)(a.size - c->off) : 0);
+}
+
 /* Data ops on handles; path ops record their own changes. */
 void eng_note_changes(struct engine *e, struct eng_cmd *c)
 {
@@ -95,6 +113,10 @@ void eng_note_changes(struct engine *e, struct eng_cmd *c)
     case ENG_OP_APPEND:
         if (c->ret > 0 && !hdl_get(eng_hdl(e, c), c->fh, &h))
             eng_chg_inode(c, h.ino, (int64_t)c->out_off, c->ret);
+        break;
+    case ENG_OP_FALLOCATE:
+        if (c->ret == 0 && !hdl_get(eng_hdl(e, c), c->fh, &h))
+            note_fallocate(e, c, h.ino);
         break;
     case ENG_OP_FTRUNCATE:
     case ENG_OP_SETATTR:

@@ -19,7 +19,8 @@ static const bool always[ENG_OP_COUNT] = {
     [ENG_OP_WRITE] = true,       [ENG_OP_SETXATTR] = true,    [ENG_OP_REMOVEXATTR] = true,
     [ENG_OP_FALLOCATE] = true,   [ENG_OP_COPY_RANGE] = true,  [ENG_OP_UNLINK_PATH] = true,
     [ENG_OP_MKDIR_PATH] = true,  [ENG_OP_RMDIR_PATH] = true,  [ENG_OP_RENAME_PATH] = true,
-    [ENG_OP_APPEND] = true,      [ENG_OP_FTRUNCATE] = true,
+    [ENG_OP_APPEND] = true,      [ENG_OP_FTRUNCATE] = true,   [ENG_OP_TMPFILE] = true,
+    [ENG_OP_SETXATTR_PATH] = true, [ENG_OP_REMOVEXATTR_PATH] = true,
 };
 
 /* An open that writes, truncates or may create. */

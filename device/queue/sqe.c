@@ -12,6 +12,7 @@
 #include <linux/fs.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/xattr.h>
 
 #define OPEN_FLAGS (O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_APPEND | O_DIRECTORY | O_NOFOLLOW)
 
@@ -214,6 +215,106 @@ static int dec_rename(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **o
     return 0;
 }
 
+/* FALLOCATE: a handle and a range, no buffer. */
+static int dec_fallocate(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out)
+{
+    if (s->off > INT64_MAX || s->len > INT64_MAX - s->off)
+        return -EFBIG;
+    struct qp_cmd *qc = cmd_new(qp, s, ENG_OP_FALLOCATE, 0);
+    if (!qc)
+        return -ENOMEM;
+    qc->c.fh = s->fh;
+    qc->c.off = s->off;
+    qc->c.len = s->len;
+    qc->c.flags = s->flags;
+    *out = qc;
+    return 0;
+}
+
+/* "path\0name" (extended attributes), copied once with `extra` bytes of
+ * room after it. An empty or too long name is -ERANGE before the path is
+ * looked at, as the xattr(7) calls check it. */
+static int path_name_cmd(struct qp *qp, const struct wire_sqe *s, unsigned op, size_t extra,
+                         struct qp_cmd **out)
+{
+    if (!qp_arena_ok(&qp->arena, s->addr, s->len))
+        return -EFAULT;
+    if (s->len >= (uint64_t)WIRE_PATH_MAX + SFS_XATTR_NAME_MAX + 2)
+        return -ENAMETOOLONG;
+    struct qp_cmd *qc = cmd_new(qp, s, op, s->len + 1 + extra);
+    if (!qc)
+        return -ENOMEM;
+    memcpy(qc->paths, qp->arena.base + s->addr, s->len);   /* the one copy */
+    qc->paths[s->len] = '\0';
+    size_t l1 = strlen(qc->paths);
+    int r = l1 == s->len ? -EINVAL
+            : l1 == 0    ? -ENOENT
+            : l1 >= WIRE_PATH_MAX ? -ENAMETOOLONG
+                                  : 0;
+    size_t l2 = r ? 0 : s->len - l1 - 1;
+    if (!r && strlen(qc->paths + l1 + 1) != l2)
+        r = -EINVAL;   /* a NUL inside the name */
+    if (!r && (l2 == 0 || l2 > SFS_XATTR_NAME_MAX))
+        r = -ERANGE;
+    if (r) {
+        free(qc);
+        return r;
+    }
+    qc->c.path = qc->paths;
+    qc->c.name = qc->paths + l1 + 1;
+    *out = qc;
+    return 0;
+}
+
+/* The result area as an output buffer (res_len 0: the size only). */
+static int xattr_out(struct qp *qp, const struct wire_sqe *s, struct qp_cmd *qc)
+{
+    if (!qp_arena_ok(&qp->arena, s->res_off, s->res_len))
+        return -EFAULT;
+    qc->c.out = s->res_len ? qp->arena.base + s->res_off : NULL;
+    qc->c.size = s->res_len;
+    return 0;
+}
+
+static int dec_getxattr(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out)
+{
+    int r = path_name_cmd(qp, s, ENG_OP_GETXATTR_PATH, 0, out);
+    if (!r && (r = xattr_out(qp, s, *out)) != 0)
+        free(*out);
+    return r;
+}
+
+static int dec_listxattr(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out)
+{
+    int r = path_cmd(qp, s, ENG_OP_LISTXATTR_PATH, out);
+    if (!r && (r = xattr_out(qp, s, *out)) != 0)
+        free(*out);
+    return r;
+}
+
+/* The value is copied once, after the names: the engine validates it
+ * (an ACL) and stores what it validated. */
+static int dec_setxattr(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out)
+{
+    if (s->flags & ~(uint32_t)(XATTR_CREATE | XATTR_REPLACE))
+        return -EINVAL;
+    if (!qp_arena_ok(&qp->arena, s->res_off, s->res_len))
+        return -EFAULT;
+    if (s->res_len > SFS_XATTR_SIZE_MAX)
+        return -E2BIG;
+    int r = path_name_cmd(qp, s, ENG_OP_SETXATTR_PATH, s->res_len, out);
+    if (r)
+        return r;
+    struct qp_cmd *qc = *out;
+    char *v = qc->paths + s->len + 1;
+    memcpy(v, qp->arena.base + s->res_off, s->res_len);
+    qc->c.in = v;
+    qc->c.size = s->res_len;
+    qc->c.flags = (s->flags & XATTR_CREATE ? ENG_XATTR_CREATE : 0) |
+                  (s->flags & XATTR_REPLACE ? ENG_XATTR_REPLACE : 0);
+    return 0;
+}
+
 /* CISC: the step array and the result array inside the arena; the steps
  * are copied once into private memory and decoded (fop_decode checks
  * every step) into the command's vector. A vector the decoder refuses
@@ -271,6 +372,11 @@ int qp_sqe_decode(struct qp *qp, const struct wire_sqe *s, struct qp_cmd **out)
     case WIRE_OP_RENAME: return dec_rename(qp, s, out);
     case WIRE_OP_READDIR: return dec_readdir(qp, s, out);
     case WIRE_OP_RMDIR: return path_cmd(qp, s, ENG_OP_RMDIR_PATH, out);
+    case WIRE_OP_FALLOCATE: return dec_fallocate(qp, s, out);
+    case WIRE_OP_GETXATTR: return dec_getxattr(qp, s, out);
+    case WIRE_OP_SETXATTR: return dec_setxattr(qp, s, out);
+    case WIRE_OP_LISTXATTR: return dec_listxattr(qp, s, out);
+    case WIRE_OP_REMOVEXATTR: return path_name_cmd(qp, s, ENG_OP_REMOVEXATTR_PATH, 0, out);
     case WIRE_OP_CISC: return dec_cisc(qp, s, out);
     default: return -EINVAL;
     }

@@ -250,3 +250,78 @@ int ext_remove(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip, uint6
         cursor = b;
     }
 }
+
+/* ---- shifting (collapse / insert range) ------------------------------------------ */
+
+int64_t ext_count_from(struct sfs *fs, struct sfs_inode *ip, uint64_t lblk, uint64_t *end)
+{
+    int64_t n = 0;
+    struct sfs_extent e;
+    for (;;) {
+        int r = ext_next(fs, ip, lblk, &e);
+        *end = lblk;
+        if (r <= 0)
+            return r < 0 ? r : n;
+        n++;
+        lblk = e.lblk + e.len;
+    }
+}
+
+/* Moves the part [a, end of e) of extent e to a + delta or a - delta. */
+static int move_part(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
+                     const struct sfs_extent *e, uint64_t a, uint64_t delta, bool down)
+{
+    uint64_t end = e->lblk + e->len;
+    struct sfs_extent moved = {down ? a - delta : a + delta, e->pblk + (a - e->lblk),
+                               (uint32_t)(end - a), e->flags};
+    int r = cut(fs, h, ip, e, a, end, false);
+    return r ? r : ext_insert(fs, h, ip, &moved);
+}
+
+/* Down: in ascending order, each extent lands in the room the one
+ * before it left (or the caller's unmapped range). */
+static int shift_down(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
+                      uint64_t from, uint64_t delta)
+{
+    for (uint64_t cursor = from;;) {
+        struct sfs_extent e;
+        int r = ext_next(fs, ip, cursor, &e);
+        if (r <= 0)
+            return r;
+        uint64_t a = e.lblk > cursor ? e.lblk : cursor;
+        cursor = e.lblk + e.len;
+        r = move_part(fs, h, ip, &e, a, delta, true);
+        if (r)
+            return r;
+    }
+}
+
+/* Up: in descending order, from the last extent, each one into room
+ * the one after it left (or past the end). */
+static int shift_up(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
+                    uint64_t from, uint64_t delta)
+{
+    for (uint64_t below = UINT64_MAX; below > from;) {
+        struct sfs_extent e;
+        int r = find(fs, ip, below - 1, false, &e);   /* the last starting before it */
+        if (r <= 0 || e.lblk + e.len <= from)
+            return r < 0 ? r : 0;
+        uint64_t a = e.lblk > from ? e.lblk : from;
+        r = move_part(fs, h, ip, &e, a, delta, false);
+        if (r)
+            return r;
+        below = a;
+    }
+    return 0;
+}
+
+int ext_shift(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip, uint64_t from,
+              uint64_t delta, bool down)
+{
+    ip->tail_pblk = 0;   /* file.c's copy is of the tail block, which moves */
+    if (delta == 0)
+        return 0;
+    if (down && delta > from)
+        return -EINVAL;
+    return down ? shift_down(fs, h, ip, from, delta) : shift_up(fs, h, ip, from, delta);
+}

@@ -47,6 +47,21 @@ int ext_insert(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
 int ext_remove(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip, uint64_t lblk,
                uint64_t len, bool free_blocks, unsigned max);
 
+/* How many extents end after logical block lblk (what ext_shift moves
+ * from there), and in *end where the last of them ends (lblk if none);
+ * -errno on corruption. */
+int64_t ext_count_from(struct sfs *fs, struct sfs_inode *ip, uint64_t lblk, uint64_t *end);
+
+/* Moves the mapping of every block at or after logical block `from` by
+ * `delta` blocks, down (toward 0) or up, keeping physical blocks, kinds
+ * and d.blocks; an extent holding both from - 1 and from is split there
+ * first. The blocks it moves into must be unmapped: [from - delta, from)
+ * going down; going up, everything past the last extent is. Changes
+ * 2 * ext_count_from(from) + 1 extents at most, all in handle h (no
+ * partial shift is ever committed on its own). Returns 0 or -errno. */
+int ext_shift(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip, uint64_t from,
+              uint64_t delta, bool down);
+
 /* A good physical goal for logical block lblk: the continuation of the
  * extent before it, or 0 (no preference). */
 uint64_t ext_goal(struct sfs *fs, struct sfs_inode *ip, uint64_t lblk);

@@ -745,6 +745,12 @@ static int falloc_locked(struct wctx *w, struct falloc *f)
 /* Checks a fallocate request; 0 when it may run. */
 static int falloc_check(unsigned mode, uint64_t off, uint64_t len)
 {
+    unsigned shifts = SFS_FALLOC_COLLAPSE_RANGE | SFS_FALLOC_INSERT_RANGE;
+    if (mode & shifts)   /* alone, as Linux wants them (shift.c) */
+        return (mode & ~shifts) || mode == shifts
+                   ? -EINVAL
+                   : file_shift_range(fs, tx, ino, mode == SFS_FALLOC_COLLAPSE_RANGE, off,
+                                      len);
     unsigned known = SFS_FALLOC_KEEP_SIZE | SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_ZERO_RANGE;
     if ((mode & ~known) || ((mode & SFS_FALLOC_PUNCH_HOLE) &&
                             (!(mode & SFS_FALLOC_KEEP_SIZE) || (mode & SFS_FALLOC_ZERO_RANGE))))

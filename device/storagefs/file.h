@@ -59,6 +59,11 @@ bool file_reap_is_small(struct sfs_inode *ip);
 /* Frees a small inode inside h (ip->rw held for writing). */
 int file_reap_small(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip);
 
+/* fallocate's collapse-range (collapse) or insert-range of [off,
+ * off+len) of inode ino, in one handle (shift.c). Returns 0 or -errno. */
+int file_shift_range(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, bool collapse,
+                     uint64_t off, uint64_t len);
+
 /* Reads file data (caller holds ip->rw): bytes read or -errno. */
 ssize_t file_read_locked(struct sfs *fs, struct sfs_inode *ip, uint64_t off, void *buf,
                          size_t len);

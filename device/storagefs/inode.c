@@ -257,6 +257,15 @@ bool inode_close_unless_last(struct sfs *fs, struct sfs_inode *ip)
     return done;
 }
 
+bool inode_opened(struct sfs *fs, struct sfs_inode *ip)
+{
+    struct lru_shard *c = shard(fs, ip->ino);
+    pthread_mutex_lock(&c->mu);
+    bool live = ip->opens > 0 && !ip->reaping;
+    pthread_mutex_unlock(&c->mu);
+    return live;
+}
+
 bool inode_claim_reap(struct sfs *fs, struct sfs_inode *ip)
 {
     struct lru_shard *c = shard(fs, ip->ino);

@@ -77,6 +77,11 @@ bool inode_close(struct sfs *fs, struct sfs_inode *ip);
  * otherwise); returns whether it did. */
 bool inode_close_unless_last(struct sfs *fs, struct sfs_inode *ip);
 
+/* True while ip has sfs_iget references and nobody reaps it (then an
+ * unnamed file may still get a name: the caller holds ip->rw exclusive,
+ * so a reaper that finds nlink 0 ran before, or finds the new link). */
+bool inode_opened(struct sfs *fs, struct sfs_inode *ip);
+
 /* Returns true exactly once per inode, and only while it has no opens:
  * the caller (holding ip->rw and having seen nlink == 0) must free it. */
 bool inode_claim_reap(struct sfs *fs, struct sfs_inode *ip);

@@ -253,7 +253,72 @@ int sfs_symlink(struct sfs *fs, struct sfs_txn *tx, uint64_t dir, const char *na
     return create(fs, tx, dir, &nn, attr);
 }
 
+/* ---- unnamed files (O_TMPFILE) ----------------------------------------------------- */
+
+/* Makes the file in dp (locked), unnamed: an orphan from the start, so a
+ * crash before its last reference goes frees it at the next mount. */
+static int tmpfile_locked(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *dp,
+                          const struct newnode *nn, struct sfs_attr *attr)
+{
+    int r = usable_dir(dp);
+    if (r)
+        return r;
+    struct sfs_inode *ip;
+    r = inode_create(fs, h, dp->ino, nn->mode, nn->uid, nn->gid, 0, &ip);
+    if (r)
+        return r;
+    ip->d.nlink = 0;
+    ip->linkable = true;
+    r = acl_create_locked(fs, h, dp, ip);   /* acl.h invariant 3 */
+    if (!r)
+        r = orphan_add(fs, h, ip);
+    if (!r)
+        r = inode_open(fs, ip->ino);         /* the caller's reference */
+    if (r) {
+        file_reap_small(fs, h, ip);          /* undo: nothing points at it */
+        inode_put(fs, ip);
+        return r;
+    }
+    if (attr)
+        sfs_fill_attr(ip, attr);
+    inode_put(fs, ip);
+    return 0;
+}
+
+int sfs_tmpfile(struct sfs *fs, struct sfs_txn *tx, uint64_t dir, uint32_t mode,
+                uint32_t uid, uint32_t gid, struct sfs_attr *attr)
+{
+    if ((mode & S_IFMT) == 0)
+        mode |= S_IFREG;
+    if (!S_ISREG(mode) || !sfs_mode_valid(mode))
+        return -EINVAL;
+    struct newnode nn = {"", 0, mode, uid, gid, 0, NULL, 0};
+    struct jnl_handle *h;
+    int r = sfs_op_begin(fs, tx, CREATE_CREDITS, &h);
+    if (r)
+        return r;
+    struct sfs_inode *dp;
+    r = inode_get(fs, dir, &dp);
+    if (r == 0) {
+        pthread_rwlock_wrlock(&dp->rw);
+        r = tmpfile_locked(fs, h, dp, &nn, attr);
+        pthread_rwlock_unlock(&dp->rw);
+        inode_put(fs, dp);
+    }
+    sfs_op_end(fs, h);
+    return r;
+}
+
 /* ---- link ------------------------------------------------------------------------ */
+
+/* An inode without links may get one only if sfs_tmpfile made it and it
+ * is still referenced (not being freed): its first name. */
+static int relink_check(struct sfs *fs, struct sfs_inode *ip)
+{
+    if (ip->d.nlink != 0)
+        return 0;
+    return ip->linkable && ip->orphan && inode_opened(fs, ip) ? 1 : -ENOENT;
+}
 
 static int link_locked(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
                        struct sfs_inode *dp, const char *name, size_t len,
@@ -262,13 +327,20 @@ static int link_locked(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *i
     int r = usable_dir(dp);
     if (r)
         return r;
-    if (ip->d.nlink == 0)
-        return -ENOENT;
+    int first = relink_check(fs, ip);
+    if (first < 0)
+        return first;
     if (ip->d.nlink >= LINK_MAX_COUNT)
         return -EMLINK;
-    r = dir_add(fs, h, dp, name, len, ip->ino, dir_type_of(ip->d.mode));
-    if (r)
+    if (first && (r = orphan_remove(fs, h, ip)) != 0)   /* named: not reaped at mount */
         return r;
+    r = dir_add(fs, h, dp, name, len, ip->ino, dir_type_of(ip->d.mode));
+    if (r) {
+        if (first)
+            orphan_add(fs, h, ip);      /* still unnamed */
+        return r;
+    }
+    ip->linkable = false;               /* as Linux's I_LINKABLE: once */
     ip->d.nlink++;
     touch(ip, false);
     touch(dp, true);

@@ -48,6 +48,9 @@ struct sfs_inode {
     uint64_t jdata_seq;            /* last transaction that journaled its data
                                       (jdata.h; __atomic) */
     bool deleted;                  /* freed: its slot is zeroed at commit */
+    /* made by sfs_tmpfile: sfs_link may give it a name while nlink is 0
+     * and it is referenced (rw) */
+    bool linkable;
     /* orphan list (orphan_mu) */
     bool orphan;
     struct sfs_inode *oprev, *onext;

@@ -164,9 +164,21 @@ int sfs_symlink(struct sfs *fs, struct sfs_txn *tx, uint64_t dir, const char *na
                 const char *target, uint32_t uid, uint32_t gid, struct sfs_attr *attr);
 
 /* Hard link: new name newname in newdir for inode ino (not a directory:
- * -EPERM; no links left: -ENOENT). Fills *attr (with the new nlink). */
+ * -EPERM; no links left: -ENOENT, except an sfs_tmpfile file still
+ * referenced, which gets its first name). Fills *attr (with the new
+ * nlink). */
 int sfs_link(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t newdir,
              const char *newname, struct sfs_attr *attr);
+
+/* Creates an unnamed regular file (O_TMPFILE) for dir's creator: nlink 0,
+ * on the orphan list from the start, default ACL inherited from dir as a
+ * create would, and returned holding one sfs_iget reference (the caller
+ * drops it with sfs_iput: the last one frees the file, or the next mount
+ * does after a crash). Until then sfs_link may give it a name, which
+ * takes it off the orphan list. mode's type must be regular (or none).
+ * Fills *attr. Returns 0 or -errno (-ENOENT: dir was removed). */
+int sfs_tmpfile(struct sfs *fs, struct sfs_txn *tx, uint64_t dir, uint32_t mode,
+                uint32_t uid, uint32_t gid, struct sfs_attr *attr);
 
 /* Removes a non-directory entry. The inode survives while referenced. */
 int sfs_unlink(struct sfs *fs, struct sfs_txn *tx, uint64_t dir, const char *name);
@@ -274,11 +286,20 @@ ssize_t sfs_write(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t off
 #define SFS_FALLOC_KEEP_SIZE  (1u << 0)
 #define SFS_FALLOC_PUNCH_HOLE (1u << 1)   /* requires KEEP_SIZE, as in Linux */
 #define SFS_FALLOC_ZERO_RANGE (1u << 2)
+#define SFS_FALLOC_COLLAPSE_RANGE (1u << 3)
+#define SFS_FALLOC_INSERT_RANGE   (1u << 4)
 
 /* mode 0 / KEEP_SIZE: allocates blocks for the holes in [off, off+len)
  * (they read as zeros; size grows unless KEEP_SIZE). PUNCH_HOLE|KEEP_SIZE:
  * deallocates, the range reads as zeros. ZERO_RANGE: the range reads as
- * zeros and stays allocated. Other combinations: -EOPNOTSUPP. */
+ * zeros and stays allocated. COLLAPSE_RANGE (alone): removes the range,
+ * the data after it moves down by len, the size shrinks by len.
+ * INSERT_RANGE (alone): a hole of len bytes opens at off, the data from
+ * off moves up, the size grows by len. Both: block-aligned off and len,
+ * collapse ending before EOF, insert starting before it (else -EINVAL,
+ * as Linux); all or nothing after a crash; -E2BIG when too many extents
+ * would move for one journal transaction. Other combinations:
+ * -EOPNOTSUPP (-EINVAL for a shift with another flag). */
 int sfs_fallocate(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, unsigned mode,
                   uint64_t off, uint64_t len);
 

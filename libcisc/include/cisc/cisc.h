@@ -247,6 +247,62 @@ CISC_API int cisc_rmdir(struct cisc_queue *q, const char *path);
 CISC_API int cisc_rename(struct cisc_queue *q, const char *oldpath, const char *newpath,
                          unsigned flags);
 
+/* Space of the open file fh (open for writing), as fallocate(2): mode 0
+ * or FALLOC_FL_KEEP_SIZE preallocates [off, off+len) (reads as zeros);
+ * FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE deallocates it;
+ * FALLOC_FL_ZERO_RANGE zeroes it; FALLOC_FL_COLLAPSE_RANGE removes it and
+ * moves the rest of the file down (the size shrinks by len);
+ * FALLOC_FL_INSERT_RANGE opens a hole of len bytes at off, moving the
+ * rest up (<linux/falloc.h> values). Collapse and insert take offsets and
+ * lengths in multiples of 4096 bytes, a collapsed range must end before
+ * the end of the file and an inserted one start before it (-EINVAL
+ * otherwise, as Linux); each is all or nothing, even across a crash, and
+ * -E2BIG when too many extents follow off for one journal transaction.
+ * (Through the mount, Linux's FUSE client refuses the last two modes
+ * with EOPNOTSUPP before asking the device: libcisc is their door.)
+ * Returns 0 or -errno (-EBADF: fh not open for writing). */
+CISC_API int cisc_fallocate(struct cisc_queue *q, uint64_t fh, int mode, uint64_t off,
+                            uint64_t len);
+
+/* Extended attributes of the file at path (symlinks followed), as
+ * getxattr(2), setxattr(2), listxattr(2) and removexattr(2): names carry
+ * their namespace ("user.", "trusted." for root, "security.", and the
+ * POSIX ACLs "system.posix_acl_access" / "system.posix_acl_default" in
+ * Linux's xattr form, which the device validates and keeps in step with
+ * the mode); other namespaces are -EOPNOTSUPP. The device checks each
+ * call with the session's credentials as the kernel would: reading
+ * "user." needs read permission, changing it write permission (regular
+ * files and directories only), "trusted." is root's, "security." may be
+ * read by anyone and changed by root, ACLs read by anyone and changed by
+ * the owner or root (-EPERM otherwise), and a path needs search
+ * permission on every directory. Values are at most 65536
+ * bytes (-E2BIG), names 1..255 bytes (-ERANGE).
+ *
+ * cisc_getxattr copies the value into value (size bytes of room) and
+ * returns its size; size 0 returns the size only; -ERANGE when it does
+ * not fit, -ENODATA when there is no such attribute. */
+CISC_API ssize_t cisc_getxattr(struct cisc_queue *q, const char *path, const char *name,
+                               void *value, size_t size);
+
+/* Sets attribute name of path to size bytes of value (names, limits
+ * and permissions: cisc_getxattr); flags 0,
+ * XATTR_CREATE (-EEXIST if present) or XATTR_REPLACE (-ENODATA if
+ * absent), <sys/xattr.h> values. Returns 0 or -errno (-EINVAL for a
+ * malformed ACL). */
+CISC_API int cisc_setxattr(struct cisc_queue *q, const char *path, const char *name,
+                           const void *value, size_t size, int flags);
+
+/* The names of path's attributes, each NUL-terminated, into list (size
+ * bytes of room); "trusted." names only for root (permissions:
+ * cisc_getxattr). Returns the bytes of
+ * the whole list (size 0: the size only), or -errno (-ERANGE: too small). */
+CISC_API ssize_t cisc_listxattr(struct cisc_queue *q, const char *path, char *list,
+                                size_t size);
+
+/* Removes attribute name of path (permissions as for changing it:
+ * cisc_getxattr). Returns 0 or -errno (-ENODATA if absent). */
+CISC_API int cisc_removexattr(struct cisc_queue *q, const char *path, const char *name);
+
 /* One directory entry, valid only during the callback. */
 struct cisc_dirent {
     uint64_t ino;

@@ -71,7 +71,7 @@ TEST_F(Hostile, MalformedCommandsGetErrors)
     uint64_t A = r.hdr->arena_size;
     memcpy(r.arena, "file", 4);
     // bad opcodes and flags
-    for (int op = WIRE_OP_RMDIR + 1; op < 256; op++)
+    for (int op = WIRE_OP_REMOVEXATTR + 1; op < 256; op++)
         if (op != WIRE_OP_CISC) {
             EXPECT_EQ(r.Call(Sqe((uint8_t)op)), -EINVAL) << op;
         }
@@ -83,7 +83,8 @@ TEST_F(Hostile, MalformedCommandsGetErrors)
                                 { 1ull << 63, (1ull << 63) + 5 }, { 16, ~0ull - 8 } };
     for (auto &b : bad) {
         for (uint8_t op : { WIRE_OP_OPEN, WIRE_OP_UNLINK, WIRE_OP_MKDIR, WIRE_OP_RMDIR,
-                            WIRE_OP_RENAME }) {
+                            WIRE_OP_RENAME, WIRE_OP_GETXATTR, WIRE_OP_SETXATTR,
+                            WIRE_OP_LISTXATTR, WIRE_OP_REMOVEXATTR }) {
             e = Sqe(op);
             e.addr = b[0];
             e.len = b[1];
@@ -132,6 +133,38 @@ TEST_F(Hostile, MalformedCommandsGetErrors)
     e = Sqe(WIRE_OP_RENAME);
     e.flags = 1u << 20;
     EXPECT_EQ(r.Call(e), -EINVAL);
+    // "path\0name" of the xattr ops: no separator, empty path, NUL in the
+    // name, an empty or too long name (as getxattr(2): -ERANGE)
+    const std::pair<std::string, int> xnames[] = {
+        { std::string("file", 4), -EINVAL },         { std::string("\0user.a", 7), -ENOENT },
+        { std::string("file\0us\0r", 10), -EINVAL }, { std::string("file\0", 5), -ERANGE },
+        { "file" + std::string(1, '\0') + "user." + std::string(300, 'n'), -ERANGE },
+    };
+    for (auto &xn : xnames) {
+        memcpy(r.arena + 300, xn.first.data(), xn.first.size());
+        e = Sqe(WIRE_OP_GETXATTR);
+        e.addr = 300;
+        e.len = xn.first.size();
+        EXPECT_EQ(r.Call(e), xn.second) << xn.first.size();
+    }
+    e = Sqe(WIRE_OP_SETXATTR);
+    memcpy(r.arena + 300, "file\0user.a", 11);
+    e.addr = 300;
+    e.len = 11;
+    e.flags = 4;   // no such flag
+    EXPECT_EQ(r.Call(e), -EINVAL);
+    e.flags = 0;
+    e.res_off = A - 1;
+    e.res_len = 2;   // the value outside the arena
+    EXPECT_EQ(r.Call(e), -EFAULT);
+    e.res_off = 0;
+    e.res_len = 65537;
+    EXPECT_EQ(r.Call(e), A > 65537 ? -E2BIG : -EFAULT);
+    e = Sqe(WIRE_OP_FALLOCATE);
+    e.fh = 1;
+    e.off = 1ull << 63;
+    e.len = 1;
+    EXPECT_EQ(r.Call(e), -EFBIG);
     // result areas too small, fsync flags, truncate sizes
     e = Sqe(WIRE_OP_STAT);
     e.len = 4;

@@ -69,8 +69,13 @@ protected:
         EXPECT_EQ(cisc_rmdir(q, "/d"), -EROFS);
         EXPECT_EQ(cisc_unlink(q, "/f"), -EROFS);
         EXPECT_EQ(cisc_rename(q, "/f", "/g", 0), -EROFS);
+        EXPECT_EQ(cisc_setxattr(q, "/f", "user.k", "v", 1, 0), -EROFS);
+        EXPECT_EQ(cisc_removexattr(q, "/f", "user.k"), -EROFS);
         // reading works
+        EXPECT_EQ(cisc_getxattr(q, "/f", "user.k", nullptr, 0), -ENODATA);
+        EXPECT_EQ(cisc_listxattr(q, "/f", nullptr, 0), 0);
         ASSERT_EQ(cisc_open(q, "/f", O_RDONLY, 0, &fh), 0);
+        EXPECT_EQ(cisc_fallocate(q, fh, 0, 0, 4096), -EROFS);
         char buf[64];
         EXPECT_EQ(cisc_read(q, fh, buf, sizeof(buf)), 14);
         EXPECT_EQ(cisc_close(q, fh), 0);
@@ -108,6 +113,8 @@ protected:
         EXPECT_EQ(open(P("f").c_str(), O_WRONLY), -1);
         EXPECT_EQ(errno, EROFS);
         EXPECT_EQ(mkdir(P("d3").c_str(), 0755), -1);
+        EXPECT_EQ(errno, EROFS);
+        EXPECT_EQ(open(mnt.c_str(), O_TMPFILE | O_RDWR, 0600), -1);
         EXPECT_EQ(errno, EROFS);
         EXPECT_EQ(ReadFile(P("f")), "one\ntwo\nthree\n");
     }
