@@ -18,7 +18,10 @@ light tenant's p99 latency is reported with its p99 alone. Beside them, the
 device's own accounting: each tenant's share of device-core time in the
 co-run (from `cisc status`), which host noise does not skew the way it
 skews a throughput measured at another moment, and the device's core
-utilisation (busy time of its cores over the run). Each repetition runs
+utilisation (busy time of its cores over the run). Every tenant's set-up
+(opening and filling its files, long on a slow device) ends before any
+timed run starts, and is not counted in the shares or the utilisation.
+Each repetition runs
 both workloads alone, then the co-run under every policy of the
 experiment, back to back, and normalises each co-run by that repetition's
 alone runs: baselines and shared runs alternate, so host load moves them
@@ -60,19 +63,25 @@ class Device:
         """Runs [(workload, threads)] at once; returns [(ops/s, p99_us,
         share of device-core time)]."""
         ps = [subprocess.Popen([self.a.bench, wl, str(t), self.mnt, str(self.a.secs)],
-                               stdout=subprocess.PIPE, text=True) for wl, t in jobs]
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+              for wl, t in jobs]
+        for p in ps:   # every tenant set up (files filled): not part of the run
+            p.stdout.readline()
+        core0, self.busy0 = self.core_ns([p.pid for p in ps])
+        for p in ps:   # go, all at once
+            p.stdin.write("go\n")
+            p.stdin.flush()
         out = []
         for p in ps:
             f = p.communicate()[0].split()
             d = dict(zip(f[::2], f[1::2]))
             out.append((int(d["ops"]) / float(d["secs"]), float(d["p99_us"])))
         core, busy = self.core_ns([p.pid for p in ps])
+        core = [c - c0 for c, c0 in zip(core, core0)]
         total = sum(core) or 1
         util = (busy - self.busy0) / (self.a.secs * 1000.0 * self.a.cores)
         self.busy0 = busy
         return [o + (c / total, util) for o, c in zip(out, core)]
-
-    busy0 = 0
 
     def core_ns(self, pids):
         """Device-core time charged to each pid (its tenant), and the cores'

@@ -4,6 +4,7 @@
 #include "device/engine/fused/fused.h"
 #include "device/engine/fused/oplog.h"
 #include "device/engine/sysdir.h"
+#include "device/sched/model.h"
 
 #include "common/clock.h"
 #include "proto/wire.h"
@@ -89,9 +90,12 @@ static void run(void *arg, struct sched_item *it, unsigned core)
     struct eng_cmd *c = (struct eng_cmd *)((char *)it - offsetof(struct eng_cmd, item));
     unsigned op = c->op;
     c->cred.acl_fs = e->fs;   /* perm.h: ACLs are this device's */
+    struct dm_meter dm;
+    dm_meter_begin(&dm);   /* a slow core is slow at StorageFS work too (model.h) */
     c->ret = read_only_gate(e, c);
     if (!c->ret)
         c->ret = op < ENG_OP_COUNT ? op_table[op](e, c) : -EINVAL;
+    dm_meter_end(&dm, NULL);
     if (c->ret == ENG_PARKED)
         return;   /* lease.h: it runs again when the lease ends */
     if (c->ret >= 0 && c->attr.ino == SFS_ROOT_INO)
