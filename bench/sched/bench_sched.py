@@ -132,7 +132,14 @@ def corun(a, pair, pol, ram, t, speed, alone):
             "light_core_share": got[0][2], "heavy_core_share": got[1][2],
             "jain_core": jain([got[0][2], got[1][2]]),
             "util_alone_light": alone[pair[0]][3], "util_alone_heavy": alone[pair[1]][3],
-            "util": got[0][3]}
+            "util": got[0][3], "light_ops": got[0][0], "heavy_ops": got[1][0],
+            "load": os.getloadavg()[0]}
+
+
+def spread(xs):
+    """max / min of positive values (1.0: no swing)."""
+    xs = [x for x in xs if x > 0]
+    return max(xs) / min(xs) if xs else 0.0
 
 
 def experiment(a, name, pair, policies, ram, rows, models, speed=None):
@@ -140,22 +147,40 @@ def experiment(a, name, pair, policies, ram, rows, models, speed=None):
     co-run under each policy, back to back; medians over a.repeat."""
     for t in a.threads:
         reps = {pol: [] for pol in policies}
-        for _ in range(a.repeat):
+        alones = []
+        for k in range(a.repeat):
             model, alone = alone_runs(a, pair, ram, t, speed)
+            alones.append(alone)
             models.update({m: 1 for m in model})
             for pol in policies:
                 reps[pol].append(corun(a, pair, pol, ram, t, speed, alone))
+            # each repetition's raw figures: where a swing comes from
+            print("  rep %d t=%d alone %s %.0f %s %.0f ops/s |%s | load %.1f" %
+                  (k, t, pair[0], alone[pair[0]][0], pair[1], alone[pair[1]][0],
+                   "".join(" %s %.0f/%.0f (jain %.2f)" %
+                           (pol, reps[pol][-1]["light_ops"], reps[pol][-1]["heavy_ops"],
+                            reps[pol][-1]["jain"]) for pol in policies),
+                   os.getloadavg()[0]), flush=True)
+        if a.repeat > 1:   # swing over repetitions (max/min): alone runs vs co-runs
+            print("  swing t=%d: alone %s %.2fx %s %.2fx |%s" %
+                  (t, pair[0], spread([x[pair[0]][0] for x in alones]),
+                   pair[1], spread([x[pair[1]][0] for x in alones]),
+                   "".join(" %s %.2fx/%.2fx" %
+                           (pol, spread([f["light_ops"] for f in reps[pol]]),
+                            spread([f["heavy_ops"] for f in reps[pol]])) for pol in policies)),
+                  flush=True)
         for pol in policies:
             med = {k: statistics.median(f[k] for f in reps[pol]) for k in reps[pol][0]}
             rows.append({"exp": name, "policy": pol, "threads": t, "light": pair[0],
                          "heavy": pair[1], "repeats": a.repeat,
                          **{k: round(v, 3 if "us" not in k else 1) for k, v in med.items()}})
             print("%-4s %-7s t=%d  %s %.2f  %s %.2f  jain %.2f  %s p99 %.0f us (alone %.0f)"
-                  "  core share %.2f/%.2f (jain %.2f)  core util %.2f (alone %.2f/%.2f)" %
+                  "  core share %.2f/%.2f (jain %.2f)  core util %.2f (alone %.2f/%.2f)"
+                  "  load %.1f" %
                   (name, pol, t, pair[0], med["light_norm"], pair[1], med["heavy_norm"],
                    med["jain"], pair[0], med["light_p99_us"], med["light_p99_alone_us"],
                    med["light_core_share"], med["heavy_core_share"], med["jain_core"],
-                   med["util"], med["util_alone_light"], med["util_alone_heavy"]),
+                   med["util"], med["util_alone_light"], med["util_alone_heavy"], med["load"]),
                   flush=True)
 
 

@@ -154,6 +154,20 @@ static uint64_t floor_of(uint64_t *floor, const struct heap *live)
     return *floor;
 }
 
+/* Raises min_vt to the least live tenant's virtual time less its running
+ * items' pre-charges (time it has not used yet); returns it. A tenant
+ * becoming live starts level with what the others really used: were the
+ * pre-charges counted, it would start ahead of a tenant whose long item
+ * has only begun, and could not preempt that item before it had used up
+ * its estimate. */
+static uint64_t tenant_floor(struct cfs *c)
+{
+    const struct heap_node *n = heap_min(&c->live);
+    if (n)
+        c->min_vt = max64(c->min_vt, n->key - TENANT_OF(n, live)->vt_pre);
+    return c->min_vt;
+}
+
 /* Makes q and its tenant live if they are not, starting them at the
  * minimum. Returns 0 or -ENOMEM. */
 static int make_live(struct cfs *c, struct sched_queue *q)
@@ -166,7 +180,7 @@ static int make_live(struct cfs *c, struct sched_queue *q)
             return -ENOMEM;
     }
     if (!heap_has(&t->live)) {
-        t->vt = max64(t->vt, floor_of(&c->min_vt, &c->live));
+        t->vt = max64(t->vt, tenant_floor(c));
         t->live = (struct heap_node){ t->vt, ++c->seq, HEAP_NONE };
         if (heap_insert(&c->live, &t->live))
             return -ENOMEM;
@@ -186,7 +200,7 @@ static void maybe_idle(struct cfs *c, struct sched_queue *q)
             t->qmin = max64(t->qmin, q->vt);
     }
     if (!t->queues.n && !t->running && heap_has(&t->live)) {
-        floor_of(&c->min_vt, &c->live);
+        tenant_floor(c);
         heap_remove(&c->live, &t->live);
         if (!c->live.n)
             c->min_vt = max64(c->min_vt, t->vt);
@@ -249,7 +263,7 @@ static struct sched_tenant *pick_tenant(struct cfs *c, bool mem_tight)
     struct heap_node *n = heap_min(&c->by_vt);
     if (!n)
         return NULL;
-    floor_of(&c->min_vt, &c->live);
+    tenant_floor(c);
     if (mem_tight && c->mode == CFS_MEM)
         return TENANT_OF(heap_min(&c->by_mem), by_mem);
     return TENANT_OF(n, by_vt);
@@ -297,6 +311,7 @@ static void cfs_start(void *p, struct sched_item *it)
     struct sched_tenant *t = q->t;
     make_live(c, q);   /* run directly: never queued (-ENOMEM: min_vt lags a little) */
     it->vt_pre = cost(c, t, q->est_ns, it->mem);
+    t->vt_pre += it->vt_pre;
     set_queue_vt(q, q->vt + it->vt_pre);
     set_tenant_vt(c, t, t->vt + it->vt_pre);
     sync_mem(c, t);
@@ -310,6 +325,7 @@ static void cfs_charge(void *p, const struct sched_item *it, uint64_t ns)
     struct sched_queue *q = it->sq;
     struct sched_tenant *t = q->t;
     uint64_t v = cost(c, t, ns, it->mem);
+    t->vt_pre -= it->vt_pre;
     set_queue_vt(q, q->vt - it->vt_pre + v);
     set_tenant_vt(c, t, t->vt - it->vt_pre + v);
     q->est_ns = (3 * q->est_ns + ns + it->ran_ns) / 4;   /* its whole cost, parks too */
@@ -350,6 +366,7 @@ static void cfs_slice(void *p, struct sched_item *it, uint64_t ns)
     struct sched_queue *q = it->sq;
     struct sched_tenant *t = q->t;
     uint64_t v = cost(c, t, ns, it->mem);
+    t->vt_pre -= it->vt_pre;
     set_queue_vt(q, q->vt - it->vt_pre + v);
     set_tenant_vt(c, t, t->vt - it->vt_pre + v);
     it->vt_pre = 0;
@@ -363,7 +380,7 @@ static bool cfs_forgettable(void *p, const struct sched_tenant *t, const struct 
     struct cfs *c = p;
     if (q)
         return q->vt <= floor_of(&q->t->qmin, &q->t->live_queues);
-    return t->vt <= floor_of(&c->min_vt, &c->live);
+    return t->vt <= tenant_floor(c);
 }
 
 /* ---- checking -------------------------------------------------------------------- */

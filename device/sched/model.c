@@ -87,13 +87,16 @@ static uint64_t thread_cpu_ns(void)
     return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
-/* Sleeps ns on the core in slices, a preemption point after each. Each
+/* Sleeps ns on the core in slices, after each a preemption point (see
+ * meter_end for which) unless points is NONE. Each
  * slice's real length counts against the rest, and what the last one
  * overshoots (a wake-up is late by microseconds, more on a busy host) is
  * owed back: taken off this thread's next sleeps. Short sleeps, one per
  * small command, would otherwise each charge a wake-up's lateness on top
  * of the model's time, many times it for a 4 KiB write. */
-static void sleep_on_core(uint64_t ns)
+enum points { POINTS_NONE, POINTS_OP, POINTS_DONE };
+
+static void sleep_on_core(uint64_t ns, enum points points)
 {
     if (!slack_set) {   /* the default 50 us slack would dwarf short sleeps */
         prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
@@ -112,7 +115,10 @@ static void sleep_on_core(uint64_t ns)
             overslept = overslept < DM_OVERSLEEP_MAX_NS ? overslept : DM_OVERSLEEP_MAX_NS;
         }
         left -= slept < left ? slept : left;
-        sched_preempt_point();
+        if (points == POINTS_DONE)
+            sched_preempt_point_done();
+        else if (points == POINTS_OP)
+            sched_preempt_point();
     }
 }
 
@@ -128,7 +134,11 @@ void dm_meter_begin(struct dm_meter *m)
     m->cpu0 += !m->cpu0;   /* 0 means "not metering" */
 }
 
-uint64_t dm_meter_end(struct dm_meter *m, uint64_t *measured)
+/* Ends m and sleeps its extra (dm_meter_end). An innermost meter whose
+ * enclosing command goes on after it sleeps at ordinary preemption
+ * points (the enclosing command may hold locks); an outermost one at
+ * sched_preempt_point_done (its work is done), unless handed_off. */
+static uint64_t meter_end(struct dm_meter *m, uint64_t *measured, bool handed_off)
 {
     if (measured)
         *measured = 0;
@@ -142,10 +152,20 @@ uint64_t dm_meter_end(struct dm_meter *m, uint64_t *measured)
     uint64_t extra = (uint64_t)((model.core_speed - 1.0) * (double)work);
     __atomic_add_fetch(&total_measured, work, __ATOMIC_RELAXED);
     __atomic_add_fetch(&total_extra, extra, __ATOMIC_RELAXED);
-    sleep_on_core(extra);
+    sleep_on_core(extra, handed_off ? POINTS_NONE : meter ? POINTS_OP : POINTS_DONE);
     if (measured)
         *measured = work;
     return extra;
+}
+
+uint64_t dm_meter_end(struct dm_meter *m, uint64_t *measured)
+{
+    return meter_end(m, measured, false);
+}
+
+uint64_t dm_meter_end_handed_off(struct dm_meter *m)
+{
+    return meter_end(m, NULL, true);
 }
 
 void dm_meter_totals(uint64_t *measured_ns, uint64_t *extra_ns)

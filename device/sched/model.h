@@ -44,7 +44,9 @@
  *   3. An arrival time is at most DM_LINK_MAX_NS ahead of the clock.
  *   4. dm_meter_end() never spins: it sleeps (core_speed - 1) x the
  *      metered CPU time, in slices of at most DM_SLEEP_SLICE_NS, each
- *      followed by a preemption point. What a sleep overshoots is taken
+ *      followed by a preemption point (an outermost meter's: one where
+ *      any item may be parked, sched_preempt_point_done; none for
+ *      dm_meter_end_handed_off). What a sleep overshoots is taken
  *      off the same thread's next sleeps (at most DM_OVERSLEEP_MAX_NS
  *      carried): over the commands a thread runs, the slept total is the
  *      planned total within DM_OVERSLEEP_MAX_NS.
@@ -134,9 +136,19 @@ void dm_meter_begin(struct dm_meter *m);
 
 /* Ends m (begun on this thread): its CPU time since dm_meter_begin, less
  * its compute steps', is the measured work w; sleeps (core_speed - 1) * w
- * on the core (invariant 4). Returns the extra nanoseconds charged (the
- * planned sleep); *measured (may be NULL) gets w. 0 and 0 at speed 1.0. */
+ * on the core (invariant 4). The caller's work is done and its locks are
+ * released: during the sleep the scheduler may park the item it runs,
+ * whatever it is (sched_preempt_point_done), unless an enclosing meter's
+ * command goes on after it (then only where sched_preempt_point would).
+ * Returns the extra nanoseconds charged (the planned sleep); *measured
+ * (may be NULL) gets w. 0 and 0 at speed 1.0. */
 uint64_t dm_meter_end(struct dm_meter *m, uint64_t *measured);
+
+/* As dm_meter_end, for a command handed elsewhere before its end (the
+ * engine parked it on a lease: it may run again on another core while
+ * this thread sleeps): the sleep has no preemption point, so nothing
+ * touches its scheduler item. Returns the extra charged. */
+uint64_t dm_meter_end_handed_off(struct dm_meter *m);
 
 /* Totals over the process since it started: measured StorageFS work and
  * the extra charged for it by dm_meter_end (for tests and benchmarks). */

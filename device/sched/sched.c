@@ -19,6 +19,9 @@
  * parked or blocked item's core finds a thread to run on). */
 #define SCHED_PARK_MAX 16u
 #define SCHED_THREADS_MAX (SCHED_MAX_CORES + 64u)
+/* A worker beyond the cores' own that has found nothing to do for this
+ * long exits (sched_config.worker_idle_ns replaces it when set). */
+#define SCHED_WORKER_IDLE_NS 2000000000ull
 /* An item holds its core at least this long before it can be parked, and
  * a preemption point looks at the queue at most this often: parking costs
  * a few microseconds of hand-over, so slices are long against that. */
@@ -53,8 +56,11 @@ struct sched {
     unsigned cores;
     bool direct;               /* submitters may run items themselves */
     bool tenant_pid;           /* for reports */
-    pthread_t *threads;        /* SCHED_THREADS_MAX */
+    pthread_t *threads;        /* SCHED_THREADS_MAX; the first nthreads are live */
     unsigned nthreads;
+    uint64_t worker_idle_ns;   /* an extra worker idle this long exits */
+    pthread_t reaped;          /* an extra worker that exited, to be joined */
+    bool has_reaped;
     pthread_mutex_t lock;      /* protects everything below and q */
     pthread_cond_t work;       /* signalled when an item is queued or on stop */
     pthread_cond_t idle_cv;    /* signalled when the last running item finishes */
@@ -88,7 +94,7 @@ struct sched {
 static bool sched_check(const struct sched *s)
 {
     unsigned nfree = (unsigned)__builtin_popcountll(s->free_slots);
-    assert(s->busy <= s->cores);                               /* 4 */
+    assert(s->busy <= s->cores && s->acct.busy == s->busy);  /* 4 */
     assert(nfree == s->cores - s->busy);                       /* 4: one slot per item */
     assert(s->cores == 64 || (s->free_slots >> s->cores) == 0);
     /* 1: every accepted item is queued, running (on or off a core), or done, once */
@@ -196,6 +202,7 @@ static unsigned slot_get(struct sched *s)
     unsigned slot = (unsigned)__builtin_ctzll(s->free_slots);
     s->free_slots &= ~(1ull << slot);
     s->busy++;
+    sched_acct_busy(&s->acct, 1, now_ns());
     return slot;
 }
 
@@ -216,12 +223,15 @@ static bool slots_open(const struct sched *s)
 }
 
 /* A slot was given back (lock held): whoever waits for one may take it. */
+static void worker_for_slot(struct sched *s);
+
 static void slot_freed(struct sched *s)
 {
     if (s->nparked || s->resumers)
         pthread_cond_broadcast(&s->slot_cv);
     if (s->depth > 0 && s->idle > 0)
         pthread_cond_signal(&s->work);
+    worker_for_slot(s);   /* the slot of a direct run, every worker off core */
 }
 
 /* Charges the policy, returns the slot, wakes sched_drain when quiet. */
@@ -236,6 +246,7 @@ static void finish(struct sched *s, unsigned slot, struct sched_item *copy, uint
     sched_acct_settled(&s->acct, copy->sq);
     s->free_slots |= 1ull << slot;
     s->busy--;
+    sched_acct_busy(&s->acct, -1, end);
     s->completed++;
     s->core[slot].executed++;
     s->core[slot].busy_ns += ns;
@@ -309,6 +320,7 @@ static void leave_core(struct sched *s, struct sched_ctx *c, uint64_t now)
     s->core[c->slot].busy_ns += ns;
     s->free_slots |= 1ull << c->slot;
     s->busy--;
+    sched_acct_busy(&s->acct, -1, now);
     s->off++;
     c->off = true;
     c->left_at = now;
@@ -331,9 +343,15 @@ static void back_on(struct sched *s, struct sched_ctx *c, unsigned slot)
  * Returns 0 or -errno (-EAGAIN at the limit or while stopping). */
 static int spawn_worker(struct sched *s);
 
-/* One more worker when queued work finds a free slot and no idle worker
- * (lock held; below). */
-static void worker_for_slot(struct sched *s);
+/* The parked item with the least key (lock held), or NULL. */
+static struct sched_ctx *least_parked(struct sched *s)
+{
+    struct sched_ctx *b = s->nparked ? s->parked[0] : NULL;
+    for (unsigned i = 1; i < s->nparked; i++)
+        if (s->pol->key(s->q, s->parked[i]->it) < s->pol->key(s->q, b->it))
+            b = s->parked[i];
+    return b;
+}
 
 /* The parked item to resume next (lock held), or NULL: none is parked, or
  * the policy's next pick comes first by its key. While an item waits for
@@ -344,12 +362,9 @@ static struct sched_ctx *best_parked(struct sched *s)
 {
     if (!s->nparked)
         return NULL;
-    struct sched_ctx *b = s->parked[0];
     if (s->lock_waiters)
-        return b;
-    for (unsigned i = 1; i < s->nparked; i++)
-        if (s->pol->key(s->q, s->parked[i]->it) < s->pol->key(s->q, b->it))
-            b = s->parked[i];
+        return s->parked[0];
+    struct sched_ctx *b = least_parked(s);
     bool tight;
     struct sched_item *n = choose(s, &tight);
     return !n || s->pol->key(s->q, n) >= s->pol->key(s->q, b->it) ? b : NULL;
@@ -369,16 +384,24 @@ static void grant(struct sched *s, struct sched_ctx *c)
 }
 
 /* Whether c's item (a preemption point, lock held) should give its core
- * to the policy's next pick: another tenant's that fits in memory, the
- * policy says so (cfs: that tenant's virtual time is less than this one's
- * with the slice charged), nobody waits for a lock, and a worker thread
- * is there to run it. */
+ * to the next item the policy would serve: the parked one with the least
+ * key if it comes before the policy's next pick, else that pick (which
+ * must fit in memory and find a worker thread to run it); another
+ * tenant's, and the policy says so (cfs: that tenant's virtual time is
+ * less than this one's with the slice charged); nobody waits for a lock.
+ * A parked item counts as much as a queued one: an item parked in its
+ * model sleep (sched_preempt_point_done) may be the lighter tenant's. */
 static bool want_park(struct sched *s, struct sched_ctx *c, uint64_t now)
 {
     if (s->lock_waiters || s->nparked == SCHED_PARK_MAX || s->stopping)
         return false;
     bool tight;
     struct sched_item *n = choose(s, &tight);
+    struct sched_ctx *p = least_parked(s);
+    if (p && (!n || s->pol->key(s->q, p->it) <= s->pol->key(s->q, n))) {
+        return p->it->sq->t != c->it->sq->t &&   /* its thread takes the slot */
+               s->pol->preempt(s->q, c->it, now - c->t0, p->it);
+    }
     if (!n || n->sq->t == c->it->sq->t || !fits(s, n) ||
         !s->pol->preempt(s->q, c->it, now - c->t0, n))
         return false;
@@ -409,10 +432,11 @@ static void park(struct sched *s, struct sched_ctx *c, uint64_t now)
     }
 }
 
-void sched_preempt_point(void)
+/* A preemption point of c's item (on its core): parks it if the policy
+ * says so (want_park), at most one look every SCHED_CHECK_NS. */
+static void point(struct sched_ctx *c)
 {
-    struct sched_ctx *c = cur;
-    if (!c || c->off || !c->preempt || !c->s->pol->preempt)
+    if (c->off || !c->s->pol->preempt)
         return;
     uint64_t now = now_ns();
     if (now < c->next_check)
@@ -424,6 +448,20 @@ void sched_preempt_point(void)
         park(s, c, now);
     assert(sched_check(s));
     pthread_mutex_unlock(&s->lock);
+}
+
+void sched_preempt_point(void)
+{
+    struct sched_ctx *c = cur;
+    if (c && c->preempt)
+        point(c);
+}
+
+void sched_preempt_point_done(void)
+{
+    struct sched_ctx *c = cur;
+    if (c && !c->prev)   /* a nested run's outer item may hold locks */
+        point(c);
 }
 
 void sched_block(bool on_lock)
@@ -476,9 +514,44 @@ uint64_t sched_off_core_ns(void)
 
 /* ---- worker threads ------------------------------------------------------ */
 
-/* Waits for an item and a free slot; false when stopping and drained. */
+/* An idle worker waits for work (lock held). A worker beyond the cores'
+ * own waits at most worker_idle_ns: returns true when that passed (it may
+ * exit, worker_exit), false when woken. Sleeps either way, never polls. */
+static bool idle_wait(struct sched *s)
+{
+    if (s->nthreads <= s->cores) {
+        pthread_cond_wait(&s->work, &s->lock);
+        return false;
+    }
+    uint64_t at = now_ns() + s->worker_idle_ns;
+    struct timespec ts = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
+    return pthread_cond_timedwait(&s->work, &s->lock, &ts) == ETIMEDOUT;
+}
+
+/* The calling worker, idle for worker_idle_ns with more workers than
+ * cores, leaves (lock held): off the live list, joined by the next to
+ * leave or by sched_destroy. The cores' own number always stays: a
+ * worker is started again when a parked or blocked item leaves a slot
+ * without one (want_park, worker_for_slot). */
+static void worker_exit(struct sched *s)
+{
+    pthread_t self = pthread_self();
+    unsigned i = 0;
+    while (i < s->nthreads && !pthread_equal(s->threads[i], self))
+        i++;
+    assert(i < s->nthreads);
+    s->threads[i] = s->threads[--s->nthreads];
+    if (s->has_reaped)
+        pthread_join(s->reaped, NULL);   /* it has left: returns at once */
+    s->reaped = self;
+    s->has_reaped = true;
+}
+
+/* Waits for an item and a free slot; false when stopping and drained, or
+ * when the calling worker is an extra one that was idle too long. */
 static bool take(struct sched *s, struct sched_item **it, unsigned *slot)
 {
+    bool idle_long = false;
     pthread_mutex_lock(&s->lock);
     for (;;) {
         bool tight;
@@ -497,8 +570,13 @@ static bool take(struct sched *s, struct sched_item **it, unsigned *slot)
             pthread_mutex_unlock(&s->lock);
             return false;
         }
+        if (idle_long && s->nthreads > s->cores && !s->stopping) {
+            worker_exit(s);
+            pthread_mutex_unlock(&s->lock);
+            return false;
+        }
         s->idle++;
-        pthread_cond_wait(&s->work, &s->lock);
+        idle_long = idle_wait(s);
         s->idle--;
     }
     s->depth--;
@@ -574,8 +652,13 @@ int sched_create(const struct sched_policy *pol, const struct sched_config *cfg,
         free(s);
         return -ENOMEM;
     }
+    s->worker_idle_ns = cfg->worker_idle_ns ? cfg->worker_idle_ns : SCHED_WORKER_IDLE_NS;
     pthread_mutex_init(&s->lock, NULL);
-    pthread_cond_init(&s->work, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* now_ns's clock (idle_wait) */
+    pthread_cond_init(&s->work, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_cond_init(&s->idle_cv, NULL);
     pthread_cond_init(&s->slot_cv, NULL);
     int r = start_cores(s);
@@ -747,6 +830,7 @@ static void tenant_stats(const struct sched *s, const struct sched_tenant *t,
         .running = t->running, .done = t->done, .throttled_ns = t->throttled_ns,
         .overtaken = t->overtaken,
         .terminated = t->terminated, .preempted = t->preempted,
+        .backlog_ns = sched_acct_backlog(a, t, now_ns()),
     };
 }
 
@@ -875,10 +959,12 @@ void sched_destroy(struct sched *s)
     s->stopping = true;
     assert(sched_check(s));
     pthread_cond_broadcast(&s->work);
-    unsigned n = s->nthreads;   /* no more start once stopping (spawn_worker) */
+    unsigned n = s->nthreads;   /* no more start or exit once stopping */
     pthread_mutex_unlock(&s->lock);
     for (unsigned i = 0; i < n; i++)
         pthread_join(s->threads[i], NULL);
+    if (s->has_reaped)
+        pthread_join(s->reaped, NULL);
     s->pol->destroy(s->q);
     sched_acct_free(&s->acct);
     pthread_cond_destroy(&s->work);

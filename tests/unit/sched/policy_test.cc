@@ -265,6 +265,28 @@ TEST(Cfs, NewTenantStartsAtTheMinimum)
     EXPECT_NEAR(n[2], 20, 1);
 }
 
+// A tenant that becomes live while another's long item has only begun
+// starts level with what that tenant really used, not with its item's
+// pre-charge (the estimate it has not used yet): so it can preempt that
+// item after one slice instead of after the whole estimate.
+TEST(Cfs, ANewcomerStartsBelowARunningItemsPreCharge)
+{
+    for (const struct sched_policy *pol : { &sched_cfs, &sched_cfs_cpu, &sched_drf }) {
+        Harness h(pol);
+        h.PushMany(1, 1, 20);
+        for (int i = 0; i < 10; i++)
+            h.Step([](Item *) { return uint64_t{ 5000000 }; });   // 5 ms items: est 5 ms
+        uint64_t used = h.Tenant(1)->vt;
+        Item *x = h.Pop();   // tenant 1's next item starts: pre-charged
+        ASSERT_NE(x, nullptr);
+        EXPECT_GT(h.Tenant(1)->vt, used + 1000000) << pol->name;
+        h.Push(2, 1);
+        EXPECT_LE(h.Tenant(2)->vt, used) << pol->name << ": level with what tenant 1 used";
+        EXPECT_GE(h.Tenant(2)->vt, used - 5000000) << pol->name << ": no credit either";
+        h.Finish(x, 5000000);
+    }
+}
+
 TEST(Cfs, DirectRunsMoveTheMinimumToo)
 {
     Harness h(&sched_cfs);
