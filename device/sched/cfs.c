@@ -19,10 +19,12 @@
  *
  * Start at the minimum. A tenant is live while it has items waiting or
  * running (Linux's "runnable"); min_vt follows the least virtual time of
- * the live tenants and never goes back. A tenant becoming live starts at
- * max(its own, min_vt), and a queue at max(its own, the least of its
- * tenant's live queues): idling saves no credit, and the virtual times of
- * those who stayed busy are never disturbed. Items run directly (never
+ * the live tenants (less their running items' pre-charges, not used yet)
+ * and never goes back. A tenant becoming live starts at max(its own,
+ * min_vt - the wake credit), and a queue at max(its own, the least of its
+ * tenant's live queues): idling saves no credit beyond the wake credit
+ * (3 ms, as Linux places a waking task), and the virtual times of those
+ * who stayed busy are never disturbed. Items run directly (never
  * queued) make their tenant live too, so min_vt moves with them. When the
  * last live tenant (queue) idles, the floor moves up to its virtual time,
  * as Linux's min_vruntime stays where the last task left: a newcomer after
@@ -62,6 +64,7 @@ struct cfs {
     struct heap by_vt, by_mem;   /* tenants with items waiting */
     struct heap live;            /* tenants with items waiting or running */
     uint64_t min_vt;
+    uint64_t credit;             /* sched_env.wake_credit_ns */
     uint64_t seq;                /* tie-break: turns among equals */
 };
 
@@ -81,6 +84,7 @@ static void *create(const struct sched_env *env, enum cfs_mode mode)
         c->mode = mode;
         c->cores = env->cores ? env->cores : 1;
         c->budget = env->mem_budget ? env->mem_budget : 1;
+        c->credit = env->wake_credit_ns;
     }
     return c;
 }
@@ -168,6 +172,14 @@ static uint64_t tenant_floor(struct cfs *c)
     return c->min_vt;
 }
 
+/* Where a tenant becoming live starts at the least: the floor less the
+ * wake credit (scaled by its weight), never below zero. */
+static uint64_t wake_floor(struct cfs *c, const struct sched_tenant *t)
+{
+    uint64_t f = tenant_floor(c), cr = sched_vt_scale(c->credit, t->weight);
+    return f > cr ? f - cr : 0;
+}
+
 /* Makes q and its tenant live if they are not, starting them at the
  * minimum. Returns 0 or -ENOMEM. */
 static int make_live(struct cfs *c, struct sched_queue *q)
@@ -180,7 +192,7 @@ static int make_live(struct cfs *c, struct sched_queue *q)
             return -ENOMEM;
     }
     if (!heap_has(&t->live)) {
-        t->vt = max64(t->vt, tenant_floor(c));
+        t->vt = max64(t->vt, wake_floor(c, t));
         t->live = (struct heap_node){ t->vt, ++c->seq, HEAP_NONE };
         if (heap_insert(&c->live, &t->live))
             return -ENOMEM;
@@ -380,7 +392,7 @@ static bool cfs_forgettable(void *p, const struct sched_tenant *t, const struct 
     struct cfs *c = p;
     if (q)
         return q->vt <= floor_of(&q->t->qmin, &q->t->live_queues);
-    return t->vt <= tenant_floor(c);
+    return t->vt <= wake_floor(c, t);
 }
 
 /* ---- checking -------------------------------------------------------------------- */

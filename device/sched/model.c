@@ -104,6 +104,13 @@ static void sleep_on_core(uint64_t ns, enum points points)
     }
     uint64_t owed = overslept < ns ? overslept : ns;   /* paid back first */
     overslept -= owed;
+    if (points == POINTS_DONE && ns > owed) {   /* parked meanwhile: not counted */
+        uint64_t slept = sched_sleep_done(ns - owed);
+        if (slept > ns - owed)
+            overslept += slept - (ns - owed);
+        overslept = overslept < DM_OVERSLEEP_MAX_NS ? overslept : DM_OVERSLEEP_MAX_NS;
+        return;
+    }
     for (uint64_t left = ns - owed; left;) {
         uint64_t n = left < DM_SLEEP_SLICE_NS ? left : DM_SLEEP_SLICE_NS;
         struct timespec ts = { 0, (long)n };
@@ -115,9 +122,7 @@ static void sleep_on_core(uint64_t ns, enum points points)
             overslept = overslept < DM_OVERSLEEP_MAX_NS ? overslept : DM_OVERSLEEP_MAX_NS;
         }
         left -= slept < left ? slept : left;
-        if (points == POINTS_DONE)
-            sched_preempt_point_done();
-        else if (points == POINTS_OP)
+        if (points == POINTS_OP)
             sched_preempt_point();
     }
 }

@@ -44,9 +44,9 @@
  *   3. An arrival time is at most DM_LINK_MAX_NS ahead of the clock.
  *   4. dm_meter_end() never spins: it sleeps (core_speed - 1) x the
  *      metered CPU time, in slices of at most DM_SLEEP_SLICE_NS, each
- *      followed by a preemption point (an outermost meter's: one where
- *      any item may be parked, sched_preempt_point_done; none for
- *      dm_meter_end_handed_off). What a sleep overshoots is taken
+ *      followed by a preemption point; an outermost meter sleeps in
+ *      sched_sleep_done instead, where any item may be parked, also while
+ *      it sleeps (none for dm_meter_end_handed_off). What a sleep overshoots is taken
  *      off the same thread's next sleeps (at most DM_OVERSLEEP_MAX_NS
  *      carried): over the commands a thread runs, the slept total is the
  *      planned total within DM_OVERSLEEP_MAX_NS.
@@ -138,7 +138,7 @@ void dm_meter_begin(struct dm_meter *m);
  * its compute steps', is the measured work w; sleeps (core_speed - 1) * w
  * on the core (invariant 4). The caller's work is done and its locks are
  * released: during the sleep the scheduler may park the item it runs,
- * whatever it is (sched_preempt_point_done), unless an enclosing meter's
+ * whatever it is (sched_sleep_done), unless an enclosing meter's
  * command goes on after it (then only where sched_preempt_point would).
  * Returns the extra nanoseconds charged (the planned sleep); *measured
  * (may be NULL) gets w. 0 and 0 at speed 1.0. */

@@ -27,6 +27,10 @@
  * a few microseconds of hand-over, so slices are long against that. */
 #define SCHED_SLICE_NS 1000000ull
 #define SCHED_CHECK_NS 200000ull
+/* A sleeper (sched_sleep_done) is parked by another thread after this long
+ * on its core: its thread is asleep, so parking it costs no more than the
+ * hand-over of its slot. */
+#define SCHED_SLEEP_SLICE_NS 100000ull
 
 /* The item a thread runs (run_on), for its preemption points and blocks:
  * on that thread's stack, found through `cur`. */
@@ -79,6 +83,8 @@ struct sched {
     unsigned off;
     struct sched_ctx *parked[SCHED_PARK_MAX];   /* parked items, oldest first */
     unsigned nparked;
+    struct sched_ctx *sleepers[SCHED_MAX_CORES + SCHED_PARK_MAX];   /* in sched_sleep_done */
+    unsigned nsleepers;
     unsigned lock_waiters;     /* blocked on a lock: parked items resume first */
     unsigned resumers;         /* blocked items done waiting, waiting for a slot */
     uint64_t resume_ticket, resume_serve;   /* their turns, first come first */
@@ -408,12 +414,10 @@ static bool want_park(struct sched *s, struct sched_ctx *c, uint64_t now)
     return s->idle > 0 || spawn_worker(s) == 0;
 }
 
-/* Parks c's item until a core is handed back to it (lock held). A worker
- * hands it one when the policy would pick it (best_parked); so does the
- * item itself when a slot is free and it is the best, or when no worker
- * is left to run the policy's pick (then it takes the slot rather than
- * leave it unused). */
-static void park(struct sched *s, struct sched_ctx *c, uint64_t now)
+/* c's item leaves its core parked (lock held): charged, counted, its slot
+ * free for the policy's next pick. Any thread may park an item so: its
+ * own at a preemption point, or a sleeper's (kick_sleepers). */
+static void park_out(struct sched *s, struct sched_ctx *c, uint64_t now)
 {
     leave_core(s, c, now);
     c->granted = false;
@@ -422,14 +426,32 @@ static void park(struct sched *s, struct sched_ctx *c, uint64_t now)
     sched_acct_preempted(&s->acct, c->it);
     if (s->idle > 0)
         pthread_cond_signal(&s->work);
-    while (!c->granted) {
-        if (slots_open(s) &&
-            (best_parked(s) == c || (s->idle == 0 && (!s->depth || spawn_worker(s) != 0)))) {
-            grant(s, c);
-            break;
-        }
-        pthread_cond_wait(&s->slot_cv, &s->lock);
+}
+
+/* One wait of parked c for its core (lock held, on c's thread): takes a
+ * free slot if it is the best to resume, or if no worker is left to run
+ * the policy's pick; else waits for a slot to free. Returns once c holds
+ * a core or after one wake-up (the caller loops while c->off). */
+static void park_wait(struct sched *s, struct sched_ctx *c)
+{
+    if (slots_open(s) &&
+        (best_parked(s) == c || (s->idle == 0 && (!s->depth || spawn_worker(s) != 0)))) {
+        grant(s, c);
+        return;
     }
+    pthread_cond_wait(&s->slot_cv, &s->lock);
+}
+
+/* Parks c's item until a core is handed back to it (lock held). A worker
+ * hands it one when the policy would pick it (best_parked); so does the
+ * item itself when a slot is free and it is the best, or when no worker
+ * is left to run the policy's pick (then it takes the slot rather than
+ * leave it unused). */
+static void park(struct sched *s, struct sched_ctx *c, uint64_t now)
+{
+    park_out(s, c, now);
+    while (!c->granted)
+        park_wait(s, c);
 }
 
 /* A preemption point of c's item (on its core): parks it if the policy
@@ -462,6 +484,85 @@ void sched_preempt_point_done(void)
     struct sched_ctx *c = cur;
     if (c && !c->prev)   /* a nested run's outer item may hold locks */
         point(c);
+}
+
+/* Waits on slot_cv until the CLOCK_MONOTONIC time `at` at the latest (lock
+ * held). */
+static void wait_until(struct sched *s, uint64_t at)
+{
+    struct timespec ts = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
+    pthread_cond_timedwait(&s->slot_cv, &s->lock, &ts);
+}
+
+/* Sleeper c's own look at its slice (lock held): parks it when due. */
+static void sleeper_point(struct sched *s, struct sched_ctx *c, uint64_t now)
+{
+    if (now < c->next_check)
+        return;
+    c->next_check = now + SCHED_CHECK_NS;
+    if (want_park(s, c, now))
+        park_out(s, c, now);
+}
+
+/* Parks the sleepers (sched_sleep_done) that the policy's next pick should
+ * replace now (lock held; after an item was queued): a sleeping item needs
+ * no host CPU to be parked, so its thread's late wake-up on a busy host
+ * does not hold the core against the policy. */
+static void kick_sleepers(struct sched *s)
+{
+    if (!s->nsleepers || !s->pol->preempt)
+        return;
+    uint64_t now = now_ns();
+    for (unsigned i = 0; i < s->nsleepers; i++) {
+        struct sched_ctx *c = s->sleepers[i];
+        if (!c->off && now - c->t0 >= SCHED_SLEEP_SLICE_NS && want_park(s, c, now))
+            park_out(s, c, now);
+    }
+}
+
+/* Removes c from the sleepers (lock held). */
+static void sleeper_del(struct sched *s, struct sched_ctx *c)
+{
+    unsigned i = 0;
+    while (s->sleepers[i] != c)
+        i++;
+    s->sleepers[i] = s->sleepers[--s->nsleepers];
+}
+
+uint64_t sched_sleep_done(uint64_t ns)
+{
+    struct sched_ctx *c = cur;
+    uint64_t t0 = now_ns();
+    if (!c || c->off || c->prev || !c->s->pol->preempt) {   /* nothing can park it */
+        struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+        nanosleep(&ts, NULL);   /* EINTR: the caller counts what elapsed */
+        return now_ns() - t0;
+    }
+    struct sched *s = c->s;
+    uint64_t off0 = c->off_ns, on = 0;
+    pthread_mutex_lock(&s->lock);
+    s->sleepers[s->nsleepers++] = c;
+    if (c->next_check > c->t0 + SCHED_SLEEP_SLICE_NS)   /* looks sooner: see the define */
+        c->next_check = t0 > c->t0 + SCHED_SLEEP_SLICE_NS ? t0 : c->t0 + SCHED_SLEEP_SLICE_NS;
+    for (;;) {
+        if (c->off) {   /* parked, by itself or by a thread that queued an item */
+            park_wait(s, c);
+            continue;
+        }
+        uint64_t now = now_ns();
+        on = now - t0 - (c->off_ns - off0);
+        if (on >= ns)
+            break;
+        sleeper_point(s, c, now);
+        if (c->off)
+            continue;
+        uint64_t at = now + (ns - on);
+        wait_until(s, at < c->next_check ? at : c->next_check);   /* or its next look */
+    }
+    sleeper_del(s, c);
+    assert(sched_check(s));
+    pthread_mutex_unlock(&s->lock);
+    return on;
 }
 
 void sched_block(bool on_lock)
@@ -642,7 +743,7 @@ int sched_create(const struct sched_policy *pol, const struct sched_config *cfg,
     sched_acct_init(&s->acct, cfg->cores, budget);
     s->acct.max_queues = cfg->max_queues;
     s->free_slots = cfg->cores == 64 ? ~0ull : (1ull << cfg->cores) - 1;
-    s->q = pol->create(&(struct sched_env){ cfg->cores, budget });
+    s->q = pol->create(&(struct sched_env){ cfg->cores, budget, SCHED_WAKE_CREDIT_NS });
     s->threads = calloc(SCHED_THREADS_MAX, sizeof(pthread_t));
     sched_acct_bind(&s->acct, pol, s->q);
     if (!s->q || !s->threads) {
@@ -658,9 +759,9 @@ int sched_create(const struct sched_policy *pol, const struct sched_config *cfg,
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* now_ns's clock (idle_wait) */
     pthread_cond_init(&s->work, &ca);
-    pthread_condattr_destroy(&ca);
     pthread_cond_init(&s->idle_cv, NULL);
-    pthread_cond_init(&s->slot_cv, NULL);
+    pthread_cond_init(&s->slot_cv, &ca);   /* sched_sleep_done's timed waits */
+    pthread_condattr_destroy(&ca);
     int r = start_cores(s);
     if (r) {
         sched_destroy(s);
@@ -716,6 +817,8 @@ static int submit(struct sched *s, struct sched_item *it, bool direct)
     }
     r = enqueue(s, it);
     s->submitted += r == 0;
+    if (!r)
+        kick_sleepers(s);
     bool wake = !r && s->idle > 0 && slots_open(s);
     worker_for_slot(s);
     assert(sched_check(s));
@@ -743,8 +846,8 @@ static struct sched_item *help_take(struct sched *s, unsigned *slot, sched_mine_
                                     void *arg)
 {
     bool tight;
-    if (!slots_open(s) || s->nparked)
-        return NULL;   /* parked items are resumed by the cores */
+    if (!slots_open(s) || best_parked(s))
+        return NULL;   /* a parked item comes first: the cores resume it */
     struct sched_item *it = choose(s, &tight);
     if (!it || !mine(arg, it))
         return NULL;
@@ -763,6 +866,7 @@ void sched_submit_batch(struct sched *s, struct sched_item **items, unsigned n, 
     pthread_mutex_lock(&s->lock);
     for (unsigned i = 0; i < n; i++)
         err[i] = batch_push(s, items[i]);
+    kick_sleepers(s);
     assert(sched_check(s));
     for (;;) {
         unsigned slot;

@@ -147,7 +147,16 @@ struct sched_item {
 struct sched_env {
     unsigned cores;
     uint64_t mem_budget;       /* device memory, bytes (> 0) */
+    uint64_t wake_credit_ns;   /* cfs, drf: a tenant becoming live starts this
+                                  much core time (at the default weight) below
+                                  the floor (sched_create: SCHED_WAKE_CREDIT_NS) */
 };
+
+/* Linux's CFS places a waking task half its latency target (3 ms) below
+ * min_vruntime: a tenant that sleeps between short commands (one at a
+ * time, a client's round trip apart) runs its command without being
+ * parked for one that never sleeps, and cannot bank more than this. */
+#define SCHED_WAKE_CREDIT_NS 3000000ull
 
 /* A scheduling policy. All calls are made with the scheduler lock held;
  * items reach push/start/charge with it->sq set. */
@@ -347,6 +356,15 @@ void sched_preempt_point(void);
  * it keeps nobody waiting but itself. Not in a nested run (the outer item
  * may hold locks): there it returns at once. */
 void sched_preempt_point_done(void);
+
+/* Sleeps ns of core time for the calling thread's item, whose work is
+ * done (the core-speed model's sleep, model.h): like a run of
+ * sched_preempt_point_done between short sleeps, except that the item can
+ * also be parked without waking up, by a thread that queues an item the
+ * policy should run instead (so a late wake-up on a busy host does not
+ * keep the core). Time parked does not count: returns the core time slept
+ * (ns or a little more). A plain sleep where nothing can park it. */
+uint64_t sched_sleep_done(uint64_t ns);
 
 /* The calling thread's item is about to wait for something another item
  * may hold (on_lock: a lock; else device memory): its core is given up

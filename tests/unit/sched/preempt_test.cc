@@ -316,3 +316,56 @@ TEST(Preempt, ExtraWorkersExitWhenIdle)
     }
     sched_destroy(s);
 }
+
+// The model's sleep after an item's work (sched_sleep_done): the sleeping
+// item is parked for a lighter tenant's item, here one run on its
+// submitter's thread that is not preemptible; the other item runs while it
+// sleeps, and the sleep returns the core time slept, not the time parked.
+// Under fifo nothing parks it: the other item runs after.
+struct SleepWorld {
+    std::atomic<bool> a_running{ false }, b_done{ false }, b_during_a{ false };
+    std::atomic<uint64_t> a_on{ 0 };
+    uint64_t sleep_ns = 100000000, b_spin_ns = 50000000;
+};
+
+void RunSleep(void *arg, struct sched_item *si, unsigned core)
+{
+    auto *w = static_cast<SleepWorld *>(arg);
+    if (reinterpret_cast<Item *>(si)->id == 1) {
+        w->a_running = true;
+        w->a_on = sched_sleep_done(w->sleep_ns);
+        w->b_during_a = w->b_done.load();
+        return;
+    }
+    uint64_t end = now_ns() + w->b_spin_ns;
+    while (now_ns() < end) {
+    }
+    w->b_done = true;
+}
+
+TEST(Preempt, ASleepingItemIsParkedAndSleepsOnlyOnTheCore)
+{
+    for (const struct sched_policy *pol : { &sched_cfs, &sched_drf, &sched_fifo }) {
+        SleepWorld w;
+        Pair p;
+        p.a.it.preemptible = false;
+        struct sched *s;
+        struct sched_config one = { 1, true };
+        ASSERT_EQ(sched_create(pol, &one, RunSleep, &w, &s), 0);
+        std::thread t([s, &p] { EXPECT_EQ(sched_submit(s, &p.a.it), 0); });
+        while (!w.a_running)
+            std::this_thread::yield();
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));   // past a's slice
+        ASSERT_EQ(sched_submit(s, &p.b.it), 0);
+        t.join();
+        sched_drain(s);
+        bool parks = pol->preempt != nullptr;
+        EXPECT_EQ(w.b_during_a.load(), parks) << pol->name;
+        EXPECT_GE(w.a_on.load(), w.sleep_ns) << pol->name;
+        if (parks) {
+            EXPECT_GE(TenantOf(s, 1).preempted, 1u) << pol->name;
+            EXPECT_GE(TenantOf(s, 2).core_ns, w.b_spin_ns) << pol->name;
+        }
+        sched_destroy(s);
+    }
+}
