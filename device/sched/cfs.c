@@ -31,8 +31,9 @@
  * an idle spell starts level with the last one to run, not behind it.
  *
  * Forgetting. An idle tenant (queue) at or below the floor holds no debt:
- * coming back, it would start at the floor whether it kept its virtual
- * time or started from zero, so its account may be freed (sched_int.h).
+ * coming back, it would start at the floor (less the wake credit, which
+ * any waking tenant gets) whether it kept its virtual time or started from
+ * zero, within that credit, so its account may be freed (sched_int.h).
  *
  * The memory key (cfs only): while commands wait for device memory, or
  * the next command would not fit in it (sched.c's memory admission), the
@@ -386,13 +387,17 @@ static void cfs_slice(void *p, struct sched_item *it, uint64_t ns)
 
 /* ---- recycling ------------------------------------------------------------------ */
 
-/* An idle account at or below its floor changes no choice when forgotten. */
+/* An idle account at or below its floor changes no choice when forgotten,
+ * but for the wake credit: a tenant between floor - credit and the floor,
+ * forgotten, would come back at floor - credit, at most the credit below
+ * where it stood, which a waking tenant is given anyway; its debt (any
+ * virtual time above the floor) is never wiped. */
 static bool cfs_forgettable(void *p, const struct sched_tenant *t, const struct sched_queue *q)
 {
     struct cfs *c = p;
     if (q)
         return q->vt <= floor_of(&q->t->qmin, &q->t->live_queues);
-    return t->vt <= wake_floor(c, t);
+    return t->vt <= tenant_floor(c);
 }
 
 /* ---- checking -------------------------------------------------------------------- */
