@@ -315,7 +315,8 @@ static const struct up_opt up_table[] = {
               "fetch, completion post); 0 disables" },
     { 0, "core-speed", "core_speed", &k_real, "F", 1, (uint64_t)DM_CORE_SPEED_MAX, 1,
       AT(model.core_speed),
-      .help = "device cores are F times slower than the host for compute steps" },
+      .help = "device cores are F times slower than the host (compute steps and "
+              "StorageFS work)" },
     { 0, "pollers", "pollers", &k_uint, "N", 1, QP_MAX_POLLERS, QP_DEFAULT_POLLERS,
       AT(dev.pollers), .help = "threads polling libcisc queue pairs" },
     { 0, "poll-us", "poll_us", &k_uint, "N", 0, 1000000, QP_DEFAULT_POLL_US, AT(dev.poll_us),

@@ -605,13 +605,14 @@ static void status_tenants(struct device *d, struct out *o)
     for (unsigned i = 0; i < n && i < STATUS_TENANTS; i++)
         put(o, "tenant %u weight %u queues %u vt_ns %llu core_ns %llu share %.3f mem %llu "
                "mem_peak %llu waiting %llu running %llu done %llu throttled_ns %llu "
-               "overtaken %llu terminated %llu preempted %llu\n",
+               "overtaken %llu terminated %llu preempted %llu backlog_ns %llu\n",
             t[i].id, t[i].weight, t[i].queues, (unsigned long long)t[i].vt,
             (unsigned long long)t[i].core_ns, t[i].share, (unsigned long long)t[i].mem_use,
             (unsigned long long)t[i].mem_peak, (unsigned long long)t[i].queued,
             (unsigned long long)t[i].running, (unsigned long long)t[i].done,
             (unsigned long long)t[i].throttled_ns, (unsigned long long)t[i].overtaken,
-            (unsigned long long)t[i].terminated, (unsigned long long)t[i].preempted);
+            (unsigned long long)t[i].terminated, (unsigned long long)t[i].preempted,
+            (unsigned long long)t[i].backlog_ns);
     free(t);
 }
 

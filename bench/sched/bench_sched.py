@@ -18,7 +18,10 @@ light tenant's p99 latency is reported with its p99 alone. Beside them, the
 device's own accounting: each tenant's share of device-core time in the
 co-run (from `cisc status`), which host noise does not skew the way it
 skews a throughput measured at another moment, and the device's core
-utilisation (busy time of its cores over the run). Each repetition runs
+utilisation (busy time of its cores over the run). Every tenant's set-up
+(opening and filling its files, long on a slow device) ends before any
+timed run starts, and is not counted in the shares or the utilisation.
+Each repetition runs
 both workloads alone, then the co-run under every policy of the
 experiment, back to back, and normalises each co-run by that repetition's
 alone runs: baselines and shared runs alternate, so host load moves them
@@ -60,19 +63,25 @@ class Device:
         """Runs [(workload, threads)] at once; returns [(ops/s, p99_us,
         share of device-core time)]."""
         ps = [subprocess.Popen([self.a.bench, wl, str(t), self.mnt, str(self.a.secs)],
-                               stdout=subprocess.PIPE, text=True) for wl, t in jobs]
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+              for wl, t in jobs]
+        for p in ps:   # every tenant set up (files filled): not part of the run
+            p.stdout.readline()
+        core0, self.busy0 = self.core_ns([p.pid for p in ps])
+        for p in ps:   # go, all at once
+            p.stdin.write("go\n")
+            p.stdin.flush()
         out = []
         for p in ps:
             f = p.communicate()[0].split()
             d = dict(zip(f[::2], f[1::2]))
             out.append((int(d["ops"]) / float(d["secs"]), float(d["p99_us"])))
         core, busy = self.core_ns([p.pid for p in ps])
+        core = [c - c0 for c, c0 in zip(core, core0)]
         total = sum(core) or 1
         util = (busy - self.busy0) / (self.a.secs * 1000.0 * self.a.cores)
         self.busy0 = busy
         return [o + (c / total, util) for o, c in zip(out, core)]
-
-    busy0 = 0
 
     def core_ns(self, pids):
         """Device-core time charged to each pid (its tenant), and the cores'
@@ -123,7 +132,14 @@ def corun(a, pair, pol, ram, t, speed, alone):
             "light_core_share": got[0][2], "heavy_core_share": got[1][2],
             "jain_core": jain([got[0][2], got[1][2]]),
             "util_alone_light": alone[pair[0]][3], "util_alone_heavy": alone[pair[1]][3],
-            "util": got[0][3]}
+            "util": got[0][3], "light_ops": got[0][0], "heavy_ops": got[1][0],
+            "load": os.getloadavg()[0]}
+
+
+def spread(xs):
+    """max / min of positive values (1.0: no swing)."""
+    xs = [x for x in xs if x > 0]
+    return max(xs) / min(xs) if xs else 0.0
 
 
 def experiment(a, name, pair, policies, ram, rows, models, speed=None):
@@ -131,22 +147,40 @@ def experiment(a, name, pair, policies, ram, rows, models, speed=None):
     co-run under each policy, back to back; medians over a.repeat."""
     for t in a.threads:
         reps = {pol: [] for pol in policies}
-        for _ in range(a.repeat):
+        alones = []
+        for k in range(a.repeat):
             model, alone = alone_runs(a, pair, ram, t, speed)
+            alones.append(alone)
             models.update({m: 1 for m in model})
             for pol in policies:
                 reps[pol].append(corun(a, pair, pol, ram, t, speed, alone))
+            # each repetition's raw figures: where a swing comes from
+            print("  rep %d t=%d alone %s %.0f %s %.0f ops/s |%s | load %.1f" %
+                  (k, t, pair[0], alone[pair[0]][0], pair[1], alone[pair[1]][0],
+                   "".join(" %s %.0f/%.0f (jain %.2f)" %
+                           (pol, reps[pol][-1]["light_ops"], reps[pol][-1]["heavy_ops"],
+                            reps[pol][-1]["jain"]) for pol in policies),
+                   os.getloadavg()[0]), flush=True)
+        if a.repeat > 1:   # swing over repetitions (max/min): alone runs vs co-runs
+            print("  swing t=%d: alone %s %.2fx %s %.2fx |%s" %
+                  (t, pair[0], spread([x[pair[0]][0] for x in alones]),
+                   pair[1], spread([x[pair[1]][0] for x in alones]),
+                   "".join(" %s %.2fx/%.2fx" %
+                           (pol, spread([f["light_ops"] for f in reps[pol]]),
+                            spread([f["heavy_ops"] for f in reps[pol]])) for pol in policies)),
+                  flush=True)
         for pol in policies:
             med = {k: statistics.median(f[k] for f in reps[pol]) for k in reps[pol][0]}
             rows.append({"exp": name, "policy": pol, "threads": t, "light": pair[0],
                          "heavy": pair[1], "repeats": a.repeat,
                          **{k: round(v, 3 if "us" not in k else 1) for k, v in med.items()}})
             print("%-4s %-7s t=%d  %s %.2f  %s %.2f  jain %.2f  %s p99 %.0f us (alone %.0f)"
-                  "  core share %.2f/%.2f (jain %.2f)  core util %.2f (alone %.2f/%.2f)" %
+                  "  core share %.2f/%.2f (jain %.2f)  core util %.2f (alone %.2f/%.2f)"
+                  "  load %.1f" %
                   (name, pol, t, pair[0], med["light_norm"], pair[1], med["heavy_norm"],
                    med["jain"], pair[0], med["light_p99_us"], med["light_p99_alone_us"],
                    med["light_core_share"], med["heavy_core_share"], med["jain_core"],
-                   med["util"], med["util_alone_light"], med["util_alone_heavy"]),
+                   med["util"], med["util_alone_light"], med["util_alone_heavy"], med["load"]),
                   flush=True)
 
 

@@ -8,8 +8,12 @@
  *           acw append-CRC-write: 16 KiB record + its CRC-32C, one fused op
  *           rcw read-compress-write: 1 MiB read, zstd, write (memory-hungry)
  *           fio 4 KiB random pwrite on the FUSE mount (POSIX)
- * Prints "ops N secs S p99_us P": ops done, the time they took, and the
- * 99th percentile of the op latency. */
+ * Prints "ready" once every thread has set up (opened and filled its
+ * file), then waits for a line (or EOF) on stdin before the timed run, so
+ * the runner starts every tenant's timed ops together and the set-up,
+ * which a slow device makes long, is not part of anyone's run. Then prints
+ * "ops N secs S p99_us P": ops done, the time they took, and the 99th
+ * percentile of the op latency. */
 #include <cisc/cisc.h>
 #include <cisc/fused.h>
 
@@ -46,6 +50,18 @@ static double now(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Every worker's set-up is done, then the run starts (main's "go"). */
+static pthread_barrier_t set_up, go;
+static double run_secs, run_end;
+
+/* Waits for the start of the timed run; sets w's end. */
+static void start(struct worker *w)
+{
+    pthread_barrier_wait(&set_up);
+    pthread_barrier_wait(&go);
+    w->end = run_end;
+}
+
 static uint64_t rnd(struct worker *w)
 {
     w->rng ^= w->rng << 13;
@@ -66,18 +82,18 @@ static void run_fio(struct worker *w, char *path)
 {
     int fd = open(path, O_CREAT | O_RDWR, 0644);
     static const char blk[WO_BYTES];
-    if (fd < 0 || ftruncate(fd, FILE_BYTES)) {
+    if (fd < 0 || ftruncate(fd, FILE_BYTES))
         w->err = errno;
-        return;
-    }
-    while (now() < w->end) {
+    start(w);
+    while (!w->err && now() < w->end) {
         double t0 = now();
         off_t off = (off_t)(rnd(w) % (FILE_BYTES / WO_BYTES)) * WO_BYTES;
         if (pwrite(fd, blk, WO_BYTES, off) != WO_BYTES)
             w->err = errno;
         note(w, t0);
     }
-    close(fd);
+    if (fd >= 0)
+        close(fd);
 }
 
 /* One libcisc op of the workload. Returns 0 or -errno. */
@@ -120,6 +136,7 @@ static void run_cisc(struct worker *w, const char *path)
                       &fh);
     for (uint64_t o = 0; !r && strcmp(w->wl, "acw") && o < FILE_BYTES; o += RCW_BYTES)
         r = cisc_pwrite(q, fh, buf, RCW_BYTES, o) == RCW_BYTES ? 0 : -EIO;
+    start(w);
     while (!r && now() < w->end) {
         double t0 = now();
         r = one_op(w, q, fh, path, buf);
@@ -136,12 +153,11 @@ static void *run(void *arg)
     bool fio = !strcmp(w->wl, "fio");   /* a host path; libcisc's are the device's */
     snprintf(path, sizeof(path), "%s%ssb-%d-%s-%u", fio ? w->mnt : "", fio ? "/" : "",
              (int)getpid(), w->wl, w->id);
-    double t0 = now();
     if (!strcmp(w->wl, "fio"))
         run_fio(w, path);
     else
         run_cisc(w, path);
-    w->secs = now() - t0;
+    w->secs = now() - (run_end - run_secs);
     return NULL;
 }
 
@@ -158,15 +174,25 @@ int main(int argc, char **argv)
         return 2;
     }
     unsigned n = (unsigned)atoi(argv[2]);
-    double secs = atof(argv[4]), end = now() + secs;
+    run_secs = atof(argv[4]);
     struct worker *w = calloc(n, sizeof(*w));
     pthread_t *t = calloc(n, sizeof(*t));
+    pthread_barrier_init(&set_up, NULL, n + 1);
+    pthread_barrier_init(&go, NULL, n + 1);
     for (unsigned i = 0; i < n; i++) {
-        w[i] = (struct worker){ .id = i, .wl = argv[1], .mnt = argv[3], .end = end,
+        w[i] = (struct worker){ .id = i, .wl = argv[1], .mnt = argv[3],
                                 .rng = 0x9E3779B97F4A7C15ull * (i + 1) + (uint64_t)getpid() };
         w[i].lat = malloc(MAX_LAT * sizeof(double));
         pthread_create(&t[i], NULL, run, &w[i]);
     }
+    pthread_barrier_wait(&set_up);
+    printf("ready\n");
+    fflush(stdout);
+    char line[16];
+    if (!fgets(line, sizeof(line), stdin))
+        line[0] = 0;   /* EOF: go at once */
+    run_end = now() + run_secs;
+    pthread_barrier_wait(&go);
     uint64_t ops = 0, nlat = 0;
     double longest = 0;
     int err = 0;

@@ -4,6 +4,7 @@
 #include "device/engine/fused/fused.h"
 #include "device/engine/fused/oplog.h"
 #include "device/engine/sysdir.h"
+#include "device/sched/model.h"
 
 #include "common/clock.h"
 #include "proto/wire.h"
@@ -89,11 +90,17 @@ static void run(void *arg, struct sched_item *it, unsigned core)
     struct eng_cmd *c = (struct eng_cmd *)((char *)it - offsetof(struct eng_cmd, item));
     unsigned op = c->op;
     c->cred.acl_fs = e->fs;   /* perm.h: ACLs are this device's */
-    c->ret = read_only_gate(e, c);
-    if (!c->ret)
-        c->ret = op < ENG_OP_COUNT ? op_table[op](e, c) : -EINVAL;
-    if (c->ret == ENG_PARKED)
-        return;   /* lease.h: it runs again when the lease ends */
+    struct dm_meter dm;
+    dm_meter_begin(&dm);   /* a slow core is slow at StorageFS work too (model.h) */
+    int64_t ret = read_only_gate(e, c);
+    if (!ret)
+        ret = op < ENG_OP_COUNT ? op_table[op](e, c) : -EINVAL;
+    if (ret == ENG_PARKED) {   /* lease.h: it may run again already: c is not ours */
+        dm_meter_end_handed_off(&dm);
+        return;
+    }
+    dm_meter_end(&dm, NULL);   /* done, locks released: it may be parked meanwhile */
+    c->ret = ret;
     if (c->ret >= 0 && c->attr.ino == SFS_ROOT_INO)
         sysdir_root_attr(e->fs, &c->attr);   /* the hidden directory is not counted */
     if (c->chg && c->ret >= 0)

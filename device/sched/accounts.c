@@ -4,6 +4,8 @@
  * under the scheduler lock. */
 #include "device/sched/sched_int.h"
 
+#include "common/clock.h"
+
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -285,9 +287,46 @@ int sched_acct_resolve(struct sched_accts *a, struct sched_item *it)
     return 0;
 }
 
+/* The busy integral at now, without moving it (now before busy_at, as a
+ * test's fake clock may be: busy_at). */
+static uint64_t busy_until(const struct sched_accts *a, uint64_t now)
+{
+    return a->busy_ns + (now > a->busy_at ? (now - a->busy_at) * a->busy : 0);
+}
+
+void sched_acct_busy(struct sched_accts *a, int delta, uint64_t now)
+{
+    a->busy_ns = busy_until(a, now);
+    a->busy_at = now > a->busy_at ? now : a->busy_at;
+    a->busy += (unsigned)delta;
+}
+
+uint64_t sched_acct_backlog(const struct sched_accts *a, const struct sched_tenant *t,
+                            uint64_t now)
+{
+    bool live = t->queued || t->running;
+    return t->backlog_ns + (live ? busy_until(a, now) - t->backlog_mark : 0);
+}
+
+/* t is about to have its first item waiting or running: a spell of its
+ * backlog begins. */
+static void backlog_begin(struct sched_accts *a, struct sched_tenant *t)
+{
+    if (!t->queued && !t->running)
+        t->backlog_mark = busy_until(a, now_ns());
+}
+
+/* t's last item finished: the spell ends. */
+static void backlog_end(struct sched_accts *a, struct sched_tenant *t)
+{
+    if (!t->queued && !t->running)
+        t->backlog_ns += busy_until(a, now_ns()) - t->backlog_mark;
+}
+
 void sched_acct_queued(struct sched_accts *a, struct sched_item *it)
 {
     it->starts_at_push = a->starts;
+    backlog_begin(a, it->sq->t);
     it->sq->queued++;
     it->sq->t->queued++;
 }
@@ -302,6 +341,8 @@ void sched_acct_start(struct sched_accts *a, struct sched_item *it, bool was_que
         t->queued--;
         t->throttled_ns += now > it->t_submit_ns ? now - it->t_submit_ns : 0;
         t->overtaken += a->starts - it->starts_at_push;   /* counts its own too */
+    } else {
+        backlog_begin(a, t);
     }
     a->starts++;
     t->running++;
@@ -345,6 +386,7 @@ void sched_acct_finish(struct sched_accts *a, const struct sched_item *it, uint6
     q->mem_use -= it->mem;
     t->mem_use -= it->mem;
     sched_acct_slice(a, it, ns);
+    backlog_end(a, t);
 }
 
 void sched_acct_settled(struct sched_accts *a, struct sched_queue *q)

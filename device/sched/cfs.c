@@ -19,18 +19,21 @@
  *
  * Start at the minimum. A tenant is live while it has items waiting or
  * running (Linux's "runnable"); min_vt follows the least virtual time of
- * the live tenants and never goes back. A tenant becoming live starts at
- * max(its own, min_vt), and a queue at max(its own, the least of its
- * tenant's live queues): idling saves no credit, and the virtual times of
- * those who stayed busy are never disturbed. Items run directly (never
+ * the live tenants (less their running items' pre-charges, not used yet)
+ * and never goes back. A tenant becoming live starts at max(its own,
+ * min_vt - the wake credit), and a queue at max(its own, the least of its
+ * tenant's live queues): idling saves no credit beyond the wake credit
+ * (3 ms, as Linux places a waking task), and the virtual times of those
+ * who stayed busy are never disturbed. Items run directly (never
  * queued) make their tenant live too, so min_vt moves with them. When the
  * last live tenant (queue) idles, the floor moves up to its virtual time,
  * as Linux's min_vruntime stays where the last task left: a newcomer after
  * an idle spell starts level with the last one to run, not behind it.
  *
  * Forgetting. An idle tenant (queue) at or below the floor holds no debt:
- * coming back, it would start at the floor whether it kept its virtual
- * time or started from zero, so its account may be freed (sched_int.h).
+ * coming back, it would start at the floor (less the wake credit, which
+ * any waking tenant gets) whether it kept its virtual time or started from
+ * zero, within that credit, so its account may be freed (sched_int.h).
  *
  * The memory key (cfs only): while commands wait for device memory, or
  * the next command would not fit in it (sched.c's memory admission), the
@@ -62,6 +65,7 @@ struct cfs {
     struct heap by_vt, by_mem;   /* tenants with items waiting */
     struct heap live;            /* tenants with items waiting or running */
     uint64_t min_vt;
+    uint64_t credit;             /* sched_env.wake_credit_ns */
     uint64_t seq;                /* tie-break: turns among equals */
 };
 
@@ -81,6 +85,7 @@ static void *create(const struct sched_env *env, enum cfs_mode mode)
         c->mode = mode;
         c->cores = env->cores ? env->cores : 1;
         c->budget = env->mem_budget ? env->mem_budget : 1;
+        c->credit = env->wake_credit_ns;
     }
     return c;
 }
@@ -154,6 +159,28 @@ static uint64_t floor_of(uint64_t *floor, const struct heap *live)
     return *floor;
 }
 
+/* Raises min_vt to the least live tenant's virtual time less its running
+ * items' pre-charges (time it has not used yet); returns it. A tenant
+ * becoming live starts level with what the others really used: were the
+ * pre-charges counted, it would start ahead of a tenant whose long item
+ * has only begun, and could not preempt that item before it had used up
+ * its estimate. */
+static uint64_t tenant_floor(struct cfs *c)
+{
+    const struct heap_node *n = heap_min(&c->live);
+    if (n)
+        c->min_vt = max64(c->min_vt, n->key - TENANT_OF(n, live)->vt_pre);
+    return c->min_vt;
+}
+
+/* Where a tenant becoming live starts at the least: the floor less the
+ * wake credit (scaled by its weight), never below zero. */
+static uint64_t wake_floor(struct cfs *c, const struct sched_tenant *t)
+{
+    uint64_t f = tenant_floor(c), cr = sched_vt_scale(c->credit, t->weight);
+    return f > cr ? f - cr : 0;
+}
+
 /* Makes q and its tenant live if they are not, starting them at the
  * minimum. Returns 0 or -ENOMEM. */
 static int make_live(struct cfs *c, struct sched_queue *q)
@@ -166,7 +193,7 @@ static int make_live(struct cfs *c, struct sched_queue *q)
             return -ENOMEM;
     }
     if (!heap_has(&t->live)) {
-        t->vt = max64(t->vt, floor_of(&c->min_vt, &c->live));
+        t->vt = max64(t->vt, wake_floor(c, t));
         t->live = (struct heap_node){ t->vt, ++c->seq, HEAP_NONE };
         if (heap_insert(&c->live, &t->live))
             return -ENOMEM;
@@ -186,7 +213,7 @@ static void maybe_idle(struct cfs *c, struct sched_queue *q)
             t->qmin = max64(t->qmin, q->vt);
     }
     if (!t->queues.n && !t->running && heap_has(&t->live)) {
-        floor_of(&c->min_vt, &c->live);
+        tenant_floor(c);
         heap_remove(&c->live, &t->live);
         if (!c->live.n)
             c->min_vt = max64(c->min_vt, t->vt);
@@ -249,7 +276,7 @@ static struct sched_tenant *pick_tenant(struct cfs *c, bool mem_tight)
     struct heap_node *n = heap_min(&c->by_vt);
     if (!n)
         return NULL;
-    floor_of(&c->min_vt, &c->live);
+    tenant_floor(c);
     if (mem_tight && c->mode == CFS_MEM)
         return TENANT_OF(heap_min(&c->by_mem), by_mem);
     return TENANT_OF(n, by_vt);
@@ -297,6 +324,7 @@ static void cfs_start(void *p, struct sched_item *it)
     struct sched_tenant *t = q->t;
     make_live(c, q);   /* run directly: never queued (-ENOMEM: min_vt lags a little) */
     it->vt_pre = cost(c, t, q->est_ns, it->mem);
+    t->vt_pre += it->vt_pre;
     set_queue_vt(q, q->vt + it->vt_pre);
     set_tenant_vt(c, t, t->vt + it->vt_pre);
     sync_mem(c, t);
@@ -310,6 +338,7 @@ static void cfs_charge(void *p, const struct sched_item *it, uint64_t ns)
     struct sched_queue *q = it->sq;
     struct sched_tenant *t = q->t;
     uint64_t v = cost(c, t, ns, it->mem);
+    t->vt_pre -= it->vt_pre;
     set_queue_vt(q, q->vt - it->vt_pre + v);
     set_tenant_vt(c, t, t->vt - it->vt_pre + v);
     q->est_ns = (3 * q->est_ns + ns + it->ran_ns) / 4;   /* its whole cost, parks too */
@@ -350,6 +379,7 @@ static void cfs_slice(void *p, struct sched_item *it, uint64_t ns)
     struct sched_queue *q = it->sq;
     struct sched_tenant *t = q->t;
     uint64_t v = cost(c, t, ns, it->mem);
+    t->vt_pre -= it->vt_pre;
     set_queue_vt(q, q->vt - it->vt_pre + v);
     set_tenant_vt(c, t, t->vt - it->vt_pre + v);
     it->vt_pre = 0;
@@ -357,13 +387,17 @@ static void cfs_slice(void *p, struct sched_item *it, uint64_t ns)
 
 /* ---- recycling ------------------------------------------------------------------ */
 
-/* An idle account at or below its floor changes no choice when forgotten. */
+/* An idle account at or below its floor changes no choice when forgotten,
+ * but for the wake credit: a tenant between floor - credit and the floor,
+ * forgotten, would come back at floor - credit, at most the credit below
+ * where it stood, which a waking tenant is given anyway; its debt (any
+ * virtual time above the floor) is never wiped. */
 static bool cfs_forgettable(void *p, const struct sched_tenant *t, const struct sched_queue *q)
 {
     struct cfs *c = p;
     if (q)
         return q->vt <= floor_of(&q->t->qmin, &q->t->live_queues);
-    return t->vt <= floor_of(&c->min_vt, &c->live);
+    return t->vt <= tenant_floor(c);
 }
 
 /* ---- checking -------------------------------------------------------------------- */

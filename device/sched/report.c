@@ -7,7 +7,7 @@
  *         rows R shown S tenant_by uid|pid preemptions K
  *   tenant ID weight W queues Q vt_ns V core_ns C share F mem M mem_peak P
  *         waiting W running R done D throttled_ns T overtaken O
- *         terminated X lat HIST preempted K
+ *         terminated X lat HIST preempted K backlog_ns B
  *   queue ID tenant T vt_ns V core_ns C share F mem M mem_peak P waiting W
  *         running R done D lat HIST
  *
@@ -91,7 +91,8 @@ static size_t row_line(const struct sched_row *r, char *line)
             (unsigned long long)t->terminated);
     put_hist(line, &n, &r->lat);
     if (!r->is_queue)
-        put(line, &n, " preempted %llu", (unsigned long long)t->preempted);
+        put(line, &n, " preempted %llu backlog_ns %llu", (unsigned long long)t->preempted,
+            (unsigned long long)t->backlog_ns);
     put(line, &n, "\n");
     return n;
 }

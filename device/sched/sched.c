@@ -19,11 +19,18 @@
  * parked or blocked item's core finds a thread to run on). */
 #define SCHED_PARK_MAX 16u
 #define SCHED_THREADS_MAX (SCHED_MAX_CORES + 64u)
+/* A worker beyond the cores' own that has found nothing to do for this
+ * long exits (sched_config.worker_idle_ns replaces it when set). */
+#define SCHED_WORKER_IDLE_NS 2000000000ull
 /* An item holds its core at least this long before it can be parked, and
  * a preemption point looks at the queue at most this often: parking costs
  * a few microseconds of hand-over, so slices are long against that. */
 #define SCHED_SLICE_NS 1000000ull
 #define SCHED_CHECK_NS 200000ull
+/* A sleeper (sched_sleep_done) is parked by another thread after this long
+ * on its core: its thread is asleep, so parking it costs no more than the
+ * hand-over of its slot. */
+#define SCHED_SLEEP_SLICE_NS 100000ull
 
 /* The item a thread runs (run_on), for its preemption points and blocks:
  * on that thread's stack, found through `cur`. */
@@ -53,8 +60,11 @@ struct sched {
     unsigned cores;
     bool direct;               /* submitters may run items themselves */
     bool tenant_pid;           /* for reports */
-    pthread_t *threads;        /* SCHED_THREADS_MAX */
+    pthread_t *threads;        /* SCHED_THREADS_MAX; the first nthreads are live */
     unsigned nthreads;
+    uint64_t worker_idle_ns;   /* an extra worker idle this long exits */
+    pthread_t reaped;          /* an extra worker that exited, to be joined */
+    bool has_reaped;
     pthread_mutex_t lock;      /* protects everything below and q */
     pthread_cond_t work;       /* signalled when an item is queued or on stop */
     pthread_cond_t idle_cv;    /* signalled when the last running item finishes */
@@ -73,6 +83,8 @@ struct sched {
     unsigned off;
     struct sched_ctx *parked[SCHED_PARK_MAX];   /* parked items, oldest first */
     unsigned nparked;
+    struct sched_ctx *sleepers[SCHED_MAX_CORES + SCHED_PARK_MAX];   /* in sched_sleep_done */
+    unsigned nsleepers;
     unsigned lock_waiters;     /* blocked on a lock: parked items resume first */
     unsigned resumers;         /* blocked items done waiting, waiting for a slot */
     uint64_t resume_ticket, resume_serve;   /* their turns, first come first */
@@ -88,7 +100,7 @@ struct sched {
 static bool sched_check(const struct sched *s)
 {
     unsigned nfree = (unsigned)__builtin_popcountll(s->free_slots);
-    assert(s->busy <= s->cores);                               /* 4 */
+    assert(s->busy <= s->cores && s->acct.busy == s->busy);  /* 4 */
     assert(nfree == s->cores - s->busy);                       /* 4: one slot per item */
     assert(s->cores == 64 || (s->free_slots >> s->cores) == 0);
     /* 1: every accepted item is queued, running (on or off a core), or done, once */
@@ -196,6 +208,7 @@ static unsigned slot_get(struct sched *s)
     unsigned slot = (unsigned)__builtin_ctzll(s->free_slots);
     s->free_slots &= ~(1ull << slot);
     s->busy++;
+    sched_acct_busy(&s->acct, 1, now_ns());
     return slot;
 }
 
@@ -216,12 +229,15 @@ static bool slots_open(const struct sched *s)
 }
 
 /* A slot was given back (lock held): whoever waits for one may take it. */
+static void worker_for_slot(struct sched *s);
+
 static void slot_freed(struct sched *s)
 {
     if (s->nparked || s->resumers)
         pthread_cond_broadcast(&s->slot_cv);
     if (s->depth > 0 && s->idle > 0)
         pthread_cond_signal(&s->work);
+    worker_for_slot(s);   /* the slot of a direct run, every worker off core */
 }
 
 /* Charges the policy, returns the slot, wakes sched_drain when quiet. */
@@ -236,6 +252,7 @@ static void finish(struct sched *s, unsigned slot, struct sched_item *copy, uint
     sched_acct_settled(&s->acct, copy->sq);
     s->free_slots |= 1ull << slot;
     s->busy--;
+    sched_acct_busy(&s->acct, -1, end);
     s->completed++;
     s->core[slot].executed++;
     s->core[slot].busy_ns += ns;
@@ -309,6 +326,7 @@ static void leave_core(struct sched *s, struct sched_ctx *c, uint64_t now)
     s->core[c->slot].busy_ns += ns;
     s->free_slots |= 1ull << c->slot;
     s->busy--;
+    sched_acct_busy(&s->acct, -1, now);
     s->off++;
     c->off = true;
     c->left_at = now;
@@ -331,9 +349,15 @@ static void back_on(struct sched *s, struct sched_ctx *c, unsigned slot)
  * Returns 0 or -errno (-EAGAIN at the limit or while stopping). */
 static int spawn_worker(struct sched *s);
 
-/* One more worker when queued work finds a free slot and no idle worker
- * (lock held; below). */
-static void worker_for_slot(struct sched *s);
+/* The parked item with the least key (lock held), or NULL. */
+static struct sched_ctx *least_parked(struct sched *s)
+{
+    struct sched_ctx *b = s->nparked ? s->parked[0] : NULL;
+    for (unsigned i = 1; i < s->nparked; i++)
+        if (s->pol->key(s->q, s->parked[i]->it) < s->pol->key(s->q, b->it))
+            b = s->parked[i];
+    return b;
+}
 
 /* The parked item to resume next (lock held), or NULL: none is parked, or
  * the policy's next pick comes first by its key. While an item waits for
@@ -344,12 +368,9 @@ static struct sched_ctx *best_parked(struct sched *s)
 {
     if (!s->nparked)
         return NULL;
-    struct sched_ctx *b = s->parked[0];
     if (s->lock_waiters)
-        return b;
-    for (unsigned i = 1; i < s->nparked; i++)
-        if (s->pol->key(s->q, s->parked[i]->it) < s->pol->key(s->q, b->it))
-            b = s->parked[i];
+        return s->parked[0];
+    struct sched_ctx *b = least_parked(s);
     bool tight;
     struct sched_item *n = choose(s, &tight);
     return !n || s->pol->key(s->q, n) >= s->pol->key(s->q, b->it) ? b : NULL;
@@ -369,20 +390,56 @@ static void grant(struct sched *s, struct sched_ctx *c)
 }
 
 /* Whether c's item (a preemption point, lock held) should give its core
- * to the policy's next pick: another tenant's that fits in memory, the
- * policy says so (cfs: that tenant's virtual time is less than this one's
- * with the slice charged), nobody waits for a lock, and a worker thread
- * is there to run it. */
+ * to the next item the policy would serve: the parked one with the least
+ * key if it comes before the policy's next pick, else that pick (which
+ * must fit in memory and find a worker thread to run it); another
+ * tenant's, and the policy says so (cfs: that tenant's virtual time is
+ * less than this one's with the slice charged); nobody waits for a lock.
+ * A parked item counts as much as a queued one: an item parked in its
+ * model sleep (sched_preempt_point_done) may be the lighter tenant's. */
 static bool want_park(struct sched *s, struct sched_ctx *c, uint64_t now)
 {
     if (s->lock_waiters || s->nparked == SCHED_PARK_MAX || s->stopping)
         return false;
     bool tight;
     struct sched_item *n = choose(s, &tight);
+    struct sched_ctx *p = least_parked(s);
+    if (p && (!n || s->pol->key(s->q, p->it) <= s->pol->key(s->q, n))) {
+        return p->it->sq->t != c->it->sq->t &&   /* its thread takes the slot */
+               s->pol->preempt(s->q, c->it, now - c->t0, p->it);
+    }
     if (!n || n->sq->t == c->it->sq->t || !fits(s, n) ||
         !s->pol->preempt(s->q, c->it, now - c->t0, n))
         return false;
     return s->idle > 0 || spawn_worker(s) == 0;
+}
+
+/* c's item leaves its core parked (lock held): charged, counted, its slot
+ * free for the policy's next pick. Any thread may park an item so: its
+ * own at a preemption point, or a sleeper's (kick_sleepers). */
+static void park_out(struct sched *s, struct sched_ctx *c, uint64_t now)
+{
+    leave_core(s, c, now);
+    c->granted = false;
+    s->parked[s->nparked++] = c;
+    s->preemptions++;
+    sched_acct_preempted(&s->acct, c->it);
+    if (s->idle > 0)
+        pthread_cond_signal(&s->work);
+}
+
+/* One wait of parked c for its core (lock held, on c's thread): takes a
+ * free slot if it is the best to resume, or if no worker is left to run
+ * the policy's pick; else waits for a slot to free. Returns once c holds
+ * a core or after one wake-up (the caller loops while c->off). */
+static void park_wait(struct sched *s, struct sched_ctx *c)
+{
+    if (slots_open(s) &&
+        (best_parked(s) == c || (s->idle == 0 && (!s->depth || spawn_worker(s) != 0)))) {
+        grant(s, c);
+        return;
+    }
+    pthread_cond_wait(&s->slot_cv, &s->lock);
 }
 
 /* Parks c's item until a core is handed back to it (lock held). A worker
@@ -392,27 +449,16 @@ static bool want_park(struct sched *s, struct sched_ctx *c, uint64_t now)
  * leave it unused). */
 static void park(struct sched *s, struct sched_ctx *c, uint64_t now)
 {
-    leave_core(s, c, now);
-    c->granted = false;
-    s->parked[s->nparked++] = c;
-    s->preemptions++;
-    sched_acct_preempted(&s->acct, c->it);
-    if (s->idle > 0)
-        pthread_cond_signal(&s->work);
-    while (!c->granted) {
-        if (slots_open(s) &&
-            (best_parked(s) == c || (s->idle == 0 && (!s->depth || spawn_worker(s) != 0)))) {
-            grant(s, c);
-            break;
-        }
-        pthread_cond_wait(&s->slot_cv, &s->lock);
-    }
+    park_out(s, c, now);
+    while (!c->granted)
+        park_wait(s, c);
 }
 
-void sched_preempt_point(void)
+/* A preemption point of c's item (on its core): parks it if the policy
+ * says so (want_park), at most one look every SCHED_CHECK_NS. */
+static void point(struct sched_ctx *c)
 {
-    struct sched_ctx *c = cur;
-    if (!c || c->off || !c->preempt || !c->s->pol->preempt)
+    if (c->off || !c->s->pol->preempt)
         return;
     uint64_t now = now_ns();
     if (now < c->next_check)
@@ -424,6 +470,99 @@ void sched_preempt_point(void)
         park(s, c, now);
     assert(sched_check(s));
     pthread_mutex_unlock(&s->lock);
+}
+
+void sched_preempt_point(void)
+{
+    struct sched_ctx *c = cur;
+    if (c && c->preempt)
+        point(c);
+}
+
+void sched_preempt_point_done(void)
+{
+    struct sched_ctx *c = cur;
+    if (c && !c->prev)   /* a nested run's outer item may hold locks */
+        point(c);
+}
+
+/* Waits on slot_cv until the CLOCK_MONOTONIC time `at` at the latest (lock
+ * held). */
+static void wait_until(struct sched *s, uint64_t at)
+{
+    struct timespec ts = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
+    pthread_cond_timedwait(&s->slot_cv, &s->lock, &ts);
+}
+
+/* Sleeper c's own look at its slice (lock held): parks it when due. */
+static void sleeper_point(struct sched *s, struct sched_ctx *c, uint64_t now)
+{
+    if (now < c->next_check)
+        return;
+    c->next_check = now + SCHED_CHECK_NS;
+    if (want_park(s, c, now))
+        park_out(s, c, now);
+}
+
+/* Parks the sleepers (sched_sleep_done) that the policy's next pick should
+ * replace now (lock held; after an item was queued): a sleeping item needs
+ * no host CPU to be parked, so its thread's late wake-up on a busy host
+ * does not hold the core against the policy. */
+static void kick_sleepers(struct sched *s)
+{
+    if (!s->nsleepers || !s->pol->preempt)
+        return;
+    uint64_t now = now_ns();
+    for (unsigned i = 0; i < s->nsleepers; i++) {
+        struct sched_ctx *c = s->sleepers[i];
+        if (!c->off && now - c->t0 >= SCHED_SLEEP_SLICE_NS && want_park(s, c, now))
+            park_out(s, c, now);
+    }
+}
+
+/* Removes c from the sleepers (lock held). */
+static void sleeper_del(struct sched *s, struct sched_ctx *c)
+{
+    unsigned i = 0;
+    while (s->sleepers[i] != c)
+        i++;
+    s->sleepers[i] = s->sleepers[--s->nsleepers];
+}
+
+uint64_t sched_sleep_done(uint64_t ns)
+{
+    struct sched_ctx *c = cur;
+    uint64_t t0 = now_ns();
+    if (!c || c->off || c->prev || !c->s->pol->preempt) {   /* nothing can park it */
+        struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+        nanosleep(&ts, NULL);   /* EINTR: the caller counts what elapsed */
+        return now_ns() - t0;
+    }
+    struct sched *s = c->s;
+    uint64_t off0 = c->off_ns, on = 0;
+    pthread_mutex_lock(&s->lock);
+    s->sleepers[s->nsleepers++] = c;
+    if (c->next_check > c->t0 + SCHED_SLEEP_SLICE_NS)   /* looks sooner: see the define */
+        c->next_check = t0 > c->t0 + SCHED_SLEEP_SLICE_NS ? t0 : c->t0 + SCHED_SLEEP_SLICE_NS;
+    for (;;) {
+        if (c->off) {   /* parked, by itself or by a thread that queued an item */
+            park_wait(s, c);
+            continue;
+        }
+        uint64_t now = now_ns();
+        on = now - t0 - (c->off_ns - off0);
+        if (on >= ns)
+            break;
+        sleeper_point(s, c, now);
+        if (c->off)
+            continue;
+        uint64_t at = now + (ns - on);
+        wait_until(s, at < c->next_check ? at : c->next_check);   /* or its next look */
+    }
+    sleeper_del(s, c);
+    assert(sched_check(s));
+    pthread_mutex_unlock(&s->lock);
+    return on;
 }
 
 void sched_block(bool on_lock)
@@ -476,9 +615,44 @@ uint64_t sched_off_core_ns(void)
 
 /* ---- worker threads ------------------------------------------------------ */
 
-/* Waits for an item and a free slot; false when stopping and drained. */
+/* An idle worker waits for work (lock held). A worker beyond the cores'
+ * own waits at most worker_idle_ns: returns true when that passed (it may
+ * exit, worker_exit), false when woken. Sleeps either way, never polls. */
+static bool idle_wait(struct sched *s)
+{
+    if (s->nthreads <= s->cores) {
+        pthread_cond_wait(&s->work, &s->lock);
+        return false;
+    }
+    uint64_t at = now_ns() + s->worker_idle_ns;
+    struct timespec ts = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
+    return pthread_cond_timedwait(&s->work, &s->lock, &ts) == ETIMEDOUT;
+}
+
+/* The calling worker, idle for worker_idle_ns with more workers than
+ * cores, leaves (lock held): off the live list, joined by the next to
+ * leave or by sched_destroy. The cores' own number always stays: a
+ * worker is started again when a parked or blocked item leaves a slot
+ * without one (want_park, worker_for_slot). */
+static void worker_exit(struct sched *s)
+{
+    pthread_t self = pthread_self();
+    unsigned i = 0;
+    while (i < s->nthreads && !pthread_equal(s->threads[i], self))
+        i++;
+    assert(i < s->nthreads);
+    s->threads[i] = s->threads[--s->nthreads];
+    if (s->has_reaped)
+        pthread_join(s->reaped, NULL);   /* it has left: returns at once */
+    s->reaped = self;
+    s->has_reaped = true;
+}
+
+/* Waits for an item and a free slot; false when stopping and drained, or
+ * when the calling worker is an extra one that was idle too long. */
 static bool take(struct sched *s, struct sched_item **it, unsigned *slot)
 {
+    bool idle_long = false;
     pthread_mutex_lock(&s->lock);
     for (;;) {
         bool tight;
@@ -497,8 +671,13 @@ static bool take(struct sched *s, struct sched_item **it, unsigned *slot)
             pthread_mutex_unlock(&s->lock);
             return false;
         }
+        if (idle_long && s->nthreads > s->cores && !s->stopping) {
+            worker_exit(s);
+            pthread_mutex_unlock(&s->lock);
+            return false;
+        }
         s->idle++;
-        pthread_cond_wait(&s->work, &s->lock);
+        idle_long = idle_wait(s);
         s->idle--;
     }
     s->depth--;
@@ -564,7 +743,7 @@ int sched_create(const struct sched_policy *pol, const struct sched_config *cfg,
     sched_acct_init(&s->acct, cfg->cores, budget);
     s->acct.max_queues = cfg->max_queues;
     s->free_slots = cfg->cores == 64 ? ~0ull : (1ull << cfg->cores) - 1;
-    s->q = pol->create(&(struct sched_env){ cfg->cores, budget });
+    s->q = pol->create(&(struct sched_env){ cfg->cores, budget, SCHED_WAKE_CREDIT_NS });
     s->threads = calloc(SCHED_THREADS_MAX, sizeof(pthread_t));
     sched_acct_bind(&s->acct, pol, s->q);
     if (!s->q || !s->threads) {
@@ -574,10 +753,15 @@ int sched_create(const struct sched_policy *pol, const struct sched_config *cfg,
         free(s);
         return -ENOMEM;
     }
+    s->worker_idle_ns = cfg->worker_idle_ns ? cfg->worker_idle_ns : SCHED_WORKER_IDLE_NS;
     pthread_mutex_init(&s->lock, NULL);
-    pthread_cond_init(&s->work, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* now_ns's clock (idle_wait) */
+    pthread_cond_init(&s->work, &ca);
     pthread_cond_init(&s->idle_cv, NULL);
-    pthread_cond_init(&s->slot_cv, NULL);
+    pthread_cond_init(&s->slot_cv, &ca);   /* sched_sleep_done's timed waits */
+    pthread_condattr_destroy(&ca);
     int r = start_cores(s);
     if (r) {
         sched_destroy(s);
@@ -633,6 +817,8 @@ static int submit(struct sched *s, struct sched_item *it, bool direct)
     }
     r = enqueue(s, it);
     s->submitted += r == 0;
+    if (!r)
+        kick_sleepers(s);
     bool wake = !r && s->idle > 0 && slots_open(s);
     worker_for_slot(s);
     assert(sched_check(s));
@@ -660,8 +846,8 @@ static struct sched_item *help_take(struct sched *s, unsigned *slot, sched_mine_
                                     void *arg)
 {
     bool tight;
-    if (!slots_open(s) || s->nparked)
-        return NULL;   /* parked items are resumed by the cores */
+    if (!slots_open(s) || best_parked(s))
+        return NULL;   /* a parked item comes first: the cores resume it */
     struct sched_item *it = choose(s, &tight);
     if (!it || !mine(arg, it))
         return NULL;
@@ -680,6 +866,7 @@ void sched_submit_batch(struct sched *s, struct sched_item **items, unsigned n, 
     pthread_mutex_lock(&s->lock);
     for (unsigned i = 0; i < n; i++)
         err[i] = batch_push(s, items[i]);
+    kick_sleepers(s);
     assert(sched_check(s));
     for (;;) {
         unsigned slot;
@@ -747,6 +934,7 @@ static void tenant_stats(const struct sched *s, const struct sched_tenant *t,
         .running = t->running, .done = t->done, .throttled_ns = t->throttled_ns,
         .overtaken = t->overtaken,
         .terminated = t->terminated, .preempted = t->preempted,
+        .backlog_ns = sched_acct_backlog(a, t, now_ns()),
     };
 }
 
@@ -875,10 +1063,12 @@ void sched_destroy(struct sched *s)
     s->stopping = true;
     assert(sched_check(s));
     pthread_cond_broadcast(&s->work);
-    unsigned n = s->nthreads;   /* no more start once stopping (spawn_worker) */
+    unsigned n = s->nthreads;   /* no more start or exit once stopping */
     pthread_mutex_unlock(&s->lock);
     for (unsigned i = 0; i < n; i++)
         pthread_join(s->threads[i], NULL);
+    if (s->has_reaped)
+        pthread_join(s->reaped, NULL);
     s->pol->destroy(s->q);
     sched_acct_free(&s->acct);
     pthread_cond_destroy(&s->work);

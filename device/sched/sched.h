@@ -63,7 +63,8 @@
  * whether its next pick, another tenant's, should go first (cfs: that
  * tenant's virtual time is less than this one's with the slice charged);
  * if so the item is parked: the slice is charged, its core slot freed for
- * a worker thread to run the other item (one is started if none is idle),
+ * a worker thread to run the other item (one is started if none is idle;
+ * a worker beyond the cores' number exits once idle for worker_idle_ns),
  * and its thread waits, state and device-memory reservation kept (still
  * charged to its tenant). A parked item comes back when the policy would
  * pick it (its tenant's key against the next pick's), on whichever slot is
@@ -71,6 +72,11 @@
  * ops, whose changes nobody sees before their commit), and only on a
  * worker thread: a submitter running an item itself (direct dispatch, a
  * poller's small commands) has other work of its own to get back to.
+ * Except at the end: once an item's work is done and its locks released,
+ * all it has left is the core time the core-speed model adds (a sleep,
+ * model.h), and there any item may be parked, on any thread
+ * (sched_preempt_point_done), so that no door's commands hold a slow core
+ * for long against the policy.
  *
  * Blocking. A parked item keeps its locks (a fused op its inode stripes).
  * So that nothing can wait for it while holding a core it needs, a running
@@ -141,7 +147,16 @@ struct sched_item {
 struct sched_env {
     unsigned cores;
     uint64_t mem_budget;       /* device memory, bytes (> 0) */
+    uint64_t wake_credit_ns;   /* cfs, drf: a tenant becoming live starts this
+                                  much core time (at the default weight) below
+                                  the floor (sched_create: SCHED_WAKE_CREDIT_NS) */
 };
+
+/* Linux's CFS places a waking task half its latency target (3 ms) below
+ * min_vruntime: a tenant that sleeps between short commands (one at a
+ * time, a client's round trip apart) runs its command without being
+ * parked for one that never sleeps, and cannot bank more than this. */
+#define SCHED_WAKE_CREDIT_NS 3000000ull
 
 /* A scheduling policy. All calls are made with the scheduler lock held;
  * items reach push/start/charge with it->sq set. */
@@ -209,6 +224,9 @@ struct sched_config {
     uint64_t mem_budget;       /* device memory for the memory key and drf; 0 = 2 GiB */
     uint32_t max_queues;       /* per tenant; 0 = no cap */
     bool tenant_pid;           /* tenant ids are pids, not uids (for reports only) */
+    uint64_t worker_idle_ns;   /* a worker beyond the cores' own, started for a
+                                  parked or blocked item's slot, exits after this
+                                  long idle; 0 = 2 s */
 };
 
 /* One tenant, for `cisc status` and `cisc top`. */
@@ -224,6 +242,9 @@ struct sched_tenant_stats {
     uint64_t overtaken;        /* items that started while one of its own waited */
     uint64_t terminated;       /* ops stopped at the time limit */
     uint64_t preempted;        /* times one of its items was parked for another tenant */
+    uint64_t backlog_ns;       /* device-core time everyone used while it had items
+                                  waiting or running: its share while it wanted the
+                                  device is core_ns / backlog_ns */
 };
 
 struct sched_stats {
@@ -239,7 +260,8 @@ struct sched_stats {
     uint64_t freed_tenants, freed_queues;   /* idle accounts recycled so far */
     uint64_t preemptions;      /* items parked at a preemption point */
     uint64_t blocks;           /* items that gave their core up to wait (a lock, memory) */
-    unsigned threads;          /* worker threads (cores, plus those started for parked items) */
+    unsigned threads;          /* worker threads (cores, plus those started for parked
+                                  items and not yet idle long enough to exit) */
     bool tenant_pid;           /* sched_config's */
     struct sched_core_stats core[SCHED_MAX_CORES];
 };
@@ -325,6 +347,24 @@ void sched_mem_wait(struct sched *s, int delta);
  * nothing to decide: one clock read, a lock at most every
  * SCHED_CHECK_NS. Returns when the item holds a core again. */
 void sched_preempt_point(void);
+
+/* A preemption point for an item whose work is done and that holds no
+ * lock or state anyone waits for (the core-speed model's sleep after a
+ * command's StorageFS work, model.h): unlike sched_preempt_point it may
+ * park any item, preemptible or not, on any thread (a poller's or a FUSE
+ * worker's own run, a micro op): all it has left is core time, and parked
+ * it keeps nobody waiting but itself. Not in a nested run (the outer item
+ * may hold locks): there it returns at once. */
+void sched_preempt_point_done(void);
+
+/* Sleeps ns of core time for the calling thread's item, whose work is
+ * done (the core-speed model's sleep, model.h): like a run of
+ * sched_preempt_point_done between short sleeps, except that the item can
+ * also be parked without waking up, by a thread that queues an item the
+ * policy should run instead (so a late wake-up on a busy host does not
+ * keep the core). Time parked does not count: returns the core time slept
+ * (ns or a little more). A plain sleep where nothing can park it. */
+uint64_t sched_sleep_done(uint64_t ns);
 
 /* The calling thread's item is about to wait for something another item
  * may hold (on_lock: a lock; else device memory): its core is given up

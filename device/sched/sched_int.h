@@ -64,10 +64,15 @@ struct sched_tenant {
     uint64_t overtaken;           /* starts of other items while one of its waited */
     uint64_t terminated;          /* ops stopped for their time limit */
     uint64_t preempted;           /* its items parked for another tenant's */
+    uint64_t backlog_ns;          /* busy core time of the device (everyone's) while
+                                     it had items waiting or running: closed spells */
+    uint64_t backlog_mark;        /* sched_accts.busy_ns when its spell began */
     struct hist lat;              /* submit-to-finish latency of its items */
     struct acct_link idle;        /* on the accounts' idle tenants while idle */
     /* the policy's */
     uint64_t vt;                  /* virtual time, weighted ns */
+    uint64_t vt_pre;              /* the part of vt that is its running items'
+                                     pre-charges (not yet used) */
     struct heap_node by_vt, by_mem;   /* while it has items waiting */
     struct heap_node live;        /* while it has items waiting or running */
     struct heap queues;           /* its queues with items waiting, by virtual time */
@@ -99,6 +104,9 @@ struct sched_accts {
     struct acct_map tenants, queues;
     uint32_t max_queues;          /* per tenant; 0 = no cap */
     uint64_t core_ns;             /* all tenants' */
+    uint64_t busy_ns;             /* busy core slots integrated over time, up to busy_at */
+    uint64_t busy_at;             /* CLOCK_MONOTONIC ns */
+    unsigned busy;                /* core slots in use now */
     uint64_t starts;              /* items started, queued or direct */
     double mem_bns;
     unsigned cores;
@@ -147,6 +155,16 @@ void sched_acct_finish(struct sched_accts *a, const struct sched_item *it, uint6
 /* An item leaves its core before it finishes (parked or blocked) after
  * ns on it: that time is charged now (the finish charges the rest). */
 void sched_acct_slice(struct sched_accts *a, const struct sched_item *it, uint64_t ns);
+
+/* delta core slots were taken (+) or given back (-) at `now`: the busy
+ * time every tenant's backlog is measured in (sched_acct_backlog). */
+void sched_acct_busy(struct sched_accts *a, int delta, uint64_t now);
+
+/* Device-core time everyone used while t had items waiting or running,
+ * up to now (CLOCK_MONOTONIC): its share of the device while it wanted
+ * one is t->core_ns over this, whatever its client did in between. */
+uint64_t sched_acct_backlog(const struct sched_accts *a, const struct sched_tenant *t,
+                            uint64_t now);
 
 /* An item of it's tenant was parked for another tenant's (counted). */
 void sched_acct_preempted(struct sched_accts *a, const struct sched_item *it);

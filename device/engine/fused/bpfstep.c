@@ -116,9 +116,10 @@ int64_t fop_bpf_exec(struct fop_run *x, unsigned i)
         return -ENOMEM;
     run.out = x->buf[i];
     step_bounds(x, &run);
-    uint64_t t0 = now_ns();
+    struct dm_step dm;
+    dm_step_begin(&dm);
     int r = progs_run(x->prog[i], x->stream[i], &run);
-    dm_compute_charge(now_ns() - t0);   /* the device model's core speed */
+    dm_step_end(&dm);   /* the device model's core speed */
     /* Relaxed: steps of one op that run at once (independent runs on
      * several cores) only need the sum; nothing is published with it. */
     __atomic_add_fetch(&x->insns, run.insns, __ATOMIC_RELAXED);

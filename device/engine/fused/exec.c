@@ -260,11 +260,10 @@ static int64_t ex_compute(struct fop_run *x, unsigned i)
         return r;
     io.out = x->buf[i];
     io.out_cap = s->cap;
-    bool slow = dm_get().core_speed > 1.0;   /* the device model's core speed */
-    uint64_t t0 = slow ? now_ns() : 0;
+    struct dm_step dm;
+    dm_step_begin(&dm);
     r = cmp_run(s->kind, &io);
-    if (slow)
-        dm_compute_charge(now_ns() - t0);
+    dm_step_end(&dm);   /* the device model's core speed */
     free(copy);
     x->olen[i] = io.out_len;
     return r ? r : (int64_t)io.out_len;

@@ -270,7 +270,7 @@ protected:
         ASSERT_GT(flood, 0) << "the flooder is charged, whichever door it used";
         ASSERT_GT(light, 0);
         EXPECT_GT((double)light / (double)(light + flood), least)
-            << "core time: light " << light << " ns, flooder " << flood << " ns";
+            << "core time: light " << light << " ns, flooder " << flood << " ns\n" << Raw();
     }
 };
 
@@ -285,12 +285,16 @@ TEST_F(CiscSched, MoreQueuesBuyTheFlooderNoShare)
     ExpectLightServedPromptly(6);
 }
 
-// A tenant that always has work waiting (one queue, four ops in flight)
+// A tenant that keeps work on the device (one queue, four ops in flight)
 // gets its fair part, half the one core, however many queues and ops the
-// flooder keeps (4 x 8). Shares are the device's core time charged while
-// both were flooding (from `cisc status` when the light one had all its
-// ops in flight and when it stopped); a margin below half for moments its
-// client is slow to submit again. First come first served gives it ~4/36.
+// flooder keeps (4 x 8). Its share is measured by the device: its core
+// time over the core time everyone used while it had ops waiting or
+// running (`backlog_ns`), between two status reports (when it had all its
+// ops in flight and when it stopped submitting). So a moment its client is
+// slow to submit again (a loaded host) does not count against it, nor does
+// the time `cisc status` takes to run; a margin below half for the
+// flooder's op that holds the core when one of its ops arrives. First come
+// first served gives it ~4/36.
 TEST_F(CiscSched, TheFlooderCannotPushABusyTenantBelowItsFairPart)
 {
     Restart("--cores 1 --sched cfs --core-speed 100");
@@ -307,20 +311,22 @@ TEST_F(CiscSched, TheFlooderCannotPushABusyTenantBelowItsFairPart)
     close(lp[1]);
     ASSERT_EQ(read(lp[0], &c, 1), 1);
     ASSERT_EQ(c, 'g');
-    long long l0 = Of(kLight, "core_ns"), f0 = Of(kFlood, "core_ns");
+    std::string r0 = Raw();
     ASSERT_EQ(read(lp[0], &c, 1), 1);
     ASSERT_EQ(c, 'e');
-    long long l1 = Of(kLight, "core_ns"), f1 = Of(kFlood, "core_ns");
+    std::string r1 = Raw();
     EXPECT_EQ(Wait(l), 0);
     EXPECT_EQ(Wait(f), 0);
     close(fp[0]);
     close(lp[0]);
-    double light = (double)(l1 - l0), flood = (double)(f1 - f0);
+    double light = (double)(From(r1, kLight, "core_ns") - From(r0, kLight, "core_ns"));
+    double backlog = (double)(From(r1, kLight, "backlog_ns") - From(r0, kLight, "backlog_ns"));
+    double flood = (double)(From(r1, kFlood, "core_ns") - From(r0, kFlood, "core_ns"));
     ASSERT_GT(flood, 0) << "the flooder was flooding throughout";
-    // 0.2, not near 0.5: on a loaded 2-CPU host the light client's own
-    // process is often descheduled with nothing in flight (fifo: ~0.08).
-    EXPECT_GT(light / (light + flood), 0.2)
-        << "core time while both flooded: light " << light << " ns, flooder " << flood << " ns";
+    ASSERT_GT(backlog, 0);
+    EXPECT_GT(light / backlog, 0.3)
+        << "while the light tenant had ops on the device: its core time " << light
+        << " ns of " << backlog << " ns (flooder " << flood << " ns)";
 }
 
 // The mount's requests are charged to their caller like libcisc's: the
@@ -398,8 +404,9 @@ TEST_F(CiscSched, ALongCompressIsParkedForALightTenantsOps)
     EXPECT_EQ(Wait(l), 0);
     ASSERT_TRUE(started) << "the heavy op was never seen on the device\n" << raw;
     EXPECT_GE(during, 3) << "light ops done while the heavy op was on the one core\n" << raw;
+    // the heavy op was parked; the light tenant's ops may be too, in the
+    // model's sleep after their work, while the heavy tenant is behind
     EXPECT_GE(Of(kFlood, "preempted"), 1);
-    EXPECT_EQ(Of(kLight, "preempted"), 0);
 }
 
 TEST_F(CiscSched, QueuePairsPerTenantAreCapped)

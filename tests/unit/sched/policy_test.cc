@@ -26,11 +26,11 @@ struct Item {
 class Harness {
 public:
     explicit Harness(const struct sched_policy *p, unsigned cores = 1,
-                     uint64_t budget = 1ull << 30)
+                     uint64_t budget = 1ull << 30, uint64_t wake_credit = 0)
         : pol_(p)
     {
         sched_acct_init(&a_, cores, budget);
-        struct sched_env env = { cores, budget };
+        struct sched_env env = { cores, budget, wake_credit };
         q_ = pol_->create(&env);
         sched_acct_bind(&a_, pol_, q_);
     }
@@ -263,6 +263,50 @@ TEST(Cfs, NewTenantStartsAtTheMinimum)
         n[h.Step(Flat)]++;
     EXPECT_NEAR(n[1], 20, 1);
     EXPECT_NEAR(n[2], 20, 1);
+}
+
+// A tenant that becomes live while another's long item has only begun
+// starts level with what that tenant really used, not with its item's
+// pre-charge (the estimate it has not used yet): so it can preempt that
+// item after one slice instead of after the whole estimate.
+TEST(Cfs, ANewcomerStartsBelowARunningItemsPreCharge)
+{
+    for (const struct sched_policy *pol : { &sched_cfs, &sched_cfs_cpu, &sched_drf }) {
+        Harness h(pol);
+        h.PushMany(1, 1, 20);
+        for (int i = 0; i < 10; i++)
+            h.Step([](Item *) { return uint64_t{ 5000000 }; });   // 5 ms items: est 5 ms
+        uint64_t used = h.Tenant(1)->vt;
+        Item *x = h.Pop();   // tenant 1's next item starts: pre-charged
+        ASSERT_NE(x, nullptr);
+        EXPECT_GT(h.Tenant(1)->vt, used + 1000000) << pol->name;
+        h.Push(2, 1);
+        EXPECT_LE(h.Tenant(2)->vt, used) << pol->name << ": level with what tenant 1 used";
+        EXPECT_GE(h.Tenant(2)->vt, used - 5000000) << pol->name << ": no credit either";
+        h.Finish(x, 5000000);
+    }
+}
+
+// With a wake credit, a tenant becoming live starts that much below the
+// floor (scaled by its weight), never more: a light tenant that sleeps
+// between commands gets ahead of a busy one by the credit only.
+TEST(Cfs, AWakingTenantStartsItsCreditBelowTheFloor)
+{
+    for (const struct sched_policy *pol : { &sched_cfs, &sched_drf }) {
+        Harness h(pol, 1, 1ull << 30, 3000);
+        h.PushMany(1, 1, 300);
+        for (int i = 0; i < 100; i++)
+            h.Step(Flat);
+        uint64_t busy = h.Tenant(1)->vt;
+        h.Push(2, 1);
+        EXPECT_EQ(h.Tenant(2)->vt, busy - 3000) << pol->name;
+        std::map<uint32_t, int> n;
+        for (int i = 0; i < 5; i++)
+            n[h.Step(Flat)]++;
+        EXPECT_EQ(n[2], 1) << pol->name << ": its one item first";
+        h.Push(2, 1);   // live again at once: its own vt, no new credit
+        EXPECT_GE(h.Tenant(2)->vt, busy - 3000 + 1000) << pol->name;
+    }
 }
 
 TEST(Cfs, DirectRunsMoveTheMinimumToo)

@@ -11,6 +11,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 namespace {
@@ -30,6 +31,7 @@ struct World {
     uint64_t b_spin_ns = 0;
     uint64_t bound = kBound;
     bool a_locks = false;   // a holds `lock` (exclusive) while it runs; b takes it too
+    bool a_done_points = false;   // a's points are sched_preempt_point_done (work done)
 };
 
 // a (id 1): preemption points until b has run, or the bound. b (id 2): as
@@ -44,8 +46,13 @@ void RunPair(void *arg, struct sched_item *si, unsigned core)
         w->a_holds = w->a_locks;
         w->a_running = true;
         uint64_t end = now_ns() + w->bound;
-        while (!w->b_started && now_ns() < end)
-            sched_preempt_point();
+        while (!w->b_started && now_ns() < end) {
+            if (w->a_done_points) {
+                sched_preempt_point_done();
+            } else {
+                sched_preempt_point();
+            }
+        }
         w->b_during_a = w->b_started.load();
         w->a_done = true;   // before the unlock: b sees it once it has the lock
         if (w->a_locks)
@@ -169,6 +176,51 @@ TEST(Preempt, ALocksWaiterGivesItsCoreToTheParkedHolder)
     sched_destroy(s);
 }
 
+// Once its work is done (the core-speed model's sleep), any item may be
+// parked, not only a preemptible one on a worker thread: here a is not
+// preemptible and runs on its submitter's thread (direct dispatch, as a
+// FUSE worker's request). Its ordinary points never park it; its
+// work-done points do, under cfs, cfs-cpu and drf, and never under fifo
+// or rr.
+void SubmitDirect(struct sched *s, World &w, Pair &p, std::thread &t)
+{
+    t = std::thread([s, &p] { EXPECT_EQ(sched_submit(s, &p.a.it), 0); });
+    while (!w.a_running)
+        std::this_thread::yield();
+    ASSERT_EQ(sched_submit(s, &p.b.it), 0);
+}
+
+TEST(Preempt, AnyItemIsParkedOnceItsWorkIsDone)
+{
+    for (const struct sched_policy *pol :
+         { &sched_cfs, &sched_cfs_cpu, &sched_drf, &sched_fifo, &sched_rr }) {
+        bool parks = pol->preempt != nullptr;
+        for (bool done_points : { false, true }) {
+            World w;
+            w.bound = 200000000;
+            w.a_done_points = done_points;
+            Pair p;
+            p.a.it.preemptible = false;
+            struct sched *s;
+            struct sched_config one = { 1, true };
+            ASSERT_EQ(sched_create(pol, &one, RunPair, &w, &s), 0);
+            std::thread t;
+            SubmitDirect(s, w, p, t);
+            t.join();
+            sched_drain(s);
+            bool want = parks && done_points;
+            EXPECT_EQ(w.b_during_a.load(), want) << pol->name << " done points " << done_points;
+            struct sched_stats st;
+            sched_get_stats(s, &st);
+            EXPECT_EQ(st.preemptions > 0, want) << pol->name << " done points " << done_points;
+            EXPECT_EQ(st.direct_runs, 1u) << "a ran on its submitter's thread";
+            EXPECT_EQ(TenantOf(s, 1).done, 1u);
+            EXPECT_EQ(TenantOf(s, 2).done, 1u);
+            sched_destroy(s);
+        }
+    }
+}
+
 // A blocked item holds no core: on one core, the item it waits for runs.
 struct BlockWorld {
     std::atomic<bool> waiting{ false }, given{ false };
@@ -233,4 +285,87 @@ TEST(Preempt, AParkedItemIsChargedOnlyItsTimeOnTheCore)
     EXPECT_GE(b, w.b_spin_ns);
     EXPECT_LE(a + b, wall) << "a " << a << " ns, b " << b << " ns in " << wall << " ns";
     sched_destroy(s);
+}
+
+// Worker threads started for parked items do not stay forever: once idle
+// for worker_idle_ns, the extra ones exit, down to the cores' own number,
+// and parking starts one again when it needs it.
+TEST(Preempt, ExtraWorkersExitWhenIdle)
+{
+    World w;
+    struct sched *s;
+    struct sched_config one = { 1, false };
+    one.worker_idle_ns = 20000000;   // 20 ms
+    ASSERT_EQ(sched_create(&sched_cfs, &one, RunPair, &w, &s), 0);
+    for (int round = 0; round < 2; round++) {
+        w.a_running = w.b_started = w.b_during_a = w.a_done = w.b_done = false;
+        Pair p;
+        Start(s, w, p);
+        sched_drain(s);
+        // b ran on a second worker while a's thread was parked (one worker
+        // to start with; in round 1, after the extra one had exited)
+        ASSERT_TRUE(w.b_during_a.load()) << "round " << round;
+        struct sched_stats st;
+        sched_get_stats(s, &st);
+        uint64_t end = now_ns() + kBound;
+        while (st.threads > 1 && now_ns() < end) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            sched_get_stats(s, &st);
+        }
+        EXPECT_EQ(st.threads, 1u) << "round " << round << ": the extra worker exited once idle";
+    }
+    sched_destroy(s);
+}
+
+// The model's sleep after an item's work (sched_sleep_done): the sleeping
+// item is parked for a lighter tenant's item, here one run on its
+// submitter's thread that is not preemptible; the other item runs while it
+// sleeps, and the sleep returns the core time slept, not the time parked.
+// Under fifo nothing parks it: the other item runs after.
+struct SleepWorld {
+    std::atomic<bool> a_running{ false }, b_done{ false }, b_during_a{ false };
+    std::atomic<uint64_t> a_on{ 0 };
+    uint64_t sleep_ns = 100000000, b_spin_ns = 50000000;
+};
+
+void RunSleep(void *arg, struct sched_item *si, unsigned core)
+{
+    auto *w = static_cast<SleepWorld *>(arg);
+    if (reinterpret_cast<Item *>(si)->id == 1) {
+        w->a_running = true;
+        w->a_on = sched_sleep_done(w->sleep_ns);
+        w->b_during_a = w->b_done.load();
+        return;
+    }
+    uint64_t end = now_ns() + w->b_spin_ns;
+    while (now_ns() < end) {
+    }
+    w->b_done = true;
+}
+
+TEST(Preempt, ASleepingItemIsParkedAndSleepsOnlyOnTheCore)
+{
+    for (const struct sched_policy *pol : { &sched_cfs, &sched_drf, &sched_fifo }) {
+        SleepWorld w;
+        Pair p;
+        p.a.it.preemptible = false;
+        struct sched *s;
+        struct sched_config one = { 1, true };
+        ASSERT_EQ(sched_create(pol, &one, RunSleep, &w, &s), 0);
+        std::thread t([s, &p] { EXPECT_EQ(sched_submit(s, &p.a.it), 0); });
+        while (!w.a_running)
+            std::this_thread::yield();
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));   // past a's slice
+        ASSERT_EQ(sched_submit(s, &p.b.it), 0);
+        t.join();
+        sched_drain(s);
+        bool parks = pol->preempt != nullptr;
+        EXPECT_EQ(w.b_during_a.load(), parks) << pol->name;
+        EXPECT_GE(w.a_on.load(), w.sleep_ns) << pol->name;
+        if (parks) {
+            EXPECT_GE(TenantOf(s, 1).preempted, 1u) << pol->name;
+            EXPECT_GE(TenantOf(s, 2).core_ns, w.b_spin_ns) << pol->name;
+        }
+        sched_destroy(s);
+    }
 }
