@@ -12,9 +12,9 @@ RocksDB (when libcisc-rocksdb.so and Debian's /usr/bin/db_bench exist):
 RocksDB's own db_bench, unmodified (fillseq, fillrandom, overwrite,
 readrandom, sync=0 and sync=1), the same four ways; "native" is db_bench
 with LD_PRELOAD=libcisc-rocksdb.so --fs_uri=ciscfs://MNT. All four use one
-options file (no compression; allow_fallocate=false, because RocksDB's
-default file system punches the preallocated tail of each file it closes
-and that request does not return from the device today).
+options file (no compression; RocksDB's defaults otherwise, so its default
+file system preallocates and punches the unused tail of each file it
+closes).
 
 Recovery (FusionFS Figure 11): a writer fills a --rec-mb MiB WAL and dies;
 then DB::Open replays it (cisc-rdb-recovery), timed, and the WALs are read
@@ -55,7 +55,6 @@ RDB_OPTIONS = """[Version]
   options_file_version=1.1
 [DBOptions]
   create_if_missing=true
-  allow_fallocate=false
 [CFOptions "default"]
   compression=kNoCompression
 [TableOptions/BlockBasedTable "default"]

@@ -33,7 +33,9 @@
 //     an FSYNC step for Sync. Once a file's flushes were twice followed by
 //     a Sync (RocksDB's synced WAL writes: Append, Flush, Sync), each flush
 //     carries the FSYNC and the Sync returns at once: a synced put is one
-//     round trip. A flush is never held back.
+//     round trip. A flush is never held back. A file's Sync may be called
+//     beside its appends from another thread (IsSyncThreadSafe: DB::SyncWAL,
+//     FlushWAL(true)); it makes durable everything appended before it.
 //  4. Checksum hand-off: when RocksDB passes the CRC-32C of an Append
 //     (Options::checksum_handoff_file_types), the device computes the CRC
 //     of those bytes and compares it in the op that writes them; a
