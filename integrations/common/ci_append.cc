@@ -44,6 +44,10 @@ int Appender::FlushLocked()
 {
     if (buf_.empty())
         return 0;
+    if (s_->hold_flushes) {
+        s_->flushes_held++;
+        return 0;
+    }
     if (unsynced_flushes_ >= 2)
         streak_ = 0;
     unsynced_flushes_++;
@@ -67,7 +71,7 @@ int Appender::Sync()
 int Appender::Truncate(uint64_t size)
 {
     std::lock_guard<std::mutex> g(mu_);
-    int r = FlushLocked();
+    int r = Push(false);
     struct cisc_queue *q;
     if (r == 0 && (r = s_->Queue(&q)) == 0 && (r = cisc_truncate(q, fh_, size)) == 0)
         end_ = size;

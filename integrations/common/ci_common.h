@@ -20,10 +20,15 @@
 //     bytes written, plus FSYNC when asked): bytes leave the buffer only
 //     once the op that wrote them succeeded, so a failed op is retried by
 //     the next call with the same bytes and checks.
-//  5. Once a file's flushes were twice followed by a Sync, each flush
-//     carries the FSYNC and the Sync returns at once (a synced write is one
-//     round trip); a third flush without a Sync ends it. An FSYNC is only
-//     ever added, never left out.
+//  5. A Flush sends the buffered bytes before it returns, so what a store
+//     flushed survives the process dying; once a file's flushes were twice
+//     followed by a Sync, each flush carries the FSYNC and the Sync returns
+//     at once (a synced write is one round trip); a third flush without a
+//     Sync ends it. An FSYNC is only ever added, never left out. With the
+//     session's hold_flushes on, a Flush sends nothing: the bytes go with
+//     the next Sync (one op, WRITE + FSYNC), a full buffer or Close, and a
+//     process that dies loses what it flushed since (RocksDB's
+//     manual_wal_flush, chosen by the file system's user).
 //  6. An Appender's calls may come from several threads at once (RocksDB's
 //     SyncWAL beside the writer's appends): one mutex orders them, and a
 //     Sync makes durable every byte appended before it began.
@@ -74,6 +79,10 @@ public:
 
     std::atomic<uint64_t> write_ops{0}, sync_ops{0}, syncs_answered{0}, queues{0};
     std::atomic<uint64_t> held_bytes{0};   // table files held in memory (invariant 7)
+    std::atomic<uint64_t> flushes_held{0};   // Flushes that sent nothing (invariant 5)
+    // Flushes keep the bytes in the buffer until a Sync, Close or a full
+    // buffer (invariant 5); off by default.
+    std::atomic<bool> hold_flushes{false};
 
 protected:
     Session() = default;

@@ -158,6 +158,8 @@ int Make(const std::string &mountpoint, CiscFs **out)
         return r;
     const char *env = getenv("CISC_ROCKSDB_WALCHECK");
     s->wal_check = !(env && strcmp(env, "0") == 0);
+    env = getenv("CISC_ROCKSDB_HOLD_FLUSH");
+    s->hold_flushes = env && strcmp(env, "1") == 0;
     *out = new CiscFs(std::move(s), std::move(m));
     return 0;
 }
@@ -205,13 +207,19 @@ RocksDbFsStats RocksDbFsStatsOf(const rocksdb::FileSystem *fs)
     const rdb::Session &s = c->session();
     return { s.write_ops.load(),      s.sync_ops.load(),        s.syncs_answered.load(),
              s.handoff_checks.load(), s.queues.load(),          s.wal_read_ops.load(),
-             s.wal_checked_ops.load(), s.wal_damaged.load() };
+             s.wal_checked_ops.load(), s.wal_damaged.load(), s.flushes_held.load() };
 }
 
 void RocksDbFsSetWalCheck(rocksdb::FileSystem *fs, bool on)
 {
     if (auto *c = dynamic_cast<rdb::CiscFs *>(fs))
         c->session().wal_check = on;
+}
+
+void RocksDbFsSetHoldFlush(rocksdb::FileSystem *fs, bool on)
+{
+    if (auto *c = dynamic_cast<rdb::CiscFs *>(fs))
+        c->session().hold_flushes = on;
 }
 
 }  // namespace cisc
