@@ -10,8 +10,12 @@ A-F, with sync=0 and sync=1) run four ways on one device:
 
 RocksDB (when libcisc-rocksdb.so and Debian's /usr/bin/db_bench exist):
 RocksDB's own db_bench, unmodified (fillseq, fillrandom, overwrite,
-readrandom, sync=0 and sync=1), the same four ways; "native" is db_bench
-with LD_PRELOAD=libcisc-rocksdb.so --fs_uri=ciscfs://MNT. All four use one
+readrandom, sync=0 and sync=1), then YCSB's load and A-F on RocksDB
+(cisc-rdb-ycsb: db_bench has no YCSB), the same four ways; "native" is db_bench
+with LD_PRELOAD=libcisc-rocksdb.so --fs_uri=ciscfs://MNT; and a fifth,
+"held", is native with CISC_ROCKSDB_HOLD_FLUSH=1 (unsynced flushes wait
+for the next sync or 64 KiB: RocksDB's manual_wal_flush guarantee, see
+cisc_rocksdb.h). All use one
 options file (no compression; RocksDB's defaults otherwise, so its default
 file system preallocates and punches the unused tail of each file it
 closes).
@@ -44,9 +48,11 @@ import subprocess
 import tempfile
 
 WAYS = ["tmpfs", "fuse", "exec", "native"]
+RDB_WAYS = WAYS + ["held"]   # held: native with CISC_ROCKSDB_HOLD_FLUSH=1
 BENCHES = ["fillseq", "fillrandom", "overwrite", "readrandom", "ycsbload",
            "ycsba", "ycsbb", "ycsbc", "ycsbd", "ycsbe", "ycsbf"]
 RDB_BENCHES = ["fillseq", "fillrandom", "overwrite", "readrandom"]
+RDB_YCSB = ["ycsbload", "ycsba", "ycsbb", "ycsbc", "ycsbd", "ycsbe", "ycsbf"]
 REC_WAYS = ["tmpfs", "fuse", "plain", "checked"]
 MERGE_WAYS = ["fuse", "unmerged", "merged"]
 DB_BENCH = "/usr/bin/db_bench"
@@ -88,8 +94,9 @@ def run_rdb(a, mnt, shm, way, sync, num, opts):
     base = shm if way == "tmpfs" else mnt
     cmd = [DB_BENCH, "--options_file=" + opts, "--db=" + os.path.join(base, "rdb-" + way),
            "--num=%d" % num, "--sync=%d" % sync, "--benchmarks=" + ",".join(RDB_BENCHES)]
-    if way == "native":
-        cmd = ["env", "LD_PRELOAD=" + a.rocks_lib] + cmd + ["--fs_uri=ciscfs://" + mnt]
+    if way in ("native", "held"):
+        hold = ["CISC_ROCKSDB_HOLD_FLUSH=1"] if way == "held" else []
+        cmd = ["env", "LD_PRELOAD=" + a.rocks_lib] + hold + cmd + ["--fs_uri=ciscfs://" + mnt]
     if way == "exec":
         cmd = [a.cisc, "exec", mnt, "--"] + cmd
     got = {}
@@ -97,6 +104,24 @@ def run_rdb(a, mnt, shm, way, sync, num, opts):
         f = line.split()   # "fillseq : 3.4 micros/op 289351 ops/sec ..."
         if len(f) > 5 and f[0] in RDB_BENCHES and f[5] == "ops/sec":
             got[f[0]] = float(f[4])
+    return got
+
+
+def run_rdb_ycsb(a, mnt, shm, way, sync, num):
+    """One cisc-rdb-ycsb run (YCSB load, A-F on RocksDB); {bench: ops/s}."""
+    d = os.path.join(shm if way == "tmpfs" else mnt, "rdby-" + way)
+    os.makedirs(d, exist_ok=True)
+    cmd = [a.rdb_ycsb, "--num", str(num), "--sync", str(sync), d]
+    if way in ("native", "held"):
+        cmd[1:1] = ["--fs", "cisc", "--mount", mnt]
+        cmd = ["env"] + (["CISC_ROCKSDB_HOLD_FLUSH=1"] if way == "held" else []) + cmd
+    if way == "exec":
+        cmd = [a.cisc, "exec", mnt, "--"] + cmd
+    got = {}
+    for line in sh(cmd).stdout.splitlines():
+        f = line.split(",")   # rdb,BENCH,FS,SYNC,NUM,OPS
+        if f[0] == "rdb":
+            got[f[1]] = float(f[5])
     return got
 
 
@@ -111,18 +136,20 @@ def median_table(rounds, ways, run):
     return {k: {w: statistics.median(v) for w, v in per.items() if v} for k, per in got.items()}
 
 
-def store_rows(store, benches, per_sync, nums):
+def store_rows(store, benches, per_sync, nums, ways=WAYS):
     rows = []
     for sync, med in per_sync.items():
         for b in benches:
-            if b not in med or len(med[b]) < len(WAYS):
+            if b not in med or len(med[b]) < len(ways):
                 continue
             m = med[b]
             rows.append({"store": store, "bench": b, "sync": sync, "num": nums[sync], **m})
+            held = (f"  held {m['held']:8.0f}/s  held/fuse {m['held'] / m['fuse']:5.2f}x"
+                    if "held" in m else "")
             print(f"{store:7} {b:10} sync={sync} n={nums[sync]:6}  tmpfs {m['tmpfs']:9.0f}/s  "
                   f"fuse {m['fuse']:8.0f}/s  exec {m['exec']:8.0f}/s  native {m['native']:8.0f}/s"
                   f"  native/fuse {m['native'] / m['fuse']:5.2f}x  exec/fuse "
-                  f"{m['exec'] / m['fuse']:5.2f}x", flush=True)
+                  f"{m['exec'] / m['fuse']:5.2f}x{held}", flush=True)
     return rows
 
 
@@ -138,10 +165,15 @@ def rocksdb(a, mnt, shm, tmp):
     with open(opts, "w") as f:
         f.write(RDB_OPTIONS)
     nums = {0: a.num, 1: a.num_sync}
-    per_sync = {sync: median_table(a.rounds, WAYS,
-                                   lambda w: run_rdb(a, mnt, shm, w, sync, num, opts))
+    ycsb = os.path.exists(a.rdb_ycsb)
+
+    def run(w, sync, num):
+        got = run_rdb(a, mnt, shm, w, sync, num, opts)
+        return {**got, **(run_rdb_ycsb(a, mnt, shm, w, sync, num) if ycsb else {})}
+
+    per_sync = {sync: median_table(a.rounds, RDB_WAYS, lambda w: run(w, sync, num))
                 for sync, num in nums.items()}
-    return store_rows("rocksdb", RDB_BENCHES, per_sync, nums)
+    return store_rows("rocksdb", RDB_BENCHES + RDB_YCSB, per_sync, nums, RDB_WAYS)
 
 
 def recovery(a, mnt, shm):
@@ -203,10 +235,11 @@ def plot(rows, rec, merge, path):
     axes = list(axes[0])
     for ax, (st, sync) in zip(axes, panels):
         sub = [r for r in rows if r["store"] == st and r["sync"] == sync]
-        w = 0.2
-        for i, way in enumerate(WAYS):
+        ways = RDB_WAYS if st == "rocksdb" else WAYS
+        w = 0.8 / len(ways)
+        for i, way in enumerate(ways):
             ax.bar([j + i * w for j in range(len(sub))], [r[way] for r in sub], w, label=way)
-        ax.set_xticks([j + 1.5 * w for j in range(len(sub))])
+        ax.set_xticks([j + 0.4 - w / 2 for j in range(len(sub))])
         ax.set_xticklabels([r["bench"] for r in sub], rotation=45, fontsize=8)
         ax.set_yscale("log")
         ax.set_ylabel("ops/s (median)")
@@ -241,12 +274,14 @@ def write_csvs(a, rows, rec, merge):
     path = os.path.join(a.out, "apps.csv")
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["store", "bench", "sync", "num"] + [w_ + "_ops_s" for w_ in WAYS]
-                   + ["native_over_fuse", "exec_over_fuse"])
-        for r in rows:
+        w.writerow(["store", "bench", "sync", "num"] + [w_ + "_ops_s" for w_ in RDB_WAYS]
+                   + ["native_over_fuse", "exec_over_fuse", "held_over_fuse"])
+        for r in rows:   # LevelDB rows have no "held" column
+            held = [f"{r['held']:.0f}"] if "held" in r else [""]
             w.writerow([r["store"], r["bench"], r["sync"], r["num"]]
-                       + [f"{r[x]:.0f}" for x in WAYS]
-                       + [f"{r['native'] / r['fuse']:.2f}", f"{r['exec'] / r['fuse']:.2f}"])
+                       + [f"{r[x]:.0f}" for x in WAYS] + held
+                       + [f"{r['native'] / r['fuse']:.2f}", f"{r['exec'] / r['fuse']:.2f}"]
+                       + [f"{r['held'] / r['fuse']:.2f}" if "held" in r else ""])
     print("csv:", path)
     print(open(path).read(), end="")
     if rec:
@@ -290,6 +325,7 @@ def parse():
     build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(a.bench))))
     a.rocks_lib = os.path.join(build, "integrations/rocksdb/libcisc-rocksdb.so")
     a.rdb_recovery = os.path.join(build, "bench/apps/cisc-rdb-recovery")
+    a.rdb_ycsb = os.path.join(build, "bench/apps/cisc-rdb-ycsb")
     a.preload_bench = os.path.join(build, "bench/preload/cisc-bench-preload")
     a.parts = set(a.only.split(","))
     have_rocks = os.path.exists(a.rocks_lib) and os.access(DB_BENCH, os.X_OK)
