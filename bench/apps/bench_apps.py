@@ -71,22 +71,25 @@ def sh(cmd, check=True):
     return subprocess.run(cmd, check=check, text=True, capture_output=True)
 
 
-def run_one(a, mnt, shm, way, sync, num):
-    """One cisc-ldb-bench run (all its benchmarks); {bench: ops/s}."""
-    base = shm if way == "tmpfs" else mnt
-    d = os.path.join(base, "ldb-" + way)
+def run_csv(a, mnt, shm, way, tool, tag, args, native):
+    """One run of a CSV-printing driver (cisc-ldb-bench, cisc-rdb-ycsb) in
+    way's directory; native: its options for the libcisc store. Returns
+    {bench: ops/s} from its "TAG,BENCH,STORE,SYNC,NUM,OPS" lines."""
+    d = os.path.join(shm if way == "tmpfs" else mnt, os.path.basename(tool) + "-" + way)
     os.makedirs(d, exist_ok=True)
-    cmd = [a.bench, "--num", str(num), "--sync", str(sync), "--benchmarks", ",".join(BENCHES), d]
-    if way == "native":
-        cmd[1:1] = ["--env", "cisc", "--mount", mnt]
+    cmd = [tool] + (native if way in ("native", "held") else []) + args + [d]
+    if way == "held":
+        cmd = ["env", "CISC_ROCKSDB_HOLD_FLUSH=1"] + cmd
     if way == "exec":
         cmd = [a.cisc, "exec", mnt, "--"] + cmd
-    got = {}
-    for line in sh(cmd).stdout.splitlines():
-        f = line.split(",")   # ldb,BENCH,ENV,SYNC,NUM,OPS
-        if f[0] == "ldb":
-            got[f[1]] = float(f[5])
-    return got
+    rows = (line.split(",") for line in sh(cmd).stdout.splitlines())
+    return {f[1]: float(f[5]) for f in rows if f[0] == tag}
+
+
+def run_one(a, mnt, shm, way, sync, num):
+    """One cisc-ldb-bench run (all its benchmarks); {bench: ops/s}."""
+    args = ["--num", str(num), "--sync", str(sync), "--benchmarks", ",".join(BENCHES)]
+    return run_csv(a, mnt, shm, way, a.bench, "ldb", args, ["--env", "cisc", "--mount", mnt])
 
 
 def run_rdb(a, mnt, shm, way, sync, num, opts):
@@ -109,20 +112,8 @@ def run_rdb(a, mnt, shm, way, sync, num, opts):
 
 def run_rdb_ycsb(a, mnt, shm, way, sync, num):
     """One cisc-rdb-ycsb run (YCSB load, A-F on RocksDB); {bench: ops/s}."""
-    d = os.path.join(shm if way == "tmpfs" else mnt, "rdby-" + way)
-    os.makedirs(d, exist_ok=True)
-    cmd = [a.rdb_ycsb, "--num", str(num), "--sync", str(sync), d]
-    if way in ("native", "held"):
-        cmd[1:1] = ["--fs", "cisc", "--mount", mnt]
-        cmd = ["env"] + (["CISC_ROCKSDB_HOLD_FLUSH=1"] if way == "held" else []) + cmd
-    if way == "exec":
-        cmd = [a.cisc, "exec", mnt, "--"] + cmd
-    got = {}
-    for line in sh(cmd).stdout.splitlines():
-        f = line.split(",")   # rdb,BENCH,FS,SYNC,NUM,OPS
-        if f[0] == "rdb":
-            got[f[1]] = float(f[5])
-    return got
+    args = ["--num", str(num), "--sync", str(sync)]
+    return run_csv(a, mnt, shm, way, a.rdb_ycsb, "rdb", args, ["--fs", "cisc", "--mount", mnt])
 
 
 def median_table(rounds, ways, run):

@@ -84,36 +84,8 @@ Args Parse(int argc, char **argv)
 
 void Check(const leveldb::Status &s, const char *what)
 {
-    if (!s.ok()) {
-        fprintf(stderr, "cisc-ldb-bench: %s: %s\n", what, s.ToString().c_str());
-        exit(1);
-    }
+    ycsb::Check(s, "cisc-ldb-bench", what);
 }
-
-// A LevelDB database as ycsb.h's Store.
-struct Ldb {
-    leveldb::DB *db;
-    leveldb::WriteOptions wo;
-
-    void Put(const std::string &k, const std::string &v) { Check(db->Put(wo, k, v), "put"); }
-
-    bool Get(const std::string &k, std::string *v)
-    {
-        leveldb::Status s = db->Get(leveldb::ReadOptions(), k, v);
-        if (!s.ok() && !s.IsNotFound())
-            Check(s, "get");
-        return s.ok();
-    }
-
-    void Scan(const std::string &from, int n)
-    {
-        std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
-        for (it->Seek(from); it->Valid() && n > 0; it->Next(), n--)
-            got = it->value().ToString();
-    }
-
-    std::string got;
-};
 
 // One benchmark on the database at path; returns operations per second.
 double RunOne(leveldb::Env *env, const std::string &path, const std::string &bench, long num,
@@ -124,7 +96,8 @@ double RunOne(leveldb::Env *env, const std::string &path, const std::string &ben
     o.create_if_missing = true;
     if (ycsb::Fresh(bench))
         leveldb::DestroyDB(path, o);
-    Ldb db;
+    ycsb::DbStore<leveldb::DB, leveldb::WriteOptions, leveldb::ReadOptions> db;
+    db.who = "cisc-ldb-bench";
     Check(leveldb::DB::Open(o, path, &db.db), "open");
     db.wo.sync = sync;
     double r = ycsb::Run(db, bench, num);

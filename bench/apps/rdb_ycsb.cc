@@ -23,35 +23,8 @@ namespace {
 
 void Check(const rocksdb::Status &s, const char *what)
 {
-    if (!s.ok()) {
-        fprintf(stderr, "cisc-rdb-ycsb: %s: %s\n", what, s.ToString().c_str());
-        exit(1);
-    }
+    ycsb::Check(s, "cisc-rdb-ycsb", what);
 }
-
-// A RocksDB database as ycsb.h's Store.
-struct Rdb {
-    rocksdb::DB *db;
-    rocksdb::WriteOptions wo;
-    std::string got;
-
-    void Put(const std::string &k, const std::string &v) { Check(db->Put(wo, k, v), "put"); }
-
-    bool Get(const std::string &k, std::string *v)
-    {
-        rocksdb::Status s = db->Get(rocksdb::ReadOptions(), k, v);
-        if (!s.ok() && !s.IsNotFound())
-            Check(s, "get");
-        return s.ok();
-    }
-
-    void Scan(const std::string &from, int n)
-    {
-        std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
-        for (it->Seek(from); it->Valid() && n > 0; it->Next(), n--)
-            got = it->value().ToString();
-    }
-};
 
 // --name value pairs and the one operand (key ""); exits on anything else.
 std::map<std::string, std::string> Parse(int argc, char **argv)
@@ -102,7 +75,8 @@ int main(int argc, char **argv)
         o.compression = rocksdb::kNoCompression;
         if (ycsb::Fresh(b))
             rocksdb::DestroyDB(path, o);
-        Rdb db;
+        ycsb::DbStore<rocksdb::DB, rocksdb::WriteOptions, rocksdb::ReadOptions> db;
+        db.who = "cisc-rdb-ycsb";
         Check(rocksdb::DB::Open(o, path, &db.db), "open");
         db.wo.sync = sync;
         double ops = ycsb::Run(db, b, num);

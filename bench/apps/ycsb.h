@@ -9,6 +9,7 @@
 //   void Put(const std::string &k, const std::string &v);   // exits on error
 //   bool Get(const std::string &k, std::string *v);         // false: missing
 //   void Scan(const std::string &from, int n);              // n values from `from`
+// DbStore makes one of a LevelDB or RocksDB database (same API shape).
 #pragma once
 
 #include <algorithm>
@@ -16,12 +17,52 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace ycsb {
+
+// Exits naming what failed when status s (a LevelDB or RocksDB Status) is
+// not OK.
+template <class Status> void Check(const Status &s, const char *who, const char *what)
+{
+    if (!s.ok()) {
+        fprintf(stderr, "%s: %s: %s\n", who, what, s.ToString().c_str());
+        exit(1);
+    }
+}
+
+// A LevelDB or RocksDB database (DB, its WriteOptions and ReadOptions) as
+// a Store; who names the program in error messages.
+template <class DB, class WriteOptions, class ReadOptions> struct DbStore {
+    DB *db = nullptr;
+    WriteOptions wo;
+    const char *who;
+    std::string got;
+
+    void Put(const std::string &k, const std::string &v) { Check(db->Put(wo, k, v), who, "put"); }
+
+    bool Get(const std::string &k, std::string *v)
+    {
+        auto s = db->Get(ReadOptions(), k, v);
+        if (!s.ok() && !s.IsNotFound())
+            Check(s, who, "get");
+        return s.ok();
+    }
+
+    void Scan(const std::string &from, int n)
+    {
+        using It = std::remove_pointer_t<decltype(db->NewIterator(ReadOptions()))>;
+        std::unique_ptr<It> it(db->NewIterator(ReadOptions()));
+        for (it->Seek(from); it->Valid() && n > 0; it->Next(), n--)
+            got = it->value().ToString();
+    }
+};
 
 inline std::string Key(long k)
 {
