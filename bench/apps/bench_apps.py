@@ -10,11 +10,15 @@ A-F, with sync=0 and sync=1) run four ways on one device:
 
 RocksDB (when libcisc-rocksdb.so and Debian's /usr/bin/db_bench exist):
 RocksDB's own db_bench, unmodified (fillseq, fillrandom, overwrite,
-readrandom, sync=0 and sync=1), the same four ways; "native" is db_bench
-with LD_PRELOAD=libcisc-rocksdb.so --fs_uri=ciscfs://MNT. All four use one
-options file (no compression; allow_fallocate=false, because RocksDB's
-default file system punches the preallocated tail of each file it closes
-and that request does not return from the device today).
+readrandom, sync=0 and sync=1), then YCSB's load and A-F on RocksDB
+(cisc-rdb-ycsb: db_bench has no YCSB), the same four ways; "native" is db_bench
+with LD_PRELOAD=libcisc-rocksdb.so --fs_uri=ciscfs://MNT; and a fifth,
+"held", is native with CISC_ROCKSDB_HOLD_FLUSH=1 (unsynced flushes wait
+for the next sync or 64 KiB: RocksDB's manual_wal_flush guarantee, see
+cisc_rocksdb.h). All use one
+options file (no compression; RocksDB's defaults otherwise, so its default
+file system preallocates and punches the unused tail of each file it
+closes).
 
 Recovery (FusionFS Figure 11): a writer fills a --rec-mb MiB WAL and dies;
 then DB::Open replays it (cisc-rdb-recovery), timed, and the WALs are read
@@ -44,9 +48,11 @@ import subprocess
 import tempfile
 
 WAYS = ["tmpfs", "fuse", "exec", "native"]
+RDB_WAYS = WAYS + ["held"]   # held: native with CISC_ROCKSDB_HOLD_FLUSH=1
 BENCHES = ["fillseq", "fillrandom", "overwrite", "readrandom", "ycsbload",
            "ycsba", "ycsbb", "ycsbc", "ycsbd", "ycsbe", "ycsbf"]
 RDB_BENCHES = ["fillseq", "fillrandom", "overwrite", "readrandom"]
+RDB_YCSB = ["ycsbload", "ycsba", "ycsbb", "ycsbc", "ycsbd", "ycsbe", "ycsbf"]
 REC_WAYS = ["tmpfs", "fuse", "plain", "checked"]
 MERGE_WAYS = ["fuse", "unmerged", "merged"]
 DB_BENCH = "/usr/bin/db_bench"
@@ -55,7 +61,6 @@ RDB_OPTIONS = """[Version]
   options_file_version=1.1
 [DBOptions]
   create_if_missing=true
-  allow_fallocate=false
 [CFOptions "default"]
   compression=kNoCompression
 [TableOptions/BlockBasedTable "default"]
@@ -66,22 +71,25 @@ def sh(cmd, check=True):
     return subprocess.run(cmd, check=check, text=True, capture_output=True)
 
 
-def run_one(a, mnt, shm, way, sync, num):
-    """One cisc-ldb-bench run (all its benchmarks); {bench: ops/s}."""
-    base = shm if way == "tmpfs" else mnt
-    d = os.path.join(base, "ldb-" + way)
+def run_csv(a, mnt, shm, way, tool, tag, args, native):
+    """One run of a CSV-printing driver (cisc-ldb-bench, cisc-rdb-ycsb) in
+    way's directory; native: its options for the libcisc store. Returns
+    {bench: ops/s} from its "TAG,BENCH,STORE,SYNC,NUM,OPS" lines."""
+    d = os.path.join(shm if way == "tmpfs" else mnt, os.path.basename(tool) + "-" + way)
     os.makedirs(d, exist_ok=True)
-    cmd = [a.bench, "--num", str(num), "--sync", str(sync), "--benchmarks", ",".join(BENCHES), d]
-    if way == "native":
-        cmd[1:1] = ["--env", "cisc", "--mount", mnt]
+    cmd = [tool] + (native if way in ("native", "held") else []) + args + [d]
+    if way == "held":
+        cmd = ["env", "CISC_ROCKSDB_HOLD_FLUSH=1"] + cmd
     if way == "exec":
         cmd = [a.cisc, "exec", mnt, "--"] + cmd
-    got = {}
-    for line in sh(cmd).stdout.splitlines():
-        f = line.split(",")   # ldb,BENCH,ENV,SYNC,NUM,OPS
-        if f[0] == "ldb":
-            got[f[1]] = float(f[5])
-    return got
+    rows = (line.split(",") for line in sh(cmd).stdout.splitlines())
+    return {f[1]: float(f[5]) for f in rows if f[0] == tag}
+
+
+def run_one(a, mnt, shm, way, sync, num):
+    """One cisc-ldb-bench run (all its benchmarks); {bench: ops/s}."""
+    args = ["--num", str(num), "--sync", str(sync), "--benchmarks", ",".join(BENCHES)]
+    return run_csv(a, mnt, shm, way, a.bench, "ldb", args, ["--env", "cisc", "--mount", mnt])
 
 
 def run_rdb(a, mnt, shm, way, sync, num, opts):
@@ -89,8 +97,9 @@ def run_rdb(a, mnt, shm, way, sync, num, opts):
     base = shm if way == "tmpfs" else mnt
     cmd = [DB_BENCH, "--options_file=" + opts, "--db=" + os.path.join(base, "rdb-" + way),
            "--num=%d" % num, "--sync=%d" % sync, "--benchmarks=" + ",".join(RDB_BENCHES)]
-    if way == "native":
-        cmd = ["env", "LD_PRELOAD=" + a.rocks_lib] + cmd + ["--fs_uri=ciscfs://" + mnt]
+    if way in ("native", "held"):
+        hold = ["CISC_ROCKSDB_HOLD_FLUSH=1"] if way == "held" else []
+        cmd = ["env", "LD_PRELOAD=" + a.rocks_lib] + hold + cmd + ["--fs_uri=ciscfs://" + mnt]
     if way == "exec":
         cmd = [a.cisc, "exec", mnt, "--"] + cmd
     got = {}
@@ -99,6 +108,12 @@ def run_rdb(a, mnt, shm, way, sync, num, opts):
         if len(f) > 5 and f[0] in RDB_BENCHES and f[5] == "ops/sec":
             got[f[0]] = float(f[4])
     return got
+
+
+def run_rdb_ycsb(a, mnt, shm, way, sync, num):
+    """One cisc-rdb-ycsb run (YCSB load, A-F on RocksDB); {bench: ops/s}."""
+    args = ["--num", str(num), "--sync", str(sync)]
+    return run_csv(a, mnt, shm, way, a.rdb_ycsb, "rdb", args, ["--fs", "cisc", "--mount", mnt])
 
 
 def median_table(rounds, ways, run):
@@ -112,18 +127,20 @@ def median_table(rounds, ways, run):
     return {k: {w: statistics.median(v) for w, v in per.items() if v} for k, per in got.items()}
 
 
-def store_rows(store, benches, per_sync, nums):
+def store_rows(store, benches, per_sync, nums, ways=WAYS):
     rows = []
     for sync, med in per_sync.items():
         for b in benches:
-            if b not in med or len(med[b]) < len(WAYS):
+            if b not in med or len(med[b]) < len(ways):
                 continue
             m = med[b]
             rows.append({"store": store, "bench": b, "sync": sync, "num": nums[sync], **m})
+            held = (f"  held {m['held']:8.0f}/s  held/fuse {m['held'] / m['fuse']:5.2f}x"
+                    if "held" in m else "")
             print(f"{store:7} {b:10} sync={sync} n={nums[sync]:6}  tmpfs {m['tmpfs']:9.0f}/s  "
                   f"fuse {m['fuse']:8.0f}/s  exec {m['exec']:8.0f}/s  native {m['native']:8.0f}/s"
                   f"  native/fuse {m['native'] / m['fuse']:5.2f}x  exec/fuse "
-                  f"{m['exec'] / m['fuse']:5.2f}x", flush=True)
+                  f"{m['exec'] / m['fuse']:5.2f}x{held}", flush=True)
     return rows
 
 
@@ -139,10 +156,15 @@ def rocksdb(a, mnt, shm, tmp):
     with open(opts, "w") as f:
         f.write(RDB_OPTIONS)
     nums = {0: a.num, 1: a.num_sync}
-    per_sync = {sync: median_table(a.rounds, WAYS,
-                                   lambda w: run_rdb(a, mnt, shm, w, sync, num, opts))
+    ycsb = os.path.exists(a.rdb_ycsb)
+
+    def run(w, sync, num):
+        got = run_rdb(a, mnt, shm, w, sync, num, opts)
+        return {**got, **(run_rdb_ycsb(a, mnt, shm, w, sync, num) if ycsb else {})}
+
+    per_sync = {sync: median_table(a.rounds, RDB_WAYS, lambda w: run(w, sync, num))
                 for sync, num in nums.items()}
-    return store_rows("rocksdb", RDB_BENCHES, per_sync, nums)
+    return store_rows("rocksdb", RDB_BENCHES + RDB_YCSB, per_sync, nums, RDB_WAYS)
 
 
 def recovery(a, mnt, shm):
@@ -204,10 +226,11 @@ def plot(rows, rec, merge, path):
     axes = list(axes[0])
     for ax, (st, sync) in zip(axes, panels):
         sub = [r for r in rows if r["store"] == st and r["sync"] == sync]
-        w = 0.2
-        for i, way in enumerate(WAYS):
+        ways = RDB_WAYS if st == "rocksdb" else WAYS
+        w = 0.8 / len(ways)
+        for i, way in enumerate(ways):
             ax.bar([j + i * w for j in range(len(sub))], [r[way] for r in sub], w, label=way)
-        ax.set_xticks([j + 1.5 * w for j in range(len(sub))])
+        ax.set_xticks([j + 0.4 - w / 2 for j in range(len(sub))])
         ax.set_xticklabels([r["bench"] for r in sub], rotation=45, fontsize=8)
         ax.set_yscale("log")
         ax.set_ylabel("ops/s (median)")
@@ -242,12 +265,14 @@ def write_csvs(a, rows, rec, merge):
     path = os.path.join(a.out, "apps.csv")
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["store", "bench", "sync", "num"] + [w_ + "_ops_s" for w_ in WAYS]
-                   + ["native_over_fuse", "exec_over_fuse"])
-        for r in rows:
+        w.writerow(["store", "bench", "sync", "num"] + [w_ + "_ops_s" for w_ in RDB_WAYS]
+                   + ["native_over_fuse", "exec_over_fuse", "held_over_fuse"])
+        for r in rows:   # LevelDB rows have no "held" column
+            held = [f"{r['held']:.0f}"] if "held" in r else [""]
             w.writerow([r["store"], r["bench"], r["sync"], r["num"]]
-                       + [f"{r[x]:.0f}" for x in WAYS]
-                       + [f"{r['native'] / r['fuse']:.2f}", f"{r['exec'] / r['fuse']:.2f}"])
+                       + [f"{r[x]:.0f}" for x in WAYS] + held
+                       + [f"{r['native'] / r['fuse']:.2f}", f"{r['exec'] / r['fuse']:.2f}"]
+                       + [f"{r['held'] / r['fuse']:.2f}" if "held" in r else ""])
     print("csv:", path)
     print(open(path).read(), end="")
     if rec:
@@ -291,6 +316,7 @@ def parse():
     build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(a.bench))))
     a.rocks_lib = os.path.join(build, "integrations/rocksdb/libcisc-rocksdb.so")
     a.rdb_recovery = os.path.join(build, "bench/apps/cisc-rdb-recovery")
+    a.rdb_ycsb = os.path.join(build, "bench/apps/cisc-rdb-ycsb")
     a.preload_bench = os.path.join(build, "bench/preload/cisc-bench-preload")
     a.parts = set(a.only.split(","))
     have_rocks = os.path.exists(a.rocks_lib) and os.access(DB_BENCH, os.X_OK)

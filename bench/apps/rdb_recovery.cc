@@ -81,7 +81,6 @@ rocksdb::Options BaseOptions(rocksdb::Env *env)
     o.write_buffer_size = 4ull << 30;       // the whole WAL stays in one memtable
     o.max_total_wal_size = 8ull << 30;
     o.avoid_flush_during_recovery = true;   // recovery reads, never writes tables
-    o.allow_fallocate = false;              // see tests/e2e/apps/rocksdb_test.cc
     return o;
 }
 

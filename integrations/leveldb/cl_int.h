@@ -1,47 +1,26 @@
 // integrations/leveldb/cl_int.h - the pieces of the libcisc leveldb::Env
-// (cisc_leveldb.h) and how they fit: cl_session.cc owns the libcisc
-// session and the per-thread queues, cl_files.cc the three file classes,
-// cl_logcheck.cc the in-device check of log records, cl_env.cc the Env that
-// maps names to the mount and hands out files.
+// (cisc_leveldb.h) and how they fit: integrations/common (ci_common.h)
+// owns the libcisc session, the per-thread queues, the name mapping, the
+// reads and the buffered appends; cl_files.cc makes LevelDB's three file
+// classes of them, cl_logcheck.cc the in-device check of log records,
+// cl_env.cc the Env that maps names to the mount and hands out files.
 //
-// Invariants:
-//  1. A Session outlives every file made from it (files hold a shared_ptr).
-//  2. A thread's queue of a session is used only by that thread; a thread
-//     that exits destroys its queues of the sessions still alive, and a
-//     session that closes takes every queue of its own with it.
+// Invariants: those of ci_common.h (a Session outlives its files; a
+// thread's queue is used by that thread only).
 #pragma once
 
+#include "integrations/common/ci_common.h"
 #include "integrations/leveldb/cisc_leveldb.h"
 
-#include <cisc/cisc.h>
-
-#include <atomic>
-#include <cerrno>
 #include <memory>
 #include <string>
 
 namespace cisc::ldb {
 
-// One libcisc session plus the Env's counters.
-class Session : public std::enable_shared_from_this<Session> {
+// The shared session plus the Env's own counter.
+class Session : public integ::Session {
 public:
-    // Opens a session on mountpoint. Returns 0 or -errno (libcisc's).
-    static int Open(const std::string &mountpoint, std::shared_ptr<Session> *out);
-    ~Session();
-
-    // The calling thread's queue of this session (made on first use).
-    // Returns 0 and sets *q, or -errno from cisc_queue_create.
-    int Queue(struct cisc_queue **q);
-
-    struct cisc_session *raw() const { return s_; }
-
-    std::atomic<uint64_t> write_ops{0}, sync_ops{0}, verified_records{0}, queues{0};
-    std::atomic<uint64_t> syncs_answered{0};
-    std::atomic<uint64_t> held_bytes{0};   // table files held in memory (cl_files.cc)
-
-private:
-    Session() = default;
-    struct cisc_session *s_ = nullptr;
+    std::atomic<uint64_t> verified_records{0};
 };
 
 // A leveldb::Status for libcisc error err (negative errno) on fname:

@@ -285,6 +285,19 @@ PL_EXPORT void closefrom(int lowfd)
 /* The flags F_SETFL may change (as the kernel: the rest stay). */
 #define PL_SETFL_FLAGS (O_APPEND | O_NONBLOCK | O_NOATIME | O_DIRECT)
 
+/* Write life-time hints are advice to the kernel's block layer, which a
+ * served descriptor's writes do not pass through: a hint is checked as
+ * the kernel checks it and taken (0); reading one gives "not set".
+ * Returns 0 or -errno. */
+static int rw_hint(int cmd, uint64_t *arg)
+{
+    uint64_t h = RWH_WRITE_LIFE_NOT_SET;
+    if (cmd == F_GET_RW_HINT)
+        return pl_copy_out(arg, &h, sizeof(h));
+    int r = pl_copy_in(&h, arg, sizeof(h));
+    return r ? r : h > RWH_WRITE_LIFE_EXTREME ? -EINVAL : 0;
+}
+
 static int fcntl_served(int fd, struct pl_ofd *o, int cmd, long arg, bool *done)
 {
     *done = true;
@@ -300,6 +313,9 @@ static int fcntl_served(int fd, struct pl_ofd *o, int cmd, long arg, bool *done)
     case F_DUPFD:
     case F_DUPFD_CLOEXEC:
         return dup_common(fd, (int)arg, cmd, 0);
+    case F_GET_RW_HINT:
+    case F_SET_RW_HINT:
+        return (int)pl_ret(rw_hint(cmd, (uint64_t *)arg));
     default:
         *done = false;   /* locks, leases, seals, notify ...: the kernel's */
         return 0;
@@ -683,12 +699,30 @@ PL_EXPORT int ftruncate(int fd, off_t len)
 
 PL_EXPORT int ftruncate64(int fd, off_t len) __attribute__((alias("ftruncate")));
 
-/* fallocate has no libcisc call: the descriptor goes to the kernel, whose
- * mount serves it (the same engine). */
+/* fallocate has no libcisc call: the kernel does it on a second
+ * descriptor of the same file, opened through the mount (the same engine),
+ * and the served descriptor stays served (a program that preallocates, as
+ * RocksDB does for every file, would otherwise leave the direct path at
+ * its first append). Returns 0 or -errno. */
+static int kernel_fallocate(struct pl_ofd *o, int mode, off_t off, off_t len, bool posix)
+{
+    int nfd = pl_reopen(o);
+    if (nfd < 0)
+        return nfd;
+    int r = posix ? -PL_REAL(posix_fallocate)(nfd, off, len)
+                  : (PL_REAL(fallocate)(nfd, mode, off, len) ? -errno : 0);
+    PL_REAL(close)(nfd);
+    return r;
+}
+
 PL_EXPORT int fallocate(int fd, int mode, off_t off, off_t len)
 {
-    int r = pl_demote_fd(fd);
-    return r < 0 ? (int)pl_ret(r) : PL_REAL(fallocate)(fd, mode, off, len);
+    struct pl_ofd *o = pl_fd_get(fd);
+    if (!o)
+        return PL_REAL(fallocate)(fd, mode, off, len);
+    int r = kernel_fallocate(o, mode, off, len, false);
+    pl_ofd_put(o);
+    return (int)pl_ret(r);
 }
 
 PL_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
@@ -696,8 +730,12 @@ PL_EXPORT int fallocate64(int fd, int mode, off_t off, off_t len)
 
 PL_EXPORT int posix_fallocate(int fd, off_t off, off_t len)
 {
-    int r = pl_demote_fd(fd);
-    return r < 0 ? -r : PL_REAL(posix_fallocate)(fd, off, len);
+    struct pl_ofd *o = pl_fd_get(fd);
+    if (!o)
+        return PL_REAL(posix_fallocate)(fd, off, len);
+    int r = kernel_fallocate(o, 0, off, len, true);
+    pl_ofd_put(o);
+    return -r;
 }
 
 PL_EXPORT int posix_fallocate64(int fd, off_t off, off_t len)

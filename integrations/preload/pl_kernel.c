@@ -32,9 +32,7 @@ static int (*real_fcntl)(int, int, ...);
 static off_t (*real_lseek)(int, off_t, int);
 static int (*real_fstat)(int, struct stat *);
 
-/* Opens o's file through the mount as o describes it (flags, position)
- * and checks it is the same file. Returns a kernel fd or -errno. */
-static int reopen(struct pl_ofd *o)
+int pl_reopen(struct pl_ofd *o)
 {
     char kpath[2 * PATH_MAX];
     snprintf(kpath, sizeof(kpath), "%s%s", pl.mnt, strcmp(o->path, "/") ? o->path : "");
@@ -67,7 +65,7 @@ int pl_demote_fd(int fd)
     struct pl_ofd *o = pl_fd_get(fd);
     if (!o)
         return 0;
-    int nfd = reopen(o), moved = 0;
+    int nfd = pl_reopen(o), moved = 0;
     if (nfd < 0) {
         pl_ofd_put(o);
         return nfd;
@@ -182,15 +180,9 @@ PL_KERNEL_CALL(int, flock, (int fd, int op), (fd, op), to_kernel(fd))
 PL_KERNEL_CALL(int, lockf, (int fd, int cmd, off_t len), (fd, cmd, len), to_kernel(fd))
 PL_KERNEL_CALL(int, fchmod, (int fd, mode_t m), (fd, m), to_kernel(fd))
 PL_KERNEL_CALL(int, fchown, (int fd, uid_t u, gid_t g), (fd, u, g), to_kernel(fd))
-PL_KERNEL_CALL(int, fstatfs, (int fd, struct statfs *b), (fd, b), to_kernel(fd))
-PL_KERNEL_CALL(int, fstatvfs, (int fd, struct statvfs *b), (fd, b), to_kernel(fd))
 PL_KERNEL_CALL(int, futimens, (int fd, const struct timespec t[2]), (fd, t), to_kernel(fd))
 PL_KERNEL_CALL(int, futimes, (int fd, const struct timeval t[2]), (fd, t), to_kernel(fd))
-PL_KERNEL_CALL(int, posix_fadvise, (int fd, off_t o, off_t l, int a), (fd, o, l, a),
-               to_kernel(fd))
 PL_KERNEL_CALL(ssize_t, readahead, (int fd, off64_t o, size_t c), (fd, o, c), to_kernel(fd))
-PL_KERNEL_CALL(int, sync_file_range, (int fd, off64_t o, off64_t n, unsigned f), (fd, o, n, f),
-               to_kernel(fd))
 PL_KERNEL_CALL(int, syncfs, (int fd), (fd), to_kernel(fd))
 PL_KERNEL_CALL(ssize_t, fgetxattr, (int fd, const char *n, void *v, size_t s), (fd, n, v, s),
                to_kernel(fd))
@@ -205,6 +197,42 @@ PL_KERNEL_CALL(ssize_t, copy_file_range,
                (i, io, o, oo, l, f), to_kernel(i) && to_kernel(o))
 PL_KERNEL_CALL(ssize_t, splice, (int i, off64_t *io, int o, off64_t *oo, size_t l, unsigned f),
                (i, io, o, oo, l, f), to_kernel(i) && to_kernel(o))
+
+/* fstatfs, fstatvfs: every served file lives on the mount, so the mount's
+ * answer is the file's, without a demotion (RocksDB asks it of every file
+ * it opens for writing). */
+PL_EXPORT int fstatfs(int fd, struct statfs *b)
+{
+    return pl_served(fd) ? statfs(pl.mnt, b) : PL_REAL(fstatfs)(fd, b);
+}
+
+PL_EXPORT int fstatvfs(int fd, struct statvfs *b)
+{
+    return pl_served(fd) ? statvfs(pl.mnt, b) : PL_REAL(fstatvfs)(fd, b);
+}
+
+/* posix_fadvise is advice about the kernel's page cache, which a served
+ * descriptor does not use: checked as the kernel checks it, then taken
+ * (0), without a demotion. */
+PL_EXPORT int posix_fadvise(int fd, off_t o, off_t l, int a)
+{
+    if (!pl_served(fd))
+        return PL_REAL(posix_fadvise)(fd, o, l, a);
+    return a < POSIX_FADV_NORMAL || a > POSIX_FADV_NOREUSE || l < 0 ? EINVAL : 0;
+}
+
+/* sync_file_range starts (or waits for) the kernel's writeback of dirty
+ * page-cache pages; a served descriptor's writes reach the device with
+ * no page cache between, so there is nothing to start: checked as the
+ * kernel checks it, then 0, without a demotion (RocksDB probes it on every
+ * file it opens for writing). */
+PL_EXPORT int sync_file_range(int fd, off64_t o, off64_t n, unsigned f)
+{
+    if (!pl_served(fd))
+        return PL_REAL(sync_file_range)(fd, o, n, f);
+    unsigned ok = SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER;
+    return (int)pl_ret(o < 0 || n < 0 || (f & ~ok) ? -EINVAL : 0);
+}
 
 PL_EXPORT int fstatfs64(int fd, struct statfs64 *b)
 {

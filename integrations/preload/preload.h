@@ -173,6 +173,10 @@ long pl_ret(long r);
 
 /* ---- demotion (pl_kernel.c) ------------------------------------------ */
 
+/* Opens o's file through the mount as o describes it (flags, position)
+ * and checks it is the same file. Returns a kernel fd (the caller closes
+ * it) or -errno. */
+int pl_reopen(struct pl_ofd *o);
 /* Hands every descriptor sharing fd's ofd to the kernel (see the model
  * above). Returns 0 or -errno; a kernel descriptor gives 0. */
 int pl_demote_fd(int fd);

@@ -33,7 +33,9 @@
 //     an FSYNC step for Sync. Once a file's flushes were twice followed by
 //     a Sync (RocksDB's synced WAL writes: Append, Flush, Sync), each flush
 //     carries the FSYNC and the Sync returns at once: a synced put is one
-//     round trip. A flush is never held back.
+//     round trip. A flush is never held back. A file's Sync may be called
+//     beside its appends from another thread (IsSyncThreadSafe: DB::SyncWAL,
+//     FlushWAL(true)); it makes durable everything appended before it.
 //  4. Checksum hand-off: when RocksDB passes the CRC-32C of an Append
 //     (Options::checksum_handoff_file_types), the device computes the CRC
 //     of those bytes and compares it in the op that writes them; a
@@ -76,6 +78,7 @@ struct RocksDbFsStats {
     uint64_t wal_read_ops;      // fused ops that read a WAL (invariant 6)
     uint64_t wal_checked_ops;   // of those, ops that ran the WAL check in the device
     uint64_t wal_damaged;       // WAL reads where the device found a damaged record
+    uint64_t flushes_held;      // Flushes that sent nothing (RocksDbFsSetHoldFlush)
 };
 
 // The counters of fs, which must come from NewRocksDbFileSystem (else all
@@ -85,5 +88,15 @@ RocksDbFsStats RocksDbFsStatsOf(const rocksdb::FileSystem *fs);
 // Turns the in-device WAL check (invariant 6) on or off for fs (on by
 // default; off: WAL reads are plain 1 MiB reads). For measurements.
 void RocksDbFsSetWalCheck(rocksdb::FileSystem *fs, bool on);
+
+// Holds unsynced flushes in the process (off by default; on at start when
+// CISC_ROCKSDB_HOLD_FLUSH=1): a Flush not followed by a Sync then costs
+// no round trip; its bytes go with the next Sync (one WRITE + FSYNC op),
+// a full 64 KiB buffer or Close. The price is RocksDB's manual_wal_flush
+// one: a process that dies loses the unsynced writes it flushed since
+// (with it off, only a machine crash does), and a reader of a live file
+// (a checkpoint or backup copying the WAL) misses the held tail unless it
+// syncs first (DB::SyncWAL).
+void RocksDbFsSetHoldFlush(rocksdb::FileSystem *fs, bool on);
 
 }  // namespace cisc

@@ -1,8 +1,9 @@
-// integrations/rocksdb/cr_files.cc - RocksDB's kinds of file over libcisc
-// handles: sequential reads (read ahead in large fused ops; WALs checked in
-// the device), random reads with cisc_pread, and the writable file whose
-// buffered appends reach the device as fused ops (cisc_rocksdb.h,
-// invariants 3 to 6).
+// integrations/rocksdb/cr_files.cc - RocksDB's kinds of file over the
+// shared libcisc pieces (ci_common.h): sequential reads (read ahead in
+// large fused ops; WALs checked in the device), random reads, tables held
+// in memory, and the writable file whose buffered appends reach the device
+// as fused ops with RocksDB's hand-off checksums checked next to the data
+// (cisc_rocksdb.h, invariants 3 to 6).
 #include "integrations/rocksdb/cr_int.h"
 
 #include <fcntl.h>
@@ -14,50 +15,17 @@
 namespace cisc::rdb {
 namespace {
 
+using integ::kChunk;
 using rocksdb::IODebugContext;
 using rocksdb::IOOptions;
 using rocksdb::IOStatus;
 using rocksdb::Slice;
 
-constexpr size_t kWriteBuf = 64 << 10;   // appends gathered before a write
-constexpr size_t kChunk = 1 << 20;       // most bytes one command moves (fits the arena)
-constexpr size_t kMaxChecks = 30;        // hand-off checks per op: 2 steps each of 64
-constexpr uint64_t kHeldMax = 256ull << 20;   // table bytes held in memory per file system
+constexpr size_t kMaxChecks = 30;   // hand-off checks per op: 2 steps each of 64
 
-// Opens dpath through the calling thread's queue.
-int OpenHandle(Session &s, const std::string &dpath, int flags, uint64_t *fh)
+IOStatus St(const std::string &name, int r)
 {
-    struct cisc_queue *q;
-    int r = s.Queue(&q);
-    return r ? r : cisc_open(q, dpath.c_str(), flags, 0644, fh);
-}
-
-// Closes fh, on whichever thread drops the file.
-void CloseHandle(Session &s, uint64_t fh)
-{
-    struct cisc_queue *q;
-    if (s.Queue(&q) == 0)
-        cisc_close(q, fh);
-}
-
-// Reads up to n bytes at off into buf, in chunks the arena holds; stops at
-// end of file. Returns the bytes read or -errno.
-ssize_t ReadAt(Session &s, uint64_t fh, char *buf, size_t n, uint64_t off)
-{
-    struct cisc_queue *q;
-    int r = s.Queue(&q);
-    if (r)
-        return r;
-    size_t got = 0;
-    while (got < n) {
-        ssize_t k = cisc_pread(q, fh, buf + got, std::min(n - got, kChunk), off + got);
-        if (k < 0)
-            return k;
-        if (k == 0)
-            break;
-        got += (size_t)k;
-    }
-    return (ssize_t)got;
+    return r ? Err(name, r) : IOStatus::OK();
 }
 
 // Sequential reads through a read-ahead window of kChunk bytes: RocksDB
@@ -69,7 +37,7 @@ class SeqFile : public rocksdb::FSSequentialFile {
 public:
     SeqFile(std::shared_ptr<Session> s, std::string name, uint64_t fh, bool wal)
         : s_(std::move(s)), name_(std::move(name)), fh_(fh), wal_(wal) {}
-    ~SeqFile() override { CloseHandle(*s_, fh_); }
+    ~SeqFile() override { integ::CloseHandle(*s_, fh_); }
 
     IOStatus Read(size_t n, const IOOptions &, Slice *result, char *scratch,
                   IODebugContext *) override
@@ -110,9 +78,9 @@ private:
         if (wal_ && !damaged_ && pos_ % 32768 == 0) {
             k = WalRead(*s_, fh_, &win_[0], kChunk, pos_, prog, &damaged_);
             if (k == 0 && damaged_)   // the first record is damaged: RocksDB must see it
-                k = ReadAt(*s_, fh_, &win_[0], kChunk, pos_);
+                k = integ::ReadAt(*s_, fh_, &win_[0], kChunk, pos_);
         } else {
-            k = ReadAt(*s_, fh_, &win_[0], kChunk, pos_);
+            k = integ::ReadAt(*s_, fh_, &win_[0], kChunk, pos_);
         }
         win_.resize(k < 0 ? 0 : (size_t)k);
         return k;
@@ -129,12 +97,12 @@ class RandFile : public rocksdb::FSRandomAccessFile {
 public:
     RandFile(std::shared_ptr<Session> s, std::string name, uint64_t fh)
         : s_(std::move(s)), name_(std::move(name)), fh_(fh) {}
-    ~RandFile() override { CloseHandle(*s_, fh_); }
+    ~RandFile() override { integ::CloseHandle(*s_, fh_); }
 
     IOStatus Read(uint64_t off, size_t n, const IOOptions &, Slice *result, char *scratch,
                   IODebugContext *) const override
     {
-        ssize_t k = ReadAt(*s_, fh_, scratch, n, off);
+        ssize_t k = integ::ReadAt(*s_, fh_, scratch, n, off);
         *result = Slice(scratch, k < 0 ? 0 : (size_t)k);
         return k < 0 ? Err(name_, (int)k) : IOStatus::OK();
     }
@@ -148,220 +116,139 @@ private:
 // A table file read whole into memory when it is opened (table files never
 // change once written): its block reads then cost no round trip, as the
 // default file system's reads of a table in the page cache cost no device
-// access. The Session caps the bytes held this way (kHeldMax).
+// access.
 class MemFile : public rocksdb::FSRandomAccessFile {
 public:
-    MemFile(std::shared_ptr<Session> s, std::string data) : s_(std::move(s)), data_(std::move(data)) {}
-    ~MemFile() override { s_->held_bytes -= data_.size(); }
+    explicit MemFile(std::unique_ptr<integ::Held> held) : held_(std::move(held)) {}
 
     // Copies into scratch: RocksDB's prefetch buffers take the bytes from
     // there unless the database reads with mmap (allow_mmap_reads).
     IOStatus Read(uint64_t off, size_t n, const IOOptions &, Slice *result, char *scratch,
                   IODebugContext *) const override
     {
-        size_t at = (size_t)std::min<uint64_t>(off, data_.size());
-        size_t len = std::min(n, data_.size() - at);
-        memcpy(scratch, data_.data() + at, len);
+        const char *p;
+        size_t len = held_->At(off, n, &p);
+        memcpy(scratch, p, len);
         *result = Slice(scratch, len);
         return IOStatus::OK();
     }
 
 private:
-    std::shared_ptr<Session> s_;
-    std::string data_;
+    std::unique_ptr<integ::Held> held_;
 };
 
-// Reads the whole file fh into *out if the Session's budget has room for
-// its size. Returns 1 when it did, 0 when over budget, or -errno.
-int LoadWhole(Session &s, uint64_t fh, std::string *out)
-{
-    struct cisc_queue *q;
-    struct stat st;
-    int r = s.Queue(&q);
-    if (r || (r = cisc_fstat(q, fh, &st)))
-        return r;
-    uint64_t size = (uint64_t)st.st_size;
-    if (s.held_bytes.fetch_add(size) + size > kHeldMax) {
-        s.held_bytes -= size;
+// RocksDB's checksum hand-off: each run of buffered bytes it handed over
+// with their CRC-32C is checked by the device in the op that writes it.
+class HandoffChecks : public integ::WriteChecks {
+public:
+    explicit HandoffChecks(std::atomic<uint64_t> &count) : count_(count) {}
+
+    // meta: the 4 bytes of the CRC-32C, little-endian.
+    int Note(size_t at, size_t len, const void *meta) override
+    {
+        if (runs_.size() >= kMaxChecks)
+            return 1;
+        Run h = { at, len, {} };
+        memcpy(h.crc, meta, 4);
+        runs_.push_back(h);
         return 0;
     }
-    out->resize((size_t)size);
-    ssize_t k = ReadAt(s, fh, &(*out)[0], (size_t)size, 0);
-    if (k < 0 || (uint64_t)k != size) {
-        s.held_bytes -= size;
-        return k < 0 ? (int)k : -EIO;   // shorter than its size: changing under us
-    }
-    return 1;
-}
 
-// A run of buffered bytes RocksDB handed over with their CRC-32C.
-struct Handoff {
-    size_t at, len;   // in the buffer
-    unsigned char crc[4];
+    size_t Cut(size_t len, size_t buffered) const override
+    {
+        for (const Run &h : runs_)   // never split a checked run
+            if (h.at < len && h.at + h.len > len)
+                len = h.at ? h.at : std::min(buffered, h.len);
+        return len;
+    }
+
+    int Add(struct cisc_vec *v, const char *buf, size_t len, uint64_t) override
+    {
+        for (n_ = 0; n_ < runs_.size() && runs_[n_].at + runs_[n_].len <= len; n_++) {
+            const Run &h = runs_[n_];
+            int c = cisc_vec_crc32c(v, CISC_IN_BUF(buf + h.at, h.len), 0);
+            cisc_vec_verify(v, c, CISC_IN_BUF(h.crc, 4));
+        }
+        return 0;
+    }
+
+    // The runs an op checked leave with its bytes.
+    void Done(bool ok, size_t len) override
+    {
+        if (!ok)
+            return;
+        count_ += n_;
+        runs_.erase(runs_.begin(), runs_.begin() + (long)n_);
+        for (Run &h : runs_)
+            h.at -= len;
+    }
+
+private:
+    struct Run {
+        size_t at, len;   // in the buffer
+        unsigned char crc[4];
+    };
+    std::atomic<uint64_t> &count_;
+    std::vector<Run> runs_;   // of the buffered bytes, in order
+    size_t n_ = 0;            // runs the op being built checks
 };
 
 class WriteFile : public rocksdb::FSWritableFile {
 public:
     WriteFile(std::shared_ptr<Session> s, std::string name, uint64_t fh, uint64_t end)
-        : s_(std::move(s)), name_(std::move(name)), fh_(fh), end_(end) {}
-    ~WriteFile() override { Close(IOOptions(), nullptr); }
+        : name_(std::move(name)),
+          out_(s, fh, end, std::make_unique<HandoffChecks>(s->handoff_checks)) {}
 
     IOStatus Append(const Slice &data, const IOOptions &, IODebugContext *) override
     {
-        buf_.append(data.data(), data.size());
-        return buf_.size() >= kWriteBuf ? Push(false) : IOStatus::OK();
+        return St(name_, out_.Append(data.data(), data.size()));
     }
 
     // The checksum RocksDB passes is the CRC-32C of data, 4 bytes
     // little-endian (WritableFileWriter); anything else is written
     // unchecked.
-    IOStatus Append(const Slice &data, const IOOptions &o,
-                    const rocksdb::DataVerificationInfo &vi, IODebugContext *dbg) override
+    IOStatus Append(const Slice &data, const IOOptions &, const rocksdb::DataVerificationInfo &vi,
+                    IODebugContext *) override
     {
-        if (vi.checksum.size() != 4 || data.size() == 0 || data.size() > kChunk)
-            return Append(data, o, dbg);
-        if (checks_.size() >= kMaxChecks) {
-            IOStatus st = Push(false);
-            if (!st.ok())
-                return st;
-        }
-        Handoff h = { buf_.size(), data.size(), {} };
-        memcpy(h.crc, vi.checksum.data(), 4);
-        checks_.push_back(h);
-        return Append(data, o, dbg);
+        bool check = vi.checksum.size() == 4 && data.size() > 0 && data.size() <= kChunk;
+        return St(name_, out_.Append(data.data(), data.size(), check ? vi.checksum.data() : nullptr));
     }
 
-    // Once two runs of flushes were each followed by a Sync, a flush goes
-    // with its FSYNC in one op and the Sync then finds everything durable;
-    // a third flush without a Sync ends the streak (unsynced writes).
-    IOStatus Flush(const IOOptions &, IODebugContext *) override
-    {
-        if (buf_.empty())
-            return IOStatus::OK();
-        if (unsynced_flushes_ >= 2)
-            streak_ = 0;
-        unsynced_flushes_++;
-        return Push(streak_ >= 2);
-    }
-
-    IOStatus Sync(const IOOptions &, IODebugContext *) override
-    {
-        if (unsynced_flushes_) {
-            streak_ = std::min(streak_ + 1, 2);
-            unsynced_flushes_ = 0;
-        }
-        if (buf_.empty() && durable_) {
-            s_->syncs_answered++;
-            return IOStatus::OK();
-        }
-        return Push(true);
-    }
+    IOStatus Flush(const IOOptions &, IODebugContext *) override { return St(name_, out_.Flush()); }
+    IOStatus Sync(const IOOptions &, IODebugContext *) override { return St(name_, out_.Sync()); }
     IOStatus Fsync(const IOOptions &o, IODebugContext *d) override { return Sync(o, d); }
 
-    IOStatus Truncate(uint64_t size, const IOOptions &o, IODebugContext *d) override
+    // Sync may run beside appends from other threads (DB::SyncWAL,
+    // FlushWAL(true)): the Appender orders them and syncs all appended.
+    bool IsSyncThreadSafe() const override { return true; }
+
+    IOStatus Truncate(uint64_t size, const IOOptions &, IODebugContext *) override
     {
-        IOStatus st = Flush(o, d);
-        struct cisc_queue *q;
-        int r = st.ok() ? s_->Queue(&q) : 0;
-        if (st.ok() && (r || (r = cisc_truncate(q, fh_, size)) != 0))
-            return Err(name_, r);
-        if (st.ok())
-            end_ = size;
-        return st;
+        return St(name_, out_.Truncate(size));
     }
 
-    IOStatus Close(const IOOptions &, IODebugContext *) override
-    {
-        if (closed_)
-            return IOStatus::OK();
-        IOStatus st = Push(false);
-        CloseHandle(*s_, fh_);
-        closed_ = true;
-        return st;
-    }
+    IOStatus Close(const IOOptions &, IODebugContext *) override { return St(name_, out_.Close()); }
 
-    uint64_t GetFileSize(const IOOptions &, IODebugContext *) override
-    {
-        return end_ + buf_.size();
-    }
+    uint64_t GetFileSize(const IOOptions &, IODebugContext *) override { return out_.Size(); }
 
 private:
-    IOStatus Push(bool sync);
-    int64_t Submit(struct cisc_queue *q, size_t len, bool sync);
-
-    std::shared_ptr<Session> s_;
     std::string name_;
-    uint64_t fh_, end_;   // end_: where the next buffered byte lands
-    bool closed_ = false;
-    bool durable_ = false;          // nothing written since the last FSYNC
-    int unsynced_flushes_ = 0;      // flushes that wrote since the last Sync
-    int streak_ = 0;                // flushes followed by a Sync, up to 2
-    std::vector<Handoff> checks_;   // hand-off checks of the buffered bytes, in order
-    std::string buf_;
+    integ::Appender out_;
 };
 
-// One fused op: [CRC + VERIFY per handed-off run within the first len
-// bytes], WRITE of those len bytes at end_, [FSYNC]. Returns the op's
-// status; on success the runs it checked are dropped.
-int64_t WriteFile::Submit(struct cisc_queue *q, size_t len, bool sync)
-{
-    struct cisc_vec v;
-    int r = cisc_vec_init(&v, q);
-    if (r)
-        return r;
-    int f = cisc_vec_fh(&v, fh_);
-    size_t n = 0;
-    for (; n < checks_.size() && checks_[n].at + checks_[n].len <= len; n++) {
-        const Handoff &h = checks_[n];
-        int c = cisc_vec_crc32c(&v, CISC_IN_BUF(buf_.data() + h.at, h.len), 0);
-        cisc_vec_verify(&v, c, CISC_IN_BUF(h.crc, 4));
-    }
-    if (len)
-        cisc_vec_write(&v, f, end_, CISC_IN_BUF(buf_.data(), len));
-    if (sync)
-        cisc_vec_fsync(&v, f, 0);
-    int64_t st = cisc_vec_submit(&v);
-    cisc_vec_free(&v);
-    if (st != 0)
-        return st;
-    s_->write_ops++;
-    s_->sync_ops += sync;
-    s_->handoff_checks += n;
-    checks_.erase(checks_.begin(), checks_.begin() + (long)n);
-    for (Handoff &h : checks_)
-        h.at -= len;
-    return 0;
-}
-
-// Sends the buffered bytes (in chunks the arena holds; the last one
-// carries the FSYNC when sync) and empties the buffer.
-IOStatus WriteFile::Push(bool sync)
-{
-    if (closed_)
-        return IOStatus::IOError(name_, "write after close");
-    if (buf_.empty() && !sync)
-        return IOStatus::OK();
-    struct cisc_queue *q;
-    int r = s_->Queue(&q);
-    if (r)
-        return Err(name_, r);
-    do {
-        size_t len = std::min(buf_.size(), kChunk);
-        for (const Handoff &h : checks_)   // never split a checked run
-            if (h.at < len && h.at + h.len > len)
-                len = h.at ? h.at : std::min(buf_.size(), h.len);
-        bool last = len == buf_.size();
-        int64_t st = Submit(q, len, sync && last);
-        if (st < 0)
-            return Err(name_, (int)st);
-        end_ += len;
-        buf_.erase(0, len);
-        durable_ = sync || (durable_ && len == 0);
-    } while (!buf_.empty());
-    return IOStatus::OK();
-}
-
 }  // namespace
+
+IOStatus Err(const std::string &fname, int err)
+{
+    const char *why = cisc_strerror(err);
+    if (err == -ENOENT)
+        return IOStatus::PathNotFound(fname, why);
+    if (err == -EBADMSG)
+        return IOStatus::Corruption(fname, why);
+    if (err == -ENOSPC)
+        return IOStatus::NoSpace(fname, why);
+    return IOStatus::IOError(fname, why);
+}
 
 bool IsWalName(const std::string &fname)
 {
@@ -373,7 +260,7 @@ IOStatus NewCiscSequential(const std::shared_ptr<Session> &s, const std::string 
                            std::unique_ptr<rocksdb::FSSequentialFile> *out)
 {
     uint64_t fh;
-    int r = OpenHandle(*s, dpath, O_RDONLY, &fh);
+    int r = integ::OpenHandle(*s, dpath, O_RDONLY, &fh);
     if (r)
         return Err(fname, r);
     out->reset(new SeqFile(s, fname, fh, IsWalName(fname)));
@@ -384,20 +271,15 @@ IOStatus NewCiscRandom(const std::shared_ptr<Session> &s, const std::string &fna
                        const std::string &dpath, std::unique_ptr<rocksdb::FSRandomAccessFile> *out)
 {
     uint64_t fh;
-    int r = OpenHandle(*s, dpath, O_RDONLY, &fh);
-    if (r)
-        return Err(fname, r);
-    std::string data;
+    std::unique_ptr<integ::Held> held;
     bool table = fname.size() > 4 && fname.compare(fname.size() - 4, 4, ".sst") == 0;
-    r = table ? LoadWhole(*s, fh, &data) : 0;
-    if (r == 0) {
-        out->reset(new RandFile(s, fname, fh));
-        return IOStatus::OK();
-    }
-    CloseHandle(*s, fh);
+    int r = integ::OpenRandom(s, dpath, table, &fh, &held);
     if (r < 0)
         return Err(fname, r);
-    out->reset(new MemFile(s, std::move(data)));
+    if (r > 0)
+        out->reset(new MemFile(std::move(held)));
+    else
+        out->reset(new RandFile(s, fname, fh));
     return IOStatus::OK();
 }
 
@@ -405,15 +287,11 @@ IOStatus NewCiscWritable(const std::shared_ptr<Session> &s, const std::string &f
                          const std::string &dpath, bool append,
                          std::unique_ptr<rocksdb::FSWritableFile> *out)
 {
-    uint64_t fh;
-    int r = OpenHandle(*s, dpath, O_WRONLY | O_CREAT | (append ? 0 : O_TRUNC), &fh);
-    struct stat st = {};
-    struct cisc_queue *q;
-    if (r == 0 && append && (r = s->Queue(&q)) == 0 && (r = cisc_fstat(q, fh, &st)) != 0)
-        CloseHandle(*s, fh);
+    uint64_t fh, end;
+    int r = integ::OpenWritable(*s, dpath, append, &fh, &end);
     if (r)
         return Err(fname, r);
-    out->reset(new WriteFile(s, fname, fh, (uint64_t)st.st_size));
+    out->reset(new WriteFile(s, fname, fh, end));
     return IOStatus::OK();
 }
 

@@ -1,54 +1,37 @@
 // integrations/rocksdb/cr_int.h - the pieces of the libcisc
-// rocksdb::FileSystem (cisc_rocksdb.h) and how they fit: cr_session.cc
-// owns the libcisc session and the per-thread queues, cr_files.cc the
-// file classes, cr_walread.cc the WAL reads checked in the device,
-// cr_fs.cc the FileSystem that maps names to the mount and its
-// registration as "ciscfs://".
+// rocksdb::FileSystem (cisc_rocksdb.h) and how they fit: integrations/
+// common (ci_common.h) owns the libcisc session, the per-thread queues,
+// the name mapping, the reads and the buffered appends; cr_files.cc makes
+// RocksDB's file classes of them, cr_walread.cc the WAL reads checked in
+// the device (and loads the checking program), cr_fs.cc the FileSystem
+// that maps names to the mount and its registration as "ciscfs://".
 //
-// Invariants:
-//  1. A Session outlives every file made from it (files hold a shared_ptr).
-//  2. A thread's queue of a session is used only by that thread; a thread
-//     that exits destroys its queues of the sessions still alive, and a
-//     session that closes takes every queue of its own with it.
+// Invariants: those of ci_common.h (a Session outlives its files; a
+// thread's queue is used by that thread only).
 #pragma once
 
+#include "integrations/common/ci_common.h"
 #include "integrations/rocksdb/cisc_rocksdb.h"
 
-#include <cisc/cisc.h>
-
-#include <atomic>
-#include <cerrno>
 #include <memory>
 #include <mutex>
 #include <string>
 
 namespace cisc::rdb {
 
-// One libcisc session plus the file system's counters.
-class Session : public std::enable_shared_from_this<Session> {
+// The shared session plus the file system's own counters and its WAL
+// check.
+class Session : public integ::Session {
 public:
-    // Opens a session on mountpoint. Returns 0 or -errno (libcisc's).
-    static int Open(const std::string &mountpoint, std::shared_ptr<Session> *out);
-    ~Session();
-
-    // The calling thread's queue of this session (made on first use).
-    // Returns 0 and sets *q, or -errno from cisc_queue_create.
-    int Queue(struct cisc_queue **q);
-
     // The id of the device's WAL-check program, loading it on first use;
     // 0 when it cannot be had (then WAL reads are plain reads).
     uint32_t WalProg();
 
-    struct cisc_session *raw() const { return s_; }
-
-    std::atomic<uint64_t> write_ops{0}, sync_ops{0}, syncs_answered{0}, handoff_checks{0};
-    std::atomic<uint64_t> queues{0}, wal_read_ops{0}, wal_checked_ops{0}, wal_damaged{0};
-    std::atomic<uint64_t> held_bytes{0};   // table files held in memory (cr_files.cc)
+    std::atomic<uint64_t> handoff_checks{0};
+    std::atomic<uint64_t> wal_read_ops{0}, wal_checked_ops{0}, wal_damaged{0};
     std::atomic<bool> wal_check{true};
 
 private:
-    Session() = default;
-    struct cisc_session *s_ = nullptr;
     std::once_flag prog_once_;
     uint32_t prog_ = 0;
 };

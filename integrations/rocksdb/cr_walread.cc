@@ -5,13 +5,33 @@
 // then a BPF step running the WAL-check program (bpf/walcheck.c) over the
 // bytes read in 32 KiB blocks - one invocation per log block - whose
 // output is the bytes before the first record with a wrong CRC. The op's
-// result comes back to the host as the program's output only.
+// result comes back to the host as the program's output only. The program
+// is linked into the library and loaded into the device on first use
+// (cisc_rocksdb.h, invariant 6).
 #include "integrations/rocksdb/cr_int.h"
+
+// The WAL-check program's object (bpf/walcheck.c, compiled by the build),
+// linked into the library so that it needs no file at run time.
+extern "C" const unsigned char cr_walcheck_obj[], cr_walcheck_obj_end[];
+asm(".section .rodata\n"
+    ".balign 8\n"
+    ".global cr_walcheck_obj\n"
+    ".hidden cr_walcheck_obj\n"
+    "cr_walcheck_obj:\n"
+    ".incbin \"" CR_WALCHECK_OBJ "\"\n"
+    ".global cr_walcheck_obj_end\n"
+    ".hidden cr_walcheck_obj_end\n"
+    "cr_walcheck_obj_end:\n"
+    ".previous\n");
 
 namespace cisc::rdb {
 namespace {
 
 constexpr uint32_t kLogBlock = 32768;   // RocksDB's log::kBlockSize
+
+// The program's name in the device: versioned, because a stored program
+// of the same name stays in the image across library upgrades.
+constexpr const char *kWalProgName = "rocksdb-walcheck-1";
 
 // One op READ [+ BPF]; sets *read to the READ step's bytes and returns
 // the bytes delivered into buf, or -errno.
@@ -41,6 +61,22 @@ ssize_t ReadChecked(struct cisc_queue *q, uint64_t fh, char *buf, size_t len, ui
 }
 
 }  // namespace
+
+uint32_t Session::WalProg()
+{
+    std::call_once(prog_once_, [this] {
+        struct cisc_prog_load_opts o = {};
+        o.name = kWalProgName;
+        struct cisc_prog_info info;
+        size_t size = (size_t)(cr_walcheck_obj_end - cr_walcheck_obj);
+        int r = cisc_prog_load(raw(), cr_walcheck_obj, size, &o, &info, nullptr, 0);
+        if (r == 0)
+            prog_ = info.id;
+        else if (r == -EEXIST && cisc_prog_id(raw(), kWalProgName, &prog_) != 0)
+            prog_ = 0;
+    });
+    return prog_;
+}
 
 ssize_t WalRead(Session &s, uint64_t fh, char *buf, size_t len, uint64_t off, uint32_t prog,
                 bool *damaged)

@@ -1,13 +1,10 @@
 // tests/e2e/apps/ldb_writer.cc - the writer the LevelDB crash test kills:
-// opens DBPATH through the ciscfs Env of MOUNT and puts key i = value of i
-// with sync=1 for i = 0, 1, ... forever, printing i on stdout once the put
-// returned (so the parent knows it is durable).
+// opens DBPATH through the ciscfs Env of MOUNT and puts keys with sync=1
+// forever (writer_loop.h).
 #include "integrations/leveldb/cisc_leveldb.h"
+#include "tests/e2e/apps/writer_loop.h"
 
 #include <leveldb/db.h>
-
-#include <cstdio>
-#include <string>
 
 int main(int argc, char **argv)
 {
@@ -26,12 +23,9 @@ int main(int argc, char **argv)
         st = leveldb::DB::Open(o, argv[2], &db);
     leveldb::WriteOptions wo;
     wo.sync = true;
-    for (long i = 0; st.ok(); i++) {
-        std::string k = "key" + std::to_string(i);
-        st = db->Put(wo, k, "value of " + k + std::string((size_t)(i % 300), 'v'));
-        if (st.ok() && printf("%ld\n", i) > 0)
-            fflush(stdout);
-    }
-    fprintf(stderr, "ldb_writer: %s\n", st.ToString().c_str());
-    return 1;
+    return e2e::apps::WriterLoop("ldb_writer", st.ok() ? "" : st.ToString(),
+                                 [&](const std::string &k, const std::string &v) {
+                                     leveldb::Status p = db->Put(wo, k, v);
+                                     return p.ok() ? std::string() : p.ToString();
+                                 });
 }

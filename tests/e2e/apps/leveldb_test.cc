@@ -3,7 +3,7 @@
 // by LevelDB's default Env on the same mount (through FUSE): same keys,
 // same values, same iteration; a database written by one Env opens with
 // the other; a writer killed mid-run loses nothing it had synced.
-#include "tests/e2e/libcisc/cisc_fixture.h"
+#include "tests/e2e/apps/apps_fixture.h"
 
 #if CISC_HAVE_LEVELDB
 
@@ -19,19 +19,7 @@ extern "C" {
 namespace e2e {
 namespace {
 
-constexpr int kKeys = 10000;
-
-std::string Key(int i)
-{
-    char b[16];
-    snprintf(b, sizeof(b), "k%07d", (i * 7919) % kKeys);   // not in key order
-    return b;
-}
-
-std::string Value(int i, int round)
-{
-    return std::to_string(round) + ":" + std::string((size_t)(i % 700), (char)('a' + i % 26));
-}
+using namespace apps;
 
 class LevelDbTest : public CiscTest {
 protected:
@@ -229,36 +217,13 @@ TEST_F(LevelDbTest, PathsOutsideTheMountUseTheDefaultEnv)
 // synced (and printed) is there, and the database keeps working.
 TEST_F(LevelDbTest, KilledWriterLosesNothingSynced)
 {
-    std::string writer = std::string(getenv("CISC_BINARY_DIR") ? getenv("CISC_BINARY_DIR")
-                                                               : CISC_BINARY_DIR) +
-                         "/tests/e2e/apps/ldb_writer";
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        execl(writer.c_str(), "ldb_writer", mnt.c_str(), P("crash-db").c_str(), (char *)nullptr);
-        _exit(127);
-    }
-    close(fds[1]);
-    FILE *in = fdopen(fds[0], "r");
-    long last = -1, n;
-    while (last < 1500 && fscanf(in, "%ld", &n) == 1)
-        last = n;
-    kill(pid, SIGKILL);
-    int status;
-    waitpid(pid, &status, 0);
-    fclose(in);
+    long last = RunAndKill("ldb_writer", mnt, P("crash-db"), 1500);
     ASSERT_GE(last, 1500) << "the writer stopped early";
     leveldb::DB *db = Open(env.get(), P("crash-db"));
     ASSERT_NE(db, nullptr);
-    std::string v;
-    for (long i = 0; i <= last; i++) {
-        std::string k = "key" + std::to_string(i);
-        ASSERT_TRUE(db->Get(leveldb::ReadOptions(), k, &v).ok()) << k;
-        ASSERT_EQ(v, "value of " + k + std::string((size_t)(i % 300), 'v'));
-    }
+    ExpectWritten(last, [&](const std::string &k, std::string *v) {
+        return db->Get(leveldb::ReadOptions(), k, v).ok();
+    });
     EXPECT_TRUE(db->Put(leveldb::WriteOptions(), "after", "crash").ok());
     delete db;
     ExpectDeviceUp();

@@ -5,13 +5,18 @@
 // synced put; the device checks hand-off checksums on writes and WAL
 // records on recovery, and a damaged WAL record is reported as RocksDB
 // reports it with the default FileSystem.
-#include "tests/e2e/libcisc/cisc_fixture.h"
+#include "tests/e2e/apps/apps_fixture.h"
 
 #if CISC_HAVE_ROCKSDB
 
 #include "integrations/rocksdb/cisc_rocksdb.h"
 
 #include <dirent.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
 
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
@@ -24,25 +29,7 @@ extern "C" {
 namespace e2e {
 namespace {
 
-constexpr int kKeys = 10000;
-
-std::string Key(int i)
-{
-    char b[16];
-    snprintf(b, sizeof(b), "k%07d", (i * 7919) % kKeys);   // not in key order
-    return b;
-}
-
-std::string Value(int i, int round)
-{
-    return std::to_string(round) + ":" + std::string((size_t)(i % 700), (char)('a' + i % 26));
-}
-
-std::string Bin(const std::string &name)
-{
-    const char *b = getenv("CISC_BINARY_DIR");
-    return std::string(b ? b : CISC_BINARY_DIR) + "/" + name;
-}
+using namespace apps;
 
 class RocksDbTest : public CiscTest {
 protected:
@@ -76,11 +63,6 @@ protected:
         o.create_if_missing = true;
         o.write_buffer_size = 256 << 10;   // several memtable flushes and compactions
         o.wal_recovery_mode = mode;
-        // RocksDB's default FileSystem preallocates and, closing a file,
-        // punches the rest (fallocate PUNCH_HOLE|KEEP_SIZE): on the mount
-        // that request does not return (a device bug, reported); ours
-        // never preallocates.
-        o.allow_fallocate = false;
         o.checksum_handoff_file_types.Add(rocksdb::FileType::kWalFile);
         o.checksum_handoff_file_types.Add(rocksdb::FileType::kTableFile);
         o.checksum_handoff_file_types.Add(rocksdb::FileType::kDescriptorFile);
@@ -210,6 +192,84 @@ TEST_F(RocksDbTest, SyncedPutIsOneFusedOp)
     delete db;
 }
 
+// DB::SyncWAL and FlushWAL(true) sync the WAL from their own thread while
+// other threads append to it (the WAL file says its Sync is thread-safe):
+// every call succeeds and reaches the device as an FSYNC (or finds the
+// WAL already durable), and the database has every put afterwards.
+TEST_F(RocksDbTest, SyncWalBesideWriters)
+{
+    rocksdb::DB *db = MustOpen(env.get(), P("syncwal"));
+    ASSERT_NE(db, nullptr);
+    cisc::RocksDbFsStats a = Stats();
+    std::atomic<int> running{3};
+    std::vector<std::thread> writers;
+    for (int t = 0; t < 3; t++)
+        writers.emplace_back([&, t] {
+            for (int i = t; i < kKeys; i += 3) {
+                EXPECT_TRUE(db->Put(rocksdb::WriteOptions(), Key(i), Value(i, 4)).ok());
+            }
+            running--;
+        });
+    int syncs = 0, failed = 0;
+    for (; running > 0 || syncs < 10; syncs++) {
+        rocksdb::Status st = syncs % 2 ? db->SyncWAL() : db->FlushWAL(true);
+        failed += !st.ok();
+        EXPECT_TRUE(st.ok()) << st.ToString();
+        if (failed > 3)
+            break;
+        // Not flat out: each call writes a line to RocksDB's info LOG.
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    for (std::thread &t : writers)
+        t.join();
+    cisc::RocksDbFsStats b = Stats();
+    EXPECT_GE(b.sync_ops + b.syncs_answered - a.sync_ops - a.syncs_answered, (uint64_t)syncs);
+    delete db;
+    db = MustOpen(rocksdb::Env::Default(), P("syncwal"));
+    ASSERT_NE(db, nullptr);
+    std::string v;
+    for (int i = 0; i < kKeys; i++) {
+        ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), Key(i), &v).ok()) << i;
+        ASSERT_EQ(v, Value(i, 4));
+    }
+    delete db;
+}
+
+// With flushes held, unsynced puts cost no round trip each: their WAL
+// bytes wait in the file's buffer, and a synced put sends them with its
+// FSYNC in one op; the database has every put afterwards.
+TEST_F(RocksDbTest, HeldFlushesGoWithTheNextSync)
+{
+    cisc::RocksDbFsSetHoldFlush(fs.get(), true);
+    rocksdb::DB *db = MustOpen(env.get(), P("held"));
+    ASSERT_NE(db, nullptr);
+    cisc::RocksDbFsStats a = Stats();
+    for (int i = 0; i < 1000; i++) {
+        ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), Key(i), "v" + std::to_string(i)).ok());
+    }
+    cisc::RocksDbFsStats b = Stats();
+    EXPECT_GE(b.flushes_held - a.flushes_held, 1000u);
+    // One op per 30 puts: the most hand-off checks (Open asks for them on
+    // WAL appends) one op carries.
+    EXPECT_LE(b.write_ops - a.write_ops, 1000u / 30 + 2);
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    ASSERT_TRUE(db->Put(wo, "last", "synced").ok());
+    cisc::RocksDbFsStats c = Stats();
+    EXPECT_EQ(c.write_ops - b.write_ops, 1u);
+    EXPECT_EQ(c.sync_ops - b.sync_ops, 1u);
+    delete db;
+    db = MustOpen(rocksdb::Env::Default(), P("held"));
+    ASSERT_NE(db, nullptr);
+    std::string v;
+    for (int i = 0; i < 1000; i++) {
+        ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), Key(i), &v).ok()) << i;
+        ASSERT_EQ(v, "v" + std::to_string(i));
+    }
+    EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "last", &v).ok());
+    delete db;
+}
+
 // Checksum hand-off: bytes whose CRC does not match what RocksDB handed
 // over are refused by the device as corruption and not written.
 TEST_F(RocksDbTest, DeviceRefusesAppendWithWrongHandoffChecksum)
@@ -329,34 +389,13 @@ TEST_F(RocksDbTest, PathsOutsideTheMountUseTheDefaultFileSystem)
 // it had synced (and printed) is there, and the database keeps working.
 TEST_F(RocksDbTest, KilledWriterLosesNothingSynced)
 {
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        std::string w = Bin("tests/e2e/apps/rdb_writer");
-        execl(w.c_str(), "rdb_writer", mnt.c_str(), P("crash-db").c_str(), (char *)nullptr);
-        _exit(127);
-    }
-    close(fds[1]);
-    FILE *in = fdopen(fds[0], "r");
-    long last = -1, n;
-    while (last < 1500 && fscanf(in, "%ld", &n) == 1)
-        last = n;
-    kill(pid, SIGKILL);
-    int status;
-    waitpid(pid, &status, 0);
-    fclose(in);
+    long last = RunAndKill("rdb_writer", mnt, P("crash-db"), 1500);
     ASSERT_GE(last, 1500) << "the writer stopped early";
     rocksdb::DB *db = MustOpen(env.get(), P("crash-db"));
     ASSERT_NE(db, nullptr);
-    std::string v;
-    for (long i = 0; i <= last; i++) {
-        std::string k = "key" + std::to_string(i);
-        ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), k, &v).ok()) << k;
-        ASSERT_EQ(v, "value of " + k + std::string((size_t)(i % 300), 'v'));
-    }
+    ExpectWritten(last, [&](const std::string &k, std::string *v) {
+        return db->Get(rocksdb::ReadOptions(), k, v).ok();
+    });
     EXPECT_TRUE(db->Put(rocksdb::WriteOptions(), "after", "crash").ok());
     delete db;
     ExpectDeviceUp();
@@ -391,6 +430,35 @@ TEST_F(RocksDbTest, DbBenchUsesItThroughFsUri)
     r = Sh("/usr/bin/db_bench --fs_uri=ciscfs://" + mnt + " --db=" + P("b2") +
            " --benchmarks=fillseq --num=10");
     EXPECT_NE(r.status, 0) << "without the library the scheme is unknown: " << r.out;
+}
+
+// RocksDB's default file system under `cisc exec` preallocates every file
+// it writes (fallocate KEEP_SIZE, then a punch of the unused tail at
+// close), probes fstatfs and sync_file_range and sets a write life-time
+// hint on each: none of these takes a descriptor off the direct path
+// (fallocate runs in the kernel on a second descriptor), and the
+// database is sound.
+TEST_F(RocksDbTest, CiscExecKeepsPreallocatedFilesServed)
+{
+    if (access("/usr/bin/db_bench", X_OK) != 0)
+        GTEST_SKIP() << "db_bench not installed (Debian: rocksdb-tools)";
+    std::string exec = "CISC_EXEC_STATS=1 " + cisc + " exec " + mnt + " -- ";
+    RunResult r = Sh(exec + "sh -c 'cd " + mnt + " && fallocate -l 1048576 pre && stat -c %s pre'");
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_NE(r.out.find("1048576"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("demotions 0"), std::string::npos) << r.out;
+    r = Sh(exec + "/usr/bin/db_bench --db=" + P("exec-db") +
+           " --num=3000 --value_size=100 --benchmarks=fillrandom --sync=1 --compression_type=none");
+    ASSERT_EQ(r.status, 0) << r.out;
+    // The WAL stayed served: its synced writes went out with their sync
+    // (only the LOCK file leaves, for its fcntl lock).
+    size_t p = r.out.find("fsyncs answered by a write + sync op ");
+    ASSERT_NE(p, std::string::npos) << r.out;
+    EXPECT_GE(atol(r.out.c_str() + p + 37), 2900) << r.out;
+    rocksdb::DB *db = MustOpen(env.get(), P("exec-db"));
+    ASSERT_NE(db, nullptr);
+    EXPECT_GT(Dump(db).size(), 1000u);
+    delete db;
 }
 
 }  // namespace

@@ -1,10 +1,8 @@
-// integrations/leveldb/cl_session.cc - the Env's libcisc session and the
-// queue pair of each thread that uses it (cl_int.h, invariant 2).
-#include "integrations/leveldb/cl_int.h"
+// integrations/common/ci_session.cc - the libcisc session of a store and
+// the queue pair of each thread that uses it (ci_common.h, invariant 2).
+#include "integrations/common/ci_common.h"
 
-#include <vector>
-
-namespace cisc::ldb {
+namespace cisc::integ {
 namespace {
 
 // The queues this thread made, one per live session. On thread exit the
@@ -25,7 +23,7 @@ struct ThreadQueues {
                 cisc_queue_destroy(sl.q);
     }
 
-    // The slot of session key, dropping slots of sessions that closed (a
+    // The queue of session key, dropping slots of sessions that closed (a
     // new session may reuse an old one's address).
     struct cisc_queue *Find(const Session *key)
     {
@@ -33,11 +31,11 @@ struct ThreadQueues {
             if (slots[i].owner.expired()) {
                 slots[i] = slots.back();
                 slots.pop_back();
-                continue;
-            }
-            if (slots[i].key == key)
+            } else if (slots[i].key == key) {
                 return slots[i].q;
-            i++;
+            } else {
+                i++;
+            }
         }
         return nullptr;
     }
@@ -47,14 +45,9 @@ thread_local ThreadQueues t_queues;
 
 }  // namespace
 
-int Session::Open(const std::string &mountpoint, std::shared_ptr<Session> *out)
+int Session::Connect(const std::string &mountpoint)
 {
-    std::shared_ptr<Session> s(new Session());
-    int r = cisc_session_open(mountpoint.c_str(), &s->s_);
-    if (r)
-        return r;
-    *out = std::move(s);
-    return 0;
+    return cisc_session_open(mountpoint.c_str(), &s_);
 }
 
 Session::~Session()
@@ -74,14 +67,4 @@ int Session::Queue(struct cisc_queue **q)
     return 0;
 }
 
-leveldb::Status Err(const std::string &fname, int err)
-{
-    const char *why = cisc_strerror(err);
-    if (err == -ENOENT)
-        return leveldb::Status::NotFound(fname, why);
-    if (err == -EBADMSG)
-        return leveldb::Status::Corruption(fname, why);
-    return leveldb::Status::IOError(fname, why);
-}
-
-}  // namespace cisc::ldb
+}  // namespace cisc::integ
