@@ -742,15 +742,16 @@ static int falloc_locked(struct wctx *w, struct falloc *f)
     return r ? r : more;
 }
 
-/* Checks a fallocate request; 0 when it may run. */
+#define FALLOC_SHIFT 1   /* falloc_check: a collapse or insert (shift.c) */
+
+/* Checks a fallocate request; 0 when it may run as an allocation,
+ * FALLOC_SHIFT when it is a valid-looking collapse or insert range (shift.c
+ * checks the rest). */
 static int falloc_check(unsigned mode, uint64_t off, uint64_t len)
 {
     unsigned shifts = SFS_FALLOC_COLLAPSE_RANGE | SFS_FALLOC_INSERT_RANGE;
-    if (mode & shifts)   /* alone, as Linux wants them (shift.c) */
-        return (mode & ~shifts) || mode == shifts
-                   ? -EINVAL
-                   : file_shift_range(fs, tx, ino, mode == SFS_FALLOC_COLLAPSE_RANGE, off,
-                                      len);
+    if (mode & shifts)   /* alone, as Linux wants them */
+        return (mode & ~shifts) || mode == shifts ? -EINVAL : FALLOC_SHIFT;
     unsigned known = SFS_FALLOC_KEEP_SIZE | SFS_FALLOC_PUNCH_HOLE | SFS_FALLOC_ZERO_RANGE;
     if ((mode & ~known) || ((mode & SFS_FALLOC_PUNCH_HOLE) &&
                             (!(mode & SFS_FALLOC_KEEP_SIZE) || (mode & SFS_FALLOC_ZERO_RANGE))))
@@ -766,6 +767,8 @@ int sfs_fallocate_ino(struct sfs *fs, struct sfs_txn *tx, struct sfs_inode *ip, 
                       uint64_t off, uint64_t len)
 {
     int r = falloc_check(mode, off, len);
+    if (r == FALLOC_SHIFT)
+        return file_shift_range(fs, tx, ip->ino, mode == SFS_FALLOC_COLLAPSE_RANGE, off, len);
     if (r)
         return r;
     struct falloc f = {mode, off, off + len, false, 0};
@@ -786,6 +789,8 @@ int sfs_fallocate(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, unsigned mod
                   uint64_t off, uint64_t len)
 {
     int r = falloc_check(mode, off, len);
+    if (r == FALLOC_SHIFT)
+        return file_shift_range(fs, tx, ino, mode == SFS_FALLOC_COLLAPSE_RANGE, off, len);
     struct sfs_inode *ip;
     if (r || (r = inode_get(fs, ino, &ip)) != 0)
         return r;

@@ -273,7 +273,7 @@ static int tmpfile_locked(struct sfs *fs, struct jnl_handle *h, struct sfs_inode
     if (!r)
         r = orphan_add(fs, h, ip);
     if (!r)
-        r = inode_open(fs, ip->ino);         /* the caller's reference */
+        r = inode_open(fs, ip->ino, NULL); /* the caller's reference */
     if (r) {
         file_reap_small(fs, h, ip);          /* undo: nothing points at it */
         inode_put(fs, ip);
