@@ -29,7 +29,7 @@
  *          invariant 6) while the caller's reference holds it.
  *      Plain overwrites in place (a concurrent write through the mount
  *      holds the stripe shared) go into the viewed blocks and show at
- *      once: the caller copies what must stay stable while it is used.
+ *      once: a caller that needs the bytes fixed copies them.
  *   3. The pointer itself stays valid until the media is closed.
  */
 #ifndef CISC_SFS_MAP_READ_H

@@ -448,12 +448,17 @@ static int64_t read_spread(struct fop_run *x, unsigned i, unsigned k)
  *     map_read.h invariant 2) starts on it until the op ends;
  *   - the op itself does not change the file (not `mutated`) and is a
  *     macro op (micro and autorec ops commit or log outputs mid-op);
- *   - a write through the mount holds the stripe shared and may overwrite
- *     the blocks in place meanwhile: a bpf step therefore reads a view as
- *     it reads the client's arena, each block copied before the program
- *     sees it (bpf/blocks.h invariant 1: input stable during a block),
- *     and only bpf steps may consume a view (a WRITE would store bytes
- *     newer than the READ saw, a parser could see them change).
+ *   - a write through the mount (or a copy_file_range into the file) holds
+ *     the stripe shared and may overwrite the blocks in place while the
+ *     program reads them: the program may then see part of that write, as
+ *     a Linux read racing a write may (page cache reads take no lock).
+ *     Writes that returned before the op began are always seen, stale or
+ *     freed blocks never. Memory safety does not depend on the bytes
+ *     staying put: the verifier assumes nothing about input bytes (each
+ *     load is an unknown scalar) and helpers are bounded by pointer and
+ *     length, not by contents. So a bpf step reads a view in place
+ *     (bpfstep.c), and only bpf steps may consume one: a WRITE or a
+ *     parser expects the bytes the READ returned, fixed.
  * Anything else falls back to the copy (fop_vread), as before. */
 
 /* Whether step j reads step i's output. */
