@@ -23,8 +23,11 @@
  * Invariants:
  *   1. The caller's input is never written (the verifier makes the input
  *      read-only). Each block is copied into a private buffer first,
- *      unless the caller promises with opts.in_place that nobody changes
- *      the input during the run; then ctx.data points into it.
+ *      unless the caller sets opts.in_place; then ctx.data points into
+ *      the input. In place, bytes that change during the run (a device
+ *      READ's view of the media racing a write, a file mapped by `cisc
+ *      bpf run`) are seen as they are: safe, since the verifier assumes
+ *      nothing about input bytes and helpers are bounded by lengths.
  *   2. The run stops at the first failing block; outputs already delivered
  *      stay delivered (on_block saw them).
  */
@@ -60,8 +63,8 @@ struct vm_blocks_opts {
     uint64_t offset;         /* file offset of input[0] */
     uint64_t arg[4];
     bool checked;            /* run with run-time bounds checks (debug) */
-    bool in_place;           /* the input is private and stable for the run:
-                                blocks point into it instead of being copied */
+    bool in_place;           /* blocks point into the input instead of being
+                                copied (invariant 1) */
     vm_trace_fn trace;       /* trace messages; may be NULL */
     void *trace_arg;
     /* Called after every block (including a failing one); may be NULL.

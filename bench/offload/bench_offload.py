@@ -16,7 +16,11 @@ so that grep's reads reach the device instead of the kernel's cache of the
 mount; the device itself keeps no cache of file data, so (b) reads the
 image exactly as the device does when it serves (a). The report says
 which of these held. Each method runs --repeat times, alternating, and
-the best time of each is shown.
+the best time of each is shown. (b) runs under each --variant (a media
+I/O backend, optionally another cisc binary: before/after), alternating
+within each round on the same image; the first variant is the baseline
+of the printed ratios. After a device (re)starts, one untimed run of (b)
+warms it (the mapped backend maps the image's pages on first touch).
 Not a test: nothing here asserts a number. --perf records a profile of
 the device during (b) with perf(1).
 """
@@ -117,6 +121,33 @@ def grep_in_device(cisc, mnt, pattern, out, block, chunk, perf_out):
     return t, int(m.group(1)) + int(m.group(2)) * CQE_AND_RESULTS if m else -1
 
 
+def parse_variants(specs, cisc):
+    """--variant LABEL:MEDIA_IO[:CISC] -> [(label, media_io, cisc)]."""
+    out = []
+    for v in specs:
+        parts = v.split(":", 2)
+        if len(parts) < 2 or parts[1] not in ("", "pread", "mmap"):
+            raise SystemExit("bench-offload: bad --variant %r (LABEL:pread|mmap[:CISC])" % v)
+        out.append((parts[0], parts[1], parts[2] if len(parts) == 3 else cisc))
+    return out
+
+
+def device_up(cisc, img, mnt, work, size_img, cores, media_io, fresh):
+    cmd = [cisc, "up", "--cores", str(cores), "--log", os.path.join(work, "log")]
+    if fresh:
+        cmd += ["--size", size_img]
+    if media_io:
+        cmd += ["--media-io", media_io]
+    for tries in range(100):   # `cisc down` may return before the old device let go
+        try:
+            sh(cmd + [img, mnt])
+            return
+        except subprocess.CalledProcessError as e:
+            if "in use" not in (e.stderr or "") or tries == 99:
+                raise
+            time.sleep(0.1)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cisc", required=True)
@@ -129,33 +160,53 @@ def main():
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3, help="best of N runs of each")
     ap.add_argument("--image-dir", default="/dev/shm")
+    ap.add_argument("--variant", action="append",
+                    help="LABEL:pread|mmap[:CISC]: a device configuration to run (b) on "
+                         "(repeatable; the same image; the first is the baseline of the "
+                         "ratios); default: pread and mmap with --cisc")
     ap.add_argument("--perf", help="record a perf profile of the device during (b) here")
     a = ap.parse_args()
+    variants = parse_variants(a.variant or ["pread:pread", "mmap:mmap"], a.cisc)
 
     load0 = " ".join("%.2f" % x for x in os.getloadavg())
     work = tempfile.mkdtemp(prefix="cisc-offload-", dir="/tmp")
     img = tempfile.mktemp(prefix="cisc-offload-", suffix=".img", dir=a.image_dir)
     mnt = os.path.join(work, "m")
     os.mkdir(mnt)
-    cisc = a.cisc
     size_img = "%dM" % ((a.size * 2 + (512 << 20)) >> 20)
+    up = None   # the variant whose device is up
     try:
-        sh([cisc, "up", "--size", size_img, "--cores", str(a.cores), "--log",
-            os.path.join(work, "log"), img, mnt])
+        device_up(variants[0][2], img, mnt, work, size_img, a.cores, variants[0][1], True)
+        up = variants[0]
+        cisc = up[2]
         t0 = time.monotonic()
         nbytes, nlines, hits = make_log(os.path.join(mnt, "bench.log"), a.size, a.rate,
                                         a.pattern)
         print("log: %d bytes, %d lines, %d (%.2f%%) contain %r; written in %.1f s" %
               (nbytes, nlines, hits, 100.0 * hits / nlines, a.pattern, time.monotonic() - t0))
         sh([cisc, "prog", "load", mnt, a.grep_obj, "--name", "grep"])
-        res_a = res_b = None
+        res_a = None
+        res_b = {v[0]: [] for v in variants}
+        bytes_b = {}
         for _ in range(a.repeat):
-            ta, ba = grep_via_fuse(cisc, mnt, a.pattern, os.path.join(work, "a.out"))
-            tb, bb = grep_in_device(cisc, mnt, a.pattern, os.path.join(work, "b.out"), a.block,
-                                    a.chunk, a.perf)
-            res_a = (ta, ba) if not res_a or ta < res_a[0] else res_a
-            res_b = (tb, bb) if not res_b or tb < res_b[0] else res_b
-        sh(["cmp", os.path.join(work, "a.out"), os.path.join(work, "b.out")])   # same lines
+            for v in variants:   # alternating: one run of each variant per round
+                if up != v:
+                    sh([up[2], "down", mnt])
+                    up = None
+                    device_up(v[2], img, mnt, work, size_img, a.cores, v[1], False)
+                    up = v   # the registry is on the image: grep stays loaded
+                    # Untimed: a device that just started has not mapped the
+                    # image's pages yet (mmap); a running one has.
+                    grep_in_device(v[2], mnt, a.pattern, os.path.join(work, "b.out"),
+                                   a.block, a.chunk, None)
+                cisc = v[2]
+                ta, ba = grep_via_fuse(cisc, mnt, a.pattern, os.path.join(work, "a.out"))
+                tb, bb = grep_in_device(cisc, mnt, a.pattern, os.path.join(work, "b.out"),
+                                        a.block, a.chunk, a.perf)
+                sh(["cmp", os.path.join(work, "a.out"), os.path.join(work, "b.out")])
+                res_a = (ta, ba) if not res_a or ta < res_a[0] else res_a
+                res_b[v[0]].append(tb)
+                bytes_b[v[0]] = bb
         st = sh([cisc, "status", "--raw", mnt]).stdout
         model = re.search(r"^model .*$", st, re.M).group(0)
         print("device: %s" % model)
@@ -165,28 +216,37 @@ def main():
               "before each run; no data cache in the device" %
               (a.image_dir, "dropped" if os.geteuid() == 0 else
                "NOT dropped (not root: grep may be served by the kernel)"))
-        print("(b) block %d bytes (out %d), chunk %s per fused op, examples/bpf/grep.c "
-              "interpreted, search helpers native" % (a.block, a.block + 4096, a.chunk))
-        print("best of %d runs each, alternating (a), (b)" % a.repeat)
+        print("(b) block %d bytes (out %d), chunk %s per fused op, examples/bpf/grep.c, "
+              "search helpers native" % (a.block, a.block + 4096, a.chunk))
+        print("%d rounds, each variant once per round (alternating); (a) best over all "
+              "rounds; (b) best and median per variant" % a.repeat)
         print()
-        print("%-34s %9s %10s %16s %12s" % ("method", "time s", "time/(a)", "device->host B",
-                                            "reduction"))
-        print("%-34s %9.3f %10s %16d %12s" % ("(a) grep through the FUSE mount", res_a[0],
-                                               "1.00", res_a[1], "1x"))
-        print("%-34s %9.3f %10.2f %16d %11.1fx" % ("(b) cisc run grep in the device", res_b[0],
-                                                    res_b[0] / res_a[0], res_b[1],
-                                                    res_a[1] / max(res_b[1], 1)))
+        print("%-40s %8s %8s %9s %16s %10s" % ("method", "best s", "median", "(a)/best",
+                                               "device->host B", "reduction"))
+        print("%-40s %8.3f %8s %9s %16d %10s" % ("(a) grep through the FUSE mount", res_a[0],
+                                                  "", "1.00", res_a[1], "1x"))
+        base = None
+        for v in variants:
+            ts = sorted(res_b[v[0]])
+            best, med = ts[0], ts[len(ts) // 2]
+            base = base or (best, med)
+            print("%-40s %8.3f %8.3f %9.2f %16d %9.1fx" %
+                  ("(b) in the device, %s (media-io %s)" % (v[0], v[1] or "default"), best,
+                   med, res_a[0] / best, bytes_b[v[0]], res_a[1] / max(bytes_b[v[0]], 1)))
         print()
-        print("outputs identical: yes (%d bytes); (b) is %.2fx faster and moves %.1fx fewer "
-              "bytes; selectivity %.2f%% of bytes" %
-              (os.path.getsize(os.path.join(work, "b.out")), res_a[0] / res_b[0],
-               res_a[1] / max(res_b[1], 1), 100.0 * res_b[1] / nbytes))
+        print("outputs identical: yes (%d bytes) in every run" %
+              os.path.getsize(os.path.join(work, "b.out")))
+        for v in variants[1:]:
+            ts = sorted(res_b[v[0]])
+            print("%s vs %s: %.2fx faster (best), %.2fx (median)" %
+                  (v[0], variants[0][0], base[0] / ts[0], base[1] / ts[len(ts) // 2]))
     except subprocess.CalledProcessError as e:
         print("bench-offload: %s failed:\n%s%s" % (" ".join(e.cmd), e.stdout or "",
                                                   e.stderr or ""), file=sys.stderr)
         return 1
     finally:
-        subprocess.run([cisc, "down", mnt], capture_output=True)
+        if up:
+            subprocess.run([up[2], "down", mnt], capture_output=True)
         if os.path.exists(img):
             os.unlink(img)
         subprocess.run(["rm", "-rf", work])

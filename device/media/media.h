@@ -42,6 +42,8 @@ struct media_ops {
     /* Optional: a hint that blocks no longer hold live data (TRIM). Unlike
      * discard it changes no byte: a flash model stops migrating them. */
     void (*trim)(struct media *m, uint64_t blk, uint64_t nblk);
+    /* Optional: blocks [blk, blk + nblk) in place (media_view). */
+    const void *(*view)(struct media *m, uint64_t blk, uint64_t nblk);
 };
 
 struct media {
@@ -108,6 +110,18 @@ static inline void media_trim(struct media *m, uint64_t blk, uint64_t n)
 static inline int media_fd(struct media *m)
 {
     return m->ops->fd ? m->ops->fd(m) : -EOPNOTSUPP;
+}
+
+/* Zero-copy reads in the device's own memory (a bpf step's input): the
+ * bytes of blocks [blk, blk + n) where they are, or NULL when the backend
+ * cannot show them in place (only the mapped backend can: media_mmap.h),
+ * and callers copy through media_read instead. The pointer stays valid
+ * until media_close; the bytes behind it are the blocks' current
+ * contents, so they change when the blocks are written (callers keep
+ * writers away while they read, or copy first). */
+static inline const void *media_view(struct media *m, uint64_t blk, uint64_t n)
+{
+    return m->ops->view ? m->ops->view(m, blk, n) : NULL;
 }
 
 static inline void media_close(struct media *m)

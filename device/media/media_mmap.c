@@ -179,6 +179,12 @@ static int mm_fd(struct media *m)
     return to_mm(m)->fd;
 }
 
+/* Blocks in place: the mapping itself (media_mmap.h invariant 5). */
+static const void *mm_view(struct media *m, uint64_t blk, uint64_t n)
+{
+    return range_ok(m, blk, n) && n ? to_mm(m)->base + blk * BS : NULL;
+}
+
 static const struct media_ops mmap_ops = {
     .read = mm_read,
     .write = mm_write,
@@ -186,6 +192,7 @@ static const struct media_ops mmap_ops = {
     .discard = mm_discard,
     .close = mm_close,
     .fd = mm_fd,
+    .view = mm_view,
 };
 
 int media_mmap_wrap(int fd, uint64_t size_bytes, bool rdonly, struct media **out)

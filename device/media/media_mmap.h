@@ -35,6 +35,11 @@
  *      the grown file.
  *   4. Reads through media_fd (splice) see every write, since the
  *      descriptor and the mapping share one page cache.
+ *   5. media_view hands out pointers into the mapping (read them only:
+ *      a store there would bypass invariant 1); they stay valid until
+ *      close and show every write at once. Reading a block the file
+ *      system holds data in never faults: the block has backing store
+ *      (written), and the file is never shortened (invariant 3).
  */
 #ifndef CISC_DEVICE_MEDIA_MMAP_H
 #define CISC_DEVICE_MEDIA_MMAP_H

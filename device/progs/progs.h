@@ -213,8 +213,9 @@ int64_t progs_out_cap(uint64_t in_cap, uint32_t block_size, uint32_t block_out);
 /* One bpf step. */
 struct progs_run {
     const uint8_t *in;         /* input (the program sees copies of its blocks ... */
-    bool in_place;             /* ... or, when in is device memory nobody else
-                                  writes during the run, the input itself) */
+    bool in_place;             /* ... or, when in is device memory (possibly a
+                                  view of the media: bpf/blocks.h inv. 1), the
+                                  input itself) */
     size_t in_len;
     uint8_t *out;              /* the step's output buffer */
     size_t out_cap;

@@ -105,6 +105,9 @@ int64_t fop_bpf_exec(struct fop_run *x, unsigned i)
     if (s->in != WIRE_NO_STEP) {   /* an earlier step's buffer: device memory */
         run.in = x->buf[s->in];
         run.in_len = x->olen[s->in];
+        /* A READ's view of the media too: a write through the mount
+         * meanwhile may show in it, as in a Linux read racing a write;
+         * nothing else changes it (exec.c "Views"). */
         run.in_place = true;
     } else {                       /* the client's arena: copied block by block */
         run.in = s->src;

@@ -10,6 +10,7 @@
 #include "device/engine/fused/oplog.h"
 #include "device/compute/compute.h"
 #include "device/sched/model.h"
+#include "device/storagefs/map_read.h"
 #include "proto/steps.h"
 
 #include <errno.h>
@@ -432,9 +433,75 @@ static int64_t read_spread(struct fop_run *x, unsigned i, unsigned k)
     return total;
 }
 
+/* ---- Views: READ output shown in place ---------------------------------------
+ *
+ * A READ whose bytes only bpf steps consume is not copied when StorageFS
+ * can show the range where it is (map_read.h: the mapped media, written
+ * extents consecutive on the image, nothing newer in the journal): the
+ * step's buffer is then the view itself (x->view[i]), never freed.
+ * Why the view stays the file's bytes while the op uses it:
+ *   - the op holds a reference to the file (prep.c) and its stripe, shared
+ *     at least: truncation, hole punching and mutating fused ops take it
+ *     exclusively, so no block of the range is freed or reused, and no
+ *     data-journaled write (which would put newer bytes in the cache,
+ *     map_read.h invariant 2) starts on it until the op ends;
+ *   - the op itself does not change the file (not `mutated`) and is a
+ *     macro op (micro and autorec ops commit or log outputs mid-op);
+ *   - a write through the mount (or a copy_file_range into the file) holds
+ *     the stripe shared and may overwrite the blocks in place while the
+ *     program reads them: the program may then see part of that write, as
+ *     a Linux read racing a write may (page cache reads take no lock).
+ *     Writes that returned before the op began are always seen, stale or
+ *     freed blocks never. Memory safety does not depend on the bytes
+ *     staying put: the verifier assumes nothing about input bytes (each
+ *     load is an unknown scalar) and helpers are bounded by pointer and
+ *     length, not by contents. So a bpf step reads a view in place
+ *     (bpfstep.c), and only bpf steps may consume one: a WRITE or a
+ *     parser expects the bytes the READ returned, fixed.
+ * Anything else falls back to the copy (fop_vread), as before. */
+
+/* Whether step j reads step i's output. */
+static bool consumes(const struct fop_step *s, unsigned i)
+{
+    return s->in == i || s->in2 == i;
+}
+
+/* Whether READ step i may hand out a view (above). */
+static bool view_allowed(const struct fop_run *x, unsigned i)
+{
+    const struct cfile *f = &x->files[x->sfile[i]];
+    if (x->tx != WIRE_TX_MACRO || !f->ino || f->mutated || f->vsize != f->base_size)
+        return false;
+    for (unsigned j = i + 1; j < x->v->n; j++)
+        if (consumes(&x->v->st[j], i) && x->v->st[j].kind != WIRE_STEP_BPF)
+            return false;
+    return true;
+}
+
+/* READ step i as a view: its length, or -EAGAIN (then it is copied). */
+static int64_t read_view(struct fop_run *x, unsigned i)
+{
+    const struct fop_step *s = &x->v->st[i];
+    const struct cfile *f = &x->files[x->sfile[i]];
+    if (!view_allowed(x, i) || s->off >= f->base_size)
+        return -EAGAIN;
+    uint64_t want = s->len < f->base_size - s->off ? s->len : f->base_size - s->off;
+    const uint8_t *p;
+    ssize_t n = sfs_read_view(x->e->fs, f->ino, s->off, (size_t)want, &p);
+    if (n <= 0 || (uint64_t)n != want)
+        return -EAGAIN;   /* errors too: the copy reports them as it always did */
+    x->buf[i] = (uint8_t *)p;   /* read only: its consumers are bpf steps */
+    x->view[i] = true;
+    x->olen[i] = (uint64_t)n;
+    return n;
+}
+
 static int64_t ex_read(struct fop_run *x, unsigned i)
 {
     const struct fop_step *s = &x->v->st[i];
+    int64_t v = read_view(x, i);
+    if (v != -EAGAIN)
+        return v;
     int r = alloc_out(x, i);
     if (r)
         return r;
@@ -543,7 +610,8 @@ static int execute(struct fop_run *x)
 static void free_bufs(struct fop_run *x)
 {
     for (unsigned i = 0; i < x->v->n; i++)
-        fop_buf_put(x->e, x->buf[i], x->bufsize[i]);
+        if (!x->view[i])   /* a view is the media's */
+            fop_buf_put(x->e, x->buf[i], x->bufsize[i]);
 }
 
 /* Phases 3-4 with the stripes held. */
@@ -592,6 +660,7 @@ static void run_init(struct fop_run *x, struct engine *e, struct eng_cmd *c,
         x->closed[i] = false;
         x->uparent[i] = 0;
         x->buf[i] = NULL;
+        x->view[i] = false;
         x->olen[i] = 0;
         x->prog[i] = NULL;
         x->stream[i] = NULL;

@@ -79,6 +79,8 @@ struct fop_run {
     unsigned nmuts;
     uint8_t *buf[WIRE_MAX_STEPS];       /* output buffers (device memory) */
     uint64_t bufsize[WIRE_MAX_STEPS];   /* their real sizes (fop_buf_get) */
+    bool view[WIRE_MAX_STEPS];          /* buf is a READ's view of the media, not ours
+                                           (exec.c "Views") */
     uint64_t olen[WIRE_MAX_STEPS];
     bool fsync;                         /* some step asked for durability */
     struct sfs_inode *dead[WIRE_MAX_STEPS]; /* references of undone creates, dropped at the end */
