@@ -261,42 +261,43 @@ def plot(rows, rec, merge, path):
     print("plot:", path)
 
 
-def write_csvs(a, rows, rec, merge):
-    path = os.path.join(a.out, "apps.csv")
+def write_csv(path, header, lines):
+    """Writes one CSV (header, then lines) and prints it."""
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["store", "bench", "sync", "num"] + [w_ + "_ops_s" for w_ in RDB_WAYS]
-                   + ["native_over_fuse", "exec_over_fuse", "held_over_fuse"])
-        for r in rows:   # LevelDB rows have no "held" column
-            held = [f"{r['held']:.0f}"] if "held" in r else [""]
-            w.writerow([r["store"], r["bench"], r["sync"], r["num"]]
-                       + [f"{r[x]:.0f}" for x in WAYS] + held
-                       + [f"{r['native'] / r['fuse']:.2f}", f"{r['exec'] / r['fuse']:.2f}"]
-                       + [f"{r['held'] / r['fuse']:.2f}" if "held" in r else ""])
+        w.writerow(header)
+        w.writerows(lines)
     print("csv:", path)
     print(open(path).read(), end="")
+
+
+def app_line(r):
+    held = [f"{r['held']:.0f}"] if "held" in r else [""]   # LevelDB rows have none
+    return ([r["store"], r["bench"], r["sync"], r["num"]]
+            + [f"{r[x]:.0f}" for x in WAYS] + held
+            + [f"{r['native'] / r['fuse']:.2f}", f"{r['exec'] / r['fuse']:.2f}"]
+            + [f"{r['held'] / r['fuse']:.2f}" if "held" in r else ""])
+
+
+def write_csvs(a, rows, rec, merge):
+    write_csv(os.path.join(a.out, "apps.csv"),
+              ["store", "bench", "sync", "num"] + [w_ + "_ops_s" for w_ in RDB_WAYS]
+              + ["native_over_fuse", "exec_over_fuse", "held_over_fuse"],
+              [app_line(r) for r in rows])
     if rec:
-        path = os.path.join(a.out, "apps-recovery.csv")
-        with open(path, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["phase", "wal_mb"] + [x + "_ms" for x in REC_WAYS]
-                       + ["fuse_over_checked", "plain_over_checked"])
-            for r in rec:
-                w.writerow([r["phase"], r["wal_mb"]] + [f"{r[x]:.1f}" for x in REC_WAYS]
-                           + [f"{r['fuse'] / r['checked']:.2f}", f"{r['plain'] / r['checked']:.2f}"])
-        print("csv:", path)
-        print(open(path).read(), end="")
+        write_csv(os.path.join(a.out, "apps-recovery.csv"),
+                  ["phase", "wal_mb"] + [x + "_ms" for x in REC_WAYS]
+                  + ["fuse_over_checked", "plain_over_checked"],
+                  [[r["phase"], r["wal_mb"]] + [f"{r[x]:.1f}" for x in REC_WAYS]
+                   + [f"{r['fuse'] / r['checked']:.2f}", f"{r['plain'] / r['checked']:.2f}"]
+                   for r in rec])
     if merge:
-        path = os.path.join(a.out, "apps-automerge.csv")
-        with open(path, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["workload", "threads"] + [x + "_ops_s" for x in MERGE_WAYS]
-                       + ["merged_over_unmerged", "merged_over_fuse"])
-            for r in merge:
-                w.writerow(["acw", r["threads"]] + [f"{r[x]:.0f}" for x in MERGE_WAYS]
-                           + [f"{r['merged'] / r['unmerged']:.2f}", f"{r['merged'] / r['fuse']:.2f}"])
-        print("csv:", path)
-        print(open(path).read(), end="")
+        write_csv(os.path.join(a.out, "apps-automerge.csv"),
+                  ["workload", "threads"] + [x + "_ops_s" for x in MERGE_WAYS]
+                  + ["merged_over_unmerged", "merged_over_fuse"],
+                  [["acw", r["threads"]] + [f"{r[x]:.0f}" for x in MERGE_WAYS]
+                   + [f"{r['merged'] / r['unmerged']:.2f}", f"{r['merged'] / r['fuse']:.2f}"]
+                   for r in merge])
 
 
 def parse():

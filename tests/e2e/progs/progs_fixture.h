@@ -15,6 +15,15 @@ inline std::string DevObj(const std::string &n) { return std::string(DEVICE_OBJS
 inline std::string CorpusObj(const std::string &n) { return std::string(CORPUS_OBJS) + "/" + n + ".o"; }
 inline std::string ExampleObj(const std::string &n) { return std::string(EXAMPLE_OBJS) + "/" + n + ".o"; }
 
+// What the `upper` test program makes of s: ASCII letters upper-cased.
+inline std::string Upper(std::string s)
+{
+    for (char &c : s)
+        if (c >= 'a' && c <= 'z')
+            c = (char)(c - 32);
+    return s;
+}
+
 class ProgsTest : public MountTest {
 protected:
     RunResult Prog(const std::string &args) { return Sh(cisc + " prog " + args); }

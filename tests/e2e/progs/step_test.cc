@@ -13,14 +13,6 @@
 namespace e2e {
 namespace {
 
-std::string Upper(std::string s)
-{
-    for (char &c : s)
-        if (c >= 'a' && c <= 'z')
-            c = (char)(c - 32);
-    return s;
-}
-
 // Lines of words; every 37th contains "needle".
 std::string Lines(size_t bytes)
 {

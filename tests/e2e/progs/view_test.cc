@@ -16,14 +16,6 @@
 namespace e2e {
 namespace {
 
-std::string Upper(std::string s)
-{
-    for (char &c : s)
-        if (c >= 'a' && c <= 'z')
-            c = (char)(c - 32);
-    return s;
-}
-
 std::string Bytes(size_t n, int seed)
 {
     std::string s(n, '\0');

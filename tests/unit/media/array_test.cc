@@ -42,6 +42,21 @@ protected:
         }
         return m;
     }
+
+    // Each member of m under its own one-die flash model (on clock when
+    // given), the way `cisc up --media flash --members` stacks them.
+    static void OneDieFlash(std::vector<struct media *> &m,
+                            uint64_t (*clock)(void *) = nullptr)
+    {
+        for (auto &x : m) {
+            struct flash_geom g = {};
+            g.channels = 1;
+            g.dies_per_channel = 1;
+            ASSERT_EQ(flash_media_open(x, &g, nullptr, 0, &x), 0);
+            if (clock)
+                flash_media_set_clock(x, clock, nullptr);
+        }
+    }
 };
 
 void Fill(std::vector<char> &b, uint64_t first)
@@ -182,12 +197,9 @@ TEST_F(Array, EachMemberHasItsOwnFlashModel)
 {
     auto m = Members(2, 1 + 64 * MEDIA_ARRAY_STRIPE);
     ASSERT_EQ(media_array_format(m.data(), 2), 0);
-    for (auto &x : m) {
-        struct flash_geom g = {};
-        g.channels = 1;
-        g.dies_per_channel = 1;
-        ASSERT_EQ(flash_media_open(x, &g, nullptr, 0, &x), 0);
-    }
+    OneDieFlash(m);
+    if (HasFatalFailure())
+        return;
     struct media *a = nullptr;
     ASSERT_EQ(media_array_open(m.data(), 2, &a), 0);
     std::vector<char> w(4 * MEDIA_ARRAY_STRIPE * MEDIA_BLOCK_SIZE, 'x');
@@ -213,13 +225,9 @@ TEST_F(Array, AFlushOrdersTheCommitAfterTheLogOnAnotherMember)
 {
     auto m = Members(2, 1 + 64 * MEDIA_ARRAY_STRIPE);
     ASSERT_EQ(media_array_format(m.data(), 2), 0);
-    for (auto &x : m) {
-        struct flash_geom g = {};
-        g.channels = 1;
-        g.dies_per_channel = 1;
-        ASSERT_EQ(flash_media_open(x, &g, nullptr, 0, &x), 0);
-        flash_media_set_clock(x, FakeClock, nullptr);
-    }
+    OneDieFlash(m, FakeClock);
+    if (HasFatalFailure())
+        return;
     struct media *a = nullptr;
     ASSERT_EQ(media_array_open(m.data(), 2, &a), 0);
     const struct flash_geom *k = flash_geom(flash_media_model(m[1]));
