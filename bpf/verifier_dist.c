@@ -63,7 +63,8 @@ static void set_bound(struct vreg *r, unsigned k, uint32_t id, int64_t doff)
 
 void vm_dist_add(struct vreg *x, unsigned k, uint32_t id, int64_t doff)
 {
-    if (x->type == VT_SCALAR && !(x->dist >> k & 1))
+    bool has = x->dist >> k & 1;
+    if (x->type == VT_SCALAR && (!has || (x->did[k] == id && x->doff[k] < doff)))
         set_bound(x, k, id, doff);
 }
 

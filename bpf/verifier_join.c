@@ -64,8 +64,11 @@ int vm_join_init(struct venv *env)
     env->arrivals = calloc(env->n, sizeof(*env->arrivals));
     if (!env->thr_u || !env->thr_s || !env->arrivals)
         return -1;
-    static const int64_t limits[] = {0, 255, 65535, VM_MAX_BUF_SIZE, VM_MAX_VAR_OFF, INT32_MAX,
-                                     UINT32_MAX, INT64_MAX};
+    /* the buffer size over 2, 4, 8: where a counter of scaled indexes
+     * (invariant 5's VS_SCALE) stops */
+    static const int64_t limits[] = {0, 255, 65535, VM_MAX_BUF_SIZE >> 3, VM_MAX_BUF_SIZE >> 2,
+                                     VM_MAX_BUF_SIZE >> 1, VM_MAX_BUF_SIZE, VM_MAX_VAR_OFF,
+                                     INT32_MAX, UINT32_MAX, INT64_MAX};
     for (size_t k = 0; k < sizeof(limits) / sizeof(limits[0]); k++)
         add_thr(env, limits[k]);
     for (uint32_t pc = 0; pc < env->n; pc++) {
@@ -285,10 +288,18 @@ static bool join_ptr(struct venv *env, struct vreg *o, const struct vreg *c, boo
         make_wild(env, o);   /* a context/end pointer moving in a loop */
     if (fixed)
         return o->off == c->off || (o->sflags & VS_WILD);
-    if (o->lid && !(c->lid && o->off == c->off && o->loff == c->loff &&
-                    ((o->sflags ^ c->sflags) & VS_LZEXT) == 0 &&
-                    join_id(env, m, o->lid, c->lid) == o->lid))
-        o->lid = 0, o->loff = 0, o->sflags &= (uint8_t)~VS_LZEXT;   /* same link in both */
+    /* the same link in both: off + v = b + (off + loff), so the linked
+     * scalars' base in c is b_o + (lkey_c - lkey_o), a shift every member
+     * of the group must agree on (join_reg); zero-extended links only
+     * without rebasing the pointer */
+    int64_t lkey = (int64_t)o->off + o->loff, lshift = (int64_t)c->off + c->loff - lkey;
+    const uint8_t kinds = VS_LZEXT | VS_SCALE_MASK;
+    bool plain = !(o->sflags & kinds);
+    if (o->lid && c->lid && ((o->sflags ^ c->sflags) & kinds) == 0 &&
+        (plain || o->off == c->off))
+        o->lid = join_id_shift(env, m, o->lid, c->lid, lshift);   /* fresh: no scalar */
+    else
+        o->lid = 0, o->loff = 0, o->sflags &= (uint8_t)~kinds;
     if (o->off == c->off) {
         o->v = join_scalar(env, &o->v, &c->v, wide, true);
         if (buf) {
@@ -302,6 +313,10 @@ static bool join_ptr(struct venv *env, struct vreg *o, const struct vreg *c, boo
         return true;
     }
     join_rebased(env, o, c, wide, m);
+    if (o->lid && plain && lkey - o->off >= INT32_MIN && lkey - o->off <= INT32_MAX)
+        o->loff = (int32_t)(lkey - o->off);   /* rebased: v moved by the offset's change */
+    else
+        o->lid = 0, o->loff = 0, o->sflags &= (uint8_t)~kinds;
     return true;
 }
 
@@ -435,8 +450,14 @@ static bool join_reg(struct venv *env, struct vreg *o, const struct vreg *c, boo
             }
             join_dist(env, o, &cc, k, m, wide);
         }
-        if (o->id && c->id && o->sflags == c->sflags && o->off == c->off) {
-            o->id = join_id(env, m, o->id, c->id);
+        /* a link group may have another base in each state: b_c = b_o +
+         * (c.off - o.off) is the same group if every member (and linked
+         * pointer) agrees on that shift (join_id_shift pairs it) */
+        if (o->id && c->id && vm_link_kind_as(c, o->sflags) == o->sflags) {
+            o->id = join_id_shift(env, m, o->id, c->id, (int64_t)c->off - o->off);
+        } else if (o->id && c->id && vm_link_kind_as(o, c->sflags) == c->sflags) {
+            o->sflags = c->sflags;   /* o's value fits: zext32 of itself */
+            o->id = join_id_shift(env, m, o->id, c->id, (int64_t)c->off - o->off);
         } else {
             o->id = 0;
             o->sflags = 0;
