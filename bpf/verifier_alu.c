@@ -58,16 +58,19 @@ static int check_offset_ok(struct venv *env, unsigned dst, const struct vreg *p)
 static void link_var(struct vreg *ptr, const struct vreg *s, bool sub)
 {
     /* zext32(b + off) and (b + off) << k link too when the pointer's own
-     * part is 0 */
-    bool zero = vs_is_const(&ptr->v) && ptr->v.t.value == 0;
+     * part is 0; from a pointer of a group (id != 0, v = vG), a plain one */
+    bool start = ptr->id == 0 && vs_is_const(&ptr->v);
+    bool zero = start && ptr->v.t.value == 0;
     bool zext = s->sflags == VS_ZEXT && zero;
     bool scaled = vm_link_scale(s->sflags) && zero;
-    bool ok = !sub && ptr->id == 0 && vs_is_const(&ptr->v) && s->type == VT_SCALAR && s->id &&
+    bool group = ptr->id != 0 && s->sflags == 0 && (ptr->type == VT_IN || ptr->type == VT_OUT);
+    bool ok = !sub && (start || group) && s->type == VT_SCALAR && s->id &&
               (s->sflags == 0 || zext || scaled);
-    int64_t d = ok ? (int64_t)s->off + (int64_t)ptr->v.t.value : 0;
+    int64_t d = ok ? (int64_t)s->off + (start ? (int64_t)ptr->v.t.value : 0) : 0;
     ptr->sflags &= (uint8_t)~(VS_LZEXT | VS_SCALE_MASK);
     ptr->lid = ok && d >= INT32_MIN && d <= INT32_MAX ? s->id : 0;
     ptr->loff = ptr->lid ? (int32_t)d : 0;
+    ptr->lgid = ptr->lid && group ? ptr->id : 0;
     if (ptr->lid && zext)
         ptr->sflags |= VS_LZEXT;
     if (ptr->lid && scaled)
@@ -82,13 +85,17 @@ static void link_var(struct vreg *ptr, const struct vreg *s, bool sub)
  * way modulo 2^32 (VS_LZEXT). */
 static void link_const(struct vreg *ptr, const struct vreg *s, int64_t c)
 {
-    bool ok = ptr->id == 0 && vs_is_const(&ptr->v) && s->type == VT_SCALAR && s->id &&
+    /* from a pointer of a group (v = vG): vG = vG + b + (s.off - c) */
+    bool start = ptr->id == 0 && vs_is_const(&ptr->v);
+    bool group = ptr->id != 0 && s->sflags == 0 && (ptr->type == VT_IN || ptr->type == VT_OUT);
+    bool ok = (start || group) && s->type == VT_SCALAR && s->id &&
               (s->sflags == 0 || s->sflags == VS_ZEXT);
-    int64_t d = ok ? (int64_t)ptr->v.t.value + s->off - c : 0;
+    int64_t d = ok ? (start ? (int64_t)ptr->v.t.value : 0) + s->off - c : 0;
     if (!ok || d < INT32_MIN || d > INT32_MAX)
         return;
     ptr->lid = s->id;
     ptr->loff = (int32_t)d;
+    ptr->lgid = group ? ptr->id : 0;
     ptr->sflags = (uint8_t)((ptr->sflags & ~(VS_LZEXT | VS_SCALE_MASK)) |
                             (s->sflags == VS_ZEXT ? VS_LZEXT : 0));
 }

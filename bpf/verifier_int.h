@@ -50,14 +50,17 @@
  *      after those pointers (verifier_dist.c), and a helper may take it as
  *      the size for such a pointer. This is the pointer-vs-end part of a
  *      zone domain (difference bounds), kept per scalar.
- *   7. A pointer with lid != 0 was made from its buffer's start (id 0)
- *      and has the variable part v = b + loff (with VS_LZEXT:
- *      zext32(b + loff); with VS_SCALE(k): (b + loff) << k), b the base
- *      of the scalars linked with id lid (invariant 5): made by
- *      `q = data + n` (or `data + (n << 2)`, also when n is still a
- *      constant: then v is constant and loff says which); bounding q's v
- *      (a check against the end) then bounds n, the counter the program
- *      keeps.
+ *   7. A pointer with lid != 0 has the variable part v = vG + b + loff,
+ *      b the base of the scalars linked with id lid (invariant 5) and vG
+ *      the variable part of the pointers with id lgid into the same
+ *      buffer (lgid 0: the buffer's start, vG = 0). Made by `q = data +
+ *      n` (or `data + (n << 2)`, also when n is still a constant: then v
+ *      is constant and loff says which) and by `q = p + len` (lgid: p's
+ *      id). With lgid 0 the link may be zero-extended (VS_LZEXT: v =
+ *      zext32(b + loff)) or scaled (VS_SCALE(k): v = (b + loff) << k).
+ *      A check of q against the end then bounds n by the distance from
+ *      the lgid pointers to the end (invariant 6), and bounding q's v
+ *      bounds n (lgid 0).
  */
 #ifndef CISC_BPF_VERIFIER_INT_H
 #define CISC_BPF_VERIFIER_INT_H
@@ -116,8 +119,9 @@ struct vreg {
                               VT_MEM: region size */
     uint32_t did[2];       /* dist bit k: id of the buffer pointers ... */
     int32_t doff[2];       /* ... and the offset subtracted (invariant 6) */
-    uint32_t lid;          /* pointers: v = b + loff for the scalars linked */
-    int32_t loff;          /* with id lid (invariant 7); 0: no such link */
+    uint32_t lid;          /* pointers: v = vG + b + loff for the scalars linked */
+    int32_t loff;          /* with id lid (invariant 7); 0: no such link ... */
+    uint32_t lgid;         /* ... vG: the part of the pointers with this id (0: 0) */
     struct vm_scalar v;    /* VT_SCALAR: the value; pointers: variable offset */
 };
 
@@ -330,6 +334,9 @@ void vm_dist_learn(struct venv *env);
  * it has one for that buffer already (a looser one for the same group is
  * replaced). */
 void vm_dist_add(struct vreg *x, unsigned k, uint32_t id, int64_t doff);
+/* A register of the current state's frames pointing into buffer `type`
+ * with group id `id` (not wild), or NULL. */
+const struct vreg *vm_group_member(struct venv *env, uint8_t type, uint32_t id);
 /* True if pointer p is known to be at or before its buffer's end. */
 bool vm_dist_le_end(const struct vreg *p);
 /* Copies src's distance bounds (only) into dst. */
@@ -383,6 +390,7 @@ static inline void vm_mark_unknown(struct vreg *r)
     r->doff[0] = r->doff[1] = 0;
     r->lid = 0;
     r->loff = 0;
+    r->lgid = 0;
     r->v = vs_unknown();
 }
 

@@ -69,10 +69,43 @@ void vm_mark_range(struct venv *env, uint8_t type, uint32_t id, uint32_t range)
     }
 }
 
+/* A plain member (b + off) of scalar link group id, or NULL. */
+static const struct vreg *link_member(struct venv *env, uint32_t id)
+{
+    for (uint32_t f = 0; f < env->cur->nframes; f++)
+        for (unsigned r = 0; r < VM_NREGS; r++) {
+            const struct vreg *x = &env->cur->frames[f].regs[r];
+            if (x->type == VT_SCALAR && x->id == id && x->sflags == 0)
+                return x;
+        }
+    return NULL;
+}
+
+static void bound_var(struct venv *env, const struct vreg *p, int64_t limit, unsigned depth);
+
+/* p's v = vG + b + loff <= limit (invariant 7, lgid != 0): vG <= limit -
+ * min(b + loff), which a plain member x = b + x.off of the link shows. */
+static void bound_base_group(struct venv *env, const struct vreg *p, int64_t limit,
+                             unsigned depth)
+{
+    const int64_t lim = (int64_t)1 << 40;
+    const struct vreg *x = link_member(env, p->lid);
+    const struct vreg *g = vm_group_member(env, p->type, p->lgid);
+    if (!x || !g || depth >= 4 || x->v.smin <= -lim || x->v.smin >= lim || limit >= lim)
+        return;
+    struct vreg gc = *g;   /* bound_var rewrites the registers g is one of */
+    bound_var(env, &gc, limit - (x->v.smin + p->loff - x->off), depth + 1);
+}
+
 /* P <= E also bounds P's variable part: a buffer is at most
  * VM_MAX_BUF_SIZE bytes (the runtime's promise, bpf/abi.h), so
  * var + P.off <= VM_MAX_BUF_SIZE + E.off. */
 void vm_bound_var(struct venv *env, const struct vreg *p, int64_t limit)
+{
+    bound_var(env, p, limit, 0);
+}
+
+static void bound_var(struct venv *env, const struct vreg *p, int64_t limit, unsigned depth)
 {
     struct vm_scalar lim = vs_const((uint64_t)limit), v = p->v;
     if (vs_is_const(&v) || !vs_refine(&v, &lim, VM_JSLE, true, true))
@@ -87,7 +120,9 @@ void vm_bound_var(struct venv *env, const struct vreg *p, int64_t limit)
                 fr->slots[s].r.id == p->id)
                 fr->slots[s].r.v = v;
     }
-    if (p->lid) {   /* v = b + loff: the linked scalars learn it too */
+    if (p->lid && p->lgid)
+        bound_base_group(env, p, limit, depth);
+    if (p->lid && !p->lgid) {   /* v = b + loff: the linked scalars learn it too */
         struct vreg m;
         vm_mark_scalar(&m, v);
         m.id = p->lid;
@@ -97,8 +132,9 @@ void vm_bound_var(struct venv *env, const struct vreg *p, int64_t limit)
     }
 }
 
-/* P = start + b + loff (invariant 7) proved `range` bytes: the scalars
- * linked with b are bounded by the distance from the start to the end. */
+/* P = base + vG + b + loff (invariant 7) proved `range` bytes: the
+ * scalars linked with b are bounded by the distance from the pointers of
+ * group lgid (the start when 0) to the end. */
 static void link_dist_regs(struct vreg *regs, unsigned n, const struct vreg *p, int64_t range)
 {
     bool zext = p->sflags & VS_LZEXT;
@@ -111,7 +147,8 @@ static void link_dist_regs(struct vreg *regs, unsigned n, const struct vreg *p, 
         bool fits = x->v.smin + d >= 0 && x->v.smax + d <= (int64_t)UINT32_MAX &&
                     x->v.smax < ((int64_t)1 << 40) && x->v.smin > -((int64_t)1 << 40);
         if ((!zext || fits) && x->sflags == 0)
-            vm_dist_add(x, vm_buf_index(p->type), 0, (int64_t)p->loff + range - x->off);
+            vm_dist_add(x, vm_buf_index(p->type), p->lgid,
+                        (int64_t)p->loff + range - x->off);
         else if (zext && x->sflags == VS_ZEXT && x->off == p->loff)
             vm_dist_add(x, vm_buf_index(p->type), 0, range);
     }

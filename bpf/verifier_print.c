@@ -57,9 +57,12 @@ static void lnk_text(const struct vreg *r, char *buf, size_t size)
 {
     buf[0] = 0;
     static const char *const scale[4] = {"", "x2", "x4", "x8"};
+    char from[16] = "";
+    if (r->lgid)   /* "@5": added to the part of the pointers with id 5 */
+        snprintf(from, sizeof(from), "@%u", r->lgid);
     if (r->lid)
-        snprintf(buf, size, ",lnk=%s#%u%+d%s", r->sflags & VS_LZEXT ? "z" : "", r->lid, r->loff,
-                 scale[vm_link_scale(r->sflags)]);
+        snprintf(buf, size, ",lnk=%s#%u%+d%s%s", r->sflags & VS_LZEXT ? "z" : "", r->lid, r->loff,
+                 scale[vm_link_scale(r->sflags)], from);
 }
 
 /* "(=#3+1)": a scalar linked with id 3 (invariant 5): b + 1, or its
@@ -80,7 +83,7 @@ static void link_text(const struct vreg *r, char *buf, size_t size)
 
 void vm_reg_format(const struct vreg *r, char *buf, size_t size)
 {
-    char var[112], lnk[40];
+    char var[112], lnk[64];
     var_text(r, var, sizeof(var));
     lnk_text(r, lnk, sizeof(lnk));
     if (r->type > VT_SCALAR && (r->sflags & VS_WILD)) {

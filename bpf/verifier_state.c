@@ -205,7 +205,8 @@ static bool reg_subsumed(const struct vreg *o, const struct vreg *c, bool precis
     if (o->lid && (((o->sflags & (VS_LZEXT | VS_SCALE_MASK)) && o->off != c->off) ||
                    ((o->sflags ^ c->sflags) & (VS_LZEXT | VS_SCALE_MASK)) ||
                    !idmap_check_shift(m, o->lid, c->lid,
-                                      (int64_t)c->off + c->loff - o->off - o->loff)))
+                                      (int64_t)c->off + c->loff - o->off - o->loff) ||
+                   !idmap_check(m, o->lgid, c->lgid)))
         return false;
     if (o->off != c->off)
         return rebased_subsumed(o, c, m);

@@ -78,3 +78,23 @@ int rel_join_offsets(struct cisc_ctx *ctx)
     }
     return sum;
 }
+
+/* tlv_extract's value loop running one byte too far (`i <= len`): the
+ * check `v + len <= end` bounds len by the distance from v, which must
+ * not let v[len] through. */
+SEC("cisc")
+int rel_value_past_len(struct cisc_ctx *ctx)
+{
+    const __u8 *p = ctx->data, *end = ctx->data_end;
+    __u32 sum = 0;
+    while (p + 2 <= end) {
+        __u8 len = p[1];
+        const __u8 *v = p + 2;
+        if (v + len > end)
+            break;
+        for (__u32 i = 0; i <= len; i++)
+            sum += v[i]; // REJECT
+        p = v + len;
+    }
+    return sum;
+}

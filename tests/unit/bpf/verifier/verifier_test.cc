@@ -310,6 +310,23 @@ const Case kCases[] = {
       ALU64_REG(VM_ADD, 8, 7), MOV64_REG(9, 8), ALU64_IMM(VM_ADD, 9, 2),
       JMP_REG(VM_JGT, 9, 5, 3), ST(VM_W, 8, 0, 0), ALU64_IMM(VM_ADD, 6, 1), JA(-10), RET0()},
      -EACCES, "outside the checked range [0, 2)", {}},
+    {"length_checked_from_a_moved_pointer_bounds_an_index",
+     // p = data + (arg & 7) (a pointer group); len = *p; if (p + len > end) out;
+     // i = arg1; if (i >= len) out; p[i]: len is bounded by the distance from p
+     {LOAD_IN(), LDX(VM_DW, 6, 1, CTX_ARG0), ALU64_IMM(VM_AND, 6, 7), ALU64_REG(VM_ADD, 2, 6),
+      MOV64_REG(4, 2), ALU64_IMM(VM_ADD, 4, 1), JMP_REG(VM_JGT, 4, 3, 9), LDX(VM_B, 7, 2, 0),
+      MOV64_REG(4, 2), ALU64_REG(VM_ADD, 4, 7), JMP_REG(VM_JGT, 4, 3, 5),
+      LDX(VM_DW, 8, 1, CTX_ARG0 + 8), JMP_REG(VM_JGE, 8, 7, 3), ALU64_REG(VM_ADD, 2, 8),
+      LDX(VM_B, 0, 2, 0), EXIT(), RET0()},
+     0, nullptr, {}},
+    {"length_checked_from_a_moved_pointer_index_one_past",
+     // the same with i <= len: p[len] is the byte after the checked range
+     {LOAD_IN(), LDX(VM_DW, 6, 1, CTX_ARG0), ALU64_IMM(VM_AND, 6, 7), ALU64_REG(VM_ADD, 2, 6),
+      MOV64_REG(4, 2), ALU64_IMM(VM_ADD, 4, 1), JMP_REG(VM_JGT, 4, 3, 9), LDX(VM_B, 7, 2, 0),
+      MOV64_REG(4, 2), ALU64_REG(VM_ADD, 4, 7), JMP_REG(VM_JGT, 4, 3, 5),
+      LDX(VM_DW, 8, 1, CTX_ARG0 + 8), JMP_REG(VM_JGT, 8, 7, 3), ALU64_REG(VM_ADD, 2, 8),
+      LDX(VM_B, 0, 2, 0), EXIT(), RET0()},
+     -EACCES, "outside the checked range [0, 0)", {}},
     {"jset_refines_bit",
      // if (r6 & 8) skip; else r6 & 8 == 0: r6 & 15 is at most 7
      {LDX(VM_DW, 6, 1, CTX_ARG0), ALU64_IMM(VM_AND, 6, 15), JMP_IMM(VM_JSET, 6, 8, 6),
