@@ -327,6 +327,10 @@ const Case kCases[] = {
       LDX(VM_DW, 8, 1, CTX_ARG0 + 8), JMP_REG(VM_JGT, 8, 7, 3), ALU64_REG(VM_ADD, 2, 8),
       LDX(VM_B, 0, 2, 0), EXIT(), RET0()},
      -EACCES, "outside the checked range [0, 0)", {}},
+    {"end_pointer_walking_back_names_the_idiom",
+     // e = data_end; e[-1]: the message names the idiom
+     {LOAD_IN(), LDX(VM_B, 0, 3, -1), EXIT()},
+     -EACCES, "walks back from the end", {}},
     {"jset_refines_bit",
      // if (r6 & 8) skip; else r6 & 8 == 0: r6 & 15 is at most 7
      {LDX(VM_DW, 6, 1, CTX_ARG0), ALU64_IMM(VM_AND, 6, 15), JMP_IMM(VM_JSET, 6, 8, 6),
