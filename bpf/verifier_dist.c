@@ -50,8 +50,10 @@ static bool is_buf(uint8_t t)
     return t == VT_IN || t == VT_OUT;
 }
 
+/* Sets bound k (an upper bound only: the exact bit is cleared). */
 static void set_bound(struct vreg *r, unsigned k, uint32_t id, int64_t doff)
 {
+    r->dist &= (uint8_t)~VM_DIST_EQ(k);
     if (doff < INT32_MIN || doff > INT32_MAX) {
         r->dist &= (uint8_t)~(1u << k);
         return;
@@ -61,9 +63,16 @@ static void set_bound(struct vreg *r, unsigned k, uint32_t id, int64_t doff)
     r->doff[k] = (int32_t)doff;
 }
 
+static void drop_exact(struct vreg *r)
+{
+    r->dist &= (uint8_t)~(VM_DIST_EQ(0) | VM_DIST_EQ(1));
+}
+
 void vm_dist_add(struct vreg *x, unsigned k, uint32_t id, int64_t doff)
 {
     bool has = x->dist >> k & 1;
+    if (x->dist & VM_DIST_EQ(k))   /* exact: nothing is tighter */
+        return;
     if (x->type == VT_SCALAR && (!has || (x->did[k] == id && x->doff[k] < doff)))
         set_bound(x, k, id, doff);
 }
@@ -98,6 +107,8 @@ void vm_dist_make(struct vreg *dst, const struct vreg *end, const struct vreg *p
         lo = hi;
     vm_mark_scalar(dst, vs_srange(lo - doff, hi - doff));
     set_bound(dst, vm_buf_index(p->type), p->id, doff);
+    if (dst->dist)
+        dst->dist |= VM_DIST_EQ(vm_buf_index(p->type));   /* END - p exactly */
 }
 
 /* True if the operation cannot make a non-negative value larger. */
@@ -116,12 +127,17 @@ void vm_dist_alu(struct vreg *dst, const struct vm_scalar *before, const struct 
     if ((op == VM_ADD || op == VM_SUB) && is64 && vs_is_const(src) && small(before) &&
         small(&dst->v)) {
         int64_t c = (int64_t)src->t.value;
-        for (unsigned k = 0; k < 2; k++)
+        for (unsigned k = 0; k < 2; k++) {
+            uint8_t eq = dst->dist & VM_DIST_EQ(k);   /* x + c - c' stays exact */
             if (dst->dist >> k & 1)
                 set_bound(dst, k, dst->did[k], op == VM_ADD ? (int64_t)dst->doff[k] - c
                                                             : (int64_t)dst->doff[k] + c);
+            if (dst->dist >> k & 1)
+                dst->dist |= eq;
+        }
         return;
     }
+    drop_exact(dst);   /* what follows keeps only upper bounds */
     /* minus a non-negative (plus a non-positive) number: no larger */
     bool sub_pos = op == VM_SUB && src->smin >= 0, add_neg = op == VM_ADD && src->smax <= 0;
     if ((sub_pos || add_neg) && is64 && small(before) && small(src))
@@ -134,12 +150,24 @@ void vm_dist_alu(struct vreg *dst, const struct vm_scalar *before, const struct 
 }
 
 /* `lo <= hi` holds (strict: `lo < hi`): hi's bounds bound lo too, where
- * lo has none of its own for that buffer (an existing one may be tighter). */
+ * lo has none of its own for that buffer (an existing one may be tighter).
+ * With replace, hi's bound replaces one lo has for another pointer group,
+ * but never a tighter one for the same group: `r3 = end - p` counted down
+ * with p and tested as `len s> r3` keeps r3's exact doff, not the looser
+ * one len got from an earlier test. */
 static void pass_down(struct vreg *lo, const struct vreg *hi, bool strict, bool replace)
 {
-    for (unsigned k = 0; k < 2; k++)
-        if ((hi->dist >> k & 1) && (replace || !(lo->dist >> k & 1)))
-            set_bound(lo, k, hi->did[k], (int64_t)hi->doff[k] + (strict ? 1 : 0));
+    for (unsigned k = 0; k < 2; k++) {
+        if (!(hi->dist >> k & 1))
+            continue;
+        int64_t doff = (int64_t)hi->doff[k] + (strict ? 1 : 0);
+        bool has = lo->dist >> k & 1;
+        if (has && lo->did[k] == hi->did[k] &&
+            (lo->doff[k] >= doff || (lo->dist & VM_DIST_EQ(k))))
+            continue;
+        if (replace || !has)
+            set_bound(lo, k, hi->did[k], doff);
+    }
 }
 
 static bool fits_u32(const struct vreg *r)
@@ -172,6 +200,32 @@ void vm_dist_cmp(struct vreg *a, struct vreg *b, unsigned op, bool is64)
         pass_down(a, b, strict, true);
     } else if (ge) {
         pass_down(b, a, strict, true);
+    }
+}
+
+/* x == END - (base + v) - doff and END - (base + v) >= range: x >= range -
+ * doff. */
+static void exact_learn(struct vreg *regs, unsigned n, unsigned k, uint32_t id, uint32_t range)
+{
+    for (unsigned r = 0; r < n; r++) {
+        struct vreg *x = &regs[r];
+        if (x->type != VT_SCALAR || !(x->dist & VM_DIST_EQ(k)) || x->did[k] != id)
+            continue;
+        struct vm_scalar lo = vs_const((uint64_t)((int64_t)range - x->doff[k])), v = x->v;
+        if (vs_refine(&v, &lo, VM_JSGE, true, true))
+            x->v = v;
+    }
+}
+
+void vm_dist_range_learnt(struct venv *env, uint8_t type, uint32_t id, uint32_t range)
+{
+    unsigned k = vm_buf_index(type);
+    for (uint32_t f = 0; f < env->cur->nframes; f++) {
+        struct vframe *fr = &env->cur->frames[f];
+        exact_learn(fr->regs, VM_NREGS, k, id, range);
+        for (uint32_t s = 0; s < fr->nslots; s++)
+            if (fr->slots[s].spill)
+                exact_learn(&fr->slots[s].r, 1, k, id, range);
     }
 }
 

@@ -49,7 +49,11 @@
  *      moves doff; a lower bound learnt on the scalar then proves bytes
  *      after those pointers (verifier_dist.c), and a helper may take it as
  *      the size for such a pointer. This is the pointer-vs-end part of a
- *      zone domain (difference bounds), kept per scalar.
+ *      zone domain (difference bounds), kept per scalar. With bit k + 2
+ *      (VM_DIST_EQ(k)) set as well the bound is exact: value == END -
+ *      (base + v) - doff (made by `end - p`, kept by adding constants and
+ *      exact copies), so what a comparison of those pointers with the end
+ *      proves bounds the scalar from below too (verifier_dist.c).
  *   7. A pointer with lid != 0 has the variable part v = vG + b + loff,
  *      b the base of the scalars linked with id lid (invariant 5) and vG
  *      the variable part of the pointers with id lgid into the same
@@ -61,6 +65,11 @@
  *      A check of q against the end then bounds n by the distance from
  *      the lgid pointers to the end (invariant 6), and bounding q's v
  *      bounds n (lgid 0).
+ *   8. A stack slot with nsize != 0 (and spill 0) holds a narrow scalar
+ *      store: nsize is 1, 2 or 4, nbyte a multiple of it, the bytes
+ *      [nbyte, nbyte + nsize) are initialised and hold the low nsize bytes
+ *      of r, a plain scalar (no links, no distance) whose value fits them.
+ *      A write to any of those bytes ends it; a slot holds one at most.
  */
 #ifndef CISC_BPF_VERIFIER_INT_H
 #define CISC_BPF_VERIFIER_INT_H
@@ -86,6 +95,7 @@
 #define VS_SCALE_SHIFT 5              /* scalars: (b + off) << k; pointers: v = (b + loff) << k */
 #define VS_SCALE_MASK (3u << VS_SCALE_SHIFT)   /* k = 1..3 in these bits (invariants 5, 7) */
 #define VS_SCALE(k) ((uint8_t)((k) << VS_SCALE_SHIFT))
+#define VM_DIST_EQ(k) ((uint8_t)(4u << (k)))   /* dist: bound k is exact (invariant 6) */
 
 /* The k of a scaled link (VS_SCALE), 0 if none. */
 static inline unsigned vm_link_scale(uint8_t sflags)
@@ -111,7 +121,8 @@ struct vreg {
     uint8_t frame;         /* VT_STACK: index of the frame it points into */
     uint8_t sflags;        /* scalars with id: VS_ZEXT, VS_SHL32, VS_LOW8, VS_SCALE;
                               pointers: VS_WILD, VS_LZEXT, VS_SCALE */
-    uint8_t dist;          /* VT_SCALAR: bit k: bounded by a distance (invariant 6) */
+    uint8_t dist;          /* VT_SCALAR: bit k: bounded by a distance, bit k + 2:
+                              exactly that distance (invariant 6) */
     uint32_t id;           /* VT_IN/VT_OUT: same id = same variable part;
                               VT_SCALAR: same id = linked values (below) */
     int32_t off;           /* pointers: fixed offset; linked scalars: delta */
@@ -129,7 +140,9 @@ struct vslot {
     uint8_t init;          /* bit b: byte b of the slot initialised */
     uint8_t spill;         /* r holds a spilled register (invariant 3) */
     uint8_t clobbered;     /* a spilled pointer was partly overwritten (messages) */
-    uint8_t pad[5];
+    uint8_t nsize;         /* not spill: bytes [nbyte, nbyte + nsize) hold the */
+    uint8_t nbyte;         /* scalar r (invariant 8); 0: none */
+    uint8_t pad[3];
     struct vreg r;
 };
 
@@ -168,6 +181,7 @@ struct vinfo {
     uint16_t live;         /* registers read before written on some path */
     uint16_t prec;         /* registers whose exact value matters */
     uint16_t ptr;          /* registers that may hold a pointer */
+    uint16_t stk;          /* ... a pointer into a stack */
     uint64_t slot_prec;    /* own stack slots whose exact value matters */
 };
 
@@ -337,6 +351,10 @@ void vm_dist_add(struct vreg *x, unsigned k, uint32_t id, int64_t doff);
 /* A register of the current state's frames pointing into buffer `type`
  * with group id `id` (not wild), or NULL. */
 const struct vreg *vm_group_member(struct venv *env, uint8_t type, uint32_t id);
+/* The bytes [0, range) after base + v of buffer group (type, id) are
+ * proved: scalars exactly at a distance from that group learn their lower
+ * bound (invariant 6). */
+void vm_dist_range_learnt(struct venv *env, uint8_t type, uint32_t id, uint32_t range);
 /* True if pointer p is known to be at or before its buffer's end. */
 bool vm_dist_le_end(const struct vreg *p);
 /* Copies src's distance bounds (only) into dst. */

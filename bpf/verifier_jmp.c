@@ -67,6 +67,7 @@ void vm_mark_range(struct venv *env, uint8_t type, uint32_t id, uint32_t range)
             if (fr->slots[s].spill)
                 mark_range_regs(&fr->slots[s].r, 1, type, id, range);
     }
+    vm_dist_range_learnt(env, type, id, range);
 }
 
 /* A plain member (b + off) of scalar link group id, or NULL. */

@@ -143,12 +143,6 @@ static int64_t down_s(const struct venv *env, int64_t x, int64_t limit)
 
 /* --- values ----------------------------------------------------------------------- */
 
-static struct vm_tnum tn_union(struct vm_tnum a, struct vm_tnum b)
-{
-    uint64_t mu = a.mask | b.mask | (a.value ^ b.value);
-    return (struct vm_tnum){a.value & ~mu, mu};
-}
-
 /* Known bits are left alone: they only ever get fewer (at most 64
  * steps), and they keep facts like "always even" that a loop exit test
  * such as `i != 8192` with i += 2 needs. */
@@ -179,16 +173,8 @@ static void widen(const struct venv *env, const struct vm_scalar *o, struct vm_s
 static struct vm_scalar join_scalar(const struct venv *env, const struct vm_scalar *o,
                                     const struct vm_scalar *c, bool wide, bool ptr)
 {
-    struct vm_scalar r;
-    r.t = tn_union(o->t, c->t);
-    r.umin = o->umin < c->umin ? o->umin : c->umin;
-    r.umax = o->umax > c->umax ? o->umax : c->umax;
-    r.smin = o->smin < c->smin ? o->smin : c->smin;
-    r.smax = o->smax > c->smax ? o->smax : c->smax;
-    r.u32min = o->u32min < c->u32min ? o->u32min : c->u32min;
-    r.u32max = o->u32max > c->u32max ? o->u32max : c->u32max;
-    r.s32min = o->s32min < c->s32min ? o->s32min : c->s32min;
-    r.s32max = o->s32max > c->s32max ? o->s32max : c->s32max;
+    struct vm_scalar r = *o;
+    vs_hull(&r, c);
     if (wide)
         widen(env, o, &r, ptr);
     vs_sync(&r);
@@ -429,6 +415,8 @@ static void join_dist(struct venv *env, struct vreg *o, const struct vreg *c, un
     const uint32_t *res = NULL;
     if ((o->dist & c->dist) >> k & 1)   /* id 0 too: data + constant, rebased */
         res = jmap_find(m, k ? VT_OUT : VT_IN, o->did[k], c->did[k], &shift);
+    uint8_t eq = o->dist & c->dist & VM_DIST_EQ(k);
+    o->dist &= (uint8_t)~VM_DIST_EQ(k);
     if (!((o->dist & c->dist) >> k & 1) || (!res && o->did[k] != c->did[k])) {
         o->dist &= (uint8_t)~(1u << k);
         return;
@@ -445,6 +433,8 @@ static void join_dist(struct venv *env, struct vreg *o, const struct vreg *c, un
     }
     o->did[k] = res ? *res : o->did[k];
     o->doff[k] = (int32_t)d;
+    if (dof == dcf)   /* exact in both, at the same distance from the rebased group */
+        o->dist |= eq;
 }
 
 static bool join_reg(struct venv *env, struct vreg *o, const struct vreg *c, bool wide,
@@ -494,6 +484,11 @@ static void join_slot(struct venv *env, struct vslot *o, const struct vslot *c, 
 {
     o->init &= c->init;
     bool optr = o->spill && o->r.type != VT_SCALAR, cptr = c->spill && c->r.type != VT_SCALAR;
+    if (o->nsize && o->nsize == c->nsize && o->nbyte == c->nbyte) {   /* invariant 8 */
+        join_reg(env, &o->r, &c->r, wide, m);
+        return;
+    }
+    o->nsize = 0;
     if (optr || cptr) {
         if (!(optr && cptr && o->init == 0xff && join_reg(env, &o->r, &c->r, wide, m)))
             o->init = 0, o->spill = 0;

@@ -160,6 +160,9 @@ static bool dist_subsumed(const struct vreg *o, const struct vreg *c, struct idm
             continue;
         if (!(c->dist >> k & 1))
             return false;
+        bool eq = o->dist & VM_DIST_EQ(k);   /* exact: c must be exactly there too */
+        if (eq && (!(c->dist & VM_DIST_EQ(k)) || (o->did[k] == 0 && c->doff[k] != o->doff[k])))
+            return false;
         if (o->did[k] == 0 ? c->did[k] != 0 || c->doff[k] < o->doff[k]
                            : !idmap_check_shift(m, o->did[k], c->did[k],
                                                 (int64_t)c->doff[k] - o->doff[k]))
@@ -221,6 +224,18 @@ static bool reg_subsumed(const struct vreg *o, const struct vreg *c, bool precis
     }
 }
 
+/* o holds a narrow store: c holds the same one with a value inside o's,
+ * or o's value covers whatever c's bytes read back as (any value of that
+ * size). */
+static bool narrow_subsumed(const struct vslot *o, const struct vslot *c, struct idmap *m)
+{
+    if (c->nsize == o->nsize && c->nbyte == o->nbyte)
+        return reg_subsumed(&o->r, &c->r, true, m);
+    struct vreg any;
+    vm_mark_scalar(&any, vs_urange(0, (1ull << (8 * o->nsize)) - 1));
+    return reg_subsumed(&o->r, &any, true, m);
+}
+
 static bool slot_subsumed(const struct vslot *o, const struct vslot *c, bool precise,
                           struct idmap *m)
 {
@@ -235,6 +250,8 @@ static bool slot_subsumed(const struct vslot *o, const struct vslot *c, bool pre
     if (!o->spill || o->r.type == VT_SCALAR) {
         if (c_ptr)
             return false;
+        if (o->nsize && precise)   /* a narrow store (invariant 8) o relied on */
+            return narrow_subsumed(o, c, m);
         if (!o->spill || !precise)
             return true;
         struct vreg unknown;

@@ -98,6 +98,19 @@ bool vs_subset(const struct vm_scalar *old, const struct vm_scalar *cur)
            cur->s32max <= old->s32max && tn_subset(old->t, cur->t);
 }
 
+void vs_hull(struct vm_scalar *dst, const struct vm_scalar *src)
+{
+    dst->t = tn_union(dst->t, src->t);
+    dst->umin = dst->umin < src->umin ? dst->umin : src->umin;
+    dst->umax = dst->umax > src->umax ? dst->umax : src->umax;
+    dst->smin = dst->smin < src->smin ? dst->smin : src->smin;
+    dst->smax = dst->smax > src->smax ? dst->smax : src->smax;
+    dst->u32min = dst->u32min < src->u32min ? dst->u32min : src->u32min;
+    dst->u32max = dst->u32max > src->u32max ? dst->u32max : src->u32max;
+    dst->s32min = dst->s32min < src->s32min ? dst->s32min : src->s32min;
+    dst->s32max = dst->s32max > src->s32max ? dst->s32max : src->s32max;
+}
+
 bool vs_is_empty(const struct vm_scalar *s)
 {
     return s->umin > s->umax || s->smin > s->smax || s->u32min > s->u32max ||

@@ -92,10 +92,17 @@ const Case kCases[] = {
       ALU64_IMM(VM_ADD, 4, 8), JMP_REG(VM_JGT, 4, 3, 3), ALU64_REG(VM_ADD, 2, 6),
       LDX(VM_H, 0, 2, 0), EXIT(), RET0()},
      -EACCES, "offset 0 size 2 is outside the checked range [0, 1)", {}},
-    {"spill_through_other_pointer_forgets_value",
-     // a scalar stored through a copy of r10 comes back unknown
+    {"spill_through_other_pointer_keeps_value",
+     // a scalar stored through a copy of r10 keeps its value: the static
+     // analysis makes it precise at the store (verifier_flow.c lp_store)
      {LOAD_IN(), LDX(VM_DW, 6, 1, CTX_ARG0), ALU64_IMM(VM_AND, 6, 7), MOV64_REG(7, 10),
       STX(VM_DW, 7, 6, -8), LDX(VM_DW, 6, 10, -8), ALU64_REG(VM_ADD, 2, 6), RET0()},
+     0, nullptr, {}},
+    {"spill_through_other_pointer_read_through_it_is_unknown",
+     // read back through the copy, it is unknown (the analysis cannot tell
+     // which slot a load through another pointer reads)
+     {LOAD_IN(), LDX(VM_DW, 6, 1, CTX_ARG0), ALU64_IMM(VM_AND, 6, 7), MOV64_REG(7, 10),
+      STX(VM_DW, 7, 6, -8), LDX(VM_DW, 6, 7, -8), ALU64_REG(VM_ADD, 2, 6), RET0()},
      -EACCES, "adding an unbounded value", {}},
     {"spill_fill_scalar_indexes_stack",
      {LDX(VM_DW, 6, 1, CTX_ARG0), ALU64_IMM(VM_AND, 6, 7), STX(VM_DW, 10, 6, -8),
@@ -813,6 +820,76 @@ const Case kCases[] = {
      {ST(VM_DW, 10, -8, 0), MOV64_REG(1, 10), ALU64_IMM(VM_ADD, 1, -8), CALL_LOCAL(2), RET0(),
       MOV64_REG(2, 10), STX(VM_DW, 1, 2, 0), RET0()},
      -EACCES, "callee's stack cannot be stored", {}},
+
+    // --- tables in read-only data: an entry read at a bounded index is one of the
+    // entries it can reach (lens[w] gives the range of lens[0..3]); the value
+    // indexes an 8-byte stack slot, so an entry of 8 is one too many
+#define TABLE_READ(...)                                                                   \
+    ST(VM_DW, 10, -8, 0), LDX(VM_DW, 6, 1, CTX_ARG0), __VA_ARGS__, LD_RODATA(7, 0),         \
+        ALU64_REG(VM_ADD, 7, 6), LDX(VM_B, 7, 7, 0), MOV64_REG(2, 10),                      \
+        ALU64_IMM(VM_ADD, 2, -8), ALU64_REG(VM_ADD, 2, 7), LDX(VM_B, 0, 2, 0), EXIT()
+    {"table_read_gives_the_entries_range", {TABLE_READ(ALU64_IMM(VM_AND, 6, 3))}, 0, nullptr,
+     {2, 5, 3, 7}},
+    {"table_read_entry_past_the_slot", {TABLE_READ(ALU64_IMM(VM_AND, 6, 3))}, -EACCES,
+     "is outside the frame", {2, 5, 3, 8}},
+    {"table_read_only_entries_the_index_reaches", {TABLE_READ(ALU64_IMM(VM_AND, 6, 3))}, 0,
+     nullptr, {2, 5, 3, 7, 200}},
+    {"table_read_sparse_index",   // (arg & 1) << 1: entries 0 and 2 only
+     {TABLE_READ(ALU64_IMM(VM_AND, 6, 1), ALU64_IMM(VM_LSH, 6, 1))}, 0, nullptr,
+     {2, 200, 7, 200}},
+    {"table_read_sparse_index_reaches_a_big_one",
+     {TABLE_READ(ALU64_IMM(VM_AND, 6, 1), ALU64_IMM(VM_LSH, 6, 1))}, -EACCES,
+     "is outside the frame", {2, 7, 200, 7}},
+
+    // --- narrow stores into the stack keep their value (invariant 8): a u32 in
+    // [0, 7] stored at fp-4 and read back indexes the 8 bytes at fp-16
+#define NARROW_SPILL(...)                                                                 \
+    LDX(VM_DW, 6, 1, CTX_ARG0), ALU64_IMM(VM_AND, 6, 7), ST(VM_DW, 10, -16, 0),             \
+        STX(VM_W, 10, 6, -4), __VA_ARGS__, MOV64_REG(2, 10), ALU64_IMM(VM_ADD, 2, -16),      \
+        ALU64_REG(VM_ADD, 2, 7), LDX(VM_B, 0, 2, 0), EXIT()
+    {"narrow_spill_read_back", {NARROW_SPILL(LDX(VM_W, 7, 10, -4))}, 0, nullptr, {}},
+    {"narrow_spill_low_half_read_back", {NARROW_SPILL(LDX(VM_H, 7, 10, -4))}, 0, nullptr, {}},
+    {"narrow_spill_survives_a_write_beside_it",   // (unaligned: no narrow store itself)
+     {NARROW_SPILL(STX(VM_H, 10, 6, -7), LDX(VM_W, 7, 10, -4))}, 0, nullptr, {}},
+    {"narrow_spill_byte_overwritten",
+     {NARROW_SPILL(STX(VM_B, 10, 6, -2), LDX(VM_W, 7, 10, -4))}, -EACCES,
+     "adding an unbounded value", {}},
+    {"narrow_spill_one_per_slot",   // a second narrow store in the slot replaces it
+     {NARROW_SPILL(STX(VM_B, 10, 6, -8), LDX(VM_W, 7, 10, -4))}, -EACCES,
+     "adding an unbounded value", {}},
+    {"narrow_spill_high_half_is_data", {NARROW_SPILL(LDX(VM_H, 7, 10, -2))}, -EACCES,
+     "is outside the frame", {}},
+    // the callee stores through the caller's stack pointer (`*used = n`)
+#define CALLEE_STORE(mask)                                                                \
+    ST(VM_W, 10, -4, 0), ST(VM_DW, 10, -16, 0), LDX(VM_DW, 2, 1, CTX_ARG0), MOV64_REG(1, 10), \
+        ALU64_IMM(VM_ADD, 1, -4), CALL_LOCAL(6), LDX(VM_W, 7, 10, -4), MOV64_REG(2, 10),     \
+        ALU64_IMM(VM_ADD, 2, -16), ALU64_REG(VM_ADD, 2, 7), LDX(VM_B, 0, 2, 0), EXIT(),      \
+        ALU64_IMM(VM_AND, 2, mask), STX(VM_W, 1, 2, 0), RET0()
+    {"narrow_store_through_a_callers_pointer", {CALLEE_STORE(7)}, 0, nullptr, {}},
+    {"narrow_store_through_a_callers_pointer_too_big", {CALLEE_STORE(8)}, -EACCES,
+     "reads uninitialised stack byte fp-8", {}},
+
+    // --- exact distances (invariant 6): r4 = end - p, then p < end proves r4 >= 1
+#define EXACT_DIST(lim, ...)                                                              \
+    LOAD_IN(), MOV64_REG(4, 3), ALU64_REG(VM_SUB, 4, 2), __VA_ARGS__,                       \
+        JMP_REG(VM_JGE, 2, 3, 4), JMP_IMM(VM_JSLT, 4, lim, 1), JA(2), MOV64_REG(0, 9), EXIT(), \
+        RET0()
+    {"exact_distance_bounded_below_by_a_check", {EXACT_DIST(1, MOV64_REG(4, 4))}, 0, nullptr,
+     {}},
+    {"exact_distance_one_more_not_proved", {EXACT_DIST(2, MOV64_REG(4, 4))}, -EACCES,
+     "not initialised", {}},
+    {"exact_distance_moved_by_a_constant", {EXACT_DIST(0, ALU64_IMM(VM_ADD, 4, -1))}, 0,
+     nullptr, {}},
+    {"exact_distance_lost_by_masking", {EXACT_DIST(1, ALU64_IMM(VM_AND, 4, 0xffff))},
+     -EACCES, "not initialised", {}},
+    // r6 <= r4 gave r6 r4's bound; after p += 2, r4 -= 2 the test r6 > r4 must
+    // not replace r4's exact bound by r6's looser one (then r4 >= 1 below)
+    {"distance_test_keeps_an_exact_bound",
+     {LOAD_IN(), MOV64_REG(4, 3), ALU64_REG(VM_SUB, 4, 2), LDX(VM_DW, 6, 1, CTX_ARG0),
+      ALU64_IMM(VM_AND, 6, 7), JMP_REG(VM_JSGT, 6, 4, 9), ALU64_IMM(VM_ADD, 2, 2),
+      ALU64_IMM(VM_ADD, 4, -2), JMP_REG(VM_JSGT, 6, 4, 1), JA(5), JMP_REG(VM_JGE, 2, 3, 4),
+      JMP_IMM(VM_JSLT, 4, 1, 1), JA(2), MOV64_REG(0, 9), EXIT(), RET0()},
+     0, nullptr, {}},
 
     // --- atomics -------------------------------------------------------------------
     {"atomic_on_input",

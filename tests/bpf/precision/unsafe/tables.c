@@ -1,0 +1,75 @@
+/* Near misses of the second round's rules (entries read from read-only
+ * tables, narrow stores kept in the stack, distances known exactly): each
+ * program is one entry, byte or element off a safe program of the corpus,
+ * so the rule must not accept it. */
+#include <cisc_bpf.h>
+
+/* json_literals with one length in the table too long for its word's
+ * check: the range of lens[] (here [4, 6]) bounds k, and the check
+ * `end - p < 5` proves only 5 bytes. */
+SEC("cisc")
+int tab_len_too_long(struct cisc_ctx *ctx)
+{
+    static const char words[3][7] = {"true", "false", "nulls"};
+    static const __u8 lens[3] = {4, 5, 6};
+    const char *p = ctx->data, *end = ctx->data_end;
+    __u32 n = 0;
+    for (; p < end; p++) {
+        for (int w = 0; w < 3; w++) {
+            __u8 len = lens[w];
+            if (end - p < 5)
+                continue;
+            int k = 0;
+            while (k < len && p[k] == words[w][k]) // REJECT
+                k++;
+            n += k == len;
+        }
+    }
+    return n;
+}
+
+/* json_literals with the distance checked one short: `end - p < len - 1`
+ * leaves p[len - 1] unproved, whatever end - p is known to be exactly. */
+SEC("cisc")
+int tab_dist_one_short(struct cisc_ctx *ctx)
+{
+    static const char words[3][6] = {"true", "false", "null"};
+    static const __u8 lens[3] = {4, 5, 4};
+    const char *p = ctx->data, *end = ctx->data_end;
+    __u32 n = 0;
+    for (; p < end; p++) {
+        for (int w = 0; w < 3; w++) {
+            __u8 len = lens[w];
+            if (end - p < len - 1)
+                continue;
+            int k = 0;
+            while (k < len && p[k] == words[w][k]) // REJECT
+                k++;
+            n += k == len;
+        }
+    }
+    return n;
+}
+
+/* Counts digits; 0..20 of them. */
+static __attribute__((noinline)) void count_digits(const __u8 *p, const __u8 *end, __u32 *used)
+{
+    __u32 n = 0;
+    while (p + n < end && n < 20 && p[n] >= '0' && p[n] <= '9')
+        n++;
+    *used = n;
+}
+
+/* The count a function stored through a pointer into the caller's stack
+ * (a narrow store, kept) indexes the 20 bytes checked: 20 digits are one
+ * too many. */
+SEC("cisc")
+int tab_used_one_past(struct cisc_ctx *ctx)
+{
+    const __u8 *p = ctx->data, *end = ctx->data_end;
+    __u32 used = 0;
+    if (end - p < 20)
+        return 0;
+    count_digits(p, end, &used);
+    return p[used]; // REJECT
+}
