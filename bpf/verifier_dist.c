@@ -209,7 +209,8 @@ static void exact_learn(struct vreg *regs, unsigned n, unsigned k, uint32_t id, 
 {
     for (unsigned r = 0; r < n; r++) {
         struct vreg *x = &regs[r];
-        if (x->type != VT_SCALAR || !(x->dist & VM_DIST_EQ(k)) || x->did[k] != id)
+        if (x->type != VT_SCALAR || !(x->dist & VM_DIST_EQ(k)) || x->did[k] != id ||
+            x->v.smin >= (int64_t)range - x->doff[k])
             continue;
         struct vm_scalar lo = vs_const((uint64_t)((int64_t)range - x->doff[k])), v = x->v;
         if (vs_refine(&v, &lo, VM_JSGE, true, true))
@@ -242,6 +243,39 @@ const struct vreg *vm_group_member(struct venv *env, uint8_t type, uint32_t id)
     return NULL;
 }
 
+/* Pointers linked from the start to x's group (invariant 7: v = b +
+ * loff, lgid 0) in regs: x = b + x.off <= END - base - doff, so
+ * base + v + (doff + x.off - loff) <= END: that many bytes are proved
+ * after base + v (`p += 64` linked to `base += 64`, checked as `data +
+ * base + 64 > end`). */
+static void linked_ranges(struct venv *env, const struct vreg *regs, unsigned n,
+                          const struct vreg *x, unsigned k)
+{
+    uint8_t type = k ? VT_OUT : VT_IN;
+    for (unsigned r = 0; r < n; r++) {
+        const struct vreg *p = &regs[r];
+        if (p->type != type || p->lid != x->id || p->lgid ||
+            (p->sflags & (VS_WILD | VS_LZEXT | VS_SCALE_MASK)))
+            continue;
+        int64_t range = (int64_t)x->doff[k] + x->off - p->loff;
+        if (range > 0 && range <= VM_MAX_VAR_OFF)
+            vm_mark_range(env, type, p->id, (uint32_t)range);
+    }
+}
+
+static void link_learn(struct venv *env, const struct vreg *x, unsigned k)
+{
+    if (!x->id || x->sflags || x->did[k] || !small(&x->v))
+        return;
+    for (uint32_t f = 0; f < env->cur->nframes; f++) {
+        struct vframe *fr = &env->cur->frames[f];
+        linked_ranges(env, fr->regs, VM_NREGS, x, k);
+        for (uint32_t s = 0; s < fr->nslots; s++)
+            if (fr->slots[s].spill)
+                linked_ranges(env, &fr->slots[s].r, 1, x, k);
+    }
+}
+
 static void learn_one(struct venv *env, const struct vreg *r)
 {
     if (r->type != VT_SCALAR || !r->dist || r->v.smin <= -DIST_LIMIT)
@@ -249,6 +283,7 @@ static void learn_one(struct venv *env, const struct vreg *r)
     for (unsigned k = 0; k < 2; k++) {
         if (!(r->dist >> k & 1))
             continue;
+        link_learn(env, r, k);
         uint8_t type = k ? VT_OUT : VT_IN;
         int64_t proved = r->v.smin + r->doff[k];   /* END - (base + v) >= proved */
         if (proved < 0)

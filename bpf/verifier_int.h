@@ -321,6 +321,9 @@ void vm_mark_range(struct venv *env, uint8_t type, uint32_t id, uint32_t range);
 /* Narrows the variable part of the pointers with p's type and id to at
  * most `limit` (signed). */
 void vm_bound_var(struct venv *env, const struct vreg *p, int64_t limit);
+/* After a join: bounds the variable part of pointers linked from the
+ * start by the range of their link's base (invariant 7). */
+void vm_link_narrow(struct venv *env);
 /* Handles a jump at env->pc: updates env->pc (and may push the other
  * side). Returns 0, or 1 when the path ends (both sides impossible). */
 int vm_check_jmp(struct venv *env, const struct vm_insn *insn);

@@ -133,6 +133,30 @@ static void bound_var(struct venv *env, const struct vreg *p, int64_t limit, uns
     }
 }
 
+/* Pointers linked from the start (invariant 7: v = b + loff, lgid 0)
+ * after a join: b's range, which a plain member x = b + x.off of the link
+ * shows, bounds v. (Widening moves v and x separately; `p += 64` beside
+ * `base += 64` keeps p within what the test of base allows.) */
+void vm_link_narrow(struct venv *env)
+{
+    const int64_t lim = (int64_t)1 << 40;
+    struct vframe *fr = vm_curframe(env);
+    for (unsigned r = 0; r < VM_REG_FP; r++) {
+        const struct vreg *p = &fr->regs[r];
+        if ((p->type != VT_IN && p->type != VT_OUT) || !p->lid || p->lgid ||
+            (p->sflags & (VS_WILD | VS_LZEXT | VS_SCALE_MASK)))
+            continue;
+        const struct vreg *x = link_member(env, p->lid);
+        if (!x || x->v.smax >= lim || x->v.smin <= -lim)
+            continue;
+        int64_t limit = x->v.smax - x->off + p->loff;
+        if (p->v.smax > limit) {
+            struct vreg pc = *p;   /* bound_var rewrites the registers p is one of */
+            vm_bound_var(env, &pc, limit);
+        }
+    }
+}
+
 /* P = base + vG + b + loff (invariant 7) proved `range` bytes: the
  * scalars linked with b are bounded by the distance from the pointers of
  * group lgid (the start when 0) to the end. */
@@ -189,6 +213,7 @@ static void learn_range(struct venv *env, const struct vreg *p, const struct vre
         link_dist(env, p, range);
     if (p->id != 0)
         vm_bound_var(env, p, (int64_t)VM_MAX_BUF_SIZE + e->off - p->off);
+    /* the bounds it gave scalars prove bytes for linked pointers */
 }
 
 static bool is_end(const struct vreg *r)

@@ -173,6 +173,8 @@ static void widen(const struct venv *env, const struct vm_scalar *o, struct vm_s
 static struct vm_scalar join_scalar(const struct venv *env, const struct vm_scalar *o,
                                     const struct vm_scalar *c, bool wide, bool ptr)
 {
+    if (memcmp(o, c, sizeof(*o)) == 0)   /* the hull of one value is itself (synced) */
+        return *o;
     struct vm_scalar r = *o;
     vs_hull(&r, c);
     if (wide)
@@ -196,6 +198,7 @@ struct jmap {
     uint32_t old[64], cur[64], res[64];
     int64_t shift[64];
     uint8_t type[64];      /* VT_SCALAR for link groups, else the buffer's (id 0 is per buffer) */
+    uint8_t start_kept;    /* bit k: buffer k's start pointers (id 0, same offset) in both */
     /* for distance bounds only one side has: the old state's buffer
      * groups before the join, and the current state */
     uint32_t ngroups;
@@ -215,8 +218,11 @@ struct jmap {
 static uint32_t join_id_shift(struct venv *env, struct jmap *m, uint8_t type, uint32_t o,
                               uint32_t c, int64_t shift)
 {
-    if (o == 0 && c == 0 && shift == 0)
+    if (o == 0 && c == 0 && shift == 0) {
+        if (type == VT_IN || type == VT_OUT)
+            m->start_kept |= (uint8_t)(1u << vm_buf_index(type));
         return 0;
+    }
     for (uint32_t k = 0; k < m->n; k++) {
         if (m->type[k] != type)
             continue;
@@ -413,7 +419,10 @@ static void join_dist(struct venv *env, struct vreg *o, const struct vreg *c, un
 {
     int64_t shift = 0;
     const uint32_t *res = NULL;
-    if ((o->dist & c->dist) >> k & 1)   /* id 0 too: data + constant, rebased */
+    /* id 0 too: data + constant, rebased - unless pointers to the start
+     * itself are in both states (then the bound from the start stays) */
+    bool start = !o->did[k] && !c->did[k] && (m->start_kept >> k & 1);
+    if (((o->dist & c->dist) >> k & 1) && !start)
         res = jmap_find(m, k ? VT_OUT : VT_IN, o->did[k], c->did[k], &shift);
     uint8_t eq = o->dist & c->dist & VM_DIST_EQ(k);
     o->dist &= (uint8_t)~VM_DIST_EQ(k);
@@ -574,11 +583,65 @@ static void join_links(struct venv *env, struct jmap *m)
     }
 }
 
+/* place(P) - x = *k in the registers r of one state, for buffer pointer
+ * P = r[p] (place: fixed + variable offset from the buffer's start) and
+ * scalar x = r[x]: both constants, or P linked from the start to x's
+ * group (invariant 7) with x a plain member. */
+static bool place_minus(const struct vreg *r, unsigned p, unsigned x, int64_t *k)
+{
+    const struct vreg *P = &r[p], *X = &r[x];
+    if ((P->type != VT_IN && P->type != VT_OUT) || (P->sflags & VS_WILD) ||
+        X->type != VT_SCALAR)
+        return false;
+    if (vs_is_const(&P->v) && vs_is_const(&X->v)) {
+        *k = (int64_t)P->off + (int64_t)P->v.t.value - (int64_t)X->v.t.value;
+        return true;
+    }
+    if (!P->lid || P->lid != X->id || X->sflags || P->lgid ||
+        (P->sflags & (VS_LZEXT | VS_SCALE_MASK)))
+        return false;
+    *k = (int64_t)P->off + P->loff - X->off;   /* place = off + b + loff, x = b + x.off */
+    return true;
+}
+
+/* A pointer and a scalar that moved together (`p += 64` beside `base +=
+ * 64`, constants in the first iterations, or linked): if place(P) - x is
+ * the same K in both states, it is in the joined one too, so the joined
+ * pointer's variable part is x + K - off, a link to x's group from the
+ * start (invariant 7). `pre` holds the old state's registers of the top
+ * frame before the join, `c` the other state's, `j` the joined ones. */
+static void synth_link(struct venv *env, struct vreg *j, const struct vreg *pre,
+                       const struct vreg *c, unsigned p)
+{
+    if (j[p].lid || (j[p].type != VT_IN && j[p].type != VT_OUT) || (j[p].sflags & VS_WILD) ||
+        vs_is_const(&j[p].v))
+        return;
+    for (unsigned x = 0; x < VM_REG_FP; x++) {
+        int64_t ko, kc;
+        if (j[x].type != VT_SCALAR || (j[x].id && j[x].sflags) ||
+            !place_minus(pre, p, x, &ko) || !place_minus(c, p, x, &kc) || ko != kc)
+            continue;
+        int64_t loff = (j[x].id ? (int64_t)j[x].off : 0) + ko - j[p].off;
+        if (loff < INT32_MIN || loff > INT32_MAX)
+            continue;
+        if (!j[x].id) {   /* a fresh group: x = b */
+            j[x].id = ++env->id_gen;
+            j[x].off = 0;
+        }
+        j[p].lid = j[x].id;
+        j[p].loff = (int32_t)loff;
+        j[p].lgid = 0;
+        j[p].sflags &= (uint8_t)~(VS_LZEXT | VS_SCALE_MASK);
+        return;
+    }
+}
+
 bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, bool wide)
 {
     struct jmap m;
     m.n = 0;
     m.npend = 0;
+    m.start_kept = 0;
     if (old->nframes != cur->nframes)
         return false;
     collect_groups(&m, old);
@@ -586,6 +649,9 @@ bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, boo
     for (uint32_t f = 0; f < cur->nframes; f++)
         if (old->frames[f].callsite != cur->frames[f].callsite)
             return false;
+    uint32_t top = cur->nframes - 1;
+    struct vreg pre[VM_NREGS];
+    memcpy(pre, old->frames[top].regs, sizeof(pre));
     for (unsigned pass = 0; pass < 2; pass++) {
         for (uint32_t f = 0; f < cur->nframes; f++)
             if (!join_frame(env, &old->frames[f], &cur->frames[f], vm_frame_masks(env, f),
@@ -594,6 +660,8 @@ bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, boo
         if (pass == 0)
             join_links(env, &m);
     }
+    for (unsigned p = 0; p < VM_REG_FP; p++)
+        synth_link(env, old->frames[top].regs, pre, cur->frames[top].regs, p);
     old->backedges = cur->backedges;
     old->joined = 1;
     return true;

@@ -360,6 +360,8 @@ static bool try_join(struct venv *env)
         env->cur = env->tmp;
         env->tmp = t;
         env->cur->joined = 1;
+        vm_link_narrow(env);  /* what the joined links and distances still prove */
+        vm_dist_learn(env);
         return true;
     }
     return false;

@@ -13,6 +13,7 @@
 #include "bpf/vscalar.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "bpf/insn.h"
 #include "common/minmax.h"
@@ -226,6 +227,7 @@ static bool sync_ok(struct vm_scalar *s)
         return true;
     }
     for (int round = 0; round < 2; round++) {
+        struct vm_scalar prev = *s;
         bounds_from_tnum(s);
         cross_sign(s);
         deduce_32_64(s);
@@ -234,6 +236,8 @@ static bool sync_ok(struct vm_scalar *s)
             return false;
         if (!tnum_from_bounds(s))
             return false;
+        if (memcmp(&prev, s, sizeof(prev)) == 0)   /* a fixed point: no round changes it */
+            return true;
     }
     bounds_from_tnum(s);
     return !vs_is_empty(s);
