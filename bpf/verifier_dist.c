@@ -28,7 +28,10 @@
  *     larger than doff, it keeps the access before the end
  *     (vm_dist_covers);
  *   - p + n for such an n is at most END - doff + p.off, which proves
- *     doff bytes after the new pointer's base (vm_dist_range_after_add).
+ *     doff bytes after the new pointer's base (vm_dist_range_after_add);
+ *   - it is an upper bound too: at most the buffer's largest size less
+ *     the group's smallest variable part and doff (a counter that
+ *     widening pushed past that comes back, vm_dist_learn).
  *
  * Soundness: each rule keeps "value <= distance" true of every concrete
  * state the abstract one stands for; joins keep a relation only when both
@@ -297,15 +300,43 @@ static void learn_one(struct venv *env, const struct vreg *r)
     }
 }
 
+/* value <= END - (base + v) - doff <= VM_MAX_BUF_SIZE - min(v) - doff: a
+ * distance is also an upper bound (a counter that widening pushed past
+ * the buffer's largest size comes back). */
+static void dist_narrow(struct venv *env, struct vreg *r)
+{
+    if (r->type != VT_SCALAR || !r->dist)
+        return;
+    for (unsigned k = 0; k < 2; k++) {
+        if (!(r->dist >> k & 1))
+            continue;
+        const struct vreg *p = r->did[k] ? vm_group_member(env, k ? VT_OUT : VT_IN, r->did[k])
+                                         : NULL;
+        int64_t vmin = p ? p->v.smin : 0;
+        if (r->did[k] && !p)
+            continue;
+        int64_t limit = (int64_t)VM_MAX_BUF_SIZE - vmin - r->doff[k];
+        if (r->v.smax > limit && vmin > -DIST_LIMIT) {
+            struct vm_scalar lim = vs_const((uint64_t)limit), v = r->v;
+            if (vs_refine(&v, &lim, VM_JSLE, true, true))
+                r->v = v;
+        }
+    }
+}
+
 void vm_dist_learn(struct venv *env)
 {
     for (uint32_t f = 0; f < env->cur->nframes; f++) {
         struct vframe *fr = &env->cur->frames[f];
-        for (unsigned r = 0; r < VM_NREGS; r++)
+        for (unsigned r = 0; r < VM_NREGS; r++) {
+            dist_narrow(env, &fr->regs[r]);
             learn_one(env, &fr->regs[r]);
+        }
         for (uint32_t s = 0; s < fr->nslots; s++)
-            if (fr->slots[s].spill)
+            if (fr->slots[s].spill) {
+                dist_narrow(env, &fr->slots[s].r);
                 learn_one(env, &fr->slots[s].r);
+            }
     }
 }
 

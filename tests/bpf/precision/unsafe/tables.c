@@ -73,3 +73,24 @@ int tab_used_one_past(struct cisc_ctx *ctx)
     count_digits(p, end, &used);
     return p[used]; // REJECT
 }
+
+/* kw_bsearch's scan with the test before the byte after the word
+ * forgotten: the word's length is bounded by the distance to the end
+ * (also after joins widened it), so p + len may be the end itself. */
+SEC("cisc")
+int tab_word_end_unchecked(struct cisc_ctx *ctx)
+{
+    const char *p = ctx->data, *end = ctx->data_end;
+    __u32 hits = 0;
+    while (p < end) {
+        int len = 0;
+        while (p < end && *p >= 'a' && *p <= 'z') {
+            len++;
+            p++;
+        }
+        hits += len > 3;
+        hits += *p == ' '; // REJECT
+        p++;
+    }
+    return hits;
+}
