@@ -132,7 +132,10 @@ static int ptr_add(struct venv *env, unsigned dst, struct vreg ptr, const struct
     if (konst) {
         int64_t c = (int64_t)s->t.value;
         ptr.off = (int32_t)(sub ? ptr.off - c : ptr.off + c);
-        if (!sub && !ptr.lid)
+        /* a link whose base no register holds any more bounds nothing:
+         * the counter added (`p + n` with n = 0 in a callee whose p came
+         * linked from the caller) is the one to follow */
+        if (!sub && (!ptr.lid || !vm_link_member(env, ptr.lid)))
             link_const(&ptr, sreg, c);
     } else {
         link_var(&ptr, sreg, sub);

@@ -321,6 +321,9 @@ void vm_mark_range(struct venv *env, uint8_t type, uint32_t id, uint32_t range);
 /* Narrows the variable part of the pointers with p's type and id to at
  * most `limit` (signed). */
 void vm_bound_var(struct venv *env, const struct vreg *p, int64_t limit);
+/* A plain member (b + off) of scalar link group id in the current
+ * state's registers, or NULL. */
+const struct vreg *vm_link_member(struct venv *env, uint32_t id);
 /* After a join: bounds the variable part of pointers linked from the
  * start by the range of their link's base (invariant 7). */
 void vm_link_narrow(struct venv *env);

@@ -70,8 +70,7 @@ void vm_mark_range(struct venv *env, uint8_t type, uint32_t id, uint32_t range)
     vm_dist_range_learnt(env, type, id, range);
 }
 
-/* A plain member (b + off) of scalar link group id, or NULL. */
-static const struct vreg *link_member(struct venv *env, uint32_t id)
+const struct vreg *vm_link_member(struct venv *env, uint32_t id)
 {
     for (uint32_t f = 0; f < env->cur->nframes; f++)
         for (unsigned r = 0; r < VM_NREGS; r++) {
@@ -90,7 +89,7 @@ static void bound_base_group(struct venv *env, const struct vreg *p, int64_t lim
                              unsigned depth)
 {
     const int64_t lim = (int64_t)1 << 40;
-    const struct vreg *x = link_member(env, p->lid);
+    const struct vreg *x = vm_link_member(env, p->lid);
     const struct vreg *g = vm_group_member(env, p->type, p->lgid);
     if (!x || !g || depth >= 4 || x->v.smin <= -lim || x->v.smin >= lim || limit >= lim)
         return;
@@ -146,7 +145,7 @@ void vm_link_narrow(struct venv *env)
         if ((p->type != VT_IN && p->type != VT_OUT) || !p->lid || p->lgid ||
             (p->sflags & (VS_WILD | VS_LZEXT | VS_SCALE_MASK)))
             continue;
-        const struct vreg *x = link_member(env, p->lid);
+        const struct vreg *x = vm_link_member(env, p->lid);
         if (!x || x->v.smax >= lim || x->v.smin <= -lim)
             continue;
         int64_t limit = x->v.smax - x->off + p->loff;

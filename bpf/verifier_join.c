@@ -199,6 +199,7 @@ struct jmap {
     int64_t shift[64];
     uint8_t type[64];      /* VT_SCALAR for link groups, else the buffer's (id 0 is per buffer) */
     uint8_t start_kept;    /* bit k: buffer k's start pointers (id 0, same offset) in both */
+    const struct vreg *pre;   /* the old state's top-frame registers before the join */
     /* for distance bounds only one side has: the old state's buffer
      * groups before the join, and the current state */
     uint32_t ngroups;
@@ -409,6 +410,24 @@ static void synth_dist(struct vreg *x, const struct vm_scalar *xv, unsigned k, u
     }
 }
 
+/* A register of the top frame that points to buffer k's start at the
+ * same place in both states (before the join) and is not linked to the
+ * scalar's link groups (ido, idc): the pointer a bound from the start is
+ * for. A pointer to the start made as `p + n` from the scalar itself
+ * (id 0 because both were constants) is not. */
+static bool start_base(const struct jmap *m, unsigned k, uint32_t ido, uint32_t idc)
+{
+    uint8_t type = k ? VT_OUT : VT_IN;
+    const struct vreg *o = m->pre, *c = m->cur_state->frames[m->cur_state->nframes - 1].regs;
+    for (unsigned r = 0; r < VM_REG_FP; r++)
+        if (o[r].type == type && c[r].type == type && !o[r].id && !c[r].id &&
+            o[r].off == c[r].off && !((o[r].sflags | c[r].sflags) & VS_WILD) &&
+            vs_is_const(&o[r].v) && vs_is_const(&c[r].v) &&
+            (!ido || o[r].lid != ido) && (!idc || c[r].lid != idc))
+            return true;
+    return false;
+}
+
 /* Distance bound k (verifier_int.h invariant 6) of a joined scalar: kept
  * when both have one for the same pair of pointer groups, moved onto the
  * rebased group if the pointers were rebased (the looser of the two;
@@ -419,9 +438,11 @@ static void join_dist(struct venv *env, struct vreg *o, const struct vreg *c, un
 {
     int64_t shift = 0;
     const uint32_t *res = NULL;
-    /* id 0 too: data + constant, rebased - unless pointers to the start
-     * itself are in both states (then the bound from the start stays) */
-    bool start = !o->did[k] && !c->did[k] && (m->start_kept >> k & 1);
+    /* id 0 too: data + constant, rebased - unless a pointer to the start
+     * itself, not made from x, is in both states (then the bound from
+     * the start stays) */
+    bool start = !o->did[k] && !c->did[k] && (m->start_kept >> k & 1) &&
+                 start_base(m, k, o->id, c->id);
     if (((o->dist & c->dist) >> k & 1) && !start)
         res = jmap_find(m, k ? VT_OUT : VT_IN, o->did[k], c->did[k], &shift);
     uint8_t eq = o->dist & c->dist & VM_DIST_EQ(k);
@@ -583,56 +604,90 @@ static void join_links(struct venv *env, struct jmap *m)
     }
 }
 
-/* place(P) - x = *k in the registers r of one state, for buffer pointer
- * P = r[p] (place: fixed + variable offset from the buffer's start) and
- * scalar x = r[x]: both constants, or P linked from the start to x's
- * group (invariant 7) with x a plain member. */
-static bool place_minus(const struct vreg *r, unsigned p, unsigned x, int64_t *k)
+static bool is_buf_ptr(const struct vreg *r)
 {
-    const struct vreg *P = &r[p], *X = &r[x];
-    if ((P->type != VT_IN && P->type != VT_OUT) || (P->sflags & VS_WILD) ||
-        X->type != VT_SCALAR)
+    return (r->type == VT_IN || r->type == VT_OUT) && !(r->sflags & VS_WILD);
+}
+
+/* place(P) - place(Q) - x = *k in the registers r of one state (place:
+ * fixed + variable offset from the buffer's start; q == VM_NREGS: the
+ * start itself, place 0): P, Q and x constants, or P linked to x's group
+ * (invariant 7) from Q's group (from the start) with x a plain member. */
+static bool rel_k(const struct vreg *r, unsigned p, unsigned q, unsigned x, int64_t *k)
+{
+    const struct vreg *P = &r[p], *X = &r[x], *Q = q < VM_NREGS ? &r[q] : NULL;
+    if (!is_buf_ptr(P) || X->type != VT_SCALAR || (Q && (Q->type != P->type || !is_buf_ptr(Q))))
         return false;
-    if (vs_is_const(&P->v) && vs_is_const(&X->v)) {
-        *k = (int64_t)P->off + (int64_t)P->v.t.value - (int64_t)X->v.t.value;
+    int64_t qplace = Q ? (int64_t)Q->off + (int64_t)Q->v.t.value : 0;
+    if (vs_is_const(&P->v) && vs_is_const(&X->v) && (!Q || vs_is_const(&Q->v))) {
+        *k = (int64_t)P->off + (int64_t)P->v.t.value - qplace - (int64_t)X->v.t.value;
         return true;
     }
-    if (!P->lid || P->lid != X->id || X->sflags || P->lgid ||
-        (P->sflags & (VS_LZEXT | VS_SCALE_MASK)))
+    if (!P->lid || P->lid != X->id || X->sflags || (P->sflags & (VS_LZEXT | VS_SCALE_MASK)) ||
+        (Q ? !Q->id || P->lgid != Q->id : P->lgid != 0))
         return false;
-    *k = (int64_t)P->off + P->loff - X->off;   /* place = off + b + loff, x = b + x.off */
+    /* place(P) = off + vG + b + loff, place(Q) = Q.off + vG, x = b + x.off */
+    *k = (int64_t)P->off - (Q ? Q->off : 0) + P->loff - X->off;
+    return true;
+}
+
+/* True if some register of regs holds a plain member of link group id. */
+static bool has_member(const struct vreg *regs, uint32_t id)
+{
+    for (unsigned r = 0; r < VM_REG_FP; r++)
+        if (regs[r].type == VT_SCALAR && regs[r].id == id && regs[r].sflags == 0)
+            return true;
+    return false;
+}
+
+/* Links P (joined, j[p]) to x's group from Q's group (q < VM_NREGS) or
+ * the start with place(P) = place(Q) + x + k in both states. */
+static bool set_link(struct venv *env, struct vreg *j, unsigned p, unsigned q, unsigned x,
+                     int64_t k)
+{
+    int64_t loff = (q < VM_NREGS ? (int64_t)j[q].off : 0) + (j[x].id ? (int64_t)j[x].off : 0) +
+                   k - j[p].off;
+    if (loff < INT32_MIN || loff > INT32_MAX)
+        return false;
+    if (!j[x].id) {   /* a fresh group: x = b */
+        j[x].id = ++env->id_gen;
+        j[x].off = 0;
+    }
+    j[p].lid = j[x].id;
+    j[p].loff = (int32_t)loff;
+    j[p].lgid = q < VM_NREGS ? j[q].id : 0;
+    j[p].sflags &= (uint8_t)~(VS_LZEXT | VS_SCALE_MASK);
     return true;
 }
 
 /* A pointer and a scalar that moved together (`p += 64` beside `base +=
- * 64`, constants in the first iterations, or linked): if place(P) - x is
- * the same K in both states, it is in the joined one too, so the joined
- * pointer's variable part is x + K - off, a link to x's group from the
- * start (invariant 7). `pre` holds the old state's registers of the top
- * frame before the join, `c` the other state's, `j` the joined ones. */
+ * 64`; `q = p + n` with p and n both moving), constants in the first
+ * iterations or linked: if place(P) - place(Q) - x is the same k in both
+ * states (Q a pointer group, or the buffer's start), it is in the joined
+ * one too, so the joined P's variable part is vQ + x + k + Q.off - P.off,
+ * a link to x's group (invariant 7). `pre` holds the old state's
+ * registers of the top frame before the join, `c` the other state's, `j`
+ * the joined ones. A link whose base no register holds is replaced. */
 static void synth_link(struct venv *env, struct vreg *j, const struct vreg *pre,
                        const struct vreg *c, unsigned p)
 {
-    if (j[p].lid || (j[p].type != VT_IN && j[p].type != VT_OUT) || (j[p].sflags & VS_WILD) ||
-        vs_is_const(&j[p].v))
+    if (!is_buf_ptr(&j[p]) || (j[p].lid && has_member(j, j[p].lid)))
         return;
-    for (unsigned x = 0; x < VM_REG_FP; x++) {
-        int64_t ko, kc;
-        if (j[x].type != VT_SCALAR || (j[x].id && j[x].sflags) ||
-            !place_minus(pre, p, x, &ko) || !place_minus(c, p, x, &kc) || ko != kc)
+    j[p].lid = 0, j[p].loff = 0, j[p].lgid = 0;
+    j[p].sflags &= (uint8_t)~(VS_LZEXT | VS_SCALE_MASK);
+    for (unsigned q = 0; q <= VM_NREGS; q++) {
+        bool start = q == VM_NREGS;
+        if (start ? vs_is_const(&j[p].v)   /* from the start: only a moving P */
+                  : q == p || j[q].type != j[p].type || !is_buf_ptr(&j[q]) || !j[q].id)
             continue;
-        int64_t loff = (j[x].id ? (int64_t)j[x].off : 0) + ko - j[p].off;
-        if (loff < INT32_MIN || loff > INT32_MAX)
-            continue;
-        if (!j[x].id) {   /* a fresh group: x = b */
-            j[x].id = ++env->id_gen;
-            j[x].off = 0;
+        for (unsigned x = 0; x < VM_REG_FP; x++) {
+            int64_t ko, kc;
+            if (j[x].type != VT_SCALAR || (j[x].id && j[x].sflags) ||
+                !rel_k(pre, p, q, x, &ko) || !rel_k(c, p, q, x, &kc) || ko != kc)
+                continue;
+            if (set_link(env, j, p, q, x, ko))
+                return;
         }
-        j[p].lid = j[x].id;
-        j[p].loff = (int32_t)loff;
-        j[p].lgid = 0;
-        j[p].sflags &= (uint8_t)~(VS_LZEXT | VS_SCALE_MASK);
-        return;
     }
 }
 
@@ -652,6 +707,7 @@ bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, boo
     uint32_t top = cur->nframes - 1;
     struct vreg pre[VM_NREGS];
     memcpy(pre, old->frames[top].regs, sizeof(pre));
+    m.pre = pre;
     for (unsigned pass = 0; pass < 2; pass++) {
         for (uint32_t f = 0; f < cur->nframes; f++)
             if (!join_frame(env, &old->frames[f], &cur->frames[f], vm_frame_masks(env, f),

@@ -94,3 +94,32 @@ int tab_word_end_unchecked(struct cisc_ctx *ctx)
     }
     return hits;
 }
+
+/* sub_sum_numbers' parser with its check one short: `p + n <= end` lets
+ * p[n] be the end itself (the counter n and the pointer p + n, both moving
+ * in the loop, stay linked through the joins: the link must not prove the
+ * byte at the end). */
+static __attribute__((noinline)) __u64 parse_short(const __u8 *p, const __u8 *end, __u32 *used)
+{
+    __u64 v = 0;
+    __u32 n = 0;
+    while (p + n <= end && n < 20 && p[n] >= '0' && p[n] <= '9') { // REJECT: tab_sum_short
+        v = v * 10 + (p[n] - '0');
+        n++;
+    }
+    *used = n;
+    return v;
+}
+
+SEC("cisc")
+int tab_sum_short(struct cisc_ctx *ctx)
+{
+    const __u8 *p = ctx->data, *end = ctx->data_end;
+    __u64 sum = 0;
+    while (p < end) {
+        __u32 used = 0;
+        sum += parse_short(p, end, &used);
+        p += used ? used : 1;
+    }
+    return sum & 0x7fffffff;
+}
