@@ -70,6 +70,10 @@
  *      [nbyte, nbyte + nsize) are initialised and hold the low nsize bytes
  *      of r, a plain scalar (no links, no distance) whose value fits them.
  *      A write to any of those bytes ends it; a slot holds one at most.
+ *   9. Each entry of a state's neq names two values, b_a + off_a of kind
+ *      kind_a and b_b + off_b of kind_b (link groups id_a, id_b,
+ *      invariant 5; id_b 0: the constant k), that differ in every
+ *      concrete state the abstract one stands for (verifier_neq.c).
  */
 #ifndef CISC_BPF_VERIFIER_INT_H
 #define CISC_BPF_VERIFIER_INT_H
@@ -154,11 +158,25 @@ struct vframe {
     struct vslot slots[VM_NSLOTS];   /* slot i: bytes [-(i+1)*8, -i*8) */
 };
 
+/* Two scalar values known to differ (invariant 9), each named by its
+ * link group, offset and kind (invariant 5); id[1] == 0: the second is
+ * the constant k. */
+#define VM_MAX_NEQ 4
+struct vneq {
+    uint32_t id[2];
+    int32_t off[2];
+    uint8_t kind[2];
+    uint8_t pad[6];
+    uint64_t k;
+};
+
 /* The working state (large, one per env); stored copies are snapshots. */
 struct vstate {
     uint32_t nframes;      /* frames[nframes-1] is the current one */
     uint32_t backedges;    /* loop back edges taken on this path */
     uint32_t joined;       /* this path went through a join */
+    uint32_t nneq;         /* entries of neq in use */
+    struct vneq neq[VM_MAX_NEQ];
     struct vframe frames[VM_MAX_CALL_DEPTH];
 };
 
@@ -369,6 +387,18 @@ void vm_dist_copy(struct vreg *dst, const struct vreg *src);
 bool vm_dist_covers(const struct vreg *p, const struct vreg *s);
 /* q = p + s (s a scalar with a relation to p's buffer): the range q gets. */
 uint32_t vm_dist_range_after_add(const struct vreg *p, const struct vreg *s);
+
+/* --- verifier_neq.c ------------------------------------------------------ */
+/* True if the values of scalars a and b are known to differ (in their low
+ * 32 bits too when !is64); b may be a constant without a name. */
+bool vm_neq_known(const struct venv *env, const struct vreg *a, const struct vreg *b,
+                  bool is64);
+/* Gives scalar r a link group of its own if it has none, so that its
+ * value can be named. */
+void vm_neq_name(struct venv *env, struct vreg *r);
+/* Records that the values of a (named) and b (named, or a constant)
+ * differ. */
+void vm_neq_add(struct venv *env, const struct vreg *a, const struct vreg *b);
 
 /* --- verifier_print.c ---------------------------------------------------- */
 const char *vm_vtype_name(enum vtype t);

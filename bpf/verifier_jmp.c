@@ -498,6 +498,54 @@ static void set_side(struct venv *env, const struct vm_insn *insn, unsigned op,
     vm_dist_learn(env);
 }
 
+/* The second operand of a scalar test: the register, or the immediate
+ * (sign-extended for 64-bit tests, zero-extended for 32-bit ones). */
+static struct vreg operand_of(struct venv *env, const struct vm_insn *insn)
+{
+    struct vreg k;
+    if (VM_SRC(insn->code) == VM_X)
+        return *vm_reg(env, vm_src(insn));
+    vm_mark_scalar(&k, vs_const(VM_CLS(insn->code) == VM_CLS_JMP ? (uint64_t)(int64_t)insn->imm
+                                                               : (uint32_t)insn->imm));
+    return k;
+}
+
+/* `a == b` / `a != b` (invariant 9): a difference known decides the test;
+ * otherwise, when both sides are possible, the values are named so that
+ * the `!=` side can record it. Returns the side on which they differ (1
+ * taken, 0 fall-through), -1 for none. */
+static int neq_side(struct venv *env, const struct vm_insn *insn, bool *can_take,
+                    bool *can_fall)
+{
+    unsigned op = VM_OP(insn->code), dst = vm_dst(insn), src = vm_src(insn);
+    bool x = VM_SRC(insn->code) == VM_X;
+    if ((op != VM_JEQ && op != VM_JNE) || (x && src == dst))
+        return -1;
+    struct vreg *a = vm_reg(env, dst), b = operand_of(env, insn);
+    int side = op == VM_JNE ? 1 : 0;
+    if (vm_neq_known(env, a, &b, VM_CLS(insn->code) == VM_CLS_JMP)) {
+        if (side)
+            *can_fall = false;   /* they differ: `==` is impossible */
+        else
+            *can_take = false;
+        return -1;
+    }
+    if (!*can_take || !*can_fall || (vs_is_const(&a->v) && vs_is_const(&b.v)))
+        return -1;
+    vm_neq_name(env, a);
+    if (x)
+        vm_neq_name(env, vm_reg(env, src));
+    return side;
+}
+
+static void neq_note(struct venv *env, const struct vm_insn *insn, int side, int here)
+{
+    if (side == here) {
+        struct vreg b = operand_of(env, insn);
+        vm_neq_add(env, vm_reg(env, vm_dst(insn)), &b);
+    }
+}
+
 static int scalar_cond(struct venv *env, const struct vm_insn *insn, uint32_t target)
 {
     unsigned op = VM_OP(insn->code), dst = vm_dst(insn), src = vm_src(insn);
@@ -509,6 +557,7 @@ static int scalar_cond(struct venv *env, const struct vm_insn *insn, uint32_t ta
     bool same = x && src == dst;
     bool can_take = vs_refine(&at, same ? &at : &bt, op, is64, true);
     bool can_fall = vs_refine(&af, same ? &af : &bf, op, is64, false);
+    int neq = neq_side(env, insn, &can_take, &can_fall);
     if (can_take && can_fall) {
         /* both sides change linked registers (or, through a distance
          * bound, pointers): queue a copy of the taken side made from a
@@ -519,6 +568,7 @@ static int scalar_cond(struct venv *env, const struct vm_insn *insn, uint32_t ta
         if (linked && !before)
             return -ENOMEM;
         set_side(env, insn, op, &at, &bt);
+        neq_note(env, insn, neq, 1);
         int err = push_side(env, target);
         if (before)
             vm_snap_restore(env->cur, before);
@@ -528,6 +578,7 @@ static int scalar_cond(struct venv *env, const struct vm_insn *insn, uint32_t ta
     }
     if (can_fall) {
         set_side(env, insn, negate(op), &af, &bf);
+        neq_note(env, insn, neq, 0);
         go(env, env->pc + 1);
         return 0;
     }

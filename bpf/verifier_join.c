@@ -691,6 +691,46 @@ static void synth_link(struct venv *env, struct vreg *j, const struct vreg *pre,
     }
 }
 
+/* The joined name of value (o, off) of the old state given the current
+ * state's group c for it: the pairing's result if it pairs them with the
+ * shift the offsets show (joined members keep the old state's offsets). */
+static bool neq_pair(const struct jmap *m, uint32_t o, uint32_t c, int32_t ooff, int32_t coff,
+                     uint32_t *res)
+{
+    int64_t shift;
+    const uint32_t *r = jmap_find(m, VT_SCALAR, o, c, &shift);
+    if (!r || shift != (int64_t)coff - ooff)
+        return false;
+    *res = *r;
+    return true;
+}
+
+/* Differences of values (invariant 9) that both states have, under the
+ * pairing of link groups the registers' join made. */
+static void join_neq(struct vstate *old, const struct vstate *cur, const struct jmap *m)
+{
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < old->nneq; k++) {
+        const struct vneq e = old->neq[k];
+        bool keep = false;
+        for (uint32_t j = 0; j < cur->nneq && !keep; j++) {
+            const struct vneq *c = &cur->neq[j];
+            for (unsigned sw = 0; sw < 2 && !keep; sw++) {
+                uint32_t r0, r1;
+                keep = e.kind[0] == c->kind[sw] && e.kind[1] == c->kind[!sw] &&
+                       neq_pair(m, e.id[0], c->id[sw], e.off[0], c->off[sw], &r0) &&
+                       neq_pair(m, e.id[1], c->id[!sw], e.off[1], c->off[!sw], &r1);
+                if (keep) {
+                    old->neq[n] = e;
+                    old->neq[n].id[0] = r0;
+                    old->neq[n++].id[1] = r1;
+                }
+            }
+        }
+    }
+    old->nneq = n;
+}
+
 bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, bool wide)
 {
     struct jmap m;
@@ -718,6 +758,7 @@ bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, boo
     }
     for (unsigned p = 0; p < VM_REG_FP; p++)
         synth_link(env, old->frames[top].regs, pre, cur->frames[top].regs, p);
+    join_neq(old, cur, &m);
     old->backedges = cur->backedges;
     old->joined = 1;
     return true;

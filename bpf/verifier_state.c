@@ -35,7 +35,8 @@ struct sframe {
 };
 
 struct vsnap {
-    uint32_t nframes, backedges, joined, pad;
+    uint32_t nframes, backedges, joined, nneq;
+    struct vneq neq[VM_MAX_NEQ];
     struct sframe frames[];   /* then every frame's slots, in order */
 };
 
@@ -56,6 +57,8 @@ struct vsnap *vm_snap_take(const struct vstate *st)
     s->nframes = st->nframes;
     s->backedges = st->backedges;
     s->joined = st->joined;
+    s->nneq = st->nneq;
+    memcpy(s->neq, st->neq, st->nneq * sizeof(st->neq[0]));
     struct vslot *slots = snap_slots(s);
     for (uint32_t f = 0; f < st->nframes; f++) {
         const struct vframe *fr = &st->frames[f];
@@ -75,6 +78,8 @@ void vm_snap_restore(struct vstate *st, const struct vsnap *s)
     st->nframes = s->nframes;
     st->backedges = s->backedges;
     st->joined = s->joined;
+    st->nneq = s->nneq;
+    memcpy(st->neq, s->neq, s->nneq * sizeof(s->neq[0]));
     for (uint32_t f = 0; f < s->nframes; f++) {
         struct vframe *fr = &st->frames[f];
         memcpy(fr->regs, s->frames[f].regs, sizeof(fr->regs));
@@ -293,6 +298,57 @@ static bool frame_subsumed(const struct venv *env, const struct sframe *o,
     return true;
 }
 
+/* The current-state group and shift old group o is paired with, if any. */
+static bool idmap_find(const struct idmap *m, uint32_t o, uint32_t *c, int64_t *shift)
+{
+    for (uint32_t k = 0; k < m->n; k++)
+        if (m->old[k] == o) {
+            *c = m->cur[k];
+            *shift = m->shift[k];
+            return true;
+        }
+    return false;
+}
+
+static bool neq_has(const struct vstate *cur, const uint32_t id[2], const int32_t off[2],
+                    const uint8_t kind[2])
+{
+    for (uint32_t k = 0; k < cur->nneq; k++) {
+        const struct vneq *e = &cur->neq[k];
+        for (unsigned sw = 0; sw < 2; sw++)
+            if (e->id[sw] == id[0] && e->off[sw] == off[0] && e->kind[sw] == kind[0] &&
+                e->id[!sw] == id[1] && e->off[!sw] == off[1] && e->kind[!sw] == kind[1])
+                return true;
+    }
+    return false;
+}
+
+/* Every difference of values the old state relied on (invariant 9) holds
+ * in the current one, for the groups the registers paired (their base
+ * moved by the pairing's shift). A group no compared register paired
+ * names no value that can matter: a register whose value reaches a test
+ * is precise, so compared, wherever the test is ahead (verifier_flow.c). */
+static bool neq_subsumed(const struct vsnap *old, const struct vstate *cur,
+                         const struct idmap *m)
+{
+    for (uint32_t k = 0; k < old->nneq; k++) {
+        const struct vneq *e = &old->neq[k];
+        uint32_t id[2];
+        int32_t off[2];
+        int64_t sh;
+        bool mapped = true;
+        for (unsigned i = 0; i < 2 && mapped; i++) {
+            mapped = idmap_find(m, e->id[i], &id[i], &sh) && sh >= INT32_MIN - (int64_t)e->off[i] &&
+                     sh <= INT32_MAX - (int64_t)e->off[i];
+            if (mapped)
+                off[i] = (int32_t)(e->off[i] + sh);
+        }
+        if (mapped && !neq_has(cur, id, off, e->kind))
+            return false;
+    }
+    return true;
+}
+
 static bool state_subsumed(const struct venv *env, const struct vsnap *old)
 {
     const struct vstate *cur = env->cur;
@@ -310,7 +366,7 @@ static bool state_subsumed(const struct venv *env, const struct vsnap *old)
             return false;
         oslots += old->frames[f].nslots;
     }
-    return true;
+    return neq_subsumed(old, cur, &m);
 }
 
 #define JOIN_LOOP_AFTER 16  /* exact iterations of a loop before joining */

@@ -891,6 +891,36 @@ const Case kCases[] = {
       JMP_IMM(VM_JSLT, 4, 1, 1), JA(2), MOV64_REG(0, 9), EXIT(), RET0()},
      0, nullptr, {}},
 
+    // --- values known to differ (invariant 9): the `!=` side of a test decides
+    // the same test later (clang -O1's merged exits), the `==` side would read
+    // a register never set
+    {"neq_decides_the_second_test",
+     {LDX(VM_DW, 6, 1, CTX_ARG0), LDX(VM_DW, 7, 1, CTX_ARG0 + 8), JMP_REG(VM_JEQ, 6, 7, 3),
+      JMP_REG(VM_JNE, 6, 7, 2), MOV64_REG(0, 9), EXIT(), RET0()},
+     0, nullptr, {}},
+    {"neq_of_a_recomputed_value",   // (__u32)arg recomputed between the tests
+     {LDX(VM_W, 7, 1, CTX_ARG0 + 8), LDX(VM_DW, 1, 1, CTX_ARG0), MOV64_REG(6, 1),
+      ALU64_IMM(VM_LSH, 6, 32), ALU64_IMM(VM_RSH, 6, 32), JMP_REG(VM_JEQ, 6, 7, 6),
+      MOV64_REG(6, 1), ALU64_IMM(VM_LSH, 6, 32), ALU64_IMM(VM_RSH, 6, 32),
+      JMP_REG(VM_JNE, 6, 7, 2), MOV64_REG(0, 9), EXIT(), RET0()},
+     0, nullptr, {}},
+    {"neq_of_a_constant",
+     {LDX(VM_DW, 6, 1, CTX_ARG0), JMP_IMM(VM_JEQ, 6, 443, 3), JMP_IMM(VM_JNE, 6, 443, 2),
+      MOV64_REG(0, 9), EXIT(), RET0()},
+     0, nullptr, {}},
+    {"neq_lost_when_the_value_changes",
+     {LDX(VM_DW, 6, 1, CTX_ARG0), LDX(VM_DW, 7, 1, CTX_ARG0 + 8), JMP_REG(VM_JEQ, 6, 7, 4),
+      ALU64_IMM(VM_ADD, 6, 1), JMP_REG(VM_JNE, 6, 7, 2), MOV64_REG(0, 9), EXIT(), RET0()},
+     -EACCES, "not initialised", {}},
+    {"neq_of_64_bits_does_not_decide_32",
+     {LDX(VM_DW, 6, 1, CTX_ARG0), LDX(VM_DW, 7, 1, CTX_ARG0 + 8), JMP_REG(VM_JEQ, 6, 7, 3),
+      JMP32_REG(VM_JNE, 6, 7, 2), MOV64_REG(0, 9), EXIT(), RET0()},
+     -EACCES, "not initialised", {}},
+    {"neq_not_on_the_equal_side",   // the `==` side's second test may be taken
+     {LDX(VM_DW, 6, 1, CTX_ARG0), LDX(VM_DW, 7, 1, CTX_ARG0 + 8), JMP_REG(VM_JNE, 6, 7, 3),
+      JMP_REG(VM_JEQ, 6, 7, 4), RET0(), RET0(), MOV64_REG(0, 9), EXIT()},
+     -EACCES, "not initialised", {}},
+
     // --- atomics -------------------------------------------------------------------
     {"atomic_on_input",
      {LOAD_IN(), MOV64_REG(4, 2), ALU64_IMM(VM_ADD, 4, 8), JMP_REG(VM_JGT, 4, 3, 3),
