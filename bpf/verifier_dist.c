@@ -233,6 +233,53 @@ void vm_dist_range_learnt(struct venv *env, uint8_t type, uint32_t id, uint32_t 
     }
 }
 
+/* y = x + (y.off - x.off) for members x, y of one link group (invariant
+ * 5) when both are plain, or one is the zero-extension of a value the
+ * other shows fits 32 bits. */
+static bool same_base(const struct vreg *x, const struct vreg *y, int64_t *delta)
+{
+    int64_t d = (int64_t)y->off - x->off;
+    if (x->sflags == 0 && y->sflags == 0) {
+        *delta = d;
+        return true;
+    }
+    const struct vreg *plain = x->sflags == 0 ? x : y->sflags == 0 ? y : NULL;
+    const struct vreg *z = plain == x ? y : x;
+    if (!plain || z->sflags != VS_ZEXT || !small(&plain->v))
+        return false;
+    int64_t to_z = (int64_t)z->off - plain->off;   /* b + z.off = plain + to_z */
+    if (plain->v.smin + to_z < 0 || plain->v.smax + to_z > (int64_t)UINT32_MAX)
+        return false;
+    *delta = d;
+    return true;
+}
+
+static void links_regs(struct vreg *regs, unsigned n, const struct vreg *x)
+{
+    for (unsigned r = 0; r < n; r++) {
+        struct vreg *y = &regs[r];
+        int64_t delta;
+        if (y == x || y->type != VT_SCALAR || y->id != x->id || !same_base(x, y, &delta))
+            continue;
+        for (unsigned k = 0; k < 2; k++)
+            if (x->dist >> k & 1)
+                vm_dist_add(y, k, x->did[k], (int64_t)x->doff[k] - delta);
+    }
+}
+
+void vm_dist_links(struct venv *env, const struct vreg *x)
+{
+    if (x->type != VT_SCALAR || !x->id || !x->dist || !small(&x->v))
+        return;
+    for (uint32_t f = 0; f < env->cur->nframes; f++) {
+        struct vframe *fr = &env->cur->frames[f];
+        links_regs(fr->regs, VM_NREGS, x);
+        for (uint32_t s = 0; s < fr->nslots; s++)
+            if (fr->slots[s].spill)
+                links_regs(&fr->slots[s].r, 1, x);
+    }
+}
+
 /* A pointer of the group (type, id), for its variable part. */
 const struct vreg *vm_group_member(struct venv *env, uint8_t type, uint32_t id)
 {

@@ -365,6 +365,9 @@ void vm_dist_alu(struct vreg *dst, const struct vm_scalar *before, const struct 
 /* After a comparison refined a and b (the side where `a op b` holds):
  * passes a distance bound from one to the other. */
 void vm_dist_cmp(struct vreg *a, struct vreg *b, unsigned op, bool is64);
+/* Gives the other members of x's link group (invariant 5) the distance
+ * bounds x has, moved by their offset from x. */
+void vm_dist_links(struct venv *env, const struct vreg *x);
 /* Applies every distance relation's lower bound to its pointers (ranges,
  * variable parts): called after a branch refined scalars. */
 void vm_dist_learn(struct venv *env);

@@ -493,6 +493,8 @@ static void set_side(struct venv *env, const struct vm_insn *insn, unsigned op,
         s->v = *b;
         propagate(env, s);
         vm_dist_cmp(d, s, op, VM_CLS(insn->code) == VM_CLS_JMP);
+        vm_dist_links(env, d);   /* a bound a comparison passed on holds for the group */
+        vm_dist_links(env, s);
     }
     propagate(env, d);
     vm_dist_learn(env);
