@@ -326,6 +326,44 @@ static void link_learn(struct venv *env, const struct vreg *x, unsigned k)
     }
 }
 
+/* s = b_a + b_b + s.loff (invariant 10) <= END - (base + vG) - d, and a
+ * pointer P linked to group a from G (v_P = vG + b_a + P.loff): then a
+ * member y = b_b + y.off of the other group is at most END - (base + v_P)
+ * - (d + s.loff - P.loff - y.off): `n + k < oend - out`, then `(out + n)
+ * + k`. */
+static void sum_regs(struct vreg *regs, unsigned n, const struct vreg *s, unsigned k,
+                     uint32_t other, const struct vreg *p)
+{
+    for (unsigned r = 0; r < n; r++) {
+        struct vreg *y = &regs[r];
+        if (y->type == VT_SCALAR && y->id == other && !y->sflags && small(&y->v))
+            vm_dist_add(y, k, p->id, (int64_t)s->doff[k] + s->loff - p->loff - y->off);
+    }
+}
+
+static void sum_for(struct venv *env, const struct vreg *s, unsigned k, const struct vreg *p)
+{
+    uint8_t type = k ? VT_OUT : VT_IN;
+    if (p->type != type || !p->lid || p->lgid != s->did[k] ||
+        (p->sflags & (VS_WILD | VS_LZEXT | VS_SCALE_MASK)) ||
+        (p->lid != s->lid && p->lid != s->lgid))
+        return;
+    uint32_t other = p->lid == s->lid ? s->lgid : s->lid;
+    for (uint32_t f = 0; f < env->cur->nframes; f++)
+        sum_regs(env->cur->frames[f].regs, VM_NREGS, s, k, other, p);
+}
+
+static void sum_learn(struct venv *env, const struct vreg *s, unsigned k)
+{
+    if (!s->lid || !small(&s->v))
+        return;
+    for (uint32_t f = 0; f < env->cur->nframes; f++) {
+        const struct vframe *fr = &env->cur->frames[f];
+        for (unsigned r = 0; r < VM_NREGS; r++)
+            sum_for(env, s, k, &fr->regs[r]);
+    }
+}
+
 static void learn_one(struct venv *env, const struct vreg *r)
 {
     if (r->type != VT_SCALAR || !r->dist || r->v.smin <= -DIST_LIMIT)
@@ -334,6 +372,7 @@ static void learn_one(struct venv *env, const struct vreg *r)
         if (!(r->dist >> k & 1))
             continue;
         link_learn(env, r, k);
+        sum_learn(env, r, k);
         uint8_t type = k ? VT_OUT : VT_IN;
         int64_t proved = r->v.smin + r->doff[k];   /* END - (base + v) >= proved */
         if (proved < 0)

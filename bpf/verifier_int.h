@@ -74,6 +74,12 @@
  *      kind_a and b_b + off_b of kind_b (link groups id_a, id_b,
  *      invariant 5; id_b 0: the constant k), that differ in every
  *      concrete state the abstract one stands for (verifier_neq.c).
+ *  10. A scalar with lid != 0 holds b_lid + b_lgid + loff: the sum of two
+ *      values of link groups lid and lgid (a sum link, `n + k` tested
+ *      against `oend - out` before `out[n + k]` is written through `out +
+ *      n`). Made by a 64-bit add of two plain members, moved by constants,
+ *      ended by anything else; states lose them at pruning points, where
+ *      they are compared, and at joins (verifier_dist.c uses them).
  */
 #ifndef CISC_BPF_VERIFIER_INT_H
 #define CISC_BPF_VERIFIER_INT_H
@@ -136,7 +142,8 @@ struct vreg {
     int32_t doff[2];       /* ... and the offset subtracted (invariant 6) */
     uint32_t lid;          /* pointers: v = vG + b + loff for the scalars linked */
     int32_t loff;          /* with id lid (invariant 7); 0: no such link ... */
-    uint32_t lgid;         /* ... vG: the part of the pointers with this id (0: 0) */
+    uint32_t lgid;         /* ... vG: the part of the pointers with this id (0: 0);
+                              scalars: value = b_lid + b_lgid + loff (invariant 10) */
     struct vm_scalar v;    /* VT_SCALAR: the value; pointers: variable offset */
 };
 

@@ -200,6 +200,8 @@ struct jmap {
     uint8_t type[64];      /* VT_SCALAR for link groups, else the buffer's (id 0 is per buffer) */
     uint8_t start_kept;    /* bit k: buffer k's start pointers (id 0, same offset) in both */
     const struct vreg *pre;   /* the old state's top-frame registers before the join */
+    const struct vframe *oframe;   /* the old state's top frame, being joined */
+    unsigned xreg;         /* the top-frame register being joined (VM_NREGS: other) */
     /* for distance bounds only one side has: the old state's buffer
      * groups before the join, and the current state */
     uint32_t ngroups;
@@ -410,20 +412,78 @@ static void synth_dist(struct vreg *x, const struct vm_scalar *xv, unsigned k, u
     }
 }
 
+/* Neither state has bound k for x, which differs between them: a
+ * non-negative x that a buffer group's proved range covers in both states
+ * is bounded by the distance from that group in both (x <= range - umax
+ * more than that), with the group's pairing; join_dist then keeps what
+ * both agree on. A counter that was a constant in the paths joined (the
+ * first iterations of `out[n + k] = ' '`) has no bound of its own. */
+static void synth_both(struct vreg *o, const struct vm_scalar *ov, struct vreg *c, unsigned k,
+                       const struct jmap *m)
+{
+    uint8_t type = k ? VT_OUT : VT_IN;
+    uint32_t ro, rc;
+    if (ov->smin < 0 || c->v.smin < 0)
+        return;
+    for (uint32_t e = 0; e <= m->n; e++) {   /* e == n: the start, if kept in both */
+        bool start = e == m->n;
+        uint32_t go = start ? 0 : m->old[e], gc = start ? 0 : m->cur[e];
+        if (start ? !(m->start_kept >> k & 1) : m->type[e] != type)
+            continue;
+        if (!old_range(m, type, go, &ro) || !cur_range(m->cur_state, type, gc, &rc) ||
+            ro == 0 || rc == 0 || ov->umax > ro || c->v.umax > rc)
+            continue;
+        vm_dist_add(o, k, go, (int64_t)ro - (int64_t)ov->umax);
+        vm_dist_add(c, k, gc, (int64_t)rc - (int64_t)c->v.umax);
+        return;
+    }
+}
+
 /* A register of the top frame that points to buffer k's start at the
  * same place in both states (before the join) and is not linked to the
  * scalar's link groups (ido, idc): the pointer a bound from the start is
  * for. A pointer to the start made as `p + n` from the scalar itself
  * (id 0 because both were constants) is not. */
+static bool rel_k(const struct vreg *r, unsigned p, unsigned q, unsigned x, int64_t *k);
+
+static bool start_pair(const struct vreg *o, const struct vreg *c, uint8_t type, uint32_t ido,
+                       uint32_t idc)
+{
+    return o->type == type && c->type == type && !o->id && !c->id && o->off == c->off &&
+           !((o->sflags | c->sflags) & VS_WILD) && vs_is_const(&o->v) && vs_is_const(&c->v) &&
+           (!ido || o->lid != ido) && (!idc || c->lid != idc);
+}
+
 static bool start_base(const struct jmap *m, unsigned k, uint32_t ido, uint32_t idc)
 {
     uint8_t type = k ? VT_OUT : VT_IN;
-    const struct vreg *o = m->pre, *c = m->cur_state->frames[m->cur_state->nframes - 1].regs;
+    const struct vframe *cf = &m->cur_state->frames[m->cur_state->nframes - 1], *of = m->oframe;
+    /* pointers from the start rebased by the join (`out + n` at two
+     * places) that are not made from x: x is added to them (`(out + n) +
+     * k`), so the bound is wanted from their group */
+    bool rebased = false, made_from_x = false;
+    for (unsigned r = 0; r < VM_REG_FP; r++) {
+        const struct vreg *o = &m->pre[r], *c = &cf->regs[r];
+        int64_t ko, kc;
+        if (o->type != type || c->type != type || o->id || c->id || o->off == c->off)
+            continue;
+        rebased = true;
+        made_from_x |= (ido && o->lid == ido) || (idc && c->lid == idc);
+        /* or moving with x: place - x the same in both (`p += 64` beside
+         * `base += 64`) */
+        made_from_x |= m->xreg < VM_REG_FP && rel_k(m->pre, r, VM_NREGS, m->xreg, &ko) &&
+                       rel_k(cf->regs, r, VM_NREGS, m->xreg, &kc) && ko == kc;
+    }
+    if (rebased && !made_from_x)
+        return false;
     for (unsigned r = 0; r < VM_REG_FP; r++)
-        if (o[r].type == type && c[r].type == type && !o[r].id && !c[r].id &&
-            o[r].off == c[r].off && !((o[r].sflags | c[r].sflags) & VS_WILD) &&
-            vs_is_const(&o[r].v) && vs_is_const(&c[r].v) &&
-            (!ido || o[r].lid != ido) && (!idc || c[r].lid != idc))
+        if (start_pair(&m->pre[r], &cf->regs[r], type, ido, idc))
+            return true;
+    /* spilled (`out` kept at fp-8): the pointer slots are joined already,
+     * and a start pointer stays one */
+    for (uint32_t s = 0; s < of->nslots && s < cf->nslots; s++)
+        if (of->slots[s].spill && cf->slots[s].spill &&
+            start_pair(&of->slots[s].r, &cf->slots[s].r, type, ido, idc))
             return true;
     return false;
 }
@@ -438,11 +498,12 @@ static void join_dist(struct venv *env, struct vreg *o, const struct vreg *c, un
 {
     int64_t shift = 0;
     const uint32_t *res = NULL;
-    /* id 0 too: data + constant, rebased - unless a pointer to the start
-     * itself, not made from x, is in both states (then the bound from
-     * the start stays) */
-    bool start = !o->did[k] && !c->did[k] && (m->start_kept >> k & 1) &&
-                 start_base(m, k, o->id, c->id);
+    /* id 0 too: data + constant, rebased - unless it is `end - data`
+     * itself in both, or a pointer to the start itself, not made from x,
+     * is in both states (then the bound from the start stays) */
+    bool exact = (o->dist & c->dist & VM_DIST_EQ(k)) && o->doff[k] == c->doff[k];
+    bool start = !o->did[k] && !c->did[k] &&
+                 (exact || ((m->start_kept >> k & 1) && start_base(m, k, o->id, c->id)));
     if (((o->dist & c->dist) >> k & 1) && !start)
         res = jmap_find(m, k ? VT_OUT : VT_IN, o->did[k], c->did[k], &shift);
     uint8_t eq = o->dist & c->dist & VM_DIST_EQ(k);
@@ -477,6 +538,8 @@ static bool join_reg(struct venv *env, struct vreg *o, const struct vreg *c, boo
     if (o->type != c->type)
         return false;
     if (o->type == VT_SCALAR) {
+        o->lid = o->lgid = 0;   /* sum links end at joins (invariant 10) */
+        o->loff = 0;
         struct vm_scalar ov = o->v;   /* x's own value, for synth_dist */
         o->v = join_scalar(env, &o->v, &c->v, wide, false);
         /* a distance bound survives when both have it for one pointer
@@ -488,6 +551,8 @@ static bool join_reg(struct venv *env, struct vreg *o, const struct vreg *c, boo
                     synth_dist(o, &ov, k, c->did[k], true, m);
                 else
                     synth_dist(&cc, &cc.v, k, o->did[k], false, m);
+            } else if (!((o->dist | c->dist) >> k & 1) && memcmp(&ov, &c->v, sizeof(ov))) {
+                synth_both(o, &ov, &cc, k, m);   /* a counter: it differs */
             }
             join_dist(env, o, &cc, k, m, wide);
         }
@@ -546,8 +611,13 @@ static bool join_frame(struct venv *env, struct vframe *o, const struct vframe *
             continue;
         if (!(mk.live & (1u << r)))
             vm_mark_none(&o->regs[r]);
-        else if (!join_reg(env, &o->regs[r], &c->regs[r], wide, m))
-            return false;
+        else {
+            m->xreg = o == m->oframe ? r : VM_NREGS;
+            bool ok = join_reg(env, &o->regs[r], &c->regs[r], wide, m);
+            m->xreg = VM_NREGS;
+            if (!ok)
+                return false;
+        }
     }
     static const struct vslot empty;
     if (c->nslots > o->nslots) {
@@ -748,6 +818,8 @@ bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, boo
     struct vreg pre[VM_NREGS];
     memcpy(pre, old->frames[top].regs, sizeof(pre));
     m.pre = pre;
+    m.oframe = &old->frames[top];
+    m.xreg = VM_NREGS;
     for (unsigned pass = 0; pass < 2; pass++) {
         for (uint32_t f = 0; f < cur->nframes; f++)
             if (!join_frame(env, &old->frames[f], &cur->frames[f], vm_frame_masks(env, f),

@@ -70,6 +70,10 @@ static void lnk_text(const struct vreg *r, char *buf, size_t size)
 static void link_text(const struct vreg *r, char *buf, size_t size)
 {
     size_t n = strlen(buf);
+    if (r->lid) {   /* "(=#3+#5+1)": a sum link (invariant 10) */
+        snprintf(buf + n, size - n, "(=#%u+#%u%+d)", r->lid, r->lgid, r->loff);
+        n = strlen(buf);
+    }
     if (!r->id)
         return;
     static const char *const scale[4] = {"", "x2", "x4", "x8"};

@@ -431,8 +431,24 @@ static void evict(struct vseen **link)
     free(sl);
 }
 
+/* Sum links (invariant 10) live between an add and the test right
+ * after it: a state compared or stored has none. */
+static void drop_sums(struct vstate *st)
+{
+    for (uint32_t f = 0; f < st->nframes; f++) {
+        struct vframe *fr = &st->frames[f];
+        for (unsigned r = 0; r < VM_NREGS; r++)
+            if (fr->regs[r].type == VT_SCALAR)
+                fr->regs[r].lid = fr->regs[r].lgid = 0, fr->regs[r].loff = 0;
+        for (uint32_t s = 0; s < fr->nslots; s++)
+            if (fr->slots[s].r.type == VT_SCALAR)
+                fr->slots[s].r.lid = fr->slots[s].r.lgid = 0, fr->slots[s].r.loff = 0;
+    }
+}
+
 int vm_state_visit(struct venv *env)
 {
+    drop_sums(env->cur);
     struct vseen **link = &env->seen[env->pc];
     while (*link) {
         struct vseen *sl = *link;

@@ -123,3 +123,29 @@ int tab_sum_short(struct cisc_ctx *ctx)
     }
     return sum & 0x7fffffff;
 }
+
+/* str_expand_tabs with the inner test one short: `oend - out < n` lets n
+ * be the distance itself (the sum n + k of two counters, tested before
+ * the write through (out + n) + k, must not prove the byte at the end). */
+SEC("cisc")
+int tab_expand_short(struct cisc_ctx *ctx)
+{
+    const __u8 *p = ctx->data, *end = ctx->data_end;
+    __u8 *out = ctx->out, *oend = ctx->out_end;
+    __u32 w = ctx->arg[0] > 8 ? 8 : ctx->arg[0];
+    long n = 0;
+    for (; p < end; p++) {
+        if (*p != '\t') {
+            if (oend - out <= n)
+                return -CISC_ENOSPC;
+            out[n++] = *p;
+            continue;
+        }
+        for (__u32 k = 0; k < w; k++) {
+            if (oend - out < n)
+                return -CISC_ENOSPC;
+            out[n++] = ' '; // REJECT
+        }
+    }
+    return n;
+}

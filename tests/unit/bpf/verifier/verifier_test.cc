@@ -285,10 +285,16 @@ const Case kCases[] = {
       EXIT()},
      -EACCES, "adding an unbounded value", {}},
     {"unlinked_copy_is_not_refined",
-     // r7 = r6; r7 += r8 breaks the link: r6 stays unbounded
+     // r7 = r6; r7 += r8 (unknown) breaks the link: r6 stays unbounded
+     {LOAD_IN(), LDX(VM_DW, 6, 1, CTX_ARG0), LDX(VM_DW, 8, 1, CTX_ARG0 + 8),
+      ALU64_IMM(VM_AND, 8, 1), MOV64_REG(7, 6), ALU64_REG(VM_ADD, 7, 8),
+      JMP_IMM(VM_JGE, 7, 16, 1), ALU64_REG(VM_ADD, 2, 6), RET0()},
+     -EACCES, "adding an unbounded value", {}},
+    {"copy_plus_a_known_register_stays_linked",
+     // r7 = r6; r7 += r8 with r8 known to be 0 is r6 + 0: the test bounds r6
      {LOAD_IN(), LDX(VM_DW, 6, 1, CTX_ARG0), MOV64_IMM(8, 0), MOV64_REG(7, 6),
       ALU64_REG(VM_ADD, 7, 8), JMP_IMM(VM_JGE, 7, 16, 1), ALU64_REG(VM_ADD, 2, 6), RET0()},
-     -EACCES, "adding an unbounded value", {}},
+     0, nullptr, {}},
     {"zext_pair_of_a_fitting_value_keeps_its_distance",
      // r6 in [0,100]; data + r6 + 1 <= end bounds r6 by the distance; r7 =
      // r6 << 32 >> 32 is r6 itself (it fits), so data + r7 has a byte
@@ -920,6 +926,23 @@ const Case kCases[] = {
      {LDX(VM_DW, 6, 1, CTX_ARG0), LDX(VM_DW, 7, 1, CTX_ARG0 + 8), JMP_REG(VM_JNE, 6, 7, 3),
       JMP_REG(VM_JEQ, 6, 7, 4), RET0(), RET0(), MOV64_REG(0, 9), EXIT()},
      -EACCES, "not initialised", {}},
+
+    // --- sums of two counters (invariant 10): `n + k < oend - out` tested, then
+    // `(out + n) + k` written. r6 = n, r8 = k (bytes), r3 = oend - out
+#define SUM_LINK(CMP, ...)                                                                \
+    LOAD_OUT(), LDX(VM_DW, 6, 1, CTX_ARG0), ALU64_IMM(VM_AND, 6, 255),                     \
+        LDX(VM_DW, 8, 1, CTX_ARG0 + 8), ALU64_IMM(VM_AND, 8, 255), MOV64_REG(3, 5),        \
+        ALU64_REG(VM_SUB, 3, 4), MOV64_REG(9, 4), ALU64_REG(VM_ADD, 9, 6), MOV64_REG(2, 6), \
+        ALU64_REG(VM_ADD, 2, 8), __VA_ARGS__, JMP_REG(CMP, 2, 3, 4), ALU64_REG(VM_ADD, 9, 8),  \
+        ST(VM_B, 9, 0, 32), RET0(), RET0()
+    {"sum_of_counters_bounds_the_pointer", {SUM_LINK(VM_JSGE, MOV64_REG(2, 2))}, 0, nullptr,
+     {}},
+    {"sum_of_counters_one_short", {SUM_LINK(VM_JSGT, MOV64_REG(2, 2))}, -EACCES,
+     "outside the checked range", {}},
+    {"sum_of_counters_term_moved_after", {SUM_LINK(VM_JSGE, ALU64_IMM(VM_ADD, 8, 1))},
+     -EACCES, "outside the checked range", {}},
+    {"sum_of_counters_ended_by_a_mask", {SUM_LINK(VM_JSGE, ALU64_IMM(VM_AND, 2, 511))},
+     -EACCES, "outside the checked range", {}},
 
     // --- atomics -------------------------------------------------------------------
     {"atomic_on_input",
