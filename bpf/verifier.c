@@ -30,7 +30,12 @@
  *      a 4 KiB block converges in a few iterations instead of 4096. Scalars
  *      copied from each other (or offset by a constant, zero-extended or
  *      scaled), and the pointers made from them, stay linked, also across
- *      joins, so a bound learnt on one applies to all.
+ *      joins (which also link a pointer and a counter that moved together
+ *      in both paths), so a bound learnt on one applies to all. Besides
+ *      ranges and links a state carries distances to a buffer's end
+ *      (bounds, or exact for `end - p`; verifier_dist.c), the sum of two
+ *      linked values until its test, narrow stack stores, and a few
+ *      values known to differ (verifier_neq.c).
  *   6. If that exploration rejects the program, it is explored again
  *      without joins (the kernel's way, every iteration on its own): a
  *      rejection caused by the joins' loss of precision then disappears.

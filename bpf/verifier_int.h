@@ -15,6 +15,7 @@
  *   verifier_alu.c    ALU instructions incl. pointer arithmetic
  *   verifier_jmp.c    jumps and branch refinement incl. packet ranges
  *   verifier_dist.c   distances to a buffer's end (invariant 6)
+ *   verifier_neq.c    values known to differ (invariant 9)
  *   verifier_call.c   helper calls, local calls, exit
  *   verifier_print.c  register/state text for messages and the log
  *
