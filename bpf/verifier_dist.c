@@ -207,30 +207,28 @@ void vm_dist_cmp(struct vreg *a, struct vreg *b, unsigned op, bool is64)
 }
 
 /* x == END - (base + v) - doff and END - (base + v) >= range: x >= range -
- * doff. */
-static void exact_learn(struct vreg *regs, unsigned n, unsigned k, uint32_t id, uint32_t range)
+ * doff (for the group id of buffer k). */
+struct exact_arg {
+    unsigned k;
+    uint32_t id, range;
+};
+
+static void exact_learn(struct venv *env, struct vreg *x, const void *arg)
 {
-    for (unsigned r = 0; r < n; r++) {
-        struct vreg *x = &regs[r];
-        if (x->type != VT_SCALAR || !(x->dist & VM_DIST_EQ(k)) || x->did[k] != id ||
-            x->v.smin >= (int64_t)range - x->doff[k])
-            continue;
-        struct vm_scalar lo = vs_const((uint64_t)((int64_t)range - x->doff[k])), v = x->v;
-        if (vs_refine(&v, &lo, VM_JSGE, true, true))
-            x->v = v;
-    }
+    const struct exact_arg *a = arg;
+    (void)env;
+    if (x->type != VT_SCALAR || !(x->dist & VM_DIST_EQ(a->k)) || x->did[a->k] != a->id ||
+        x->v.smin >= (int64_t)a->range - x->doff[a->k])
+        return;
+    struct vm_scalar lo = vs_const((uint64_t)((int64_t)a->range - x->doff[a->k])), v = x->v;
+    if (vs_refine(&v, &lo, VM_JSGE, true, true))
+        x->v = v;
 }
 
 void vm_dist_range_learnt(struct venv *env, uint8_t type, uint32_t id, uint32_t range)
 {
-    unsigned k = vm_buf_index(type);
-    for (uint32_t f = 0; f < env->cur->nframes; f++) {
-        struct vframe *fr = &env->cur->frames[f];
-        exact_learn(fr->regs, VM_NREGS, k, id, range);
-        for (uint32_t s = 0; s < fr->nslots; s++)
-            if (fr->slots[s].spill)
-                exact_learn(&fr->slots[s].r, 1, k, id, range);
-    }
+    struct exact_arg a = {vm_buf_index(type), id, range};
+    vm_each_reg(env, exact_learn, &a);
 }
 
 /* y = x + (y.off - x.off) for members x, y of one link group (invariant
@@ -254,30 +252,22 @@ static bool same_base(const struct vreg *x, const struct vreg *y, int64_t *delta
     return true;
 }
 
-static void links_regs(struct vreg *regs, unsigned n, const struct vreg *x)
+static void links_one(struct venv *env, struct vreg *y, const void *arg)
 {
-    for (unsigned r = 0; r < n; r++) {
-        struct vreg *y = &regs[r];
-        int64_t delta;
-        if (y == x || y->type != VT_SCALAR || y->id != x->id || !same_base(x, y, &delta))
-            continue;
-        for (unsigned k = 0; k < 2; k++)
-            if (x->dist >> k & 1)
-                vm_dist_add(y, k, x->did[k], (int64_t)x->doff[k] - delta);
-    }
+    const struct vreg *x = arg;
+    int64_t delta;
+    (void)env;
+    if (y == x || y->type != VT_SCALAR || y->id != x->id || !same_base(x, y, &delta))
+        return;
+    for (unsigned k = 0; k < 2; k++)
+        if (x->dist >> k & 1)
+            vm_dist_add(y, k, x->did[k], (int64_t)x->doff[k] - delta);
 }
 
 void vm_dist_links(struct venv *env, const struct vreg *x)
 {
-    if (x->type != VT_SCALAR || !x->id || !x->dist || !small(&x->v))
-        return;
-    for (uint32_t f = 0; f < env->cur->nframes; f++) {
-        struct vframe *fr = &env->cur->frames[f];
-        links_regs(fr->regs, VM_NREGS, x);
-        for (uint32_t s = 0; s < fr->nslots; s++)
-            if (fr->slots[s].spill)
-                links_regs(&fr->slots[s].r, 1, x);
-    }
+    if (x->type == VT_SCALAR && x->id && x->dist && small(&x->v))
+        vm_each_reg(env, links_one, x);
 }
 
 /* A pointer of the group (type, id), for its variable part. */
@@ -294,36 +284,32 @@ const struct vreg *vm_group_member(struct venv *env, uint8_t type, uint32_t id)
 }
 
 /* Pointers linked from the start to x's group (invariant 7: v = b +
- * loff, lgid 0) in regs: x = b + x.off <= END - base - doff, so
+ * loff, lgid 0): x = b + x.off <= END - base - doff, so
  * base + v + (doff + x.off - loff) <= END: that many bytes are proved
  * after base + v (`p += 64` linked to `base += 64`, checked as `data +
  * base + 64 > end`). */
-static void linked_ranges(struct venv *env, const struct vreg *regs, unsigned n,
-                          const struct vreg *x, unsigned k)
+struct linked_arg {
+    const struct vreg *x;
+    unsigned k;
+};
+
+static void linked_range(struct venv *env, struct vreg *p, const void *arg)
 {
-    uint8_t type = k ? VT_OUT : VT_IN;
-    for (unsigned r = 0; r < n; r++) {
-        const struct vreg *p = &regs[r];
-        if (p->type != type || p->lid != x->id || p->lgid ||
-            (p->sflags & (VS_WILD | VS_LZEXT | VS_SCALE_MASK)))
-            continue;
-        int64_t range = (int64_t)x->doff[k] + x->off - p->loff;
-        if (range > 0 && range <= VM_MAX_VAR_OFF)
-            vm_mark_range(env, type, p->id, (uint32_t)range);
-    }
+    const struct linked_arg *a = arg;
+    uint8_t type = a->k ? VT_OUT : VT_IN;
+    if (p->type != type || p->lid != a->x->id || p->lgid ||
+        (p->sflags & (VS_WILD | VS_LZEXT | VS_SCALE_MASK)))
+        return;
+    int64_t range = (int64_t)a->x->doff[a->k] + a->x->off - p->loff;
+    if (range > 0 && range <= VM_MAX_VAR_OFF)
+        vm_mark_range(env, type, p->id, (uint32_t)range);
 }
 
 static void link_learn(struct venv *env, const struct vreg *x, unsigned k)
 {
-    if (!x->id || x->sflags || x->did[k] || !small(&x->v))
-        return;
-    for (uint32_t f = 0; f < env->cur->nframes; f++) {
-        struct vframe *fr = &env->cur->frames[f];
-        linked_ranges(env, fr->regs, VM_NREGS, x, k);
-        for (uint32_t s = 0; s < fr->nslots; s++)
-            if (fr->slots[s].spill)
-                linked_ranges(env, &fr->slots[s].r, 1, x, k);
-    }
+    struct linked_arg a = {x, k};
+    if (x->id && !x->sflags && !x->did[k] && small(&x->v))
+        vm_each_reg(env, linked_range, &a);
 }
 
 /* s = b_a + b_b + s.loff (invariant 10) <= END - (base + vG) - d, and a

@@ -309,6 +309,10 @@ bool vm_state_pop(struct venv *env);
 /* True if a waiting state should run before the current one. */
 bool vm_state_should_yield(const struct venv *env);
 void vm_state_free_all(struct venv *env);
+/* Calls fn(env, r, arg) on every register of every frame of the current
+ * state and every register spilled in their stack slots. */
+void vm_each_reg(struct venv *env, void (*fn)(struct venv *, struct vreg *, const void *),
+                 const void *arg);
 
 /* What matters in frame f of the current state at env->pc: live and
  * precise registers, precise stack slots (verifier_state.c). */

@@ -96,6 +96,19 @@ void vm_snap_free(struct vsnap *snap)
     free(snap);
 }
 
+void vm_each_reg(struct venv *env, void (*fn)(struct venv *, struct vreg *, const void *),
+                 const void *arg)
+{
+    for (uint32_t f = 0; f < env->cur->nframes; f++) {
+        struct vframe *fr = &env->cur->frames[f];
+        for (unsigned r = 0; r < VM_NREGS; r++)
+            fn(env, &fr->regs[r], arg);
+        for (uint32_t s = 0; s < fr->nslots; s++)
+            if (fr->slots[s].spill)
+                fn(env, &fr->slots[s].r, arg);
+    }
+}
+
 /* --- subsumption ------------------------------------------------------------ */
 
 /* Packet ids must correspond one to one between the two states, and
