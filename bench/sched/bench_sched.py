@@ -52,8 +52,8 @@ class Device:
         self.mnt = os.path.join(self.dir, "m")
         os.mkdir(self.mnt)
         sh([a.cisc, "up", "--size", "2G", "--cores", str(a.cores), "--core-speed",
-            str(speed or a.core_speed), "--tenant", "pid", "--sched", sched, "--device-ram", ram,
-            os.path.join(self.dir, "img"), self.mnt])
+            str(speed or a.core_speed), "--tenant", "pid", "--sched", sched, "--device-ram", ram]
+           + a.up.split() + [os.path.join(self.dir, "img"), self.mnt])
 
     def model(self):
         st = sh([self.a.cisc, "status", "--raw", self.mnt]).stdout
@@ -67,7 +67,7 @@ class Device:
               for wl, t in jobs]
         for p in ps:   # every tenant set up (files filled): not part of the run
             p.stdout.readline()
-        core0, self.busy0 = self.core_ns([p.pid for p in ps])
+        core0, self.busy0, parks0 = self.core_ns([p.pid for p in ps])
         for p in ps:   # go, all at once
             p.stdin.write("go\n")
             p.stdin.flush()
@@ -76,25 +76,29 @@ class Device:
             f = p.communicate()[0].split()
             d = dict(zip(f[::2], f[1::2]))
             out.append((int(d["ops"]) / float(d["secs"]), float(d["p99_us"])))
-        core, busy = self.core_ns([p.pid for p in ps])
+        core, busy, parks = self.core_ns([p.pid for p in ps])
         core = [c - c0 for c, c0 in zip(core, core0)]
         total = sum(core) or 1
         util = (busy - self.busy0) / (self.a.secs * 1000.0 * self.a.cores)
         self.busy0 = busy
-        return [o + (c / total, util) for o, c in zip(out, core)]
+        # device-core us per op: what the device charged each tenant's op
+        return [o + (c / total, util, c / 1000.0 / max(1.0, o[0] * self.a.secs), parks - parks0)
+                for o, c in zip(out, core)]
 
     def core_ns(self, pids):
-        """Device-core time charged to each pid (its tenant), and the cores'
-        busy milliseconds so far, from cisc status."""
+        """Device-core time charged to each pid (its tenant), the cores'
+        busy milliseconds and the items parked so far, from cisc status."""
         st = sh([self.a.cisc, "status", "--raw", self.mnt]).stdout
-        ns, busy = {}, 0
+        ns, busy, parks = {}, 0, 0
         for l in st.splitlines():
             f = l.split()
             if len(f) > 10 and f[0] == "tenant":
                 ns[int(f[1])] = int(f[f.index("core_ns") + 1])
             if len(f) >= 6 and f[0] == "core" and f[4] == "busy_ms":
                 busy += int(f[5])
-        return [ns.get(p, 0) for p in pids], busy
+            if len(f) >= 3 and f[0] == "preempt" and f[1] == "parked":
+                parks = int(f[2])
+        return [ns.get(p, 0) for p in pids], busy, parks
 
     def down(self):
         sh([self.a.cisc, "down", self.mnt], check=False)
@@ -133,6 +137,9 @@ def corun(a, pair, pol, ram, t, speed, alone):
             "jain_core": jain([got[0][2], got[1][2]]),
             "util_alone_light": alone[pair[0]][3], "util_alone_heavy": alone[pair[1]][3],
             "util": got[0][3], "light_ops": got[0][0], "heavy_ops": got[1][0],
+            "light_op_us": got[0][4], "heavy_op_us": got[1][4],
+            "light_op_us_alone": alone[pair[0]][4], "heavy_op_us_alone": alone[pair[1]][4],
+            "parks": got[0][5],
             "load": os.getloadavg()[0]}
 
 
@@ -176,11 +183,13 @@ def experiment(a, name, pair, policies, ram, rows, models, speed=None):
                          **{k: round(v, 3 if "us" not in k else 1) for k, v in med.items()}})
             print("%-4s %-7s t=%d  %s %.2f  %s %.2f  jain %.2f  %s p99 %.0f us (alone %.0f)"
                   "  core share %.2f/%.2f (jain %.2f)  core util %.2f (alone %.2f/%.2f)"
-                  "  load %.1f" %
+                  "  device us/op %.0f/%.0f (alone %.0f/%.0f)  parks %d  load %.1f" %
                   (name, pol, t, pair[0], med["light_norm"], pair[1], med["heavy_norm"],
                    med["jain"], pair[0], med["light_p99_us"], med["light_p99_alone_us"],
                    med["light_core_share"], med["heavy_core_share"], med["jain_core"],
-                   med["util"], med["util_alone_light"], med["util_alone_heavy"], med["load"]),
+                   med["util"], med["util_alone_light"], med["util_alone_heavy"],
+                   med["light_op_us"], med["heavy_op_us"], med["light_op_us_alone"],
+                   med["heavy_op_us_alone"], med["parks"], med["load"]),
                   flush=True)
 
 
@@ -261,6 +270,7 @@ def main():
     p.add_argument("--cores", type=int, default=2)
     p.add_argument("--core-speed", type=float, default=4.0)
     p.add_argument("--ram", default="32M", help="device memory for 9b and mix")
+    p.add_argument("--up", default="", help="more `cisc up` options for every device")
     p.add_argument("--choice", help="the choice-cost program (cisc-bench-sched-choice)")
     p.add_argument("--only", default="9a,9b,mix")
     p.add_argument("--repeat", type=int, default=1,

@@ -288,8 +288,9 @@ typedef bool (*sched_mine_fn)(void *arg, const struct sched_item *it);
 
 /* Queues a batch of n items: err[i] gets each one's result as from
  * sched_submit (an item with err[i] != 0 was not queued and will not
- * run). Then, while a core slot is free, the calling thread runs the
- * item the policy picks next as long as mine() accepts it (the shortcut
+ * run). Then, with direct dispatch and while a core slot is free, the
+ * calling thread runs the item the policy picks next as long as mine()
+ * accepts it (the shortcut
  * a queue-pair poller takes for small commands: never out of the
  * policy's order), and wakes idle cores for what is left. */
 void sched_submit_batch(struct sched *s, struct sched_item **items, unsigned n, int *err,

@@ -205,6 +205,49 @@ TEST(Sched, BatchRunsInThePolicysOrderNotFetchOrder)
     sched_destroy(s);
 }
 
+// Queue dispatch (cisc up --dispatch queue) means what it says for a
+// poller's batch too: every item runs on a core thread, none on the
+// submitter, though mine() would take them all; with direct dispatch the
+// submitter runs them (the poller's shortcut).
+void RunNoteThread(void *arg, struct sched_item *it, unsigned core)
+{
+    auto *on = static_cast<std::vector<std::thread::id> *>(arg);
+    on->push_back(std::this_thread::get_id());   // one core: no race
+}
+
+TEST(Sched, QueueDispatchRunsNoBatchItemOnTheSubmitter)
+{
+    for (bool direct : { false, true }) {
+        std::vector<std::thread::id> on;
+        struct sched *s;
+        struct sched_config one = { 1, direct };
+        ASSERT_EQ(sched_create(&sched_cfs, &one, RunNoteThread, &on, &s), 0);
+        std::vector<TItem> items(4);
+        std::vector<struct sched_item *> ptr;
+        for (auto &i : items) {
+            i.it.tenant = 1;
+            i.it.queue = 1;
+            ptr.push_back(&i.it);
+        }
+        int err[4];
+        sched_submit_batch(s, ptr.data(), 4, err, AllMine, nullptr);
+        sched_drain(s);
+        ASSERT_EQ(on.size(), 4u);
+        size_t mine = 0;
+        for (auto id : on)
+            mine += id == std::this_thread::get_id();
+        struct sched_stats st;
+        sched_get_stats(s, &st);
+        if (direct) {
+            EXPECT_GT(mine, 0u) << "direct dispatch: the submitter takes the shortcut";
+        } else {
+            EXPECT_EQ(mine, 0u) << "queue dispatch: only core threads run items";
+            EXPECT_EQ(st.direct_runs, 0u);
+        }
+        sched_destroy(s);
+    }
+}
+
 TEST(Sched, QueueCapPerTenant)
 {
     TLog log;
