@@ -39,7 +39,9 @@
  * the next command would not fit in it (sched.c's memory admission), the
  * next item comes from the active tenant with the least memory in use (a
  * second heap, by_mem), so a memory-hungry tenant cannot keep the cores
- * waiting for memory while others need little.
+ * waiting for memory while others need little. drf admits too, but asked
+ * again with memory tight it names the same tenant (progressive filling
+ * waits for the least dominant share's command to fit).
  *
  * Invariants (cfs_check):
  *   1. A tenant is in by_vt (and, for cfs, by_mem) iff its queues heap is
@@ -446,5 +448,5 @@ static bool cfs_check(const void *p, uint64_t depth)
                                       .slice = cfs_slice }
 
 FAIR_POLICY(sched_cfs, "cfs", cfs_create, true);   /* the memory key admits too */
-FAIR_POLICY(sched_cfs_cpu, "cfs-cpu", cfs_cpu_create, false);
-FAIR_POLICY(sched_drf, "drf", drf_create, false);
+FAIR_POLICY(sched_cfs_cpu, "cfs-cpu", cfs_cpu_create, false);   /* memory-blind */
+FAIR_POLICY(sched_drf, "drf", drf_create, true);   /* the least dominant share waits its turn */

@@ -25,15 +25,17 @@
  *
  * Each choice costs O(log n) in tenants and queues (heaps, heap.h).
  *
- * Memory admission (cfs, the policy with the memory key): a command whose
- * device-memory reservation (item.mem) does not fit beside those of the
- * running commands is not started; the
- * policy is asked again with memory tight (cfs: the tenant holding the
- * least memory), and if that does not fit either, the cores wait for a
- * finish to free memory. So a memory-hungry tenant's commands wait in
- * their queue, not on a core, and the cores stay free for commands that
+ * Memory admission (cfs and drf): a command whose device-memory
+ * reservation (item.mem) does not fit beside those of the running
+ * commands is not started; the policy is asked again with memory tight
+ * (cfs: the tenant holding the least memory; drf: the same pick, so that
+ * nothing overtakes the least dominant share, as Ghodsi et al.'s
+ * progressive filling), and if that does not fit either, the cores wait
+ * for a finish to free memory. So a memory-hungry tenant's commands wait
+ * in their queue, not on a core, and the cores stay free for commands that
  * fit (§4.6.2). With nothing running any command may start (the engine's
- * budget then decides).
+ * budget then decides). cfs-cpu, the memory-blind baseline, starts its
+ * choice, which then waits for memory in the engine (off its core).
  *
  * A tenant is whoever the door says (sched_item.tenant: a uid, or a pid
  * with the device's tenant=pid); a queue is a door's submission queue
@@ -183,9 +185,10 @@ struct sched_policy {
      * so freeing it and starting afresh later changes no choice (see
      * sched_int.h, "Recycling"). */
     bool (*forgettable)(void *q, const struct sched_tenant *t, const struct sched_queue *sq);
-    /* Memory admission (below): a command that does not fit in device
-     * memory beside the running ones waits in its queue (cfs). Without
-     * it, the policy's choice starts and waits for memory on its core. */
+    /* Memory admission (see the top): a command that does not fit in
+     * device memory beside the running ones waits in its queue (cfs, drf).
+     * Without it, the policy's choice starts and waits for memory in the
+     * engine (sched_mem_wait: off its core). */
     bool mem_admit;
     /* Optional, all three or none (none: never preempts; fifo, rr).
      * preempt: whether `run`, running for slice_ns since it last took

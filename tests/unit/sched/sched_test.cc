@@ -1,6 +1,7 @@
 // tests/unit/sched/sched_test.cc - device cores and the FIFO policy.
 #include <gtest/gtest.h>
 
+#include "common/clock.h"
 #include "device/sched/sched_int.h"
 
 #include <errno.h>
@@ -330,4 +331,37 @@ TEST(Sched, MemoryThatDoesNotFitWaitsInTheQueueNotOnACore)
     EXPECT_TRUE(w.b_after_c.load());
     EXPECT_TRUE(w.b_after_a.load()) << "b ran beside a: 120 > 100";
     sched_destroy(s);
+}
+
+// drf admits like Ghodsi et al.'s progressive filling: the least dominant
+// share's command that does not fit in memory waits in its queue (not on
+// a core, to take one back ahead of everyone once memory frees), and only
+// once it fits does it start. cfs-cpu, the memory-blind baseline, starts
+// it at once (its wait for memory is the engine's).
+TEST(Sched, DrfStartsNothingThatDoesNotFitInMemory)
+{
+    for (const struct sched_policy *pol : { &sched_drf, &sched_cfs_cpu }) {
+        MemWorld w;
+        struct sched *s;
+        struct sched_config cfg = { 2, false, 100, 0 };
+        ASSERT_EQ(sched_create(pol, &cfg, RunMem, &w, &s), 0);
+        w.a.it = { .tenant = 1, .queue = 1, .mem = 60 };
+        w.b.it = { .tenant = 1, .queue = 1, .mem = 60 };
+        ASSERT_EQ(sched_submit(s, &w.a.it), 0);
+        while (!w.a_running)
+            std::this_thread::yield();
+        ASSERT_EQ(sched_submit(s, &w.b.it), 0);   // 60 + 60 > 100
+        uint64_t end = now_ns() + 20000000;        // 20 ms: a core is free all along
+        while (!w.b_started && now_ns() < end)
+            std::this_thread::yield();
+        bool admits = pol == &sched_drf;
+        EXPECT_EQ(w.b_started.load(), !admits) << pol->name;
+        w.release = true;
+        sched_drain(s);
+        EXPECT_TRUE(w.b_started.load()) << pol->name;
+        if (admits) {
+            EXPECT_TRUE(w.b_after_a.load()) << "b started once a had freed its memory";
+        }
+        sched_destroy(s);
+    }
 }
