@@ -436,15 +436,21 @@ static void park_out(struct sched *s, struct sched_ctx *c, uint64_t now)
 }
 
 /* One wait of parked c for its core (lock held, on c's thread): takes a
- * free slot if it is the best to resume, or if no worker is left to run
- * the policy's pick; else waits for a slot to free. Returns once c holds
- * a core or after one wake-up (the caller loops while c->off). */
+ * free slot if it is the best to resume, or if no other parked item is
+ * and no worker is left to run the policy's pick; else waits for a slot
+ * to free. Another parked item that is best takes the slot on its own
+ * thread (woken by slot_freed's broadcast): were c to take it because no
+ * worker is idle, an item parked for a lighter one would take its core
+ * straight back. Returns once c holds a core or after one wake-up (the
+ * caller loops while c->off). */
 static void park_wait(struct sched *s, struct sched_ctx *c)
 {
-    if (slots_open(s) &&
-        (best_parked(s) == c || (s->idle == 0 && (!s->depth || spawn_worker(s) != 0)))) {
-        grant(s, c);
-        return;
+    if (slots_open(s)) {
+        struct sched_ctx *b = best_parked(s);
+        if (b == c || (!b && s->idle == 0 && (!s->depth || spawn_worker(s) != 0))) {
+            grant(s, c);
+            return;
+        }
     }
     pthread_cond_wait(&s->slot_cv, &s->lock);
 }
