@@ -70,6 +70,7 @@ class Device:
         for p in ps:   # every tenant set up (files filled): not part of the run
             p.stdout.readline()
         core0, self.busy0, parks0 = self.core_ns([p.pid for p in ps])
+        cpu0 = self.host_cpu()
         for p in ps:   # go, all at once
             p.stdin.write("go\n")
             p.stdin.flush()
@@ -79,13 +80,24 @@ class Device:
             d = dict(zip(f[::2], f[1::2]))
             out.append((int(d["ops"]) / float(d["secs"]), float(d["p99_us"])))
         core, busy, parks = self.core_ns([p.pid for p in ps])
+        hcpu = (self.host_cpu() - cpu0) / self.a.secs
         core = [c - c0 for c, c0 in zip(core, core0)]
         total = sum(core) or 1
         util = (busy - self.busy0) / (self.a.secs * 1000.0 * self.a.cores)
         self.busy0 = busy
         # device-core us per op: what the device charged each tenant's op
-        return [o + (c / total, util, c / 1000.0 / max(1.0, o[0] * self.a.secs), parks - parks0)
-                for o, c in zip(out, core)]
+        return [o + (c / total, util, c / 1000.0 / max(1.0, o[0] * self.a.secs), parks - parks0,
+                     hcpu) for o, c in zip(out, core)]
+
+    def host_cpu(self):
+        """Host CPU seconds the device process has used (all its threads):
+        a slow device model must not burn the host it shares with the
+        clients."""
+        st = sh([self.a.cisc, "status", "--raw", self.mnt]).stdout
+        pid = next(l.split()[2] for l in st.splitlines() if l.startswith("device pid"))
+        with open("/proc/%s/stat" % pid) as f:
+            f = f.read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
     def core_ns(self, pids):
         """Device-core time charged to each pid (its tenant), the cores'
@@ -141,7 +153,7 @@ def corun(a, pair, pol, ram, t, speed, alone):
             "util": got[0][3], "light_ops": got[0][0], "heavy_ops": got[1][0],
             "light_op_us": got[0][4], "heavy_op_us": got[1][4],
             "light_op_us_alone": alone[pair[0]][4], "heavy_op_us_alone": alone[pair[1]][4],
-            "parks": got[0][5],
+            "parks": got[0][5], "device_host_cpu": got[0][6],
             "load": os.getloadavg()[0]}
 
 
@@ -185,13 +197,14 @@ def experiment(a, name, pair, policies, ram, rows, models, speed=None):
                          **{k: round(v, 3 if "us" not in k else 1) for k, v in med.items()}})
             print("%-4s %-7s t=%d  %s %.2f  %s %.2f  jain %.2f  %s p99 %.0f us (alone %.0f)"
                   "  core share %.2f/%.2f (jain %.2f)  core util %.2f (alone %.2f/%.2f)"
-                  "  device us/op %.0f/%.0f (alone %.0f/%.0f)  parks %d  load %.1f" %
+                  "  device us/op %.0f/%.0f (alone %.0f/%.0f)  parks %d  device host CPUs %.2f"
+                  "  load %.1f" %
                   (name, pol, t, pair[0], med["light_norm"], pair[1], med["heavy_norm"],
                    med["jain"], pair[0], med["light_p99_us"], med["light_p99_alone_us"],
                    med["light_core_share"], med["heavy_core_share"], med["jain_core"],
                    med["util"], med["util_alone_light"], med["util_alone_heavy"],
                    med["light_op_us"], med["heavy_op_us"], med["light_op_us_alone"],
-                   med["heavy_op_us_alone"], med["parks"], med["load"]),
+                   med["heavy_op_us_alone"], med["parks"], med["device_host_cpu"], med["load"]),
                   flush=True)
 
 

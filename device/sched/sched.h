@@ -46,7 +46,7 @@
  * sched_int.h); the policy only orders items (its calls run under the
  * lock). After a core runs an item it charges the policy with the time
  * the item held the core: its StorageFS work and its compute steps as the
- * core-speed model stretches them (model.h spins on the core).
+ * core-speed model stretches them (model.h sleeps on the core).
  *
  * A device core is a slot: at most `cores` items run at once, each in its
  * own slot (whose statistics shard it uses). Worker threads fill slots
@@ -60,7 +60,7 @@
  * Preemption (cfs, cfs-cpu, drf; fifo and rr never preempt). A long item
  * runs in slices: the code it runs calls sched_preempt_point() at places
  * where it may stop for a while (a fused op: every step boundary and bpf
- * block, and every DM_SPIN_SLICE_NS of a compute step's core-speed model,
+ * block, and every DM_SLEEP_SLICE_NS of a compute step's core-speed model,
  * model.h). After SCHED_SLICE_NS on its core, a point asks the policy
  * whether its next pick, another tenant's, should go first (cfs: that
  * tenant's virtual time is less than this one's with the slice charged);
