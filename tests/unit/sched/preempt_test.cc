@@ -182,12 +182,36 @@ TEST(Preempt, ALocksWaiterGivesItsCoreToTheParkedHolder)
 // FUSE worker's request). Its ordinary points never park it; its
 // work-done points do, under cfs, cfs-cpu and drf, and never under fifo
 // or rr.
-void SubmitDirect(struct sched *s, World &w, Pair &p, std::thread &t)
+//
+// SubmitDirect runs a on a thread of its own that submits it (so a runs
+// there, directly), and once a runs, and `after` more, queues b.
+template <class W>
+void SubmitDirect(struct sched *s, W &w, Pair &p, std::thread &t,
+                  std::chrono::milliseconds after = std::chrono::milliseconds(0))
 {
     t = std::thread([s, &p] { EXPECT_EQ(sched_submit(s, &p.a.it), 0); });
     while (!w.a_running)
         std::this_thread::yield();
+    std::this_thread::sleep_for(after);
     ASSERT_EQ(sched_submit(s, &p.b.it), 0);
+}
+
+// On one core under pol: a on its submitter's thread, b queued `after` a
+// started (SubmitDirect); returns once both ran, s still to be destroyed
+// (NULL if it could not be made).
+template <class W>
+struct sched *RunDirectPair(const struct sched_policy *pol, sched_run_fn run, W &w, Pair &p,
+                            std::chrono::milliseconds after)
+{
+    struct sched *s;
+    struct sched_config one = { 1, true };
+    if (sched_create(pol, &one, run, &w, &s) != 0)
+        return nullptr;
+    std::thread t;
+    SubmitDirect(s, w, p, t, after);
+    t.join();
+    sched_drain(s);
+    return s;
 }
 
 TEST(Preempt, AnyItemIsParkedOnceItsWorkIsDone)
@@ -349,16 +373,8 @@ TEST(Preempt, ASleepingItemIsParkedAndSleepsOnlyOnTheCore)
         SleepWorld w;
         Pair p;
         p.a.it.preemptible = false;
-        struct sched *s;
-        struct sched_config one = { 1, true };
-        ASSERT_EQ(sched_create(pol, &one, RunSleep, &w, &s), 0);
-        std::thread t([s, &p] { EXPECT_EQ(sched_submit(s, &p.a.it), 0); });
-        while (!w.a_running)
-            std::this_thread::yield();
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));   // past a's slice
-        ASSERT_EQ(sched_submit(s, &p.b.it), 0);
-        t.join();
-        sched_drain(s);
+        struct sched *s = RunDirectPair(pol, RunSleep, w, p, std::chrono::milliseconds(2));
+        ASSERT_NE(s, nullptr);   // b came past a's sleep slice
         bool parks = pol->preempt != nullptr;
         EXPECT_EQ(w.b_during_a.load(), parks) << pol->name;
         EXPECT_GE(w.a_on.load(), w.sleep_ns) << pol->name;
@@ -406,16 +422,8 @@ TEST(Preempt, AParkedLighterItemTakesTheCoreBackFromARunningOne)
         Pair p;
         p.a.it.preemptible = false;   // parked only in its sleep
         p.b.it.preemptible = true;
-        struct sched *s;
-        struct sched_config one = { 1, true };
-        ASSERT_EQ(sched_create(pol, &one, RunBack, &w, &s), 0);
-        std::thread t([s, &p] { EXPECT_EQ(sched_submit(s, &p.a.it), 0); });
-        while (!w.a_running)
-            std::this_thread::yield();
-        std::this_thread::sleep_for(std::chrono::milliseconds(3));   // past a's sleep slice
-        ASSERT_EQ(sched_submit(s, &p.b.it), 0);
-        t.join();
-        sched_drain(s);
+        struct sched *s = RunDirectPair(pol, RunBack, w, p, std::chrono::milliseconds(3));
+        ASSERT_NE(s, nullptr);   // b came past a's sleep slice
         EXPECT_TRUE(w.b_running.load()) << pol->name << ": b ran while a was parked";
         EXPECT_TRUE(w.a_before_b.load()) << pol->name << ": a finished before b";
         EXPECT_GE(TenantOf(s, 1).preempted, 1u) << pol->name << ": a was parked for b";
