@@ -4,7 +4,7 @@ machine, with the device made the bottleneck (few device cores, slow cores,
 a small device memory budget; the model is printed with the results).
 
   9a  write-only (wo: 4 KiB random writes) beside append-CRC-write (acw),
-      THREADS each, under rr and cfs
+      THREADS each, under rr and cfs, at core speed 16 (--core-speed-9a)
   9b  read-compress-write (rcw: 1 MiB, memory-hungry) beside acw under a
       device memory budget that holds one rcw op at a time (--ram 3M: an
       rcw op reserves 2 MiB, an acw op 8 bytes, the record being read from
@@ -48,12 +48,13 @@ def sh(cmd, check=True):
 
 
 class Device:
-    def __init__(self, a, sched, ram, speed=None):
+    def __init__(self, a, sched, ram, speed=None, cores=None):
         self.a = a
         self.dir = tempfile.mkdtemp(prefix="cisc-bench-sched-", dir=a.dir)
         self.mnt = os.path.join(self.dir, "m")
         os.mkdir(self.mnt)
-        sh([a.cisc, "up", "--size", "2G", "--cores", str(a.cores), "--core-speed",
+        self.cores = cores or a.cores
+        sh([a.cisc, "up", "--size", "2G", "--cores", str(self.cores), "--core-speed",
             str(speed or a.core_speed), "--tenant", "pid", "--sched", sched, "--device-ram", ram]
            + a.up.split() + [os.path.join(self.dir, "img"), self.mnt])
 
@@ -83,7 +84,7 @@ class Device:
         hcpu = (self.host_cpu() - cpu0) / self.a.secs
         core = [c - c0 for c, c0 in zip(core, core0)]
         total = sum(core) or 1
-        util = (busy - self.busy0) / (self.a.secs * 1000.0 * self.a.cores)
+        util = (busy - self.busy0) / (self.a.secs * 1000.0 * self.cores)
         self.busy0 = busy
         # device-core us per op: what the device charged each tenant's op
         return [o + (c / total, util, c / 1000.0 / max(1.0, o[0] * self.a.secs), parks - parks0,
@@ -123,11 +124,11 @@ def jain(xs):
     return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if any(xs) else 0.0
 
 
-def alone_runs(a, pair, ram, t, speed):
+def alone_runs(a, pair, ram, t, speed, cores):
     """Each workload alone on a fresh device: {workload: (ops/s, p99, share,
     util)}, and the device's model line."""
     alone = {}
-    dev = Device(a, "fifo", ram, speed)
+    dev = Device(a, "fifo", ram, speed, cores)
     try:
         model = dev.model()
         for wl in pair:
@@ -137,9 +138,9 @@ def alone_runs(a, pair, ram, t, speed):
     return model, alone
 
 
-def corun(a, pair, pol, ram, t, speed, alone):
+def corun(a, pair, pol, ram, t, speed, cores, alone):
     """Both together under pol, normalised by this repetition's alone runs."""
-    dev = Device(a, pol, ram, speed)
+    dev = Device(a, pol, ram, speed, cores)
     try:
         got = dev.run([(wl, t) for wl in pair])
     finally:
@@ -163,18 +164,18 @@ def spread(xs):
     return max(xs) / min(xs) if xs else 0.0
 
 
-def experiment(a, name, pair, policies, ram, rows, models, speed=None):
+def experiment(a, name, pair, policies, ram, rows, models, speed=None, cores=None):
     """pair: (light, heavy) workloads. Each repetition: both alone, then the
     co-run under each policy, back to back; medians over a.repeat."""
     for t in a.threads:
         reps = {pol: [] for pol in policies}
         alones = []
         for k in range(a.repeat):
-            model, alone = alone_runs(a, pair, ram, t, speed)
+            model, alone = alone_runs(a, pair, ram, t, speed, cores)
             alones.append(alone)
             models.update({m: 1 for m in model})
             for pol in policies:
-                reps[pol].append(corun(a, pair, pol, ram, t, speed, alone))
+                reps[pol].append(corun(a, pair, pol, ram, t, speed, cores, alone))
             # each repetition's raw figures: where a swing comes from
             print("  rep %d t=%d alone %s %.0f %s %.0f ops/s |%s | load %.1f" %
                   (k, t, pair[0], alone[pair[0]][0], pair[1], alone[pair[1]][0],
@@ -283,7 +284,12 @@ def main():
     p.add_argument("--threads", default="1,2,4,8")
     p.add_argument("--secs", type=float, default=3.0)
     p.add_argument("--cores", type=int, default=2)
-    p.add_argument("--core-speed", type=float, default=4.0)
+    p.add_argument("--cores-9b", type=int, default=4,
+                   help="9b: FusionFS's 4 device cores; memory (--ram) holds one rcw op, so "
+                        "under cfs rcw can use at most a quarter of them")
+    p.add_argument("--core-speed", type=float, default=4.0, help="9b and mix")
+    p.add_argument("--core-speed-9a", type=float, default=16.0,
+                   help="9a: at 4 its cores were busy 14-55%% alone, the host the bottleneck")
     p.add_argument("--ram", default="3M",
                    help="device memory for 9b: one rcw op (a 2 MiB reservation) fits, two do "
                         "not, so memory, not the cores, is the bottleneck")
@@ -304,11 +310,12 @@ def main():
         print("cost of one choice (push + pop + start + charge, in process):")
         print(sh([a.choice]).stdout, end="", flush=True)
     if "9a" in only:
-        experiment(a, "9a", ("wo", "acw"), ["rr", "cfs"], "2G", rows, models)
+        experiment(a, "9a", ("wo", "acw"), ["rr", "cfs"], "2G", rows, models, a.core_speed_9a)
     if a.slow_9a:
         experiment(a, "9a-s", ("wo", "acw"), ["rr", "cfs"], "2G", rows, models, a.slow_9a)
     if "9b" in only:
-        experiment(a, "9b", ("acw", "rcw"), ["cfs-cpu", "cfs", "drf"], a.ram, rows, models)
+        experiment(a, "9b", ("acw", "rcw"), ["cfs-cpu", "cfs", "drf"], a.ram, rows, models,
+                   cores=a.cores_9b)
     if "mix" in only:
         experiment(a, "mix", ("fio", "rcw"), ["fifo", "cfs", "drf"], a.mix_ram, rows, models)
     print("device model:", "; ".join(models), "| device-ram 2G (9a),", a.ram, "(9b),",

@@ -438,15 +438,18 @@ static bool cfs_check(const void *p, uint64_t depth)
     return n > CHECK_WALK ? depth > CHECK_WALK : n == depth;   /* 3 */
 }
 
-#define FAIR_POLICY(var, nm, mk, admit)                                                    \
+#define FAIR_POLICY(var, nm, mk, admit, hold)                                              \
     const struct sched_policy var = { .name = nm, .create = mk, .destroy = cfs_destroy,   \
                                       .push = cfs_push, .pop = cfs_pop, .peek = cfs_peek,     \
                                       .start = cfs_start,                                 \
                                       .charge = cfs_charge, .check = cfs_check,           \
                                       .forgettable = cfs_forgettable, .mem_admit = admit, \
-                                      .preempt = cfs_preempt, .key = cfs_key,             \
-                                      .slice = cfs_slice }
+                                      .mem_hold = hold, .preempt = cfs_preempt,           \
+                                      .key = cfs_key, .slice = cfs_slice }
 
-FAIR_POLICY(sched_cfs, "cfs", cfs_create, true);   /* the memory key admits too */
-FAIR_POLICY(sched_cfs_cpu, "cfs-cpu", cfs_cpu_create, false);   /* memory-blind */
-FAIR_POLICY(sched_drf, "drf", drf_create, true);   /* the least dominant share waits its turn */
+/* cfs: the memory key admits too. cfs-cpu: blind to memory, its choice
+ * starts and a core stalls while it waits for memory. drf: the least
+ * dominant share's command waits its turn to fit. */
+FAIR_POLICY(sched_cfs, "cfs", cfs_create, true, false);
+FAIR_POLICY(sched_cfs_cpu, "cfs-cpu", cfs_cpu_create, false, true);
+FAIR_POLICY(sched_drf, "drf", drf_create, true, false);

@@ -54,6 +54,7 @@ struct sched_ctx {
     bool off;                  /* off its core: parked or blocked */
     bool on_lock;              /* blocked on a lock */
     bool granted;              /* parked: a core was handed back to it */
+    bool mem_hold;             /* waits for device memory on its core (sched_mem_wait) */
     struct sched_ctx *prev;    /* the thread's outer item (nested runs) */
 };
 
@@ -78,6 +79,7 @@ struct sched {
     pthread_cond_t slot_cv;    /* broadcast when a slot frees while items wait off core */
     bool stopping;
     unsigned mem_waiting;      /* running commands waiting for device memory */
+    unsigned mem_holders;      /* of those, the ones that keep their core meanwhile */
     uint64_t mem_budget;       /* device memory */
     uint64_t mem_running;      /* reservations of the items running now */
     struct sched_accts acct;   /* tenants and queues */
@@ -113,6 +115,8 @@ static bool sched_check(const struct sched *s)
     /* 1: every accepted item is queued, running (on or off a core), or done, once */
     assert(s->submitted == s->completed + s->busy + s->depth + s->off);
     assert(s->nparked + s->resumers <= s->off && s->lock_waiters <= s->off);
+    assert(s->mem_holders <= s->mem_waiting && s->mem_holders <= s->busy &&
+           (s->mem_holders == 0 || s->mem_holders < s->cores));   /* sched_mem_wait */
     assert(s->depth <= s->max_depth && s->idle <= s->nthreads);
     assert(!s->pol->check || s->pol->check(s->q, s->depth));
     assert(sched_acct_check(&s->acct, SCHED_CHECK_WALK));
@@ -1046,14 +1050,37 @@ void sched_note_terminated(struct sched *s, const struct sched_item *it)
     pthread_mutex_unlock(&s->lock);
 }
 
+/* Whether the calling thread's item c, starting to wait for memory, keeps
+ * its core (lock held): under a policy blind to memory (mem_hold), while
+ * another core stays free of such waiters. That one core is what makes
+ * it safe: the memory waited for may be an item's that is off its core
+ * (parked, or blocked and coming back), and needs a core to finish. */
+static bool mem_keeps_core(struct sched *s, const struct sched_ctx *c)
+{
+    return s->pol->mem_hold && c && c->s == s && !c->off && s->mem_holders + 1 < s->cores;
+}
+
 void sched_mem_wait(struct sched *s, int delta)
 {
+    struct sched_ctx *c = cur;
+    bool held = false;
     pthread_mutex_lock(&s->lock);
     assert(delta > 0 || s->mem_waiting >= (unsigned)-delta);
     s->mem_waiting += (unsigned)delta;
+    if (delta > 0 && mem_keeps_core(s, c)) {
+        c->mem_hold = held = true;
+        s->mem_holders++;
+    } else if (delta < 0 && c && c->mem_hold) {
+        c->mem_hold = false;
+        held = true;
+        s->mem_holders--;
+    }
+    assert(sched_check(s));
     pthread_mutex_unlock(&s->lock);
-    /* The waiter holds no core meanwhile: the memory it waits for may be
-     * a parked item's, which needs a core to finish and let it go. */
+    /* Otherwise the waiter holds no core meanwhile: the memory it waits
+     * for may be a parked item's, which needs a core to finish. */
+    if (held)
+        return;
     if (delta > 0)
         sched_block(false);
     else

@@ -365,3 +365,51 @@ TEST(Sched, DrfStartsNothingThatDoesNotFitInMemory)
         sched_destroy(s);
     }
 }
+
+// cfs-cpu is blind to memory: a command that waits for device memory
+// keeps its core meanwhile (the core stalls, FusionFS's CFScpu), while
+// another core stays free of such waiters; on one core, or under a policy
+// that knows memory, it gives the core up (sched_block) and is counted as
+// blocked.
+struct HoldWorld {
+    struct sched *s = nullptr;
+    std::atomic<bool> waiting{ false }, release{ false };
+};
+
+void RunHold(void *arg, struct sched_item *it, unsigned core)
+{
+    auto *w = static_cast<HoldWorld *>(arg);
+    sched_mem_wait(w->s, +1);
+    w->waiting = true;
+    while (!w->release)
+        std::this_thread::yield();
+    sched_mem_wait(w->s, -1);
+}
+
+TEST(Sched, AMemoryBlindPolicyStallsACoreOnMemory)
+{
+    struct Case {
+        const struct sched_policy *pol;
+        unsigned cores;
+        bool holds;
+    } cases[] = { { &sched_cfs_cpu, 2, true }, { &sched_cfs_cpu, 1, false },
+                  { &sched_cfs, 2, false }, { &sched_drf, 2, false } };
+    for (const Case &k : cases) {
+        HoldWorld w;
+        struct sched_config cfg = { k.cores, false };
+        ASSERT_EQ(sched_create(k.pol, &cfg, RunHold, &w, &w.s), 0);
+        Item a;
+        a.it.tenant = 1;
+        a.it.queue = 1;
+        ASSERT_EQ(sched_submit(w.s, &a.it), 0);
+        while (!w.waiting)
+            std::this_thread::yield();
+        struct sched_stats st;
+        sched_get_stats(w.s, &st);
+        EXPECT_EQ(st.busy, k.holds ? 1u : 0u) << k.pol->name << " on " << k.cores;
+        EXPECT_EQ(st.blocks, k.holds ? 0u : 1u) << k.pol->name << " on " << k.cores;
+        w.release = true;
+        sched_drain(w.s);
+        sched_destroy(w.s);
+    }
+}
