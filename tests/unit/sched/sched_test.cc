@@ -398,7 +398,7 @@ TEST(Sched, AMemoryBlindPolicyStallsACoreOnMemory)
         HoldWorld w;
         struct sched_config cfg = { k.cores, false };
         ASSERT_EQ(sched_create(k.pol, &cfg, RunHold, &w, &w.s), 0);
-        Item a;
+        Item a{};
         a.it.tenant = 1;
         a.it.queue = 1;
         ASSERT_EQ(sched_submit(w.s, &a.it), 0);
