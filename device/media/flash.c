@@ -456,13 +456,20 @@ static void see(struct fpart *pt, uint64_t now)
     pt->now = max64(pt->now, now);
 }
 
-struct flash_io flash_read(struct flash *f, uint64_t l, uint64_t now_ns)
+/* Invariant 7: only the partition's owner (a claiming core, or the
+ * thread holding its lock through flash_part_lock) uses the *_owned
+ * calls. Debug and sanitizer builds check it. */
+#ifndef NDEBUG
+static bool owned_by_me(const struct fpart *pt)
+{
+    return pt->owned && pthread_equal(pt->owner, pthread_self());
+}
+#endif
+
+/* A read of l on pt, whose caller has the partition to itself. */
+static struct flash_io read_in(struct flash *f, struct fpart *pt, uint64_t l, uint64_t now_ns)
 {
     struct flash_io io = {now_ns, false};
-    if (l >= f->nlog)
-        return io;
-    struct fpart *pt = part_of(f, l);
-    pthread_mutex_lock(&pt->mu);
     see(pt, now_ns);
     pt->host_reads++;
     uint32_t p = f->l2p[l];
@@ -477,8 +484,27 @@ struct flash_io flash_read(struct flash *f, uint64_t l, uint64_t now_ns)
         die->busy_until = io.done_ns;
         see(pt, io.done_ns);
     }
+    return io;
+}
+
+struct flash_io flash_read(struct flash *f, uint64_t l, uint64_t now_ns)
+{
+    if (l >= f->nlog)
+        return (struct flash_io){now_ns, false};
+    struct fpart *pt = part_of(f, l);
+    pthread_mutex_lock(&pt->mu);
+    struct flash_io io = read_in(f, pt, l, now_ns);
     pthread_mutex_unlock(&pt->mu);
     return io;
+}
+
+struct flash_io flash_read_owned(struct flash *f, uint64_t l, uint64_t now_ns)
+{
+    if (l >= f->nlog)
+        return (struct flash_io){now_ns, false};
+    struct fpart *pt = part_of(f, l);
+    assert(owned_by_me(pt));
+    return read_in(f, pt, l, now_ns);
 }
 
 /* The next of partition pt's dies in round-robin order, channel first:
@@ -512,13 +538,10 @@ static uint64_t program_time(struct flash *f, uint32_t d, uint64_t now)
     return die->busy_until;
 }
 
-struct flash_io flash_write(struct flash *f, uint64_t l, uint64_t now_ns)
+/* A write of l on pt, whose caller has the partition to itself. */
+static struct flash_io write_in(struct flash *f, struct fpart *pt, uint64_t l, uint64_t now_ns)
 {
     struct flash_io io = {now_ns, false};
-    if (l >= f->nlog)
-        return io;
-    struct fpart *pt = part_of(f, l);
-    pthread_mutex_lock(&pt->mu);
     see(pt, now_ns);
     unmap(f, l);    /* first, so GC does not migrate the page being replaced */
     uint32_t d = pick_die(f, pt, now_ns);
@@ -530,8 +553,35 @@ struct flash_io flash_write(struct flash *f, uint64_t l, uint64_t now_ns)
         io.done_ns = program_time(f, d, now_ns);
         see(pt, io.done_ns);
     }
+    return io;
+}
+
+struct flash_io flash_write(struct flash *f, uint64_t l, uint64_t now_ns)
+{
+    if (l >= f->nlog)
+        return (struct flash_io){now_ns, false};
+    struct fpart *pt = part_of(f, l);
+    pthread_mutex_lock(&pt->mu);
+    struct flash_io io = write_in(f, pt, l, now_ns);
     pthread_mutex_unlock(&pt->mu);
     return io;
+}
+
+struct flash_io flash_write_owned(struct flash *f, uint64_t l, uint64_t now_ns)
+{
+    if (l >= f->nlog)
+        return (struct flash_io){now_ns, false};
+    struct fpart *pt = part_of(f, l);
+    assert(owned_by_me(pt));
+    return write_in(f, pt, l, now_ns);
+}
+
+/* Forgets l on pt, whose caller has the partition to itself. */
+static void trim_in(struct flash *f, struct fpart *pt, uint64_t l)
+{
+    if (f->l2p[l] != FLASH_UNMAPPED)
+        pt->trims++;
+    unmap(f, l);
 }
 
 void flash_trim(struct flash *f, uint64_t l, uint64_t n)
@@ -539,11 +589,62 @@ void flash_trim(struct flash *f, uint64_t l, uint64_t n)
     for (uint64_t i = l; i < f->nlog && i - l < n; i++) {
         struct fpart *pt = part_of(f, i);
         pthread_mutex_lock(&pt->mu);
-        if (f->l2p[i] != FLASH_UNMAPPED)
-            pt->trims++;
-        unmap(f, i);
+        trim_in(f, pt, i);
         pthread_mutex_unlock(&pt->mu);
     }
+}
+
+void flash_trim_owned(struct flash *f, uint64_t l)
+{
+    if (l >= f->nlog)
+        return;
+    struct fpart *pt = part_of(f, l);
+    assert(owned_by_me(pt));
+    trim_in(f, pt, l);
+}
+
+uint32_t flash_part_of(const struct flash *f, uint64_t l)
+{
+    return (uint32_t)((l / f->stripe) % f->nparts);
+}
+
+uint32_t flash_partitions(const struct flash *f)
+{
+    return f->nparts;
+}
+
+void flash_part_lock(struct flash *f, uint32_t p)
+{
+    struct fpart *pt = &f->part[p];
+    pthread_mutex_lock(&pt->mu);
+    pt->owner = pthread_self();
+    pt->owned = true;
+}
+
+void flash_part_unlock(struct flash *f, uint32_t p)
+{
+    struct fpart *pt = &f->part[p];
+    assert(owned_by_me(pt));
+    pt->owned = false;
+    pthread_mutex_unlock(&pt->mu);
+}
+
+void flash_part_claim(struct flash *f, uint32_t p)
+{
+    struct fpart *pt = &f->part[p];
+    pthread_mutex_lock(&pt->mu);   /* orders the claim after earlier locked users */
+    pt->owner = pthread_self();
+    pt->owned = true;
+    pthread_mutex_unlock(&pt->mu);
+}
+
+void flash_part_release(struct flash *f, uint32_t p)
+{
+    struct fpart *pt = &f->part[p];
+    assert(owned_by_me(pt));
+    pthread_mutex_lock(&pt->mu);   /* publishes the owner's work to later users */
+    pt->owned = false;
+    pthread_mutex_unlock(&pt->mu);
 }
 
 void flash_assume_written(struct flash *f, uint64_t l)
