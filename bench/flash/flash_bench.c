@@ -62,11 +62,13 @@ static FILE *csv(const char *dir, const char *name, const char *header)
 static void print_model(const struct flash_geom *g, uint64_t n)
 {
     printf("model: %u channels x %u dies, %u blocks/die x %u pages x 4 KiB, %u logical "
-           "pages, op %u/1000, gc %s, read %llu ns, prog %llu ns, erase %llu ns, xfer %llu ns\n",
+           "pages, op %u/1000, gc %s, read %llu ns, prog %llu ns, erase %llu ns, xfer %llu ns, "
+           "ftl %llu ns\n",
            g->channels, g->dies_per_channel, g->blocks_per_die, g->pages_per_block,
            (unsigned)n, g->op_permille, g->gc_policy ? "cost-benefit" : "greedy",
            (unsigned long long)g->t_read_ns, (unsigned long long)g->t_prog_ns,
-           (unsigned long long)g->t_erase_ns, (unsigned long long)g->t_xfer_ns);
+           (unsigned long long)g->t_erase_ns, (unsigned long long)g->t_xfer_ns,
+           (unsigned long long)g->t_ftl_ns);
 }
 
 /* WAF of uniform random overwrites at steady state, beside the model. */
@@ -326,6 +328,52 @@ static void bench_cores(FILE *fp, uint64_t ftl_ns, const struct opts *o)
     }
 }
 
+/* The same question in the device's own model (flash.h t_ftl_ns, no
+ * threads): a closed loop of 256 random reads in simulated time, with one
+ * FTL timeline (single lock) or one per partition (a core each). */
+static double sim_cores(unsigned cores, bool single, uint64_t ftl_ns)
+{
+    const uint64_t n = 262144;
+    struct flash_geom g = {.channels = 12, .dies_per_channel = 4,
+                           .partitions = single ? 1 : cores, .t_ftl_ns = ftl_ns};
+    struct flash *f = make(g, n);
+    for (uint64_t l = 0; l < n; l++)
+        flash_write(f, l, 0);
+    enum { QD = 256 };
+    uint64_t slot[QD], s = 5, reads = 200000, t0 = 1000000000000ull, last = 0;
+    for (unsigned i = 0; i < QD; i++)
+        slot[i] = t0;
+    for (uint64_t r = 0; r < reads; r++) {
+        unsigned m = 0;
+        for (unsigned i = 1; i < QD; i++)
+            m = slot[i] < slot[m] ? i : m;
+        slot[m] = flash_read(f, rng_next(&s) % n, slot[m]).done_ns;
+        last = slot[m] > last ? slot[m] : last;
+    }
+    flash_destroy(f);
+    return (double)reads * 1e3 / (double)(last - t0);
+}
+
+static void bench_cores_sim(FILE *fp, uint64_t ftl_ns)
+{
+    printf("\n  the device's model in simulated time (flash.h t_ftl_ns %llu, one FTL timeline "
+           "per partition; no threads):\n"
+           "  cores  single lock Mops/s      partitioned Mops/s\n",
+           (unsigned long long)ftl_ns);
+    double one[2] = {0, 0};
+    for (unsigned cores = 1; cores <= 4; cores++) {
+        double x[2] = {sim_cores(cores, true, ftl_ns), sim_cores(cores, false, ftl_ns)};
+        if (cores == 1) {
+            one[0] = x[0];
+            one[1] = x[1];
+        }
+        printf("  %5u  %8.3f (x%.2f)        %8.3f (x%.2f)\n", cores, x[0], x[0] / one[0], x[1],
+               x[1] / one[1]);
+        fprintf(fp, "simulated,%u,%.4f,%.3f,%.4f,%.3f,0,0,0,0\n", cores, x[0], x[0] / one[0],
+                x[1], x[1] / one[1]);
+    }
+}
+
 static void bench_cores_both(const char *dir, const struct opts *o)
 {
     FILE *fp = csv(dir, "flash_cores.csv",
@@ -338,6 +386,7 @@ static void bench_cores_both(const char *dir, const struct opts *o)
            "  best of %u runs of %.1f s, wall clock\n", o->ring, o->rounds, o->secs);
     bench_cores(fp, o->ftl_ns, o);
     bench_cores(fp, 0, o);
+    bench_cores_sim(fp, o->ftl_ns);
     fclose(fp);
 }
 

@@ -60,10 +60,12 @@ def main():
     fig.savefig(os.path.join(d, "flash_cliff.png"), dpi=100)
     plt.close(fig)
     t = rows(d, "flash_cores.csv")
-    plot(d, "flash_cores.png", col(t, "cores"),
-         [("single lock", col(t, "single_x"), "ko-"),
-          ("partitioned", col(t, "partitioned_x"), "bo-"),
-          ("ideal partitioned", col(t, "cores"), "b:")],
+    series = []
+    for kind, mk in (("modelled", "o-"), ("measured", "s--"), ("simulated", "x:")):
+        k = [r for r in t if r["ftl_time"] == kind]
+        series += [("single lock, %s" % kind, col(k, "single_x"), "k" + mk),
+                   ("partitioned, %s" % kind, col(k, "partitioned_x"), "b" + mk)]
+    plot(d, "flash_cores.png", [1, 2, 3, 4], series,
          "FTL device cores", "FTL throughput vs one core")
     a = rows(d, "flash_array.csv")
     plot(d, "flash_array.png", col(a, "members"), [("random read IOPS", col(a, "iops"), "bo-")],

@@ -88,7 +88,7 @@ static int check_times(const struct flash_geom *g, char *err, unsigned len)
     if (!g->t_read_ns || !g->t_prog_ns || !g->t_erase_ns || !g->t_xfer_ns)
         return fail(err, len, "flash latencies must be non-zero");
     if (g->t_read_ns > second || g->t_prog_ns > second || g->t_erase_ns > second ||
-        g->t_xfer_ns > second)
+        g->t_xfer_ns > second || g->t_ftl_ns > second)
         return fail(err, len, "flash latencies above 1 s are absurd");
     return 0;
 }
@@ -456,6 +456,16 @@ static void see(struct fpart *pt, uint64_t now)
     pt->now = max64(pt->now, now);
 }
 
+/* Invariant 5: a host operation issued at now first takes t_ftl on its
+ * partition's FTL timeline; returns when it reaches the NAND. */
+static uint64_t ftl_step(struct flash *f, struct fpart *pt, uint64_t now)
+{
+    if (!f->g.t_ftl_ns)
+        return now;
+    pt->ftl_until = max64(now, pt->ftl_until) + f->g.t_ftl_ns;
+    return pt->ftl_until;
+}
+
 /* Invariant 7: only the partition's owner (a claiming core, or the
  * thread holding its lock through flash_part_lock) uses the *_owned
  * calls. Debug and sanitizer builds check it. */
@@ -469,8 +479,9 @@ static bool owned_by_me(const struct fpart *pt)
 /* A read of l on pt, whose caller has the partition to itself. */
 static struct flash_io read_in(struct flash *f, struct fpart *pt, uint64_t l, uint64_t now_ns)
 {
-    struct flash_io io = {now_ns, false};
     see(pt, now_ns);
+    now_ns = ftl_step(f, pt, now_ns);
+    struct flash_io io = {now_ns, false};
     pt->host_reads++;
     uint32_t p = f->l2p[l];
     if (p != FLASH_UNMAPPED) {
@@ -541,8 +552,9 @@ static uint64_t program_time(struct flash *f, uint32_t d, uint64_t now)
 /* A write of l on pt, whose caller has the partition to itself. */
 static struct flash_io write_in(struct flash *f, struct fpart *pt, uint64_t l, uint64_t now_ns)
 {
-    struct flash_io io = {now_ns, false};
     see(pt, now_ns);
+    now_ns = ftl_step(f, pt, now_ns);
+    struct flash_io io = {now_ns, false};
     unmap(f, l);    /* first, so GC does not migrate the page being replaced */
     uint32_t d = pick_die(f, pt, now_ns);
     if (d != UINT32_MAX) {

@@ -32,6 +32,10 @@
  *      the spare space that makes this possible).
  *   5. Time never runs backwards on a timeline: busy-until values only
  *      grow, and every completion time is >= the time the op was issued.
+ *      With t_ftl_ns set, each partition has an FTL timeline too (the core
+ *      that owns it; with one partition, the single FTL lock): a host read
+ *      or write first occupies it for t_ftl_ns, from max(issue, its end),
+ *      and reaches its die when that is done.
  *   6. Partitions (ScalaCache 5.2): logical page l belongs to partition
  *      (l / stripe_pages) % partitions, channel c (with its dies) to
  *      partition c % partitions; a mapped l lives on a die of its own
@@ -96,6 +100,8 @@ struct flash_geom {
     uint64_t t_prog_ns;         /* program of one page */
     uint64_t t_erase_ns;        /* erase of one block */
     uint64_t t_xfer_ns;         /* one page across a channel */
+    uint64_t t_ftl_ns;          /* FTL time of a host page operation on its
+                                   partition's core (0: not modelled) */
 };
 
 /* Counters for `cisc status` and the benchmarks. */

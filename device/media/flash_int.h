@@ -61,6 +61,7 @@ struct fpart {
     uint32_t next;          /* round-robin write cursor over its dies */
     uint64_t seq;           /* host writes so far (age clock) */
     uint64_t now;
+    uint64_t ftl_until;     /* invariant 5: its core's FTL timeline */
     uint64_t host_reads, host_writes, trims, gc_runs, moved, erases;
     uint64_t bg_runs;       /* of gc_runs: from flash_idle */
 };
