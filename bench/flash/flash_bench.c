@@ -34,6 +34,38 @@ static uint64_t rng_next(uint64_t *s)
     return *s;
 }
 
+/* Random reads of one model (or of an array's members, 64 KiB stripes
+ * round-robin) for closed_loop. */
+struct reader {
+    struct flash **f;
+    unsigned members;
+    uint64_t n, seed;
+};
+
+static uint64_t read_at(struct reader *r, uint64_t at)
+{
+    uint64_t b = rng_next(&r->seed) % r->n, st = b / 16;   /* 1 member: page b */
+    return flash_read(r->f[st % r->members], st / r->members * 16 + b % 16, at).done_ns;
+}
+
+/* A closed loop of qd reads in simulated time from t0: each slot issues
+ * its next read when its previous one completes. Returns the last
+ * completion. */
+static uint64_t closed_loop(struct reader *r, unsigned qd, uint64_t reads, uint64_t t0)
+{
+    uint64_t slot[256], last = t0;
+    for (unsigned i = 0; i < qd; i++)
+        slot[i] = t0;
+    for (uint64_t k = 0; k < reads; k++) {
+        unsigned m = 0;
+        for (unsigned i = 1; i < qd; i++)
+            m = slot[i] < slot[m] ? i : m;
+        slot[m] = read_at(r, slot[m]);
+        last = slot[m] > last ? slot[m] : last;
+    }
+    return last;
+}
+
 static struct flash *make(struct flash_geom g, uint64_t n)
 {
     struct flash *f;
@@ -133,18 +165,9 @@ static void bench_qd(const char *dir)
     FILE *fp = csv(dir, "flash_qd.csv", "qd,iops,ideal,ratio,expected,expected_ratio");
     printf("\nrandom 4 KiB read IOPS vs queue depth (ideal = dies / t_read = %.0f; "
            "expected = N/(N+M-1) x dies/(t_read+t_xfer)):\n", ideal);
-    uint64_t s = 7;
+    struct reader rd = {&f, 1, n, 7};
     for (unsigned qd = 1; qd <= 256; qd *= 2) {
-        uint64_t slot[256], reads = 100000, last = 0;
-        for (unsigned i = 0; i < qd; i++)
-            slot[i] = t0;
-        for (uint64_t r = 0; r < reads; r++) {
-            unsigned m = 0;
-            for (unsigned i = 1; i < qd; i++)
-                m = slot[i] < slot[m] ? i : m;
-            slot[m] = flash_read(f, rng_next(&s) % n, slot[m]).done_ns;
-            last = slot[m] > last ? slot[m] : last;
-        }
+        uint64_t reads = 100000, last = closed_loop(&rd, qd, reads, t0);
         double iops = (double)reads * 1e9 / (double)(last - t0);
         double expect = die_rate * qd / (qd + dies - 1);
         printf("  qd %3u  %10.0f IOPS  %.2f of ideal   expected %10.0f (%.2f)\n", qd, iops,
@@ -339,17 +362,8 @@ static double sim_cores(unsigned cores, bool single, uint64_t ftl_ns)
     struct flash *f = make(g, n);
     for (uint64_t l = 0; l < n; l++)
         flash_write(f, l, 0);
-    enum { QD = 256 };
-    uint64_t slot[QD], s = 5, reads = 200000, t0 = 1000000000000ull, last = 0;
-    for (unsigned i = 0; i < QD; i++)
-        slot[i] = t0;
-    for (uint64_t r = 0; r < reads; r++) {
-        unsigned m = 0;
-        for (unsigned i = 1; i < QD; i++)
-            m = slot[i] < slot[m] ? i : m;
-        slot[m] = flash_read(f, rng_next(&s) % n, slot[m]).done_ns;
-        last = slot[m] > last ? slot[m] : last;
-    }
+    struct reader rd = {&f, 1, n, 5};
+    uint64_t reads = 200000, t0 = 1000000000000ull, last = closed_loop(&rd, 256, reads, t0);
     flash_destroy(f);
     return (double)reads * 1e3 / (double)(last - t0);
 }
@@ -435,7 +449,7 @@ static void bench_cpu(const char *dir)
  * geometry for its share): random-read IOPS at queue depth 32 per member. */
 static void bench_array(const char *dir)
 {
-    const uint64_t n = 262144, stripe = 16;
+    const uint64_t n = 262144;
     FILE *fp = csv(dir, "flash_array.csv", "members,qd,iops,x_one");
     printf("\narrays (64 KiB stripes), random 4 KiB reads, qd 32 per member:\n");
     double one = 0;
@@ -449,18 +463,8 @@ static void bench_array(const char *dir)
                 flash_write(f[i], l, 0);
         }
         unsigned qd = 32 * mem;
-        uint64_t slot[128], s = 5, reads = 100000, t0 = 1000000000000ull, last = 0;
-        for (unsigned i = 0; i < qd; i++)
-            slot[i] = t0;
-        for (uint64_t r = 0; r < reads; r++) {
-            unsigned m = 0;
-            for (unsigned i = 1; i < qd; i++)
-                m = slot[i] < slot[m] ? i : m;
-            uint64_t b = rng_next(&s) % n, st = b / stripe;
-            uint64_t l = st / mem * stripe + b % stripe;
-            slot[m] = flash_read(f[st % mem], l, slot[m]).done_ns;
-            last = slot[m] > last ? slot[m] : last;
-        }
+        struct reader rd = {f, mem, n, 5};
+        uint64_t reads = 100000, t0 = 1000000000000ull, last = closed_loop(&rd, qd, reads, t0);
         double iops = (double)reads * 1e9 / (double)(last - t0);
         one = mem == 1 ? iops : one;
         printf("  %u members: %10.0f IOPS (x%.2f)\n", mem, iops, iops / one);

@@ -498,15 +498,23 @@ static struct flash_io read_in(struct flash *f, struct fpart *pt, uint64_t l, ui
     return io;
 }
 
-struct flash_io flash_read(struct flash *f, uint64_t l, uint64_t now_ns)
+typedef struct flash_io (*page_op)(struct flash *, struct fpart *, uint64_t, uint64_t);
+
+/* op on l under its partition's lock (or none past the end). */
+static struct flash_io locked(struct flash *f, uint64_t l, uint64_t now_ns, page_op op)
 {
     if (l >= f->nlog)
         return (struct flash_io){now_ns, false};
     struct fpart *pt = part_of(f, l);
     pthread_mutex_lock(&pt->mu);
-    struct flash_io io = read_in(f, pt, l, now_ns);
+    struct flash_io io = op(f, pt, l, now_ns);
     pthread_mutex_unlock(&pt->mu);
     return io;
+}
+
+struct flash_io flash_read(struct flash *f, uint64_t l, uint64_t now_ns)
+{
+    return locked(f, l, now_ns, read_in);
 }
 
 struct flash_io flash_read_owned(struct flash *f, uint64_t l, uint64_t now_ns)
@@ -570,13 +578,7 @@ static struct flash_io write_in(struct flash *f, struct fpart *pt, uint64_t l, u
 
 struct flash_io flash_write(struct flash *f, uint64_t l, uint64_t now_ns)
 {
-    if (l >= f->nlog)
-        return (struct flash_io){now_ns, false};
-    struct fpart *pt = part_of(f, l);
-    pthread_mutex_lock(&pt->mu);
-    struct flash_io io = write_in(f, pt, l, now_ns);
-    pthread_mutex_unlock(&pt->mu);
-    return io;
+    return locked(f, l, now_ns, write_in);
 }
 
 struct flash_io flash_write_owned(struct flash *f, uint64_t l, uint64_t now_ns)
