@@ -498,6 +498,14 @@ static struct flash_io read_in(struct flash *f, struct fpart *pt, uint64_t l, ui
     return io;
 }
 
+/* Takes pt's lock for a caller that is not its owner (invariant 7: a
+ * claimed partition is its owner's alone). */
+static void part_enter(struct fpart *pt)
+{
+    pthread_mutex_lock(&pt->mu);
+    assert(!pt->owned);
+}
+
 typedef struct flash_io (*page_op)(struct flash *, struct fpart *, uint64_t, uint64_t);
 
 /* op on l under its partition's lock (or none past the end). */
@@ -506,7 +514,7 @@ static struct flash_io locked(struct flash *f, uint64_t l, uint64_t now_ns, page
     if (l >= f->nlog)
         return (struct flash_io){now_ns, false};
     struct fpart *pt = part_of(f, l);
-    pthread_mutex_lock(&pt->mu);
+    part_enter(pt);
     struct flash_io io = op(f, pt, l, now_ns);
     pthread_mutex_unlock(&pt->mu);
     return io;
@@ -602,7 +610,7 @@ void flash_trim(struct flash *f, uint64_t l, uint64_t n)
 {
     for (uint64_t i = l; i < f->nlog && i - l < n; i++) {
         struct fpart *pt = part_of(f, i);
-        pthread_mutex_lock(&pt->mu);
+        part_enter(pt);
         trim_in(f, pt, i);
         pthread_mutex_unlock(&pt->mu);
     }
@@ -630,7 +638,7 @@ uint32_t flash_partitions(const struct flash *f)
 void flash_part_lock(struct flash *f, uint32_t p)
 {
     struct fpart *pt = &f->part[p];
-    pthread_mutex_lock(&pt->mu);
+    part_enter(pt);
     pt->owner = pthread_self();
     pt->owned = true;
 }
@@ -646,7 +654,7 @@ void flash_part_unlock(struct flash *f, uint32_t p)
 void flash_part_claim(struct flash *f, uint32_t p)
 {
     struct fpart *pt = &f->part[p];
-    pthread_mutex_lock(&pt->mu);   /* orders the claim after earlier locked users */
+    part_enter(pt);   /* orders the claim after earlier locked users */
     pt->owner = pthread_self();
     pt->owned = true;
     pthread_mutex_unlock(&pt->mu);
@@ -666,7 +674,7 @@ void flash_assume_written(struct flash *f, uint64_t l)
     if (l >= f->nlog)
         return;
     struct fpart *pt = part_of(f, l);
-    pthread_mutex_lock(&pt->mu);
+    part_enter(pt);
     unmap(f, l);
     uint32_t d = pick_die(f, pt, 0);
     if (d != UINT32_MAX)
@@ -679,7 +687,7 @@ unsigned flash_idle(struct flash *f, uint64_t now_ns)
     unsigned n = 0;
     for (uint32_t d = 0; d < f->ndies; d++) {
         struct fpart *pt = part_of_die(f, d);
-        pthread_mutex_lock(&pt->mu);
+        part_enter(pt);
         see(pt, now_ns);
         if (f->die[d].busy_until <= now_ns && f->die[d].nfree < 2 * f->g.gc_free_blocks &&
             gc_once(f, d, now_ns, true))
@@ -694,7 +702,7 @@ unsigned flash_idle(struct flash *f, uint64_t now_ns)
 void flash_lock_all(struct flash *f)
 {
     for (uint32_t i = 0; i < f->nparts; i++)   /* lock order: by index */
-        pthread_mutex_lock(&f->part[i].mu);
+        part_enter(&f->part[i]);   /* flash.h: not while a partition is claimed */
 }
 
 void flash_unlock_all(struct flash *f)
