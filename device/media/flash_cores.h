@@ -23,16 +23,18 @@
  * sub-request has arrived, takes S times the thread CPU time w it
  * measurably used (or, with ftl_ns set, ftl_ns per sub-request: a
  * modelled FTL cost, free of the host's noise), and the core sleeps until
- * that end before it posts the completions. The single lock has a timeline too: a batch under it
- * starts no earlier than the previous holder's batch ended, and the lock
- * is held (a real mutex) until the batch's end, so batches of different
- * cores never overlap in device time, as on a device whose slow cores
- * contend for one FTL lock. A partitioned core's timeline depends on its
- * own work only. Sleeping, never spinning: four cores at S >= 4 need at
- * most one host CPU between them, so the scaling a small host shows is
- * the device's, not the host's. A start lags the host clock by at most
- * FLASH_CORES_LAG_MAX_NS: a host delay (a late wake-up, a preempted core)
- * up to that is absorbed by the timeline, a longer one is lost time.
+ * that end before it posts the completions. The single lock has a
+ * timeline too: a batch under it starts no earlier than the previous
+ * holder's batch ended, and the lock is held (a real mutex) until the
+ * batch's end, so batches of different cores never overlap in device
+ * time, as on a device whose slow cores contend for one FTL lock. A
+ * partitioned core's timeline depends on its own work only. Sleeping,
+ * never spinning: four cores whose FTL time is at least 4 times its host
+ * cost need at most one host CPU between them, so the scaling a small
+ * host shows is the device's, not the host's. A start lags the host clock
+ * by at most FLASH_CORES_LAG_MAX_NS: a host delay (a late wake-up, a
+ * preempted core) up to that is absorbed by the timeline, a longer one is
+ * lost time.
  *
  * The controller is one thread (the rings are single-producer): it calls
  * flash_cores_submit, flash_cores_reap and flash_cores_wait. It keeps at
@@ -40,8 +42,9 @@
  * reaped), so a core never waits for room to post a completion.
  *
  * Invariants:
- *   1. A sub-request of page l is served by core flash_part_of(l) % cores,
- *      in the order the controller submitted it to that core; every
+ *   1. A sub-request of page l is served by core (l / stripe_pages) %
+ *      cores (partitioned: flash_part_of(l), its partition's owner), in
+ *      the order the controller submitted it to that core; every
  *      sub-request is completed exactly once, with the done time and GC
  *      flag the model gave it.
  *   2. Partitioned: core i is the only thread that touches partition i
