@@ -520,6 +520,16 @@ static struct flash_io locked(struct flash *f, uint64_t l, uint64_t now_ns, page
     return io;
 }
 
+/* op on l by its partition's owner, without the lock (invariant 7). */
+static struct flash_io owned(struct flash *f, uint64_t l, uint64_t now_ns, page_op op)
+{
+    if (l >= f->nlog)
+        return (struct flash_io){now_ns, false};
+    struct fpart *pt = part_of(f, l);
+    assert(owned_by_me(pt));
+    return op(f, pt, l, now_ns);
+}
+
 struct flash_io flash_read(struct flash *f, uint64_t l, uint64_t now_ns)
 {
     return locked(f, l, now_ns, read_in);
@@ -527,11 +537,7 @@ struct flash_io flash_read(struct flash *f, uint64_t l, uint64_t now_ns)
 
 struct flash_io flash_read_owned(struct flash *f, uint64_t l, uint64_t now_ns)
 {
-    if (l >= f->nlog)
-        return (struct flash_io){now_ns, false};
-    struct fpart *pt = part_of(f, l);
-    assert(owned_by_me(pt));
-    return read_in(f, pt, l, now_ns);
+    return owned(f, l, now_ns, read_in);
 }
 
 /* The next of partition pt's dies in round-robin order, channel first:
@@ -591,11 +597,7 @@ struct flash_io flash_write(struct flash *f, uint64_t l, uint64_t now_ns)
 
 struct flash_io flash_write_owned(struct flash *f, uint64_t l, uint64_t now_ns)
 {
-    if (l >= f->nlog)
-        return (struct flash_io){now_ns, false};
-    struct fpart *pt = part_of(f, l);
-    assert(owned_by_me(pt));
-    return write_in(f, pt, l, now_ns);
+    return owned(f, l, now_ns, write_in);
 }
 
 /* Forgets l on pt, whose caller has the partition to itself. */
