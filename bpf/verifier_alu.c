@@ -138,8 +138,14 @@ static int ptr_add(struct venv *env, unsigned dst, struct vreg ptr, const struct
         if (!sub && (!ptr.lid || !vm_link_member(env, ptr.lid)))
             link_const(&ptr, sreg, c);
     } else {
+        int64_t vlim = sub ? INT64_MAX : vm_dist_var_limit(&ptr, sreg);
         link_var(&ptr, sreg, sub);
         vs_alu(&ptr.v, s, sub ? VM_SUB : VM_ADD, true, false);
+        if (vlim != INT64_MAX) {   /* `p += len` with len <= end - p */
+            struct vm_scalar lim = vs_const((uint64_t)vlim), v = ptr.v;
+            if (vs_refine(&v, &lim, VM_JSLE, true, true))
+                ptr.v = v;
+        }
         if (ptr.type == VT_IN || ptr.type == VT_OUT) {
             /* The base moves by s: what was proved beyond the old base
              * still holds beyond the new one, less the most s can be. */

@@ -29,6 +29,8 @@
  *     (vm_dist_covers);
  *   - p + n for such an n is at most END - doff + p.off, which proves
  *     doff bytes after the new pointer's base (vm_dist_range_after_add);
+ *   - p + n stays within the buffer's largest size from its start less
+ *     doff, whatever p's and n's ranges add up to (vm_dist_var_limit);
  *   - it is an upper bound too: at most the buffer's largest size less
  *     the group's smallest variable part and doff (a counter that
  *     widening pushed past that comes back, vm_dist_learn).
@@ -430,6 +432,16 @@ bool vm_dist_covers(const struct vreg *p, const struct vreg *s)
     int32_t doff;
     return bound_for(p, s, &doff) && p->off >= 0 && p->v.smin + p->off >= 0 &&
            p->off <= doff && s->v.smin >= 0;
+}
+
+int64_t vm_dist_var_limit(const struct vreg *p, const struct vreg *s)
+{
+    /* q = p + s: v_q = v + s <= END - base - doff <= VM_MAX_BUF_SIZE - doff
+     * (the runtime's promise, bpf/abi.h) */
+    int32_t doff;
+    if (!s || !bound_for(p, s, &doff))
+        return INT64_MAX;
+    return (int64_t)VM_MAX_BUF_SIZE - doff;
 }
 
 uint32_t vm_dist_range_after_add(const struct vreg *p, const struct vreg *s)

@@ -402,6 +402,9 @@ void vm_dist_copy(struct vreg *dst, const struct vreg *src);
 bool vm_dist_covers(const struct vreg *p, const struct vreg *s);
 /* q = p + s (s a scalar with a relation to p's buffer): the range q gets. */
 uint32_t vm_dist_range_after_add(const struct vreg *p, const struct vreg *s);
+/* q = p + s: the largest variable part q can have by s's relation to p's
+ * buffer (INT64_MAX if none). */
+int64_t vm_dist_var_limit(const struct vreg *p, const struct vreg *s);
 
 /* --- verifier_neq.c ------------------------------------------------------ */
 /* True if the values of scalars a and b are known to differ (in their low

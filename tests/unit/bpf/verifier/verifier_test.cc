@@ -944,6 +944,19 @@ const Case kCases[] = {
     {"sum_of_counters_ended_by_a_mask", {SUM_LINK(VM_JSGE, ALU64_IMM(VM_AND, 2, 511))},
      -EACCES, "outside the checked range", {}},
 
+    // p + n with n <= end - p stays within the buffer's largest size from its
+    // start, whatever p's and n's ranges add up to: p (var [0, 2^28)) + n
+    // (n <= end - p) + n again is a sane pointer
+#define VAR_LIMIT(...)                                                                    \
+    LOAD_IN(), LDX(VM_DW, 6, 1, CTX_ARG0), ALU64_IMM(VM_AND, 6, 0xfffffff),                 \
+        ALU64_REG(VM_ADD, 2, 6), MOV64_REG(4, 3), ALU64_REG(VM_SUB, 4, 2),                  \
+        LDX(VM_DW, 7, 1, CTX_ARG0 + 8), ALU64_IMM(VM_AND, 7, 0xfffffff), __VA_ARGS__,       \
+        ALU64_REG(VM_ADD, 2, 7), ALU64_REG(VM_ADD, 2, 7), RET0()
+    {"pointer_plus_a_distance_stays_in_the_buffer", {VAR_LIMIT(JMP_REG(VM_JGT, 7, 4, 2))}, 0,
+     nullptr, {}},
+    {"pointer_plus_an_unrelated_length", {VAR_LIMIT(JMP_REG(VM_JGT, 7, 6, 2))}, -EACCES,
+     "pointer offset out of range", {}},
+
     // --- atomics -------------------------------------------------------------------
     {"atomic_on_input",
      {LOAD_IN(), MOV64_REG(4, 2), ALU64_IMM(VM_ADD, 4, 8), JMP_REG(VM_JGT, 4, 3, 3),
