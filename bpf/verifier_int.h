@@ -16,6 +16,7 @@
  *   verifier_jmp.c    jumps and branch refinement incl. packet ranges
  *   verifier_dist.c   distances to a buffer's end (invariant 6)
  *   verifier_neq.c    values known to differ (invariant 9)
+ *   verifier_row.c    read-only table rows walked beside an index (invariant 11)
  *   verifier_call.c   helper calls, local calls, exit
  *   verifier_print.c  register/state text for messages and the log
  *
@@ -81,6 +82,12 @@
  *      n`). Made by a 64-bit add of two plain members, moved by constants,
  *      ended by anything else; states lose them at pruning points, where
  *      they are compared, and at joins (verifier_dist.c uses them).
+ *  11. A VT_RODATA pointer with VS_ROW set has the variable part v = m * b
+ *      + loff (mod 2^64), b the base of the scalars linked with id lid
+ *      (invariant 5) and m = range, 1 <= m <= 65536: a table's row pointer
+ *      advanced by the row size beside its index (verifier_row.c). Made
+ *      only by joins; adding constants to the pointer keeps it, any other
+ *      change of the pointer ends it.
  */
 #ifndef CISC_BPF_VERIFIER_INT_H
 #define CISC_BPF_VERIFIER_INT_H
@@ -106,6 +113,7 @@
 #define VS_SCALE_SHIFT 5              /* scalars: (b + off) << k; pointers: v = (b + loff) << k */
 #define VS_SCALE_MASK (3u << VS_SCALE_SHIFT)   /* k = 1..3 in these bits (invariants 5, 7) */
 #define VS_SCALE(k) ((uint8_t)((k) << VS_SCALE_SHIFT))
+#define VS_ROW 128                    /* rodata pointer: v = range * b + loff (invariant 11) */
 #define VM_DIST_EQ(k) ((uint8_t)(4u << (k)))   /* dist: bound k is exact (invariant 6) */
 
 /* The k of a scaled link (VS_SCALE), 0 if none. */
@@ -131,14 +139,15 @@ struct vreg {
     uint8_t type;          /* enum vtype */
     uint8_t frame;         /* VT_STACK: index of the frame it points into */
     uint8_t sflags;        /* scalars with id: VS_ZEXT, VS_SHL32, VS_LOW8, VS_SCALE;
-                              pointers: VS_WILD, VS_LZEXT, VS_SCALE */
+                              pointers: VS_WILD, VS_LZEXT, VS_SCALE, VS_ROW */
     uint8_t dist;          /* VT_SCALAR: bit k: bounded by a distance, bit k + 2:
                               exactly that distance (invariant 6) */
     uint32_t id;           /* VT_IN/VT_OUT: same id = same variable part;
                               VT_SCALAR: same id = linked values (below) */
     int32_t off;           /* pointers: fixed offset; linked scalars: delta */
     uint32_t range;        /* VT_IN/VT_OUT: [0, range) from base+v checked;
-                              VT_MEM: region size */
+                              VT_MEM: region size; VT_RODATA with VS_ROW: the
+                              row size m (invariant 11) */
     uint32_t did[2];       /* dist bit k: id of the buffer pointers ... */
     int32_t doff[2];       /* ... and the offset subtracted (invariant 6) */
     uint32_t lid;          /* pointers: v = vG + b + loff for the scalars linked */
@@ -417,6 +426,21 @@ void vm_neq_name(struct venv *env, struct vreg *r);
 /* Records that the values of a (named) and b (named, or a constant)
  * differ. */
 void vm_neq_add(struct venv *env, const struct vreg *a, const struct vreg *b);
+
+/* --- verifier_row.c ------------------------------------------------------ */
+/* Joins: links the joined rodata pointers of the top frame (j) to a
+ * scalar precise there (prec) when place = m * x + k holds in both the old
+ * state's registers before the join (pre) and the current state's (c). */
+void vm_row_synth(struct venv *env, struct vreg *j, const struct vreg *pre,
+                  const struct vreg *c, uint16_t prec);
+/* Bounds rodata pointer p's variable part by the range of a member of its
+ * row link's group that is precise at env->pc (a copy of p is passed). */
+void vm_row_narrow(struct venv *env, struct vreg *p);
+/* Ends p's row link, if it has one. */
+void vm_row_unlink(struct vreg *p);
+/* Subsumption: c has old o's row link, with the linked scalars' base
+ * shifted by *shift. */
+bool vm_row_subsumed(const struct vreg *o, const struct vreg *c, int64_t *shift);
 
 /* --- verifier_print.c ---------------------------------------------------- */
 const char *vm_vtype_name(enum vtype t);

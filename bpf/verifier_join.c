@@ -302,6 +302,8 @@ static bool join_ptr(struct venv *env, struct vreg *o, const struct vreg *c, boo
         make_wild(env, o);   /* a context/end pointer moving in a loop */
     if (fixed)
         return o->off == c->off || (o->sflags & VS_WILD);
+    if ((o->sflags | c->sflags) & VS_ROW)
+        vm_row_unlink(o);   /* vm_join makes it again if both states have it */
     /* the same link in both: off + v = vG + b + (off + loff), so the
      * linked scalars' base in c is b_o + (lkey_c - lkey_o) (and what
      * rebasing the lgid group moved, join_links), a shift every member of
@@ -830,6 +832,8 @@ bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, boo
     }
     for (unsigned p = 0; p < VM_REG_FP; p++)
         synth_link(env, old->frames[top].regs, pre, cur->frames[top].regs, p);
+    vm_row_synth(env, old->frames[top].regs, pre, cur->frames[top].regs,
+                 vm_frame_masks(env, top).prec);
     join_neq(old, cur, &m);
     old->backedges = cur->backedges;
     old->joined = 1;

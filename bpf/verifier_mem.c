@@ -415,7 +415,9 @@ static bool rodata_table(const struct venv *env, int64_t base, const struct vm_s
 static int rodata_access(struct venv *env, unsigned regno, int16_t off, unsigned size,
                          enum acc kind, bool sx, struct vreg *val)
 {
-    const struct vreg *reg = vm_reg(env, regno);
+    struct vreg row = *vm_reg(env, regno);
+    const struct vreg *reg = &row;
+    vm_row_narrow(env, &row);   /* a table row: its index bounds it */
     int64_t base = (int64_t)reg->off + off;
     if (kind != ACC_READ)
         return vm_verr(env, bit(regno), "R%u points to read-only data, which cannot be "
@@ -614,8 +616,11 @@ int vm_check_helper_mem(struct venv *env, unsigned regno, uint64_t min_size,
         return 0;
     if (reg->type == VT_STACK)
         return helper_stack(env, regno, max_size, write);
-    if (reg->type == VT_RODATA)
-        return check_sized(env, regno, reg, reg->off, max_size, env->prog->rodata_size);
+    if (reg->type == VT_RODATA) {
+        struct vreg row = *reg;
+        vm_row_narrow(env, &row);
+        return check_sized(env, regno, &row, row.off, max_size, env->prog->rodata_size);
+    }
     if (reg->type == VT_MEM)
         return check_sized(env, regno, reg, reg->off, max_size, reg->range);
     return check_buf(env, regno, reg, reg->off, max_size, "");

@@ -222,12 +222,17 @@ static bool reg_subsumed(const struct vreg *o, const struct vreg *c, bool precis
     if (c->sflags & VS_WILD)
         return false;
     /* a link of the variable part to scalars (invariant 7) the old state
-     * relied on must be there too */
-    if (o->lid && (((o->sflags & (VS_LZEXT | VS_SCALE_MASK)) && o->off != c->off) ||
-                   ((o->sflags ^ c->sflags) & (VS_LZEXT | VS_SCALE_MASK)) ||
-                   !idmap_check_shift(m, o->lid, c->lid,
-                                      (int64_t)c->off + c->loff - o->off - o->loff) ||
-                   !idmap_check(m, o->lgid, c->lgid)))
+     * relied on must be there too; a row link (invariant 11) with the
+     * scalars' base shifted by (c.off + c.loff - o.off - o.loff) / m */
+    int64_t rshift;
+    if ((o->sflags & VS_ROW) && (!vm_row_subsumed(o, c, &rshift) ||
+                                 !idmap_check_shift(m, o->lid, c->lid, rshift)))
+        return false;
+    if (o->lid && !(o->sflags & VS_ROW) &&
+        (((o->sflags & (VS_LZEXT | VS_SCALE_MASK)) && o->off != c->off) ||
+         ((o->sflags ^ c->sflags) & (VS_LZEXT | VS_SCALE_MASK | VS_ROW)) ||
+         !idmap_check_shift(m, o->lid, c->lid, (int64_t)c->off + c->loff - o->off - o->loff) ||
+         !idmap_check(m, o->lgid, c->lgid)))
         return false;
     if (o->off != c->off)
         return rebased_subsumed(o, c, m);

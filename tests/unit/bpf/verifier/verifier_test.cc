@@ -957,6 +957,25 @@ const Case kCases[] = {
     {"pointer_plus_an_unrelated_length", {VAR_LIMIT(JMP_REG(VM_JGT, 7, 6, 2))}, -EACCES,
      "pointer offset out of range", {}},
 
+    // --- table rows (invariant 11): r4 walks the 6-byte rows of an 18-byte table
+    // beside its index r5 (`words[w][k]` at -O1) inside a loop over the input, so
+    // the exploration without joins cannot unroll it; byte k of every row is read
+#define ROW_WALK(k, ...)                                                                  \
+    LOAD_IN(), LDX(VM_DW, 8, 1, CTX_ARG0), MOV64_IMM(0, 0), JMP_REG(VM_JGE, 2, 3, 12),      \
+        LD_RODATA(4, 0), MOV64_IMM(5, 0), LDX(VM_B, 6, 4, k), ALU64_REG(VM_ADD, 0, 6),       \
+        ALU64_IMM(VM_ADD, 4, 6), ALU64_IMM(VM_ADD, 5, 1), __VA_ARGS__,                      \
+        JMP_IMM(VM_JSLT, 5, 3, -7), ALU64_IMM(VM_ADD, 2, 1), JA(-13), EXIT()
+#define ROWS {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18}
+    {"row_link_bounds_the_row",
+     {ROW_WALK(5, JMP_IMM(VM_JEQ, 8, 0, 1), ALU64_IMM(VM_ADD, 0, -1))}, 0, nullptr, ROWS},
+    {"row_link_one_past_the_row",
+     {ROW_WALK(6, JMP_IMM(VM_JEQ, 8, 0, 1), ALU64_IMM(VM_ADD, 0, -1))}, -EACCES,
+     "offset 18 size 1 is outside [0, 18)", ROWS},
+    {"row_link_index_moved_alone",   // w-- on some paths: the row runs past the table
+     {ROW_WALK(5, JMP_IMM(VM_JEQ, 8, 0, 1), ALU64_IMM(VM_ADD, 5, -1))}, -EACCES,
+     "outside [0, 18)", ROWS},
+#undef ROWS
+
     // --- atomics -------------------------------------------------------------------
     {"atomic_on_input",
      {LOAD_IN(), MOV64_REG(4, 2), ALU64_IMM(VM_ADD, 4, 8), JMP_REG(VM_JGT, 4, 3, 3),
