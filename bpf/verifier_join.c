@@ -16,8 +16,11 @@
  *
  * Soundness: the joined state contains every concrete state of both
  * inputs, so exploring it covers both. Registers whose types differ make
- * the states unjoinable (they stay separate); slots holding a pointer in
- * one state and data in the other become uninitialised (never readable).
+ * the states unjoinable (they stay separate), also a live register set in
+ * one and never set in the other (clang -O1 copies registers never set on
+ * paths that a later test of another value tells apart; verifier_state.c
+ * maybe_joinable); slots holding a pointer in one state and data in the
+ * other become uninitialised (never readable).
  *
  * Invariants:
  *   1. The result satisfies verifier_int.h's invariants (pointer offsets
@@ -226,13 +229,16 @@ static uint32_t join_id_shift(struct venv *env, struct jmap *m, uint8_t type, ui
             m->start_kept |= (uint8_t)(1u << vm_buf_index(type));
         return 0;
     }
+    /* another pairing of o or c: a group of its own, which the members
+     * with this same pairing share (they share a variable part, or a
+     * base, in both states) */
+    bool clash = false;
     for (uint32_t k = 0; k < m->n; k++) {
         if (m->type[k] != type)
             continue;
         if (m->old[k] == o && m->cur[k] == c && m->shift[k] == shift)
             return m->res[k];
-        if (m->old[k] == o || m->cur[k] == c)
-            return ++env->id_gen;
+        clash |= m->old[k] == o || m->cur[k] == c;
     }
     if (m->n == 64)
         return ++env->id_gen;
@@ -240,7 +246,7 @@ static uint32_t join_id_shift(struct venv *env, struct jmap *m, uint8_t type, ui
     m->old[m->n] = o;
     m->cur[m->n] = c;
     m->shift[m->n] = shift;
-    m->res[m->n++] = shift == 0 && o != 0 ? o : ++env->id_gen;
+    m->res[m->n++] = !clash && shift == 0 && o != 0 ? o : ++env->id_gen;
     return m->res[m->n - 1];
 }
 

@@ -390,8 +390,11 @@ static bool state_subsumed(const struct venv *env, const struct vsnap *old)
 #define JOIN_LOOP_AFTER 16  /* exact iterations of a loop before joining */
 #define JOIN_FWD_AFTER 8    /* separate states at a merge point before joining */
 
-/* Cheap test before a join: same frames, and no live register that is a
- * pointer in one state and something else in the other. */
+/* Cheap test before a join: same frames, and no live register of one type
+ * in one state and of another in the other, never set (VT_NONE) counting
+ * as a type: joining a register set on one path with one never set would
+ * lose which path it was set on (clang -O1 uses such copies where a test
+ * of another value tells the paths apart). */
 static bool maybe_joinable(const struct venv *env, const struct vsnap *old)
 {
     const struct vstate *cur = env->cur;
@@ -403,7 +406,7 @@ static bool maybe_joinable(const struct venv *env, const struct vsnap *old)
         uint16_t live = vm_frame_masks(env, f).live;
         for (unsigned r = 0; r < VM_REG_FP; r++) {
             uint8_t a = old->frames[f].regs[r].type, b = cur->frames[f].regs[r].type;
-            if ((live & (1u << r)) && a != VT_NONE && b != VT_NONE && a != b)
+            if ((live & (1u << r)) && a != b)
                 return false;
         }
     }

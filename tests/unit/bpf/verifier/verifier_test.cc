@@ -976,6 +976,32 @@ const Case kCases[] = {
      "outside [0, 18)", ROWS},
 #undef ROWS
 
+    // --- joins keep apart a register set in one state and never set in the other
+    // (clang -O1's `r2 = r4` on a path where r4 was never set, used only where a
+    // second test of the same value says it was set): r9 = 1 where the byte is
+    // not 0, used where it is not 0; the near miss uses it where it is 0
+#define UNSET_JOIN(op)                                                                    \
+    LOAD_IN(), MOV64_IMM(7, 0), JMP_REG(VM_JGE, 2, 3, 7), LDX(VM_B, 0, 2, 0),               \
+        JMP_IMM(VM_JEQ, 0, 0, 1), MOV64_IMM(9, 1), JMP_IMM(op, 0, 0, 1),                    \
+        ALU64_REG(VM_ADD, 7, 9), ALU64_IMM(VM_ADD, 2, 1), JA(-8), MOV64_REG(0, 7), EXIT()
+    {"join_keeps_an_unset_register_apart", {UNSET_JOIN(VM_JEQ)}, 0, nullptr, {}},
+    {"join_unset_register_used_where_unset", {UNSET_JOIN(VM_JNE)}, -EACCES,
+     "R9 is read before it is initialised", {}},
+    // --- a join pairs each buffer group of one state with one of the other; where
+    // r2 pairs p's group with another, r4 = p and r5 = p + 1 still share a group
+    // (they share a variable part in both states): r5 + 1 <= end proves the byte
+    // at r4 + 1, not the one at r4 + 2
+#define PAIR_CLASH(k)                                                                     \
+    LOAD_IN(), LDX(VM_DW, 8, 1, CTX_ARG0), ALU64_IMM(VM_AND, 8, 7), MOV64_REG(4, 2),        \
+        LDX(VM_DW, 9, 1, CTX_ARG0 + 8), JMP_REG(VM_JGE, 4, 3, 15), MOV64_REG(5, 4),          \
+        ALU64_IMM(VM_ADD, 5, 1), JMP_IMM(VM_JEQ, 9, 0, 3), MOV64_REG(2, 4),                  \
+        ALU64_IMM(VM_ADD, 2, 2), JA(2), MOV64_REG(2, 4), ALU64_REG(VM_ADD, 2, 8),            \
+        MOV64_REG(6, 5), ALU64_IMM(VM_ADD, 6, 1), JMP_REG(VM_JGT, 6, 3, 2),                  \
+        LDX(VM_B, 0, 4, k), ALU64_REG(VM_SUB, 2, 4), ALU64_IMM(VM_ADD, 4, 1), JA(-16),       \
+        MOV64_IMM(0, 0), EXIT()
+    {"join_pairing_clash_keeps_shared_groups", {PAIR_CLASH(1)}, 0, nullptr, {}},
+    {"join_pairing_clash_one_past", {PAIR_CLASH(2)}, -EACCES, "outside the checked range", {}},
+
     // --- atomics -------------------------------------------------------------------
     {"atomic_on_input",
      {LOAD_IN(), MOV64_REG(4, 2), ALU64_IMM(VM_ADD, 4, 8), JMP_REG(VM_JGT, 4, 3, 3),
