@@ -135,6 +135,7 @@ static int ptr_add(struct venv *env, unsigned dst, struct vreg ptr, const struct
     if (konst) {
         int64_t c = (int64_t)s->t.value;
         ptr.off = (int32_t)(sub ? ptr.off - c : ptr.off + c);
+        vm_back_move(&ptr, sub ? -c : c);   /* an end pointer's lower bound */
         /* a link whose base no register holds any more bounds nothing:
          * the counter added (`p + n` with n = 0 in a callee whose p came
          * linked from the caller) is the one to follow */

@@ -17,6 +17,7 @@
  *   verifier_dist.c   distances to a buffer's end (invariant 6)
  *   verifier_neq.c    values known to differ (invariant 9)
  *   verifier_row.c    read-only table rows walked beside an index (invariant 11)
+ *   verifier_back.c   end pointers walking back, bounded below (invariant 12)
  *   verifier_call.c   helper calls, local calls, exit
  *   verifier_print.c  register/state text for messages and the log
  *
@@ -88,6 +89,14 @@
  *      advanced by the row size beside its index (verifier_row.c). Made
  *      only by joins; adding constants to the pointer keeps it, any other
  *      change of the pointer ends it.
+ *  12. A VT_IN_END/VT_OUT_END pointer e with bit k = vm_buf_index of its
+ *      buffer set in dist is at or above a buffer pointer: place(e) >= v_G
+ *      + doff[k] (place: the offset from the buffer's start; v_G: the
+ *      variable part of the buffer pointers with id did[k], 0 for id 0).
+ *      Made by a comparison `e > p` (>=, ==), moved by adding constants to
+ *      e (verifier_back.c). End pointers may have a variable part v then
+ *      (e = END + off + v, made by joins); off + v.smax bounds them from
+ *      above.
  */
 #ifndef CISC_BPF_VERIFIER_INT_H
 #define CISC_BPF_VERIFIER_INT_H
@@ -441,6 +450,21 @@ void vm_row_unlink(struct vreg *p);
 /* Subsumption: c has old o's row link, with the linked scalars' base
  * shifted by *shift. */
 bool vm_row_subsumed(const struct vreg *o, const struct vreg *c, int64_t *shift);
+
+/* --- verifier_back.c ------------------------------------------------------ */
+/* r is an end pointer (VT_IN_END, VT_OUT_END). */
+bool vm_back_is_end(const struct vreg *r);
+/* e is an end pointer with a lower bound (invariant 12). */
+bool vm_back_has(const struct vreg *e);
+/* `e op p` holds (op JGT, JGE or JEQ; p a pointer into e's buffer): gives
+ * e the lower bound place(p) (+ 1 for JGT). */
+void vm_back_learn(struct venv *env, struct vreg *e, const struct vreg *p, unsigned op);
+/* e += c: its lower bound moves by c. */
+void vm_back_move(struct vreg *e, int64_t c);
+/* Narrows e's variable part by its lower bound (the buffer's largest size). */
+void vm_back_narrow(struct venv *env, struct vreg *e);
+/* True if [e + o, e + o + size) is inside e's buffer by e's bounds. */
+bool vm_back_access(struct venv *env, const struct vreg *e, int64_t o, unsigned size);
 
 /* --- verifier_print.c ---------------------------------------------------- */
 const char *vm_vtype_name(enum vtype t);

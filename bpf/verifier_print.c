@@ -123,6 +123,16 @@ void vm_reg_format(const struct vreg *r, char *buf, size_t size)
     case VT_MEM:
         snprintf(buf, size, "mem(size=%u,off=%d%s)", r->range, r->off, var);
         break;
+    case VT_IN_END:
+    case VT_OUT_END: {
+        unsigned k = r->type == VT_OUT_END;
+        char lo[48] = "";
+        if (r->dist >> k & 1)   /* ",>=in#3+1": invariant 12 */
+            snprintf(lo, sizeof(lo), ",>=%s#%u%+d", vm_vtype_name(k ? VT_OUT : VT_IN), r->did[k],
+                     r->doff[k]);
+        snprintf(buf, size, "%s(off=%d%s%s)", vm_vtype_name(r->type), r->off, var, lo);
+        break;
+    }
     case VT_RODATA:
         snprintf(buf, size, "rodata(off=%d%s%s)", r->off, var, r->sflags & VS_ROW ? lnk : "");
         break;

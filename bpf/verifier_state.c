@@ -150,7 +150,7 @@ static bool idmap_check(struct idmap *m, uint32_t o, uint32_t c)
 static bool rebased_subsumed(const struct vreg *o, const struct vreg *c, struct idmap *m)
 {
     int64_t d = (int64_t)c->off - o->off;
-    if (o->type == VT_CTX || o->type == VT_IN_END || o->type == VT_OUT_END)
+    if (o->type == VT_CTX)
         return false;
     struct vm_scalar shifted = c->v, k = vs_const((uint64_t)d);
     vs_alu(&shifted, &k, VM_ADD, true, false);
@@ -220,6 +220,9 @@ static bool reg_subsumed(const struct vreg *o, const struct vreg *c, bool precis
         return (o->type != VT_STACK || o->frame == c->frame) &&
                (o->type != VT_MEM || o->range == c->range);
     if (c->sflags & VS_WILD)
+        return false;
+    /* an end pointer's lower bound (invariant 12) the old state relied on */
+    if (vm_back_has(o) && !dist_subsumed(o, c, m))
         return false;
     /* a link of the variable part to scalars (invariant 7) the old state
      * relied on must be there too; a row link (invariant 11) with the

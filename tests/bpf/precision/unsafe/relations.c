@@ -155,3 +155,41 @@ int rel_word_one_past(struct cisc_ctx *ctx)
     }
     return hits;
 }
+
+/* str_trim (an end pointer walking back is bounded below by its test
+ * against the start pointer) with `e >= b`: when e == b, e[-1] is the
+ * byte before b, which is the byte before the buffer for an all-blank
+ * block. */
+SEC("cisc")
+int rel_trim_ge(struct cisc_ctx *ctx)
+{
+    const __u8 *b = ctx->data, *e = ctx->data_end;
+    while (e >= b && e[-1] == ' ') // REJECT
+        e--;
+    return e - b;
+}
+
+/* str_trim looking two bytes back: e > b proves e[-1] only. */
+SEC("cisc")
+int rel_trim_two_back(struct cisc_ctx *ctx)
+{
+    const __u8 *b = ctx->data, *e = ctx->data_end;
+    while (e > b && e[-2] == ' ') // REJECT
+        e--;
+    return e - b;
+}
+
+/* str_trim's copy with the length measured to one past the trimmed end:
+ * n = e - b + 1 may reach past the input. */
+SEC("cisc")
+int rel_trim_copy_one_more(struct cisc_ctx *ctx)
+{
+    const __u8 *b = ctx->data, *e = ctx->data_end;
+    while (e > b && e[-1] == ' ')
+        e--;
+    __u8 *out = ctx->out, *oend = ctx->out_end;
+    long n = e - b + 1;
+    if (n > oend - out)
+        return -CISC_ENOSPC;
+    return cisc_copy(out, oend - out, b, n); // REJECT
+}

@@ -1002,6 +1002,18 @@ const Case kCases[] = {
     {"join_pairing_clash_keeps_shared_groups", {PAIR_CLASH(1)}, 0, nullptr, {}},
     {"join_pairing_clash_one_past", {PAIR_CLASH(2)}, -EACCES, "outside the checked range", {}},
 
+    // --- an end pointer walking back (invariant 12): `while (e > data && e[-1] ==
+    // ' ') e--;` - e[-1] of the end itself by the byte data < end proved, then by
+    // e's lower bound from `e > data`; the near misses test e >= data, read e[-2]
+#define BACK_WALK(cmp, k)                                                                 \
+    LOAD_IN(), JMP_REG(VM_JGE, 2, 3, 4), LDX(VM_B, 0, 3, k), JMP_IMM(VM_JNE, 0, 32, 2),     \
+        ALU64_IMM(VM_ADD, 3, -1), JMP_REG(cmp, 3, 2, -4), MOV64_IMM(0, 0), EXIT()
+    {"end_walking_back_bounded_by_the_start", {BACK_WALK(VM_JGT, -1)}, 0, nullptr, {}},
+    {"end_walking_back_to_the_start_itself", {BACK_WALK(VM_JGE, -1)}, -EACCES,
+     "cannot be dereferenced", {}},
+    {"end_walking_back_two_bytes", {BACK_WALK(VM_JGT, -2)}, -EACCES, "cannot be dereferenced",
+     {}},
+
     // --- atomics -------------------------------------------------------------------
     {"atomic_on_input",
      {LOAD_IN(), MOV64_REG(4, 2), ALU64_IMM(VM_ADD, 4, 8), JMP_REG(VM_JGT, 4, 3, 3),
