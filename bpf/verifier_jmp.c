@@ -258,16 +258,6 @@ static bool side_learns(const struct vreg *a, const struct vreg *b, unsigned op)
     return op == VM_JLE || op == VM_JLT || op == VM_JEQ;
 }
 
-/* The side where `a op b` holds gives an end pointer a lower bound. */
-static bool back_learns(const struct vreg *a, const struct vreg *b, unsigned op)
-{
-    if (is_end(a) == is_end(b))
-        return false;
-    if (is_end(b))
-        op = swap_sides(op);
-    return op == VM_JGT || op == VM_JGE || op == VM_JEQ;
-}
-
 static int push_side(struct venv *env, uint32_t target)
 {
     uint32_t saved_pc = env->pc, saved_be = env->cur->backedges;
@@ -350,26 +340,21 @@ static int pointer_cond(struct venv *env, const struct vm_insn *insn, uint32_t t
     unsigned ra = dst, rb = x ? src : VM_NREGS;
     if (op == VM_JEQ || op == VM_JNE)
         return pointer_eq(env, &ca, &cb, op, target, ra, rb);
-    /* At most one side learns a range (<=, < or ==): that side continues
-     * after the other is queued. The queued side may still learn an end
-     * pointer's lower bound (invariant 12): then it is queued from a copy. */
-    bool taken_first = side_learns(&ca, &cb, op);
-    unsigned qop = taken_first ? negate(op) : op;
-    int err;
-    if (back_learns(&ca, &cb, qop)) {
-        struct vsnap *before = vm_snap_take(env->cur);
-        if (!before)
-            return -ENOMEM;
-        pointer_side(env, &ca, &cb, qop, ra, rb);
-        err = push_side(env, taken_first ? env->pc + 1 : target);
-        vm_snap_restore(env->cur, before);
-        vm_snap_free(before);
-    } else {
-        err = push_side(env, taken_first ? env->pc + 1 : target);
+    /* At most one side learns (<=, < or == of the buffer pointer with the
+     * end: its range, and the end pointer's lower bound): that side
+     * continues after the other, unchanged, is queued. */
+    if (side_learns(&ca, &cb, op)) {
+        int err = push_side(env, env->pc + 1);
+        if (!err) {
+            pointer_side(env, &ca, &cb, op, ra, rb);
+            go(env, target);
+        }
+        return err;
     }
+    int err = push_side(env, target);
     if (!err) {
-        pointer_side(env, &ca, &cb, taken_first ? op : negate(op), ra, rb);
-        go(env, taken_first ? target : env->pc + 1);
+        pointer_side(env, &ca, &cb, negate(op), ra, rb);
+        go(env, env->pc + 1);
     }
     return err;
 }
