@@ -38,6 +38,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "common/spin.h"
 #include "proto/wire.h"
 #include "libcisc/arena.h"
 
@@ -88,7 +89,8 @@ struct cisc_queue {
     struct lc_slot *slots;
     uint32_t nslots, free_slot;   /* free_slot: index + 1 of the first free, 0 = none */
     uint32_t inflight;            /* slots BUSY or DISCARDED */
-    uint32_t spin_ns;
+    uint32_t spin_ns;             /* the full spin budget (cisc_queue_params) */
+    struct spin_gov gov;          /* cuts it short on a contended host (common/spin.h) */
     bool busy_poll;
     uint64_t gc_seen;             /* completions flagged WIRE_CQE_GC */
     struct lc_arena alloc;        /* the arena's allocator (private metadata) */
@@ -125,8 +127,9 @@ bool lc_arena_off(const struct cisc_queue *q, const void *p, size_t len, uint64_
 int lc_submit(struct cisc_queue *q, const struct wire_sqe *sqes, unsigned n,
               uint64_t *tokens);
 
-/* Waits for the completion of token (busy-polls spin_ns, then sleeps on
- * the CQ futex), copies it into *out and frees the token.
+/* Waits for the completion of token (busy-polls up to spin_ns, less while
+ * the host is contended: common/spin.h; then sleeps on the CQ futex),
+ * copies it into *out and frees the token.
  * Returns 0, or -EINVAL (unknown token), -ENOTCONN (device gone). */
 int lc_wait(struct cisc_queue *q, uint64_t token, struct wire_cqe *out);
 

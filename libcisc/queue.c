@@ -2,12 +2,14 @@
  * libcisc/queue.c - the client side of a queue pair: mapping the region
  * the device created, the arena's buffers, submitting (with the doorbell
  * only when the device sleeps), reaping completions into the slot table
- * and waiting for one (spin, then sleep on the CQ futex).
+ * and waiting for one (spin, then sleep on the CQ futex; common/spin.h
+ * cuts the spin short while the host has no CPU to spare).
  */
 #include "libcisc/client_int.h"
 
 #include "common/clock.h"
 #include "common/le.h"
+#include "common/spin.h"
 #include "proto/ctl.h"
 
 #include <errno.h>
@@ -17,12 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #define LC_DEFAULT_SPIN_NS 20000u
+#define LC_NAP_SLACK_NS    1000u        /* timer slack while sleeping for an arrival */
 #define LC_ALIVE_CHECK_NS  (100u * 1000000u)   /* check the device every 100 ms of waiting */
 #define LC_ARRIVE_MAX_NS   1000000000   /* device/sched/model.h DM_ARRIVE_MAX_NS */
 
@@ -415,24 +419,47 @@ static void sleep_cq(struct cisc_queue *q)
     __atomic_store_n(q->kcq_flags, 0, __ATOMIC_RELAXED);
 }
 
-/* A completion is in the CQ but still crossing the link for `ahead` ns
- * (the flash model stamps up to DM_ARRIVE_MAX_NS ahead): sleeps until it
- * arrives, unless that is within the spin budget left (a sleep costs
- * more than a short wait) or the queue busy-polls. */
-static void wait_arrival(struct cisc_queue *q, uint32_t ahead, uint64_t spun)
+/* Sleeps `ahead` ns: a completion is crossing the link (the flash model
+ * stamps up to DM_ARRIVE_MAX_NS ahead). The thread's timer slack (50 us
+ * by default, which would dwarf a stamp microseconds ahead) is cut to
+ * LC_NAP_SLACK_NS for the sleep and put back after: the application's
+ * own sleeps keep theirs. */
+static void nap(uint32_t ahead)
 {
-    if (q->busy_poll || spun + ahead <= q->spin_ns) {
+    int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    bool cut = slack > (int)LC_NAP_SLACK_NS;
+    if (cut)
+        prctl(PR_SET_TIMERSLACK, LC_NAP_SLACK_NS, 0, 0, 0);
+    struct timespec ts = { ahead / 1000000000u, ahead % 1000000000u };
+    nanosleep(&ts, NULL);   /* EINTR: the loop looks again */
+    if (cut)
+        prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
+}
+
+/* The completion at the CQ's head arrives in `ahead` ns: spins for it if
+ * that is brief, fits what is left of the spin budget, or the queue
+ * busy-polls; else sleeps until it arrives. A client never spins out a
+ * modelled time longer than its budget (a slow simulated device must not
+ * slow the host). */
+static void wait_arrival(struct cisc_queue *q, uint32_t ahead, uint64_t spun, uint64_t budget)
+{
+    if (q->busy_poll || ahead <= SPIN_BRIEF_NS || spun + ahead <= budget) {
         cpu_relax();
         return;
     }
-    struct timespec ts = { ahead / 1000000000u, ahead % 1000000000u };
-    nanosleep(&ts, NULL);   /* EINTR: the loop looks again */
+    nap(ahead);
+    spin_rest(&q->gov);
 }
 
-/* Waits until something new is in the CQ; -ENOTCONN if it never will be. */
+/* Waits until something new is in the CQ; -ENOTCONN if it never will be.
+ * Spins for the queue's budget (common/spin.h: cut short while the host
+ * is contended, and at once when this thread was descheduled while
+ * spinning), then sleeps on the CQ futex. */
 static int wait_cq(struct cisc_queue *q)
 {
     uint64_t t0 = now_ns(), check = t0 + LC_ALIVE_CHECK_NS;
+    uint64_t budget = q->busy_poll ? UINT64_MAX : spin_budget(&q->gov, t0, q->spin_ns);
+    spin_rest(&q->gov);   /* the last wait's rounds are not this spin's */
     for (;;) {
         if (lc_reap(q))
             return 0;
@@ -443,14 +470,19 @@ static int wait_cq(struct cisc_queue *q)
             if (!lc_session_alive(q->s))
                 return -ENOTCONN;
             check = t + LC_ALIVE_CHECK_NS;
+            spin_rest(&q->gov);   /* a system call: not a gap */
         }
+        if (!q->busy_poll && spin_round(&q->gov, t))
+            budget = 0;   /* descheduled while spinning: give the CPU back now */
         uint32_t ahead = head_arrive_in(q);
-        if (ahead)
-            wait_arrival(q, ahead, t - t0);
-        else if (q->busy_poll || t - t0 < q->spin_ns)
+        if (ahead) {
+            wait_arrival(q, ahead, t - t0, budget);
+        } else if (t - t0 < budget) {
             cpu_relax();
-        else
+        } else {
             sleep_cq(q);
+            spin_rest(&q->gov);
+        }
     }
 }
 

@@ -94,6 +94,8 @@ void qp_service_stats(struct qp_service *svc, struct qp_stats *st)
     st->invalidated = LOAD(svc->invalidated);
     st->dead = LOAD(svc->dead);
     st->sleeps = LOAD(svc->sleeps);
+    st->contended = LOAD(svc->contended);
+    st->done_rings = LOAD(svc->done_rings);
 }
 
 /* ---- sessions ------------------------------------------------------------ */

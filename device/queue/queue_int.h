@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "common/spin.h"
 #include "device/engine/engine.h"
 #include "device/queue/queue.h"
 #include "proto/wire.h"
@@ -54,6 +55,9 @@ struct qp {
     pthread_cond_t drained;        /* inflight reached 0 (with cq_lock) */
     uint32_t cq_tail;              /* written under cq_lock, read atomically by the poller */
     uint32_t inflight;             /* fetched, CQE not posted; atomic */
+    uint64_t done_ns;              /* when a completion was last posted; atomic */
+    bool ring_on_done;             /* the poller slept with commands in flight: the next
+                                      completion rings the doorbell; atomic */
 };
 
 struct ckey_table;
@@ -115,6 +119,8 @@ struct qp_poller {
                                       checked every scan_ns, next at scan_at */
     struct qp_bells bells;         /* when it works, every asleep queue is watched */
     uint64_t spin_ns;              /* poll_us: how long an active queue spins idle */
+    uint64_t window;               /* this round's: spin_ns, less on a contended host */
+    struct spin_gov gov;           /* decides window (common/spin.h) */
     bool wake_armed;               /* bells waits on the wake word */
 };
 
@@ -159,7 +165,7 @@ struct qp_service {
     struct qp_cmd *nhead, **ntail;
     bool nstop;
     /* counters (atomic) */
-    uint64_t fetched, refused, completed, invalidated, dead, sleeps;
+    uint64_t fetched, refused, completed, invalidated, dead, sleeps, contended, done_rings;
     uint64_t nsessions, nqueues;
 };
 
