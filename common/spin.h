@@ -39,7 +39,7 @@
 #include <stdint.h>
 
 #define SPIN_GAP_NS      30000ull       /* a round this late: the thread was off its CPU */
-#define SPIN_BRIEF_NS    2000ull        /* the budget inside a hold-off */
+#define SPIN_BRIEF_NS    5000ull        /* the budget inside a hold-off */
 #define SPIN_HOLD_MIN_NS 10000000ull    /* 10 ms */
 #define SPIN_HOLD_MAX_NS 1000000000ull  /* 1 s */
 
