@@ -97,6 +97,12 @@
  *      allocates, and its sleep needs no memory either. In the array
  *      each queue is active (swept) or asleep (NEED_WAKEUP published,
  *      its doorbell watched or scanned).
+ *   7. A command a client published before its session ended is fetched
+ *      and run, even if the client died right after publishing: the
+ *      session's end first rings each queue's poller and waits until its
+ *      fetches reach the tail it read (unless the queue dies, or its CQ,
+ *      which the client no longer empties, has had no room for 50 ms). So
+ *      a submission, not its completion, is what survives the client.
  *
  * Debug and sanitizer builds check 2 and 3 (as counts of the private
  * copies: sq_head - cq_tail = commands in flight <= cq_entries), 4, 5's

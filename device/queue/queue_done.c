@@ -33,20 +33,17 @@ void qp_wake_client(struct qp *qp)
     qp_futex_wake_shared(&qp->hdr->cq_tail);
 }
 
-/* Wakes qp's poller as the client's doorbell would (the poller slept
- * with commands of qp in flight: it spins again for the client's next
- * submission). The client also increments the doorbell, atomically;
- * the poller only compares it with the value it slept on. */
-static void ring_poller(struct qp *qp)
+/* The client also increments the doorbell, atomically; the poller only
+ * compares it with the value it slept on. */
+void qp_ring_poller(struct qp *qp)
 {
-    __atomic_add_fetch(&qp->sess->svc->done_rings, 1, __ATOMIC_RELAXED);
     __atomic_add_fetch(&qp->hdr->sq_doorbell, 1, __ATOMIC_RELEASE);
     qp_futex_wake_shared(&qp->hdr->sq_doorbell);
 }
 
 void qp_kill(struct qp *qp)
 {
-    qp->dead = true;
+    __atomic_store_n(&qp->dead, true, __ATOMIC_RELAXED);   /* qp_drain_published reads it */
     qp->sq_flags |= WIRE_SQ_DEAD;
     /* Pairs with the client's acquire load of sq_flags (libcisc
      * queue_dead): a client that sees DEAD also sees every CQE posted
@@ -184,8 +181,12 @@ static void post(struct qp *qp, const struct wire_cqe *cqe)
     uint32_t left = __atomic_sub_fetch(&qp->inflight, 1, __ATOMIC_SEQ_CST);
     assert(left < qp->cq_entries);   /* queue.h 2: one CQE per fetched SQE */
     if (__atomic_load_n(&qp->ring_on_done, __ATOMIC_SEQ_CST) &&
-        __atomic_exchange_n(&qp->ring_on_done, false, __ATOMIC_RELAXED))
-        ring_poller(qp);
+        __atomic_exchange_n(&qp->ring_on_done, false, __ATOMIC_RELAXED)) {
+        /* The poller slept with commands of qp in flight: it spins again
+         * for the client's next submission. */
+        __atomic_add_fetch(&svc->done_rings, 1, __ATOMIC_RELAXED);
+        qp_ring_poller(qp);
+    }
     if (left == 0)
         pthread_cond_broadcast(&qp->drained);
     pthread_mutex_unlock(&qp->cq_lock);

@@ -46,6 +46,7 @@ struct qp {
     uint32_t sq_entries, cq_entries;
     /* the poller's (private copies, invariant 5) */
     uint32_t sq_head;
+    uint32_t fetched_to;           /* sq_head, for others (atomic): qp_drain_published */
     uint32_t sq_flags;
     bool dead;
     bool charged;                  /* charge counted against the session's uid */
@@ -225,6 +226,8 @@ void qp_notifier_stop(struct qp_service *svc);
 void qp_kill(struct qp *qp);
 /* Wakes the client threads waiting on qp's CQ. */
 void qp_wake_client(struct qp *qp);
+/* Wakes qp's poller as the client's doorbell does. */
+void qp_ring_poller(struct qp *qp);
 
 /* Futex helpers on shared (not process-private) words. */
 void qp_futex_wake_shared(uint32_t *addr);

@@ -102,6 +102,7 @@ static unsigned fetch(struct qp *qp, struct qp_cmd ***tail)
     /* Pairs with the client's acquire load of sq_head: the slots are
      * copied (above), it may reuse them. */
     __atomic_store_n(&qp->hdr->sq_head, qp->sq_head, __ATOMIC_RELEASE);
+    __atomic_store_n(&qp->fetched_to, qp->sq_head, __ATOMIC_RELAXED);   /* qp_drain_published */
     __atomic_add_fetch(&svc->fetched, n, __ATOMIC_RELAXED);
     assert(qp_check(qp));
     return n;
