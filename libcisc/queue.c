@@ -290,7 +290,10 @@ static struct lc_slot *slot_of(struct cisc_queue *q, uint64_t token)
 
 static void slot_free(struct cisc_queue *q, struct lc_slot *sl)
 {
-    if (sl->state == LC_SLOT_BUSY || sl->state == LC_SLOT_DISCARDED)
+    if (sl->state == LC_SLOT_ARRIVING)
+        q->arriving--;
+    if (sl->state == LC_SLOT_BUSY || sl->state == LC_SLOT_DISCARDED ||
+        sl->state == LC_SLOT_ARRIVING)
         q->inflight--;
     sl->state = LC_SLOT_FREE;
     if (++sl->gen == 0)
@@ -333,21 +336,6 @@ static void kick(struct cisc_queue *q)
         ring_doorbell(q);
 }
 
-static void reap_one(struct cisc_queue *q, const struct wire_cqe *cqe)
-{
-    struct lc_slot *sl = slot_of(q, cqe->user_data);
-    if (!sl)
-        return;   /* not ours: ignore */
-    q->gc_seen += (cqe->flags & WIRE_CQE_GC) != 0;
-    if (sl->state == LC_SLOT_DISCARDED) {
-        slot_free(q, sl);
-    } else if (sl->state == LC_SLOT_BUSY) {
-        sl->cqe = *cqe;
-        sl->state = LC_SLOT_DONE;
-        q->inflight--;
-    }
-}
-
 /* Nanoseconds until a completion has crossed the link (wire.h
  * WIRE_CQE_ARRIVE); 0 once it has. An arrival time more than
  * LC_ARRIVE_MAX_NS ahead (a confused device) counts as arrived. */
@@ -359,49 +347,92 @@ static uint32_t arrive_in(const struct wire_cqe *c)
     return ahead <= 0 || ahead > LC_ARRIVE_MAX_NS ? 0 : (uint32_t)ahead;
 }
 
-static bool arrived(const struct wire_cqe *c)
+static void slot_done(struct cisc_queue *q, struct lc_slot *sl)
 {
-    return arrive_in(c) == 0;
+    if (sl->state == LC_SLOT_ARRIVING)
+        q->arriving--;
+    sl->state = LC_SLOT_DONE;
+    q->inflight--;
 }
 
-/* Nanoseconds until the oldest completion in the CQ arrives: 0 when there
- * is none or it has arrived. */
-static uint32_t head_arrive_in(struct cisc_queue *q)
+/* Takes one CQE into its slot: done, or arriving (still crossing the
+ * link: the completion is the caller's only once its stamp passed). */
+static void reap_one(struct cisc_queue *q, const struct wire_cqe *cqe)
 {
-    /* Pairs with the device's release store of cq_tail (as lc_reap). */
-    uint32_t tail = __atomic_load_n(q->kcq_tail, __ATOMIC_ACQUIRE);
-    if (tail == q->cq_head)
-        return 0;
-    struct wire_cqe c = q->cq[q->cq_head & q->cq_mask];
-    return arrive_in(&c);
+    struct lc_slot *sl = slot_of(q, cqe->user_data);
+    if (!sl)
+        return;   /* not ours: ignore */
+    q->gc_seen += (cqe->flags & WIRE_CQE_GC) != 0;
+    if (sl->state == LC_SLOT_DISCARDED) {
+        slot_free(q, sl);
+    } else if (sl->state == LC_SLOT_BUSY) {
+        sl->cqe = *cqe;
+        uint32_t ahead = arrive_in(cqe);
+        if (ahead) {
+            sl->arrive_at = now_ns() + ahead;   /* absolute: a 32-bit stamp wraps */
+            sl->state = LC_SLOT_ARRIVING;
+            q->arriving++;
+            return;
+        }
+        slot_done(q, sl);
+    }
 }
 
-unsigned lc_reap(struct cisc_queue *q)
+/* Makes done the arriving slots whose stamp passed; sets *next to the ns
+ * until the earliest of the others arrives (0: none left). Returns how
+ * many became done. O(slots), only while some are arriving. */
+static unsigned promote(struct cisc_queue *q, uint32_t *next)
+{
+    unsigned n = 0;
+    uint64_t now = q->arriving ? now_ns() : 0;
+    *next = 0;
+    for (uint32_t i = 0; q->arriving && i < q->nslots; i++) {
+        struct lc_slot *sl = &q->slots[i];
+        if (sl->state != LC_SLOT_ARRIVING)
+            continue;
+        if (sl->arrive_at <= now) {
+            slot_done(q, sl);
+            n++;
+        } else if (!*next || sl->arrive_at - now < *next) {
+            *next = (uint32_t)(sl->arrive_at - now);   /* < LC_ARRIVE_MAX_NS */
+        }
+    }
+    if (!q->arriving)
+        *next = 0;
+    return n;
+}
+
+/* Copies every CQE posted so far into the slot table (whether or not it
+ * has crossed the link: one that has not must not hold up those behind
+ * it, which the flash model may stamp earlier) and frees the ring's
+ * slots. Returns how many CQEs it took plus how many arriving slots
+ * became done (0: nothing changed); *next as promote(). */
+static unsigned reap(struct cisc_queue *q, uint32_t *next)
 {
     /* Pairs with the device's release store of cq_tail after it wrote the
      * entries. */
     uint32_t tail = __atomic_load_n(q->kcq_tail, __ATOMIC_ACQUIRE);
     uint32_t n = tail - q->cq_head;
-    if (n == 0)
-        return 0;
     if (n > q->cq_entries)
         n = q->cq_entries;   /* cannot happen with a sane device */
     for (uint32_t i = 0; i < n; i++) {
         struct wire_cqe c = q->cq[(q->cq_head + i) & q->cq_mask];
-        if (!arrived(&c)) {   /* still crossing the link: later ones too */
-            n = i;
-            break;
-        }
         reap_one(q, &c);
     }
-    if (n == 0)
-        return 0;
-    q->cq_head += n;
-    /* Pairs with the device's acquire load of cq_head: the entries are
-     * copied, it may reuse the slots. */
-    __atomic_store_n(q->kcq_head, q->cq_head, __ATOMIC_RELEASE);
-    kick(q);   /* the device may have stopped for lack of CQ room */
-    return n;
+    if (n) {
+        q->cq_head += n;
+        /* Pairs with the device's acquire load of cq_head: the entries are
+         * copied, it may reuse the slots. */
+        __atomic_store_n(q->kcq_head, q->cq_head, __ATOMIC_RELEASE);
+        kick(q);   /* the device may have stopped for lack of CQ room */
+    }
+    return n + promote(q, next);
+}
+
+unsigned lc_reap(struct cisc_queue *q)
+{
+    uint32_t next;
+    return reap(q, &next);
 }
 
 /* Sleeps until cq_tail moves past what we consumed (or up to 100 ms). */
@@ -436,7 +467,7 @@ static void nap(uint32_t ahead)
         prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
 }
 
-/* The completion at the CQ's head arrives in `ahead` ns: spins for it if
+/* The earliest completion crossing the link arrives in `ahead` ns: spins for it if
  * that is brief, fits what is left of the spin budget, or the queue
  * busy-polls; else sleeps until it arrives. A client never spins out a
  * modelled time longer than its budget (a slow simulated device must not
@@ -461,7 +492,8 @@ static int wait_cq(struct cisc_queue *q)
     uint64_t budget = q->busy_poll ? UINT64_MAX : spin_budget(&q->gov, t0, q->spin_ns);
     spin_rest(&q->gov);   /* the last wait's rounds are not this spin's */
     for (;;) {
-        if (lc_reap(q))
+        uint32_t ahead;   /* until the earliest completion crossing the link arrives */
+        if (reap(q, &ahead))
             return 0;
         if (queue_dead(q))
             return -ENOTCONN;
@@ -474,7 +506,6 @@ static int wait_cq(struct cisc_queue *q)
         }
         if (!q->busy_poll && spin_round(&q->gov, t))
             budget = 0;   /* descheduled while spinning: give the CPU back now */
-        uint32_t ahead = head_arrive_in(q);
         if (ahead) {
             wait_arrival(q, ahead, t - t0, budget);
         } else if (t - t0 < budget) {
@@ -520,7 +551,7 @@ void lc_discard(struct cisc_queue *q, uint64_t token)
     struct lc_slot *sl = slot_of(q, token);
     if (!sl)
         return;
-    if (sl->state == LC_SLOT_DONE)
+    if (sl->state == LC_SLOT_DONE || sl->state == LC_SLOT_ARRIVING)
         slot_free(q, sl);
     else if (sl->state == LC_SLOT_BUSY)
         sl->state = LC_SLOT_DISCARDED;

@@ -267,5 +267,40 @@ TEST_F(Wait, ACommandPublishedByAClientThatDiedStillRuns)
     EXPECT_EQ(cisc_nop(q), 0);
 }
 
+// Two completions in the CQ, the first stamped to arrive 300 ms from now,
+// the second already arrived (the flash model stamps each with its own
+// media time, so posting order is not arrival order): the second is the
+// caller's at once, the first only once its stamp passed. The test plays
+// the device (stopped, so that it writes nothing meanwhile) on a queue of
+// its own. Fails when the client reaps in ring order only.
+TEST_F(Wait, ACompletionThatArrivedDoesNotWaitBehindOneThatHasNot)
+{
+    struct cisc_queue *w = nullptr;
+    ASSERT_EQ(cisc_queue_create(s, &w), 0);
+    pid_t dev = DaemonPid();
+    ASSERT_GT(dev, 0);
+    ASSERT_EQ(kill(dev, SIGSTOP), 0);
+    struct wire_sqe nop[2] = {};
+    uint64_t tok[2];
+    EXPECT_EQ(lc_submit(w, nop, 2, tok), 2);
+    struct wire_cqe *cq = const_cast<struct wire_cqe *>(w->cq);
+    uint32_t t = __atomic_load_n(w->kcq_tail, __ATOMIC_RELAXED);
+    cq[t & w->cq_mask] = { tok[0], 0, 0, WIRE_CQE_ARRIVE, (uint32_t)(now_ns() + 300000000) };
+    cq[(t + 1) & w->cq_mask] = { tok[1], 0, 0, 0, 0 };
+    __atomic_store_n(w->kcq_tail, t + 2, __ATOMIC_RELEASE);
+    struct wire_cqe c;
+    EXPECT_EQ(lc_peek(w, tok[1], &c), 0);   // arrived: not behind the first
+    EXPECT_EQ(lc_peek(w, tok[0], &c), -EAGAIN);
+    uint64_t t0 = now_ns();
+    EXPECT_EQ(lc_wait(w, tok[0], &c), 0);
+    EXPECT_GE(now_ns() - t0, 250000000u) << "reported before its arrival";
+    EXPECT_EQ(w->inflight, 0u);
+    // The device never fetches the two NOPs (the client consumed CQ slots
+    // the device did not fill: no room as it counts), and the session's
+    // end gives up draining them after 50 ms without progress.
+    kill(dev, SIGCONT);
+    EXPECT_EQ(cisc_nop(q), 0);   // the other queues are served
+}
+
 }  // namespace
 }  // namespace e2e
