@@ -430,13 +430,7 @@ TEST_F(RocksDbTest, UnsyncedFlushesGoBehindAndReadsSeeThem)
 {
     env.reset();
     fs.reset();
-    cisc_session_close(s);
-    s = nullptr;
-    q = nullptr;
-    Down();
-    Up("--core-speed 200");
-    ASSERT_EQ(cisc_session_open(mnt.c_str(), &s), 0);
-    ASSERT_EQ(cisc_queue_create(s, &q), 0);
+    Restart("--core-speed 200");
     ASSERT_TRUE(cisc::NewRocksDbFileSystem(mnt, &fs).ok());
     std::unique_ptr<rocksdb::FSWritableFile> f;
     rocksdb::IOOptions io;

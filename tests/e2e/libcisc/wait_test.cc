@@ -92,18 +92,6 @@ protected:
         sched_setaffinity(0, sizeof(affinity_), &affinity_);   // this thread was pinned
         CiscTest::TearDown();
     }
-
-    // Restarts the device with extra `cisc up` options, s and q on it.
-    void Restart(const std::string &extra)
-    {
-        cisc_session_close(s);
-        s = nullptr;
-        q = nullptr;
-        Down();
-        Up(extra);
-        ASSERT_EQ(cisc_session_open(mnt.c_str(), &s), 0);
-        ASSERT_EQ(cisc_queue_create(s, &q), 0);
-    }
 };
 
 // The device pinned to one CPU with a hog: its poller, spinning between
