@@ -38,10 +38,10 @@
  * waits for them, and spinning would take a CPU from the cores running
  * them; the first of their completions rings the queue's doorbell
  * (queue_done.c), so that the poller spins again for the client's next
- * submission. The poller announces a sleep (WIRE_SQ_NEED_WAKEUP), rechecks,
- * and stops sweeping the queue; from then on its client rings its doorbell after
- * each submission. So a sweep costs the active queues only, whatever the
- * number of idle ones. Each asleep queue has a futex wait on its
+ * submission. The poller announces a sleep (WIRE_SQ_NEED_WAKEUP),
+ * rechecks, and stops sweeping the queue; from then on its client rings
+ * its doorbell after each submission. So a sweep costs the active queues
+ * only, whatever the number of idle ones. Each asleep queue has a futex wait on its
  * doorbell in the poller's io_uring (IORING_OP_FUTEX_WAIT, Linux 6.7,
  * queue_bells.c), which completes when its client rings: with no active
  * queue the poller sleeps in io_uring_enter, also woken by its wake word,
