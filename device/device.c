@@ -691,12 +691,14 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
         (unsigned long long)dm.link_latency_ns, dm.core_speed,
         eng_tenant_is_pid(d->eng) ? "pid" : "uid");
     put(&o, "qp sessions %llu queues %llu handles %llu pollers %u poll_us %u fetched %llu "
-            "refused %llu completed %llu invalidated %llu dead %llu sleeps %llu\n",
+            "refused %llu completed %llu invalidated %llu dead %llu sleeps %llu contended %llu "
+            "done_rings %llu\n",
         (unsigned long long)qs.sessions, (unsigned long long)qs.queues,
         (unsigned long long)qs.handles, qs.pollers, qs.poll_us,
         (unsigned long long)qs.fetched, (unsigned long long)qs.refused,
         (unsigned long long)qs.completed, (unsigned long long)qs.invalidated,
-        (unsigned long long)qs.dead, (unsigned long long)qs.sleeps);
+        (unsigned long long)qs.dead, (unsigned long long)qs.sleeps,
+        (unsigned long long)qs.contended, (unsigned long long)qs.done_rings);
     put(&o, "queue depth %llu max_depth %llu busy_cores %u submitted %llu completed %llu "
             "direct %llu\n", (unsigned long long)ss.depth, (unsigned long long)ss.max_depth,
         ss.busy, (unsigned long long)ss.submitted, (unsigned long long)ss.completed,
