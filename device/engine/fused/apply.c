@@ -653,9 +653,11 @@ static int apply_tx(struct apply *ap)
      * inside one block) journals that block, so that its commit is the
      * step's commit: a crash before it leaves the old bytes. */
     unsigned flags = x->tx != WIRE_TX_MACRO && !ap->cow ? SFS_TXN_DATA_JOURNAL : 0;
-    /* A micro op commits once per mutating step: each commit written by
-     * this thread, not handed to the journal's thread and back. */
-    flags |= x->tx != WIRE_TX_MACRO ? SFS_TXN_COMMIT_HERE : 0;
+    /* A durable commit is written by this thread, not handed to the
+     * journal's thread and back (two sleeps and wake-ups per op: on an
+     * idle host each wake-up costs tens of microseconds, most of a small
+     * macro op's time); a micro op commits once per mutating step. */
+    flags |= SFS_TXN_COMMIT_HERE;
     r = sfs_txn_begin_flags(x->e->fs, flags, &ap->tx);
     for (; !r && i < n; i++) {
         unsigned run = write_run(ap, seq, i, n);

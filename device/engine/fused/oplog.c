@@ -360,8 +360,8 @@ int fop_oplog_begin(struct fop_run *x, unsigned *bad)
     if (!r)
         r = prerun(x, mask, bad);
     struct sfs_txn *tx = NULL;
-    if (!r)
-        r = sfs_txn_begin(x->e->fs, &tx);
+    if (!r)   /* the receipt's durable commit written here (apply.c apply_tx) */
+        r = sfs_txn_begin_flags(x->e->fs, SFS_TXN_COMMIT_HERE, &tx);
     if (!r)
         r = write_begin(x, tx, &b);
     /* The client's receipt; it also makes the slot's previous op's end
