@@ -19,6 +19,7 @@ extern "C" {
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <random>
 
 namespace e2e {
 namespace {
@@ -62,7 +63,20 @@ std::string VectorFile(unsigned writes)
     return s;
 }
 
-enum class Op { AppendCrcWrite, TenWrites, Program };
+// The aligned append-CRC-write's data: 64 blocks and 100 bytes, appended
+// to a file of one block (its whole blocks may be adopted from the log;
+// 256 KiB and more: the append's commit is durable, oplog.h "Flushes").
+const size_t kAlignedBlocks = 64;
+std::string AlignedData()
+{
+    std::string d(kAlignedBlocks * kBlock + 100, 0);
+    std::mt19937 rng(11);   // no two blocks alike
+    for (char &c : d)
+        c = (char)('A' + rng() % 26);
+    return d;
+}
+
+enum class Op { AppendCrcWrite, TenWrites, Program, AlignedAppend };
 
 // Op::Program's bpf program (loaded by the test that uses it).
 uint32_t g_prog;
@@ -140,9 +154,10 @@ protected:
     static void Build(struct cisc_vec *v, Op op, int tx)
     {
         ASSERT_EQ(cisc_vec_set_tx(v, tx), 0);
-        if (op == Op::AppendCrcWrite) {
-            static const std::string d = AppendData();
-            int f = cisc_vec_open(v, "a", O_RDWR, 0);
+        if (op == Op::AppendCrcWrite || op == Op::AlignedAppend) {
+            static const std::string ad = AppendData(), bd = AlignedData();
+            const std::string &d = op == Op::AppendCrcWrite ? ad : bd;
+            int f = cisc_vec_open(v, op == Op::AppendCrcWrite ? "a" : "b", O_RDWR, 0);
             cisc_vec_append(v, f, CISC_IN_BUF(d.data(), d.size()));    // 1: append
             int c = cisc_vec_crc32c(v, CISC_IN_BUF(d.data(), d.size()), 0);   // 2: checksum
             cisc_vec_append(v, f, CISC_IN_STEP(c));                      // 3: checksum write
@@ -168,6 +183,8 @@ protected:
     {
         if (op == Op::AppendCrcWrite)
             Put("a", kHead);
+        else if (op == Op::AlignedAppend)
+            Put("b", std::string(kBlock, 'h'));
         else if (op == Op::Program)
             Put("p", "");
         else
@@ -282,7 +299,21 @@ protected:
         SubmitAndCrash(op, CISC_TX_DEFAULT);
         if (HasFatalFailure())
             return;
-        ExpectAfterRestart(mode, op == Op::AppendCrcWrite ? "a" : "v", want);
+        ExpectAfterRestart(mode, FileOf(op), want);
+    }
+
+    static const char *FileOf(Op op)
+    {
+        return op == Op::AppendCrcWrite ? "a" : op == Op::AlignedAppend ? "b" : "v";
+    }
+
+    // The bytes appends took from logs without writing them ("tx log
+    // adopted" in st, a `cisc status --raw`), or -1.
+    static long long Adopted(const std::string &st)
+    {
+        const std::string key = "\ntx log adopted ";
+        size_t at = st.find(key);
+        return at == std::string::npos ? -1 : std::stoll(st.substr(at + key.size()));
     }
 };
 
@@ -578,6 +609,74 @@ TEST_F(MicroTx, SlotCrashInTheNextOpsFirstStep)
         EXPECT_EQ(access((mnt + "/c0").c_str(), F_OK), 0);
         EXPECT_EQ(access((mnt + "/c1").c_str(), F_OK), 0);
     }
+}
+
+// Adoption (oplog.h): an autorec append of a large input at a block
+// boundary takes the input's whole blocks from the log instead of
+// writing them again, at run time and when recovery finishes the op; at
+// every crash point of Table 10a the op is completed after the restart
+// and fsck is clean: after-commit:1 and later find the append committed
+// (it is durable) and its input gone from the log, a hole that is no
+// damage since no step still to run reads it (the CRC step's result is
+// the input's logged CRC). Fails without adoption (the counter stays 0)
+// or when recovery checks an input no step reads (unrecoverable).
+TEST_F(MicroTx, AutorecAlignedAppendAdoptsTheLoggedBlocks)
+{
+    std::string d = AlignedData(), all = std::string(kBlock, 'h') + d + Crc(d);
+    Prepare(Op::AlignedAppend);
+    Restart("--tx autorec");
+    ASSERT_EQ(Submit(Op::AlignedAppend), 0);
+    EXPECT_TRUE(Get("b") == all);
+    EXPECT_EQ(Adopted(Sh(cisc + " status --raw " + mnt).out), (long long)(kAlignedBlocks * kBlock));
+    for (const char *point : { "after-log", "before-commit:1", "after-commit:1",
+                               "after-commit:2", "after-commit:3" }) {
+        SCOPED_TRACE(point);
+        Case("autorec", Op::AlignedAppend, point, all);
+        if (HasFatalFailure())
+            return;
+        EXPECT_EQ(status.find("unrecoverable"), std::string::npos) << status;
+        if (status.find("\nrecovery op ") != std::string::npos) {
+            EXPECT_NE(status.find(" status 0\n"), std::string::npos) << status;
+        }
+        if (std::string(point) == "after-log" || std::string(point) == "before-commit:1") {
+            EXPECT_EQ(Adopted(status), (long long)(kAlignedBlocks * kBlock)) << status;   // by recovery
+        }
+        TakeRecords();
+    }
+}
+
+// Bad input: a logged input in log blocks damaged on the media while the
+// device was down. fsck names the log, "input checksum mismatch" and the
+// input's log block (the first after the op record); the next start runs
+// nothing of the op.
+TEST_F(MicroTx, FsckNamesADamagedBlockOperand)
+{
+    Prepare(Op::AlignedAppend);
+    Restart("--tx autorec", "after-log");
+    SubmitAndCrash(Op::AlignedAppend, CISC_TX_DEFAULT);
+    ASSERT_FALSE(HasFatalFailure());
+    RunResult f = Sh(cisc + " fsck " + img);
+    EXPECT_EQ(f.status, 0) << f.out;
+    // The op record: magic "sfOL", version 4 (it has a block operand), 5 steps.
+    ASSERT_EQ(BlocksStartingWith(img, std::string("sfOL\4\0\0\0\5\0\0\0", 12)).size(), 1u);
+    std::vector<off_t> in = BlocksStartingWith(img, AlignedData().substr(0, 256));
+    // The inputs' first blocks, in the log only: the append's, then the CRC
+    // step's (the test's buffer, given twice, is two copies in the arena).
+    ASSERT_EQ(in.size(), 2u);
+    char c;
+    ASSERT_TRUE(ImageIo(img, in[0] + 100, &c, 1, false));
+    c = (char)~c;
+    ASSERT_TRUE(ImageIo(img, in[0] + 100, &c, 1, true));
+    f = Sh(cisc + " fsck " + img);
+    EXPECT_EQ(f.status, 1) << f.out;
+    EXPECT_NE(f.out.find(": input checksum mismatch at byte 4096 (log block 1): the op is "
+                         "unrecoverable"), std::string::npos) << f.out;
+    Up("--tx autorec");
+    EXPECT_TRUE(LogShows(" unrecoverable (input checksum mismatch at byte 4096, log block 1)"))
+        << ReadFile(log);
+    OpenSession();
+    EXPECT_TRUE(Get("b") == std::string(kBlock, 'h'));   // nothing of the op ran
+    ExpectDeviceUp();
 }
 
 // An op asks for micro on a macro device: F5 keeps the four writes.
