@@ -241,15 +241,30 @@ static int slot_open(struct fop_run *x, struct sfs_txn *tx, uint64_t dir, unsign
     return r;
 }
 
-/* Empties log file ino inside tx (a slot's "free"). */
-static int slot_clear(struct sfs *fs, struct sfs_txn *tx, uint64_t ino)
+/* Cuts log file ino to size inside tx when it is longer (0: a slot's
+ * "free"). */
+static int slot_cut(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t size)
 {
     struct sfs_attr a = { 0 };
     int r = sfs_getattr(fs, ino, &a);
-    if (r || a.size == 0)
+    if (r || a.size <= size)
         return r;
-    a.size = 0;
+    a.size = size;
     return sfs_setattr(fs, tx, ino, &a, SFS_SET_SIZE, NULL);
+}
+
+static int slot_clear(struct sfs *fs, struct sfs_txn *tx, uint64_t ino)
+{
+    return slot_cut(fs, tx, ino, 0);
+}
+
+/* A log up to this size, without block operands, is written over its
+ * slot's blocks in a data-journaled receipt (oplog.h "Slots"). */
+#define SLOT_OVERWRITE_MAX (64u << 10)
+
+static bool overwrites(const struct opnds *ops)
+{
+    return ops->n == 0 && ops->end <= SLOT_OVERWRITE_MAX;
 }
 
 static int write_all(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t off,
@@ -380,12 +395,15 @@ static int write_opnds(struct fop_run *x, struct sfs_txn *tx, uint64_t ino, stru
 static void note_opnds(struct fop_run *x, const struct opnds *ops)
 {
     for (unsigned k = 0; k < ops->n; k++) {
-        const struct opnd *o = &ops->o[k];
-        for (unsigned i = o->step; i < x->v->n; i++)
-            if (i == o->step || (x->v->st[i].src == o->p && x->v->st[i].src_len == o->len)) {
-                x->opnd_off[i] = o->off;
-                x->opnd_crc[i] = o->crc;
-            }
+        x->opnd_off[ops->o[k].step] = ops->o[k].off;
+        x->opnd_crc[ops->o[k].step] = ops->o[k].crc;
+    }
+    for (unsigned i = 0; ops->n && i < x->v->n; i++) {
+        int j = oplog_same_src(x->v, i);
+        if (j >= 0) {
+            x->opnd_off[i] = x->opnd_off[j];
+            x->opnd_crc[i] = x->opnd_crc[j];
+        }
     }
 }
 
@@ -427,12 +445,15 @@ static int write_begin(struct fop_run *x, struct sfs_txn *tx, struct obuf *b, st
         return r;
     }
     x->oplog = ino;
-    r = slot_clear(x->e->fs, tx, ino);
+    bool over = overwrites(ops);   /* else a fresh file: its blocks may be adopted */
+    r = over ? 0 : slot_clear(x->e->fs, tx, ino);
     if (!r)
         r = write_record(x, tx, ino, b, ops);
     for (unsigned i = 0; !r && i < x->v->n; i++)
         if (x->pre >> i & 1)
             r = append_step(x, tx, i);
+    if (!r && over)
+        r = slot_cut(x->e->fs, tx, ino, x->oplog_size);   /* the previous log's tail */
     if (r) {   /* no half-written log stays */
         slot_clear(x->e->fs, tx, ino);
         slot_give(x->e, (unsigned)k, ino, false);
@@ -457,8 +478,9 @@ int fop_oplog_begin(struct fop_run *x, unsigned *bad)
     if (!r)
         r = prerun(x, mask, bad);
     struct sfs_txn *tx = NULL;
+    unsigned flags = SFS_TXN_COMMIT_HERE | (overwrites(&ops) ? SFS_TXN_DATA_JOURNAL : 0);
     if (!r)   /* the receipt's durable commit written here (apply.c apply_tx) */
-        r = sfs_txn_begin_flags(x->e->fs, SFS_TXN_COMMIT_HERE, &tx);
+        r = sfs_txn_begin_flags(x->e->fs, flags, &tx);
     if (!r)
         r = write_begin(x, tx, &b, &ops);
     /* The client's receipt; it also makes the slot's previous op's end

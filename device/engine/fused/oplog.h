@@ -22,10 +22,17 @@
  * per op running at once (an op takes a free one, a new one when all are
  * busy): creating and removing a file per op cost two directory changes,
  * an inode and a journal transaction of their own per op. An op's
- * receipt transaction empties its slot (truncation: the size is
- * journaled) and writes its op record from offset 0, so after a crash the
- * slot holds either the previous op's log or the new one, never a mix.
- * The previous op's log is complete then: all its step records committed
+ * receipt transaction writes its op record from offset 0 of its slot,
+ * so that after a crash the slot holds either the previous op's log or
+ * the new one, never a mix: a log of at most 64 KiB without block
+ * operands is written over the slot's blocks in a data-journaled
+ * transaction (the overwrite commits with the new size, which cuts the
+ * previous log's tail; no block is freed or allocated, so a small op
+ * costs the journal images of its record instead of a truncation, new
+ * blocks, their bitmaps and extents); a larger log empties the slot
+ * first (truncation, its size journaled) and takes new blocks (ordered
+ * mode), which is what its block operands need to be adopted. The
+ * previous op's log is complete then: all its step records committed
  * before it gave the slot back, and the journal commits in order, so the
  * receipt's durable commit makes them durable first ("done" is durable
  * before the slot is reused). A completed op appends an end record to its

@@ -87,6 +87,11 @@ bool oplog_keyed(const struct fop_step *s);
  * order) into name (OPLOG_NAME_MAX bytes). */
 void oplog_op_name(char *name, uint64_t stamp, uint32_t seq);
 
+/* The earlier step of v whose arena operand holds the same bytes as step
+ * i's (one buffer given to two steps, or two copies of it: logged once,
+ * FORMAT.md "src_len" bit 63), or -1. */
+int oplog_same_src(const struct eng_cisc *v, unsigned i);
+
 /* Encodes x's op record (FORMAT.md "Op record"), named by stamp and seq,
  * into b, but for its CRC and its block operands' CRCs: ops gets the
  * operands over the log entry size, placed in whole log blocks after the

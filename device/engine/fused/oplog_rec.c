@@ -63,13 +63,12 @@ static void put_prog_id(struct obuf *b, struct engine *e, const struct fop_step 
     ob_bytes(b, info.func, PROGS_NAME_MAX);
 }
 
-/* The earlier step of v whose arena operand is the same bytes as step
- * i's (a client passing one buffer to two steps), or -1. */
-static int same_src(const struct eng_cisc *v, unsigned i)
+int oplog_same_src(const struct eng_cisc *v, unsigned i)
 {
     const struct fop_step *s = &v->st[i];
     for (unsigned j = 0; s->src && j < i; j++)
-        if (v->st[j].src == s->src && v->st[j].src_len == s->src_len)
+        if (v->st[j].src && v->st[j].src_len == s->src_len &&
+            (v->st[j].src == s->src || !memcmp(v->st[j].src, s->src, s->src_len)))
             return (int)j;
     return -1;
 }
@@ -95,7 +94,7 @@ static void put_step(struct obuf *b, const struct fop_run *x, unsigned i, struct
 {
     const struct eng_cisc *v = x->v;
     const struct fop_step *s = &v->st[i];
-    int same = same_src(v, i);
+    int same = oplog_same_src(v, i);
     bool blocks = in_blocks(x, i, same);
     size_t l0 = b->len;
     ob_bytes(b, &s->kind, 1);
