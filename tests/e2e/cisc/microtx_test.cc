@@ -76,7 +76,7 @@ std::string AlignedData()
     return d;
 }
 
-enum class Op { AppendCrcWrite, TenWrites, Program, AlignedAppend };
+enum class Op { AppendCrcWrite, TenWrites, Program, AlignedAppend, TenWritesW };
 
 // Op::Program's bpf program (loaded by the test that uses it).
 uint32_t g_prog;
@@ -170,7 +170,7 @@ protected:
             cisc_vec_write(v, f, 2 * kBlock, CISC_IN_BUF("indep", 5));   // 3: independent
             cisc_vec_fsync(v, f, 0);
         } else {
-            int f = cisc_vec_open(v, "v", O_RDWR, 0);
+            int f = cisc_vec_open(v, op == Op::TenWritesW ? "w" : "v", O_RDWR, 0);
             for (unsigned k = 0; k < 10; k++) {                          // 1..10: writes
                 std::string b(kBlock, (char)('A' + k));
                 cisc_vec_write(v, f, k * kBlock, CISC_IN_BUF(b.data(), b.size()));
@@ -188,7 +188,7 @@ protected:
         else if (op == Op::Program)
             Put("p", "");
         else
-            Put("v", VectorFile(0));
+            Put(op == Op::TenWritesW ? "w" : "v", VectorFile(0));
     }
 
     // Submits op from a child process (the device dies under it) and
@@ -579,10 +579,15 @@ TEST_F(MicroTx, SlotCrashBetweenAnOpsEndAndTheNextReceipt)
 // step's commit): its receipt replaced the previous ops' logs, so
 // recovery finishes exactly that op; the previous ops (one-step creates,
 // acknowledged, their end records never flushed) stay done and are not
-// run again.
+// run again. Right after the receipt too: "after-log" armed by a restart
+// after the creates (their logs on the media, the slot looked up again),
+// and "after-log#3" armed before them (the third op to log fires it: the
+// creates' end records still in the journal's running transaction when
+// the ten-write takes the slot).
 TEST_F(MicroTx, SlotCrashInTheNextOpsFirstStep)
 {
-    for (const char *point : { "before-commit:1", "after-commit:1", "after-log" }) {
+    for (const char *point :
+         { "before-commit:1", "after-commit:1", "after-log", "after-log#3" }) {
         SCOPED_TRACE(point);
         Prepare(Op::TenWrites);
         Restart("--tx autorec");
@@ -677,6 +682,60 @@ TEST_F(MicroTx, FsckNamesADamagedBlockOperand)
     OpenSession();
     EXPECT_TRUE(Get("b") == std::string(kBlock, 'h'));   // nothing of the op ran
     ExpectDeviceUp();
+}
+
+// Two ops at once hold two slots: a slot is not given to another op while
+// its op runs (oplog.h invariant 1). The first ten-write waits at
+// after-commit:4 ("@2") holding its slot; the second takes another one,
+// and the device stops dead when it gets there too. Both had receipts:
+// after the restart both files are complete, two recovery records. Fails
+// when a slot is given back before its op ends (the second receipt then
+// replaces the first op's log, and the first op is lost).
+TEST_F(MicroTx, RunningOpsNeverShareASlot)
+{
+    Prepare(Op::TenWrites);
+    Prepare(Op::TenWritesW);
+    Restart("--tx autorec", "after-commit:4@2");
+    pid_t dev = DaemonPid();
+    ASSERT_GT(dev, 0);
+    CloseSession();
+    pid_t child[2];
+    for (int k = 0; k < 2; k++) {
+        child[k] = fork();
+        if (child[k] == 0) {
+            struct cisc_session *cs;
+            struct cisc_queue *cq;
+            if (cisc_session_open(mnt.c_str(), &cs) || cisc_queue_create(cs, &cq))
+                _exit(1);
+            struct cisc_vec v;
+            cisc_vec_init(&v, cq);
+            Build(&v, k ? Op::TenWritesW : Op::TenWrites, CISC_TX_DEFAULT);
+            cisc_vec_submit(&v);
+            _exit(0);
+        }
+        if (k == 0)   // the first op is waiting at the point before the second starts
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+    ASSERT_TRUE(Until([&] { return ProcessEnded(dev); }, 300)) << "device did not stop";
+    for (pid_t c : child) {
+        kill(c, SIGKILL);
+        waitpid(c, nullptr, 0);
+    }
+    WaitGone();
+    Up("--tx autorec");
+    OpenSession();
+    EXPECT_TRUE(Get("v") == VectorFile(10));
+    EXPECT_TRUE(Get("w") == VectorFile(10));
+    std::vector<std::string> ops = TakeRecords();
+    EXPECT_EQ(ops.size(), 2u);
+    for (const std::string &l : ops)
+        EXPECT_NE(l.find(" status 0"), std::string::npos) << l;
+    CloseSession();
+    DownAndWait();
+    RunResult f = Sh(cisc + " fsck " + img);
+    EXPECT_EQ(f.status, 0) << f.out;
+    Up();
+    OpenSession();
 }
 
 // An op asks for micro on a macro device: F5 keeps the four writes.

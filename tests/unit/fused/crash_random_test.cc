@@ -274,6 +274,12 @@ TEST(CrashSpec, CountSuffix)
     EXPECT_EQ(fop_crash_arm("before-commit:1@1025"), -EINVAL);
     EXPECT_EQ(fop_crash_arm("before-commit:1@4x"), -EINVAL);
     EXPECT_EQ(fop_crash_arm("recovery@2"), -EINVAL);   // recovery is numbered
+    EXPECT_EQ(fop_crash_arm("after-log#3"), 0);        // the 3rd fires, two pass
+    EXPECT_EQ(fop_crash_arm("after-log#0"), -EINVAL);
+    EXPECT_EQ(fop_crash_arm("after-log#3@2"), -EINVAL);
+    fop_crash_point(FOP_CRASH_AFTER_LOG, 0);   // the 1st and 2nd arrivals pass on
+    fop_crash_point(FOP_CRASH_AFTER_LOG, 0);
+    EXPECT_TRUE(fop_crash_armed(FOP_CRASH_AFTER_LOG, 0));   // still armed for the 3rd
     EXPECT_EQ(fop_crash_arm("none"), 0);
     fop_crash_point(FOP_CRASH_BEFORE_COMMIT, 1);   // disarmed: returns
 #else
