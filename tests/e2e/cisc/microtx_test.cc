@@ -191,13 +191,10 @@ protected:
             Put(op == Op::TenWritesW ? "w" : "v", VectorFile(0));
     }
 
-    // Submits op from a child process (the device dies under it) and
-    // waits until the device has stopped and its mount is gone.
-    void SubmitAndCrash(Op op, int tx)
+    // Submits op from a child process of its own (a client the device
+    // may die under); returns the child.
+    pid_t SubmitInChild(Op op, int tx)
     {
-        pid_t dev = DaemonPid();
-        ASSERT_GT(dev, 0);
-        CloseSession();
         pid_t child = fork();
         if (child == 0) {
             struct cisc_session *cs;
@@ -210,6 +207,17 @@ protected:
             cisc_vec_submit(&v);
             _exit(0);
         }
+        return child;
+    }
+
+    // Submits op from a child process (the device dies under it) and
+    // waits until the device has stopped and its mount is gone.
+    void SubmitAndCrash(Op op, int tx)
+    {
+        pid_t dev = DaemonPid();
+        ASSERT_GT(dev, 0);
+        CloseSession();
+        pid_t child = SubmitInChild(op, tx);
         ASSERT_TRUE(Until([&] { return ProcessEnded(dev); }, 300)) << "device did not stop";
         kill(child, SIGKILL);
         waitpid(child, nullptr, 0);
@@ -237,12 +245,31 @@ protected:
         std::string got = Get(file);
         EXPECT_EQ(got.size(), want.size());
         EXPECT_TRUE(got == want) << "contents differ from the expected state";
+        ExpectFsckCleanThenUp();
+    }
+
+    // Down, `cisc fsck` clean, up again with a session.
+    void ExpectFsckCleanThenUp()
+    {
         CloseSession();
         DownAndWait();
         RunResult f = Sh(cisc + " fsck " + img);
         EXPECT_EQ(f.status, 0) << f.out;
         Up();
         OpenSession();
+    }
+
+    // op logged, the device stopped dead right after its receipt; then
+    // `cisc fsck` of the image, which must be clean (an intact log waiting
+    // for recovery is no problem). Returns the fsck run.
+    RunResult CrashAfterLog(Op op)
+    {
+        Prepare(op);
+        Restart("--tx autorec", "after-log");
+        SubmitAndCrash(op, CISC_TX_DEFAULT);
+        RunResult f = Sh(cisc + " fsck " + img);
+        EXPECT_EQ(f.status, 0) << f.out;
+        return f;
     }
 
     // Runs op to its acknowledgement; the op's status.
@@ -455,12 +482,8 @@ TEST_F(MicroTx, RecoveryRecordsBelongToTheirOwner)
 // serves; the log is kept (fsck still names it).
 TEST_F(MicroTx, FsckNamesADamagedLog)
 {
-    Prepare(Op::TenWrites);
-    Restart("--tx autorec", "after-log");
-    SubmitAndCrash(Op::TenWrites, CISC_TX_DEFAULT);
+    RunResult f = CrashAfterLog(Op::TenWrites);
     ASSERT_FALSE(HasFatalFailure());
-    RunResult f = Sh(cisc + " fsck " + img);
-    EXPECT_EQ(f.status, 0) << f.out;   // an intact log waiting for recovery is no problem
     const std::string dir = "operational log /.cisc-system/oplog/";
     size_t at = f.out.find(dir);
     ASSERT_NE(at, std::string::npos) << f.out;
@@ -656,12 +679,8 @@ TEST_F(MicroTx, AutorecAlignedAppendAdoptsTheLoggedBlocks)
 // nothing of the op.
 TEST_F(MicroTx, FsckNamesADamagedBlockOperand)
 {
-    Prepare(Op::AlignedAppend);
-    Restart("--tx autorec", "after-log");
-    SubmitAndCrash(Op::AlignedAppend, CISC_TX_DEFAULT);
+    RunResult f = CrashAfterLog(Op::AlignedAppend);
     ASSERT_FALSE(HasFatalFailure());
-    RunResult f = Sh(cisc + " fsck " + img);
-    EXPECT_EQ(f.status, 0) << f.out;
     // The op record: magic "sfOL", version 4 (it has a block operand), 5 steps.
     ASSERT_EQ(BlocksStartingWith(img, std::string("sfOL\4\0\0\0\5\0\0\0", 12)).size(), 1u);
     std::vector<off_t> in = BlocksStartingWith(img, AlignedData().substr(0, 256));
@@ -700,22 +719,10 @@ TEST_F(MicroTx, RunningOpsNeverShareASlot)
     ASSERT_GT(dev, 0);
     CloseSession();
     pid_t child[2];
-    for (int k = 0; k < 2; k++) {
-        child[k] = fork();
-        if (child[k] == 0) {
-            struct cisc_session *cs;
-            struct cisc_queue *cq;
-            if (cisc_session_open(mnt.c_str(), &cs) || cisc_queue_create(cs, &cq))
-                _exit(1);
-            struct cisc_vec v;
-            cisc_vec_init(&v, cq);
-            Build(&v, k ? Op::TenWritesW : Op::TenWrites, CISC_TX_DEFAULT);
-            cisc_vec_submit(&v);
-            _exit(0);
-        }
-        if (k == 0)   // the first op is waiting at the point before the second starts
-            std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    }
+    child[0] = SubmitInChild(Op::TenWrites, CISC_TX_DEFAULT);
+    // The first op is waiting at the point before the second starts.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    child[1] = SubmitInChild(Op::TenWritesW, CISC_TX_DEFAULT);
     ASSERT_TRUE(Until([&] { return ProcessEnded(dev); }, 300)) << "device did not stop";
     for (pid_t c : child) {
         kill(c, SIGKILL);
@@ -730,12 +737,7 @@ TEST_F(MicroTx, RunningOpsNeverShareASlot)
     EXPECT_EQ(ops.size(), 2u);
     for (const std::string &l : ops)
         EXPECT_NE(l.find(" status 0"), std::string::npos) << l;
-    CloseSession();
-    DownAndWait();
-    RunResult f = Sh(cisc + " fsck " + img);
-    EXPECT_EQ(f.status, 0) << f.out;
-    Up();
-    OpenSession();
+    ExpectFsckCleanThenUp();
 }
 
 // An op asks for micro on a macro device: F5 keeps the four writes.

@@ -617,15 +617,9 @@ TEST_F(Oplog, AppendAdoptsOnlyWhenNoOtherStepReadsTheInput)
         v.st[c].addr = v.st[ap].addr;   // one arena buffer for both steps
         v.st[c].alen = v.st[ap].alen;
         v.Append(f, c);
-        struct fop_limits lim;
-        eng_fop_limits(eng, &lim);
-        struct eng_arena ar = a.View();
-        struct eng_cisc *out = new eng_cisc;
-        ASSERT_EQ(fop_decode(out, v.st.data(), (unsigned)v.st.size(), &ar, &lim, keys), 0);
-        out->tx = WIRE_TX_AUTOREC;
         uint64_t before = fop_oplog_adopted(eng);
-        EXPECT_EQ(fop_exec(eng, &root, out), 0);
-        fop_release(out);
+        struct eng_cisc *out = new eng_cisc;
+        EXPECT_EQ(Run(v, out, nullptr, WIRE_TX_AUTOREC), 0);
         delete out;
         EXPECT_EQ(fop_oplog_adopted(eng) - before, seed == 0 ? d.size() : 0u);
         uint32_t crc = crc32c(seed, d.data(), d.size());
@@ -635,6 +629,7 @@ TEST_F(Oplog, AppendAdoptsOnlyWhenNoOtherStepReadsTheInput)
 
 class OplogSpace : public Oplog {
 protected:
+    using Oplog::Run;
     void SetUp() override
     {
         tx_log_max = 1u << 20;
@@ -650,14 +645,8 @@ protected:
         uint16_t z = v.Compute(WIRE_STEP_ZSTD_COMPRESS, -1, data, 1);
         uint16_t d = v.Compute(WIRE_STEP_ZSTD_DECOMPRESS, z, "", 0, (uint32_t)data.size());
         v.Write(f, 0, d);
-        struct fop_limits lim;
-        eng_fop_limits(eng, &lim);
-        struct eng_arena ar = a.View();
         struct eng_cisc *out = new eng_cisc;
-        EXPECT_EQ(fop_decode(out, v.st.data(), (unsigned)v.st.size(), &ar, &lim, keys), 0);
-        out->tx = WIRE_TX_AUTOREC;
-        int64_t st = fop_exec(eng, &root, out);
-        fop_release(out);
+        int64_t st = Run(v, out, nullptr, WIRE_TX_AUTOREC);
         delete out;
         return st;
     }

@@ -18,18 +18,10 @@ class Move : public SfsFixture {
     std::string Bytes(size_t n, unsigned seed)
     {
         std::mt19937 rng(seed);
-        std::string s(n, '\0');
-        for (auto &c : s)
-            c = (char)('A' + rng() % 26);
-        return s;
+        return RandomBytes(n, rng);
     }
 
-    uint64_t Blocks(uint64_t ino)
-    {
-        struct sfs_attr a = {};
-        EXPECT_EQ(sfs_getattr(fs, ino, &a), 0);
-        return a.blocks / 8;
-    }
+    uint64_t Blocks(uint64_t ino) { return DataBlocks(ino); }
 
     uint64_t Free()
     {
