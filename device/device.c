@@ -714,6 +714,7 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
     fop_oplog_space(d->eng, &lmax, &lentry, &lused);
     put(&o, "tx log max %llu entry %llu used %llu\n", (unsigned long long)lmax,
         (unsigned long long)lentry, (unsigned long long)lused);
+    put(&o, "tx log adopted %llu\n", (unsigned long long)fop_oplog_adopted(d->eng));
     if (d->recovery_len)   /* one line per op recovered at start-up */
         put(&o, "%s", d->recovery);
     status_tenants(d, &o);

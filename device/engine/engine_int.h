@@ -64,6 +64,7 @@ struct engine {
     uint64_t tx_log_max;      /* bytes the live logs may reserve */
     uint64_t tx_log_entry;    /* a logged output up to this is inline in its record */
     uint64_t oplog_used;      /* bytes reserved by live logs; protected by oplog_mu */
+    uint64_t oplog_adopted;   /* bytes appends took from logs without writing (atomic) */
     pthread_mutex_t oplog_mu;
     pthread_cond_t oplog_cv;  /* space given back */
     struct oplog_pool *oplog_pool;   /* the log files (fused/oplog.h "Slots"); oplog_mu */

@@ -6,6 +6,7 @@
 #include "device/engine/fused/fused_int.h"
 
 #include "common/clock.h"
+#include "common/le.h"
 #include "device/engine/fused/bpfstep.h"
 #include "device/engine/fused/oplog.h"
 #include "device/compute/compute.h"
@@ -236,11 +237,27 @@ static void input2(const struct fop_run *x, unsigned i, const uint8_t **p, uint6
 
 /* A compute step; safe to run on any core in parallel with other steps
  * of its run (it writes only its own buffer, length and result). */
+/* Autorec: a CRC32C step over a block operand (oplog.h "Adoption") is
+ * the operand's CRC, summed as the receipt logged the bytes. */
+static int64_t known_crc(struct fop_run *x, unsigned i)
+{
+    int r = alloc_out(x, i);
+    if (r)
+        return r;
+    if (x->v->st[i].cap < 4)
+        return -EOVERFLOW;   /* as the step itself (compute.c) */
+    le32_put(x->buf[i], x->opnd_crc[i]);
+    x->olen[i] = 4;
+    return 4;
+}
+
 static int64_t ex_compute(struct fop_run *x, unsigned i)
 {
     const struct fop_step *s = &x->v->st[i];
     if (s->kind == WIRE_STEP_BPF)
         return fop_bpf_exec(x, i);   /* a program of the registry */
+    if (x->oplog && fop_oplog_crc_known(s, x->opnd_off[i]))
+        return known_crc(x, i);
     struct cmp_io io = { .key_id = s->key_id, .keys = x->v->keys };
     uint64_t n;
     input(x, i, &io.in, &n);
@@ -652,8 +669,9 @@ static void run_init(struct fop_run *x, struct engine *e, struct eng_cmd *c,
     x->commit_step = fop_commit_step(v);
     x->applied = x->unsynced = false;
     x->oplog = 0;
-    x->pre = x->oplog_reserved = 0;
+    x->pre = x->oplog_reserved = x->recorded = 0;
     for (unsigned i = 0; i < v->n; i++) {
+        x->opnd_off[i] = 0;
         x->failed[i] = false;
         x->sfile[i] = FOP_NOFILE;
         x->sacc[i] = 0;
