@@ -15,7 +15,8 @@
  * SLAB_MEDIUM blocks: benchmarks, big images) carves them from 2 MiB
  * slabs the kernel may back with huge pages (one page fault per 512
  * blocks instead of one per block as the medium fills), keeps every
- * spare, and frees only whole slabs, when it closes.
+ * spare, and frees only whole slabs, when it closes. media_fault_prefault
+ * carves and touches slabs ahead of use, into the spare list.
  */
 #include "device/media/media_fault.h"
 
@@ -358,6 +359,28 @@ int media_fault_create(uint64_t nblocks, struct media **out)
     pthread_mutex_init(&f->mu, NULL);
     *out = m;
     return 0;
+}
+
+int media_fault_prefault(struct media *m, uint64_t nblocks)
+{
+    struct media_fault *f = to_f(m);
+    int r = 0;
+    pthread_mutex_lock(&f->mu);
+    for (uint64_t i = 0; f->slabbed && i < nblocks; i++) {
+        if (!room_for_one(&f->spare, f->nspare, &f->spare_cap)) {
+            r = -ENOMEM;
+            break;
+        }
+        uint8_t *b = slab_block(f);
+        if (!b) {
+            r = -ENOMEM;
+            break;
+        }
+        memset(b, 0, MEDIA_BLOCK_SIZE);   /* the first touch, now */
+        f->spare[f->nspare++] = b;
+    }
+    pthread_mutex_unlock(&f->mu);
+    return r;
 }
 
 int media_fault_open_again(struct media *m, struct media **out)

@@ -36,6 +36,14 @@
  * blocks take memory). Returns 0 and sets *out, or -errno. */
 int media_fault_create(uint64_t nblocks, struct media **out);
 
+/* Takes memory for nblocks block buffers now and touches it, so that the
+ * next nblocks writes of blocks not written before fault no fresh memory
+ * in (a benchmark measures its writes, not the kernel zeroing new pages:
+ * a first touch costs more than the write itself). Only a medium of at
+ * least 1 GiB (the ones carved from slabs) keeps them; a smaller one
+ * ignores the call. Returns 0 or -ENOMEM (what was taken stays). */
+int media_fault_prefault(struct media *m, uint64_t nblocks);
+
 /* Opens another handle on m's disk (same contents, same faults); the
  * disk is freed when its last handle is closed. Lets a test unmount a
  * file system (which closes its media) and mount the disk again.
