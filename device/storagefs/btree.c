@@ -183,11 +183,29 @@ static unsigned idx_seek(const struct node *n, uint64_t key)
 }
 
 /* First record with key >= key: index and offset; *prev gets the offset
- * of the record before it (0 when there is none). */
-static void leaf_seek(const struct node *n, uint64_t key, unsigned *ix, uint32_t *off,
-                      uint32_t *prev)
+ * of the record before it (0 when there is none). Every record of an
+ * extent leaf has one size (vlen_ok, checked before any descent uses the
+ * node), so those are searched by halves; directory entries (names of
+ * any length) one by one. */
+static void leaf_seek(const struct bt *t, const struct node *n, uint64_t key, unsigned *ix,
+                      uint32_t *off, uint32_t *prev)
 {
     unsigned i = 0, nrecs = n_nrecs(n);
+    if (t->magic == SFS_MAGIC_EXTENT) {
+        const uint32_t size = LR_VALUE + EV_END;
+        unsigned hi = nrecs;   /* the answer lies in [i, hi] */
+        while (i < hi) {
+            unsigned mid = i + (hi - i) / 2;
+            if (rec_key(n, mid * size) < key)
+                i = mid + 1;
+            else
+                hi = mid;
+        }
+        *ix = i;
+        *off = i * size;
+        *prev = i ? (i - 1) * size : 0;
+        return;
+    }
     uint32_t o = 0, before = 0;
     while (i < nrecs && rec_key(n, o) < key) {
         before = o;
@@ -238,7 +256,7 @@ static int descend(const struct bt *t, uint64_t key, struct path *p)
         if (r)
             return r;
     }
-    leaf_seek(&p->nd[0], key, &p->ix[0], &p->off[0], &p->prev0);
+    leaf_seek(t, &p->nd[0], key, &p->ix[0], &p->off[0], &p->prev0);
     return 0;
 }
 
