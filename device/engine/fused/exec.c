@@ -678,6 +678,10 @@ static void run_init(struct fop_run *x, struct engine *e, struct eng_cmd *c,
     x->oplog = 0;
     x->pre = x->oplog_reserved = 0;
     for (unsigned i = 0; i < v->n; i++) {
+        /* One pass: without this barrier the compiler splits the loop
+         * into a memset call per array (ten calls to clear three steps,
+         * 5% of a small op's instructions). */
+        __asm__ volatile("" ::: "memory");
         x->failed[i] = false;
         x->sfile[i] = FOP_NOFILE;
         x->sacc[i] = 0;
