@@ -500,13 +500,10 @@ static int write_unwritten(struct wctx *w, const struct sfs_extent *e, uint64_t 
     *n = (size_t)min64(rem, nblk * BS - boff);
     nblk = (boff + *n + BS - 1) / BS;
     int r = data_write(w->fs, w->ip, pblk, boff, src, *n, fresh_how(w->ip, lblk, boff, *n));
+    bool unmapped = false;
     if (!r)
-        r = ext_remove(w->fs, w->h, w->ip, lblk, nblk, false, 2);
-    if (r)
-        return r;
-    struct sfs_extent c = {lblk, pblk, (uint32_t)nblk, 0};
-    r = ext_insert(w->fs, w->h, w->ip, &c);
-    if (r) {                     /* unmapped now: give the blocks back */
+        r = ext_convert(w->fs, w->h, w->ip, e, lblk, nblk, &unmapped);
+    if (r && unmapped) {         /* unmapped now: give the blocks back */
         alloc_free_blocks(w->fs, w->h, pblk, nblk, false);
         w->ip->d.blocks -= nblk;
     }

@@ -247,6 +247,46 @@ TEST_F(File, OldBytesOfAReusedBlockNeverShow)
     Mount();
 }
 
+// Writes into a preallocated (unwritten) range split it: inside it (one
+// cut, one insert: extent.c ext_convert), at its edges and beside earlier
+// writes (merged with them). Every block reads back what was written or
+// zeros, SEEK_DATA/SEEK_HOLE see exactly the written runs, fsck agrees
+// (extents, block counts).
+TEST_F(File, WritesIntoPreallocatedSpaceSplitItExactly)
+{
+    f = Create(SFS_ROOT_INO, "prealloc");
+    ASSERT_EQ(sfs_fallocate(fs, nullptr, f, 0, 0, 64 * 4096), 0);
+    std::string want(64 * 4096, '\0');
+    for (int b : { 10, 20, 11, 30, 0, 63, 21, 9, 40, 41, 42, 12 }) {
+        std::string blk = Pattern(4096, b);
+        Write(f, (uint64_t)b * 4096, blk);
+        want.replace((size_t)b * 4096, 4096, blk);
+    }
+    Write(f, 50 * 4096 + 100, "part");   // a part of a block inside the range
+    want.replace(50 * 4096 + 100, 4, "part");
+    std::vector<std::pair<int64_t, int64_t>> runs;   // [data, hole) in blocks
+    for (int64_t pos = 0;;) {
+        int64_t d = sfs_seek(fs, f, (uint64_t)pos, SFS_SEEK_DATA);
+        if (d < 0)
+            break;
+        int64_t h = sfs_seek(fs, f, (uint64_t)d, SFS_SEEK_HOLE);
+        ASSERT_GT(h, d);
+        runs.push_back({ d / 4096, h / 4096 });
+        pos = h;
+    }
+    std::vector<std::pair<int64_t, int64_t>> expect = {
+        { 0, 1 }, { 9, 13 }, { 20, 22 }, { 30, 31 }, { 40, 43 }, { 50, 51 }, { 63, 64 } };
+    EXPECT_EQ(runs, expect);
+    for (int pass = 0; pass < 2; pass++) {
+        EXPECT_EQ(Read(f, 0, want.size()), want);
+        EXPECT_EQ(Size(f), 64u * 4096);
+        Remount();
+    }
+    Unmount();
+    ExpectClean();
+    Mount();
+}
+
 // Whatever else changes a block or the mapping under the tail copy
 // (overwrites in and around it, in place or journaled, truncation, hole
 // punching, zeroing, a write past the end), later appends still leave the
