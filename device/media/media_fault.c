@@ -256,7 +256,11 @@ static uint64_t write_fate(struct media_fault *f, int *err)
     return UINT64_MAX;
 }
 
-static int do_write(struct media *m, uint64_t blk, uint32_t n, const uint8_t *buf)
+/* One write of the model: counted, then failed, torn or dropped
+ * (write_fate). len > 0: bytes [off, off + len) of block blk (a tear
+ * keeps the first bytes of the part); else n whole blocks. */
+static int do_write(struct media *m, uint64_t blk, uint32_t n, uint32_t off, uint32_t len,
+                    const uint8_t *buf)
 {
     struct media_fault *f = to_f(m);
     if (!range_ok(m, blk, n))
@@ -265,7 +269,9 @@ static int do_write(struct media *m, uint64_t blk, uint32_t n, const uint8_t *bu
     f->writes++;
     int err;
     uint64_t limit = write_fate(f, &err);
-    if (!err && limit)
+    if (!err && limit && len)
+        err = store_block(f, blk, off, buf, limit < len ? (size_t)limit : len);
+    else if (!err && limit)
         err = apply_write(f, blk, n, buf, limit);
     pthread_mutex_unlock(&f->mu);
     return err;
@@ -273,25 +279,13 @@ static int do_write(struct media *m, uint64_t blk, uint32_t n, const uint8_t *bu
 
 static int fault_write(struct media *m, uint64_t blk, uint32_t n, const void *buf)
 {
-    return do_write(m, blk, n, buf);
+    return do_write(m, blk, n, 0, 0, buf);
 }
 
-/* One write like a block's (counted, failed, torn or dropped alike): a
- * tear keeps the first bytes of the part. */
 static int fault_write_part(struct media *m, uint64_t blk, uint32_t off, uint32_t len,
                             const void *buf)
 {
-    struct media_fault *f = to_f(m);
-    if (!range_ok(m, blk, 1))
-        return -EINVAL;
-    pthread_mutex_lock(&f->mu);
-    f->writes++;
-    int err;
-    uint64_t limit = write_fate(f, &err);
-    if (!err && limit)
-        err = store_block(f, blk, off, buf, limit < len ? (size_t)limit : len);
-    pthread_mutex_unlock(&f->mu);
-    return err;
+    return do_write(m, blk, 1, off, len, buf);
 }
 
 static int fault_flush(struct media *m)
@@ -315,7 +309,7 @@ static int fault_discard(struct media *m, uint64_t blk, uint64_t n)
 {
     static const uint8_t zeros[MEDIA_BLOCK_SIZE];
     for (uint64_t i = 0; i < n; i++) {
-        int r = do_write(m, blk + i, 1, zeros);
+        int r = do_write(m, blk + i, 1, 0, 0, zeros);
         if (r)
             return r;
     }
