@@ -143,8 +143,10 @@ bench-sched: build
 		--choice $(BUILD)/bench/sched/cisc-bench-sched-choice $(BENCH_SCHED_ARGS)
 
 # The NAND flash model alone, in simulated time: read IOPS vs queue depth,
-# WAF vs over-provisioning beside the analytic curve, the GC cliff, single-
-# lock vs partitioned FTL. Prints the model; CSV and PNG in bench/out/.
+# WAF vs over-provisioning beside the analytic curve, the GC cliff, arrays,
+# the simulator's CPU per page, FTL cores 1-4 single-lock vs partitioned
+# (threads fed through lock-free rings, wall clock); then real devices end
+# to end (bench_flash.py). Prints the model; CSV and PNG in bench/out/.
 bench-flash: build
 	@mkdir -p bench/out
 	$(BUILD)/bench/flash/cisc-bench-flash bench/out

@@ -28,8 +28,9 @@
  *      subsumed, new ones are joined into a stored one (verifier_join.c),
  *      with widening to the program's constants at loop heads: a loop over
  *      a 4 KiB block converges in a few iterations instead of 4096. Scalars
- *      copied from each other (or offset by a constant, or zero-extended)
- *      stay linked, so a bound learnt on one applies to all.
+ *      copied from each other (or offset by a constant, zero-extended or
+ *      scaled), and the pointers made from them, stay linked, also across
+ *      joins, so a bound learnt on one applies to all.
  *   6. If that exploration rejects the program, it is explored again
  *      without joins (the kernel's way, every iteration on its own): a
  *      rejection caused by the joins' loss of precision then disappears.

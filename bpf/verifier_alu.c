@@ -57,16 +57,47 @@ static int check_offset_ok(struct venv *env, unsigned dst, const struct vreg *p)
  * b + (s.off + c) (invariant 7). */
 static void link_var(struct vreg *ptr, const struct vreg *s, bool sub)
 {
-    /* zext32(b + off) links too when the pointer's own part is 0 */
-    bool zext = s->sflags == VS_ZEXT && vs_is_const(&ptr->v) && ptr->v.t.value == 0;
-    bool ok = !sub && ptr->id == 0 && vs_is_const(&ptr->v) && s->type == VT_SCALAR && s->id &&
-              (s->sflags == 0 || zext);
-    int64_t d = ok ? (int64_t)s->off + (int64_t)ptr->v.t.value : 0;
-    ptr->sflags &= (uint8_t)~VS_LZEXT;
+    /* zext32(b + off) and (b + off) << k link too when the pointer's own
+     * part is 0; from a pointer of a group (id != 0, v = vG), a plain one */
+    bool start = ptr->id == 0 && vs_is_const(&ptr->v);
+    bool zero = start && ptr->v.t.value == 0;
+    bool zext = s->sflags == VS_ZEXT && zero;
+    bool scaled = vm_link_scale(s->sflags) && zero;
+    bool group = ptr->id != 0 && s->sflags == 0 && (ptr->type == VT_IN || ptr->type == VT_OUT);
+    bool ok = !sub && (start || group) && s->type == VT_SCALAR && s->id &&
+              (s->sflags == 0 || zext || scaled);
+    int64_t d = ok ? (int64_t)s->off + (start ? (int64_t)ptr->v.t.value : 0) : 0;
+    ptr->sflags &= (uint8_t)~(VS_LZEXT | VS_SCALE_MASK);
     ptr->lid = ok && d >= INT32_MIN && d <= INT32_MAX ? s->id : 0;
     ptr->loff = ptr->lid ? (int32_t)d : 0;
+    ptr->lgid = ptr->lid && group ? ptr->id : 0;
     if (ptr->lid && zext)
         ptr->sflags |= VS_LZEXT;
+    if (ptr->lid && scaled)
+        ptr->sflags |= (uint8_t)(s->sflags & VS_SCALE_MASK);
+}
+
+/* ptr + s with s = b + s.off a linked scalar that is the constant c (the
+ * loop's first iteration, or a path where the counter is known): ptr.off
+ * takes c, and its constant variable part V is b + (V + s.off - c), a
+ * link as link_var makes (invariant 7), so that a join with the paths
+ * where the counter varies keeps it. zext32(b + s.off) = c links the same
+ * way modulo 2^32 (VS_LZEXT). */
+static void link_const(struct vreg *ptr, const struct vreg *s, int64_t c)
+{
+    /* from a pointer of a group (v = vG): vG = vG + b + (s.off - c) */
+    bool start = ptr->id == 0 && vs_is_const(&ptr->v);
+    bool group = ptr->id != 0 && s->sflags == 0 && (ptr->type == VT_IN || ptr->type == VT_OUT);
+    bool ok = (start || group) && s->type == VT_SCALAR && s->id &&
+              (s->sflags == 0 || s->sflags == VS_ZEXT);
+    int64_t d = ok ? (start ? (int64_t)ptr->v.t.value : 0) + s->off - c : 0;
+    if (!ok || d < INT32_MIN || d > INT32_MAX)
+        return;
+    ptr->lid = s->id;
+    ptr->loff = (int32_t)d;
+    ptr->lgid = group ? ptr->id : 0;
+    ptr->sflags = (uint8_t)((ptr->sflags & ~(VS_LZEXT | VS_SCALE_MASK)) |
+                            (s->sflags == VS_ZEXT ? VS_LZEXT : 0));
 }
 
 /* ptr (+|-) scalar into dst. */
@@ -101,6 +132,8 @@ static int ptr_add(struct venv *env, unsigned dst, struct vreg ptr, const struct
     if (konst) {
         int64_t c = (int64_t)s->t.value;
         ptr.off = (int32_t)(sub ? ptr.off - c : ptr.off + c);
+        if (!sub && !ptr.lid)
+            link_const(&ptr, sreg, c);
     } else {
         link_var(&ptr, sreg, sub);
         vs_alu(&ptr.v, s, sub ? VM_SUB : VM_ADD, true, false);
@@ -255,7 +288,8 @@ static int alu_mov(struct venv *env, const struct vm_insn *insn)
     vm_mark_scalar(d, s.v);
     if (keep_dist)
         vm_dist_copy(d, &s);
-    if (insn->off == 0 && s.id && !(s.sflags & VS_SHL32)) {   /* w-move: the low half */
+    bool low_half = s.sflags == 0 || s.sflags == VS_ZEXT || s.sflags == VS_LOW8;
+    if (insn->off == 0 && s.id && low_half) {   /* w-move: the low half */
         d->id = s.id;
         d->sflags = s.sflags == VS_LOW8 ? VS_LOW8 : VS_ZEXT;   /* a low byte fits */
         d->off = s.off;
@@ -289,7 +323,8 @@ static int alu_unary(struct venv *env, const struct vm_insn *insn)
 
 /* After an ALU operation on a linked scalar: `x <<= 32` then `x >>= 32`
  * keeps the link as a zero-extension, `x &= 0xff` (64- or 32-bit) as the
- * low byte; anything else breaks it. */
+ * low byte, `x <<= k` (k = 1..3) as a scaled index; anything else breaks
+ * it. */
 static void relink(struct vreg *d, const struct vm_insn *insn)
 {
     bool k64 = VM_CLS(insn->code) == VM_CLS_ALU64 && VM_SRC(insn->code) == VM_K;
@@ -303,6 +338,9 @@ static void relink(struct vreg *d, const struct vm_insn *insn)
         d->off = (int32_t)delta;   /* still base + a constant */
     } else if (k32 && VM_OP(insn->code) == VM_LSH && d->id && d->sflags == 0) {
         d->sflags = VS_SHL32;
+    } else if (k64 && op == VM_LSH && insn->imm >= 1 && insn->imm <= 3 && d->id &&
+               d->sflags == 0) {
+        d->sflags = VS_SCALE(insn->imm);   /* an index scaled to 2, 4 or 8 bytes */
     } else if (k32 && VM_OP(insn->code) == VM_RSH && d->id && d->sflags == VS_SHL32) {
         d->sflags = VS_ZEXT;
     } else if (low8) {   /* zext32(b + off) & 0xff is (b + off) & 0xff too */
@@ -314,26 +352,31 @@ static void relink(struct vreg *d, const struct vm_insn *insn)
     }
 }
 
-/* clang's sign-extension of an int, `x <<= 32; x s>>= 32`, of a value
- * already in [INT32_MIN, INT32_MAX] changes nothing: both halves leave x
- * as it is, links and distance to the end included (the shifts would
- * break them: `out + n` would no longer bound the counter n), when
- * nothing jumps to the second half (every jump target is a pruning
- * point). Each half tests the same unchanged x; had the first half
- * shifted, x would be 0 or out of the int range, and shifting 0 back
- * changes nothing either. */
-static bool sext_half_noop(const struct venv *env, const struct vm_insn *insn)
+/* clang's sign- and zero-extensions of a 32-bit value, `x <<= 32; x
+ * s>>= 32` and `x <<= 32; x >>= 32`, of a value already in the int
+ * (resp. __u32) range change nothing: both halves leave x as it is, links
+ * and distance to the end included (the shifts would break them: `out +
+ * n` would no longer bound the counter n), when nothing jumps to the
+ * second half (every jump target is a pruning point). Each half tests the
+ * same unchanged x; had the first half shifted, x would be 0 or out of
+ * the range, and shifting 0 back changes nothing either. */
+static bool ext_half_noop(const struct venv *env, const struct vm_insn *insn)
 {
-    const uint8_t lsh = VM_CLS_ALU64 | VM_K | VM_LSH, arsh = VM_CLS_ALU64 | VM_K | VM_ARSH;
+    const uint8_t lsh = VM_CLS_ALU64 | VM_K | VM_LSH, arsh = VM_CLS_ALU64 | VM_K | VM_ARSH,
+                  rsh = VM_CLS_ALU64 | VM_K | VM_RSH;
     bool first = insn->code == lsh;
-    if ((!first && insn->code != arsh) || insn->imm != 32 ||
+    if ((!first && insn->code != arsh && insn->code != rsh) || insn->imm != 32 ||
         (first ? env->pc + 1 >= env->n : env->pc == 0))
         return false;
     const struct vm_insn *o = &env->insns[first ? env->pc + 1 : env->pc - 1];
+    bool sext = (first ? o->code : insn->code) == arsh;
     const struct vreg *d = &env->cur->frames[env->cur->nframes - 1].regs[vm_dst(insn)];
-    return o->code == (first ? arsh : lsh) && o->imm == 32 && vm_dst(o) == vm_dst(insn) &&
+    bool fits = sext ? d->v.smin >= INT32_MIN && d->v.smax <= INT32_MAX
+                     : d->v.smin >= 0 && d->v.umax <= UINT32_MAX;
+    bool pair = first ? o->code == arsh || o->code == rsh : o->code == lsh;
+    return pair && o->imm == 32 && vm_dst(o) == vm_dst(insn) &&
            !(env->info[first ? env->pc + 1 : env->pc].flags & VI_PRUNE) &&
-           d->type == VT_SCALAR && d->v.smin >= INT32_MIN && d->v.smax <= INT32_MAX;
+           d->type == VT_SCALAR && fits;
 }
 
 int vm_check_alu(struct venv *env, const struct vm_insn *insn)
@@ -349,7 +392,7 @@ int vm_check_alu(struct venv *env, const struct vm_insn *insn)
         return err;
     if (op == VM_NEG || op == VM_END)
         return alu_unary(env, insn);
-    if (sext_half_noop(env, insn))
+    if (ext_half_noop(env, insn))
         return 0;
     struct vreg s = operand(env, insn);
     struct vreg *d = vm_reg(env, dst);

@@ -63,7 +63,8 @@ static void set_bound(struct vreg *r, unsigned k, uint32_t id, int64_t doff)
 
 void vm_dist_add(struct vreg *x, unsigned k, uint32_t id, int64_t doff)
 {
-    if (x->type == VT_SCALAR && !(x->dist >> k & 1))
+    bool has = x->dist >> k & 1;
+    if (x->type == VT_SCALAR && (!has || (x->did[k] == id && x->doff[k] < doff)))
         set_bound(x, k, id, doff);
 }
 
@@ -175,7 +176,7 @@ void vm_dist_cmp(struct vreg *a, struct vreg *b, unsigned op, bool is64)
 }
 
 /* A pointer of the group (type, id), for its variable part. */
-static const struct vreg *group_member(struct venv *env, uint8_t type, uint32_t id)
+const struct vreg *vm_group_member(struct venv *env, uint8_t type, uint32_t id)
 {
     for (uint32_t f = 0; f < env->cur->nframes; f++) {
         struct vframe *fr = &env->cur->frames[f];
@@ -201,7 +202,7 @@ static void learn_one(struct venv *env, const struct vreg *r)
         if (proved > 0)
             vm_mark_range(env, type, r->did[k],
                           (uint32_t)(proved < VM_MAX_VAR_OFF ? proved : VM_MAX_VAR_OFF));
-        const struct vreg *p = r->did[k] ? group_member(env, type, r->did[k]) : NULL;
+        const struct vreg *p = r->did[k] ? vm_group_member(env, type, r->did[k]) : NULL;
         if (p)   /* base + v <= END: v is at most the buffer's size */
             vm_bound_var(env, p, (int64_t)VM_MAX_BUF_SIZE - proved);
     }

@@ -34,9 +34,12 @@
  *   5. Scalars with equal non-zero id are linked to one unknown base b:
  *      each holds b + off (sflags 0), zext32(b + off) (VS_ZEXT),
  *      (b + off) << 32 (VS_SHL32, the first half of clang's zero-extension
- *      idiom) or (b + off) & 0xff (VS_LOW8, clang's `(__u8)(c - 'a') <= 25`
- *      for `c >= 'a' && c <= 'z'`), off being the scalar's `off` field;
- *      refining one refines the others (verifier_jmp.c).
+ *      idiom), (b + off) & 0xff (VS_LOW8, clang's `(__u8)(c - 'a') <= 25`
+ *      for `c >= 'a' && c <= 'z'`) or (b + off) << k for k = 1..3
+ *      (VS_SCALE(k), an index scaled to an element size), off being the
+ *      scalar's `off` field; refining one refines the others
+ *      (verifier_jmp.c). Two states may have different bases for one
+ *      group: b' = b + s relabels it if every member's off moves by s.
  *   6. A scalar with bit k of dist set (k = vm_buf_index(T): 0 for the
  *      input, 1 for the output) is at most the distance from the buffer
  *      pointers of type T with id did[k] to their end, less doff[k]:
@@ -47,12 +50,17 @@
  *      after those pointers (verifier_dist.c), and a helper may take it as
  *      the size for such a pointer. This is the pointer-vs-end part of a
  *      zone domain (difference bounds), kept per scalar.
- *   7. A pointer with lid != 0 was made from its buffer's start (id 0)
- *      and has the variable part v = b + loff (with VS_LZEXT:
- *      zext32(b + loff)), b the base of the scalars linked with id lid
- *      (invariant 5): made by
- *      `q = data + n`; bounding q's v (a check against the end) then
- *      bounds n, the counter the program keeps.
+ *   7. A pointer with lid != 0 has the variable part v = vG + b + loff,
+ *      b the base of the scalars linked with id lid (invariant 5) and vG
+ *      the variable part of the pointers with id lgid into the same
+ *      buffer (lgid 0: the buffer's start, vG = 0). Made by `q = data +
+ *      n` (or `data + (n << 2)`, also when n is still a constant: then v
+ *      is constant and loff says which) and by `q = p + len` (lgid: p's
+ *      id). With lgid 0 the link may be zero-extended (VS_LZEXT: v =
+ *      zext32(b + loff)) or scaled (VS_SCALE(k): v = (b + loff) << k).
+ *      A check of q against the end then bounds n by the distance from
+ *      the lgid pointers to the end (invariant 6), and bounding q's v
+ *      bounds n (lgid 0).
  */
 #ifndef CISC_BPF_VERIFIER_INT_H
 #define CISC_BPF_VERIFIER_INT_H
@@ -75,6 +83,15 @@
 #define VS_WILD 4                     /* pointer with an unbounded offset */
 #define VS_LZEXT 8                    /* pointer: v = zext32(b + loff) (invariant 7) */
 #define VS_LOW8 16                    /* scalar link kind: (b + off) & 0xff (invariant 5) */
+#define VS_SCALE_SHIFT 5              /* scalars: (b + off) << k; pointers: v = (b + loff) << k */
+#define VS_SCALE_MASK (3u << VS_SCALE_SHIFT)   /* k = 1..3 in these bits (invariants 5, 7) */
+#define VS_SCALE(k) ((uint8_t)((k) << VS_SCALE_SHIFT))
+
+/* The k of a scaled link (VS_SCALE), 0 if none. */
+static inline unsigned vm_link_scale(uint8_t sflags)
+{
+    return (sflags & VS_SCALE_MASK) >> VS_SCALE_SHIFT;
+}
 
 enum vtype {
     VT_NONE = 0,   /* not initialised */
@@ -92,7 +109,8 @@ enum vtype {
 struct vreg {
     uint8_t type;          /* enum vtype */
     uint8_t frame;         /* VT_STACK: index of the frame it points into */
-    uint8_t sflags;        /* scalars with id: VS_ZEXT, VS_SHL32; pointers: VS_WILD */
+    uint8_t sflags;        /* scalars with id: VS_ZEXT, VS_SHL32, VS_LOW8, VS_SCALE;
+                              pointers: VS_WILD, VS_LZEXT, VS_SCALE */
     uint8_t dist;          /* VT_SCALAR: bit k: bounded by a distance (invariant 6) */
     uint32_t id;           /* VT_IN/VT_OUT: same id = same variable part;
                               VT_SCALAR: same id = linked values (below) */
@@ -101,8 +119,9 @@ struct vreg {
                               VT_MEM: region size */
     uint32_t did[2];       /* dist bit k: id of the buffer pointers ... */
     int32_t doff[2];       /* ... and the offset subtracted (invariant 6) */
-    uint32_t lid;          /* pointers: v = b + loff for the scalars linked */
-    int32_t loff;          /* with id lid (invariant 7); 0: no such link */
+    uint32_t lid;          /* pointers: v = vG + b + loff for the scalars linked */
+    int32_t loff;          /* with id lid (invariant 7); 0: no such link ... */
+    uint32_t lgid;         /* ... vG: the part of the pointers with this id (0: 0) */
     struct vm_scalar v;    /* VT_SCALAR: the value; pointers: variable offset */
 };
 
@@ -312,8 +331,12 @@ void vm_dist_cmp(struct vreg *a, struct vreg *b, unsigned op, bool is64);
  * variable parts): called after a branch refined scalars. */
 void vm_dist_learn(struct venv *env);
 /* Gives x the bound value <= END_k - (base + v of group id) - doff unless
- * it has one for that buffer already. */
+ * it has one for that buffer already (a looser one for the same group is
+ * replaced). */
 void vm_dist_add(struct vreg *x, unsigned k, uint32_t id, int64_t doff);
+/* A register of the current state's frames pointing into buffer `type`
+ * with group id `id` (not wild), or NULL. */
+const struct vreg *vm_group_member(struct venv *env, uint8_t type, uint32_t id);
 /* True if pointer p is known to be at or before its buffer's end. */
 bool vm_dist_le_end(const struct vreg *p);
 /* Copies src's distance bounds (only) into dst. */
@@ -367,6 +390,7 @@ static inline void vm_mark_unknown(struct vreg *r)
     r->doff[0] = r->doff[1] = 0;
     r->lid = 0;
     r->loff = 0;
+    r->lgid = 0;
     r->v = vs_unknown();
 }
 
@@ -380,6 +404,16 @@ static inline void vm_mark_none(struct vreg *r)
 {
     vm_mark_unknown(r);
     r->type = VT_NONE;
+}
+
+/* The link kind (sflags, invariant 5) scalar r may be taken to have as a
+ * member of its group when another member's is `want`: b + off that fits
+ * in a __u32 is zext32(b + off) as well. */
+static inline uint8_t vm_link_kind_as(const struct vreg *r, uint8_t want)
+{
+    if (r->sflags == 0 && want == VS_ZEXT && r->v.smin >= 0 && r->v.umax <= UINT32_MAX)
+        return VS_ZEXT;
+    return r->sflags;
 }
 
 /* Rejects reading an uninitialised register. */

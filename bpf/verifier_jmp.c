@@ -69,10 +69,43 @@ void vm_mark_range(struct venv *env, uint8_t type, uint32_t id, uint32_t range)
     }
 }
 
+/* A plain member (b + off) of scalar link group id, or NULL. */
+static const struct vreg *link_member(struct venv *env, uint32_t id)
+{
+    for (uint32_t f = 0; f < env->cur->nframes; f++)
+        for (unsigned r = 0; r < VM_NREGS; r++) {
+            const struct vreg *x = &env->cur->frames[f].regs[r];
+            if (x->type == VT_SCALAR && x->id == id && x->sflags == 0)
+                return x;
+        }
+    return NULL;
+}
+
+static void bound_var(struct venv *env, const struct vreg *p, int64_t limit, unsigned depth);
+
+/* p's v = vG + b + loff <= limit (invariant 7, lgid != 0): vG <= limit -
+ * min(b + loff), which a plain member x = b + x.off of the link shows. */
+static void bound_base_group(struct venv *env, const struct vreg *p, int64_t limit,
+                             unsigned depth)
+{
+    const int64_t lim = (int64_t)1 << 40;
+    const struct vreg *x = link_member(env, p->lid);
+    const struct vreg *g = vm_group_member(env, p->type, p->lgid);
+    if (!x || !g || depth >= 4 || x->v.smin <= -lim || x->v.smin >= lim || limit >= lim)
+        return;
+    struct vreg gc = *g;   /* bound_var rewrites the registers g is one of */
+    bound_var(env, &gc, limit - (x->v.smin + p->loff - x->off), depth + 1);
+}
+
 /* P <= E also bounds P's variable part: a buffer is at most
  * VM_MAX_BUF_SIZE bytes (the runtime's promise, bpf/abi.h), so
  * var + P.off <= VM_MAX_BUF_SIZE + E.off. */
 void vm_bound_var(struct venv *env, const struct vreg *p, int64_t limit)
+{
+    bound_var(env, p, limit, 0);
+}
+
+static void bound_var(struct venv *env, const struct vreg *p, int64_t limit, unsigned depth)
 {
     struct vm_scalar lim = vs_const((uint64_t)limit), v = p->v;
     if (vs_is_const(&v) || !vs_refine(&v, &lim, VM_JSLE, true, true))
@@ -87,18 +120,21 @@ void vm_bound_var(struct venv *env, const struct vreg *p, int64_t limit)
                 fr->slots[s].r.id == p->id)
                 fr->slots[s].r.v = v;
     }
-    if (p->lid) {   /* v = b + loff: the linked scalars learn it too */
+    if (p->lid && p->lgid)
+        bound_base_group(env, p, limit, depth);
+    if (p->lid && !p->lgid) {   /* v = b + loff: the linked scalars learn it too */
         struct vreg m;
         vm_mark_scalar(&m, v);
         m.id = p->lid;
         m.off = p->loff;
-        m.sflags = p->sflags & VS_LZEXT ? VS_ZEXT : 0;
+        m.sflags = p->sflags & VS_LZEXT ? VS_ZEXT : (uint8_t)(p->sflags & VS_SCALE_MASK);
         propagate(env, &m);
     }
 }
 
-/* P = start + b + loff (invariant 7) proved `range` bytes: the scalars
- * linked with b are bounded by the distance from the start to the end. */
+/* P = base + vG + b + loff (invariant 7) proved `range` bytes: the
+ * scalars linked with b are bounded by the distance from the pointers of
+ * group lgid (the start when 0) to the end. */
 static void link_dist_regs(struct vreg *regs, unsigned n, const struct vreg *p, int64_t range)
 {
     bool zext = p->sflags & VS_LZEXT;
@@ -106,8 +142,13 @@ static void link_dist_regs(struct vreg *regs, unsigned n, const struct vreg *p, 
         struct vreg *x = &regs[r];
         if (x->type != VT_SCALAR || x->id != p->lid)
             continue;
-        if (!zext && x->sflags == 0)
-            vm_dist_add(x, vm_buf_index(p->type), 0, (int64_t)p->loff + range - x->off);
+        /* zext32(b + loff) is b + loff where x shows that it fits */
+        int64_t d = (int64_t)p->loff - x->off;
+        bool fits = x->v.smin + d >= 0 && x->v.smax + d <= (int64_t)UINT32_MAX &&
+                    x->v.smax < ((int64_t)1 << 40) && x->v.smin > -((int64_t)1 << 40);
+        if ((!zext || fits) && x->sflags == 0)
+            vm_dist_add(x, vm_buf_index(p->type), p->lgid,
+                        (int64_t)p->loff + range - x->off);
         else if (zext && x->sflags == VS_ZEXT && x->off == p->loff)
             vm_dist_add(x, vm_buf_index(p->type), 0, range);
     }
@@ -115,7 +156,7 @@ static void link_dist_regs(struct vreg *regs, unsigned n, const struct vreg *p, 
 
 static void link_dist(struct venv *env, const struct vreg *p, int64_t range)
 {
-    if (!p->lid)
+    if (!p->lid || vm_link_scale(p->sflags))   /* (b + loff) << k: no distance for b */
         return;
     for (uint32_t f = 0; f < env->cur->nframes; f++) {
         struct vframe *fr = &env->cur->frames[f];
@@ -320,9 +361,52 @@ static void refine_from_low8(struct vreg *x, const struct vreg *m)
         narrow(&x->v, vs_srange(lo - delta, hi - delta));
 }
 
+/* y = b + off of a member x, shifted to another member's off (d = that
+ * off - x's): its signed range if it lies in [0, 2^(63-k)), where
+ * y << k does not wrap. */
+static bool unwrapped(const struct vreg *x, int64_t d, unsigned k, int64_t *lo, int64_t *hi)
+{
+    const int64_t lim = (int64_t)1 << 40;
+    if (x->v.smin <= -lim || x->v.smax >= lim)
+        return false;
+    *lo = x->v.smin + d;
+    *hi = x->v.smax + d;
+    return *lo >= 0 && *hi < ((int64_t)1 << (63 - k));
+}
+
+/* m and x linked, one of them scaled by k (the other plain): y << k = the
+ * scaled one, with y = b + off of the plain one moved to the scaled one's
+ * off. Where y << k does not wrap (the plain one's range shows it), a
+ * bound on either gives one on the other. */
+static void refine_scaled(struct vreg *x, const struct vreg *m)
+{
+    bool m_scaled = vm_link_scale(m->sflags) != 0;
+    unsigned k = vm_link_scale(m_scaled ? m->sflags : x->sflags);
+    const struct vreg *plain = m_scaled ? x : m;
+    int64_t d = (int64_t)(m_scaled ? m->off : x->off) - plain->off, lo, hi;
+    if (!unwrapped(plain, d, k, &lo, &hi))
+        return;
+    if (m_scaled) {   /* y = m >> k exactly; x = y - d */
+        int64_t mlo = m->v.smin > 0 ? m->v.smin : 0, mhi = m->v.smax;
+        int64_t ylo = (mlo + ((int64_t)1 << k) - 1) >> k, yhi = mhi >> k;
+        if (ylo <= yhi)
+            narrow(&x->v, vs_srange(ylo - d, yhi - d));
+    } else {          /* x = y << k, y = m + d */
+        narrow(&x->v, vs_srange(lo << k, hi << k));
+    }
+}
+
 /* What refining m tells about x, another member of m's link group. */
 static void refine_linked(struct vreg *x, const struct vreg *m)
 {
+    unsigned km = vm_link_scale(m->sflags), kx = vm_link_scale(x->sflags);
+    if (km || kx) {
+        if ((km && x->sflags == 0) || (kx && m->sflags == 0))
+            refine_scaled(x, m);
+        else if (km && m->sflags == x->sflags && m->off == x->off)
+            narrow(&x->v, m->v);
+        return;
+    }
     if (m->sflags == VS_LOW8) {
         if (x->sflags == 0)
             refine_from_low8(x, m);

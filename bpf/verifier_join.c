@@ -58,15 +58,22 @@ static void add_thr(struct venv *env, int64_t v)
 
 int vm_join_init(struct venv *env)
 {
-    size_t cap = (size_t)env->n * 3 + 32;
+    /* the buffer size over 2, 4, 8: where a counter of scaled indexes
+     * (invariant 5's VS_SCALE) stops; plus a byte or a u16: where a
+     * pointer that a check kept inside the buffer stops after it moved by
+     * a length of that type (`out += i` after a loop of i < len) */
+    static const int64_t limits[] = {0, 255, 65535, VM_MAX_BUF_SIZE >> 3, VM_MAX_BUF_SIZE >> 2,
+                                     VM_MAX_BUF_SIZE >> 1, VM_MAX_BUF_SIZE,
+                                     VM_MAX_BUF_SIZE + 255, VM_MAX_BUF_SIZE + 65535,
+                                     VM_MAX_VAR_OFF, INT32_MAX, UINT32_MAX, INT64_MAX};
+    const size_t nlimits = sizeof(limits) / sizeof(limits[0]);
+    size_t cap = ((size_t)env->n + nlimits) * 3;   /* add_thr adds 3 per value */
     env->thr_u = malloc(cap * sizeof(*env->thr_u));
     env->thr_s = malloc(cap * sizeof(*env->thr_s));
     env->arrivals = calloc(env->n, sizeof(*env->arrivals));
     if (!env->thr_u || !env->thr_s || !env->arrivals)
         return -1;
-    static const int64_t limits[] = {0, 255, 65535, VM_MAX_BUF_SIZE, VM_MAX_VAR_OFF, INT32_MAX,
-                                     UINT32_MAX, INT64_MAX};
-    for (size_t k = 0; k < sizeof(limits) / sizeof(limits[0]); k++)
+    for (size_t k = 0; k < nlimits; k++)
         add_thr(env, limits[k]);
     for (uint32_t pc = 0; pc < env->n; pc++) {
         const struct vm_insn *i = &env->insns[pc];
@@ -202,19 +209,31 @@ struct jmap {
     uint32_t n;
     uint32_t old[64], cur[64], res[64];
     int64_t shift[64];
+    uint8_t type[64];      /* VT_SCALAR for link groups, else the buffer's (id 0 is per buffer) */
     /* for distance bounds only one side has: the old state's buffer
      * groups before the join, and the current state */
     uint32_t ngroups;
     struct jgroup groups[32];
     const struct vstate *cur_state;
+    /* pointer links (invariant 7) whose pairing waits until every buffer
+     * group is joined (their lgid group may be rebased): the joined
+     * pointer, the other state's lid and lgid, lkey_c - lkey_o */
+    uint32_t npend;
+    struct jlink {
+        struct vreg *o;
+        uint32_t clid, clgid;
+        int64_t lshift;
+    } pend[64];
 };
 
-static uint32_t join_id_shift(struct venv *env, struct jmap *m, uint32_t o, uint32_t c,
-                              int64_t shift)
+static uint32_t join_id_shift(struct venv *env, struct jmap *m, uint8_t type, uint32_t o,
+                              uint32_t c, int64_t shift)
 {
     if (o == 0 && c == 0 && shift == 0)
         return 0;
     for (uint32_t k = 0; k < m->n; k++) {
+        if (m->type[k] != type)
+            continue;
         if (m->old[k] == o && m->cur[k] == c && m->shift[k] == shift)
             return m->res[k];
         if (m->old[k] == o || m->cur[k] == c)
@@ -222,6 +241,7 @@ static uint32_t join_id_shift(struct venv *env, struct jmap *m, uint32_t o, uint
     }
     if (m->n == 64)
         return ++env->id_gen;
+    m->type[m->n] = type;
     m->old[m->n] = o;
     m->cur[m->n] = c;
     m->shift[m->n] = shift;
@@ -231,16 +251,17 @@ static uint32_t join_id_shift(struct venv *env, struct jmap *m, uint32_t o, uint
 
 /* The joined id of a register with ids (o, c): o when the pairing is
  * consistent so far, else a fresh one. */
-static uint32_t join_id(struct venv *env, struct jmap *m, uint32_t o, uint32_t c)
+static uint32_t join_id(struct venv *env, struct jmap *m, uint8_t type, uint32_t o, uint32_t c)
 {
-    return join_id_shift(env, m, o, c, 0);
+    return join_id_shift(env, m, type, o, c, 0);
 }
 
 /* The pairing recorded for groups (o, c), if any. */
-static const uint32_t *jmap_find(const struct jmap *m, uint32_t o, uint32_t c, int64_t *shift)
+static const uint32_t *jmap_find(const struct jmap *m, uint8_t type, uint32_t o, uint32_t c,
+                                 int64_t *shift)
 {
     for (uint32_t k = 0; k < m->n; k++)
-        if (m->old[k] == o && m->cur[k] == c) {
+        if (m->type[k] == type && m->old[k] == o && m->cur[k] == c) {
             *shift = m->shift[k];
             return &m->res[k];
         }
@@ -258,6 +279,7 @@ static void make_wild(struct venv *env, struct vreg *o)
 {
     o->lid = 0;
     o->loff = 0;
+    o->lgid = 0;
     o->sflags = VS_WILD;
     o->off = 0;
     o->v = vs_unknown();
@@ -285,14 +307,23 @@ static bool join_ptr(struct venv *env, struct vreg *o, const struct vreg *c, boo
         make_wild(env, o);   /* a context/end pointer moving in a loop */
     if (fixed)
         return o->off == c->off || (o->sflags & VS_WILD);
-    if (o->lid && !(c->lid && o->off == c->off && o->loff == c->loff &&
-                    ((o->sflags ^ c->sflags) & VS_LZEXT) == 0 &&
-                    join_id(env, m, o->lid, c->lid) == o->lid))
-        o->lid = 0, o->loff = 0, o->sflags &= (uint8_t)~VS_LZEXT;   /* same link in both */
+    /* the same link in both: off + v = vG + b + (off + loff), so the
+     * linked scalars' base in c is b_o + (lkey_c - lkey_o) (and what
+     * rebasing the lgid group moved, join_links), a shift every member of
+     * the group must agree on (join_reg); zero-extended and scaled links
+     * only without rebasing the pointer */
+    int64_t lkey = (int64_t)o->off + o->loff, lshift = (int64_t)c->off + c->loff - lkey;
+    const uint8_t kinds = VS_LZEXT | VS_SCALE_MASK;
+    bool plain = !(o->sflags & kinds);
+    if (o->lid && c->lid && ((o->sflags ^ c->sflags) & kinds) == 0 &&
+        (plain || o->off == c->off) && m->npend < 64)
+        m->pend[m->npend++] = (struct jlink){o, c->lid, c->lgid, lshift};
+    else
+        o->lid = 0, o->loff = 0, o->lgid = 0, o->sflags &= (uint8_t)~kinds;
     if (o->off == c->off) {
         o->v = join_scalar(env, &o->v, &c->v, wide, true);
         if (buf) {
-            o->id = join_id(env, m, o->id, c->id);
+            o->id = join_id(env, m, o->type, o->id, c->id);
             o->range = o->range < c->range ? o->range : c->range;
             if (o->id == 0 && !vs_is_const(&o->v))
                 o->id = ++env->id_gen;
@@ -302,6 +333,10 @@ static bool join_ptr(struct venv *env, struct vreg *o, const struct vreg *c, boo
         return true;
     }
     join_rebased(env, o, c, wide, m);
+    if (o->lid && plain && lkey - o->off >= INT32_MIN && lkey - o->off <= INT32_MAX)
+        o->loff = (int32_t)(lkey - o->off);   /* rebased: v moved by the offset's change */
+    else
+        o->lid = 0, o->loff = 0, o->lgid = 0, o->sflags &= (uint8_t)~kinds;
     return true;
 }
 
@@ -327,7 +362,7 @@ static void join_rebased(struct venv *env, struct vreg *o, const struct vreg *c,
         int64_t ro = (int64_t)o->range - (o->off - base), rc = (int64_t)c->range - (c->off - base);
         int64_t r = ro < rc ? ro : rc;
         o->range = r > 0 ? (uint32_t)r : 0;
-        o->id = m ? join_id_shift(env, m, o->id, c->id, (int64_t)c->off - o->off)
+        o->id = m ? join_id_shift(env, m, o->type, o->id, c->id, (int64_t)c->off - o->off)
                   : ++env->id_gen;
     }
     o->off = base;
@@ -365,19 +400,19 @@ static bool old_range(const struct jmap *m, uint8_t type, uint32_t id, uint32_t 
  * and its own state proved `range` bytes for the paired group, it is
  * bounded too: x <= umax = range - doff <= distance - doff. (`n = end - p;
  * if (n > 512) n = 512;`: the 512 side proved 513 bytes.) */
-static void synth_dist(struct vreg *x, unsigned k, uint32_t other, bool x_is_old,
-                       const struct jmap *m)
+static void synth_dist(struct vreg *x, const struct vm_scalar *xv, unsigned k, uint32_t other,
+                       bool x_is_old, const struct jmap *m)
 {
     uint8_t type = k ? VT_OUT : VT_IN;
     uint32_t range = 0;
     for (uint32_t e = 0; e < m->n; e++) {
-        if ((x_is_old ? m->cur[e] : m->old[e]) != other)
+        if (m->type[e] != type || (x_is_old ? m->cur[e] : m->old[e]) != other)
             continue;
         uint32_t mine = x_is_old ? m->old[e] : m->cur[e];
         bool found = x_is_old ? old_range(m, type, mine, &range)
                               : cur_range(m->cur_state, type, mine, &range);
-        if (found && x->v.smin >= 0 && x->v.umax <= range)
-            vm_dist_add(x, k, mine, (int64_t)range - (int64_t)x->v.umax);
+        if (found && xv->smin >= 0 && xv->umax <= range)
+            vm_dist_add(x, k, mine, (int64_t)range - (int64_t)xv->umax);
         return;
     }
 }
@@ -393,7 +428,7 @@ static void join_dist(struct venv *env, struct vreg *o, const struct vreg *c, un
     int64_t shift = 0;
     const uint32_t *res = NULL;
     if ((o->dist & c->dist) >> k & 1)   /* id 0 too: data + constant, rebased */
-        res = jmap_find(m, o->did[k], c->did[k], &shift);
+        res = jmap_find(m, k ? VT_OUT : VT_IN, o->did[k], c->did[k], &shift);
     if (!((o->dist & c->dist) >> k & 1) || (!res && o->did[k] != c->did[k])) {
         o->dist &= (uint8_t)~(1u << k);
         return;
@@ -422,6 +457,7 @@ static bool join_reg(struct venv *env, struct vreg *o, const struct vreg *c, boo
     if (o->type != c->type)
         return false;
     if (o->type == VT_SCALAR) {
+        struct vm_scalar ov = o->v;   /* x's own value, for synth_dist */
         o->v = join_scalar(env, &o->v, &c->v, wide, false);
         /* a distance bound survives when both have it for one pointer
          * group (the same pairing of ids as the pointers get) */
@@ -429,14 +465,20 @@ static bool join_reg(struct venv *env, struct vreg *o, const struct vreg *c, boo
         for (unsigned k = 0; k < 2; k++) {
             if ((o->dist ^ c->dist) >> k & 1) {   /* only one side has it */
                 if (c->dist >> k & 1)
-                    synth_dist(o, k, c->did[k], true, m);
+                    synth_dist(o, &ov, k, c->did[k], true, m);
                 else
-                    synth_dist(&cc, k, o->did[k], false, m);
+                    synth_dist(&cc, &cc.v, k, o->did[k], false, m);
             }
             join_dist(env, o, &cc, k, m, wide);
         }
-        if (o->id && c->id && o->sflags == c->sflags && o->off == c->off) {
-            o->id = join_id(env, m, o->id, c->id);
+        /* a link group may have another base in each state: b_c = b_o +
+         * (c.off - o.off) is the same group if every member (and linked
+         * pointer) agrees on that shift (join_id_shift pairs it) */
+        if (o->id && c->id && vm_link_kind_as(c, o->sflags) == o->sflags) {
+            o->id = join_id_shift(env, m, VT_SCALAR, o->id, c->id, (int64_t)c->off - o->off);
+        } else if (o->id && c->id && vm_link_kind_as(o, c->sflags) == c->sflags) {
+            o->sflags = c->sflags;   /* o's value fits: zext32 of itself */
+            o->id = join_id_shift(env, m, VT_SCALAR, o->id, c->id, (int64_t)c->off - o->off);
         } else {
             o->id = 0;
             o->sflags = 0;
@@ -463,8 +505,9 @@ static void join_slot(struct venv *env, struct vslot *o, const struct vslot *c, 
         o->spill = 0;
 }
 
-/* Pass 0 joins the registers and slots that hold pointers, pass 1 the
- * rest: scalars' distance bounds need the pointers' pairing. */
+/* Pass 0 joins the registers and slots that hold pointers (then their
+ * links, join_links), pass 1 the rest: scalars' distance bounds and links
+ * need the pointers' pairing. */
 static bool is_ptr_slot(const struct vslot *sl)
 {
     return sl->spill && sl->r.type > VT_SCALAR;
@@ -503,10 +546,44 @@ static void collect_groups(struct jmap *m, const struct vstate *st)
         }
 }
 
+/* Pairs the pointer links join_ptr kept, now that every buffer group's
+ * pairing (and shift) is known: a group G paired with shift sG = c.off -
+ * o.off was rebased to the smaller offset, so vG grew by max(0, -sG) in
+ * the old state and by max(0, sG) in the current one (join_rebased); the
+ * link's loff and the linked scalars' shift make up for it. lgid 0 is the
+ * buffer's start, which is also where the pointers with id 0 are (their
+ * variable part is 0): a link from the start in one state and from a
+ * group in the other pairs through the pointers' pairing (0, G). */
+static void join_links(struct venv *env, struct jmap *m)
+{
+    for (uint32_t k = 0; k < m->npend; k++) {
+        struct jlink *l = &m->pend[k];
+        struct vreg *o = l->o;
+        int64_t sg = 0, loff = o->loff, lshift = l->lshift;
+        uint32_t gid = 0;
+        if (o->lgid || l->clgid) {
+            const uint32_t *res = jmap_find(m, o->type, o->lgid, l->clgid, &sg);
+            gid = res ? *res : 0;
+            loff -= sg < 0 ? -sg : 0;
+            lshift -= sg;
+        }
+        if (!o->lid || ((o->lgid || l->clgid) && !gid) || loff < INT32_MIN ||
+            loff > INT32_MAX) {
+            o->lid = 0, o->loff = 0, o->lgid = 0;
+            o->sflags &= (uint8_t)~(VS_LZEXT | VS_SCALE_MASK);
+            continue;
+        }
+        o->loff = (int32_t)loff;
+        o->lgid = gid;
+        o->lid = join_id_shift(env, m, VT_SCALAR, o->lid, l->clid, lshift);   /* fresh: no scalar */
+    }
+}
+
 bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, bool wide)
 {
     struct jmap m;
     m.n = 0;
+    m.npend = 0;
     if (old->nframes != cur->nframes)
         return false;
     collect_groups(&m, old);
@@ -514,11 +591,14 @@ bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, boo
     for (uint32_t f = 0; f < cur->nframes; f++)
         if (old->frames[f].callsite != cur->frames[f].callsite)
             return false;
-    for (unsigned pass = 0; pass < 2; pass++)
+    for (unsigned pass = 0; pass < 2; pass++) {
         for (uint32_t f = 0; f < cur->nframes; f++)
             if (!join_frame(env, &old->frames[f], &cur->frames[f], vm_frame_masks(env, f),
                             wide, &m, pass))
                 return false;
+        if (pass == 0)
+            join_links(env, &m);
+    }
     old->backedges = cur->backedges;
     old->joined = 1;
     return true;

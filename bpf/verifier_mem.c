@@ -411,8 +411,13 @@ static int mem_access(struct venv *env, unsigned regno, int16_t off, unsigned si
     case VT_RODATA: return rodata_access(env, regno, off, size, kind, sx, val);
     case VT_IN_END:
     case VT_OUT_END:
-        return vm_verr(env, bit(regno), "R%u points to %s and cannot be dereferenced", regno,
-                       vm_vtype_desc(reg->type));
+        return vm_verr(env, bit(regno), "R%u points to %s and cannot be dereferenced%s", regno,
+                       vm_vtype_desc(reg->type),
+                       (int64_t)reg->off + off < 0
+                           ? " (the verifier does not follow a pointer that walks back from "
+                             "the end, `e[-1]` after `e > b`: access through a pointer made "
+                             "from the start and compared with the end)"
+                           : "");
     default: return data_access(env, regno, off, size, kind, sx, val);
     }
 }

@@ -51,10 +51,41 @@ static void var_text(const struct vreg *r, char *buf, size_t size)
     snprintf(buf, size, ",var=%s", v);
 }
 
+/* ",lnk=#3+1": a pointer's variable part is b + 1 for the scalars linked
+ * with id 3 (verifier_int.h invariant 7; "z": zero-extended). */
+static void lnk_text(const struct vreg *r, char *buf, size_t size)
+{
+    buf[0] = 0;
+    static const char *const scale[4] = {"", "x2", "x4", "x8"};
+    char from[16] = "";
+    if (r->lgid)   /* "@5": added to the part of the pointers with id 5 */
+        snprintf(from, sizeof(from), "@%u", r->lgid);
+    if (r->lid)
+        snprintf(buf, size, ",lnk=%s#%u%+d%s%s", r->sflags & VS_LZEXT ? "z" : "", r->lid, r->loff,
+                 scale[vm_link_scale(r->sflags)], from);
+}
+
+/* "(=#3+1)": a scalar linked with id 3 (invariant 5): b + 1, or its
+ * zero-extension ("z"), low byte ("l8"), or b << 32 ("s"). */
+static void link_text(const struct vreg *r, char *buf, size_t size)
+{
+    size_t n = strlen(buf);
+    if (!r->id)
+        return;
+    static const char *const scale[4] = {"", "x2", "x4", "x8"};
+    const char *k = r->sflags == VS_ZEXT    ? "z"
+                    : r->sflags == VS_SHL32 ? "s"
+                    : r->sflags == VS_LOW8  ? "l8"
+                                            : "";
+    snprintf(buf + n, size - n, "(=%s#%u%+d%s)", k, r->id, r->off,
+             scale[vm_link_scale(r->sflags)]);
+}
+
 void vm_reg_format(const struct vreg *r, char *buf, size_t size)
 {
-    char var[112];
+    char var[112], lnk[64];
     var_text(r, var, sizeof(var));
+    lnk_text(r, lnk, sizeof(lnk));
     if (r->type > VT_SCALAR && (r->sflags & VS_WILD)) {
         snprintf(buf, size, "%s(wild)", vm_vtype_name(r->type));
         return;
@@ -63,6 +94,7 @@ void vm_reg_format(const struct vreg *r, char *buf, size_t size)
     case VT_NONE: snprintf(buf, size, "?"); break;
     case VT_SCALAR:
         vs_format(&r->v, buf, size);
+        link_text(r, buf, size);
         for (unsigned k = 0; k < 2; k++) {   /* "(<=end-in#3-2)": distance bound */
             size_t n = strlen(buf);
             if (r->dist >> k & 1)
@@ -78,8 +110,8 @@ void vm_reg_format(const struct vreg *r, char *buf, size_t size)
         break;
     case VT_IN:
     case VT_OUT:
-        snprintf(buf, size, "%s(id=%u,off=%d,r=%u%s)", vm_vtype_name(r->type), r->id, r->off,
-                 r->range, var);
+        snprintf(buf, size, "%s(id=%u,off=%d,r=%u%s%s)", vm_vtype_name(r->type), r->id, r->off,
+                 r->range, var, lnk);
         break;
     case VT_MEM:
         snprintf(buf, size, "mem(size=%u,off=%d%s)", r->range, r->off, var);

@@ -187,8 +187,11 @@ static bool reg_subsumed(const struct vreg *o, const struct vreg *c, bool precis
         /* links the old state relied on must exist in the current one */
         if (o->id == 0)
             return true;
-        return o->sflags == c->sflags && o->off == c->off &&
-               idmap_check(m, o->id, c->id ? c->id : 0xc0000000u + m->temp++);
+        /* c's group may have its base shifted by c.off - o.off, the same
+         * for every member (b_c = b_o + shift relabels the base) */
+        return vm_link_kind_as(c, o->sflags) == o->sflags &&
+               idmap_check_shift(m, o->id, c->id ? c->id : 0xc0000000u + m->temp++,
+                                 (int64_t)c->off - o->off);
     }
     if (o->type != c->type)
         return false;
@@ -199,8 +202,11 @@ static bool reg_subsumed(const struct vreg *o, const struct vreg *c, bool precis
         return false;
     /* a link of the variable part to scalars (invariant 7) the old state
      * relied on must be there too */
-    if (o->lid && (o->off != c->off || o->loff != c->loff ||
-                   ((o->sflags ^ c->sflags) & VS_LZEXT) || !idmap_check(m, o->lid, c->lid)))
+    if (o->lid && (((o->sflags & (VS_LZEXT | VS_SCALE_MASK)) && o->off != c->off) ||
+                   ((o->sflags ^ c->sflags) & (VS_LZEXT | VS_SCALE_MASK)) ||
+                   !idmap_check_shift(m, o->lid, c->lid,
+                                      (int64_t)c->off + c->loff - o->off - o->loff) ||
+                   !idmap_check(m, o->lgid, c->lgid)))
         return false;
     if (o->off != c->off)
         return rebased_subsumed(o, c, m);

@@ -378,6 +378,9 @@ static const struct up_opt up_table[] = {
       AT(flash.t_erase_ns), .help = "block erase latency (0: " FLASH_DEF(ERASE_NS) ")" },
     { 0, "flash-xfer-ns", "flash_xfer_ns", &k_uint, "N", 0, 1000000000, 0,
       AT(flash.t_xfer_ns), .help = "channel transfer time per page (0: " FLASH_DEF(XFER_NS) ")" },
+    { 0, "flash-ftl-ns", "flash_ftl_ns", &k_uint, "N", 0, 1000000000, 0,
+      AT(flash.t_ftl_ns), .help = "FTL time of a host page read or write on the core that owns "
+                                  "its partition, one timeline per partition (0: not modelled)" },
     { 'o', NULL, NULL, &k_list, "OPTS", AT(fuse_opts),
       .help = "mount options, comma-separated: any option here as its mount key "
               "(below), or the FUSE mount's (e.g. ro)" },

@@ -627,11 +627,12 @@ static void status_flash_member(struct device *d, struct out *o, struct media *u
     flash_stats(f, &st);
     put(o, "flash member %u channels %u dies %u blocks %u pages %u op_permille %u "
            "partitions %u gc %s read_ns %llu prog_ns %llu erase_ns %llu xfer_ns %llu "
-           "state %s\n", label,
+           "ftl_ns %llu state %s\n", label,
         g->channels, g->dies_per_channel, g->blocks_per_die, g->pages_per_block,
         g->op_permille, g->partitions, g->gc_policy == FLASH_GC_GREEDY ? "greedy" : "cost-benefit",
         (unsigned long long)g->t_read_ns, (unsigned long long)g->t_prog_ns,
         (unsigned long long)g->t_erase_ns, (unsigned long long)g->t_xfer_ns,
+        (unsigned long long)g->t_ftl_ns,
         flash_media_origin(u) == FLASH_STATE_RESTORED ? "restored" : "rebuilt");
     put(o, "flash_ftl member %u waf %.3f host_reads %llu host_writes %llu trims %llu "
            "gc_runs %llu gc_fg %llu gc_bg %llu free_blocks %llu mapped %llu pages_moved %llu "

@@ -3,11 +3,17 @@
 after the model-only cisc-bench-flash): a real device (`cisc up --media
 flash`) driven by fio on its FUSE mount and by libcisc (cisc-bench-flash-lib).
 
-  scale    random 4 KiB read IOPS on the mount (fio, direct, 32 jobs) against
-           the number of dies (1, 4, 16 in one member) and of array members
-           (1, 2, 4 member images of one die each), with a slow configured
-           read (1 ms) so that the model, not the host, sets the pace; beside
-           the model's ideal min(dies, 32) / (t_read + t_xfer)
+  scale    random 4 KiB read IOPS at queue depths 2, 4 and 8 x the dies (4
+           and 16 dies in one member), on the mount (fio, direct, that many
+           threads) and through libcisc (one thread, that many reads in
+           flight, one per queue; the client sleeps, never spins), beside
+           the ideal dies / t_read and the closed-network expectation
+           N/(N+M-1) x dies / (t_read + t_xfer) (N requests placed at random
+           over M dies leave (M-1)/(N+M-1) of them idle); and array members
+           (1, 2, 4 member images of one die each, 32 fio threads); with a
+           slow configured read (4 ms, --scale-read-ns) so that the model,
+           not the host, sets the pace (at 1 ms, 16 dies ask 16k IOPS of the
+           mount, more than this shared 2-CPU host serves)
   latency  4 KiB random-read latency at queue depth 1 against the configured
            read latency (StorStack-style sweep: file media, 18 us, 100 us,
            1 ms, 5 ms) on the mount and through libcisc; beside it the model's
@@ -116,38 +122,82 @@ def best(values, key, high=True):
 
 # ---- scale ---------------------------------------------------------------------
 
-def scale_point(a, label, opts, members, dies, t_read):
-    d = Device(a, ["--media", "flash", "--flash-read-ns", str(t_read)] + opts, members)
+def expected(qd, dies, t_read):
+    """Closed network: qd requests over `dies` dies, each placed at random,
+    leave (dies-1)/(qd+dies-1) of the dies idle; a die serves a read in
+    t_read + t_xfer (it holds the page until the channel sent it)."""
+    return qd / (qd + dies - 1) * dies / ((t_read + XFER_NS) / 1e9)
+
+
+def read_iops(a, d, via, qd):
+    """Best IOPS of a.repeat runs at queue depth qd: fio threads on the mount,
+    or one libcisc thread with qd reads in flight (cisc-bench-flash-lib qd)."""
+    runs = []
+    for _ in range(a.repeat):
+        cold(d)
+        if via == "mount":
+            j = fio(d, "r", {"rw": "randread", "bs": "4k", "size": "64M", "direct": "1",
+                             "ioengine": "psync", "numjobs": str(qd), "thread": "1"},
+                    a.runtime)
+            runs.append(j["read"]["iops"])
+        else:
+            out = sh([a.lib, d.mnt, "r", str(a.runtime), "qd", str(qd)]).stdout.split()
+            runs.append(float(dict(zip(out[::2], out[1::2]))["iops"]))
+    return max(runs)
+
+
+def qd_sweep(a, label, opts, dies, t_read):
+    """One device; random reads at queue depths 2, 4 and 8 x its dies."""
+    d = Device(a, ["--media", "flash", "--flash-read-ns", str(t_read)] + opts)
+    rows = []
     try:
         print("  model:", d.model_line())
         layout(d, "r", "64M")
-        runs = []
-        for _ in range(a.repeat):
-            cold(d)
-            j = fio(d, "r", {"rw": "randread", "bs": "4k", "size": "64M", "direct": "1",
-                             "ioengine": "psync", "numjobs": str(QD)}, a.runtime)
-            runs.append(j["read"]["iops"])
-        iops = max(runs)
+        ideal = dies / (t_read / 1e9)
+        for via in ("mount", "libcisc"):
+            for mult in (2, 4, 8):
+                qd = mult * dies
+                iops, exp = read_iops(a, d, via, qd), expected(qd, dies, t_read)
+                print("  %-10s %-8s qd %4d  IOPS %8.0f  %.2f of ideal %8.0f   expected %8.0f "
+                      "(%.2f)" % (label, via, qd, iops, iops / ideal, ideal, exp, exp / ideal))
+                rows.append([label, dies, 1, via, qd, round(iops), round(ideal),
+                             round(iops / ideal, 3), round(exp), round(exp / ideal, 3)])
     finally:
         d.down()
-    ideal = min(dies * max(members, 1), QD) / ((t_read + XFER_NS) / 1e9)
-    print("  %-22s dies %3d  IOPS %8.0f  ideal %8.0f  ratio %.2f" %
-          (label, dies * max(members, 1), iops, ideal, iops / ideal))
-    return [label, dies * max(members, 1), max(members, 1), round(iops), round(ideal),
-            round(iops / ideal, 3)]
+    return rows
+
+
+def member_point(a, members, t_read):
+    d = Device(a, ["--media", "flash", "--flash-read-ns", str(t_read), "--flash-channels", "1",
+                   "--flash-dies", "1"], members)
+    try:
+        print("  model:", d.model_line())
+        layout(d, "r", "64M")
+        iops = read_iops(a, d, "mount", QD)
+    finally:
+        d.down()
+    ideal = members / (t_read / 1e9)
+    exp = expected(QD, members, t_read)
+    print("  %d member(s) x 1 die  mount qd %d  IOPS %8.0f  %.2f of ideal %8.0f   expected "
+          "%8.0f (%.2f)" % (members, QD, iops, iops / ideal, ideal, exp, exp / ideal))
+    return ["%d member(s) x 1 die" % members, members, members, "mount", QD, round(iops),
+            round(ideal), round(iops / ideal, 3), round(exp), round(exp / ideal, 3)]
 
 
 def scale(a):
-    print("== scale: random 4 KiB reads, fio 32 jobs direct, t_read 1 ms (best of %d)" % a.repeat)
-    t = 1000000
+    t = a.scale_read_ns
+    print("== scale: random 4 KiB reads, t_read %g ms; ideal = dies / t_read; expected = "
+          "N/(N+M-1) x dies/(t_read+t_xfer) (best of %d)" % (t / 1e6, a.repeat))
     rows = []
-    for ch, dies in ((1, 1), (2, 2), (4, 4)):
-        rows.append(scale_point(a, "%dx%d dies" % (ch, dies),
-                                ["--flash-channels", str(ch), "--flash-dies", str(dies)],
-                                0, ch * dies, t))
+    for ch, dies in ((2, 2), (4, 4)):
+        rows += qd_sweep(a, "%dx%d dies" % (ch, dies),
+                         ["--flash-channels", str(ch), "--flash-dies", str(dies)], ch * dies, t)
     for m in (1, 2, 4):
-        rows.append(scale_point(a, "%d member(s) x 1 die" % m,
-                                ["--flash-channels", "1", "--flash-dies", "1"], m, 1, t))
+        rows.append(member_point(a, m, t))
+    one = [r for r in rows if r[0].startswith("1 member")]
+    four = [r for r in rows if r[0].startswith("4 member")]
+    if one and four:
+        print("  4 members / 1 member: x%.2f" % (four[0][5] / one[0][5]))
     return rows
 
 
@@ -238,16 +288,19 @@ def plot(out, sc, lat):
         print("(no matplotlib: no PNG)")
         return
     fig, ax = plt.subplots(1, 2, figsize=(11, 4))
-    for pick, mk in ((lambda r: "die" in r[0], "o-"), (lambda r: "member" in r[0], "s-")):
-        rows = [r for r in sc if pick(r)]
-        ax[0].plot([r[1] for r in rows], [r[3] for r in rows], mk,
-                   label="dies in one member" if mk == "o-" else "members of 1 die")
-    ideal = sorted({(r[1], r[4]) for r in sc})
-    ax[0].plot([x for x, _ in ideal], [y for _, y in ideal], "k:", label="model ideal")
-    ax[0].set_xlabel("dies")
-    ax[0].set_ylabel("random 4 KiB read IOPS (mount)")
-    ax[0].set_title("t_read 1 ms, 32 jobs")
-    ax[0].legend()
+    for label in sorted({r[0] for r in sc if "dies" in r[0]}):
+        for via, mk in (("mount", "o-"), ("libcisc", "s--")):
+            rows = [r for r in sc if r[0] == label and r[3] == via]
+            ax[0].plot([r[4] / r[1] for r in rows], [r[7] for r in rows], mk,
+                       label="%s, %s" % (label, via))
+        rows = [r for r in sc if r[0] == label and r[3] == "mount"]
+        ax[0].plot([r[4] / r[1] for r in rows], [r[9] for r in rows], "k:",
+                   label="%s, expected" % label)
+    ax[0].axhline(0.8, color="r", lw=0.5)
+    ax[0].set_xlabel("queue depth / dies")
+    ax[0].set_ylabel("IOPS / (dies / t_read)")
+    ax[0].set_title("random 4 KiB reads vs queue depth")
+    ax[0].legend(fontsize=7)
     pts = [r for r in lat if r[1]]
     ax[1].loglog([r[2] for r in pts], [r[3] for r in pts], "o-", label="mount mean")
     ax[1].loglog([r[2] for r in pts], [r[6] for r in pts], "s-", label="libcisc mean")
@@ -269,13 +322,16 @@ def main():
     p.add_argument("--runtime", type=float, default=3)
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--only", default="scale,latency,gc")
+    p.add_argument("--scale-read-ns", type=int, default=4000000,
+                   help="t_read of the scale section (slow, so that the model sets the pace)")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
     only = a.only.split(",")
     sc = scale(a) if "scale" in only else []
     lat = latency(a) if "latency" in only else []
     g = gc(a) if "gc" in only else []
-    save(a.out, "flash_e2e_scale.csv", ["config", "dies", "members", "iops", "ideal", "ratio"], sc)
+    save(a.out, "flash_e2e_scale.csv", ["config", "dies", "members", "via", "qd", "iops", "ideal",
+                                        "ratio", "expected", "expected_ratio"], sc)
     save(a.out, "flash_e2e_latency.csv", ["t_read", "t_read_ns", "model_us", "mount_mean_us",
                                           "mount_p99_us", "device_cpu_pct", "lib_mean_us",
                                           "lib_p99_us", "client_cpu_pct"], lat)

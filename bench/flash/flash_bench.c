@@ -3,14 +3,17 @@
  * on its own, in simulated time: WAF against over-provisioning beside
  * Desnoyers' curve, random-read IOPS against queue depth, the GC cliff of
  * random writes on a full device (throughput and p99 per interval), the
- * simulator's own CPU cost per page, and single-lock vs partitioned FTL
- * with 1..4 threads (wall-clock model throughput), arrays of 1, 2, 4
- * members. Prints the model and
- * writes CSV files into the directory given as argv[1]. Asserts nothing.
+ * simulator's own CPU cost per page (thread CPU time), arrays of 1, 2, 4
+ * members, and the FTL's device cores 1..4, partitioned beside single
+ * lock (flash_cores.h: real core threads fed through lock-free rings,
+ * their FTL time stretched by the core speed and slept; wall clock).
+ * Prints the model and writes CSV files into the directory given as
+ * argv[1]; further arguments pick sections and options (main). Asserts
+ * nothing.
  */
 #include "device/media/flash.h"
+#include "device/media/flash_cores.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +32,38 @@ static uint64_t rng_next(uint64_t *s)
     *s ^= *s >> 7;
     *s ^= *s << 17;
     return *s;
+}
+
+/* Random reads of one model (or of an array's members, 64 KiB stripes
+ * round-robin) for closed_loop. */
+struct reader {
+    struct flash **f;
+    unsigned members;
+    uint64_t n, seed;
+};
+
+static uint64_t read_at(struct reader *r, uint64_t at)
+{
+    uint64_t b = rng_next(&r->seed) % r->n, st = b / 16;   /* 1 member: page b */
+    return flash_read(r->f[st % r->members], st / r->members * 16 + b % 16, at).done_ns;
+}
+
+/* A closed loop of qd reads in simulated time from t0: each slot issues
+ * its next read when its previous one completes. Returns the last
+ * completion. */
+static uint64_t closed_loop(struct reader *r, unsigned qd, uint64_t reads, uint64_t t0)
+{
+    uint64_t slot[256], last = t0;
+    for (unsigned i = 0; i < qd; i++)
+        slot[i] = t0;
+    for (uint64_t k = 0; k < reads; k++) {
+        unsigned m = 0;
+        for (unsigned i = 1; i < qd; i++)
+            m = slot[i] < slot[m] ? i : m;
+        slot[m] = read_at(r, slot[m]);
+        last = slot[m] > last ? slot[m] : last;
+    }
+    return last;
 }
 
 static struct flash *make(struct flash_geom g, uint64_t n)
@@ -59,11 +94,13 @@ static FILE *csv(const char *dir, const char *name, const char *header)
 static void print_model(const struct flash_geom *g, uint64_t n)
 {
     printf("model: %u channels x %u dies, %u blocks/die x %u pages x 4 KiB, %u logical "
-           "pages, op %u/1000, gc %s, read %llu ns, prog %llu ns, erase %llu ns, xfer %llu ns\n",
+           "pages, op %u/1000, gc %s, read %llu ns, prog %llu ns, erase %llu ns, xfer %llu ns, "
+           "ftl %llu ns\n",
            g->channels, g->dies_per_channel, g->blocks_per_die, g->pages_per_block,
            (unsigned)n, g->op_permille, g->gc_policy ? "cost-benefit" : "greedy",
            (unsigned long long)g->t_read_ns, (unsigned long long)g->t_prog_ns,
-           (unsigned long long)g->t_erase_ns, (unsigned long long)g->t_xfer_ns);
+           (unsigned long long)g->t_erase_ns, (unsigned long long)g->t_xfer_ns,
+           (unsigned long long)g->t_ftl_ns);
 }
 
 /* WAF of uniform random overwrites at steady state, beside the model. */
@@ -105,7 +142,11 @@ static void bench_waf(const char *dir)
 }
 
 /* Closed loop of qd random 4 KiB reads in simulated time: each slot
- * issues its next read when its previous one completes. */
+ * issues its next read when its previous one completes. Beside it the
+ * closed-network expectation: N requests over M dies placed at random
+ * leave (M-1)/(N+M-1) of the dies idle, so IOPS ~ N/(N+M-1) of M dies'
+ * rate, a die serving a read in t_read + t_xfer (it holds the page until
+ * the channel has sent it). */
 static void bench_qd(const char *dir)
 {
     const uint64_t n = 262144;   /* 1 GiB */
@@ -120,23 +161,19 @@ static void bench_qd(const char *dir)
     uint64_t t0 = st.now_ns + 1000000;
     double dies = (double)k->channels * k->dies_per_channel;
     double ideal = dies * 1e9 / (double)k->t_read_ns;
-    FILE *fp = csv(dir, "flash_qd.csv", "qd,iops,ideal,ratio");
-    printf("\nrandom 4 KiB read IOPS vs queue depth (ideal = dies / t_read = %.0f):\n", ideal);
-    uint64_t s = 7;
+    double die_rate = dies * 1e9 / (double)(k->t_read_ns + k->t_xfer_ns);
+    FILE *fp = csv(dir, "flash_qd.csv", "qd,iops,ideal,ratio,expected,expected_ratio");
+    printf("\nrandom 4 KiB read IOPS vs queue depth (ideal = dies / t_read = %.0f; "
+           "expected = N/(N+M-1) x dies/(t_read+t_xfer)):\n", ideal);
+    struct reader rd = {&f, 1, n, 7};
     for (unsigned qd = 1; qd <= 256; qd *= 2) {
-        uint64_t slot[256], reads = 100000, last = 0;
-        for (unsigned i = 0; i < qd; i++)
-            slot[i] = t0;
-        for (uint64_t r = 0; r < reads; r++) {
-            unsigned m = 0;
-            for (unsigned i = 1; i < qd; i++)
-                m = slot[i] < slot[m] ? i : m;
-            slot[m] = flash_read(f, rng_next(&s) % n, slot[m]).done_ns;
-            last = slot[m] > last ? slot[m] : last;
-        }
+        uint64_t reads = 100000, last = closed_loop(&rd, qd, reads, t0);
         double iops = (double)reads * 1e9 / (double)(last - t0);
-        printf("  qd %3u  %10.0f IOPS  %.2f of ideal\n", qd, iops, iops / ideal);
-        fprintf(fp, "%u,%.0f,%.0f,%.4f\n", qd, iops, ideal, iops / ideal);
+        double expect = die_rate * qd / (qd + dies - 1);
+        printf("  qd %3u  %10.0f IOPS  %.2f of ideal   expected %10.0f (%.2f)\n", qd, iops,
+               iops / ideal, expect, expect / ideal);
+        fprintf(fp, "%u,%.0f,%.0f,%.4f,%.0f,%.4f\n", qd, iops, ideal, iops / ideal, expect,
+                expect / ideal);
         t0 = last + 1000000;
     }
     fclose(fp);
@@ -189,68 +226,230 @@ static void bench_cliff(const char *dir)
     flash_destroy(f);
 }
 
-struct worker {
-    struct flash *f;
-    uint64_t n, t, ops;
+/* ---- FTL cores: partitioned vs single lock (flash_cores.h) ---- */
+
+struct opts {
+    double core_speed;      /* --core-speed: device cores' slowdown */
+    unsigned rounds;        /* --rounds: each point is the best of these */
+    double secs;            /* --secs: wall time per run */
+    unsigned ring;          /* --ring: entries per core ring */
+    uint64_t ftl_ns;        /* --ftl-ns: modelled FTL time per sub-request */
 };
 
-static void *work(void *arg)
+struct cores_run {
+    double mops;            /* sub-requests per microsecond of wall time */
+    double cpu_ns;          /* cores' measured CPU per sub-request */
+    double host_cpu;        /* process CPU seconds per wall second */
+};
+
+static uint64_t cpu_ns(clockid_t id)
 {
-    struct worker *w = arg;
-    uint64_t s = w->t + 11, stripes = w->n / 32 / 4;
-    for (uint64_t i = 0; i < w->ops; i++) {
-        uint64_t st = (rng_next(&s) % stripes) * 4 + w->t;   /* thread t's stripes */
-        flash_read(w->f, st * 32 + rng_next(&s) % 32, i * 100);
-    }
-    return NULL;
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Wall-clock model throughput (random reads) with 1..4 threads, each on
- * its own stripes: partitioned (4 partitions) vs single-lock. Also the
- * simulator's CPU cost per page. */
-static void bench_threads(const char *dir)
+/* Fills core k's room with random reads of its own stripes (a uniform
+ * random page, given that it is k's), issued now. */
+static unsigned fill_core(struct flash_cores *c, unsigned k, unsigned cores, uint64_t n,
+                          uint64_t *seed, uint32_t *tag)
 {
-    FILE *fp = csv(dir, "flash_threads.csv", "threads,single_lock_mops,partitioned_mops");
-    printf("\nmodel throughput, random reads, own stripes per thread (wall clock):\n");
-    double base[2] = {0, 0};
-    for (unsigned th = 1; th <= 4; th++) {
-        double mops[2];
-        for (int p = 0; p < 2; p++) {
-            const uint64_t n = 262144;
-            struct flash_geom g = {.partitions = p ? 4 : 1};
-            struct flash *f = make(g, n);
-            for (uint64_t l = 0; l < n; l++)
-                flash_write(f, l, 0);
-            struct worker w[4];
-            pthread_t tid[4];
-            uint64_t t0 = wall_ns();
-            for (unsigned i = 0; i < th; i++) {
-                w[i] = (struct worker){f, n, i, 2000000};
-                pthread_create(&tid[i], NULL, work, &w[i]);
-            }
-            for (unsigned i = 0; i < th; i++)
-                pthread_join(tid[i], NULL);
-            mops[p] = (double)th * 2000000 / ((double)(wall_ns() - t0) / 1e3);
-            flash_destroy(f);
-        }
-        if (th == 1) {
-            base[0] = mops[0];
-            base[1] = mops[1];
-            printf("  simulator CPU per page: %.0f ns (single lock), %.0f ns (partitioned)\n",
-                   1e3 / mops[0], 1e3 / mops[1]);
-        }
-        printf("  %u threads: single lock %.2f Mops/s (x%.2f), partitioned %.2f Mops/s (x%.2f)\n",
-               th, mops[0], mops[0] / base[0], mops[1], mops[1] / base[1]);
-        fprintf(fp, "%u,%.3f,%.3f\n", th, mops[0], mops[1]);
+    struct flash_sub b[256];
+    unsigned room = flash_cores_room(c, k), stripes = (unsigned)(n / FLASH_DEF_STRIPE / cores);
+    room = room < 256 ? room : 256;
+    uint64_t now = wall_ns();
+    for (unsigned i = 0; i < room; i++) {
+        uint64_t st = (rng_next(seed) % stripes) * cores + k;
+        b[i] = (struct flash_sub){.page = st * FLASH_DEF_STRIPE + rng_next(seed) % FLASH_DEF_STRIPE,
+                                  .at_ns = now, .op = FLASH_SUB_READ, .tag = (*tag)++};
     }
+    return flash_cores_submit(c, b, room);
+}
+
+/* One run: `cores` FTL cores (single lock or partitioned) kept busy by a
+ * controller for o->secs of wall time. */
+static struct cores_run run_cores(unsigned cores, bool single, uint64_t ftl_ns,
+                                  const struct opts *o)
+{
+    const uint64_t n = 262144;   /* 1 GiB */
+    struct flash_geom g = {.channels = 12, .dies_per_channel = 4,
+                           .partitions = single ? 1 : cores};
+    struct flash *f = make(g, n);
+    for (uint64_t l = 0; l < n; l++)
+        flash_write(f, l, 0);
+    struct flash_cores_cfg cfg = {.cores = cores, .single_lock = single,
+                                  .core_speed = o->core_speed, .ring_entries = o->ring,
+                                  .ftl_ns = ftl_ns};
+    struct flash_cores *c;
+    char err[128];
+    if (flash_cores_start(f, &cfg, err, sizeof(err), &c)) {
+        fprintf(stderr, "flash_bench: %s\n", err);
+        exit(1);
+    }
+    struct flash_sub got[256];
+    uint64_t seed = 77 + cores, done = 0, t0 = wall_ns(), c0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+    uint64_t until = t0 + (uint64_t)(o->secs * 1e9);
+    uint32_t tag = 0;
+    while (wall_ns() < until) {
+        for (unsigned k = 0; k < cores; k++)
+            fill_core(c, k, cores, n, &seed, &tag);
+        unsigned m = flash_cores_reap(c, got, 256);
+        done += m;
+        if (!m)
+            flash_cores_wait(c);
+    }
+    uint64_t wall = wall_ns() - t0, host = cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    struct flash_core_stats st[4];
+    flash_cores_stop(c, st);
+    uint64_t served = 0, cpu = 0;
+    for (unsigned k = 0; k < cores; k++) {
+        served += st[k].served;
+        cpu += st[k].cpu_ns;
+    }
+    flash_destroy(f);
+    return (struct cores_run){(double)done * 1e3 / (double)wall,
+                              served ? (double)cpu / (double)served : 0,
+                              (double)host / (double)wall};
+}
+
+/* FTL throughput (random reads, closed loop) of 1..4 device cores:
+ * partitioned beside single lock, single and partitioned runs alternating,
+ * each point the best of o->rounds. ftl_ns: the modelled FTL time per
+ * sub-request, or 0 for core speed x the measured CPU time. */
+static void bench_cores(FILE *fp, uint64_t ftl_ns, const struct opts *o)
+{
+    if (ftl_ns)
+        printf("\n  FTL time per sub-request modelled: %llu ns of device core (ideal rate "
+               "%.3f Mops/s a core)\n", (unsigned long long)ftl_ns, 1e3 / (double)ftl_ns);
+    else
+        printf("\n  FTL time per sub-request: core speed %.1f x the core's measured CPU time\n",
+               o->core_speed);
+    printf("  cores  single lock Mops/s      partitioned Mops/s     ideal (single/part.)  "
+           "core CPU ns/op  host CPU/s\n");
+    struct cores_run one[2] = {{0}};
+    for (unsigned cores = 1; cores <= 4; cores++) {
+        struct cores_run best[2] = {{0}};
+        for (unsigned r = 0; r < o->rounds; r++)
+            for (int p = 0; p < 2; p++) {
+                struct cores_run x = run_cores(cores, p == 0, ftl_ns, o);
+                if (x.mops > best[p].mops)
+                    best[p] = x;
+            }
+        if (cores == 1) {
+            one[0] = best[0];
+            one[1] = best[1];
+        }
+        printf("  %5u  %8.3f (x%.2f)        %8.3f (x%.2f)       x1 / x%u             "
+               "%5.0f / %5.0f    %.2f / %.2f\n",
+               cores, best[0].mops, best[0].mops / one[0].mops, best[1].mops,
+               best[1].mops / one[1].mops, cores, best[0].cpu_ns, best[1].cpu_ns,
+               best[0].host_cpu, best[1].host_cpu);
+        fprintf(fp, "%s,%u,%.4f,%.3f,%.4f,%.3f,%.0f,%.0f,%.3f,%.3f\n",
+                ftl_ns ? "modelled" : "measured", cores, best[0].mops,
+                best[0].mops / one[0].mops, best[1].mops, best[1].mops / one[1].mops,
+                best[0].cpu_ns, best[1].cpu_ns, best[0].host_cpu, best[1].host_cpu);
+    }
+}
+
+/* The same question in the device's own model (flash.h t_ftl_ns, no
+ * threads): a closed loop of 256 random reads in simulated time, with one
+ * FTL timeline (single lock) or one per partition (a core each). */
+static double sim_cores(unsigned cores, bool single, uint64_t ftl_ns)
+{
+    const uint64_t n = 262144;
+    struct flash_geom g = {.channels = 12, .dies_per_channel = 4,
+                           .partitions = single ? 1 : cores, .t_ftl_ns = ftl_ns};
+    struct flash *f = make(g, n);
+    for (uint64_t l = 0; l < n; l++)
+        flash_write(f, l, 0);
+    struct reader rd = {&f, 1, n, 5};
+    uint64_t reads = 200000, t0 = 1000000000000ull, last = closed_loop(&rd, 256, reads, t0);
+    flash_destroy(f);
+    return (double)reads * 1e3 / (double)(last - t0);
+}
+
+static void bench_cores_sim(FILE *fp, uint64_t ftl_ns)
+{
+    printf("\n  the device's model in simulated time (flash.h t_ftl_ns %llu, one FTL timeline "
+           "per partition; no threads):\n"
+           "  cores  single lock Mops/s      partitioned Mops/s\n",
+           (unsigned long long)ftl_ns);
+    double one[2] = {0, 0};
+    for (unsigned cores = 1; cores <= 4; cores++) {
+        double x[2] = {sim_cores(cores, true, ftl_ns), sim_cores(cores, false, ftl_ns)};
+        if (cores == 1) {
+            one[0] = x[0];
+            one[1] = x[1];
+        }
+        printf("  %5u  %8.3f (x%.2f)        %8.3f (x%.2f)\n", cores, x[0], x[0] / one[0], x[1],
+               x[1] / one[1]);
+        fprintf(fp, "simulated,%u,%.4f,%.3f,%.4f,%.3f,0,0,0,0\n", cores, x[0], x[0] / one[0],
+                x[1], x[1] / one[1]);
+    }
+}
+
+static void bench_cores_both(const char *dir, const struct opts *o)
+{
+    FILE *fp = csv(dir, "flash_cores.csv",
+                   "ftl_time,cores,single_lock_mops,single_x,partitioned_mops,partitioned_x,"
+                   "single_cpu_ns,partitioned_cpu_ns,single_host_cpu,partitioned_host_cpu");
+    printf("\nFTL cores (ScalaCache 5.2): random 4 KiB reads, 12 ch x 4 dies, 1 GiB; "
+           "sub-requests handed to real core threads\n"
+           "  through lock-free rings of %u; each batch takes its FTL time on the core's "
+           "timeline (slept until, never spun);\n"
+           "  best of %u runs of %.1f s, wall clock\n", o->ring, o->rounds, o->secs);
+    bench_cores(fp, o->ftl_ns, o);
+    bench_cores(fp, 0, o);
+    bench_cores_sim(fp, o->ftl_ns);
     fclose(fp);
+}
+
+/* ---- the simulator's own CPU cost per page ---- */
+
+/* Thread CPU time per page operation of the model alone (one thread,
+ * default geometry, 1 GiB): random reads of a full device, sequential
+ * writes of a fresh one, random overwrites at steady state (with GC). */
+static void bench_cpu(const char *dir)
+{
+    const uint64_t n = 262144, ops = 2000000;
+    FILE *fp = csv(dir, "flash_cpu.csv", "workload,pages,cpu_ns_per_page");
+    printf("\nsimulator CPU per 4 KiB page (model alone, one thread, thread CPU time):\n");
+    struct flash_geom g = {0};
+    struct flash *f = make(g, n);
+    uint64_t s = 3, t = 0, c0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+    for (uint64_t l = 0; l < n; l++)
+        flash_write(f, l, t += 1000);
+    uint64_t c1 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+    for (uint64_t i = 0; i < ops; i++)
+        flash_read(f, rng_next(&s) % n, t += 1000);
+    uint64_t c2 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+    for (uint64_t i = 0; i < 2 * n; i++)       /* warm-up to steady state */
+        flash_write(f, rng_next(&s) % n, t += 1000);
+    uint64_t c3 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+    for (uint64_t i = 0; i < ops; i++)
+        flash_write(f, rng_next(&s) % n, t += 1000);
+    uint64_t c4 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+    struct flash_stats st;
+    flash_stats(f, &st);
+    const char *name[] = {"sequential write, fresh", "random read, full", "random write, steady"};
+    double per[] = {(double)(c1 - c0) / (double)n, (double)(c2 - c1) / (double)ops,
+                    (double)(c4 - c3) / (double)ops};
+    uint64_t pages[] = {n, ops, ops};
+    for (int i = 0; i < 3; i++) {
+        printf("  %-24s %8.0f ns/page  (%llu pages)\n", name[i], per[i],
+               (unsigned long long)pages[i]);
+        fprintf(fp, "%s,%llu,%.1f\n", name[i], (unsigned long long)pages[i], per[i]);
+    }
+    printf("  (steady state WAF %.2f: GC moves included; target <= 1000 ns/page)\n", st.waf);
+    fclose(fp);
+    flash_destroy(f);
 }
 
 /* Arrays of 1, 2, 4 members (64 KiB stripes, each member the default
  * geometry for its share): random-read IOPS at queue depth 32 per member. */
 static void bench_array(const char *dir)
 {
-    const uint64_t n = 262144, stripe = 16;
+    const uint64_t n = 262144;
     FILE *fp = csv(dir, "flash_array.csv", "members,qd,iops,x_one");
     printf("\narrays (64 KiB stripes), random 4 KiB reads, qd 32 per member:\n");
     double one = 0;
@@ -264,18 +463,8 @@ static void bench_array(const char *dir)
                 flash_write(f[i], l, 0);
         }
         unsigned qd = 32 * mem;
-        uint64_t slot[128], s = 5, reads = 100000, t0 = 1000000000000ull, last = 0;
-        for (unsigned i = 0; i < qd; i++)
-            slot[i] = t0;
-        for (uint64_t r = 0; r < reads; r++) {
-            unsigned m = 0;
-            for (unsigned i = 1; i < qd; i++)
-                m = slot[i] < slot[m] ? i : m;
-            uint64_t b = rng_next(&s) % n, st = b / stripe;
-            uint64_t l = st / mem * stripe + b % stripe;
-            slot[m] = flash_read(f[st % mem], l, slot[m]).done_ns;
-            last = slot[m] > last ? slot[m] : last;
-        }
+        struct reader rd = {f, mem, n, 5};
+        uint64_t reads = 100000, t0 = 1000000000000ull, last = closed_loop(&rd, qd, reads, t0);
         double iops = (double)reads * 1e9 / (double)(last - t0);
         one = mem == 1 ? iops : one;
         printf("  %u members: %10.0f IOPS (x%.2f)\n", mem, iops, iops / one);
@@ -286,13 +475,54 @@ static void bench_array(const char *dir)
     fclose(fp);
 }
 
+static bool want(int argc, char **argv, const char *name)
+{
+    bool any = false;
+    for (int i = 2; i < argc; i++) {
+        if (argv[i][0] == '-') {
+            i++;
+            continue;
+        }
+        any = true;
+        if (!strcmp(argv[i], name))
+            return true;
+    }
+    return !any;
+}
+
+static double opt(int argc, char **argv, const char *name, double def)
+{
+    for (int i = 2; i + 1 < argc; i++)
+        if (!strcmp(argv[i], name))
+            return atof(argv[i + 1]);
+    return def;
+}
+
+/* usage: cisc-bench-flash DIR [qd|waf|cliff|array|cores|cpu ...]
+ *        [--core-speed S] [--rounds R] [--secs T] [--ring N] [--ftl-ns T] */
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : ".";
-    bench_qd(dir);
-    bench_waf(dir);
-    bench_cliff(dir);
-    bench_array(dir);
-    bench_threads(dir);
+    struct opts o = {opt(argc, argv, "--core-speed", 32.0),
+                     (unsigned)opt(argc, argv, "--rounds", 3), opt(argc, argv, "--secs", 1.0),
+                     (unsigned)opt(argc, argv, "--ring", 16384),
+                     (uint64_t)opt(argc, argv, "--ftl-ns", 4000)};
+    if (!(o.core_speed >= 1.0) || !o.rounds || !(o.secs > 0) || !o.ftl_ns) {
+        fprintf(stderr, "flash_bench: --core-speed >= 1, --rounds >= 1, --secs > 0, "
+                        "--ftl-ns > 0\n");
+        return 2;
+    }
+    if (want(argc, argv, "qd"))
+        bench_qd(dir);
+    if (want(argc, argv, "waf"))
+        bench_waf(dir);
+    if (want(argc, argv, "cliff"))
+        bench_cliff(dir);
+    if (want(argc, argv, "array"))
+        bench_array(dir);
+    if (want(argc, argv, "cpu"))
+        bench_cpu(dir);
+    if (want(argc, argv, "cores"))
+        bench_cores_both(dir, &o);
     return 0;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Plots the CSV files of cisc-bench-flash (bench/flash/flash_bench.c) into
 PNGs beside them: WAF vs over-provisioning with the analytic curve, read
-IOPS vs queue depth with the ideal, the GC cliff, thread scaling."""
+IOPS vs queue depth with the ideal and the expectation, the GC cliff, FTL
+core scaling (partitioned vs single lock), arrays."""
 import csv
 import os
 import sys
@@ -44,7 +45,8 @@ def main():
          "over-provisioning (%)", "write amplification")
     q = rows(d, "flash_qd.csv")
     plot(d, "flash_qd.png", col(q, "qd"),
-         [("model", col(q, "iops"), "bo-"), ("ideal dies/t_read", col(q, "ideal"), "k--")],
+         [("model", col(q, "iops"), "bo-"), ("ideal dies/t_read", col(q, "ideal"), "k--"),
+          ("expected N/(N+M-1)", col(q, "expected"), "g:")],
          "queue depth", "random 4 KiB read IOPS", logx=True)
     c = rows(d, "flash_cliff.csv")
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -57,11 +59,14 @@ def main():
     fig.tight_layout()
     fig.savefig(os.path.join(d, "flash_cliff.png"), dpi=100)
     plt.close(fig)
-    t = rows(d, "flash_threads.csv")
-    plot(d, "flash_threads.png", col(t, "threads"),
-         [("single lock", col(t, "single_lock_mops"), "ko-"),
-          ("partitioned", col(t, "partitioned_mops"), "bo-")],
-         "threads", "model Mops/s (wall clock)")
+    t = rows(d, "flash_cores.csv")
+    series = []
+    for kind, mk in (("modelled", "o-"), ("measured", "s--"), ("simulated", "x:")):
+        k = [r for r in t if r["ftl_time"] == kind]
+        series += [("single lock, %s" % kind, col(k, "single_x"), "k" + mk),
+                   ("partitioned, %s" % kind, col(k, "partitioned_x"), "b" + mk)]
+    plot(d, "flash_cores.png", [1, 2, 3, 4], series,
+         "FTL device cores", "FTL throughput vs one core")
     a = rows(d, "flash_array.csv")
     plot(d, "flash_array.png", col(a, "members"), [("random read IOPS", col(a, "iops"), "bo-")],
          "array members", "IOPS (qd 32 per member)")

@@ -4,9 +4,11 @@ machine, with the device made the bottleneck (few device cores, slow cores,
 a small device memory budget; the model is printed with the results).
 
   9a  write-only (wo: 4 KiB random writes) beside append-CRC-write (acw),
-      THREADS each, under rr and cfs
+      THREADS each, under rr and cfs, at core speed 16 (--core-speed-9a)
   9b  read-compress-write (rcw: 1 MiB, memory-hungry) beside acw under a
-      small device memory budget: cfs-cpu (no memory key), cfs, drf
+      device memory budget that holds one rcw op at a time (--ram 3M: an
+      rcw op reserves 2 MiB, an acw op 8 bytes, the record being read from
+      the client's arena in place): cfs-cpu (blind to memory), cfs, drf
   cost one scheduling choice with 10 and 1,000 queues (in process)
   mix a tenant on the FUSE mount (fio: 4 KiB random pwrite) beside one
       flooding fused compress ops (rcw): fifo, cfs, drf
@@ -46,14 +48,15 @@ def sh(cmd, check=True):
 
 
 class Device:
-    def __init__(self, a, sched, ram, speed=None):
+    def __init__(self, a, sched, ram, speed=None, cores=None):
         self.a = a
         self.dir = tempfile.mkdtemp(prefix="cisc-bench-sched-", dir=a.dir)
         self.mnt = os.path.join(self.dir, "m")
         os.mkdir(self.mnt)
-        sh([a.cisc, "up", "--size", "2G", "--cores", str(a.cores), "--core-speed",
-            str(speed or a.core_speed), "--tenant", "pid", "--sched", sched, "--device-ram", ram,
-            os.path.join(self.dir, "img"), self.mnt])
+        self.cores = cores or a.cores
+        sh([a.cisc, "up", "--size", "2G", "--cores", str(self.cores), "--core-speed",
+            str(speed or a.core_speed), "--tenant", "pid", "--sched", sched, "--device-ram", ram]
+           + a.up.split() + [os.path.join(self.dir, "img"), self.mnt])
 
     def model(self):
         st = sh([self.a.cisc, "status", "--raw", self.mnt]).stdout
@@ -67,7 +70,8 @@ class Device:
               for wl, t in jobs]
         for p in ps:   # every tenant set up (files filled): not part of the run
             p.stdout.readline()
-        core0, self.busy0 = self.core_ns([p.pid for p in ps])
+        core0, self.busy0, parks0 = self.core_ns([p.pid for p in ps])
+        cpu0 = self.host_cpu()
         for p in ps:   # go, all at once
             p.stdin.write("go\n")
             p.stdin.flush()
@@ -76,25 +80,40 @@ class Device:
             f = p.communicate()[0].split()
             d = dict(zip(f[::2], f[1::2]))
             out.append((int(d["ops"]) / float(d["secs"]), float(d["p99_us"])))
-        core, busy = self.core_ns([p.pid for p in ps])
+        core, busy, parks = self.core_ns([p.pid for p in ps])
+        hcpu = (self.host_cpu() - cpu0) / self.a.secs
         core = [c - c0 for c, c0 in zip(core, core0)]
         total = sum(core) or 1
-        util = (busy - self.busy0) / (self.a.secs * 1000.0 * self.a.cores)
+        util = (busy - self.busy0) / (self.a.secs * 1000.0 * self.cores)
         self.busy0 = busy
-        return [o + (c / total, util) for o, c in zip(out, core)]
+        # device-core us per op: what the device charged each tenant's op
+        return [o + (c / total, util, c / 1000.0 / max(1.0, o[0] * self.a.secs), parks - parks0,
+                     hcpu) for o, c in zip(out, core)]
+
+    def host_cpu(self):
+        """Host CPU seconds the device process has used (all its threads):
+        a slow device model must not burn the host it shares with the
+        clients."""
+        st = sh([self.a.cisc, "status", "--raw", self.mnt]).stdout
+        pid = next(l.split()[2] for l in st.splitlines() if l.startswith("device pid"))
+        with open("/proc/%s/stat" % pid) as f:
+            f = f.read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
     def core_ns(self, pids):
-        """Device-core time charged to each pid (its tenant), and the cores'
-        busy milliseconds so far, from cisc status."""
+        """Device-core time charged to each pid (its tenant), the cores'
+        busy milliseconds and the items parked so far, from cisc status."""
         st = sh([self.a.cisc, "status", "--raw", self.mnt]).stdout
-        ns, busy = {}, 0
+        ns, busy, parks = {}, 0, 0
         for l in st.splitlines():
             f = l.split()
             if len(f) > 10 and f[0] == "tenant":
                 ns[int(f[1])] = int(f[f.index("core_ns") + 1])
             if len(f) >= 6 and f[0] == "core" and f[4] == "busy_ms":
                 busy += int(f[5])
-        return [ns.get(p, 0) for p in pids], busy
+            if len(f) >= 3 and f[0] == "preempt" and f[1] == "parked":
+                parks = int(f[2])
+        return [ns.get(p, 0) for p in pids], busy, parks
 
     def down(self):
         sh([self.a.cisc, "down", self.mnt], check=False)
@@ -105,11 +124,11 @@ def jain(xs):
     return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if any(xs) else 0.0
 
 
-def alone_runs(a, pair, ram, t, speed):
+def alone_runs(a, pair, ram, t, speed, cores):
     """Each workload alone on a fresh device: {workload: (ops/s, p99, share,
     util)}, and the device's model line."""
     alone = {}
-    dev = Device(a, "fifo", ram, speed)
+    dev = Device(a, "fifo", ram, speed, cores)
     try:
         model = dev.model()
         for wl in pair:
@@ -119,9 +138,9 @@ def alone_runs(a, pair, ram, t, speed):
     return model, alone
 
 
-def corun(a, pair, pol, ram, t, speed, alone):
+def corun(a, pair, pol, ram, t, speed, cores, alone):
     """Both together under pol, normalised by this repetition's alone runs."""
-    dev = Device(a, pol, ram, speed)
+    dev = Device(a, pol, ram, speed, cores)
     try:
         got = dev.run([(wl, t) for wl in pair])
     finally:
@@ -133,6 +152,9 @@ def corun(a, pair, pol, ram, t, speed, alone):
             "jain_core": jain([got[0][2], got[1][2]]),
             "util_alone_light": alone[pair[0]][3], "util_alone_heavy": alone[pair[1]][3],
             "util": got[0][3], "light_ops": got[0][0], "heavy_ops": got[1][0],
+            "light_op_us": got[0][4], "heavy_op_us": got[1][4],
+            "light_op_us_alone": alone[pair[0]][4], "heavy_op_us_alone": alone[pair[1]][4],
+            "parks": got[0][5], "device_host_cpu": got[0][6],
             "load": os.getloadavg()[0]}
 
 
@@ -142,18 +164,18 @@ def spread(xs):
     return max(xs) / min(xs) if xs else 0.0
 
 
-def experiment(a, name, pair, policies, ram, rows, models, speed=None):
+def experiment(a, name, pair, policies, ram, rows, models, speed=None, cores=None):
     """pair: (light, heavy) workloads. Each repetition: both alone, then the
     co-run under each policy, back to back; medians over a.repeat."""
     for t in a.threads:
         reps = {pol: [] for pol in policies}
         alones = []
         for k in range(a.repeat):
-            model, alone = alone_runs(a, pair, ram, t, speed)
+            model, alone = alone_runs(a, pair, ram, t, speed, cores)
             alones.append(alone)
             models.update({m: 1 for m in model})
             for pol in policies:
-                reps[pol].append(corun(a, pair, pol, ram, t, speed, alone))
+                reps[pol].append(corun(a, pair, pol, ram, t, speed, cores, alone))
             # each repetition's raw figures: where a swing comes from
             print("  rep %d t=%d alone %s %.0f %s %.0f ops/s |%s | load %.1f" %
                   (k, t, pair[0], alone[pair[0]][0], pair[1], alone[pair[1]][0],
@@ -176,11 +198,14 @@ def experiment(a, name, pair, policies, ram, rows, models, speed=None):
                          **{k: round(v, 3 if "us" not in k else 1) for k, v in med.items()}})
             print("%-4s %-7s t=%d  %s %.2f  %s %.2f  jain %.2f  %s p99 %.0f us (alone %.0f)"
                   "  core share %.2f/%.2f (jain %.2f)  core util %.2f (alone %.2f/%.2f)"
+                  "  device us/op %.0f/%.0f (alone %.0f/%.0f)  parks %d  device host CPUs %.2f"
                   "  load %.1f" %
                   (name, pol, t, pair[0], med["light_norm"], pair[1], med["heavy_norm"],
                    med["jain"], pair[0], med["light_p99_us"], med["light_p99_alone_us"],
                    med["light_core_share"], med["heavy_core_share"], med["jain_core"],
-                   med["util"], med["util_alone_light"], med["util_alone_heavy"], med["load"]),
+                   med["util"], med["util_alone_light"], med["util_alone_heavy"],
+                   med["light_op_us"], med["heavy_op_us"], med["light_op_us_alone"],
+                   med["heavy_op_us_alone"], med["parks"], med["device_host_cpu"], med["load"]),
                   flush=True)
 
 
@@ -259,8 +284,17 @@ def main():
     p.add_argument("--threads", default="1,2,4,8")
     p.add_argument("--secs", type=float, default=3.0)
     p.add_argument("--cores", type=int, default=2)
-    p.add_argument("--core-speed", type=float, default=4.0)
-    p.add_argument("--ram", default="32M", help="device memory for 9b and mix")
+    p.add_argument("--cores-9b", type=int, default=4,
+                   help="9b: FusionFS's 4 device cores; memory (--ram) holds one rcw op, so "
+                        "under cfs rcw can use at most a quarter of them")
+    p.add_argument("--core-speed", type=float, default=4.0, help="9b and mix")
+    p.add_argument("--core-speed-9a", type=float, default=16.0,
+                   help="9a: at 4 its cores were busy 14-55%% alone, the host the bottleneck")
+    p.add_argument("--ram", default="3M",
+                   help="device memory for 9b: one rcw op (a 2 MiB reservation) fits, two do "
+                        "not, so memory, not the cores, is the bottleneck")
+    p.add_argument("--mix-ram", default="32M", help="device memory for mix")
+    p.add_argument("--up", default="", help="more `cisc up` options for every device")
     p.add_argument("--choice", help="the choice-cost program (cisc-bench-sched-choice)")
     p.add_argument("--only", default="9a,9b,mix")
     p.add_argument("--repeat", type=int, default=1,
@@ -276,15 +310,16 @@ def main():
         print("cost of one choice (push + pop + start + charge, in process):")
         print(sh([a.choice]).stdout, end="", flush=True)
     if "9a" in only:
-        experiment(a, "9a", ("wo", "acw"), ["rr", "cfs"], "2G", rows, models)
+        experiment(a, "9a", ("wo", "acw"), ["rr", "cfs"], "2G", rows, models, a.core_speed_9a)
     if a.slow_9a:
         experiment(a, "9a-s", ("wo", "acw"), ["rr", "cfs"], "2G", rows, models, a.slow_9a)
     if "9b" in only:
-        experiment(a, "9b", ("acw", "rcw"), ["cfs-cpu", "cfs", "drf"], a.ram, rows, models)
+        experiment(a, "9b", ("acw", "rcw"), ["cfs-cpu", "cfs", "drf"], a.ram, rows, models,
+                   cores=a.cores_9b)
     if "mix" in only:
-        experiment(a, "mix", ("fio", "rcw"), ["fifo", "cfs", "drf"], a.ram, rows, models)
-    print("device model:", "; ".join(models), "| device-ram 2G (9a),", a.ram,
-          "(9b, mix) | %.1f s per run, one process per tenant (--tenant pid),"
+        experiment(a, "mix", ("fio", "rcw"), ["fifo", "cfs", "drf"], a.mix_ram, rows, models)
+    print("device model:", "; ".join(models), "| device-ram 2G (9a),", a.ram, "(9b),",
+          a.mix_ram, "(mix) | %.1f s per run, one process per tenant (--tenant pid),"
           " medians of %d repetitions" % (a.secs, a.repeat))
     path = os.path.join(a.out, "sched.csv")
     with open(path, "w", newline="") as f:

@@ -90,6 +90,7 @@ static void run(void *arg, struct sched_item *it, unsigned core)
     unsigned op = c->op;
     c->cred.acl_fs = e->fs;   /* perm.h: ACLs are this device's */
     struct dm_meter dm;
+    c->mem_held = 0;
     dm_meter_begin(&dm);   /* a slow core is slow at StorageFS work too (model.h) */
     int64_t ret = read_only_gate(e, c);
     if (!ret)
@@ -99,6 +100,7 @@ static void run(void *arg, struct sched_item *it, unsigned core)
         return;
     }
     dm_meter_end(&dm, NULL);   /* done, locks released: it may be parked meanwhile */
+    fop_mem_done(e, c);   /* its buffers, held as long as the slow core ran it */
     c->ret = ret;
     if (c->ret >= 0 && c->attr.ino == SFS_ROOT_INO)
         sysdir_root_attr(e->fs, &c->attr);   /* the hidden directory is not counted */

@@ -236,6 +236,9 @@ struct eng_cmd {
     sfs_map_fn map;           /* READ: non-NULL = zero-copy, out unused: the */
     void *map_arg;            /*   pieces go to map (see sfs_read_map) */
     struct eng_cisc *cisc;    /* CISC: the decoded vector (results in it) */
+    uint64_t mem_held;        /* CISC: device memory it reserved, given back when it
+                                 leaves its core (engine.c run, after the model's
+                                 sleep: a slow core holds an op's buffers that long) */
     void *part;               /* CISC_PART: the shared work (exec.c) */
     /* libcisc door */
     const char *path, *path2; /* *_PATH ops */

@@ -88,7 +88,7 @@ static int check_times(const struct flash_geom *g, char *err, unsigned len)
     if (!g->t_read_ns || !g->t_prog_ns || !g->t_erase_ns || !g->t_xfer_ns)
         return fail(err, len, "flash latencies must be non-zero");
     if (g->t_read_ns > second || g->t_prog_ns > second || g->t_erase_ns > second ||
-        g->t_xfer_ns > second)
+        g->t_xfer_ns > second || g->t_ftl_ns > second)
         return fail(err, len, "flash latencies above 1 s are absurd");
     return 0;
 }
@@ -456,14 +456,32 @@ static void see(struct fpart *pt, uint64_t now)
     pt->now = max64(pt->now, now);
 }
 
-struct flash_io flash_read(struct flash *f, uint64_t l, uint64_t now_ns)
+/* Invariant 5: a host operation issued at now first takes t_ftl on its
+ * partition's FTL timeline; returns when it reaches the NAND. */
+static uint64_t ftl_step(struct flash *f, struct fpart *pt, uint64_t now)
 {
-    struct flash_io io = {now_ns, false};
-    if (l >= f->nlog)
-        return io;
-    struct fpart *pt = part_of(f, l);
-    pthread_mutex_lock(&pt->mu);
+    if (!f->g.t_ftl_ns)
+        return now;
+    pt->ftl_until = max64(now, pt->ftl_until) + f->g.t_ftl_ns;
+    return pt->ftl_until;
+}
+
+/* Invariant 7: only the partition's owner (a claiming core, or the
+ * thread holding its lock through flash_part_lock) uses the *_owned
+ * calls. Debug and sanitizer builds check it. */
+#ifndef NDEBUG
+static bool owned_by_me(const struct fpart *pt)
+{
+    return pt->owned && pthread_equal(pt->owner, pthread_self());
+}
+#endif
+
+/* A read of l on pt, whose caller has the partition to itself. */
+static struct flash_io read_in(struct flash *f, struct fpart *pt, uint64_t l, uint64_t now_ns)
+{
     see(pt, now_ns);
+    now_ns = ftl_step(f, pt, now_ns);
+    struct flash_io io = {now_ns, false};
     pt->host_reads++;
     uint32_t p = f->l2p[l];
     if (p != FLASH_UNMAPPED) {
@@ -477,8 +495,49 @@ struct flash_io flash_read(struct flash *f, uint64_t l, uint64_t now_ns)
         die->busy_until = io.done_ns;
         see(pt, io.done_ns);
     }
+    return io;
+}
+
+/* Takes pt's lock for a caller that is not its owner (invariant 7: a
+ * claimed partition is its owner's alone). */
+static void part_enter(struct fpart *pt)
+{
+    pthread_mutex_lock(&pt->mu);
+    assert(!pt->owned);
+}
+
+typedef struct flash_io (*page_op)(struct flash *, struct fpart *, uint64_t, uint64_t);
+
+/* op on l under its partition's lock (or none past the end). */
+static struct flash_io locked(struct flash *f, uint64_t l, uint64_t now_ns, page_op op)
+{
+    if (l >= f->nlog)
+        return (struct flash_io){now_ns, false};
+    struct fpart *pt = part_of(f, l);
+    part_enter(pt);
+    struct flash_io io = op(f, pt, l, now_ns);
     pthread_mutex_unlock(&pt->mu);
     return io;
+}
+
+/* op on l by its partition's owner, without the lock (invariant 7). */
+static struct flash_io owned(struct flash *f, uint64_t l, uint64_t now_ns, page_op op)
+{
+    if (l >= f->nlog)
+        return (struct flash_io){now_ns, false};
+    struct fpart *pt = part_of(f, l);
+    assert(owned_by_me(pt));
+    return op(f, pt, l, now_ns);
+}
+
+struct flash_io flash_read(struct flash *f, uint64_t l, uint64_t now_ns)
+{
+    return locked(f, l, now_ns, read_in);
+}
+
+struct flash_io flash_read_owned(struct flash *f, uint64_t l, uint64_t now_ns)
+{
+    return owned(f, l, now_ns, read_in);
 }
 
 /* The next of partition pt's dies in round-robin order, channel first:
@@ -512,14 +571,12 @@ static uint64_t program_time(struct flash *f, uint32_t d, uint64_t now)
     return die->busy_until;
 }
 
-struct flash_io flash_write(struct flash *f, uint64_t l, uint64_t now_ns)
+/* A write of l on pt, whose caller has the partition to itself. */
+static struct flash_io write_in(struct flash *f, struct fpart *pt, uint64_t l, uint64_t now_ns)
 {
-    struct flash_io io = {now_ns, false};
-    if (l >= f->nlog)
-        return io;
-    struct fpart *pt = part_of(f, l);
-    pthread_mutex_lock(&pt->mu);
     see(pt, now_ns);
+    now_ns = ftl_step(f, pt, now_ns);
+    struct flash_io io = {now_ns, false};
     unmap(f, l);    /* first, so GC does not migrate the page being replaced */
     uint32_t d = pick_die(f, pt, now_ns);
     if (d != UINT32_MAX) {
@@ -530,20 +587,88 @@ struct flash_io flash_write(struct flash *f, uint64_t l, uint64_t now_ns)
         io.done_ns = program_time(f, d, now_ns);
         see(pt, io.done_ns);
     }
-    pthread_mutex_unlock(&pt->mu);
     return io;
+}
+
+struct flash_io flash_write(struct flash *f, uint64_t l, uint64_t now_ns)
+{
+    return locked(f, l, now_ns, write_in);
+}
+
+struct flash_io flash_write_owned(struct flash *f, uint64_t l, uint64_t now_ns)
+{
+    return owned(f, l, now_ns, write_in);
+}
+
+/* Forgets l on pt, whose caller has the partition to itself. */
+static void trim_in(struct flash *f, struct fpart *pt, uint64_t l)
+{
+    if (f->l2p[l] != FLASH_UNMAPPED)
+        pt->trims++;
+    unmap(f, l);
 }
 
 void flash_trim(struct flash *f, uint64_t l, uint64_t n)
 {
     for (uint64_t i = l; i < f->nlog && i - l < n; i++) {
         struct fpart *pt = part_of(f, i);
-        pthread_mutex_lock(&pt->mu);
-        if (f->l2p[i] != FLASH_UNMAPPED)
-            pt->trims++;
-        unmap(f, i);
+        part_enter(pt);
+        trim_in(f, pt, i);
         pthread_mutex_unlock(&pt->mu);
     }
+}
+
+void flash_trim_owned(struct flash *f, uint64_t l)
+{
+    if (l >= f->nlog)
+        return;
+    struct fpart *pt = part_of(f, l);
+    assert(owned_by_me(pt));
+    trim_in(f, pt, l);
+}
+
+uint32_t flash_part_of(const struct flash *f, uint64_t l)
+{
+    return (uint32_t)((l / f->stripe) % f->nparts);
+}
+
+uint32_t flash_partitions(const struct flash *f)
+{
+    return f->nparts;
+}
+
+void flash_part_lock(struct flash *f, uint32_t p)
+{
+    struct fpart *pt = &f->part[p];
+    part_enter(pt);
+    pt->owner = pthread_self();
+    pt->owned = true;
+}
+
+void flash_part_unlock(struct flash *f, uint32_t p)
+{
+    struct fpart *pt = &f->part[p];
+    assert(owned_by_me(pt));
+    pt->owned = false;
+    pthread_mutex_unlock(&pt->mu);
+}
+
+void flash_part_claim(struct flash *f, uint32_t p)
+{
+    struct fpart *pt = &f->part[p];
+    part_enter(pt);   /* orders the claim after earlier locked users */
+    pt->owner = pthread_self();
+    pt->owned = true;
+    pthread_mutex_unlock(&pt->mu);
+}
+
+void flash_part_release(struct flash *f, uint32_t p)
+{
+    struct fpart *pt = &f->part[p];
+    assert(owned_by_me(pt));
+    pthread_mutex_lock(&pt->mu);   /* publishes the owner's work to later users */
+    pt->owned = false;
+    pthread_mutex_unlock(&pt->mu);
 }
 
 void flash_assume_written(struct flash *f, uint64_t l)
@@ -551,7 +676,7 @@ void flash_assume_written(struct flash *f, uint64_t l)
     if (l >= f->nlog)
         return;
     struct fpart *pt = part_of(f, l);
-    pthread_mutex_lock(&pt->mu);
+    part_enter(pt);
     unmap(f, l);
     uint32_t d = pick_die(f, pt, 0);
     if (d != UINT32_MAX)
@@ -564,7 +689,7 @@ unsigned flash_idle(struct flash *f, uint64_t now_ns)
     unsigned n = 0;
     for (uint32_t d = 0; d < f->ndies; d++) {
         struct fpart *pt = part_of_die(f, d);
-        pthread_mutex_lock(&pt->mu);
+        part_enter(pt);
         see(pt, now_ns);
         if (f->die[d].busy_until <= now_ns && f->die[d].nfree < 2 * f->g.gc_free_blocks &&
             gc_once(f, d, now_ns, true))
@@ -579,7 +704,7 @@ unsigned flash_idle(struct flash *f, uint64_t now_ns)
 void flash_lock_all(struct flash *f)
 {
     for (uint32_t i = 0; i < f->nparts; i++)   /* lock order: by index */
-        pthread_mutex_lock(&f->part[i].mu);
+        part_enter(&f->part[i]);   /* flash.h: not while a partition is claimed */
 }
 
 void flash_unlock_all(struct flash *f)

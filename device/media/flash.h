@@ -32,16 +32,27 @@
  *      the spare space that makes this possible).
  *   5. Time never runs backwards on a timeline: busy-until values only
  *      grow, and every completion time is >= the time the op was issued.
+ *      With t_ftl_ns set, each partition has an FTL timeline too (the core
+ *      that owns it; with one partition, the single FTL lock): a host read
+ *      or write first occupies it for t_ftl_ns, from max(issue, its end),
+ *      and reaches its die when that is done.
  *   6. Partitions (ScalaCache 5.2): logical page l belongs to partition
  *      (l / stripe_pages) % partitions, channel c (with its dies) to
  *      partition c % partitions; a mapped l lives on a die of its own
  *      partition, so partitions share no mapping entry, block, die or
  *      channel.
+ *   7. Owners (ScalaCache 5.2, flash_cores.h): a partition is claimed by
+ *      one thread (flash_part_claim) or locked by one (flash_part_lock);
+ *      only that thread calls the *_owned operations on the partition's
+ *      pages, which take no lock. Checked (assert) at every such call in
+ *      debug and sanitizer builds.
  *
  * Thread safety: one mutex per partition, taken by whoever touches that
- * partition (with partitions = 1, the single-lock FTL). Threads working on
- * different partitions never contend. Stats and the checker take all of
- * them, in index order.
+ * partition through flash_read/flash_write/flash_trim (with partitions =
+ * 1, the single-lock FTL). Threads working on different partitions never
+ * contend. Stats, the checker, state saving and flash_idle take all of
+ * them, in index order: call them only while no partition is claimed
+ * (an owner works without the lock).
  */
 #ifndef CISC_DEVICE_FLASH_H
 #define CISC_DEVICE_FLASH_H
@@ -89,6 +100,8 @@ struct flash_geom {
     uint64_t t_prog_ns;         /* program of one page */
     uint64_t t_erase_ns;        /* erase of one block */
     uint64_t t_xfer_ns;         /* one page across a channel */
+    uint64_t t_ftl_ns;          /* FTL time of a host page operation on its
+                                   partition's core (0: not modelled) */
 };
 
 /* Counters for `cisc status` and the benchmarks. */
@@ -152,6 +165,38 @@ struct flash_io flash_write(struct flash *f, uint64_t l, uint64_t now_ns);
 /* Forgets logical pages [l, l + n) (TRIM): their pages become invalid and
  * GC no longer migrates them. Costs no NAND time. */
 void flash_trim(struct flash *f, uint64_t l, uint64_t n);
+
+/* ---- partitions and their owners (invariants 6 and 7) ---- */
+
+/* The partition logical page l belongs to: (l / stripe_pages) % partitions. */
+uint32_t flash_part_of(const struct flash *f, uint64_t l);
+
+/* The number of partitions (geometry field partitions). */
+uint32_t flash_partitions(const struct flash *f);
+
+/* Makes the calling thread partition p's owner until flash_part_release:
+ * from then on only it touches p, through the *_owned calls, and no lock
+ * is taken. p < flash_partitions(f). */
+void flash_part_claim(struct flash *f, uint32_t p);
+
+/* Gives partition p back (the caller claimed it): later users go through
+ * its lock again and see everything the owner did. */
+void flash_part_release(struct flash *f, uint32_t p);
+
+/* Takes partition p's lock and makes the caller its owner for the *_owned
+ * calls until flash_part_unlock (the single-lock FTL's cores hold the one
+ * lock for a batch of sub-requests). */
+void flash_part_lock(struct flash *f, uint32_t p);
+
+/* Releases what flash_part_lock took. */
+void flash_part_unlock(struct flash *f, uint32_t p);
+
+/* flash_read, flash_write and one page of flash_trim by the owner of l's
+ * partition (invariant 7), without taking its lock. Same results as the
+ * locked calls. */
+struct flash_io flash_read_owned(struct flash *f, uint64_t l, uint64_t now_ns);
+struct flash_io flash_write_owned(struct flash *f, uint64_t l, uint64_t now_ns);
+void flash_trim_owned(struct flash *f, uint64_t l);
 
 /* Background GC: each die idle at now_ns whose free pool is below twice
  * the threshold collects one victim. Returns the number of blocks erased. */

@@ -9,6 +9,7 @@
 #define CISC_DEVICE_FLASH_INT_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "device/media/flash.h"
@@ -50,12 +51,17 @@ struct fchan {
 /* One partition: the stripes of the logical space it owns, the channels
  * c with c % partitions == its index and their dies. Its lock protects
  * those l2p entries, those dies' blocks, pages and timelines, those
- * channels and the fields below; no two partitions share any of them. */
+ * channels and the fields below; no two partitions share any of them.
+ * A claimed partition (flash_part_claim) is its owner's alone, without
+ * the lock, until released. */
 struct fpart {
     pthread_mutex_t mu;
+    pthread_t owner;        /* invariant 7: the thread that may use *_owned */
+    bool owned;             /* owner is set (claimed, or locked by flash_part_lock) */
     uint32_t next;          /* round-robin write cursor over its dies */
     uint64_t seq;           /* host writes so far (age clock) */
     uint64_t now;
+    uint64_t ftl_until;     /* invariant 5: its core's FTL timeline */
     uint64_t host_reads, host_writes, trims, gc_runs, moved, erases;
     uint64_t bg_runs;       /* of gc_runs: from flash_idle */
 };

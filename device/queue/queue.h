@@ -21,10 +21,13 @@
  * an engine command and releases the slots (sq_head). After the sweep it
  * hands the commands to the engine's one scheduler: large ones (64 KiB
  * of data or more), fsyncs and programs go to the queue of the device
- * cores (so a batch spreads over free cores); small ones and the last may
- * run at once on the poller in a free core's slot (direct dispatch: a
- * small command costs less than waking a core). Every command therefore runs in a core slot, counted in the
- * scheduler's and the engine's statistics.
+ * cores (so a batch spreads over free cores); small ones may run at once
+ * on the poller in a free core's slot (direct dispatch: a small command
+ * costs less than waking a core), but not on slow device cores
+ * (--core-speed > 1), where a command holds its core for its modelled
+ * time and the poller would fetch nothing meanwhile (queue_poll.c). Every
+ * command therefore runs in a core slot, counted in the scheduler's and
+ * the engine's statistics.
  *
  * Active set. A queue with nothing to fetch for poll_us goes to sleep on
  * its own: the poller announces it (WIRE_SQ_NEED_WAKEUP), rechecks, and

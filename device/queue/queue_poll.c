@@ -145,10 +145,16 @@ static bool worth_handoff(const struct eng_cmd *c)
  * handing off never runs here, not even alone or last of its sweep: a
  * poller serves every queue pair on it, and one long command (a bpf step
  * may run for the engine's whole op time ceiling, engine.h) would stall
- * them all. */
+ * them all. Nor does any command on slow device cores (--core-speed > 1):
+ * there every command holds its core that many times its work (model.h),
+ * and all that while the poller would fetch nothing, so the scheduler
+ * would choose among the commands of the last sweep only, blind to what
+ * the queues sent since (in bench-sched's 9a at core speed 16, cfs then
+ * gave write-only 0.36-0.42 of the core time instead of its fair 0.47);
+ * against a command's modelled time the hand-off is cheap. */
 static bool run_here(const struct eng_cmd *c)
 {
-    return !worth_handoff(c);
+    return dm_get().core_speed <= 1.0 && !worth_handoff(c);
 }
 
 /* Hands a sweep's commands to the scheduler as one batch: the poller then

@@ -39,7 +39,9 @@
  * the next command would not fit in it (sched.c's memory admission), the
  * next item comes from the active tenant with the least memory in use (a
  * second heap, by_mem), so a memory-hungry tenant cannot keep the cores
- * waiting for memory while others need little.
+ * waiting for memory while others need little. drf admits too, but asked
+ * again with memory tight it names the same tenant (progressive filling
+ * waits for the least dominant share's command to fit).
  *
  * Invariants (cfs_check):
  *   1. A tenant is in by_vt (and, for cfs, by_mem) iff its queues heap is
@@ -436,15 +438,18 @@ static bool cfs_check(const void *p, uint64_t depth)
     return n > CHECK_WALK ? depth > CHECK_WALK : n == depth;   /* 3 */
 }
 
-#define FAIR_POLICY(var, nm, mk, admit)                                                    \
+#define FAIR_POLICY(var, nm, mk, admit, hold)                                              \
     const struct sched_policy var = { .name = nm, .create = mk, .destroy = cfs_destroy,   \
                                       .push = cfs_push, .pop = cfs_pop, .peek = cfs_peek,     \
                                       .start = cfs_start,                                 \
                                       .charge = cfs_charge, .check = cfs_check,           \
                                       .forgettable = cfs_forgettable, .mem_admit = admit, \
-                                      .preempt = cfs_preempt, .key = cfs_key,             \
-                                      .slice = cfs_slice }
+                                      .mem_hold = hold, .preempt = cfs_preempt,           \
+                                      .key = cfs_key, .slice = cfs_slice }
 
-FAIR_POLICY(sched_cfs, "cfs", cfs_create, true);   /* the memory key admits too */
-FAIR_POLICY(sched_cfs_cpu, "cfs-cpu", cfs_cpu_create, false);
-FAIR_POLICY(sched_drf, "drf", drf_create, false);
+/* cfs: the memory key admits too. cfs-cpu: blind to memory, its choice
+ * starts and a core stalls while it waits for memory. drf: the least
+ * dominant share's command waits its turn to fit. */
+FAIR_POLICY(sched_cfs, "cfs", cfs_create, true, false);
+FAIR_POLICY(sched_cfs_cpu, "cfs-cpu", cfs_cpu_create, false, true);
+FAIR_POLICY(sched_drf, "drf", drf_create, true, false);

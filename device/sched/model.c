@@ -56,23 +56,7 @@ void dm_link_cross(void)
     dm_spin_ns(model.link_latency_ns);
 }
 
-uint64_t dm_compute_charge(uint64_t ns_spent)
-{
-    if (model.core_speed <= 1.0)
-        return 0;
-    uint64_t extra = (uint64_t)((model.core_speed - 1.0) * (double)ns_spent);
-    /* In slices, each a preemption point (sched.h): the item that runs
-     * the step may be parked between two, and spins the rest after. */
-    for (uint64_t left = extra; left;) {
-        uint64_t n = left < DM_SPIN_SLICE_NS ? left : DM_SPIN_SLICE_NS;
-        dm_spin_ns(n);
-        left -= n;
-        sched_preempt_point();
-    }
-    return extra;
-}
-
-/* ---- StorageFS work on a slow core (model.h, invariants 4-6) --------------- */
+/* ---- StorageFS work and compute steps on a slow core (model.h, 2, 4-6) ------ */
 
 static __thread struct dm_meter *meter;   /* the innermost meter of this thread */
 static __thread uint64_t overslept;       /* slept past a plan, owed back (ns; at
@@ -125,6 +109,17 @@ static void sleep_on_core(uint64_t ns, enum points points)
         if (points == POINTS_OP)
             sched_preempt_point();
     }
+}
+
+uint64_t dm_compute_charge(uint64_t ns_spent)
+{
+    if (model.core_speed <= 1.0)
+        return 0;
+    uint64_t extra = (uint64_t)((model.core_speed - 1.0) * (double)ns_spent);
+    /* Held, not spun (invariant 2): in slices, each a preemption point
+     * (sched.h), where the item that runs the step may be parked. */
+    sleep_on_core(extra, POINTS_OP);
+    return extra;
 }
 
 void dm_meter_begin(struct dm_meter *m)
@@ -181,22 +176,23 @@ void dm_meter_totals(uint64_t *measured_ns, uint64_t *extra_ns)
 
 void dm_step_begin(struct dm_step *st)
 {
-    st->t0 = 0;
+    st->cpu0 = 0;
     if (model.core_speed <= 1.0)
         return;
-    st->cpu0 = meter ? thread_cpu_ns() : 0;
-    st->off0 = sched_off_core_ns();
-    st->t0 = now_ns();
+    st->cpu0 = thread_cpu_ns();
+    st->cpu0 += !st->cpu0;   /* 0 means "not metering" */
 }
 
+/* The step's host work is its thread's CPU time: a host preemption of the
+ * thread, or time it was parked or blocked, is not the step's and is not
+ * stretched. */
 uint64_t dm_step_end(struct dm_step *st)
 {
-    if (!st->t0)
+    if (!st->cpu0)
         return 0;
-    uint64_t ran = now_ns() - st->t0;
-    uint64_t off = sched_off_core_ns() - st->off0;   /* parked or blocked meanwhile */
-    uint64_t extra = dm_compute_charge(ran > off ? ran - off : 0);
-    if (meter && st->cpu0)
+    uint64_t ran = thread_cpu_ns() - st->cpu0;
+    uint64_t extra = dm_compute_charge(ran);
+    if (meter)
         meter->compute_cpu += thread_cpu_ns() - st->cpu0;
     return extra;
 }

@@ -12,9 +12,10 @@
  *                  device's does after queuing a DMA). 0 disables it.
  *   core speed     device cores are this many times slower than the host
  *                  at everything they do (>= 1.0), in two parts:
- *                  - a compute step that took t ns on the host CPU holds
- *                    its core (core_speed - 1) * t more, spun
- *                    (dm_step_begin/dm_step_end, dm_compute_charge);
+ *                  - a compute step whose host work took t ns of its
+ *                    thread's CPU time holds its core (core_speed - 1) * t
+ *                    more, slept where the step ends (dm_step_begin/
+ *                    dm_step_end, dm_compute_charge);
  *                  - the rest of a command's work on its core (StorageFS,
  *                    the engine's bookkeeping), measured as the thread's
  *                    CPU time between dm_meter_begin and dm_meter_end less
@@ -23,24 +24,27 @@
  *                  So a command is charged about core_speed times what it
  *                  used, whatever it did. At 1.0 neither reads a clock.
  *
- * dm_link_cross and dm_compute_charge are precise busy-waits on
- * CLOCK_MONOTONIC: a sleep costs tens of microseconds of scheduler latency
- * and would swamp a 900 ns link or a short compute step. StorageFS work is
- * stretched by sleeping instead: the core slot stays held (the scheduler
- * charges the time an item holds it), but the host CPU is free for the
- * other cores' real work, so on a small host a slow device shows as a busy
- * device rather than as host CPU contention; the slept time is measured,
- * and what a sleep overshoots is paid back by the thread's next sleeps. The
+ * dm_link_cross is a precise busy-wait on CLOCK_MONOTONIC: a sleep costs
+ * tens of microseconds of scheduler latency and would swamp a 900 ns link.
+ * Everything a slow core adds to a command is slept instead: the core slot
+ * stays held (the scheduler charges the time an item holds it), but the
+ * host CPU is free for the other cores' real work, so on a small host a
+ * slow device shows as a busy device rather than as host CPU contention;
+ * the slept time is measured, and what a sleep overshoots is paid back by
+ * the thread's next sleeps. (Compute steps were spun, by the wall clock,
+ * until issue 13's fourth round: on a 2-CPU host the spin took CPU from
+ * the clients the device serves; docs/SCHED.md has the figures.) The
  * model is process-wide (one device per process); it is set once at
  * start-up, before any queue exists, and read without locks.
  *
  * Invariants:
  *   1. core_speed >= 1.0 and link latency <= DM_LINK_MAX_NS (dm_configure
  *      refuses anything else with -EINVAL and keeps the old model).
- *   2. dm_link_cross() and dm_compute_charge() never sleep: they spin;
- *      dm_compute_charge spins in slices of DM_SPIN_SLICE_NS, each
+ *   2. dm_link_cross() never sleeps: it spins. dm_compute_charge() never
+ *      spins: it sleeps, in slices of at most DM_SLEEP_SLICE_NS, each
  *      followed by a preemption point (sched.h), where the scheduler may
- *      park the item that runs it for another tenant's.
+ *      park the item that runs it for another tenant's; its oversleep is
+ *      owed back as invariant 4 says.
  *   3. An arrival time is at most DM_LINK_MAX_NS ahead of the clock.
  *   4. dm_meter_end() never spins: it sleeps (core_speed - 1) x the
  *      metered CPU time, in slices of at most DM_SLEEP_SLICE_NS, each
@@ -110,11 +114,10 @@ bool dm_link_arrival(uint32_t *arrive);
  * DM_ARRIVE_MAX_NS ahead. Returns false when that is not in the future. */
 bool dm_arrival_after(uint64_t ready_ns, uint32_t *arrive);
 
-#define DM_SPIN_SLICE_NS 100000ull   /* a preemption point at least this often */
-
 /* Charges a compute step that ran ns_spent nanoseconds on a device core:
- * spins (core_speed - 1) * ns_spent more, in slices with a preemption
- * point after each (invariant 2). Returns the extra nanoseconds spun. */
+ * holds the core (core_speed - 1) * ns_spent more, asleep, in slices with
+ * a preemption point after each (invariant 2). Returns the extra
+ * nanoseconds charged. */
 uint64_t dm_compute_charge(uint64_t ns_spent);
 
 /* ---- the whole command: StorageFS work on a slow core --------------------- */
@@ -158,17 +161,16 @@ void dm_meter_totals(uint64_t *measured_ns, uint64_t *extra_ns);
 
 /* A compute step on a device core (on the caller's stack). */
 struct dm_step {
-    uint64_t t0;               /* CLOCK_MONOTONIC at begin; 0 = core speed 1.0 */
-    uint64_t off0;             /* sched_off_core_ns() at begin (parked time) */
-    uint64_t cpu0;             /* thread CPU ns at begin, when a meter runs */
+    uint64_t cpu0;             /* thread CPU ns at begin; 0 = core speed 1.0 */
 };
 
 /* Marks the start of a compute step's host work. */
 void dm_step_begin(struct dm_step *st);
 
-/* Ends the step begun in st: charges its time on the core, less any time
- * it spent parked or blocked, through dm_compute_charge, and takes its CPU
- * time out of the thread's meter (invariant 5). Returns the extra spun. */
+/* Ends the step begun in st: charges its thread's CPU time since
+ * dm_step_begin (so neither a host preemption nor time parked or blocked
+ * is stretched) through dm_compute_charge, and takes its CPU time out of
+ * the thread's meter (invariant 5). Returns the extra charged. */
 uint64_t dm_step_end(struct dm_step *st);
 
 #ifdef __cplusplus

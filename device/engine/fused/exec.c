@@ -749,13 +749,15 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
     if (!r) {
         struct stripes sp;
         fop_mem_reserve(e, v->mem);
+        c->mem_held = v->mem;   /* given back once it leaves its core: fop_mem_done */
         stripes_collect(x, &sp);
         stripes_lock(e, &sp);
         bool parked = parked_on_lease(x, c);
         r = parked ? 0 : run_locked(x);
         stripes_unlock(e, &sp);
-        fop_mem_release(e, v->mem);
-        free_bufs(x);   /* after the release: large ones may stay as spares */
+        if (parked)
+            fop_mem_done(e, c);   /* it starts again from nothing */
+        free_bufs(x);   /* large ones may stay as spares (counted, invariant 1) */
         if (parked) {
             fop_unprepare(x);
             return ENG_PARKED;   /* runs again, from the start, when the lease ends */
@@ -769,6 +771,13 @@ int64_t eop_cisc(struct engine *e, struct eng_cmd *c)
         v->ran += v->res[i].ret >= 0;
     v->status = r;
     return r;
+}
+
+void fop_mem_done(struct engine *e, struct eng_cmd *c)
+{
+    if (c->mem_held)
+        fop_mem_release(e, c->mem_held);
+    c->mem_held = 0;
 }
 
 int64_t fop_exec(struct engine *e, const struct eng_cred *cred, struct eng_cisc *v)

@@ -262,6 +262,10 @@ void fop_release(struct eng_cisc *v);
  * ENG_OP_CISC with credentials cred and waits. Returns v->status. */
 int64_t fop_exec(struct engine *e, const struct eng_cred *cred, struct eng_cisc *v);
 
+/* Gives back the device memory command c reserved (c->mem_held; eop_cisc
+ * leaves it held for the rest of c's time on its core). */
+void fop_mem_done(struct engine *e, struct eng_cmd *c);
+
 /* Fills every result with ret (-ECANCELED) and out_len 0. */
 void fop_res_fill(struct eng_cisc *v, int64_t ret);
 

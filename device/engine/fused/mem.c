@@ -11,6 +11,10 @@
  * takes no lock):
  *   1. mem_used counts the reservations of running ops plus the bytes of
  *      the spares, so idle buffers stay inside the device memory budget.
+ *      An op's reservation counts until it leaves its core (fop_mem_done,
+ *      after the core-speed model's sleep, model.h), as the scheduler
+ *      counts it: on the slow core the model stands for, the op holds its
+ *      buffers for its whole time there, not only while the host runs it.
  *   2. A spare is reused only for a request of at least 4/5 of its size
  *      (an op may so hold up to 25% more than it reserved, like allocator
  *      slack); only buffers of at least FOP_SPARE_MIN bytes are kept,

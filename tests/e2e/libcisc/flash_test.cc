@@ -3,7 +3,7 @@
 // GC, wear, utilisation); freed blocks reach it as TRIM; a geometry that
 // does not fit the image is refused with a reason, the image untouched;
 // foreground GC reaches the client as WIRE_CQE_GC; an idle device
-// collects in the background.
+// collects in the background; the FTL time per page reaches the replies.
 #include "cisc_fixture.h"
 
 #include <algorithm>
@@ -192,6 +192,24 @@ TEST_F(Flash, MountRepliesWaitForTheModelsCompletion)
     EXPECT_EQ(ReadFile(mnt + "/synced"), data);
     EXPECT_GT(Status("flash_replies", "held"), held);
     EXPECT_GE(Status("flash_replies", "model_max_ns"), read);
+}
+
+// `--flash-ftl-ns`: every host page operation first takes the FTL time on
+// its partition's timeline, so a synced write through the mount is not
+// done in the model before that time, and the status line shows it.
+TEST_F(Flash, FtlTimeReachesTheMountsReplies)
+{
+    const long long ftl = 30000000;   // 30 ms: far above any NAND time here
+    UpFlash("--flash-channels 2 --flash-dies 2 --flash-ftl-ns " + std::to_string(ftl));
+    EXPECT_EQ(Status("flash", "ftl_ns"), ftl);
+    int fd = open((mnt + "/f").c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0);
+    std::string data(4096, 'x');
+    ASSERT_EQ(pwrite(fd, data.data(), data.size(), 0), 4096);
+    ASSERT_EQ(fsync(fd), 0);
+    ASSERT_EQ(close(fd), 0);
+    EXPECT_GE(Status("flash_replies", "model_max_ns"), ftl);
+    EXPECT_EQ(Get("f"), data);
 }
 
 // The key of one array member's flash line ("flash_ftl member 1 ..."), or -1.

@@ -426,6 +426,34 @@ TEST_F(Risc, StatusShowsModelAndQueues)
     EXPECT_EQ(Status("qp", "sessions"), 1);
 }
 
+// On slow device cores the poller runs no command itself (queue_poll.c):
+// held for its modelled time it would fetch nothing meanwhile, and the
+// scheduler would choose blind to the queues' newer commands. At core
+// speed 1 it takes the shortcut for small commands, as before.
+TEST_F(Risc, OnSlowCoresThePollerHandsEveryCommandToTheCores)
+{
+    for (const char *speed : { "1", "2" }) {
+        Down();
+        Up(std::string("--core-speed ") + speed);
+        struct cisc_session *s2;
+        struct cisc_queue *q2;
+        ASSERT_EQ(cisc_session_open(mnt.c_str(), &s2), 0);
+        ASSERT_EQ(cisc_queue_create(s2, &q2), 0);
+        uint64_t fh;
+        ASSERT_EQ(cisc_open(q2, "small", O_CREAT | O_WRONLY, 0644, &fh), 0);
+        long long d0 = Status("queue", "direct");
+        for (int i = 0; i < 20; i++)
+            ASSERT_EQ(cisc_pwrite(q2, fh, "x", 1, (uint64_t)i * 4096), 1);
+        long long d1 = Status("queue", "direct");
+        cisc_session_close(s2);
+        if (std::string(speed) == "1") {
+            EXPECT_GE(d1 - d0, 10) << "the poller ran small commands itself";
+        } else {
+            EXPECT_EQ(d1 - d0, 0) << "slow cores: every command went to a core thread";
+        }
+    }
+}
+
 TEST_F(Risc, ModelKnobsReachStatus)
 {
     Down();

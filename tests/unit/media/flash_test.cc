@@ -258,6 +258,41 @@ TEST(FlashTiming, ADiesReadsSerialiseAndDifferentDiesOverlap)
     flash_destroy(f);
 }
 
+// FTL time (t_ftl_ns): one timeline per partition. Four host operations
+// issued together on four stripes queue on the single-lock FTL's one
+// timeline, and run side by side when four partitions own the stripes;
+// the NAND work starts when the FTL is done with the page.
+TEST(FlashTiming, FtlTimeQueuesOnOnePartitionAndOverlapsAcrossPartitions)
+{
+    const uint64_t t0 = 1000000, ftl = 10000, stripe = FLASH_DEF_STRIPE;
+    for (uint32_t parts : {1u, 4u}) {
+        struct flash_geom g = Small(4, 1, 64, 100);
+        g.partitions = parts;
+        g.t_ftl_ns = ftl;
+        struct flash *f = Make(g, 16384);
+        for (uint64_t s = 0; s < 4; s++) {   // unmapped: FTL time only
+            uint64_t want = t0 + (parts == 1 ? (s + 1) : 1) * ftl;
+            EXPECT_EQ(flash_read(f, s * stripe, t0).done_ns, want) << parts << " " << s;
+        }
+        // A write on a fresh partition: its FTL time, then transfer and program.
+        const struct flash_geom *k = flash_geom(f);
+        uint64_t t1 = 2 * t0;
+        EXPECT_EQ(flash_write(f, 0, t1).done_ns, t1 + ftl + k->t_xfer_ns + k->t_prog_ns);
+        flash_destroy(f);
+    }
+    // Not modelled (0): no FTL time at all.
+    struct flash *f = Make(Small(4, 1, 64, 100), 16384);
+    EXPECT_EQ(flash_read(f, 0, t0).done_ns, t0);
+    flash_destroy(f);
+    // Absurd FTL times are refused like the other latencies.
+    struct flash_geom bad = Small(4, 1, 64, 100);
+    bad.t_ftl_ns = 2000000000ull;
+    flash_geom_default(&bad, 16384);
+    char err[128] = "";
+    EXPECT_EQ(flash_geom_check(&bad, 16384, err, sizeof err), -EINVAL);
+    EXPECT_NE(err[0], '\0');
+}
+
 TEST(FlashTiming, WritesQueueBehindForegroundGcAndCarryTheFlag)
 {
     const uint64_t n = 2048;

@@ -35,7 +35,7 @@ TEST(DeviceModel, ComputeChargeIsTheSlowdown)
     ASSERT_EQ(dm_configure(&m), 0);
     uint64_t t0 = now_ns();
     EXPECT_EQ(dm_compute_charge(100000), 200000u);
-    EXPECT_GE(now_ns() - t0, 200000u) << "it spins the extra time";
+    EXPECT_GE(now_ns() - t0, 200000u) << "it holds the core the extra time";
     m.core_speed = 1.0;
     ASSERT_EQ(dm_configure(&m), 0);
     EXPECT_EQ(dm_compute_charge(100000), 0u);

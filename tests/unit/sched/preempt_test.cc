@@ -182,12 +182,36 @@ TEST(Preempt, ALocksWaiterGivesItsCoreToTheParkedHolder)
 // FUSE worker's request). Its ordinary points never park it; its
 // work-done points do, under cfs, cfs-cpu and drf, and never under fifo
 // or rr.
-void SubmitDirect(struct sched *s, World &w, Pair &p, std::thread &t)
+//
+// SubmitDirect runs a on a thread of its own that submits it (so a runs
+// there, directly), and once a runs, and `after` more, queues b.
+template <class W>
+void SubmitDirect(struct sched *s, W &w, Pair &p, std::thread &t,
+                  std::chrono::milliseconds after = std::chrono::milliseconds(0))
 {
     t = std::thread([s, &p] { EXPECT_EQ(sched_submit(s, &p.a.it), 0); });
     while (!w.a_running)
         std::this_thread::yield();
+    std::this_thread::sleep_for(after);
     ASSERT_EQ(sched_submit(s, &p.b.it), 0);
+}
+
+// On one core under pol: a on its submitter's thread, b queued `after` a
+// started (SubmitDirect); returns once both ran, s still to be destroyed
+// (NULL if it could not be made).
+template <class W>
+struct sched *RunDirectPair(const struct sched_policy *pol, sched_run_fn run, W &w, Pair &p,
+                            std::chrono::milliseconds after)
+{
+    struct sched *s;
+    struct sched_config one = { 1, true };
+    if (sched_create(pol, &one, run, &w, &s) != 0)
+        return nullptr;
+    std::thread t;
+    SubmitDirect(s, w, p, t, after);
+    t.join();
+    sched_drain(s);
+    return s;
 }
 
 TEST(Preempt, AnyItemIsParkedOnceItsWorkIsDone)
@@ -349,16 +373,8 @@ TEST(Preempt, ASleepingItemIsParkedAndSleepsOnlyOnTheCore)
         SleepWorld w;
         Pair p;
         p.a.it.preemptible = false;
-        struct sched *s;
-        struct sched_config one = { 1, true };
-        ASSERT_EQ(sched_create(pol, &one, RunSleep, &w, &s), 0);
-        std::thread t([s, &p] { EXPECT_EQ(sched_submit(s, &p.a.it), 0); });
-        while (!w.a_running)
-            std::this_thread::yield();
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));   // past a's slice
-        ASSERT_EQ(sched_submit(s, &p.b.it), 0);
-        t.join();
-        sched_drain(s);
+        struct sched *s = RunDirectPair(pol, RunSleep, w, p, std::chrono::milliseconds(2));
+        ASSERT_NE(s, nullptr);   // b came past a's sleep slice
         bool parks = pol->preempt != nullptr;
         EXPECT_EQ(w.b_during_a.load(), parks) << pol->name;
         EXPECT_GE(w.a_on.load(), w.sleep_ns) << pol->name;
@@ -366,6 +382,52 @@ TEST(Preempt, ASleepingItemIsParkedAndSleepsOnlyOnTheCore)
             EXPECT_GE(TenantOf(s, 1).preempted, 1u) << pol->name;
             EXPECT_GE(TenantOf(s, 2).core_ns, w.b_spin_ns) << pol->name;
         }
+        sched_destroy(s);
+    }
+}
+
+// A parked item competes with the running one, not only with queued ones:
+// on one core, a's command (tenant 1) sleeps its model time and is parked
+// for b (tenant 2, new: it starts below tenant 1's virtual time), a long
+// preemptible item; once b has used more core time than tenant 1, b's
+// next preemption point hands the core back to the parked a, which
+// finishes its sleep while b is still unfinished. Were parked items no
+// candidates at a point, a would wait for b's end (its bound, 3 s).
+struct BackWorld {
+    std::atomic<bool> a_running{ false }, a_done{ false }, b_running{ false };
+    std::atomic<bool> a_before_b{ false };
+    uint64_t sleep_ns = 30000000;
+};
+
+void RunBack(void *arg, struct sched_item *si, unsigned core)
+{
+    auto *w = static_cast<BackWorld *>(arg);
+    if (reinterpret_cast<Item *>(si)->id == 1) {
+        w->a_running = true;
+        sched_sleep_done(w->sleep_ns);
+        w->a_done = true;
+        return;
+    }
+    w->b_running = true;
+    uint64_t end = now_ns() + kBound;
+    while (!w->a_done && now_ns() < end)
+        sched_preempt_point();
+    w->a_before_b = w->a_done.load();
+}
+
+TEST(Preempt, AParkedLighterItemTakesTheCoreBackFromARunningOne)
+{
+    for (const struct sched_policy *pol : { &sched_cfs, &sched_drf }) {
+        BackWorld w;
+        Pair p;
+        p.a.it.preemptible = false;   // parked only in its sleep
+        p.b.it.preemptible = true;
+        struct sched *s = RunDirectPair(pol, RunBack, w, p, std::chrono::milliseconds(3));
+        ASSERT_NE(s, nullptr);   // b came past a's sleep slice
+        EXPECT_TRUE(w.b_running.load()) << pol->name << ": b ran while a was parked";
+        EXPECT_TRUE(w.a_before_b.load()) << pol->name << ": a finished before b";
+        EXPECT_GE(TenantOf(s, 1).preempted, 1u) << pol->name << ": a was parked for b";
+        EXPECT_GE(TenantOf(s, 2).preempted, 1u) << pol->name << ": b was parked for a";
         sched_destroy(s);
     }
 }

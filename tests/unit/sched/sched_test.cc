@@ -1,6 +1,7 @@
 // tests/unit/sched/sched_test.cc - device cores and the FIFO policy.
 #include <gtest/gtest.h>
 
+#include "common/clock.h"
 #include "device/sched/sched_int.h"
 
 #include <errno.h>
@@ -205,6 +206,49 @@ TEST(Sched, BatchRunsInThePolicysOrderNotFetchOrder)
     sched_destroy(s);
 }
 
+// Queue dispatch (cisc up --dispatch queue) means what it says for a
+// poller's batch too: every item runs on a core thread, none on the
+// submitter, though mine() would take them all; with direct dispatch the
+// submitter runs them (the poller's shortcut).
+void RunNoteThread(void *arg, struct sched_item *it, unsigned core)
+{
+    auto *on = static_cast<std::vector<std::thread::id> *>(arg);
+    on->push_back(std::this_thread::get_id());   // one core: no race
+}
+
+TEST(Sched, QueueDispatchRunsNoBatchItemOnTheSubmitter)
+{
+    for (bool direct : { false, true }) {
+        std::vector<std::thread::id> on;
+        struct sched *s;
+        struct sched_config one = { 1, direct };
+        ASSERT_EQ(sched_create(&sched_cfs, &one, RunNoteThread, &on, &s), 0);
+        std::vector<TItem> items(4);
+        std::vector<struct sched_item *> ptr;
+        for (auto &i : items) {
+            i.it.tenant = 1;
+            i.it.queue = 1;
+            ptr.push_back(&i.it);
+        }
+        int err[4];
+        sched_submit_batch(s, ptr.data(), 4, err, AllMine, nullptr);
+        sched_drain(s);
+        ASSERT_EQ(on.size(), 4u);
+        size_t mine = 0;
+        for (auto id : on)
+            mine += id == std::this_thread::get_id();
+        struct sched_stats st;
+        sched_get_stats(s, &st);
+        if (direct) {
+            EXPECT_GT(mine, 0u) << "direct dispatch: the submitter takes the shortcut";
+        } else {
+            EXPECT_EQ(mine, 0u) << "queue dispatch: only core threads run items";
+            EXPECT_EQ(st.direct_runs, 0u);
+        }
+        sched_destroy(s);
+    }
+}
+
 TEST(Sched, QueueCapPerTenant)
 {
     TLog log;
@@ -287,4 +331,85 @@ TEST(Sched, MemoryThatDoesNotFitWaitsInTheQueueNotOnACore)
     EXPECT_TRUE(w.b_after_c.load());
     EXPECT_TRUE(w.b_after_a.load()) << "b ran beside a: 120 > 100";
     sched_destroy(s);
+}
+
+// drf admits like Ghodsi et al.'s progressive filling: the least dominant
+// share's command that does not fit in memory waits in its queue (not on
+// a core, to take one back ahead of everyone once memory frees), and only
+// once it fits does it start. cfs-cpu, the memory-blind baseline, starts
+// it at once (its wait for memory is the engine's).
+TEST(Sched, DrfStartsNothingThatDoesNotFitInMemory)
+{
+    for (const struct sched_policy *pol : { &sched_drf, &sched_cfs_cpu }) {
+        MemWorld w;
+        struct sched *s;
+        struct sched_config cfg = { 2, false, 100, 0 };
+        ASSERT_EQ(sched_create(pol, &cfg, RunMem, &w, &s), 0);
+        w.a.it = { .tenant = 1, .queue = 1, .mem = 60 };
+        w.b.it = { .tenant = 1, .queue = 1, .mem = 60 };
+        ASSERT_EQ(sched_submit(s, &w.a.it), 0);
+        while (!w.a_running)
+            std::this_thread::yield();
+        ASSERT_EQ(sched_submit(s, &w.b.it), 0);   // 60 + 60 > 100
+        uint64_t end = now_ns() + 20000000;        // 20 ms: a core is free all along
+        while (!w.b_started && now_ns() < end)
+            std::this_thread::yield();
+        bool admits = pol == &sched_drf;
+        EXPECT_EQ(w.b_started.load(), !admits) << pol->name;
+        w.release = true;
+        sched_drain(s);
+        EXPECT_TRUE(w.b_started.load()) << pol->name;
+        if (admits) {
+            EXPECT_TRUE(w.b_after_a.load()) << "b started once a had freed its memory";
+        }
+        sched_destroy(s);
+    }
+}
+
+// cfs-cpu is blind to memory: a command that waits for device memory
+// keeps its core meanwhile (the core stalls, FusionFS's CFScpu), while
+// another core stays free of such waiters; on one core, or under a policy
+// that knows memory, it gives the core up (sched_block) and is counted as
+// blocked.
+struct HoldWorld {
+    struct sched *s = nullptr;
+    std::atomic<bool> waiting{ false }, release{ false };
+};
+
+void RunHold(void *arg, struct sched_item *it, unsigned core)
+{
+    auto *w = static_cast<HoldWorld *>(arg);
+    sched_mem_wait(w->s, +1);
+    w->waiting = true;
+    while (!w->release)
+        std::this_thread::yield();
+    sched_mem_wait(w->s, -1);
+}
+
+TEST(Sched, AMemoryBlindPolicyStallsACoreOnMemory)
+{
+    struct Case {
+        const struct sched_policy *pol;
+        unsigned cores;
+        bool holds;
+    } cases[] = { { &sched_cfs_cpu, 2, true }, { &sched_cfs_cpu, 1, false },
+                  { &sched_cfs, 2, false }, { &sched_drf, 2, false } };
+    for (const Case &k : cases) {
+        HoldWorld w;
+        struct sched_config cfg = { k.cores, false };
+        ASSERT_EQ(sched_create(k.pol, &cfg, RunHold, &w, &w.s), 0);
+        Item a{};
+        a.it.tenant = 1;
+        a.it.queue = 1;
+        ASSERT_EQ(sched_submit(w.s, &a.it), 0);
+        while (!w.waiting)
+            std::this_thread::yield();
+        struct sched_stats st;
+        sched_get_stats(w.s, &st);
+        EXPECT_EQ(st.busy, k.holds ? 1u : 0u) << k.pol->name << " on " << k.cores;
+        EXPECT_EQ(st.blocks, k.holds ? 0u : 1u) << k.pol->name << " on " << k.cores;
+        w.release = true;
+        sched_drain(w.s);
+        sched_destroy(w.s);
+    }
 }

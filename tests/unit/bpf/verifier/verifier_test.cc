@@ -282,6 +282,55 @@ const Case kCases[] = {
      {LOAD_IN(), LDX(VM_DW, 6, 1, CTX_ARG0), MOV64_IMM(8, 0), MOV64_REG(7, 6),
       ALU64_REG(VM_ADD, 7, 8), JMP_IMM(VM_JGE, 7, 16, 1), ALU64_REG(VM_ADD, 2, 6), RET0()},
      -EACCES, "adding an unbounded value", {}},
+    {"zext_pair_of_a_fitting_value_keeps_its_distance",
+     // r6 in [0,100]; data + r6 + 1 <= end bounds r6 by the distance; r7 =
+     // r6 << 32 >> 32 is r6 itself (it fits), so data + r7 has a byte
+     {LOAD_IN(), LDX(VM_DW, 6, 1, CTX_ARG0), JMP_IMM(VM_JGT, 6, 100, 10), MOV64_REG(4, 2),
+      ALU64_REG(VM_ADD, 4, 6), ALU64_IMM(VM_ADD, 4, 1), JMP_REG(VM_JGT, 4, 3, 6),
+      MOV64_REG(7, 6), ALU64_IMM(VM_LSH, 7, 32), ALU64_IMM(VM_RSH, 7, 32),
+      ALU64_REG(VM_ADD, 2, 7), LDX(VM_B, 0, 2, 0), EXIT(), RET0()},
+     0, nullptr, {}},
+    {"zext_pair_of_a_negative_value_is_not_a_no_op",
+     // r6 in [-8,-1]: zext32 makes it [2^32-8, 2^32-1], not a stack offset
+     {ST(VM_DW, 10, -8, 0), LDX(VM_DW, 6, 1, CTX_ARG0), JMP_IMM(VM_JSGT, 6, -1, 8),
+      JMP_IMM(VM_JSLT, 6, -8, 7), MOV64_REG(7, 6), ALU64_IMM(VM_LSH, 7, 32),
+      ALU64_IMM(VM_RSH, 7, 32), MOV64_REG(8, 10), ALU64_REG(VM_ADD, 8, 7), LDX(VM_B, 0, 8, 0),
+      EXIT(), RET0()},
+     -EACCES, "adding an unbounded value", {}},
+    {"scaled_index_checked_through_its_pointer",
+     // for (n = 0;; n++) { q = out + (n << 2); if (q + 4 > oend) break; *(u32 *)q = 0; }
+     // the check bounds n through the scaled link, so n << 2 stays bounded
+     {LOAD_OUT(), MOV64_IMM(6, 0), MOV64_REG(7, 6), ALU64_IMM(VM_LSH, 7, 2), MOV64_REG(8, 4),
+      ALU64_REG(VM_ADD, 8, 7), MOV64_REG(9, 8), ALU64_IMM(VM_ADD, 9, 4),
+      JMP_REG(VM_JGT, 9, 5, 3), ST(VM_W, 8, 0, 0), ALU64_IMM(VM_ADD, 6, 1), JA(-10), RET0()},
+     0, nullptr, {}},
+    {"scaled_index_checked_one_element_short",
+     // the same loop checking q + 2: the 4-byte store is outside what was proved
+     {LOAD_OUT(), MOV64_IMM(6, 0), MOV64_REG(7, 6), ALU64_IMM(VM_LSH, 7, 2), MOV64_REG(8, 4),
+      ALU64_REG(VM_ADD, 8, 7), MOV64_REG(9, 8), ALU64_IMM(VM_ADD, 9, 2),
+      JMP_REG(VM_JGT, 9, 5, 3), ST(VM_W, 8, 0, 0), ALU64_IMM(VM_ADD, 6, 1), JA(-10), RET0()},
+     -EACCES, "outside the checked range [0, 2)", {}},
+    {"length_checked_from_a_moved_pointer_bounds_an_index",
+     // p = data + (arg & 7) (a pointer group); len = *p; if (p + len > end) out;
+     // i = arg1; if (i >= len) out; p[i]: len is bounded by the distance from p
+     {LOAD_IN(), LDX(VM_DW, 6, 1, CTX_ARG0), ALU64_IMM(VM_AND, 6, 7), ALU64_REG(VM_ADD, 2, 6),
+      MOV64_REG(4, 2), ALU64_IMM(VM_ADD, 4, 1), JMP_REG(VM_JGT, 4, 3, 9), LDX(VM_B, 7, 2, 0),
+      MOV64_REG(4, 2), ALU64_REG(VM_ADD, 4, 7), JMP_REG(VM_JGT, 4, 3, 5),
+      LDX(VM_DW, 8, 1, CTX_ARG0 + 8), JMP_REG(VM_JGE, 8, 7, 3), ALU64_REG(VM_ADD, 2, 8),
+      LDX(VM_B, 0, 2, 0), EXIT(), RET0()},
+     0, nullptr, {}},
+    {"length_checked_from_a_moved_pointer_index_one_past",
+     // the same with i <= len: p[len] is the byte after the checked range
+     {LOAD_IN(), LDX(VM_DW, 6, 1, CTX_ARG0), ALU64_IMM(VM_AND, 6, 7), ALU64_REG(VM_ADD, 2, 6),
+      MOV64_REG(4, 2), ALU64_IMM(VM_ADD, 4, 1), JMP_REG(VM_JGT, 4, 3, 9), LDX(VM_B, 7, 2, 0),
+      MOV64_REG(4, 2), ALU64_REG(VM_ADD, 4, 7), JMP_REG(VM_JGT, 4, 3, 5),
+      LDX(VM_DW, 8, 1, CTX_ARG0 + 8), JMP_REG(VM_JGT, 8, 7, 3), ALU64_REG(VM_ADD, 2, 8),
+      LDX(VM_B, 0, 2, 0), EXIT(), RET0()},
+     -EACCES, "outside the checked range [0, 0)", {}},
+    {"end_pointer_walking_back_names_the_idiom",
+     // e = data_end; e[-1]: the message names the idiom
+     {LOAD_IN(), LDX(VM_B, 0, 3, -1), EXIT()},
+     -EACCES, "walks back from the end", {}},
     {"jset_refines_bit",
      // if (r6 & 8) skip; else r6 & 8 == 0: r6 & 15 is at most 7
      {LDX(VM_DW, 6, 1, CTX_ARG0), ALU64_IMM(VM_AND, 6, 15), JMP_IMM(VM_JSET, 6, 8, 6),
