@@ -688,7 +688,12 @@ static int apply_tx(struct apply *ap)
      * idle host each wake-up costs tens of microseconds, most of a small
      * macro op's time); a micro op commits once per mutating step. */
     flags |= SFS_TXN_COMMIT_HERE;
-    r = sfs_txn_begin_flags(x->e->fs, flags, &ap->tx);
+    /* A macro op's lone overwrite (attempt(): one write inside one block
+     * the file holds, nothing after it that can fail) is one media write
+     * under a journal handle of its own, as a RISC write is: it needs no
+     * transaction to begin and commit around it. */
+    bool bare = ap->lone && x->tx == WIRE_TX_MACRO && x->muts[seq[0]].kind == MUT_WRITE;
+    r = bare ? 0 : sfs_txn_begin_flags(x->e->fs, flags, &ap->tx);
     for (; !r && i < n; i++) {
         unsigned run = write_run(ap, seq, i, n);
         if ((r = run > 1 ? apply_run(ap, seq + i, run) : apply_one(ap, seq[i])) != 0)
@@ -697,10 +702,11 @@ static int apply_tx(struct apply *ap)
     }
     if (!r && x->oplog && (r = fop_oplog_step(x, ap->tx, ap->cstep)) != 0)
         i = n - 1;   /* the step's record joins its commit, or the step is undone */
-    if (r && ap->tx)
+    if (r && (ap->tx || bare))
         undo_all(ap, seq, i < n ? i : n - 1);
     bool durable = (x->fsync && flushed(ap, seq, n)) || shrinks(ap, seq, n);
-    int c = ap->tx ? sfs_txn_commit(ap->tx, durable && !r) : 0;
+    int c = ap->tx ? sfs_txn_commit(ap->tx, durable && !r)
+                   : bare && durable && !r ? sfs_sync(x->e->fs) : 0;
     if (r) {
         ap->bad = x->muts[seq[i < n ? i : 0]].step;
         return r;
