@@ -108,6 +108,12 @@ struct vm_tnum tn_intersect(struct vm_tnum a, struct vm_tnum b, bool *empty)
     return (struct vm_tnum){v & ~mu, mu};
 }
 
+struct vm_tnum tn_union(struct vm_tnum a, struct vm_tnum b)
+{
+    uint64_t mu = a.mask | b.mask | (a.value ^ b.value);
+    return (struct vm_tnum){a.value & ~mu, mu};
+}
+
 bool tn_subset(struct vm_tnum a, struct vm_tnum b)
 {
     if (b.mask & ~a.mask)

@@ -62,6 +62,9 @@ struct vm_tnum tn_arsh(struct vm_tnum a, unsigned k);
 /* Values in both a and b. Sets *empty when no value is in both. */
 struct vm_tnum tn_intersect(struct vm_tnum a, struct vm_tnum b, bool *empty);
 
+/* Every value of a and every value of b (the bits they agree on). */
+struct vm_tnum tn_union(struct vm_tnum a, struct vm_tnum b);
+
 /* True if every value of b is a value of a (b is contained in a). */
 bool tn_subset(struct vm_tnum a, struct vm_tnum b);
 

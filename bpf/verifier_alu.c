@@ -132,11 +132,20 @@ static int ptr_add(struct venv *env, unsigned dst, struct vreg ptr, const struct
     if (konst) {
         int64_t c = (int64_t)s->t.value;
         ptr.off = (int32_t)(sub ? ptr.off - c : ptr.off + c);
-        if (!sub && !ptr.lid)
+        /* a link whose base no register holds any more bounds nothing:
+         * the counter added (`p + n` with n = 0 in a callee whose p came
+         * linked from the caller) is the one to follow */
+        if (!sub && (!ptr.lid || !vm_link_member(env, ptr.lid)))
             link_const(&ptr, sreg, c);
     } else {
+        int64_t vlim = sub ? INT64_MAX : vm_dist_var_limit(&ptr, sreg);
         link_var(&ptr, sreg, sub);
         vs_alu(&ptr.v, s, sub ? VM_SUB : VM_ADD, true, false);
+        if (vlim != INT64_MAX) {   /* `p += len` with len <= end - p */
+            struct vm_scalar lim = vs_const((uint64_t)vlim), v = ptr.v;
+            if (vs_refine(&v, &lim, VM_JSLE, true, true))
+                ptr.v = v;
+        }
         if (ptr.type == VT_IN || ptr.type == VT_OUT) {
             /* The base moves by s: what was proved beyond the old base
              * still holds beyond the new one, less the most s can be. */
@@ -309,6 +318,8 @@ static int alu_unary(struct venv *env, const struct vm_insn *insn)
     d->sflags = 0;
     d->off = 0;
     d->dist = 0;
+    d->lid = d->lgid = 0;
+    d->loff = 0;
     if (op == VM_NEG) {
         vs_neg(&d->v, is64);
         return 0;
@@ -350,6 +361,32 @@ static void relink(struct vreg *d, const struct vm_insn *insn)
         d->sflags = 0;
         d->off = 0;
     }
+}
+
+/* A scalar's sum link (verifier_int.h invariant 10): `s = x + y` (64
+ * bits) of two plain members of different link groups is b_x + b_y +
+ * (x.off + y.off); adding or subtracting a constant moves it; anything
+ * else ends it. d0: the destination before the operation. */
+static void sum_link(struct vreg *d, const struct vreg *d0, const struct vreg *s,
+                     const struct vm_insn *insn)
+{
+    unsigned op = VM_OP(insn->code);
+    bool is64 = VM_CLS(insn->code) == VM_CLS_ALU64, x = VM_SRC(insn->code) == VM_X;
+    int64_t loff = 0;
+    if (is64 && x && op == VM_ADD && d0->id && s->id && d0->id != s->id && !d0->sflags &&
+        !s->sflags && !d0->lid && !s->lid) {
+        d->lid = d0->id;
+        d->lgid = s->id;
+        loff = (int64_t)d0->off + s->off;
+    } else if (is64 && !x && (op == VM_ADD || op == VM_SUB) && d0->lid) {
+        loff = d0->loff + (op == VM_ADD ? (int64_t)insn->imm : -(int64_t)insn->imm);
+    } else {
+        d->lid = 0;
+    }
+    if (loff < INT32_MIN || loff > INT32_MAX)
+        d->lid = 0;
+    d->loff = d->lid ? (int32_t)loff : 0;
+    d->lgid = d->lid ? d->lgid : 0;
 }
 
 /* clang's sign- and zero-extensions of a 32-bit value, `x <<= 32; x
@@ -398,9 +435,26 @@ int vm_check_alu(struct venv *env, const struct vm_insn *insn)
     struct vreg *d = vm_reg(env, dst);
     if (vm_is_ptr(d) || vm_is_ptr(&s))
         return ptr_alu(env, insn, &s);
+    if (is64 && op == VM_ADD && VM_SRC(insn->code) == VM_X && !vs_is_const(&d->v) &&
+        !vs_is_const(&s.v)) {   /* name both terms of a sum (invariant 10) */
+        link_src(env, d);
+        link_src(env, vm_reg(env, vm_src(insn)));
+        s = *vm_reg(env, vm_src(insn));
+    }
     struct vm_scalar before = d->v;
+    struct vreg d0 = *d;
+    /* a register known to be a constant is that immediate, for links */
+    struct vm_insn k = *insn;
+    if (VM_SRC(insn->code) == VM_X && vs_is_const(&s.v) &&
+        (int64_t)s.v.t.value >= INT32_MIN && (int64_t)s.v.t.value <= INT32_MAX &&
+        (op == VM_ADD || op == VM_SUB)) {
+        k.code = (uint8_t)((insn->code & ~VM_X) | VM_K);
+        k.imm = (int32_t)(int64_t)s.v.t.value;
+        k.regs = (uint8_t)(insn->regs & 0x0f);
+    }
     vs_alu(&d->v, &s.v, op, is64, insn->off == 1);
-    relink(d, insn);
-    vm_dist_alu(d, &before, &s.v, insn);
+    relink(d, &k);
+    vm_dist_alu(d, &before, &s.v, &k);
+    sum_link(d, &d0, &s, &k);
     return 0;
 }

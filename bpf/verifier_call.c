@@ -148,6 +148,7 @@ static void index_dist(struct venv *env, const struct vm_helper *h, struct vreg 
     if (!r || r->type != VT_SCALAR || r->v.smin < 0)
         return;
     vm_dist_copy(out, r);
+    out->dist &= (uint8_t)~(VM_DIST_EQ(0) | VM_DIST_EQ(1));   /* r0 < r: no longer exact */
     for (unsigned k = 0; k < 2; k++)
         if (out->doff[k] < INT32_MAX)
             out->doff[k]++;

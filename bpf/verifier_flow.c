@@ -261,10 +261,13 @@ static int pointer_kinds(struct venv *env)
             pk_step(&fl, pc);
         }
         for (uint32_t pc = 0; pc < env->n; pc++) {
-            uint16_t m = 0;
-            for (unsigned r = 0; r < VM_NREGS; r++)
+            uint16_t m = 0, stk = 0;
+            for (unsigned r = 0; r < VM_NREGS; r++) {
                 m |= pk_get(&fl.in[pc], r) ? (uint16_t)(1u << r) : 0;
+                stk |= pk_get(&fl.in[pc], r) & PK_STACK ? (uint16_t)(1u << r) : 0;
+            }
             env->info[pc].ptr = m;
+            env->info[pc].stk = stk;
         }
     }
     free(fl.in);
@@ -319,13 +322,33 @@ static void lp_ldx(const struct vm_insn *i, struct lp *s)
             s->slots |= 1ull << k;
 }
 
-static void lp_store(const struct vm_insn *i, struct lp *s)
+/* A store through r10 that keeps the value (verifier_mem.c): a whole
+ * slot, or a naturally aligned narrow store inside one (invariant 8). */
+static bool fp_value_slot(int32_t off, unsigned size, unsigned *slot)
 {
+    unsigned lo, hi;
+    if (size == 8)
+        return fp_whole_slot(off, size, slot);
+    if (off % (int32_t)size != 0 || !fp_slots(off, size, &lo, &hi))
+        return false;
+    *slot = lo;
+    return true;
+}
+
+/* A register stored through a pointer other than r10 that may point into
+ * a stack may reach a slot (of this frame or a caller's) whose value
+ * matters later: the stack keeps its value (verifier_mem.c) only where it
+ * is precise, which this makes it. */
+static void lp_store(const struct venv *env, uint32_t pc, struct lp *s)
+{
+    const struct vm_insn *i = &env->insns[pc];
     unsigned size = vm_size_bytes(i->code), src = vm_src(i), slot;
     bool stx = VM_CLS(i->code) == VM_CLS_STX, atomic = VM_MODE(i->code) == VM_ATOMIC;
     bool flows = false;
-    if (vm_dst(i) == VM_REG_FP && stx && !atomic && fp_whole_slot(i->off, size, &slot))
+    if (vm_dst(i) == VM_REG_FP && stx && !atomic && fp_value_slot(i->off, size, &slot))
         flows = (s->slots >> slot) & 1;
+    if (vm_dst(i) != VM_REG_FP && stx && !atomic && (env->info[pc].stk & BIT(vm_dst(i))))
+        flows = true;
     if (vm_dst(i) == VM_REG_FP)
         lp_kill_slots(s, i->off, size);
     if (atomic && (i->imm & VM_FETCH))
@@ -373,7 +396,7 @@ static void lp_step(const struct venv *env, uint32_t pc, struct lp *s)
     } else if (cls == VM_CLS_LDX) {
         lp_ldx(i, s);
     } else if (cls == VM_CLS_ST || cls == VM_CLS_STX) {
-        lp_store(i, s);
+        lp_store(env, pc, s);
     } else if (i->code == VM_OPC_LD_IMM64) {
         s->live &= (uint16_t)~BIT(vm_dst(i));
         s->prec &= (uint16_t)~BIT(vm_dst(i));

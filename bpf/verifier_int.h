@@ -15,6 +15,7 @@
  *   verifier_alu.c    ALU instructions incl. pointer arithmetic
  *   verifier_jmp.c    jumps and branch refinement incl. packet ranges
  *   verifier_dist.c   distances to a buffer's end (invariant 6)
+ *   verifier_neq.c    values known to differ (invariant 9)
  *   verifier_call.c   helper calls, local calls, exit
  *   verifier_print.c  register/state text for messages and the log
  *
@@ -49,7 +50,11 @@
  *      moves doff; a lower bound learnt on the scalar then proves bytes
  *      after those pointers (verifier_dist.c), and a helper may take it as
  *      the size for such a pointer. This is the pointer-vs-end part of a
- *      zone domain (difference bounds), kept per scalar.
+ *      zone domain (difference bounds), kept per scalar. With bit k + 2
+ *      (VM_DIST_EQ(k)) set as well the bound is exact: value == END -
+ *      (base + v) - doff (made by `end - p`, kept by adding constants and
+ *      exact copies), so what a comparison of those pointers with the end
+ *      proves bounds the scalar from below too (verifier_dist.c).
  *   7. A pointer with lid != 0 has the variable part v = vG + b + loff,
  *      b the base of the scalars linked with id lid (invariant 5) and vG
  *      the variable part of the pointers with id lgid into the same
@@ -61,6 +66,21 @@
  *      A check of q against the end then bounds n by the distance from
  *      the lgid pointers to the end (invariant 6), and bounding q's v
  *      bounds n (lgid 0).
+ *   8. A stack slot with nsize != 0 (and spill 0) holds a narrow scalar
+ *      store: nsize is 1, 2 or 4, nbyte a multiple of it, the bytes
+ *      [nbyte, nbyte + nsize) are initialised and hold the low nsize bytes
+ *      of r, a plain scalar (no links, no distance) whose value fits them.
+ *      A write to any of those bytes ends it; a slot holds one at most.
+ *   9. Each entry of a state's neq names two values, b_a + off_a of kind
+ *      kind_a and b_b + off_b of kind_b (link groups id_a, id_b,
+ *      invariant 5; id_b 0: the constant k), that differ in every
+ *      concrete state the abstract one stands for (verifier_neq.c).
+ *  10. A scalar with lid != 0 holds b_lid + b_lgid + loff: the sum of two
+ *      values of link groups lid and lgid (a sum link, `n + k` tested
+ *      against `oend - out` before `out[n + k]` is written through `out +
+ *      n`). Made by a 64-bit add of two plain members, moved by constants,
+ *      ended by anything else; states lose them at pruning points, where
+ *      they are compared, and at joins (verifier_dist.c uses them).
  */
 #ifndef CISC_BPF_VERIFIER_INT_H
 #define CISC_BPF_VERIFIER_INT_H
@@ -86,6 +106,7 @@
 #define VS_SCALE_SHIFT 5              /* scalars: (b + off) << k; pointers: v = (b + loff) << k */
 #define VS_SCALE_MASK (3u << VS_SCALE_SHIFT)   /* k = 1..3 in these bits (invariants 5, 7) */
 #define VS_SCALE(k) ((uint8_t)((k) << VS_SCALE_SHIFT))
+#define VM_DIST_EQ(k) ((uint8_t)(4u << (k)))   /* dist: bound k is exact (invariant 6) */
 
 /* The k of a scaled link (VS_SCALE), 0 if none. */
 static inline unsigned vm_link_scale(uint8_t sflags)
@@ -111,7 +132,8 @@ struct vreg {
     uint8_t frame;         /* VT_STACK: index of the frame it points into */
     uint8_t sflags;        /* scalars with id: VS_ZEXT, VS_SHL32, VS_LOW8, VS_SCALE;
                               pointers: VS_WILD, VS_LZEXT, VS_SCALE */
-    uint8_t dist;          /* VT_SCALAR: bit k: bounded by a distance (invariant 6) */
+    uint8_t dist;          /* VT_SCALAR: bit k: bounded by a distance, bit k + 2:
+                              exactly that distance (invariant 6) */
     uint32_t id;           /* VT_IN/VT_OUT: same id = same variable part;
                               VT_SCALAR: same id = linked values (below) */
     int32_t off;           /* pointers: fixed offset; linked scalars: delta */
@@ -121,7 +143,8 @@ struct vreg {
     int32_t doff[2];       /* ... and the offset subtracted (invariant 6) */
     uint32_t lid;          /* pointers: v = vG + b + loff for the scalars linked */
     int32_t loff;          /* with id lid (invariant 7); 0: no such link ... */
-    uint32_t lgid;         /* ... vG: the part of the pointers with this id (0: 0) */
+    uint32_t lgid;         /* ... vG: the part of the pointers with this id (0: 0);
+                              scalars: value = b_lid + b_lgid + loff (invariant 10) */
     struct vm_scalar v;    /* VT_SCALAR: the value; pointers: variable offset */
 };
 
@@ -129,7 +152,9 @@ struct vslot {
     uint8_t init;          /* bit b: byte b of the slot initialised */
     uint8_t spill;         /* r holds a spilled register (invariant 3) */
     uint8_t clobbered;     /* a spilled pointer was partly overwritten (messages) */
-    uint8_t pad[5];
+    uint8_t nsize;         /* not spill: bytes [nbyte, nbyte + nsize) hold the */
+    uint8_t nbyte;         /* scalar r (invariant 8); 0: none */
+    uint8_t pad[3];
     struct vreg r;
 };
 
@@ -141,11 +166,25 @@ struct vframe {
     struct vslot slots[VM_NSLOTS];   /* slot i: bytes [-(i+1)*8, -i*8) */
 };
 
+/* Two scalar values known to differ (invariant 9), each named by its
+ * link group, offset and kind (invariant 5); id[1] == 0: the second is
+ * the constant k. */
+#define VM_MAX_NEQ 4
+struct vneq {
+    uint32_t id[2];
+    int32_t off[2];
+    uint8_t kind[2];
+    uint8_t pad[6];
+    uint64_t k;
+};
+
 /* The working state (large, one per env); stored copies are snapshots. */
 struct vstate {
     uint32_t nframes;      /* frames[nframes-1] is the current one */
     uint32_t backedges;    /* loop back edges taken on this path */
     uint32_t joined;       /* this path went through a join */
+    uint32_t nneq;         /* entries of neq in use */
+    struct vneq neq[VM_MAX_NEQ];
     struct vframe frames[VM_MAX_CALL_DEPTH];
 };
 
@@ -168,6 +207,7 @@ struct vinfo {
     uint16_t live;         /* registers read before written on some path */
     uint16_t prec;         /* registers whose exact value matters */
     uint16_t ptr;          /* registers that may hold a pointer */
+    uint16_t stk;          /* ... a pointer into a stack */
     uint64_t slot_prec;    /* own stack slots whose exact value matters */
 };
 
@@ -269,6 +309,10 @@ bool vm_state_pop(struct venv *env);
 /* True if a waiting state should run before the current one. */
 bool vm_state_should_yield(const struct venv *env);
 void vm_state_free_all(struct venv *env);
+/* Calls fn(env, r, arg) on every register of every frame of the current
+ * state and every register spilled in their stack slots. */
+void vm_each_reg(struct venv *env, void (*fn)(struct venv *, struct vreg *, const void *),
+                 const void *arg);
 
 /* What matters in frame f of the current state at env->pc: live and
  * precise registers, precise stack slots (verifier_state.c). */
@@ -307,6 +351,12 @@ void vm_mark_range(struct venv *env, uint8_t type, uint32_t id, uint32_t range);
 /* Narrows the variable part of the pointers with p's type and id to at
  * most `limit` (signed). */
 void vm_bound_var(struct venv *env, const struct vreg *p, int64_t limit);
+/* A plain member (b + off) of scalar link group id in the current
+ * state's registers, or NULL. */
+const struct vreg *vm_link_member(struct venv *env, uint32_t id);
+/* After a join: bounds the variable part of pointers linked from the
+ * start by the range of their link's base (invariant 7). */
+void vm_link_narrow(struct venv *env);
 /* Handles a jump at env->pc: updates env->pc (and may push the other
  * side). Returns 0, or 1 when the path ends (both sides impossible). */
 int vm_check_jmp(struct venv *env, const struct vm_insn *insn);
@@ -327,6 +377,9 @@ void vm_dist_alu(struct vreg *dst, const struct vm_scalar *before, const struct 
 /* After a comparison refined a and b (the side where `a op b` holds):
  * passes a distance bound from one to the other. */
 void vm_dist_cmp(struct vreg *a, struct vreg *b, unsigned op, bool is64);
+/* Gives the other members of x's link group (invariant 5) the distance
+ * bounds x has, moved by their offset from x. */
+void vm_dist_links(struct venv *env, const struct vreg *x);
 /* Applies every distance relation's lower bound to its pointers (ranges,
  * variable parts): called after a branch refined scalars. */
 void vm_dist_learn(struct venv *env);
@@ -337,6 +390,10 @@ void vm_dist_add(struct vreg *x, unsigned k, uint32_t id, int64_t doff);
 /* A register of the current state's frames pointing into buffer `type`
  * with group id `id` (not wild), or NULL. */
 const struct vreg *vm_group_member(struct venv *env, uint8_t type, uint32_t id);
+/* The bytes [0, range) after base + v of buffer group (type, id) are
+ * proved: scalars exactly at a distance from that group learn their lower
+ * bound (invariant 6). */
+void vm_dist_range_learnt(struct venv *env, uint8_t type, uint32_t id, uint32_t range);
 /* True if pointer p is known to be at or before its buffer's end. */
 bool vm_dist_le_end(const struct vreg *p);
 /* Copies src's distance bounds (only) into dst. */
@@ -345,6 +402,21 @@ void vm_dist_copy(struct vreg *dst, const struct vreg *src);
 bool vm_dist_covers(const struct vreg *p, const struct vreg *s);
 /* q = p + s (s a scalar with a relation to p's buffer): the range q gets. */
 uint32_t vm_dist_range_after_add(const struct vreg *p, const struct vreg *s);
+/* q = p + s: the largest variable part q can have by s's relation to p's
+ * buffer (INT64_MAX if none). */
+int64_t vm_dist_var_limit(const struct vreg *p, const struct vreg *s);
+
+/* --- verifier_neq.c ------------------------------------------------------ */
+/* True if the values of scalars a and b are known to differ (in their low
+ * 32 bits too when !is64); b may be a constant without a name. */
+bool vm_neq_known(const struct venv *env, const struct vreg *a, const struct vreg *b,
+                  bool is64);
+/* Gives scalar r a link group of its own if it has none, so that its
+ * value can be named. */
+void vm_neq_name(struct venv *env, struct vreg *r);
+/* Records that the values of a (named) and b (named, or a constant)
+ * differ. */
+void vm_neq_add(struct venv *env, const struct vreg *a, const struct vreg *b);
 
 /* --- verifier_print.c ---------------------------------------------------- */
 const char *vm_vtype_name(enum vtype t);

@@ -67,10 +67,10 @@ void vm_mark_range(struct venv *env, uint8_t type, uint32_t id, uint32_t range)
             if (fr->slots[s].spill)
                 mark_range_regs(&fr->slots[s].r, 1, type, id, range);
     }
+    vm_dist_range_learnt(env, type, id, range);
 }
 
-/* A plain member (b + off) of scalar link group id, or NULL. */
-static const struct vreg *link_member(struct venv *env, uint32_t id)
+const struct vreg *vm_link_member(struct venv *env, uint32_t id)
 {
     for (uint32_t f = 0; f < env->cur->nframes; f++)
         for (unsigned r = 0; r < VM_NREGS; r++) {
@@ -89,7 +89,7 @@ static void bound_base_group(struct venv *env, const struct vreg *p, int64_t lim
                              unsigned depth)
 {
     const int64_t lim = (int64_t)1 << 40;
-    const struct vreg *x = link_member(env, p->lid);
+    const struct vreg *x = vm_link_member(env, p->lid);
     const struct vreg *g = vm_group_member(env, p->type, p->lgid);
     if (!x || !g || depth >= 4 || x->v.smin <= -lim || x->v.smin >= lim || limit >= lim)
         return;
@@ -129,6 +129,30 @@ static void bound_var(struct venv *env, const struct vreg *p, int64_t limit, uns
         m.off = p->loff;
         m.sflags = p->sflags & VS_LZEXT ? VS_ZEXT : (uint8_t)(p->sflags & VS_SCALE_MASK);
         propagate(env, &m);
+    }
+}
+
+/* Pointers linked from the start (invariant 7: v = b + loff, lgid 0)
+ * after a join: b's range, which a plain member x = b + x.off of the link
+ * shows, bounds v. (Widening moves v and x separately; `p += 64` beside
+ * `base += 64` keeps p within what the test of base allows.) */
+void vm_link_narrow(struct venv *env)
+{
+    const int64_t lim = (int64_t)1 << 40;
+    struct vframe *fr = vm_curframe(env);
+    for (unsigned r = 0; r < VM_REG_FP; r++) {
+        const struct vreg *p = &fr->regs[r];
+        if ((p->type != VT_IN && p->type != VT_OUT) || !p->lid || p->lgid ||
+            (p->sflags & (VS_WILD | VS_LZEXT | VS_SCALE_MASK)))
+            continue;
+        const struct vreg *x = vm_link_member(env, p->lid);
+        if (!x || x->v.smax >= lim || x->v.smin <= -lim)
+            continue;
+        int64_t limit = x->v.smax - x->off + p->loff;
+        if (p->v.smax > limit) {
+            struct vreg pc = *p;   /* bound_var rewrites the registers p is one of */
+            vm_bound_var(env, &pc, limit);
+        }
     }
 }
 
@@ -188,6 +212,7 @@ static void learn_range(struct venv *env, const struct vreg *p, const struct vre
         link_dist(env, p, range);
     if (p->id != 0)
         vm_bound_var(env, p, (int64_t)VM_MAX_BUF_SIZE + e->off - p->off);
+    /* the bounds it gave scalars prove bytes for linked pointers */
 }
 
 static bool is_end(const struct vreg *r)
@@ -468,9 +493,59 @@ static void set_side(struct venv *env, const struct vm_insn *insn, unsigned op,
         s->v = *b;
         propagate(env, s);
         vm_dist_cmp(d, s, op, VM_CLS(insn->code) == VM_CLS_JMP);
+        vm_dist_links(env, d);   /* a bound a comparison passed on holds for the group */
+        vm_dist_links(env, s);
     }
     propagate(env, d);
     vm_dist_learn(env);
+}
+
+/* The second operand of a scalar test: the register, or the immediate
+ * (sign-extended for 64-bit tests, zero-extended for 32-bit ones). */
+static struct vreg operand_of(struct venv *env, const struct vm_insn *insn)
+{
+    struct vreg k;
+    if (VM_SRC(insn->code) == VM_X)
+        return *vm_reg(env, vm_src(insn));
+    vm_mark_scalar(&k, vs_const(VM_CLS(insn->code) == VM_CLS_JMP ? (uint64_t)(int64_t)insn->imm
+                                                               : (uint32_t)insn->imm));
+    return k;
+}
+
+/* `a == b` / `a != b` (invariant 9): a difference known decides the test;
+ * otherwise, when both sides are possible, the values are named so that
+ * the `!=` side can record it. Returns the side on which they differ (1
+ * taken, 0 fall-through), -1 for none. */
+static int neq_side(struct venv *env, const struct vm_insn *insn, bool *can_take,
+                    bool *can_fall)
+{
+    unsigned op = VM_OP(insn->code), dst = vm_dst(insn), src = vm_src(insn);
+    bool x = VM_SRC(insn->code) == VM_X;
+    if ((op != VM_JEQ && op != VM_JNE) || (x && src == dst))
+        return -1;
+    struct vreg *a = vm_reg(env, dst), b = operand_of(env, insn);
+    int side = op == VM_JNE ? 1 : 0;
+    if (vm_neq_known(env, a, &b, VM_CLS(insn->code) == VM_CLS_JMP)) {
+        if (side)
+            *can_fall = false;   /* they differ: `==` is impossible */
+        else
+            *can_take = false;
+        return -1;
+    }
+    if (!*can_take || !*can_fall || (vs_is_const(&a->v) && vs_is_const(&b.v)))
+        return -1;
+    vm_neq_name(env, a);
+    if (x)
+        vm_neq_name(env, vm_reg(env, src));
+    return side;
+}
+
+static void neq_note(struct venv *env, const struct vm_insn *insn, int side, int here)
+{
+    if (side == here) {
+        struct vreg b = operand_of(env, insn);
+        vm_neq_add(env, vm_reg(env, vm_dst(insn)), &b);
+    }
 }
 
 static int scalar_cond(struct venv *env, const struct vm_insn *insn, uint32_t target)
@@ -484,6 +559,7 @@ static int scalar_cond(struct venv *env, const struct vm_insn *insn, uint32_t ta
     bool same = x && src == dst;
     bool can_take = vs_refine(&at, same ? &at : &bt, op, is64, true);
     bool can_fall = vs_refine(&af, same ? &af : &bf, op, is64, false);
+    int neq = neq_side(env, insn, &can_take, &can_fall);
     if (can_take && can_fall) {
         /* both sides change linked registers (or, through a distance
          * bound, pointers): queue a copy of the taken side made from a
@@ -494,6 +570,7 @@ static int scalar_cond(struct venv *env, const struct vm_insn *insn, uint32_t ta
         if (linked && !before)
             return -ENOMEM;
         set_side(env, insn, op, &at, &bt);
+        neq_note(env, insn, neq, 1);
         int err = push_side(env, target);
         if (before)
             vm_snap_restore(env->cur, before);
@@ -503,6 +580,7 @@ static int scalar_cond(struct venv *env, const struct vm_insn *insn, uint32_t ta
     }
     if (can_fall) {
         set_side(env, insn, negate(op), &af, &bf);
+        neq_note(env, insn, neq, 0);
         go(env, env->pc + 1);
         return 0;
     }

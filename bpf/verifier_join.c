@@ -143,12 +143,6 @@ static int64_t down_s(const struct venv *env, int64_t x, int64_t limit)
 
 /* --- values ----------------------------------------------------------------------- */
 
-static struct vm_tnum tn_union(struct vm_tnum a, struct vm_tnum b)
-{
-    uint64_t mu = a.mask | b.mask | (a.value ^ b.value);
-    return (struct vm_tnum){a.value & ~mu, mu};
-}
-
 /* Known bits are left alone: they only ever get fewer (at most 64
  * steps), and they keep facts like "always even" that a loop exit test
  * such as `i != 8192` with i += 2 needs. */
@@ -179,16 +173,10 @@ static void widen(const struct venv *env, const struct vm_scalar *o, struct vm_s
 static struct vm_scalar join_scalar(const struct venv *env, const struct vm_scalar *o,
                                     const struct vm_scalar *c, bool wide, bool ptr)
 {
-    struct vm_scalar r;
-    r.t = tn_union(o->t, c->t);
-    r.umin = o->umin < c->umin ? o->umin : c->umin;
-    r.umax = o->umax > c->umax ? o->umax : c->umax;
-    r.smin = o->smin < c->smin ? o->smin : c->smin;
-    r.smax = o->smax > c->smax ? o->smax : c->smax;
-    r.u32min = o->u32min < c->u32min ? o->u32min : c->u32min;
-    r.u32max = o->u32max > c->u32max ? o->u32max : c->u32max;
-    r.s32min = o->s32min < c->s32min ? o->s32min : c->s32min;
-    r.s32max = o->s32max > c->s32max ? o->s32max : c->s32max;
+    if (memcmp(o, c, sizeof(*o)) == 0)   /* the hull of one value is itself (synced) */
+        return *o;
+    struct vm_scalar r = *o;
+    vs_hull(&r, c);
     if (wide)
         widen(env, o, &r, ptr);
     vs_sync(&r);
@@ -210,6 +198,10 @@ struct jmap {
     uint32_t old[64], cur[64], res[64];
     int64_t shift[64];
     uint8_t type[64];      /* VT_SCALAR for link groups, else the buffer's (id 0 is per buffer) */
+    uint8_t start_kept;    /* bit k: buffer k's start pointers (id 0, same offset) in both */
+    const struct vreg *pre;   /* the old state's top-frame registers before the join */
+    const struct vframe *oframe;   /* the old state's top frame, being joined */
+    unsigned xreg;         /* the top-frame register being joined (VM_NREGS: other) */
     /* for distance bounds only one side has: the old state's buffer
      * groups before the join, and the current state */
     uint32_t ngroups;
@@ -229,8 +221,11 @@ struct jmap {
 static uint32_t join_id_shift(struct venv *env, struct jmap *m, uint8_t type, uint32_t o,
                               uint32_t c, int64_t shift)
 {
-    if (o == 0 && c == 0 && shift == 0)
+    if (o == 0 && c == 0 && shift == 0) {
+        if (type == VT_IN || type == VT_OUT)
+            m->start_kept |= (uint8_t)(1u << vm_buf_index(type));
         return 0;
+    }
     for (uint32_t k = 0; k < m->n; k++) {
         if (m->type[k] != type)
             continue;
@@ -417,6 +412,82 @@ static void synth_dist(struct vreg *x, const struct vm_scalar *xv, unsigned k, u
     }
 }
 
+/* Neither state has bound k for x, which differs between them: a
+ * non-negative x that a buffer group's proved range covers in both states
+ * is bounded by the distance from that group in both (x <= range - umax
+ * more than that), with the group's pairing; join_dist then keeps what
+ * both agree on. A counter that was a constant in the paths joined (the
+ * first iterations of `out[n + k] = ' '`) has no bound of its own. */
+static void synth_both(struct vreg *o, const struct vm_scalar *ov, struct vreg *c, unsigned k,
+                       const struct jmap *m)
+{
+    uint8_t type = k ? VT_OUT : VT_IN;
+    uint32_t ro, rc;
+    if (ov->smin < 0 || c->v.smin < 0)
+        return;
+    for (uint32_t e = 0; e <= m->n; e++) {   /* e == n: the start, if kept in both */
+        bool start = e == m->n;
+        uint32_t go = start ? 0 : m->old[e], gc = start ? 0 : m->cur[e];
+        if (start ? !(m->start_kept >> k & 1) : m->type[e] != type)
+            continue;
+        if (!old_range(m, type, go, &ro) || !cur_range(m->cur_state, type, gc, &rc) ||
+            ro == 0 || rc == 0 || ov->umax > ro || c->v.umax > rc)
+            continue;
+        vm_dist_add(o, k, go, (int64_t)ro - (int64_t)ov->umax);
+        vm_dist_add(c, k, gc, (int64_t)rc - (int64_t)c->v.umax);
+        return;
+    }
+}
+
+/* A register of the top frame that points to buffer k's start at the
+ * same place in both states (before the join) and is not linked to the
+ * scalar's link groups (ido, idc): the pointer a bound from the start is
+ * for. A pointer to the start made as `p + n` from the scalar itself
+ * (id 0 because both were constants) is not. */
+static bool rel_k(const struct vreg *r, unsigned p, unsigned q, unsigned x, int64_t *k);
+
+static bool start_pair(const struct vreg *o, const struct vreg *c, uint8_t type, uint32_t ido,
+                       uint32_t idc)
+{
+    return o->type == type && c->type == type && !o->id && !c->id && o->off == c->off &&
+           !((o->sflags | c->sflags) & VS_WILD) && vs_is_const(&o->v) && vs_is_const(&c->v) &&
+           (!ido || o->lid != ido) && (!idc || c->lid != idc);
+}
+
+static bool start_base(const struct jmap *m, unsigned k, uint32_t ido, uint32_t idc)
+{
+    uint8_t type = k ? VT_OUT : VT_IN;
+    const struct vframe *cf = &m->cur_state->frames[m->cur_state->nframes - 1], *of = m->oframe;
+    /* pointers from the start rebased by the join (`out + n` at two
+     * places) that are not made from x: x is added to them (`(out + n) +
+     * k`), so the bound is wanted from their group */
+    bool rebased = false, made_from_x = false;
+    for (unsigned r = 0; r < VM_REG_FP; r++) {
+        const struct vreg *o = &m->pre[r], *c = &cf->regs[r];
+        int64_t ko, kc;
+        if (o->type != type || c->type != type || o->id || c->id || o->off == c->off)
+            continue;
+        rebased = true;
+        made_from_x |= (ido && o->lid == ido) || (idc && c->lid == idc);
+        /* or moving with x: place - x the same in both (`p += 64` beside
+         * `base += 64`) */
+        made_from_x |= m->xreg < VM_REG_FP && rel_k(m->pre, r, VM_NREGS, m->xreg, &ko) &&
+                       rel_k(cf->regs, r, VM_NREGS, m->xreg, &kc) && ko == kc;
+    }
+    if (rebased && !made_from_x)
+        return false;
+    for (unsigned r = 0; r < VM_REG_FP; r++)
+        if (start_pair(&m->pre[r], &cf->regs[r], type, ido, idc))
+            return true;
+    /* spilled (`out` kept at fp-8): the pointer slots are joined already,
+     * and a start pointer stays one */
+    for (uint32_t s = 0; s < of->nslots && s < cf->nslots; s++)
+        if (of->slots[s].spill && cf->slots[s].spill &&
+            start_pair(&of->slots[s].r, &cf->slots[s].r, type, ido, idc))
+            return true;
+    return false;
+}
+
 /* Distance bound k (verifier_int.h invariant 6) of a joined scalar: kept
  * when both have one for the same pair of pointer groups, moved onto the
  * rebased group if the pointers were rebased (the looser of the two;
@@ -427,8 +498,16 @@ static void join_dist(struct venv *env, struct vreg *o, const struct vreg *c, un
 {
     int64_t shift = 0;
     const uint32_t *res = NULL;
-    if ((o->dist & c->dist) >> k & 1)   /* id 0 too: data + constant, rebased */
+    /* id 0 too: data + constant, rebased - unless it is `end - data`
+     * itself in both, or a pointer to the start itself, not made from x,
+     * is in both states (then the bound from the start stays) */
+    bool exact = (o->dist & c->dist & VM_DIST_EQ(k)) && o->doff[k] == c->doff[k];
+    bool start = !o->did[k] && !c->did[k] &&
+                 (exact || ((m->start_kept >> k & 1) && start_base(m, k, o->id, c->id)));
+    if (((o->dist & c->dist) >> k & 1) && !start)
         res = jmap_find(m, k ? VT_OUT : VT_IN, o->did[k], c->did[k], &shift);
+    uint8_t eq = o->dist & c->dist & VM_DIST_EQ(k);
+    o->dist &= (uint8_t)~VM_DIST_EQ(k);
     if (!((o->dist & c->dist) >> k & 1) || (!res && o->did[k] != c->did[k])) {
         o->dist &= (uint8_t)~(1u << k);
         return;
@@ -445,6 +524,8 @@ static void join_dist(struct venv *env, struct vreg *o, const struct vreg *c, un
     }
     o->did[k] = res ? *res : o->did[k];
     o->doff[k] = (int32_t)d;
+    if (dof == dcf)   /* exact in both, at the same distance from the rebased group */
+        o->dist |= eq;
 }
 
 static bool join_reg(struct venv *env, struct vreg *o, const struct vreg *c, bool wide,
@@ -457,6 +538,8 @@ static bool join_reg(struct venv *env, struct vreg *o, const struct vreg *c, boo
     if (o->type != c->type)
         return false;
     if (o->type == VT_SCALAR) {
+        o->lid = o->lgid = 0;   /* sum links end at joins (invariant 10) */
+        o->loff = 0;
         struct vm_scalar ov = o->v;   /* x's own value, for synth_dist */
         o->v = join_scalar(env, &o->v, &c->v, wide, false);
         /* a distance bound survives when both have it for one pointer
@@ -468,6 +551,8 @@ static bool join_reg(struct venv *env, struct vreg *o, const struct vreg *c, boo
                     synth_dist(o, &ov, k, c->did[k], true, m);
                 else
                     synth_dist(&cc, &cc.v, k, o->did[k], false, m);
+            } else if (!((o->dist | c->dist) >> k & 1) && memcmp(&ov, &c->v, sizeof(ov))) {
+                synth_both(o, &ov, &cc, k, m);   /* a counter: it differs */
             }
             join_dist(env, o, &cc, k, m, wide);
         }
@@ -494,6 +579,11 @@ static void join_slot(struct venv *env, struct vslot *o, const struct vslot *c, 
 {
     o->init &= c->init;
     bool optr = o->spill && o->r.type != VT_SCALAR, cptr = c->spill && c->r.type != VT_SCALAR;
+    if (o->nsize && o->nsize == c->nsize && o->nbyte == c->nbyte) {   /* invariant 8 */
+        join_reg(env, &o->r, &c->r, wide, m);
+        return;
+    }
+    o->nsize = 0;
     if (optr || cptr) {
         if (!(optr && cptr && o->init == 0xff && join_reg(env, &o->r, &c->r, wide, m)))
             o->init = 0, o->spill = 0;
@@ -521,8 +611,13 @@ static bool join_frame(struct venv *env, struct vframe *o, const struct vframe *
             continue;
         if (!(mk.live & (1u << r)))
             vm_mark_none(&o->regs[r]);
-        else if (!join_reg(env, &o->regs[r], &c->regs[r], wide, m))
-            return false;
+        else {
+            m->xreg = o == m->oframe ? r : VM_NREGS;
+            bool ok = join_reg(env, &o->regs[r], &c->regs[r], wide, m);
+            m->xreg = VM_NREGS;
+            if (!ok)
+                return false;
+        }
     }
     static const struct vslot empty;
     if (c->nslots > o->nslots) {
@@ -579,11 +674,139 @@ static void join_links(struct venv *env, struct jmap *m)
     }
 }
 
+static bool is_buf_ptr(const struct vreg *r)
+{
+    return (r->type == VT_IN || r->type == VT_OUT) && !(r->sflags & VS_WILD);
+}
+
+/* place(P) - place(Q) - x = *k in the registers r of one state (place:
+ * fixed + variable offset from the buffer's start; q == VM_NREGS: the
+ * start itself, place 0): P, Q and x constants, or P linked to x's group
+ * (invariant 7) from Q's group (from the start) with x a plain member. */
+static bool rel_k(const struct vreg *r, unsigned p, unsigned q, unsigned x, int64_t *k)
+{
+    const struct vreg *P = &r[p], *X = &r[x], *Q = q < VM_NREGS ? &r[q] : NULL;
+    if (!is_buf_ptr(P) || X->type != VT_SCALAR || (Q && (Q->type != P->type || !is_buf_ptr(Q))))
+        return false;
+    int64_t qplace = Q ? (int64_t)Q->off + (int64_t)Q->v.t.value : 0;
+    if (vs_is_const(&P->v) && vs_is_const(&X->v) && (!Q || vs_is_const(&Q->v))) {
+        *k = (int64_t)P->off + (int64_t)P->v.t.value - qplace - (int64_t)X->v.t.value;
+        return true;
+    }
+    if (!P->lid || P->lid != X->id || X->sflags || (P->sflags & (VS_LZEXT | VS_SCALE_MASK)) ||
+        (Q ? !Q->id || P->lgid != Q->id : P->lgid != 0))
+        return false;
+    /* place(P) = off + vG + b + loff, place(Q) = Q.off + vG, x = b + x.off */
+    *k = (int64_t)P->off - (Q ? Q->off : 0) + P->loff - X->off;
+    return true;
+}
+
+/* True if some register of regs holds a plain member of link group id. */
+static bool has_member(const struct vreg *regs, uint32_t id)
+{
+    for (unsigned r = 0; r < VM_REG_FP; r++)
+        if (regs[r].type == VT_SCALAR && regs[r].id == id && regs[r].sflags == 0)
+            return true;
+    return false;
+}
+
+/* Links P (joined, j[p]) to x's group from Q's group (q < VM_NREGS) or
+ * the start with place(P) = place(Q) + x + k in both states. */
+static bool set_link(struct venv *env, struct vreg *j, unsigned p, unsigned q, unsigned x,
+                     int64_t k)
+{
+    int64_t loff = (q < VM_NREGS ? (int64_t)j[q].off : 0) + (j[x].id ? (int64_t)j[x].off : 0) +
+                   k - j[p].off;
+    if (loff < INT32_MIN || loff > INT32_MAX)
+        return false;
+    if (!j[x].id) {   /* a fresh group: x = b */
+        j[x].id = ++env->id_gen;
+        j[x].off = 0;
+    }
+    j[p].lid = j[x].id;
+    j[p].loff = (int32_t)loff;
+    j[p].lgid = q < VM_NREGS ? j[q].id : 0;
+    j[p].sflags &= (uint8_t)~(VS_LZEXT | VS_SCALE_MASK);
+    return true;
+}
+
+/* A pointer and a scalar that moved together (`p += 64` beside `base +=
+ * 64`; `q = p + n` with p and n both moving), constants in the first
+ * iterations or linked: if place(P) - place(Q) - x is the same k in both
+ * states (Q a pointer group, or the buffer's start), it is in the joined
+ * one too, so the joined P's variable part is vQ + x + k + Q.off - P.off,
+ * a link to x's group (invariant 7). `pre` holds the old state's
+ * registers of the top frame before the join, `c` the other state's, `j`
+ * the joined ones. A link whose base no register holds is replaced. */
+static void synth_link(struct venv *env, struct vreg *j, const struct vreg *pre,
+                       const struct vreg *c, unsigned p)
+{
+    if (!is_buf_ptr(&j[p]) || (j[p].lid && has_member(j, j[p].lid)))
+        return;
+    j[p].lid = 0, j[p].loff = 0, j[p].lgid = 0;
+    j[p].sflags &= (uint8_t)~(VS_LZEXT | VS_SCALE_MASK);
+    for (unsigned q = 0; q <= VM_NREGS; q++) {
+        bool start = q == VM_NREGS;
+        if (start ? vs_is_const(&j[p].v)   /* from the start: only a moving P */
+                  : q == p || j[q].type != j[p].type || !is_buf_ptr(&j[q]) || !j[q].id)
+            continue;
+        for (unsigned x = 0; x < VM_REG_FP; x++) {
+            int64_t ko, kc;
+            if (j[x].type != VT_SCALAR || (j[x].id && j[x].sflags) ||
+                !rel_k(pre, p, q, x, &ko) || !rel_k(c, p, q, x, &kc) || ko != kc)
+                continue;
+            if (set_link(env, j, p, q, x, ko))
+                return;
+        }
+    }
+}
+
+/* The joined name of value (o, off) of the old state given the current
+ * state's group c for it: the pairing's result if it pairs them with the
+ * shift the offsets show (joined members keep the old state's offsets). */
+static bool neq_pair(const struct jmap *m, uint32_t o, uint32_t c, int32_t ooff, int32_t coff,
+                     uint32_t *res)
+{
+    int64_t shift;
+    const uint32_t *r = jmap_find(m, VT_SCALAR, o, c, &shift);
+    if (!r || shift != (int64_t)coff - ooff)
+        return false;
+    *res = *r;
+    return true;
+}
+
+/* Differences of values (invariant 9) that both states have, under the
+ * pairing of link groups the registers' join made. */
+static void join_neq(struct vstate *old, const struct vstate *cur, const struct jmap *m)
+{
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < old->nneq; k++) {
+        const struct vneq e = old->neq[k];
+        bool keep = false;
+        for (uint32_t j = 0; j < cur->nneq && !keep; j++) {
+            const struct vneq *c = &cur->neq[j];
+            for (unsigned sw = 0; sw < 2 && !keep; sw++) {
+                uint32_t r0, r1;
+                keep = e.kind[0] == c->kind[sw] && e.kind[1] == c->kind[!sw] &&
+                       neq_pair(m, e.id[0], c->id[sw], e.off[0], c->off[sw], &r0) &&
+                       neq_pair(m, e.id[1], c->id[!sw], e.off[1], c->off[!sw], &r1);
+                if (keep) {
+                    old->neq[n] = e;
+                    old->neq[n].id[0] = r0;
+                    old->neq[n++].id[1] = r1;
+                }
+            }
+        }
+    }
+    old->nneq = n;
+}
+
 bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, bool wide)
 {
     struct jmap m;
     m.n = 0;
     m.npend = 0;
+    m.start_kept = 0;
     if (old->nframes != cur->nframes)
         return false;
     collect_groups(&m, old);
@@ -591,6 +814,12 @@ bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, boo
     for (uint32_t f = 0; f < cur->nframes; f++)
         if (old->frames[f].callsite != cur->frames[f].callsite)
             return false;
+    uint32_t top = cur->nframes - 1;
+    struct vreg pre[VM_NREGS];
+    memcpy(pre, old->frames[top].regs, sizeof(pre));
+    m.pre = pre;
+    m.oframe = &old->frames[top];
+    m.xreg = VM_NREGS;
     for (unsigned pass = 0; pass < 2; pass++) {
         for (uint32_t f = 0; f < cur->nframes; f++)
             if (!join_frame(env, &old->frames[f], &cur->frames[f], vm_frame_masks(env, f),
@@ -599,6 +828,9 @@ bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, boo
         if (pass == 0)
             join_links(env, &m);
     }
+    for (unsigned p = 0; p < VM_REG_FP; p++)
+        synth_link(env, old->frames[top].regs, pre, cur->frames[top].regs, p);
+    join_neq(old, cur, &m);
     old->backedges = cur->backedges;
     old->joined = 1;
     return true;

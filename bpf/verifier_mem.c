@@ -172,6 +172,18 @@ static int stack_readable(struct venv *env, unsigned regno, const struct vframe 
     return 0;
 }
 
+/* A narrow scalar store (invariant 8) read back through r10: the same
+ * bytes, or the low ones of them. */
+static bool narrow_read(const struct vslot *sl, unsigned b, unsigned size, bool sx,
+                        struct vreg *val)
+{
+    if (!sl->nsize || b != sl->nbyte || size > sl->nsize)
+        return false;
+    vm_mark_scalar(val, sl->r.v);
+    sx ? vs_sext(&val->v, size * 8) : vs_trunc(&val->v, size);
+    return true;
+}
+
 static int stack_read(struct venv *env, unsigned regno, struct vframe *fr, int64_t o,
                       unsigned size, bool sx, struct vreg *val)
 {
@@ -189,28 +201,49 @@ static int stack_read(struct venv *env, unsigned regno, struct vframe *fr, int64
             return 0;
         }
     }
+    if (s < fr->nslots && via_fp && narrow_read(&fr->slots[s], byte_of(o), size, sx, val))
+        return 0;
     int err = stack_readable(env, regno, fr, o, o + size);
     if (!err)
         *val = loaded_scalar(size, sx);
     return err;
 }
 
-static void clobber_slot(struct vslot *sl)
+/* A write to stack byte o: a pointer spilled in its slot becomes
+ * unreadable, a scalar spilled there data, and a narrow store that holds
+ * the byte ends. */
+static void clobber(struct vframe *fr, int64_t o)
 {
+    struct vslot *sl = &fr->slots[slot_of(o)];
+    unsigned b = byte_of(o);
     if (sl->spill && sl->r.type != VT_SCALAR) {
         sl->init = 0;   /* the rest of a pointer must never be read */
         sl->clobbered = 1;
     }
     sl->spill = 0;
+    if (sl->nsize && b >= sl->nbyte && b < (unsigned)sl->nbyte + sl->nsize)
+        sl->nsize = 0;
+}
+
+/* Whether a scalar stored by the current instruction keeps its value in
+ * the stack: through r10 always (verifier_flow.c follows r10-relative
+ * slots), an immediate always (the same on every path), and a register
+ * stored through another pointer where the static analysis made it
+ * precise (it may reach a slot whose value matters, verifier_flow.c). */
+static bool keeps_value(const struct venv *env, unsigned regno)
+{
+    const struct vm_insn *i = &env->insns[env->pc];
+    return regno == VM_REG_FP || VM_CLS(i->code) == VM_CLS_ST ||
+           (env->info[env->pc].prec & bit(vm_src(i)));
 }
 
 static int stack_write(struct venv *env, unsigned regno, unsigned fno, int64_t o,
                        unsigned size, const struct vreg *val)
 {
     struct vframe *fr = &env->cur->frames[fno];
-    struct vslot *sl = &fr->slots[slot_of(o)];
     bool whole = size == 8 && o % 8 == 0;
     grow_slots(env, fr, o);
+    struct vslot *sl = &fr->slots[slot_of(o)];
     if (vm_is_ptr(val)) {
         if (!whole)
             return vm_verr(env, bit(regno), "storing a pointer needs a whole aligned 8-byte "
@@ -219,17 +252,24 @@ static int stack_write(struct venv *env, unsigned regno, unsigned fno, int64_t o
             return vm_verr(env, bit(regno), "a pointer to a callee's stack cannot be stored "
                            "in a caller's stack");
     }
+    bool keep = vm_is_ptr(val) || keeps_value(env, regno);
     if (whole) {
         sl->init = 0xff;
         sl->clobbered = 0;
-        sl->spill = vm_is_ptr(val) || regno == VM_REG_FP;
+        sl->spill = keep;
+        sl->nsize = 0;
         sl->r = *val;
         return 0;
     }
     for (int64_t b = o; b < o + size; b++)
-        clobber_slot(&fr->slots[slot_of(b)]);
+        clobber(fr, b);
     for (int64_t b = o; b < o + size; b++)
         fr->slots[slot_of(b)].init |= (uint8_t)(1u << byte_of(b));
+    if (keep && o % size == 0) {   /* naturally aligned: inside one slot (invariant 8) */
+        sl->nsize = (uint8_t)size;
+        sl->nbyte = (uint8_t)byte_of(o);
+        vm_mark_scalar(&sl->r, val->v);
+    }
     return 0;
 }
 
@@ -246,7 +286,7 @@ static int stack_var_write(struct venv *env, unsigned regno, struct vframe *fr, 
                            "buffer first", (long long)o, (long long)lo, (long long)end);
     }
     for (int64_t o = lo; o < end; o++)
-        clobber_slot(&fr->slots[slot_of(o)]);
+        clobber(fr, o);
     return 0;
 }
 
@@ -257,7 +297,7 @@ static int stack_atomic(struct venv *env, unsigned regno, struct vframe *fr, int
     if (err)
         return err;
     for (int64_t b = o; b < o + size; b++)
-        clobber_slot(&fr->slots[slot_of(b)]);
+        clobber(fr, b);
     return 0;
 }
 
@@ -342,6 +382,36 @@ static uint64_t rodata_value(const struct vm_prog *p, int64_t o, unsigned size)
     return v;
 }
 
+/* A load from read-only data at base + v for every v the variable part
+ * may be (at most VM_RODATA_SCAN of them): the value is one of the
+ * entries read, so it lies in their hull (ranges and known bits). A table
+ * `lens[w]` with w in [0, 2] gives the range of lens[0..2]. Returns false
+ * when there are too many offsets to read. */
+#define VM_RODATA_SCAN 256
+
+static bool rodata_table(const struct venv *env, int64_t base, const struct vm_scalar *var,
+                         unsigned size, bool sx, struct vm_scalar *out)
+{
+    if (var->smax - var->smin >= VM_RODATA_SCAN)
+        return false;
+    bool any = false;
+    for (int64_t v = var->smin; v <= var->smax; v++) {
+        if (!vs_contains(var, (uint64_t)v))
+            continue;
+        struct vm_scalar e = vs_const(rodata_value(env->prog, base + v, size));
+        if (sx)
+            vs_sext(&e, size * 8);
+        if (!any)
+            *out = e;
+        else
+            vs_hull(out, &e);
+        any = true;
+    }
+    if (any)
+        vs_sync(out);
+    return any;
+}
+
 static int rodata_access(struct venv *env, unsigned regno, int16_t off, unsigned size,
                          enum acc kind, bool sx, struct vreg *val)
 {
@@ -354,11 +424,9 @@ static int rodata_access(struct venv *env, unsigned regno, int16_t off, unsigned
     if (err)
         return err;
     *val = loaded_scalar(size, sx);
-    if (vs_is_const(&reg->v)) {
-        val->v = vs_const(rodata_value(env->prog, base + (int64_t)reg->v.t.value, size));
-        if (sx)
-            vs_sext(&val->v, size * 8);
-    }
+    struct vm_scalar entries;
+    if (rodata_table(env, base, &reg->v, size, sx, &entries))
+        val->v = entries;
     return 0;
 }
 
@@ -560,5 +628,5 @@ void vm_helper_wrote_stack(struct venv *env, const struct vreg *ptr, uint64_t ma
     int64_t end = (int64_t)ptr->off + ptr->v.smax + (int64_t)max_size;
     for (int64_t o = lo; o < end; o++)
         if (slot_of(o) < fr->nslots)
-            clobber_slot(&fr->slots[slot_of(o)]);
+            clobber(fr, o);
 }

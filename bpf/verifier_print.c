@@ -70,6 +70,10 @@ static void lnk_text(const struct vreg *r, char *buf, size_t size)
 static void link_text(const struct vreg *r, char *buf, size_t size)
 {
     size_t n = strlen(buf);
+    if (r->lid) {   /* "(=#3+#5+1)": a sum link (invariant 10) */
+        snprintf(buf + n, size - n, "(=#%u+#%u%+d)", r->lid, r->lgid, r->loff);
+        n = strlen(buf);
+    }
     if (!r->id)
         return;
     static const char *const scale[4] = {"", "x2", "x4", "x8"};
@@ -97,8 +101,9 @@ void vm_reg_format(const struct vreg *r, char *buf, size_t size)
         link_text(r, buf, size);
         for (unsigned k = 0; k < 2; k++) {   /* "(<=end-in#3-2)": distance bound */
             size_t n = strlen(buf);
-            if (r->dist >> k & 1)
-                snprintf(buf + n, size - n, "(<=end-%s#%u%+d)",
+            if (r->dist >> k & 1)   /* "(==end-in#3-2)": exactly that distance */
+                snprintf(buf + n, size - n, "(%s=end-%s#%u%+d)",
+                         r->dist & VM_DIST_EQ(k) ? "=" : "<",
                          vm_vtype_name(k ? VT_OUT : VT_IN), r->did[k], -r->doff[k]);
         }
         break;

@@ -35,7 +35,8 @@ struct sframe {
 };
 
 struct vsnap {
-    uint32_t nframes, backedges, joined, pad;
+    uint32_t nframes, backedges, joined, nneq;
+    struct vneq neq[VM_MAX_NEQ];
     struct sframe frames[];   /* then every frame's slots, in order */
 };
 
@@ -56,6 +57,8 @@ struct vsnap *vm_snap_take(const struct vstate *st)
     s->nframes = st->nframes;
     s->backedges = st->backedges;
     s->joined = st->joined;
+    s->nneq = st->nneq;
+    memcpy(s->neq, st->neq, st->nneq * sizeof(st->neq[0]));
     struct vslot *slots = snap_slots(s);
     for (uint32_t f = 0; f < st->nframes; f++) {
         const struct vframe *fr = &st->frames[f];
@@ -75,6 +78,8 @@ void vm_snap_restore(struct vstate *st, const struct vsnap *s)
     st->nframes = s->nframes;
     st->backedges = s->backedges;
     st->joined = s->joined;
+    st->nneq = s->nneq;
+    memcpy(st->neq, s->neq, s->nneq * sizeof(s->neq[0]));
     for (uint32_t f = 0; f < s->nframes; f++) {
         struct vframe *fr = &st->frames[f];
         memcpy(fr->regs, s->frames[f].regs, sizeof(fr->regs));
@@ -89,6 +94,19 @@ void vm_snap_restore(struct vstate *st, const struct vsnap *s)
 void vm_snap_free(struct vsnap *snap)
 {
     free(snap);
+}
+
+void vm_each_reg(struct venv *env, void (*fn)(struct venv *, struct vreg *, const void *),
+                 const void *arg)
+{
+    for (uint32_t f = 0; f < env->cur->nframes; f++) {
+        struct vframe *fr = &env->cur->frames[f];
+        for (unsigned r = 0; r < VM_NREGS; r++)
+            fn(env, &fr->regs[r], arg);
+        for (uint32_t s = 0; s < fr->nslots; s++)
+            if (fr->slots[s].spill)
+                fn(env, &fr->slots[s].r, arg);
+    }
 }
 
 /* --- subsumption ------------------------------------------------------------ */
@@ -160,6 +178,9 @@ static bool dist_subsumed(const struct vreg *o, const struct vreg *c, struct idm
             continue;
         if (!(c->dist >> k & 1))
             return false;
+        bool eq = o->dist & VM_DIST_EQ(k);   /* exact: c must be exactly there too */
+        if (eq && (!(c->dist & VM_DIST_EQ(k)) || (o->did[k] == 0 && c->doff[k] != o->doff[k])))
+            return false;
         if (o->did[k] == 0 ? c->did[k] != 0 || c->doff[k] < o->doff[k]
                            : !idmap_check_shift(m, o->did[k], c->did[k],
                                                 (int64_t)c->doff[k] - o->doff[k]))
@@ -221,6 +242,18 @@ static bool reg_subsumed(const struct vreg *o, const struct vreg *c, bool precis
     }
 }
 
+/* o holds a narrow store: c holds the same one with a value inside o's,
+ * or o's value covers whatever c's bytes read back as (any value of that
+ * size). */
+static bool narrow_subsumed(const struct vslot *o, const struct vslot *c, struct idmap *m)
+{
+    if (c->nsize == o->nsize && c->nbyte == o->nbyte)
+        return reg_subsumed(&o->r, &c->r, true, m);
+    struct vreg any;
+    vm_mark_scalar(&any, vs_urange(0, (1ull << (8 * o->nsize)) - 1));
+    return reg_subsumed(&o->r, &any, true, m);
+}
+
 static bool slot_subsumed(const struct vslot *o, const struct vslot *c, bool precise,
                           struct idmap *m)
 {
@@ -235,6 +268,8 @@ static bool slot_subsumed(const struct vslot *o, const struct vslot *c, bool pre
     if (!o->spill || o->r.type == VT_SCALAR) {
         if (c_ptr)
             return false;
+        if (o->nsize && precise)   /* a narrow store (invariant 8) o relied on */
+            return narrow_subsumed(o, c, m);
         if (!o->spill || !precise)
             return true;
         struct vreg unknown;
@@ -276,6 +311,57 @@ static bool frame_subsumed(const struct venv *env, const struct sframe *o,
     return true;
 }
 
+/* The current-state group and shift old group o is paired with, if any. */
+static bool idmap_find(const struct idmap *m, uint32_t o, uint32_t *c, int64_t *shift)
+{
+    for (uint32_t k = 0; k < m->n; k++)
+        if (m->old[k] == o) {
+            *c = m->cur[k];
+            *shift = m->shift[k];
+            return true;
+        }
+    return false;
+}
+
+static bool neq_has(const struct vstate *cur, const uint32_t id[2], const int32_t off[2],
+                    const uint8_t kind[2])
+{
+    for (uint32_t k = 0; k < cur->nneq; k++) {
+        const struct vneq *e = &cur->neq[k];
+        for (unsigned sw = 0; sw < 2; sw++)
+            if (e->id[sw] == id[0] && e->off[sw] == off[0] && e->kind[sw] == kind[0] &&
+                e->id[!sw] == id[1] && e->off[!sw] == off[1] && e->kind[!sw] == kind[1])
+                return true;
+    }
+    return false;
+}
+
+/* Every difference of values the old state relied on (invariant 9) holds
+ * in the current one, for the groups the registers paired (their base
+ * moved by the pairing's shift). A group no compared register paired
+ * names no value that can matter: a register whose value reaches a test
+ * is precise, so compared, wherever the test is ahead (verifier_flow.c). */
+static bool neq_subsumed(const struct vsnap *old, const struct vstate *cur,
+                         const struct idmap *m)
+{
+    for (uint32_t k = 0; k < old->nneq; k++) {
+        const struct vneq *e = &old->neq[k];
+        uint32_t id[2];
+        int32_t off[2];
+        int64_t sh;
+        bool mapped = true;
+        for (unsigned i = 0; i < 2 && mapped; i++) {
+            mapped = idmap_find(m, e->id[i], &id[i], &sh) && sh >= INT32_MIN - (int64_t)e->off[i] &&
+                     sh <= INT32_MAX - (int64_t)e->off[i];
+            if (mapped)
+                off[i] = (int32_t)(e->off[i] + sh);
+        }
+        if (mapped && !neq_has(cur, id, off, e->kind))
+            return false;
+    }
+    return true;
+}
+
 static bool state_subsumed(const struct venv *env, const struct vsnap *old)
 {
     const struct vstate *cur = env->cur;
@@ -293,7 +379,7 @@ static bool state_subsumed(const struct venv *env, const struct vsnap *old)
             return false;
         oslots += old->frames[f].nslots;
     }
-    return true;
+    return neq_subsumed(old, cur, &m);
 }
 
 #define JOIN_LOOP_AFTER 16  /* exact iterations of a loop before joining */
@@ -343,6 +429,8 @@ static bool try_join(struct venv *env)
         env->cur = env->tmp;
         env->tmp = t;
         env->cur->joined = 1;
+        vm_link_narrow(env);  /* what the joined links and distances still prove */
+        vm_dist_learn(env);
         return true;
     }
     return false;
@@ -356,8 +444,24 @@ static void evict(struct vseen **link)
     free(sl);
 }
 
+/* Sum links (invariant 10) live between an add and the test right
+ * after it: a state compared or stored has none. */
+static void drop_sums(struct vstate *st)
+{
+    for (uint32_t f = 0; f < st->nframes; f++) {
+        struct vframe *fr = &st->frames[f];
+        for (unsigned r = 0; r < VM_NREGS; r++)
+            if (fr->regs[r].type == VT_SCALAR)
+                fr->regs[r].lid = fr->regs[r].lgid = 0, fr->regs[r].loff = 0;
+        for (uint32_t s = 0; s < fr->nslots; s++)
+            if (fr->slots[s].r.type == VT_SCALAR)
+                fr->slots[s].r.lid = fr->slots[s].r.lgid = 0, fr->slots[s].r.loff = 0;
+    }
+}
+
 int vm_state_visit(struct venv *env)
 {
+    drop_sums(env->cur);
     struct vseen **link = &env->seen[env->pc];
     while (*link) {
         struct vseen *sl = *link;

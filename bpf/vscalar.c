@@ -13,6 +13,7 @@
 #include "bpf/vscalar.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "bpf/insn.h"
 #include "common/minmax.h"
@@ -96,6 +97,19 @@ bool vs_subset(const struct vm_scalar *old, const struct vm_scalar *cur)
            cur->smax <= old->smax && cur->u32min >= old->u32min &&
            cur->u32max <= old->u32max && cur->s32min >= old->s32min &&
            cur->s32max <= old->s32max && tn_subset(old->t, cur->t);
+}
+
+void vs_hull(struct vm_scalar *dst, const struct vm_scalar *src)
+{
+    dst->t = tn_union(dst->t, src->t);
+    dst->umin = dst->umin < src->umin ? dst->umin : src->umin;
+    dst->umax = dst->umax > src->umax ? dst->umax : src->umax;
+    dst->smin = dst->smin < src->smin ? dst->smin : src->smin;
+    dst->smax = dst->smax > src->smax ? dst->smax : src->smax;
+    dst->u32min = dst->u32min < src->u32min ? dst->u32min : src->u32min;
+    dst->u32max = dst->u32max > src->u32max ? dst->u32max : src->u32max;
+    dst->s32min = dst->s32min < src->s32min ? dst->s32min : src->s32min;
+    dst->s32max = dst->s32max > src->s32max ? dst->s32max : src->s32max;
 }
 
 bool vs_is_empty(const struct vm_scalar *s)
@@ -213,6 +227,7 @@ static bool sync_ok(struct vm_scalar *s)
         return true;
     }
     for (int round = 0; round < 2; round++) {
+        struct vm_scalar prev = *s;
         bounds_from_tnum(s);
         cross_sign(s);
         deduce_32_64(s);
@@ -221,6 +236,8 @@ static bool sync_ok(struct vm_scalar *s)
             return false;
         if (!tnum_from_bounds(s))
             return false;
+        if (memcmp(&prev, s, sizeof(prev)) == 0)   /* a fixed point: no round changes it */
+            return true;
     }
     bounds_from_tnum(s);
     return !vs_is_empty(s);

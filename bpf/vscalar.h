@@ -56,6 +56,11 @@ bool vs_subset(const struct vm_scalar *old, const struct vm_scalar *cur);
 /* True if the set is empty (contradictory facts). */
 bool vs_is_empty(const struct vm_scalar *s);
 
+/* dst = the least value covering dst and src: hulls of the ranges, the
+ * known bits both share. Not synced (vs_sync), so that a join can widen
+ * the raw hull first. */
+void vs_hull(struct vm_scalar *dst, const struct vm_scalar *src);
+
 /* Tightens every fact from the others (invariant 2). */
 void vs_sync(struct vm_scalar *s);
 

@@ -206,7 +206,7 @@ TEST_P(Precision, Verdict)
     bool known = known_rejections().count(c.prog + " -O" + std::to_string(c.opt)) != 0;
     if (rc != 0) {   // a rejection's second, no-join pass stays within its budget
         uint64_t first = res.insns_processed - res.exact_insns;
-        EXPECT_LE(res.exact_insns, std::max<uint64_t>(49152, 2 * first) + 1) << res.msg;
+        EXPECT_LE(res.exact_insns, std::max<uint64_t>(16384, 2 * first) + 1) << res.msg;
     }
     if (c.kind == "unsafe") {
         EXPECT_EQ(rc, -EACCES) << res.msg;

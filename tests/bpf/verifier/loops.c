@@ -114,3 +114,19 @@ int first_columns(struct cisc_ctx *ctx)
     }
     return olen;
 }
+
+/* 64-byte records: a pointer and an index moving together by 64, the
+ * index checked through another sum (data + 64 + base), the pointer used */
+SEC("cisc")
+int base_walk(struct cisc_ctx *ctx)
+{
+    const __u8 *data = ctx->data, *end = ctx->data_end;
+    __u32 total = 0;
+    for (__u32 base = 0; base < 4096; base += 64) {
+        if (data + base + 64 > end)
+            break;
+        for (__u32 i = 0; i < 64; i++)
+            total += data[base + i];
+    }
+    return total;
+}

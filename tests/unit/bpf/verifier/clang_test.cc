@@ -20,6 +20,7 @@ struct ClangCase {
     const char *obj, *prog;
     int rc;
     const char *frag;   // rejections: expected in the message
+    bool joined;        // accepted by the first exploration (with joins), not the exact one
 };
 
 std::ostream &operator<<(std::ostream &os, const ClangCase &c)
@@ -28,9 +29,13 @@ std::ostream &operator<<(std::ostream &os, const ClangCase &c)
 }
 
 const ClangCase kClang[] = {
-    {"loops", "ptr_walk", 0, nullptr},
+    // the joins keep what the loop needs: a distance from the buffer's start
+    // beside pointers rebased from it (ptr_walk, stride3), a pointer and a
+    // counter that move together (base_walk)
+    {"loops", "ptr_walk", 0, nullptr, true},
     {"loops", "nested", 0, nullptr},
-    {"loops", "stride3", 0, nullptr},
+    {"loops", "stride3", 0, nullptr, true},
+    {"loops", "base_walk", 0, nullptr, true},
     {"loops", "deltas", 0, nullptr},
     {"loops", "histogram", 0, nullptr},
     {"loops", "first_columns", 0, nullptr},
@@ -79,6 +84,9 @@ TEST_P(ClangProg, Verdict)
     vm_verify_result res;
     int rc = vm_verify(p, nullptr, &res);
     EXPECT_EQ(rc, c.rc) << res.msg;
+    if (c.joined) {
+        EXPECT_EQ(res.exact_insns, 0u) << c.prog << " needed the exploration without joins";
+    }
     if (c.frag) {
         EXPECT_NE(std::string(res.msg).find(c.frag), std::string::npos) << res.msg;
     }

@@ -92,10 +92,17 @@ const Case kCases[] = {
       ALU64_IMM(VM_ADD, 4, 8), JMP_REG(VM_JGT, 4, 3, 3), ALU64_REG(VM_ADD, 2, 6),
       LDX(VM_H, 0, 2, 0), EXIT(), RET0()},
      -EACCES, "offset 0 size 2 is outside the checked range [0, 1)", {}},
-    {"spill_through_other_pointer_forgets_value",
-     // a scalar stored through a copy of r10 comes back unknown
+    {"spill_through_other_pointer_keeps_value",
+     // a scalar stored through a copy of r10 keeps its value: the static
+     // analysis makes it precise at the store (verifier_flow.c lp_store)
      {LOAD_IN(), LDX(VM_DW, 6, 1, CTX_ARG0), ALU64_IMM(VM_AND, 6, 7), MOV64_REG(7, 10),
       STX(VM_DW, 7, 6, -8), LDX(VM_DW, 6, 10, -8), ALU64_REG(VM_ADD, 2, 6), RET0()},
+     0, nullptr, {}},
+    {"spill_through_other_pointer_read_through_it_is_unknown",
+     // read back through the copy, it is unknown (the analysis cannot tell
+     // which slot a load through another pointer reads)
+     {LOAD_IN(), LDX(VM_DW, 6, 1, CTX_ARG0), ALU64_IMM(VM_AND, 6, 7), MOV64_REG(7, 10),
+      STX(VM_DW, 7, 6, -8), LDX(VM_DW, 6, 7, -8), ALU64_REG(VM_ADD, 2, 6), RET0()},
      -EACCES, "adding an unbounded value", {}},
     {"spill_fill_scalar_indexes_stack",
      {LDX(VM_DW, 6, 1, CTX_ARG0), ALU64_IMM(VM_AND, 6, 7), STX(VM_DW, 10, 6, -8),
@@ -278,10 +285,16 @@ const Case kCases[] = {
       EXIT()},
      -EACCES, "adding an unbounded value", {}},
     {"unlinked_copy_is_not_refined",
-     // r7 = r6; r7 += r8 breaks the link: r6 stays unbounded
+     // r7 = r6; r7 += r8 (unknown) breaks the link: r6 stays unbounded
+     {LOAD_IN(), LDX(VM_DW, 6, 1, CTX_ARG0), LDX(VM_DW, 8, 1, CTX_ARG0 + 8),
+      ALU64_IMM(VM_AND, 8, 1), MOV64_REG(7, 6), ALU64_REG(VM_ADD, 7, 8),
+      JMP_IMM(VM_JGE, 7, 16, 1), ALU64_REG(VM_ADD, 2, 6), RET0()},
+     -EACCES, "adding an unbounded value", {}},
+    {"copy_plus_a_known_register_stays_linked",
+     // r7 = r6; r7 += r8 with r8 known to be 0 is r6 + 0: the test bounds r6
      {LOAD_IN(), LDX(VM_DW, 6, 1, CTX_ARG0), MOV64_IMM(8, 0), MOV64_REG(7, 6),
       ALU64_REG(VM_ADD, 7, 8), JMP_IMM(VM_JGE, 7, 16, 1), ALU64_REG(VM_ADD, 2, 6), RET0()},
-     -EACCES, "adding an unbounded value", {}},
+     0, nullptr, {}},
     {"zext_pair_of_a_fitting_value_keeps_its_distance",
      // r6 in [0,100]; data + r6 + 1 <= end bounds r6 by the distance; r7 =
      // r6 << 32 >> 32 is r6 itself (it fits), so data + r7 has a byte
@@ -813,6 +826,136 @@ const Case kCases[] = {
      {ST(VM_DW, 10, -8, 0), MOV64_REG(1, 10), ALU64_IMM(VM_ADD, 1, -8), CALL_LOCAL(2), RET0(),
       MOV64_REG(2, 10), STX(VM_DW, 1, 2, 0), RET0()},
      -EACCES, "callee's stack cannot be stored", {}},
+
+    // --- tables in read-only data: an entry read at a bounded index is one of the
+    // entries it can reach (lens[w] gives the range of lens[0..3]); the value
+    // indexes an 8-byte stack slot, so an entry of 8 is one too many
+#define TABLE_READ(...)                                                                   \
+    ST(VM_DW, 10, -8, 0), LDX(VM_DW, 6, 1, CTX_ARG0), __VA_ARGS__, LD_RODATA(7, 0),         \
+        ALU64_REG(VM_ADD, 7, 6), LDX(VM_B, 7, 7, 0), MOV64_REG(2, 10),                      \
+        ALU64_IMM(VM_ADD, 2, -8), ALU64_REG(VM_ADD, 2, 7), LDX(VM_B, 0, 2, 0), EXIT()
+    {"table_read_gives_the_entries_range", {TABLE_READ(ALU64_IMM(VM_AND, 6, 3))}, 0, nullptr,
+     {2, 5, 3, 7}},
+    {"table_read_entry_past_the_slot", {TABLE_READ(ALU64_IMM(VM_AND, 6, 3))}, -EACCES,
+     "is outside the frame", {2, 5, 3, 8}},
+    {"table_read_only_entries_the_index_reaches", {TABLE_READ(ALU64_IMM(VM_AND, 6, 3))}, 0,
+     nullptr, {2, 5, 3, 7, 200}},
+    {"table_read_sparse_index",   // (arg & 1) << 1: entries 0 and 2 only
+     {TABLE_READ(ALU64_IMM(VM_AND, 6, 1), ALU64_IMM(VM_LSH, 6, 1))}, 0, nullptr,
+     {2, 200, 7, 200}},
+    {"table_read_sparse_index_reaches_a_big_one",
+     {TABLE_READ(ALU64_IMM(VM_AND, 6, 1), ALU64_IMM(VM_LSH, 6, 1))}, -EACCES,
+     "is outside the frame", {2, 7, 200, 7}},
+
+    // --- narrow stores into the stack keep their value (invariant 8): a u32 in
+    // [0, 7] stored at fp-4 and read back indexes the 8 bytes at fp-16
+#define NARROW_SPILL(...)                                                                 \
+    LDX(VM_DW, 6, 1, CTX_ARG0), ALU64_IMM(VM_AND, 6, 7), ST(VM_DW, 10, -16, 0),             \
+        STX(VM_W, 10, 6, -4), __VA_ARGS__, MOV64_REG(2, 10), ALU64_IMM(VM_ADD, 2, -16),      \
+        ALU64_REG(VM_ADD, 2, 7), LDX(VM_B, 0, 2, 0), EXIT()
+    {"narrow_spill_read_back", {NARROW_SPILL(LDX(VM_W, 7, 10, -4))}, 0, nullptr, {}},
+    {"narrow_spill_low_half_read_back", {NARROW_SPILL(LDX(VM_H, 7, 10, -4))}, 0, nullptr, {}},
+    {"narrow_spill_survives_a_write_beside_it",   // (unaligned: no narrow store itself)
+     {NARROW_SPILL(STX(VM_H, 10, 6, -7), LDX(VM_W, 7, 10, -4))}, 0, nullptr, {}},
+    {"narrow_spill_byte_overwritten",
+     {NARROW_SPILL(STX(VM_B, 10, 6, -2), LDX(VM_W, 7, 10, -4))}, -EACCES,
+     "adding an unbounded value", {}},
+    {"narrow_spill_one_per_slot",   // a second narrow store in the slot replaces it
+     {NARROW_SPILL(STX(VM_B, 10, 6, -8), LDX(VM_W, 7, 10, -4))}, -EACCES,
+     "adding an unbounded value", {}},
+    {"narrow_spill_high_half_is_data", {NARROW_SPILL(LDX(VM_H, 7, 10, -2))}, -EACCES,
+     "is outside the frame", {}},
+    // the callee stores through the caller's stack pointer (`*used = n`)
+#define CALLEE_STORE(mask)                                                                \
+    ST(VM_W, 10, -4, 0), ST(VM_DW, 10, -16, 0), LDX(VM_DW, 2, 1, CTX_ARG0), MOV64_REG(1, 10), \
+        ALU64_IMM(VM_ADD, 1, -4), CALL_LOCAL(6), LDX(VM_W, 7, 10, -4), MOV64_REG(2, 10),     \
+        ALU64_IMM(VM_ADD, 2, -16), ALU64_REG(VM_ADD, 2, 7), LDX(VM_B, 0, 2, 0), EXIT(),      \
+        ALU64_IMM(VM_AND, 2, mask), STX(VM_W, 1, 2, 0), RET0()
+    {"narrow_store_through_a_callers_pointer", {CALLEE_STORE(7)}, 0, nullptr, {}},
+    {"narrow_store_through_a_callers_pointer_too_big", {CALLEE_STORE(8)}, -EACCES,
+     "reads uninitialised stack byte fp-8", {}},
+
+    // --- exact distances (invariant 6): r4 = end - p, then p < end proves r4 >= 1
+#define EXACT_DIST(lim, ...)                                                              \
+    LOAD_IN(), MOV64_REG(4, 3), ALU64_REG(VM_SUB, 4, 2), __VA_ARGS__,                       \
+        JMP_REG(VM_JGE, 2, 3, 4), JMP_IMM(VM_JSLT, 4, lim, 1), JA(2), MOV64_REG(0, 9), EXIT(), \
+        RET0()
+    {"exact_distance_bounded_below_by_a_check", {EXACT_DIST(1, MOV64_REG(4, 4))}, 0, nullptr,
+     {}},
+    {"exact_distance_one_more_not_proved", {EXACT_DIST(2, MOV64_REG(4, 4))}, -EACCES,
+     "not initialised", {}},
+    {"exact_distance_moved_by_a_constant", {EXACT_DIST(0, ALU64_IMM(VM_ADD, 4, -1))}, 0,
+     nullptr, {}},
+    {"exact_distance_lost_by_masking", {EXACT_DIST(1, ALU64_IMM(VM_AND, 4, 0xffff))},
+     -EACCES, "not initialised", {}},
+    // r6 <= r4 gave r6 r4's bound; after p += 2, r4 -= 2 the test r6 > r4 must
+    // not replace r4's exact bound by r6's looser one (then r4 >= 1 below)
+    {"distance_test_keeps_an_exact_bound",
+     {LOAD_IN(), MOV64_REG(4, 3), ALU64_REG(VM_SUB, 4, 2), LDX(VM_DW, 6, 1, CTX_ARG0),
+      ALU64_IMM(VM_AND, 6, 7), JMP_REG(VM_JSGT, 6, 4, 9), ALU64_IMM(VM_ADD, 2, 2),
+      ALU64_IMM(VM_ADD, 4, -2), JMP_REG(VM_JSGT, 6, 4, 1), JA(5), JMP_REG(VM_JGE, 2, 3, 4),
+      JMP_IMM(VM_JSLT, 4, 1, 1), JA(2), MOV64_REG(0, 9), EXIT(), RET0()},
+     0, nullptr, {}},
+
+    // --- values known to differ (invariant 9): the `!=` side of a test decides
+    // the same test later (clang -O1's merged exits), the `==` side would read
+    // a register never set
+    {"neq_decides_the_second_test",
+     {LDX(VM_DW, 6, 1, CTX_ARG0), LDX(VM_DW, 7, 1, CTX_ARG0 + 8), JMP_REG(VM_JEQ, 6, 7, 3),
+      JMP_REG(VM_JNE, 6, 7, 2), MOV64_REG(0, 9), EXIT(), RET0()},
+     0, nullptr, {}},
+    {"neq_of_a_recomputed_value",   // (__u32)arg recomputed between the tests
+     {LDX(VM_W, 7, 1, CTX_ARG0 + 8), LDX(VM_DW, 1, 1, CTX_ARG0), MOV64_REG(6, 1),
+      ALU64_IMM(VM_LSH, 6, 32), ALU64_IMM(VM_RSH, 6, 32), JMP_REG(VM_JEQ, 6, 7, 6),
+      MOV64_REG(6, 1), ALU64_IMM(VM_LSH, 6, 32), ALU64_IMM(VM_RSH, 6, 32),
+      JMP_REG(VM_JNE, 6, 7, 2), MOV64_REG(0, 9), EXIT(), RET0()},
+     0, nullptr, {}},
+    {"neq_of_a_constant",
+     {LDX(VM_DW, 6, 1, CTX_ARG0), JMP_IMM(VM_JEQ, 6, 443, 3), JMP_IMM(VM_JNE, 6, 443, 2),
+      MOV64_REG(0, 9), EXIT(), RET0()},
+     0, nullptr, {}},
+    {"neq_lost_when_the_value_changes",
+     {LDX(VM_DW, 6, 1, CTX_ARG0), LDX(VM_DW, 7, 1, CTX_ARG0 + 8), JMP_REG(VM_JEQ, 6, 7, 4),
+      ALU64_IMM(VM_ADD, 6, 1), JMP_REG(VM_JNE, 6, 7, 2), MOV64_REG(0, 9), EXIT(), RET0()},
+     -EACCES, "not initialised", {}},
+    {"neq_of_64_bits_does_not_decide_32",
+     {LDX(VM_DW, 6, 1, CTX_ARG0), LDX(VM_DW, 7, 1, CTX_ARG0 + 8), JMP_REG(VM_JEQ, 6, 7, 3),
+      JMP32_REG(VM_JNE, 6, 7, 2), MOV64_REG(0, 9), EXIT(), RET0()},
+     -EACCES, "not initialised", {}},
+    {"neq_not_on_the_equal_side",   // the `==` side's second test may be taken
+     {LDX(VM_DW, 6, 1, CTX_ARG0), LDX(VM_DW, 7, 1, CTX_ARG0 + 8), JMP_REG(VM_JNE, 6, 7, 3),
+      JMP_REG(VM_JEQ, 6, 7, 4), RET0(), RET0(), MOV64_REG(0, 9), EXIT()},
+     -EACCES, "not initialised", {}},
+
+    // --- sums of two counters (invariant 10): `n + k < oend - out` tested, then
+    // `(out + n) + k` written. r6 = n, r8 = k (bytes), r3 = oend - out
+#define SUM_LINK(CMP, ...)                                                                \
+    LOAD_OUT(), LDX(VM_DW, 6, 1, CTX_ARG0), ALU64_IMM(VM_AND, 6, 255),                     \
+        LDX(VM_DW, 8, 1, CTX_ARG0 + 8), ALU64_IMM(VM_AND, 8, 255), MOV64_REG(3, 5),        \
+        ALU64_REG(VM_SUB, 3, 4), MOV64_REG(9, 4), ALU64_REG(VM_ADD, 9, 6), MOV64_REG(2, 6), \
+        ALU64_REG(VM_ADD, 2, 8), __VA_ARGS__, JMP_REG(CMP, 2, 3, 4), ALU64_REG(VM_ADD, 9, 8),  \
+        ST(VM_B, 9, 0, 32), RET0(), RET0()
+    {"sum_of_counters_bounds_the_pointer", {SUM_LINK(VM_JSGE, MOV64_REG(2, 2))}, 0, nullptr,
+     {}},
+    {"sum_of_counters_one_short", {SUM_LINK(VM_JSGT, MOV64_REG(2, 2))}, -EACCES,
+     "outside the checked range", {}},
+    {"sum_of_counters_term_moved_after", {SUM_LINK(VM_JSGE, ALU64_IMM(VM_ADD, 8, 1))},
+     -EACCES, "outside the checked range", {}},
+    {"sum_of_counters_ended_by_a_mask", {SUM_LINK(VM_JSGE, ALU64_IMM(VM_AND, 2, 511))},
+     -EACCES, "outside the checked range", {}},
+
+    // p + n with n <= end - p stays within the buffer's largest size from its
+    // start, whatever p's and n's ranges add up to: p (var [0, 2^28)) + n
+    // (n <= end - p) + n again is a sane pointer
+#define VAR_LIMIT(...)                                                                    \
+    LOAD_IN(), LDX(VM_DW, 6, 1, CTX_ARG0), ALU64_IMM(VM_AND, 6, 0xfffffff),                 \
+        ALU64_REG(VM_ADD, 2, 6), MOV64_REG(4, 3), ALU64_REG(VM_SUB, 4, 2),                  \
+        LDX(VM_DW, 7, 1, CTX_ARG0 + 8), ALU64_IMM(VM_AND, 7, 0xfffffff), __VA_ARGS__,       \
+        ALU64_REG(VM_ADD, 2, 7), ALU64_REG(VM_ADD, 2, 7), RET0()
+    {"pointer_plus_a_distance_stays_in_the_buffer", {VAR_LIMIT(JMP_REG(VM_JGT, 7, 4, 2))}, 0,
+     nullptr, {}},
+    {"pointer_plus_an_unrelated_length", {VAR_LIMIT(JMP_REG(VM_JGT, 7, 6, 2))}, -EACCES,
+     "pointer offset out of range", {}},
 
     // --- atomics -------------------------------------------------------------------
     {"atomic_on_input",
