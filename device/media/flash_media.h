@@ -87,7 +87,7 @@
  * polls for its completions before it sleeps, and an idle core for work. */
 #define FLASH_MEDIA_PORTS        64u
 #define FLASH_MEDIA_RING         64u
-#define FLASH_MEDIA_SPIN_NS      5000ull
+#define FLASH_MEDIA_SPIN_NS      1000ull
 #define FLASH_MEDIA_CORE_SPIN_NS 0ull
 
 /* A clock in ns (simulated or real); ctx is the caller's. */
