@@ -110,7 +110,9 @@ bench-sfs: build
 	$(BUILD)/bench/sfs_bench $(BUILD)/bench/sfs_bench.img
 
 # libcisc transport: round trip of a NOP and a 4 KiB read through a queue
-# pair at link latency 0 and 900 ns, beside a FUSE O_DIRECT read.
+# pair at link latency 0 and 900 ns, beside a FUSE O_DIRECT read; then a
+# small pwrite and a write+fsync against the mount's, interleaved, with
+# the CPU each costs the client and the device (cisc-bench-pairs).
 bench-qp: build
 	@./bench/qp/rtt.sh $(CISC) $(BUILD)/bench/qp/cisc-bench-rtt
 

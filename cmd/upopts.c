@@ -362,6 +362,12 @@ static const struct up_opt up_table[] = {
     { 0, "flash-partitions", "flash_partitions", &k_uint, "N", 0, 256, 0,
       AT(flash.partitions), .help = "FTL partitions, each owning its stripes, channels "
                                     "and dies (0: 1, the single-lock FTL); divides the channels" },
+    { 0, "flash-ftl", "flash_ftl", &k_index, WORDS("locks", "cores"), AT(flash.ftl),
+      .help = "how the device reaches the FTL: locks (default): the thread that calls the "
+              "media takes its page's partition lock (with one partition, the single-lock "
+              "FTL); cores: one FTL core thread per partition owns it, and each page of a "
+              "media call is handed to its owner through per-core lock-free rings (no lock "
+              "on the FTL path); needs --media flash" },
     { 0, "flash-members", "flash_members", &k_uint, "N", 0, 64, 0, AT(flash.members),
       .help = "flash drives in an array, the image striped 64 KiB across them, each "
               "with its own FTL, GC and dies (0: 1)" },
@@ -511,12 +517,15 @@ static int parse_list(const struct up_opt *u, const char *arg, struct up_opts *o
     return r;
 }
 
-/* What holds between options once all are read: the FUSE mount of a
+/* What holds between options once all are read: --replay needs
+ * --read-only, FTL cores need the flash media, and the FUSE mount of a
  * read-only device is read-only too. Returns 0, or 2 after the error. */
 static int parse_done(struct up_opts *o)
 {
     if (o->dev.replay && !o->dev.read_only)
         return cmd_fail("up", "--replay (-o replay) goes with --read-only (-o ro)");
+    if (o->flash.ftl == FLASH_FTL_CORES && !o->media)
+        return cmd_fail("up", "--flash-ftl cores (-o flash_ftl=cores) needs --media flash");
     return o->dev.read_only ? add_fuse_opt(o, "ro") : 0;
 }
 

@@ -626,10 +626,11 @@ static void status_flash_member(struct device *d, struct out *o, struct media *u
     struct flash_stats st;
     flash_stats(f, &st);
     put(o, "flash member %u channels %u dies %u blocks %u pages %u op_permille %u "
-           "partitions %u gc %s read_ns %llu prog_ns %llu erase_ns %llu xfer_ns %llu "
+           "partitions %u ftl %s gc %s read_ns %llu prog_ns %llu erase_ns %llu xfer_ns %llu "
            "ftl_ns %llu state %s\n", label,
         g->channels, g->dies_per_channel, g->blocks_per_die, g->pages_per_block,
-        g->op_permille, g->partitions, g->gc_policy == FLASH_GC_GREEDY ? "greedy" : "cost-benefit",
+        g->op_permille, g->partitions, g->ftl == FLASH_FTL_CORES ? "cores" : "locks",
+        g->gc_policy == FLASH_GC_GREEDY ? "greedy" : "cost-benefit",
         (unsigned long long)g->t_read_ns, (unsigned long long)g->t_prog_ns,
         (unsigned long long)g->t_erase_ns, (unsigned long long)g->t_xfer_ns,
         (unsigned long long)g->t_ftl_ns,
@@ -637,12 +638,15 @@ static void status_flash_member(struct device *d, struct out *o, struct media *u
     put(o, "flash_ftl member %u waf %.3f host_reads %llu host_writes %llu trims %llu "
            "gc_runs %llu gc_fg %llu gc_bg %llu free_blocks %llu mapped %llu pages_moved %llu "
            "erase_min %u "
-           "erase_avg %.2f erase_max %u\n", label, st.waf,
+           "erase_avg %.2f erase_max %u ops_owned %llu ops_locked %llu ops_foreign %llu\n",
+        label, st.waf,
         (unsigned long long)st.host_reads, (unsigned long long)st.host_writes,
         (unsigned long long)st.trims, (unsigned long long)st.gc_runs,
         (unsigned long long)st.gc_fg_runs, (unsigned long long)st.gc_bg_runs,
         (unsigned long long)st.free_blocks, (unsigned long long)st.mapped,
-        (unsigned long long)st.pages_moved, st.erase_min, st.erase_avg, st.erase_max);
+        (unsigned long long)st.pages_moved, st.erase_min, st.erase_avg, st.erase_max,
+        (unsigned long long)st.ftl_owned, (unsigned long long)st.ftl_locked,
+        (unsigned long long)st.ftl_foreign);
     double span = (double)(st.now_ns > d->started_ns ? st.now_ns - d->started_ns : 1);
     for (uint32_t c = 0; c < g->channels; c++) {
         put(o, "flash_chan member %u channel %u util %.3f dies", label, c,
@@ -691,12 +695,14 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
         (unsigned long long)dm.link_latency_ns, dm.core_speed,
         eng_tenant_is_pid(d->eng) ? "pid" : "uid");
     put(&o, "qp sessions %llu queues %llu handles %llu pollers %u poll_us %u fetched %llu "
-            "refused %llu completed %llu invalidated %llu dead %llu sleeps %llu\n",
+            "refused %llu completed %llu invalidated %llu dead %llu sleeps %llu contended %llu "
+            "done_rings %llu\n",
         (unsigned long long)qs.sessions, (unsigned long long)qs.queues,
         (unsigned long long)qs.handles, qs.pollers, qs.poll_us,
         (unsigned long long)qs.fetched, (unsigned long long)qs.refused,
         (unsigned long long)qs.completed, (unsigned long long)qs.invalidated,
-        (unsigned long long)qs.dead, (unsigned long long)qs.sleeps);
+        (unsigned long long)qs.dead, (unsigned long long)qs.sleeps,
+        (unsigned long long)qs.contended, (unsigned long long)qs.done_rings);
     put(&o, "queue depth %llu max_depth %llu busy_cores %u submitted %llu completed %llu "
             "direct %llu\n", (unsigned long long)ss.depth, (unsigned long long)ss.max_depth,
         ss.busy, (unsigned long long)ss.submitted, (unsigned long long)ss.completed,
@@ -712,6 +718,7 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
     fop_oplog_space(d->eng, &lmax, &lentry, &lused);
     put(&o, "tx log max %llu entry %llu used %llu\n", (unsigned long long)lmax,
         (unsigned long long)lentry, (unsigned long long)lused);
+    put(&o, "tx log adopted %llu\n", (unsigned long long)fop_oplog_adopted(d->eng));
     if (d->recovery_len)   /* one line per op recovered at start-up */
         put(&o, "%s", d->recovery);
     status_tenants(d, &o);

@@ -29,14 +29,13 @@
 #include "fusefs/fusefs_int.h"
 
 #include <errno.h>
-#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/done.h"
 #include "device/media/flash_media.h"
 
 /* Invariant 1: the longest a reply is held (as the libcisc arrival cap). */
@@ -261,22 +260,18 @@ static void call_done(struct eng_cmd *c)
 {
     struct fusefs_call *k = (struct fusefs_call *)c;
     k->at_ns = flash_media_deadline_take(NULL);
-    /* Pairs with the acquire load in fusefs_delay_call. */
-    __atomic_store_n(&k->state, 1, __ATOMIC_RELEASE);
-    syscall(SYS_futex, &k->state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    done_post(&k->state);   /* pairs with done_wait in fusefs_delay_call */
 }
 
 int64_t fusefs_delay_call(struct engine *e, struct fusefs_call *k)
 {
     k->c.done = call_done;
-    k->state = 0;
+    done_arm(&k->state);
     k->at_ns = 0;
     int r = eng_submit(e, &k->c);
     if (r)
         return k->c.ret = r;
-    /* Pairs with the release store in call_done. */
-    while (!__atomic_load_n(&k->state, __ATOMIC_ACQUIRE))
-        syscall(SYS_futex, &k->state, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+    done_wait(&k->state);   /* the command ran: ret and at_ns are set */
     return k->c.ret;
 }
 

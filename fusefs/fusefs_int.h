@@ -144,7 +144,7 @@ int fusefs_delay_copy(const struct sfs_seg *segs, unsigned n, size_t total, char
 struct fusefs_call {
     struct eng_cmd c;             /* first */
     uint64_t at_ns;               /* out: the stamp (0: none) */
-    uint32_t state;               /* futex: 1 once done */
+    uint32_t state;               /* completion word (common/done.h) */
 };
 int64_t fusefs_delay_call(struct engine *e, struct fusefs_call *k);
 

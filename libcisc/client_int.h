@@ -38,6 +38,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "common/spin.h"
 #include "proto/wire.h"
 #include "libcisc/arena.h"
 
@@ -63,11 +64,14 @@ struct cisc_session {
 struct lc_slot {
     uint32_t gen;                 /* bumped when freed; part of the token */
     uint8_t state;                /* LC_SLOT_* */
-    struct wire_cqe cqe;          /* valid in LC_SLOT_DONE */
+    struct wire_cqe cqe;          /* valid in LC_SLOT_DONE and LC_SLOT_ARRIVING */
+    uint64_t arrive_at;           /* LC_SLOT_ARRIVING: when it is the caller's (now_ns) */
     uint32_t next_free;           /* free list: index + 1, 0 = end */
 };
 
-enum { LC_SLOT_FREE, LC_SLOT_BUSY, LC_SLOT_DONE, LC_SLOT_DISCARDED };
+/* BUSY: submitted; ARRIVING: its CQE reaped but still crossing the link
+ * (wire.h WIRE_CQE_ARRIVE), not yet the caller's; DONE: completed. */
+enum { LC_SLOT_FREE, LC_SLOT_BUSY, LC_SLOT_DONE, LC_SLOT_DISCARDED, LC_SLOT_ARRIVING };
 
 struct cisc_queue {
     struct cisc_session *s;
@@ -87,8 +91,10 @@ struct cisc_queue {
     uint32_t cq_head;             /* private: next CQE index to consume */
     struct lc_slot *slots;
     uint32_t nslots, free_slot;   /* free_slot: index + 1 of the first free, 0 = none */
-    uint32_t inflight;            /* slots BUSY or DISCARDED */
-    uint32_t spin_ns;
+    uint32_t inflight;            /* slots BUSY, ARRIVING or DISCARDED */
+    uint32_t arriving;            /* slots ARRIVING */
+    uint32_t spin_ns;             /* the full spin budget (cisc_queue_params) */
+    struct spin_gov gov;          /* cuts it short on a contended host (common/spin.h) */
     bool busy_poll;
     uint64_t gc_seen;             /* completions flagged WIRE_CQE_GC */
     struct lc_arena alloc;        /* the arena's allocator (private metadata) */
@@ -125,8 +131,9 @@ bool lc_arena_off(const struct cisc_queue *q, const void *p, size_t len, uint64_
 int lc_submit(struct cisc_queue *q, const struct wire_sqe *sqes, unsigned n,
               uint64_t *tokens);
 
-/* Waits for the completion of token (busy-polls spin_ns, then sleeps on
- * the CQ futex), copies it into *out and frees the token.
+/* Waits for the completion of token (busy-polls up to spin_ns, less while
+ * the host is contended: common/spin.h; then sleeps on the CQ futex),
+ * copies it into *out and frees the token.
  * Returns 0, or -EINVAL (unknown token), -ENOTCONN (device gone). */
 int lc_wait(struct cisc_queue *q, uint64_t token, struct wire_cqe *out);
 
@@ -137,8 +144,10 @@ int lc_peek(struct cisc_queue *q, uint64_t token, struct wire_cqe *out);
 /* Gives up on token: its completion will be dropped when it comes. */
 void lc_discard(struct cisc_queue *q, uint64_t token);
 
-/* Reaps every completion posted so far into the slot table; returns how
- * many. */
+/* Reaps every completion posted so far into the slot table, in any
+ * order of arrival (one still crossing the link waits in its slot, never
+ * in front of others); returns how many it took plus how many waiting
+ * ones arrived (0: nothing changed). */
 unsigned lc_reap(struct cisc_queue *q);
 
 /* Submits one SQE and waits: returns the CQE's res (>= 0 or -errno from

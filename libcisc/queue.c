@@ -2,12 +2,14 @@
  * libcisc/queue.c - the client side of a queue pair: mapping the region
  * the device created, the arena's buffers, submitting (with the doorbell
  * only when the device sleeps), reaping completions into the slot table
- * and waiting for one (spin, then sleep on the CQ futex).
+ * and waiting for one (spin, then sleep on the CQ futex; common/spin.h
+ * cuts the spin short while the host has no CPU to spare).
  */
 #include "libcisc/client_int.h"
 
 #include "common/clock.h"
 #include "common/le.h"
+#include "common/spin.h"
 #include "proto/ctl.h"
 
 #include <errno.h>
@@ -17,12 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #define LC_DEFAULT_SPIN_NS 20000u
+#define LC_NAP_SLACK_NS    1000u        /* timer slack while sleeping for an arrival */
 #define LC_ALIVE_CHECK_NS  (100u * 1000000u)   /* check the device every 100 ms of waiting */
 #define LC_ARRIVE_MAX_NS   1000000000   /* device/sched/model.h DM_ARRIVE_MAX_NS */
 
@@ -286,7 +290,10 @@ static struct lc_slot *slot_of(struct cisc_queue *q, uint64_t token)
 
 static void slot_free(struct cisc_queue *q, struct lc_slot *sl)
 {
-    if (sl->state == LC_SLOT_BUSY || sl->state == LC_SLOT_DISCARDED)
+    if (sl->state == LC_SLOT_ARRIVING)
+        q->arriving--;
+    if (sl->state == LC_SLOT_BUSY || sl->state == LC_SLOT_DISCARDED ||
+        sl->state == LC_SLOT_ARRIVING)
         q->inflight--;
     sl->state = LC_SLOT_FREE;
     if (++sl->gen == 0)
@@ -329,21 +336,6 @@ static void kick(struct cisc_queue *q)
         ring_doorbell(q);
 }
 
-static void reap_one(struct cisc_queue *q, const struct wire_cqe *cqe)
-{
-    struct lc_slot *sl = slot_of(q, cqe->user_data);
-    if (!sl)
-        return;   /* not ours: ignore */
-    q->gc_seen += (cqe->flags & WIRE_CQE_GC) != 0;
-    if (sl->state == LC_SLOT_DISCARDED) {
-        slot_free(q, sl);
-    } else if (sl->state == LC_SLOT_BUSY) {
-        sl->cqe = *cqe;
-        sl->state = LC_SLOT_DONE;
-        q->inflight--;
-    }
-}
-
 /* Nanoseconds until a completion has crossed the link (wire.h
  * WIRE_CQE_ARRIVE); 0 once it has. An arrival time more than
  * LC_ARRIVE_MAX_NS ahead (a confused device) counts as arrived. */
@@ -355,49 +347,92 @@ static uint32_t arrive_in(const struct wire_cqe *c)
     return ahead <= 0 || ahead > LC_ARRIVE_MAX_NS ? 0 : (uint32_t)ahead;
 }
 
-static bool arrived(const struct wire_cqe *c)
+static void slot_done(struct cisc_queue *q, struct lc_slot *sl)
 {
-    return arrive_in(c) == 0;
+    if (sl->state == LC_SLOT_ARRIVING)
+        q->arriving--;
+    sl->state = LC_SLOT_DONE;
+    q->inflight--;
 }
 
-/* Nanoseconds until the oldest completion in the CQ arrives: 0 when there
- * is none or it has arrived. */
-static uint32_t head_arrive_in(struct cisc_queue *q)
+/* Takes one CQE into its slot: done, or arriving (still crossing the
+ * link: the completion is the caller's only once its stamp passed). */
+static void reap_one(struct cisc_queue *q, const struct wire_cqe *cqe)
 {
-    /* Pairs with the device's release store of cq_tail (as lc_reap). */
-    uint32_t tail = __atomic_load_n(q->kcq_tail, __ATOMIC_ACQUIRE);
-    if (tail == q->cq_head)
-        return 0;
-    struct wire_cqe c = q->cq[q->cq_head & q->cq_mask];
-    return arrive_in(&c);
+    struct lc_slot *sl = slot_of(q, cqe->user_data);
+    if (!sl)
+        return;   /* not ours: ignore */
+    q->gc_seen += (cqe->flags & WIRE_CQE_GC) != 0;
+    if (sl->state == LC_SLOT_DISCARDED) {
+        slot_free(q, sl);
+    } else if (sl->state == LC_SLOT_BUSY) {
+        sl->cqe = *cqe;
+        uint32_t ahead = arrive_in(cqe);
+        if (ahead) {
+            sl->arrive_at = now_ns() + ahead;   /* absolute: a 32-bit stamp wraps */
+            sl->state = LC_SLOT_ARRIVING;
+            q->arriving++;
+            return;
+        }
+        slot_done(q, sl);
+    }
 }
 
-unsigned lc_reap(struct cisc_queue *q)
+/* Makes done the arriving slots whose stamp passed; sets *next to the ns
+ * until the earliest of the others arrives (0: none left). Returns how
+ * many became done. O(slots), only while some are arriving. */
+static unsigned promote(struct cisc_queue *q, uint32_t *next)
+{
+    unsigned n = 0;
+    uint64_t now = q->arriving ? now_ns() : 0;
+    *next = 0;
+    for (uint32_t i = 0; q->arriving && i < q->nslots; i++) {
+        struct lc_slot *sl = &q->slots[i];
+        if (sl->state != LC_SLOT_ARRIVING)
+            continue;
+        if (sl->arrive_at <= now) {
+            slot_done(q, sl);
+            n++;
+        } else if (!*next || sl->arrive_at - now < *next) {
+            *next = (uint32_t)(sl->arrive_at - now);   /* < LC_ARRIVE_MAX_NS */
+        }
+    }
+    if (!q->arriving)
+        *next = 0;
+    return n;
+}
+
+/* Copies every CQE posted so far into the slot table (whether or not it
+ * has crossed the link: one that has not must not hold up those behind
+ * it, which the flash model may stamp earlier) and frees the ring's
+ * slots. Returns how many CQEs it took plus how many arriving slots
+ * became done (0: nothing changed); *next as promote(). */
+static unsigned reap(struct cisc_queue *q, uint32_t *next)
 {
     /* Pairs with the device's release store of cq_tail after it wrote the
      * entries. */
     uint32_t tail = __atomic_load_n(q->kcq_tail, __ATOMIC_ACQUIRE);
     uint32_t n = tail - q->cq_head;
-    if (n == 0)
-        return 0;
     if (n > q->cq_entries)
         n = q->cq_entries;   /* cannot happen with a sane device */
     for (uint32_t i = 0; i < n; i++) {
         struct wire_cqe c = q->cq[(q->cq_head + i) & q->cq_mask];
-        if (!arrived(&c)) {   /* still crossing the link: later ones too */
-            n = i;
-            break;
-        }
         reap_one(q, &c);
     }
-    if (n == 0)
-        return 0;
-    q->cq_head += n;
-    /* Pairs with the device's acquire load of cq_head: the entries are
-     * copied, it may reuse the slots. */
-    __atomic_store_n(q->kcq_head, q->cq_head, __ATOMIC_RELEASE);
-    kick(q);   /* the device may have stopped for lack of CQ room */
-    return n;
+    if (n) {
+        q->cq_head += n;
+        /* Pairs with the device's acquire load of cq_head: the entries are
+         * copied, it may reuse the slots. */
+        __atomic_store_n(q->kcq_head, q->cq_head, __ATOMIC_RELEASE);
+        kick(q);   /* the device may have stopped for lack of CQ room */
+    }
+    return n + promote(q, next);
+}
+
+unsigned lc_reap(struct cisc_queue *q)
+{
+    uint32_t next;
+    return reap(q, &next);
 }
 
 /* Sleeps until cq_tail moves past what we consumed (or up to 100 ms). */
@@ -415,26 +450,50 @@ static void sleep_cq(struct cisc_queue *q)
     __atomic_store_n(q->kcq_flags, 0, __ATOMIC_RELAXED);
 }
 
-/* A completion is in the CQ but still crossing the link for `ahead` ns
- * (the flash model stamps up to DM_ARRIVE_MAX_NS ahead): sleeps until it
- * arrives, unless that is within the spin budget left (a sleep costs
- * more than a short wait) or the queue busy-polls. */
-static void wait_arrival(struct cisc_queue *q, uint32_t ahead, uint64_t spun)
+/* Sleeps `ahead` ns: a completion is crossing the link (the flash model
+ * stamps up to DM_ARRIVE_MAX_NS ahead). The thread's timer slack (50 us
+ * by default, which would dwarf a stamp microseconds ahead) is cut to
+ * LC_NAP_SLACK_NS for the sleep and put back after: the application's
+ * own sleeps keep theirs. */
+static void nap(uint32_t ahead)
 {
-    if (q->busy_poll || spun + ahead <= q->spin_ns) {
+    int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    bool cut = slack > (int)LC_NAP_SLACK_NS;
+    if (cut)
+        prctl(PR_SET_TIMERSLACK, LC_NAP_SLACK_NS, 0, 0, 0);
+    struct timespec ts = { ahead / 1000000000u, ahead % 1000000000u };
+    nanosleep(&ts, NULL);   /* EINTR: the loop looks again */
+    if (cut)
+        prctl(PR_SET_TIMERSLACK, (unsigned long)slack, 0, 0, 0);
+}
+
+/* The earliest completion crossing the link arrives in `ahead` ns: spins for it if
+ * that is brief, fits what is left of the spin budget, or the queue
+ * busy-polls; else sleeps until it arrives. A client never spins out a
+ * modelled time longer than its budget (a slow simulated device must not
+ * slow the host). */
+static void wait_arrival(struct cisc_queue *q, uint32_t ahead, uint64_t spun, uint64_t budget)
+{
+    if (q->busy_poll || ahead <= SPIN_BRIEF_NS || spun + ahead <= budget) {
         cpu_relax();
         return;
     }
-    struct timespec ts = { ahead / 1000000000u, ahead % 1000000000u };
-    nanosleep(&ts, NULL);   /* EINTR: the loop looks again */
+    nap(ahead);
+    spin_rest(&q->gov);
 }
 
-/* Waits until something new is in the CQ; -ENOTCONN if it never will be. */
+/* Waits until something new is in the CQ; -ENOTCONN if it never will be.
+ * Spins for the queue's budget (common/spin.h: cut short while the host
+ * is contended, and at once when this thread was descheduled while
+ * spinning), then sleeps on the CQ futex. */
 static int wait_cq(struct cisc_queue *q)
 {
     uint64_t t0 = now_ns(), check = t0 + LC_ALIVE_CHECK_NS;
+    uint64_t budget = q->busy_poll ? UINT64_MAX : spin_budget(&q->gov, t0, q->spin_ns);
+    spin_rest(&q->gov);   /* the last wait's rounds are not this spin's */
     for (;;) {
-        if (lc_reap(q))
+        uint32_t ahead;   /* until the earliest completion crossing the link arrives */
+        if (reap(q, &ahead))
             return 0;
         if (queue_dead(q))
             return -ENOTCONN;
@@ -443,14 +502,18 @@ static int wait_cq(struct cisc_queue *q)
             if (!lc_session_alive(q->s))
                 return -ENOTCONN;
             check = t + LC_ALIVE_CHECK_NS;
+            spin_rest(&q->gov);   /* a system call: not a gap */
         }
-        uint32_t ahead = head_arrive_in(q);
-        if (ahead)
-            wait_arrival(q, ahead, t - t0);
-        else if (q->busy_poll || t - t0 < q->spin_ns)
+        if (!q->busy_poll && spin_round(&q->gov, t))
+            budget = 0;   /* descheduled while spinning: give the CPU back now */
+        if (ahead) {
+            wait_arrival(q, ahead, t - t0, budget);
+        } else if (t - t0 < budget) {
             cpu_relax();
-        else
+        } else {
             sleep_cq(q);
+            spin_rest(&q->gov);
+        }
     }
 }
 
@@ -488,7 +551,7 @@ void lc_discard(struct cisc_queue *q, uint64_t token)
     struct lc_slot *sl = slot_of(q, token);
     if (!sl)
         return;
-    if (sl->state == LC_SLOT_DONE)
+    if (sl->state == LC_SLOT_DONE || sl->state == LC_SLOT_ARRIVING)
         slot_free(q, sl);
     else if (sl->state == LC_SLOT_BUSY)
         sl->state = LC_SLOT_DISCARDED;

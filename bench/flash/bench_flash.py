@@ -22,6 +22,19 @@ flash`) driven by fio on its FUSE mount and by libcisc (cisc-bench-flash-lib).
   gc       4 KiB random writes each followed by fsync on a nearly full device,
            with little spare (foreground GC) and with much (none): p50/p99 of
            the fsync'd write, and the GC runs the device counted
+  cores    the FTL's core scaling through the device: 1..4 device cores
+           (`--cores N`), the FTL as a single lock (one partition), as N
+           partitions behind locks, or as N FTL cores fed through rings
+           (`--flash-ftl cores`); every host page operation takes a modelled
+           FTL time on its partition's core (`--flash-ftl-ns`, 1 ms by default
+           so that the FTL, not the NAND or this host, sets the pace); one
+           libcisc thread keeps 64 random 4 KiB reads in flight; IOPS and the
+           ratio to one core, beside the closed-network expectation
+           N/(N+P-1) x P / t_ftl, and the device's CPU per read
+  forms    what the FTL cores cost the host: the same device (8 x 4 dies,
+           4 partitions, 18 us reads, no FTL time) with the FTL behind locks
+           and as cores, alternating: random 4 KiB read IOPS and the device's
+           CPU per read, through the mount (fio, 16 threads) and libcisc (qd 64)
 
 Every configuration prints the device model (its `flash member` line).
 Writes bench/out/flash_e2e_{scale,latency,gc}.csv and flash_e2e.png. The
@@ -48,7 +61,7 @@ def sh(cmd, check=True):
 class Device:
     """A device on a fresh image (or member images) with the given options."""
 
-    def __init__(self, a, opts, members=0, size="256M"):
+    def __init__(self, a, opts, members=0, size="256M", cores=2):
         self.a = a
         self.dir = tempfile.mkdtemp(prefix="cisc-bench-flash-", dir=a.image_dir)
         self.mnt = os.path.join(self.dir, "m")
@@ -59,7 +72,7 @@ class Device:
             opts = ["--members", str(members)] + opts
         else:
             sh([a.cisc, "mkfs", "--size", size, img])
-        sh([a.cisc, "up", "--cores", "2"] + opts + [img, self.mnt])
+        sh([a.cisc, "up", "--cores", str(cores)] + opts + [img, self.mnt])
         self.pid = int(self.status_key("device pid"))
 
     def status(self):
@@ -270,6 +283,96 @@ def gc(a):
     return [gc_point(a, "much spare", 1000), gc_point(a, "little spare", 30)]
 
 
+# ---- cores and forms -----------------------------------------------------------
+
+CORES_QD = 64
+FORMS = (("single lock", "locks", lambda n: 1), ("partition locks", "locks", lambda n: n),
+         ("cores", "cores", lambda n: n))
+
+
+def read_point(a, d, via, qd):
+    """Best of a.repeat runs: (IOPS, device CPU us per read)."""
+    best = (0.0, 0.0)
+    for _ in range(a.repeat):
+        cold(d)
+        c0 = d.cpu_s()
+        if via == "mount":
+            j = fio(d, "r", {"rw": "randread", "bs": "4k", "size": "64M", "direct": "1",
+                             "ioengine": "psync", "numjobs": str(qd), "thread": "1"},
+                    a.runtime)
+            iops = j["read"]["iops"]
+        else:
+            out = sh([a.lib, d.mnt, "r", str(a.runtime), "qd", str(qd)]).stdout.split()
+            iops = float(dict(zip(out[::2], out[1::2]))["iops"])
+        cpu_us = (d.cpu_s() - c0) * 1e6 / max(iops * a.runtime, 1)
+        if iops > best[0]:
+            best = (iops, cpu_us)
+    return best
+
+
+def cores_point(a, label, ftl, parts, n, t_ftl):
+    d = Device(a, ["--media", "flash", "--flash-channels", "12", "--flash-dies", "1",
+                   "--flash-partitions", str(parts), "--flash-ftl", ftl,
+                   "--flash-ftl-ns", str(t_ftl)], cores=n)
+    try:
+        layout(d, "r", "64M")
+        model = d.model_line()
+        iops, cpu = read_point(a, d, "libcisc", CORES_QD)
+        locked = d.field("flash_ftl", "ops_locked")
+        owned = d.field("flash_ftl", "ops_owned")
+    finally:
+        d.down()
+    return iops, cpu, model, locked, owned
+
+
+def cores(a):
+    t = a.cores_ftl_ns
+    print("== cores: random 4 KiB reads through libcisc (qd %d), 12 channels x 1 die, t_ftl %g ms "
+          "a page on its partition's core; best of %d" % (CORES_QD, t / 1e6, a.repeat))
+    rows, one = [], {}
+    for n in range(1, 5):
+        for label, ftl, parts in FORMS:
+            p = parts(n)
+            iops, cpu, model, locked, owned = cores_point(a, label, ftl, p, n, t)
+            if n == 1:
+                print("  model (%s):" % label, model)
+            one.setdefault(label, iops)
+            exp = CORES_QD / (CORES_QD + p - 1) * p / (t / 1e9)
+            print("  %d cores  %-16s IOPS %7.0f (x%.2f)  expected %7.0f (x%.2f)  device CPU "
+                  "%6.1f us/read  FTL ops owned %d locked %d" %
+                  (n, label, iops, iops / one[label], exp, exp * t / 1e9, cpu, owned, locked))
+            rows.append([n, label, p, round(iops), round(iops / one[label], 3), round(exp),
+                         round(cpu, 1), owned, locked])
+    return rows
+
+
+def forms(a):
+    print("== forms: the same device with the FTL behind locks and as FTL cores (8 x 4 dies, "
+          "4 partitions, 18 us reads, no FTL time), alternating; best of %d" % a.repeat)
+    rows = []
+    for via, qd in (("mount", 16), ("libcisc", CORES_QD)):
+        got = {}
+        for rnd in range(a.rounds):
+            for ftl in ("locks", "cores"):
+                d = Device(a, ["--media", "flash", "--flash-partitions", "4", "--flash-ftl", ftl])
+                try:
+                    if rnd == 0 and via == "mount":
+                        print("  model:", d.model_line())
+                    layout(d, "r", "64M")
+                    x = read_point(a, d, via, qd)
+                finally:
+                    d.down()
+                if x[0] > got.get(ftl, (0, 0))[0]:
+                    got[ftl] = x
+        for ftl in ("locks", "cores"):
+            print("  %-8s qd %3d  %-6s IOPS %8.0f  device CPU %6.1f us/read" %
+                  (via, qd, ftl, got[ftl][0], got[ftl][1]))
+            rows.append([via, qd, ftl, round(got[ftl][0]), round(got[ftl][1], 1)])
+        print("  %-8s cores / locks: IOPS x%.2f, CPU per read x%.2f" %
+              (via, got["cores"][0] / got["locks"][0], got["cores"][1] / got["locks"][1]))
+    return rows
+
+
 # ---- output --------------------------------------------------------------------
 
 def save(out, name, header, rows):
@@ -321,7 +424,11 @@ def main():
     p.add_argument("--image-dir", default="/dev/shm")
     p.add_argument("--runtime", type=float, default=3)
     p.add_argument("--repeat", type=int, default=2)
-    p.add_argument("--only", default="scale,latency,gc")
+    p.add_argument("--only", default="scale,latency,gc,cores,forms")
+    p.add_argument("--rounds", type=int, default=2,
+                   help="forms: alternating rounds of the two forms")
+    p.add_argument("--cores-ftl-ns", type=int, default=1000000,
+                   help="t_ftl of the cores section (slow, so that the FTL sets the pace)")
     p.add_argument("--scale-read-ns", type=int, default=4000000,
                    help="t_read of the scale section (slow, so that the model sets the pace)")
     a = p.parse_args()
@@ -330,6 +437,8 @@ def main():
     sc = scale(a) if "scale" in only else []
     lat = latency(a) if "latency" in only else []
     g = gc(a) if "gc" in only else []
+    co = cores(a) if "cores" in only else []
+    fo = forms(a) if "forms" in only else []
     save(a.out, "flash_e2e_scale.csv", ["config", "dies", "members", "via", "qd", "iops", "ideal",
                                         "ratio", "expected", "expected_ratio"], sc)
     save(a.out, "flash_e2e_latency.csv", ["t_read", "t_read_ns", "model_us", "mount_mean_us",
@@ -337,6 +446,10 @@ def main():
                                           "lib_p99_us", "client_cpu_pct"], lat)
     save(a.out, "flash_e2e_gc.csv", ["config", "op_permille", "p50_us", "p99_us", "gc_fg",
                                      "waf"], g)
+    save(a.out, "flash_e2e_cores.csv", ["cores", "ftl", "partitions", "iops", "x_one",
+                                        "expected", "device_cpu_us", "ops_owned", "ops_locked"],
+         co)
+    save(a.out, "flash_e2e_forms.csv", ["via", "qd", "ftl", "iops", "device_cpu_us"], fo)
     if sc and lat:
         plot(a.out, sc, lat)
 

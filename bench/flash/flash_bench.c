@@ -4,20 +4,27 @@
  * Desnoyers' curve, random-read IOPS against queue depth, the GC cliff of
  * random writes on a full device (throughput and p99 per interval), the
  * simulator's own CPU cost per page (thread CPU time), arrays of 1, 2, 4
- * members, and the FTL's device cores 1..4, partitioned beside single
+ * members, the FTL's device cores 1..4, partitioned beside single
  * lock (flash_cores.h: real core threads fed through lock-free rings,
- * their FTL time stretched by the core speed and slept; wall clock).
+ * their FTL time stretched by the core speed and slept; wall clock), and
+ * what the device's two FTL forms (flash_media.h invariant 10: locks, or
+ * the FTL cores fed through rings) cost the host per media call (real
+ * threads calling the media seam; wall clock and CPU time).
  * Prints the model and writes CSV files into the directory given as
  * argv[1]; further arguments pick sections and options (main). Asserts
  * nothing.
  */
 #include "device/media/flash.h"
 #include "device/media/flash_cores.h"
+#include "device/media/flash_media.h"
+#include "device/media/media.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static uint64_t wall_ns(void)
 {
@@ -475,6 +482,110 @@ static void bench_array(const char *dir)
     fclose(fp);
 }
 
+/* ---- the device's FTL forms: host cost per media call ---- */
+
+struct forms_worker {
+    struct media *m;
+    uint64_t blocks, seed, calls;
+    uint32_t pages;
+    uint64_t until_ns;
+    int err;
+};
+
+static void *forms_run(void *arg)
+{
+    struct forms_worker *w = arg;
+    char *buf = malloc((size_t)w->pages * MEDIA_BLOCK_SIZE);
+    while (buf && wall_ns() < w->until_ns) {
+        for (int i = 0; i < 64; i++) {
+            uint64_t b = rng_next(&w->seed) % (w->blocks - w->pages);
+            w->err |= media_read(w->m, b, w->pages, buf);
+            (void)flash_media_deadline_take(NULL);
+        }
+        w->calls += 64;
+    }
+    free(buf);
+    return NULL;
+}
+
+struct forms_run {
+    double calls_us;        /* media calls per microsecond, all threads */
+    double cpu_ns;          /* process CPU per call */
+};
+
+/* threads threads reading `pages`-page runs at random for secs through a
+ * flash media of the given form (4 partitions; the lower media an image in
+ * /dev/shm, so the page cache serves its bytes). */
+static struct forms_run run_forms(const char *img, enum flash_ftl_form form, unsigned threads,
+                                  uint32_t pages, double secs)
+{
+    const uint64_t blocks = 65536;
+    struct media *lower, *m;
+    char err[160];
+    struct flash_geom g = {.channels = 8, .dies_per_channel = 4, .partitions = 4, .ftl = form};
+    unlink(img);
+    if (media_create_file(img, blocks * MEDIA_BLOCK_SIZE, 0, &lower) ||
+        flash_media_open(lower, &g, err, sizeof(err), &m)) {
+        fprintf(stderr, "flash_bench: cannot open a flash media on %s\n", img);
+        exit(1);
+    }
+    struct forms_worker w[8];
+    pthread_t th[8];
+    uint64_t t0 = wall_ns(), c0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID), calls = 0;
+    for (unsigned i = 0; i < threads; i++) {
+        w[i] = (struct forms_worker){m, blocks, 11 + i, 0, pages, t0 + (uint64_t)(secs * 1e9), 0};
+        pthread_create(&th[i], NULL, forms_run, &w[i]);
+    }
+    for (unsigned i = 0; i < threads; i++) {
+        pthread_join(th[i], NULL);
+        calls += w[i].calls;
+    }
+    uint64_t wall = wall_ns() - t0, cpu = cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    media_close(m);
+    unlink(img);
+    char state[4200];
+    snprintf(state, sizeof(state), "%s.ftl", img);
+    unlink(state);
+    return (struct forms_run){(double)calls * 1e3 / (double)wall,
+                              calls ? (double)cpu / (double)calls : 0};
+}
+
+/* Locks beside cores, alternating, best of o->rounds, for 1, 2, 4 caller
+ * threads and calls of 1 and 32 pages. */
+static void bench_forms(const char *dir, const struct opts *o)
+{
+    FILE *fp = csv(dir, "flash_forms.csv",
+                   "threads,pages,locks_kcalls_s,locks_cpu_ns,cores_kcalls_s,cores_cpu_ns,ratio");
+    char img[256];
+    snprintf(img, sizeof(img), "/dev/shm/cisc-bench-flash-forms-%d.img", (int)getpid());
+    printf("\nthe device's FTL forms (flash_media.h 10), host cost of a media read call, 8 ch x 4 "
+           "dies, 4 partitions, 256 MiB in /dev/shm;\n  locks: the caller takes the partition "
+           "lock; cores: 4 FTL core threads, pages handed over through their rings;\n  best of "
+           "%u runs of %.1f s, alternating, wall clock and process CPU time\n"
+           "  threads pages   locks kcalls/s  CPU ns/call   cores kcalls/s  CPU ns/call   "
+           "cores/locks\n", o->rounds, o->secs);
+    static const unsigned nthreads[] = {1, 2, 4};
+    static const uint32_t npages[] = {1, 32};
+    for (int pi = 0; pi < 2; pi++)
+        for (int ti = 0; ti < 3; ti++) {
+            struct forms_run best[2] = {{0, 0}, {0, 0}};
+            for (unsigned r = 0; r < o->rounds; r++)
+                for (int f = 0; f < 2; f++) {
+                    struct forms_run x = run_forms(img, (enum flash_ftl_form)f, nthreads[ti],
+                                                   npages[pi], o->secs);
+                    if (x.calls_us > best[f].calls_us)
+                        best[f] = x;
+                }
+            printf("  %7u %5u   %14.1f  %11.0f   %14.1f  %11.0f   x%.2f\n", nthreads[ti],
+                   npages[pi], best[0].calls_us * 1e3, best[0].cpu_ns, best[1].calls_us * 1e3,
+                   best[1].cpu_ns, best[1].calls_us / best[0].calls_us);
+            fprintf(fp, "%u,%u,%.1f,%.0f,%.1f,%.0f,%.3f\n", nthreads[ti], npages[pi],
+                    best[0].calls_us * 1e3, best[0].cpu_ns, best[1].calls_us * 1e3, best[1].cpu_ns,
+                    best[1].calls_us / best[0].calls_us);
+        }
+    fclose(fp);
+}
+
 static bool want(int argc, char **argv, const char *name)
 {
     bool any = false;
@@ -498,7 +609,7 @@ static double opt(int argc, char **argv, const char *name, double def)
     return def;
 }
 
-/* usage: cisc-bench-flash DIR [qd|waf|cliff|array|cores|cpu ...]
+/* usage: cisc-bench-flash DIR [qd|waf|cliff|array|cores|cpu|forms ...]
  *        [--core-speed S] [--rounds R] [--secs T] [--ring N] [--ftl-ns T] */
 int main(int argc, char **argv)
 {
@@ -524,5 +635,7 @@ int main(int argc, char **argv)
         bench_cpu(dir);
     if (want(argc, argv, "cores"))
         bench_cores_both(dir, &o);
+    if (want(argc, argv, "forms"))
+        bench_forms(dir, &o);
     return 0;
 }

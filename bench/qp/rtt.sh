@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # bench/qp/rtt.sh CISC RTT_BIN [ITERATIONS]: starts a device per link
 # latency (0 and 900 ns) on an image in /dev/shm, runs the round-trip
-# benchmark against it, prints the device model and one CSV table.
+# benchmark against it, prints the device model and one CSV table; then,
+# on a device with the default model, cisc-bench-pairs (beside RTT_BIN:
+# libcisc pwrite and write+fsync against the mount's, interleaved, with
+# the CPU per call of the client and the device) as a second table.
 set -euo pipefail
 cisc=$1 rtt=$2 iters=${3:-100000}
 dir=$(mktemp -d /dev/shm/ciscfs-bench-qp-XXXXXX)
@@ -19,3 +22,12 @@ for lat in 0 900; do
     "$cisc" down "$dir/m" >/dev/null
     rm -f "$dir/img"
 done
+pairs=$(dirname "$rtt")/cisc-bench-pairs
+if [ -x "$pairs" ]; then
+    echo
+    "$cisc" up --size 1G "$dir/img" "$dir/m" >/dev/null
+    pid=$("$cisc" status --raw "$dir/m" | awk '/^device pid/ {print $3}')
+    "$pairs" "$dir/m" 2000 128 "$pid"
+    "$cisc" down "$dir/m" >/dev/null
+    rm -f "$dir/img"
+fi

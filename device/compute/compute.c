@@ -120,7 +120,8 @@ int cmp_patch(struct cmp_io *io)
     size_t len = end > io->in_len ? end : io->in_len;
     if (len > io->out_cap)
         return -EOVERFLOW;
-    memcpy(io->out, io->in, io->in_len);
+    if (io->out != io->in)   /* the same buffer: patched in place (compute.h) */
+        memcpy(io->out, io->in, io->in_len);
     if (at > io->in_len)
         memset(io->out + io->in_len, 0, (size_t)at - io->in_len);
     memcpy(io->out + at, io->in2, io->in2_len);

@@ -22,7 +22,8 @@
  *            the input is not valid zstd)
  *   VERIFY   no output; -EBADMSG unless input == in2
  *   PATCH    input with in2 copied over it at offset arg0 (zero gap,
- *            output grows to arg0 + in2_len if needed)
+ *            output grows to arg0 + in2_len if needed); out may be in
+ *            itself (patched in place; in2 must not overlap it)
  *   CONCAT   input || in2
  *
  * Invariants:

@@ -7,17 +7,16 @@
 #include "device/sched/model.h"
 
 #include "common/clock.h"
+#include "common/done.h"
 #include "proto/wire.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 static const eng_op_fn op_table[ENG_OP_COUNT] = {
@@ -49,10 +48,10 @@ static void complete(struct eng_cmd *c)
         c->done(c);
         return;
     }
-    /* Pairs with the acquire load in eng_call: the results written above
-     * are visible to the waiter once it sees state 1. */
-    __atomic_store_n(&c->state, 1, __ATOMIC_RELEASE);
-    syscall(SYS_futex, &c->state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    /* The results written above are visible to the waiter in eng_call
+     * once it returns (done.h invariant 2); no system call when the
+     * submitter ran the command itself and so never slept. */
+    done_post(&c->state);
 }
 
 /* One line per command: core, op, caller, operands, result, latency. */
@@ -316,13 +315,11 @@ void eng_queue_close(struct engine *e, const struct eng_cred *cred)
 int64_t eng_call(struct engine *e, struct eng_cmd *cmd)
 {
     cmd->done = NULL;
-    cmd->state = 0;
+    done_arm(&cmd->state);
     int r = eng_submit(e, cmd);
     if (r)
         return cmd->ret = r;
-    /* Pairs with the release store in complete(). */
-    while (!__atomic_load_n(&cmd->state, __ATOMIC_ACQUIRE))
-        syscall(SYS_futex, &cmd->state, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+    done_wait(&cmd->state);   /* pairs with done_post in complete() */
     return cmd->ret;
 }
 

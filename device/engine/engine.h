@@ -255,7 +255,7 @@ struct eng_cmd {
     /* completion: done() on the device core, or eng_call()'s wait */
     eng_done_fn done;
     void *priv;
-    uint32_t state;           /* futex word for eng_call */
+    uint32_t state;           /* eng_call's completion word (common/done.h) */
 };
 
 struct engine;

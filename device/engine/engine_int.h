@@ -38,10 +38,13 @@ struct engine {
      * mutates exclusive and of those it reads shared, for its whole run.
      * Taken before any StorageFS call; several in ascending order. */
     pthread_rwlock_t ino_lock[ENG_INO_STRIPES];
-    /* Device memory budget for CISC buffers (protected by mem_mu). */
+    /* Device memory budget for CISC buffers (mem.c): mem_used and
+     * mem_waiters are atomic (a reservation that fits takes no lock);
+     * mem_mu protects the spares and waiting on mem_cv. */
     pthread_mutex_t mem_mu;
     pthread_cond_t mem_cv;
     uint64_t mem_budget, mem_used;
+    unsigned mem_waiters;       /* reservations in the slow path (mem.c) */
     /* Idle large step buffers kept for the next op (mem.c; protected
      * by mem_mu, their bytes counted in mem_used). */
     struct eng_spare spare[ENG_SPARES];
@@ -64,6 +67,7 @@ struct engine {
     uint64_t tx_log_max;      /* bytes the live logs may reserve */
     uint64_t tx_log_entry;    /* a logged output up to this is inline in its record */
     uint64_t oplog_used;      /* bytes reserved by live logs; protected by oplog_mu */
+    uint64_t oplog_adopted;   /* bytes appends took from logs without writing (atomic) */
     pthread_mutex_t oplog_mu;
     pthread_cond_t oplog_cv;  /* space given back */
     struct oplog_pool *oplog_pool;   /* the log files (fused/oplog.h "Slots"); oplog_mu */

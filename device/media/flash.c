@@ -24,6 +24,13 @@ static uint64_t max64(uint64_t a, uint64_t b)
     return a > b ? a : b;
 }
 
+/* A busy counter grows by v: written by its partition's user only, read by
+ * anyone without a lock (flash.h: relaxed atomics, statistics). */
+static void busy_add(uint64_t *p, uint64_t v)
+{
+    __atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + v, __ATOMIC_RELAXED);
+}
+
 /* ---- geometry ---- */
 
 /* Smallest blocks per die that hold n logical pages plus spare, the open
@@ -107,6 +114,8 @@ static int check_counts(const struct flash_geom *g, char *err, unsigned len)
         return fail(err, len, "flash GC threshold must be at least 2 free blocks");
     if (g->gc_policy != FLASH_GC_GREEDY && g->gc_policy != FLASH_GC_COST_BENEFIT)
         return fail(err, len, "unknown flash GC policy");
+    if (g->ftl != FLASH_FTL_LOCKS && g->ftl != FLASH_FTL_CORES)
+        return fail(err, len, "unknown flash FTL form");
     if (!g->partitions || g->channels % g->partitions)
         return fail(err, len, "flash partitions must divide the channels");
     if (!g->stripe_pages)
@@ -403,7 +412,7 @@ static bool gc_once(struct flash *f, uint32_t d, uint64_t now, bool bg)
     struct fdie *die = &f->die[d];
     uint64_t start = max64(now, die->busy_until), t = collect(f, d, v);
     die->busy_until = start + t;
-    die->busy_ns += t;
+    busy_add(&die->busy_ns, t);
     die->gc_until = die->busy_until;
     part_of_die(f, d)->bg_runs += bg;
     return true;
@@ -445,7 +454,7 @@ static uint64_t chan_book(struct fchan *ch, uint64_t ready, uint64_t len)
     ch->end[i] = t + len;
     ch->n++;
     ch->busy_until = max64(ch->busy_until, t + len);
-    ch->busy_ns += len;
+    busy_add(&ch->busy_ns, len);
     return t + len;
 }
 
@@ -469,12 +478,22 @@ static uint64_t ftl_step(struct flash *f, struct fpart *pt, uint64_t now)
 /* Invariant 7: only the partition's owner (a claiming core, or the
  * thread holding its lock through flash_part_lock) uses the *_owned
  * calls. Debug and sanitizer builds check it. */
-#ifndef NDEBUG
 static bool owned_by_me(const struct fpart *pt)
 {
     return pt->owned && pthread_equal(pt->owner, pthread_self());
 }
-#endif
+
+/* Counts a host operation on pt by its owner (checked: asserted in debug
+ * builds, counted as foreign in every build when it is not). */
+static void count_owned(struct fpart *pt)
+{
+    bool mine = owned_by_me(pt);
+    assert(mine);
+    if (mine)
+        pt->ops_owned++;
+    else
+        pt->ops_foreign++;
+}
 
 /* A read of l on pt, whose caller has the partition to itself. */
 static struct flash_io read_in(struct flash *f, struct fpart *pt, uint64_t l, uint64_t now_ns)
@@ -491,7 +510,7 @@ static struct flash_io read_in(struct flash *f, struct fpart *pt, uint64_t l, ui
         io.gc = die->gc_until > now_ns;
         uint64_t start = max64(now_ns, die->busy_until);
         io.done_ns = chan_book(ch, start + f->g.t_read_ns, f->g.t_xfer_ns);
-        die->busy_ns += io.done_ns - start;   /* the die holds the page until sent */
+        busy_add(&die->busy_ns, io.done_ns - start);   /* the die holds the page until sent */
         die->busy_until = io.done_ns;
         see(pt, io.done_ns);
     }
@@ -506,6 +525,17 @@ static void part_enter(struct fpart *pt)
     assert(!pt->owned);
 }
 
+/* part_enter for a host operation: counted as locked, or as foreign when
+ * the partition is claimed (which part_enter asserts against). */
+static void part_enter_op(struct fpart *pt)
+{
+    part_enter(pt);
+    if (pt->owned)
+        pt->ops_foreign++;
+    else
+        pt->ops_locked++;
+}
+
 typedef struct flash_io (*page_op)(struct flash *, struct fpart *, uint64_t, uint64_t);
 
 /* op on l under its partition's lock (or none past the end). */
@@ -514,7 +544,7 @@ static struct flash_io locked(struct flash *f, uint64_t l, uint64_t now_ns, page
     if (l >= f->nlog)
         return (struct flash_io){now_ns, false};
     struct fpart *pt = part_of(f, l);
-    part_enter(pt);
+    part_enter_op(pt);
     struct flash_io io = op(f, pt, l, now_ns);
     pthread_mutex_unlock(&pt->mu);
     return io;
@@ -526,7 +556,7 @@ static struct flash_io owned(struct flash *f, uint64_t l, uint64_t now_ns, page_
     if (l >= f->nlog)
         return (struct flash_io){now_ns, false};
     struct fpart *pt = part_of(f, l);
-    assert(owned_by_me(pt));
+    count_owned(pt);
     return op(f, pt, l, now_ns);
 }
 
@@ -567,7 +597,7 @@ static uint64_t program_time(struct flash *f, uint32_t d, uint64_t now)
     struct fchan *ch = &f->chan[d / f->g.dies_per_channel];
     uint64_t start = max64(chan_book(ch, now, f->g.t_xfer_ns), die->busy_until);
     die->busy_until = start + f->g.t_prog_ns;
-    die->busy_ns += f->g.t_prog_ns;
+    busy_add(&die->busy_ns, f->g.t_prog_ns);
     return die->busy_until;
 }
 
@@ -612,7 +642,7 @@ void flash_trim(struct flash *f, uint64_t l, uint64_t n)
 {
     for (uint64_t i = l; i < f->nlog && i - l < n; i++) {
         struct fpart *pt = part_of(f, i);
-        part_enter(pt);
+        part_enter_op(pt);
         trim_in(f, pt, i);
         pthread_mutex_unlock(&pt->mu);
     }
@@ -623,7 +653,7 @@ void flash_trim_owned(struct flash *f, uint64_t l)
     if (l >= f->nlog)
         return;
     struct fpart *pt = part_of(f, l);
-    assert(owned_by_me(pt));
+    count_owned(pt);
     trim_in(f, pt, l);
 }
 
@@ -684,33 +714,66 @@ void flash_assume_written(struct flash *f, uint64_t l)
     pthread_mutex_unlock(&pt->mu);
 }
 
+/* One background collection on die d if it is idle at now and its pool
+ * is below twice the threshold; the caller has d's partition to itself. */
+static bool idle_die(struct flash *f, uint32_t d, uint64_t now)
+{
+    see(part_of_die(f, d), now);
+    return f->die[d].busy_until <= now && f->die[d].nfree < 2 * f->g.gc_free_blocks &&
+           gc_once(f, d, now, true);
+}
+
+static void gate(struct flash *f, bool enter)
+{
+    if (f->gate)
+        f->gate(f->gate_ctx, enter);
+}
+
 unsigned flash_idle(struct flash *f, uint64_t now_ns)
 {
     unsigned n = 0;
-    for (uint32_t d = 0; d < f->ndies; d++) {
-        struct fpart *pt = part_of_die(f, d);
-        part_enter(pt);
-        see(pt, now_ns);
-        if (f->die[d].busy_until <= now_ns && f->die[d].nfree < 2 * f->g.gc_free_blocks &&
-            gc_once(f, d, now_ns, true))
-            n++;
+    gate(f, true);
+    for (uint32_t p = 0; p < f->nparts; p++) {
+        struct fpart *pt = &f->part[p];
+        part_enter_op(pt);
+        for (uint32_t d = 0; d < f->ndies; d++)
+            n += part_of_die(f, d) == pt && idle_die(f, d, now_ns);
         pthread_mutex_unlock(&pt->mu);
     }
+    gate(f, false);
     return n;
+}
+
+unsigned flash_idle_owned(struct flash *f, uint32_t p, uint64_t now_ns)
+{
+    struct fpart *pt = &f->part[p];
+    count_owned(pt);
+    unsigned n = 0;
+    for (uint32_t d = 0; d < f->ndies; d++)
+        n += part_of_die(f, d) == pt && idle_die(f, d, now_ns);
+    return n;
+}
+
+void flash_set_gate(struct flash *f, void (*fn)(void *ctx, bool enter), void *ctx)
+{
+    f->gate = fn;
+    f->gate_ctx = ctx;
 }
 
 /* ---- statistics ---- */
 
 void flash_lock_all(struct flash *f)
 {
+    gate(f, true);   /* flash.h: the owners, if any, let their partitions go */
     for (uint32_t i = 0; i < f->nparts; i++)   /* lock order: by index */
-        part_enter(&f->part[i]);   /* flash.h: not while a partition is claimed */
+        part_enter(&f->part[i]);
 }
 
 void flash_unlock_all(struct flash *f)
 {
     for (uint32_t i = f->nparts; i-- > 0;)
         pthread_mutex_unlock(&f->part[i].mu);
+    gate(f, false);
 }
 
 void flash_stats(struct flash *f, struct flash_stats *st)
@@ -730,7 +793,7 @@ void flash_stats(struct flash *f, struct flash_stats *st)
     st->erase_avg = (double)sum / (double)nblk;
     st->host_reads = st->host_writes = st->trims = st->gc_runs = 0;
     st->pages_moved = st->erases = st->now_ns = st->gc_bg_runs = 0;
-    st->free_blocks = 0;
+    st->free_blocks = st->ftl_owned = st->ftl_locked = st->ftl_foreign = 0;
     for (uint32_t d = 0; d < f->ndies; d++)
         st->free_blocks += f->die[d].nfree;
     for (uint32_t i = 0; i < f->nparts; i++) {
@@ -742,6 +805,9 @@ void flash_stats(struct flash *f, struct flash_stats *st)
         st->pages_moved += pt->moved;
         st->erases += pt->erases;
         st->gc_bg_runs += pt->bg_runs;
+        st->ftl_owned += pt->ops_owned;
+        st->ftl_locked += pt->ops_locked;
+        st->ftl_foreign += pt->ops_foreign;
         st->now_ns = max64(st->now_ns, pt->now);
     }
     st->gc_fg_runs = st->gc_runs - st->gc_bg_runs;
@@ -753,24 +819,13 @@ void flash_stats(struct flash *f, struct flash_stats *st)
 
 uint64_t flash_die_busy_ns(struct flash *f, uint32_t d)
 {
-    if (d >= f->ndies)
-        return 0;
-    struct fpart *pt = part_of_die(f, d);
-    pthread_mutex_lock(&pt->mu);
-    uint64_t b = f->die[d].busy_ns;
-    pthread_mutex_unlock(&pt->mu);
-    return b;
+    /* Relaxed: a statistic (busy_add), no lock, in every form. */
+    return d < f->ndies ? __atomic_load_n(&f->die[d].busy_ns, __ATOMIC_RELAXED) : 0;
 }
 
 uint64_t flash_chan_busy_ns(struct flash *f, uint32_t c)
 {
-    if (c >= f->g.channels)
-        return 0;
-    struct fpart *pt = &f->part[c % f->nparts];
-    pthread_mutex_lock(&pt->mu);
-    uint64_t b = f->chan[c].busy_ns;
-    pthread_mutex_unlock(&pt->mu);
-    return b;
+    return c < f->g.channels ? __atomic_load_n(&f->chan[c].busy_ns, __ATOMIC_RELAXED) : 0;
 }
 
 /* ---- checker and analytic model ---- */

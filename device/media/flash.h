@@ -45,14 +45,21 @@
  *      one thread (flash_part_claim) or locked by one (flash_part_lock);
  *      only that thread calls the *_owned operations on the partition's
  *      pages, which take no lock. Checked (assert) at every such call in
- *      debug and sanitizer builds.
+ *      debug and sanitizer builds, and counted in every build: a host
+ *      operation is counted as the owner's (no lock), as a locked one, or
+ *      as foreign (a thread that is not the owner of a claimed partition
+ *      touched it: a bug, flash_stats ftl_foreign).
  *
  * Thread safety: one mutex per partition, taken by whoever touches that
  * partition through flash_read/flash_write/flash_trim (with partitions =
  * 1, the single-lock FTL). Threads working on different partitions never
  * contend. Stats, the checker, state saving and flash_idle take all of
- * them, in index order: call them only while no partition is claimed
- * (an owner works without the lock).
+ * them, in index order, after passing the owners' gate (flash_set_gate):
+ * while partitions are claimed by cores that set one, the gate parks the
+ * owners (they release their partitions) until the locks are let go;
+ * without a gate, call them only while no partition is claimed. The busy
+ * counters (flash_die_busy_ns, flash_chan_busy_ns) are relaxed atomics,
+ * read without any lock.
  */
 #ifndef CISC_DEVICE_FLASH_H
 #define CISC_DEVICE_FLASH_H
@@ -77,6 +84,14 @@
 #define FLASH_DEF_ERASE_NS     2000000
 #define FLASH_DEF_XFER_NS      4000
 
+/* How the device's media callers reach the FTL (flash_media.h; the
+ * geometry field ftl, `cisc up --flash-ftl`). */
+enum flash_ftl_form {
+    FLASH_FTL_LOCKS = 0,        /* the caller takes its page's partition lock */
+    FLASH_FTL_CORES = 1,        /* one FTL core per partition owns it; callers hand
+                                   page sub-requests to it through rings */
+};
+
 enum flash_gc_policy {
     FLASH_GC_GREEDY = 0,        /* fewest valid pages */
     FLASH_GC_COST_BENEFIT = 1,  /* max age * (1 - u) / 2u (Rosenblum & Ousterhout) */
@@ -96,6 +111,7 @@ struct flash_geom {
     uint32_t partitions;        /* FTL partitions (device cores); 1 = single lock */
     uint32_t stripe_pages;      /* logical stripe owned by one partition (32: 128 KiB) */
     uint32_t members;           /* flash_media: drives in the array (0: 1) */
+    enum flash_ftl_form ftl;    /* flash_media: locks (0) or cores */
     uint64_t t_read_ns;         /* array read of one page */
     uint64_t t_prog_ns;         /* program of one page */
     uint64_t t_erase_ns;        /* erase of one block */
@@ -116,6 +132,11 @@ struct flash_stats {
     double erase_avg;
     double waf;                 /* (host_writes + pages_moved) / host_writes */
     uint64_t now_ns;            /* latest time the model has seen */
+    /* Invariant 7: host page operations (reads, writes, trims of a mapped
+     * or unmapped page, idle GC steps of a partition) by who did them. */
+    uint64_t ftl_owned;         /* by the partition's owner, without a lock */
+    uint64_t ftl_locked;        /* under the partition's lock (no owner) */
+    uint64_t ftl_foreign;       /* on a claimed partition by another thread: a bug */
 };
 
 /* The outcome of one page operation. */
@@ -201,6 +222,17 @@ void flash_trim_owned(struct flash *f, uint64_t l);
 /* Background GC: each die idle at now_ns whose free pool is below twice
  * the threshold collects one victim. Returns the number of blocks erased. */
 unsigned flash_idle(struct flash *f, uint64_t now_ns);
+
+/* flash_idle of partition p's dies only, by p's owner (invariant 7),
+ * without its lock. Returns the number of blocks erased. */
+unsigned flash_idle_owned(struct flash *f, uint32_t p, uint64_t now_ns);
+
+/* The owners' gate: fn(ctx, true) is called before anyone but the owners
+ * takes partition locks (stats, checker, state, flash_idle), and fn(ctx,
+ * false) after they are let go; flash_cores parks its partitioned cores
+ * in between, so that their partitions are free to lock. NULL removes
+ * it. Not thread-safe: set it while no one else uses f. */
+void flash_set_gate(struct flash *f, void (*fn)(void *ctx, bool enter), void *ctx);
 
 /* Maps logical page l as the drive would hold it had it been written
  * before this run: placed like a write, but at no time and counted

@@ -41,6 +41,23 @@
  * most ring_entries sub-requests outstanding per core (submitted, not yet
  * reaped), so a core never waits for room to post a completion.
  *
+ * Ports (the device, flash_media.h): with cfg.ports > 1 there are many
+ * producers, the threads that call the media. Each core then has a
+ * request ring and a completion ring per port; a producer takes a free
+ * port for one media call (flash_cores_port_get, a lock-free claim of a
+ * bit), is that port's only producer and consumer until it puts it back
+ * (flash_cores_port_put, after reaping everything), and waits for its
+ * completions with a brief spin, then a futex (flash_cores_port_wait).
+ * A core serves the ports that are taken, in turn. Untimed cores
+ * (cfg.untimed, the device) keep no timeline and never sleep for FTL
+ * time: the model's own FTL timelines (t_ftl_ns, flash.h invariant 5)
+ * stamp the done times, so a core's host speed changes nothing modelled.
+ * The device's background GC, stats and checker go through the cores
+ * too: an IDLE sub-request makes a core collect its own dies
+ * (flash_idle_owned), and the owners' gate (flash_set_gate) parks the
+ * partitioned cores, their partitions released, while someone else holds
+ * the model's locks (flash_cores_pause).
+ *
  * Invariants:
  *   1. A sub-request of page l is served by core (l / stripe_pages) %
  *      cores (partitioned: flash_part_of(l), its partition's owner), in
@@ -57,7 +74,15 @@
  *      [start, start + S w) (or n ftl_ns) of its core's timeline; single
  *      lock: the batches of all cores are disjoint in device time.
  *   6. The model's stats, checker and state may be used again after
- *      flash_cores_stop (the partitions are released then).
+ *      flash_cores_stop (the partitions are released then); while the
+ *      partitioned cores run they go through the gate: every core parks
+ *      (its partition released, nothing served) between
+ *      flash_cores_pause(c, true) and (c, false), one pause at a time.
+ *   7. Ports: a port is taken by one producer at a time (a bit of the
+ *      free mask, cleared with acquire and set with release: the next
+ *      taker sees the rings as the last one left them, all empty); the
+ *      cores serve only taken ports. With ports <= 1, port 0 is the one
+ *      controller's for good.
  */
 #ifndef CISC_DEVICE_FLASH_CORES_H
 #define CISC_DEVICE_FLASH_CORES_H
@@ -72,6 +97,7 @@
 #define FLASH_CORES_RING_DEFAULT      256u      /* 8 KiB a ring: ScalaCache's 4 KiB order */
 #define FLASH_CORES_BATCH             64u       /* sub-requests a core takes at once */
 #define FLASH_CORES_LAG_MAX_NS        20000000ull
+#define FLASH_CORES_MAX_PORTS         64u       /* producers (bits of a mask) */
 
 struct flash_cores_cfg {
     uint32_t cores;             /* 1 .. FLASH_CORES_MAX */
@@ -80,6 +106,9 @@ struct flash_cores_cfg {
     uint32_t ring_entries;      /* per ring, a power of two (0: the default) */
     uint64_t ftl_ns;            /* if set: device time per sub-request, instead
                                    of core_speed times the measured CPU time */
+    uint32_t ports;             /* producers, 1 .. FLASH_CORES_MAX_PORTS (0: 1) */
+    bool untimed;               /* no core timelines (the device: the model times) */
+    uint64_t spin_ns;           /* an idle core polls this long before it sleeps */
 };
 
 /* Per core, for benchmarks and tests (read after flash_cores_stop). */
@@ -122,6 +151,34 @@ uint64_t flash_cores_outstanding(const struct flash_cores *c);
 /* Controller: sleeps until a core posts completions (or 100 ms pass).
  * Returns at once when some are waiting to be reaped. */
 void flash_cores_wait(struct flash_cores *c);
+
+/* ---- ports: many producers (invariant 7) ---- */
+
+/* Takes a free port for the caller (waiting on a futex while all are
+ * taken). Returns its index. Only with cfg.ports > 1. */
+unsigned flash_cores_port_get(struct flash_cores *c);
+
+/* Puts port p back; the caller took it and reaped all it submitted. */
+void flash_cores_port_put(struct flash_cores *c, unsigned p);
+
+/* flash_cores_submit, _reap, _outstanding and _room on port p (the
+ * single controller's calls are these on port 0). */
+unsigned flash_cores_port_submit(struct flash_cores *c, unsigned p,
+                                 const struct flash_sub *subs, unsigned n);
+unsigned flash_cores_port_reap(struct flash_cores *c, unsigned p, struct flash_sub *out,
+                               unsigned max);
+uint64_t flash_cores_port_outstanding(const struct flash_cores *c, unsigned p);
+uint32_t flash_cores_port_room(const struct flash_cores *c, unsigned p, uint32_t core);
+
+/* Waits until port p has completions to reap: polls up to spin_ns, then
+ * sleeps on the port's futex (a core rings it after posting). */
+void flash_cores_port_wait(struct flash_cores *c, unsigned p, uint64_t spin_ns);
+
+/* The owners' gate (invariant 6; flash_cores_start sets it on a
+ * partitioned model): on, every core releases its partition and parks;
+ * returns once all have. Off: they claim their partitions again and
+ * serve. ctx is the struct flash_cores. */
+void flash_cores_pause(void *ctx, bool on);
 
 /* Stops the cores once they have served everything submitted (the
  * completions not reaped are dropped), joins them, releases the

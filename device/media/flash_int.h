@@ -64,6 +64,7 @@ struct fpart {
     uint64_t ftl_until;     /* invariant 5: its core's FTL timeline */
     uint64_t host_reads, host_writes, trims, gc_runs, moved, erases;
     uint64_t bg_runs;       /* of gc_runs: from flash_idle */
+    uint64_t ops_owned, ops_locked, ops_foreign;   /* invariant 7: who did host ops */
 };
 
 struct flash {
@@ -76,6 +77,8 @@ struct flash {
     struct fdie *die;
     struct fchan *chan;
     struct fpart *part;     /* nparts; 1 = the single-lock FTL */
+    void (*gate)(void *ctx, bool enter);   /* the owners' gate (flash_set_gate) */
+    void *gate_ctx;
 };
 
 

@@ -3,6 +3,7 @@
  * the lower media, page operations to the NAND model.
  */
 #include "device/media/flash_media.h"
+#include "device/media/flash_cores.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@ struct media_flash {
     struct media *lower;
     uint32_t nmem;
     struct flash *model[FLASH_MAX_MEMBERS];   /* one per member */
+    struct flash_cores *cores[FLASH_MAX_MEMBERS];   /* invariant 10: each model's, or NULL */
     flash_clock_fn clock;
     void *clock_ctx;
     char *state_path;       /* invariant 7: saved here at close, or NULL */
@@ -80,26 +82,141 @@ static void atomic_max(uint64_t *p, uint64_t v)
 
 /* Block b of the array: member (b / stripe) % nmem, at the same stripe
  * row within it (invariant 5). */
-static struct flash *route(struct media_flash *f, uint64_t b, uint64_t *local)
+static uint32_t member_of(const struct media_flash *f, uint64_t b, uint64_t *local)
 {
     uint64_t s = b / FLASH_ARRAY_STRIPE;
     *local = s / f->nmem * FLASH_ARRAY_STRIPE + b % FLASH_ARRAY_STRIPE;
-    return f->model[s % f->nmem];
+    return (uint32_t)(s % f->nmem);
+}
+
+static struct flash *route(struct media_flash *f, uint64_t b, uint64_t *local)
+{
+    return f->model[member_of(f, b, local)];
+}
+
+/* ---- the cores form (invariant 10) ---- */
+
+/* The sub-requests of one media call in flight on its members' cores: a
+ * port taken on each member's cores the call reaches (all taken first, in
+ * member order, so that calls waiting for ports never wait in a circle),
+ * and the pending run for the member of the latest page. */
+struct fm_call {
+    struct media_flash *f;
+    int port[FLASH_MAX_MEMBERS];    /* taken on cores[i], or -1 */
+    uint32_t member, n;             /* buf's member and size */
+    struct flash_sub buf[FLASH_CORES_BATCH];
+    uint64_t latest;                /* latest completion seen */
+    unsigned gc;                    /* completions with FLASH_SUB_GC */
+};
+
+/* Starts a call on the members of the mask (bit i: member i). */
+static void call_init(struct fm_call *c, struct media_flash *f, uint64_t members)
+{
+    c->f = f;
+    c->n = c->member = 0;
+    c->latest = 0;
+    c->gc = 0;
+    for (uint32_t i = 0; i < f->nmem; i++)
+        c->port[i] = members >> i & 1 ? (int)flash_cores_port_get(f->cores[i]) : -1;
+}
+
+/* Takes what member m's cores have completed for the call (waiting for
+ * some if `wait` and none are there). Returns how many. */
+static unsigned call_reap(struct fm_call *c, uint32_t m, bool wait)
+{
+    struct flash_cores *k = c->f->cores[m];
+    unsigned p = (unsigned)c->port[m], got;
+    struct flash_sub out[FLASH_CORES_BATCH];
+    while (!(got = flash_cores_port_reap(k, p, out, FLASH_CORES_BATCH)) && wait)
+        flash_cores_port_wait(k, p, FLASH_MEDIA_SPIN_NS);
+    for (unsigned i = 0; i < got; i++) {
+        struct flash_io io = { out[i].at_ns, (out[i].flags & FLASH_SUB_GC) != 0 };
+        note(io);
+        c->latest = io.done_ns > c->latest ? io.done_ns : c->latest;
+        c->gc += io.gc;
+    }
+    return got;
+}
+
+/* Hands the pending run to its member's cores (reaping while a core's
+ * rings are full: invariant 3 of flash_cores.h). */
+static void call_flush(struct fm_call *c)
+{
+    uint32_t m = c->member;
+    if (!c->n)
+        return;
+    for (unsigned done = 0; done < c->n;) {
+        unsigned put = flash_cores_port_submit(c->f->cores[m], (unsigned)c->port[m],
+                                               c->buf + done, c->n - done);
+        done += put;
+        if (done < c->n)
+            call_reap(c, m, true);
+    }
+    c->n = 0;
+}
+
+/* Adds a sub-request of op for page l of member m, issued at `at`. */
+static void call_add(struct fm_call *c, uint32_t m, uint64_t l, uint32_t op, uint64_t at)
+{
+    if (c->n == FLASH_CORES_BATCH || (c->n && c->member != m))
+        call_flush(c);
+    c->member = m;
+    c->buf[c->n++] = (struct flash_sub){ .page = l, .at_ns = at, .op = op };
+}
+
+/* Waits for every sub-request of the call and puts the ports back: the
+ * call returns only when the owners have served it, so a later call
+ * (of any thread) is served after it. */
+static void call_finish(struct fm_call *c)
+{
+    call_flush(c);
+    for (uint32_t m = 0; m < c->f->nmem; m++) {
+        if (c->port[m] < 0)
+            continue;
+        while (flash_cores_port_outstanding(c->f->cores[m], (unsigned)c->port[m]))
+            call_reap(c, m, true);
+        flash_cores_port_put(c->f->cores[m], (unsigned)c->port[m]);
+        c->port[m] = -1;
+    }
+}
+
+/* The pages [blk, blk + n) as sub-requests of op, issued at `at`, served
+ * by their owners; returns the latest completion (0 if none). */
+static uint64_t cores_pages(struct media_flash *f, uint64_t blk, uint64_t n, uint32_t op,
+                            uint64_t at)
+{
+    uint64_t members = 0, first = blk / FLASH_ARRAY_STRIPE;
+    for (uint64_t s = first; n && s <= (blk + n - 1) / FLASH_ARRAY_STRIPE && s < first + f->nmem;
+         s++)
+        members |= 1ull << (s % f->nmem);
+    struct fm_call c;
+    call_init(&c, f, members);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t l;
+        uint32_t m = member_of(f, blk + i, &l);
+        if (l < flash_nlog(f->model[m]))
+            call_add(&c, m, l, op, at);
+    }
+    call_finish(&c);
+    return c.latest;
 }
 
 /* Times each of the n pages from blk with page_io (flash_read or
- * flash_write) on the flash that holds it, issued at the clock's now or at
- * floor if later, once the lower medium did the I/O (r: its result,
- * returned). *last: the latest completion, if later. */
+ * flash_write; op, the same for the cores) on the flash that holds it,
+ * issued at the clock's now or at floor if later, once the lower medium
+ * did the I/O (r: its result, returned). *last: the latest completion,
+ * if later. */
 static int fm_pages(struct media_flash *f, uint64_t blk, uint32_t n, int r,
                     struct flash_io (*page_io)(struct flash *, uint64_t, uint64_t),
-                    uint64_t floor, uint64_t *last)
+                    uint32_t op, uint64_t floor, uint64_t *last)
 {
     if (r)
         return r;
     uint64_t now = f->clock(f->clock_ctx), latest = 0;
     now = floor > now ? floor : now;
-    for (uint32_t i = 0; i < n; i++) {
+    if (f->cores[0])
+        latest = cores_pages(f, blk, n, op, now);
+    for (uint32_t i = 0; !f->cores[0] && i < n; i++) {
         uint64_t l;
         struct flash *fl = route(f, blk + i, &l);
         struct flash_io io = page_io(fl, l, now);
@@ -115,15 +232,16 @@ static int fm_read(struct media *m, uint64_t blk, uint32_t n, void *buf)
 {
     struct media_flash *f = to_flash(m);
     __atomic_add_fetch(&f->ops, 1, __ATOMIC_RELAXED);
-    return fm_pages(f, blk, n, media_read(f->lower, blk, n, buf), flash_read, 0, NULL);
+    return fm_pages(f, blk, n, media_read(f->lower, blk, n, buf), flash_read, FLASH_SUB_READ,
+                    0, NULL);
 }
 
 static int fm_write(struct media *m, uint64_t blk, uint32_t n, const void *buf)
 {
     struct media_flash *f = to_flash(m);
     __atomic_add_fetch(&f->ops, 1, __ATOMIC_RELAXED);
-    return fm_pages(f, blk, n, media_write(f->lower, blk, n, buf), flash_write, write_floor,
-                    &f->last_write_ns);
+    return fm_pages(f, blk, n, media_write(f->lower, blk, n, buf), flash_write,
+                    FLASH_SUB_WRITE, write_floor, &f->last_write_ns);
 }
 
 /* Invariant 8: done when the writes before it are programmed; and
@@ -143,6 +261,11 @@ static int fm_flush(struct media *m)
 
 static void fm_trim(struct media *m, uint64_t blk, uint64_t n)
 {
+    struct media_flash *f = to_flash(m);
+    if (f->cores[0]) {   /* a hint, but ordered: served before the call returns */
+        cores_pages(f, blk, n, FLASH_SUB_TRIM, 0);
+        return;
+    }
     for (uint64_t i = 0; i < n; i++) {
         uint64_t l;
         struct flash *fl = route(to_flash(m), blk + i, &l);
@@ -160,11 +283,13 @@ static int fm_discard(struct media *m, uint64_t blk, uint64_t n)
 
 static void bg_stop(struct media_flash *f);
 static void state_save(struct media_flash *f);
+static void cores_stop_all(struct media_flash *f);
 
 static void fm_close(struct media *m)
 {
     struct media_flash *f = to_flash(m);
     bg_stop(f);
+    cores_stop_all(f);   /* the owners let go: the state is saved under the locks */
     state_save(f);
     free(f->state_path);
     media_close(f->lower);
@@ -201,6 +326,35 @@ static int make_members(struct media_flash *f, const struct flash_geom *g, uint6
     return 0;
 }
 
+/* Invariant 10: stops every member's FTL cores (their partitions free). */
+static void cores_stop_all(struct media_flash *f)
+{
+    for (uint32_t i = 0; i < f->nmem; i++) {
+        if (f->cores[i])
+            flash_cores_stop(f->cores[i], NULL);
+        f->cores[i] = NULL;
+    }
+}
+
+/* Invariant 10: under the cores form, one FTL core per partition of every
+ * member, untimed (the model's FTL timelines time them), each claiming its
+ * partition; nothing otherwise. On failure none runs. */
+static int cores_start_all(struct media_flash *f, char *err, unsigned errlen)
+{
+    if (flash_geom(f->model[0])->ftl != FLASH_FTL_CORES)
+        return 0;
+    struct flash_cores_cfg cfg = { .ring_entries = FLASH_MEDIA_RING, .ports = FLASH_MEDIA_PORTS,
+                                   .untimed = true, .spin_ns = FLASH_MEDIA_CORE_SPIN_NS };
+    int r = 0;
+    for (uint32_t i = 0; !r && i < f->nmem; i++) {
+        cfg.cores = flash_partitions(f->model[i]);
+        r = flash_cores_start(f->model[i], &cfg, err, errlen, &f->cores[i]);
+    }
+    if (r)
+        cores_stop_all(f);
+    return r;
+}
+
 int flash_media_open(struct media *lower, const struct flash_geom *g, char *err,
                      unsigned errlen, struct media **out)
 {
@@ -217,6 +371,8 @@ int flash_media_open(struct media *lower, const struct flash_geom *g, char *err,
         f->nmem = nmem;
         r = make_members(f, g, lower->nblocks, err, errlen);
     }
+    if (!r)
+        r = cores_start_all(f, err, errlen);
     if (r) {
         for (uint32_t i = 0; f && i < f->nmem; i++)
             flash_destroy(f->model[i]);
@@ -290,14 +446,32 @@ void flash_media_reply_stats(struct flash_reply_stats *st)
 
 /* ---- background GC (invariant 6) ---- */
 
+/* The cores form: an IDLE sub-request to every core of every member, so
+ * that each owner collects its own dies. Returns the partitions that
+ * erased a block. */
+static unsigned idle_by_owners(struct media_flash *f, uint64_t now)
+{
+    struct fm_call c;
+    call_init(&c, f, f->nmem == 64 ? UINT64_MAX : (1ull << f->nmem) - 1);
+    for (uint32_t m = 0; m < f->nmem; m++) {
+        struct flash *fl = f->model[m];
+        for (uint32_t p = 0; p < flash_partitions(fl); p++)
+            call_add(&c, m, (uint64_t)p * flash_geom(fl)->stripe_pages, FLASH_SUB_IDLE, now);
+    }
+    call_finish(&c);
+    return c.gc;
+}
+
 /* One idle step: each member's idle dies below their background
  * threshold collect one block (flash_idle). Returns the blocks erased. */
 static unsigned bg_step(struct media_flash *f)
 {
     uint64_t now = f->clock(f->clock_ctx);
     unsigned n = 0;
-    for (uint32_t i = 0; i < f->nmem; i++)
+    for (uint32_t i = 0; !f->cores[0] && i < f->nmem; i++)
         n += flash_idle(f->model[i], now);
+    if (f->cores[0])
+        n = idle_by_owners(f, now);
     return n;
 }
 
@@ -460,14 +634,9 @@ static int state_rebuild(struct media_flash *f)
     return 0;
 }
 
-int flash_media_state(struct media *m, const char *path)
+/* Loads, or resets and rebuilds, every member's state (no cores run). */
+static int state_open(struct media_flash *f, const char *path)
 {
-    if (!flash_media_members(m) || !path)
-        return -EINVAL;
-    struct media_flash *f = to_flash(m);
-    f->state_path = strdup(path);
-    if (!f->state_path)
-        return -ENOMEM;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     int r = fd < 0 ? -errno : state_load(f, fd);
     if (fd >= 0)
@@ -485,6 +654,23 @@ int flash_media_state(struct media *m, const char *path)
         r = state_rebuild(f);
     f->origin = FLASH_STATE_REBUILT;
     return r;
+}
+
+int flash_media_state(struct media *m, const char *path)
+{
+    if (!flash_media_members(m) || !path)
+        return -EINVAL;
+    struct media_flash *f = to_flash(m);
+    f->state_path = strdup(path);
+    if (!f->state_path)
+        return -ENOMEM;
+    /* The models are loaded or replaced under their locks: the owners
+     * stop first and start again on the models that result. */
+    cores_stop_all(f);
+    int r = state_open(f, path);
+    char why[128];
+    int rc = cores_start_all(f, why, sizeof(why));
+    return r ? r : rc;
 }
 
 enum flash_state_origin flash_media_origin(struct media *m)

@@ -57,6 +57,18 @@
  *      command boundary: the next command on that thread is another
  *      request, not one that waited); other threads' writes are not
  *      ordered by it.
+ *  10. The FTL's form (geometry field ftl, `cisc up --flash-ftl`): locks
+ *      (the default): the caller takes its page's partition lock and runs
+ *      the FTL itself. Cores: every member has one FTL core per partition
+ *      (flash_cores.h, untimed), which owns it; a media call hands each
+ *      page to its owner through the per-core lock-free rings of a port
+ *      it takes for the call, and waits for all of them (a brief spin,
+ *      then a futex) before it returns, so the FTL path takes no lock and
+ *      calls ordered by the host are served in that order. TRIM and
+ *      background GC (an IDLE sub-request per core) go the same way;
+ *      stats and the checker pass the owners' gate (flash.h); the cores
+ *      stop before the state is loaded, rebuilt or saved. The model's
+ *      answers (done times, GC, counters) are those of the locks form.
  */
 #ifndef CISC_DEVICE_FLASH_MEDIA_H
 #define CISC_DEVICE_FLASH_MEDIA_H
@@ -70,6 +82,13 @@
 #define FLASH_ARRAY_STRIPE 16u    /* blocks: 64 KiB */
 #define FLASH_MAX_MEMBERS  64u
 #define FLASH_IDLE_TICK_NS 2000000ull   /* background GC: 2 ms without I/O is idle */
+/* The cores form (invariant 10): ports (media calls in flight at once; more
+ * wait for a port), ring entries per core and port, how long a caller
+ * polls for its completions before it sleeps, and an idle core for work. */
+#define FLASH_MEDIA_PORTS        64u
+#define FLASH_MEDIA_RING         64u
+#define FLASH_MEDIA_SPIN_NS      1000ull
+#define FLASH_MEDIA_CORE_SPIN_NS 0ull
 
 /* A clock in ns (simulated or real); ctx is the caller's. */
 typedef uint64_t (*flash_clock_fn)(void *ctx);

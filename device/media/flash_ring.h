@@ -50,9 +50,10 @@ enum flash_sub_op {
     FLASH_SUB_READ = 0,
     FLASH_SUB_WRITE = 1,
     FLASH_SUB_TRIM = 2,
+    FLASH_SUB_IDLE = 3,     /* background GC of the core's partition (page: any of it) */
 };
 
-#define FLASH_SUB_GC 1u     /* completion: GC was running on the die */
+#define FLASH_SUB_GC 1u     /* completion: GC was running on the die (IDLE: it erased) */
 
 struct flash_sub {
     uint64_t page;      /* logical page of the core's model */

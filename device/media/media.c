@@ -56,15 +56,13 @@ static int file_read(struct media *m, uint64_t blk, uint32_t n, void *buf)
     return 0;
 }
 
-static int file_write(struct media *m, uint64_t blk, uint32_t n, const void *buf)
+/* pwrite of len bytes at byte off of the image, whole (invariant 1). */
+static int write_at(struct media *m, off_t off, const void *buf, size_t len)
 {
-    if (!range_ok(m, blk, n))
-        return -EINVAL;
     if (to_file(m)->rdonly)
         return -EROFS;
     int fd = to_file(m)->fd;
-    size_t len = (size_t)n * MEDIA_BLOCK_SIZE, done = 0;
-    off_t off = (off_t)(blk * MEDIA_BLOCK_SIZE);
+    size_t done = 0;
     while (done < len) {
         ssize_t r = pwrite(fd, (const char *)buf + done, len - done, off + (off_t)done);
         if (r < 0 && errno == EINTR)
@@ -74,6 +72,21 @@ static int file_write(struct media *m, uint64_t blk, uint32_t n, const void *buf
         done += (size_t)r;
     }
     return 0;
+}
+
+static int file_write(struct media *m, uint64_t blk, uint32_t n, const void *buf)
+{
+    if (!range_ok(m, blk, n))
+        return -EINVAL;
+    return write_at(m, (off_t)(blk * MEDIA_BLOCK_SIZE), buf, (size_t)n * MEDIA_BLOCK_SIZE);
+}
+
+static int file_write_part(struct media *m, uint64_t blk, uint32_t off, uint32_t len,
+                           const void *buf)
+{
+    if (!range_ok(m, blk, 1))
+        return -EINVAL;
+    return write_at(m, (off_t)(blk * MEDIA_BLOCK_SIZE + off), buf, len);
 }
 
 static int file_flush(struct media *m)
@@ -133,6 +146,7 @@ static const struct media_ops file_ops = {
     .discard = file_discard,
     .close = file_close,
     .fd = file_fd,
+    .write_part = file_write_part,
 };
 
 /* Wraps an open descriptor: takes the lock, sizes the media. */

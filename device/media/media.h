@@ -9,7 +9,12 @@
  * model (media latency and bandwidth per block) here, in one place.
  *
  * Invariants:
- *   1. I/O is in whole blocks of MEDIA_BLOCK_SIZE at block-aligned offsets.
+ *   1. I/O is in whole blocks of MEDIA_BLOCK_SIZE at block-aligned offsets,
+ *      but for media_write_part: bytes [off, off + len) of one block, its
+ *      other bytes left as they are (backends that can: the file, mapped
+ *      and RAM ones; others say -EOPNOTSUPP and the caller writes the
+ *      whole block). It is one write like a block write: it lands whole
+ *      or, at a power cut, torn, but changes no byte outside its range.
  *   2. media_flush() returns only when every write that returned before it
  *      is durable (fdatasync for the file backend). Writes not followed by
  *      a flush may be lost or torn at a power cut, in any order.
@@ -44,6 +49,9 @@ struct media_ops {
     void (*trim)(struct media *m, uint64_t blk, uint64_t nblk);
     /* Optional: blocks [blk, blk + nblk) in place (media_view). */
     const void *(*view)(struct media *m, uint64_t blk, uint64_t nblk);
+    /* Optional: bytes [off, off + len) of block blk (media_write_part). */
+    int (*write_part)(struct media *m, uint64_t blk, uint32_t off, uint32_t len,
+                      const void *buf);
 };
 
 struct media {
@@ -81,6 +89,21 @@ static inline int media_read(struct media *m, uint64_t blk, uint32_t n, void *bu
 static inline int media_write(struct media *m, uint64_t blk, uint32_t n, const void *buf)
 {
     return m->ops->write(m, blk, n, buf);
+}
+
+/* Writes len bytes of buf at byte off of block blk (off + len <= one
+ * block), leaving the block's other bytes as they are: a small write into
+ * a block that holds data needs neither a read of the block nor a copy of
+ * it (invariant 1). Returns 0, -EOPNOTSUPP when the backend writes whole
+ * blocks only (then write the block), or -errno. */
+static inline int media_write_part(struct media *m, uint64_t blk, uint32_t off, uint32_t len,
+                                   const void *buf)
+{
+    if (!m->ops->write_part)
+        return -EOPNOTSUPP;
+    if (off > MEDIA_BLOCK_SIZE || len > MEDIA_BLOCK_SIZE - off)
+        return -EINVAL;
+    return m->ops->write_part(m, blk, off, len, buf);
 }
 
 static inline int media_flush(struct media *m)

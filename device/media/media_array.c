@@ -259,6 +259,18 @@ static int arr_write(struct media *m, uint64_t blk, uint32_t n, const void *buf)
     return for_runs(m, blk, n, (char *)buf, run_write);   /* run_write only reads it */
 }
 
+/* Part of one block: its member's part write (-EOPNOTSUPP when the
+ * member writes whole blocks only). */
+static int arr_write_part(struct media *m, uint64_t blk, uint32_t off, uint32_t len,
+                          const void *buf)
+{
+    uint64_t local, run;
+    if (!range_ok(m, blk, 1))
+        return -EINVAL;
+    struct media *mm = route(to_array(m), blk, 1, &local, &run);
+    return media_write_part(mm, local, off, len, buf);
+}
+
 static int arr_discard(struct media *m, uint64_t blk, uint64_t n)
 {
     return for_runs(m, blk, n, NULL, run_discard);
@@ -294,6 +306,7 @@ static const struct media_ops array_ops = {
     .discard = arr_discard,
     .close = arr_close,
     .trim = arr_trim,
+    .write_part = arr_write_part,
 };
 
 /* The smallest member_blocks of the members' labels (invariant 4), each

@@ -15,7 +15,10 @@
  * SLAB_MEDIUM blocks: benchmarks, big images) carves them from 2 MiB
  * slabs the kernel may back with huge pages (one page fault per 512
  * blocks instead of one per block as the medium fills), keeps every
- * spare, and frees only whole slabs, when it closes.
+ * spare, and frees only whole slabs, when it closes. media_fault_prefault
+ * carves slabs ahead of use and zeroes them, into a list of its own: a
+ * write of part of a block never written takes one of those and needs
+ * no zeroing of the rest.
  */
 #include "device/media/media_fault.h"
 
@@ -45,6 +48,8 @@ struct media_fault {
     uint64_t vol_n, vol_cap;
     void **spare;               /* free block buffers */
     uint64_t nspare, spare_cap;
+    void **zspare;              /* free block buffers known to hold zeros (slabs) */
+    uint64_t nzspare, zspare_cap;
     bool slabbed;               /* blocks come from slabs (SLAB_MEDIUM) */
     void **slabs;               /* every slab, freed at close */
     uint64_t nslabs, slabs_cap;
@@ -151,7 +156,20 @@ static uint8_t *block_new(struct media_fault *f)
 {
     if (f->nspare)
         return f->spare[--f->nspare];
+    if (f->nzspare)
+        return f->zspare[--f->nzspare];
     return f->slabbed ? slab_block(f) : malloc(MEDIA_BLOCK_SIZE);
+}
+
+/* A block buffer of zeros (under mu). */
+static uint8_t *block_new_zero(struct media_fault *f)
+{
+    if (f->nzspare)
+        return f->zspare[--f->nzspare];
+    uint8_t *b = block_new(f);
+    if (b)
+        memset(b, 0, MEDIA_BLOCK_SIZE);
+    return b;
 }
 
 /* Gives a block buffer back (under mu; NULL is fine). A slab's block
@@ -168,8 +186,10 @@ static void block_free(struct media_fault *f, uint8_t *b)
         free(b);
 }
 
-/* Stores len bytes (<= one block) at the start of blk's volatile copy. */
-static int store_block(struct media_fault *f, uint64_t blk, const uint8_t *src, size_t len)
+/* Stores len bytes at byte off of blk's volatile copy (off + len <= one
+ * block). */
+static int store_block(struct media_fault *f, uint64_t blk, uint32_t off, const uint8_t *src,
+                       size_t len)
 {
     struct slot *s = slot_at(f, blk, true);
     if (!s)
@@ -183,15 +203,17 @@ static int store_block(struct media_fault *f, uint64_t blk, const uint8_t *src, 
             f->vol_list = l;
             f->vol_cap = cap;
         }
-        uint8_t *v = block_new(f);
+        /* A part, or a torn write: the rest stays (zeros if never written). */
+        bool part = len < MEDIA_BLOCK_SIZE;
+        uint8_t *v = part && !s->dur ? block_new_zero(f) : block_new(f);
         if (!v)
             return -ENOMEM;
-        if (len < MEDIA_BLOCK_SIZE)
-            read_block(f, blk, v);      /* a torn write keeps the old tail */
+        if (part && s->dur)
+            memcpy(v, s->dur, MEDIA_BLOCK_SIZE);
         s->vol = v;
         f->vol_list[f->vol_n++] = blk;
     }
-    memcpy(s->vol, src, len);
+    memcpy(s->vol + off, src, len);
     return 0;
 }
 
@@ -204,7 +226,7 @@ static int apply_write(struct media_fault *f, uint64_t blk, uint32_t n, const ui
         if (off >= limit)
             break;
         size_t len = limit - off < MEDIA_BLOCK_SIZE ? (size_t)(limit - off) : MEDIA_BLOCK_SIZE;
-        int r = store_block(f, blk + i, buf + off, len);
+        int r = store_block(f, blk + i, 0, buf + off, len);
         if (r)
             return r;
     }
@@ -234,7 +256,11 @@ static uint64_t write_fate(struct media_fault *f, int *err)
     return UINT64_MAX;
 }
 
-static int do_write(struct media *m, uint64_t blk, uint32_t n, const uint8_t *buf)
+/* One write of the model: counted, then failed, torn or dropped
+ * (write_fate). len > 0: bytes [off, off + len) of block blk (a tear
+ * keeps the first bytes of the part); else n whole blocks. */
+static int do_write(struct media *m, uint64_t blk, uint32_t n, uint32_t off, uint32_t len,
+                    const uint8_t *buf)
 {
     struct media_fault *f = to_f(m);
     if (!range_ok(m, blk, n))
@@ -243,7 +269,9 @@ static int do_write(struct media *m, uint64_t blk, uint32_t n, const uint8_t *bu
     f->writes++;
     int err;
     uint64_t limit = write_fate(f, &err);
-    if (!err && limit)
+    if (!err && limit && len)
+        err = store_block(f, blk, off, buf, limit < len ? (size_t)limit : len);
+    else if (!err && limit)
         err = apply_write(f, blk, n, buf, limit);
     pthread_mutex_unlock(&f->mu);
     return err;
@@ -251,7 +279,13 @@ static int do_write(struct media *m, uint64_t blk, uint32_t n, const uint8_t *bu
 
 static int fault_write(struct media *m, uint64_t blk, uint32_t n, const void *buf)
 {
-    return do_write(m, blk, n, buf);
+    return do_write(m, blk, n, 0, 0, buf);
+}
+
+static int fault_write_part(struct media *m, uint64_t blk, uint32_t off, uint32_t len,
+                            const void *buf)
+{
+    return do_write(m, blk, 1, off, len, buf);
 }
 
 static int fault_flush(struct media *m)
@@ -275,7 +309,7 @@ static int fault_discard(struct media *m, uint64_t blk, uint64_t n)
 {
     static const uint8_t zeros[MEDIA_BLOCK_SIZE];
     for (uint64_t i = 0; i < n; i++) {
-        int r = do_write(m, blk + i, 1, zeros);
+        int r = do_write(m, blk + i, 1, 0, 0, zeros);
         if (r)
             return r;
     }
@@ -298,6 +332,7 @@ static void disk_free(struct media_fault *f)
     while (!f->slabbed && f->nspare)
         free(f->spare[--f->nspare]);
     free(f->spare);
+    free(f->zspare);   /* (only slabs: prefault) */
     for (uint64_t i = 0; i < f->nslabs; i++)
         free(f->slabs[i]);
     free(f->slabs);
@@ -322,6 +357,7 @@ static const struct media_ops fault_ops = {
     .flush = fault_flush,
     .discard = fault_discard,
     .close = fault_close,
+    .write_part = fault_write_part,
 };
 
 static struct media *new_handle(struct media_fault *f, uint64_t nblocks)
@@ -358,6 +394,28 @@ int media_fault_create(uint64_t nblocks, struct media **out)
     pthread_mutex_init(&f->mu, NULL);
     *out = m;
     return 0;
+}
+
+int media_fault_prefault(struct media *m, uint64_t nblocks)
+{
+    struct media_fault *f = to_f(m);
+    int r = 0;
+    pthread_mutex_lock(&f->mu);
+    for (uint64_t i = 0; f->slabbed && i < nblocks; i++) {
+        if (!room_for_one(&f->zspare, f->nzspare, &f->zspare_cap)) {
+            r = -ENOMEM;
+            break;
+        }
+        uint8_t *b = slab_block(f);
+        if (!b) {
+            r = -ENOMEM;
+            break;
+        }
+        memset(b, 0, MEDIA_BLOCK_SIZE);   /* the first touch, now */
+        f->zspare[f->nzspare++] = b;
+    }
+    pthread_mutex_unlock(&f->mu);
+    return r;
 }
 
 int media_fault_open_again(struct media *m, struct media **out)

@@ -20,7 +20,8 @@
  *      zeros), exactly like a disk's cache would.
  *   2. media_flush() moves every volatile block into the durable layer;
  *      after a cut it moves nothing (the power is off).
- *   3. Discard counts as a write of zeros.
+ *   3. Discard counts as a write of zeros; media_write_part as one
+ *      write (a tear keeps the first bytes of its part).
  *   4. Thread-safe (one mutex); snapshots never share memory with the
  *      source. Handles from media_fault_open_again share one disk.
  */
@@ -35,6 +36,15 @@
 /* Creates a zero-filled RAM medium of nblocks blocks (sparse: only written
  * blocks take memory). Returns 0 and sets *out, or -errno. */
 int media_fault_create(uint64_t nblocks, struct media **out);
+
+/* Takes memory for nblocks block buffers now and zeroes it, so that the
+ * next nblocks writes of blocks not written before fault no fresh memory
+ * in and, when they write part of a block, zero nothing (a benchmark
+ * measures its writes, not the kernel zeroing new pages: a first touch
+ * costs more than the write itself). Only a medium of at
+ * least 1 GiB (the ones carved from slabs) keeps them; a smaller one
+ * ignores the call. Returns 0 or -ENOMEM (what was taken stays). */
+int media_fault_prefault(struct media *m, uint64_t nblocks);
 
 /* Opens another handle on m's disk (same contents, same faults); the
  * disk is freed when its last handle is closed. Lets a test unmount a

@@ -88,11 +88,12 @@ static int mm_read(struct media *m, uint64_t blk, uint32_t n, void *buf)
     return 0;
 }
 
-/* A write that may allocate: pwrite, then the blocks are backed. */
-static int write_alloc(struct media_mmap *mm, uint64_t blk, uint32_t n, const void *buf)
+/* A write that may allocate: pwrite of len bytes at byte off of the
+ * image, then blocks [blk, blk + n) are backed. */
+static int write_alloc(struct media_mmap *mm, uint64_t blk, uint32_t n, off_t off,
+                       const void *buf, size_t len)
 {
-    size_t len = (size_t)n * BS, done = 0;
-    off_t off = (off_t)(blk * BS);
+    size_t done = 0;
     while (done < len) {
         ssize_t r = pwrite(mm->fd, (const char *)buf + done, len - done, off + (off_t)done);
         if (r < 0 && errno == EINTR)
@@ -127,9 +128,25 @@ static int mm_write(struct media *m, uint64_t blk, uint32_t n, const void *buf)
     if (mm->rdonly)
         return -EROFS;
     if (!all_backed(mm, blk, n) && populate(mm, blk, n) != 0)
-        return write_alloc(mm, blk, n, buf);
+        return write_alloc(mm, blk, n, (off_t)(blk * BS), buf, (size_t)n * BS);
     if (n)
         memcpy(mm->base + blk * BS, buf, (size_t)n * BS);
+    return 0;
+}
+
+static int mm_write_part(struct media *m, uint64_t blk, uint32_t off, uint32_t len,
+                         const void *buf)
+{
+    struct media_mmap *mm = to_mm(m);
+    if (!range_ok(m, blk, 1))
+        return -EINVAL;
+    if (mm->rdonly)
+        return -EROFS;
+    /* Invariant 1; a pwrite of part of a block marks nothing: on a file
+     * system with blocks smaller than ours it backs only that part. */
+    if (!all_backed(mm, blk, 1) && populate(mm, blk, 1) != 0)
+        return write_alloc(mm, blk, 0, (off_t)(blk * BS + off), buf, len);
+    memcpy(mm->base + blk * BS + off, buf, len);
     return 0;
 }
 
@@ -193,6 +210,7 @@ static const struct media_ops mmap_ops = {
     .close = mm_close,
     .fd = mm_fd,
     .view = mm_view,
+    .write_part = mm_write_part,
 };
 
 int media_mmap_wrap(int fd, uint64_t size_bytes, bool rdonly, struct media **out)

@@ -3,6 +3,8 @@
  * in queue_done.c. */
 #include "device/queue/queue_int.h"
 
+#include "common/clock.h"
+
 #include "device/compute/keys.h"
 #include "device/engine/handle.h"
 
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define QP_DEFAULT_SQ    128u
@@ -94,6 +97,8 @@ void qp_service_stats(struct qp_service *svc, struct qp_stats *st)
     st->invalidated = LOAD(svc->invalidated);
     st->dead = LOAD(svc->dead);
     st->sleeps = LOAD(svc->sleeps);
+    st->contended = LOAD(svc->contended);
+    st->done_rings = LOAD(svc->done_rings);
 }
 
 /* ---- sessions ------------------------------------------------------------ */
@@ -143,6 +148,38 @@ static void session_unlink(struct qp_session *s)
 
 static void qp_release(struct qp *qp);
 
+#define QP_DRAIN_NAP_NS   100000u      /* a drain looks again after this */
+#define QP_DRAIN_STALL_NS 50000000ull  /* and gives up after this without progress */
+
+/* Has qp's poller fetch what the client published before its session
+ * ended (queue.h invariant 7): rings the poller (the queue may sleep) and
+ * waits until the fetches reach the tail read here, the queue dies, or
+ * nothing moves for QP_DRAIN_STALL_NS (a CQ the client no longer
+ * empties has no room: those commands are dropped). */
+static void qp_drain_published(struct qp *qp)
+{
+    /* Pairs with the client's release store of sq_tail; read once. */
+    uint32_t tail = __atomic_load_n(&qp->hdr->sq_tail, __ATOMIC_ACQUIRE);
+    uint32_t at = __atomic_load_n(&qp->fetched_to, __ATOMIC_RELAXED);
+    if (!qp->poller || tail == at || tail - at > qp->sq_entries)
+        return;   /* nothing waits, or garbage (the poller kills the queue) */
+    qp_ring_poller(qp);
+    uint64_t moved = now_ns();
+    while (!__atomic_load_n(&qp->dead, __ATOMIC_RELAXED)) {
+        uint32_t now_at = __atomic_load_n(&qp->fetched_to, __ATOMIC_RELAXED);
+        if ((int32_t)(now_at - tail) >= 0)
+            return;
+        if (now_at != at) {
+            at = now_at;
+            moved = now_ns();
+        } else if (now_ns() - moved > QP_DRAIN_STALL_NS) {
+            return;
+        }
+        struct timespec ts = { 0, QP_DRAIN_NAP_NS };
+        nanosleep(&ts, NULL);
+    }
+}
+
 void qp_session_destroy(struct qp_session *s)
 {
     if (!s)
@@ -152,6 +189,9 @@ void qp_session_destroy(struct qp_session *s)
     s->qps = NULL;
     s->nqps = 0;
     pthread_mutex_unlock(&s->lock);
+    /* What the client published runs, even if it died right after. */
+    for (struct qp *qp = list; qp; qp = qp->next)
+        qp_drain_published(qp);
     /* All queues to their pollers first: they go in one round each, not
      * one round per queue. */
     for (struct qp *qp = list; qp; qp = qp->next)

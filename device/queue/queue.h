@@ -29,11 +29,19 @@
  * command therefore runs in a core slot, counted in the scheduler's and
  * the engine's statistics.
  *
- * Active set. A queue with nothing to fetch for poll_us goes to sleep on
- * its own: the poller announces it (WIRE_SQ_NEED_WAKEUP), rechecks, and
- * stops sweeping it; from then on its client rings its doorbell after
- * each submission. So a sweep costs the active queues only, whatever the
- * number of idle ones. Each asleep queue has a futex wait on its
+ * Active set. A queue with nothing to fetch for poll_us since its last
+ * fetch or completion goes to sleep on its own (after a brief spin
+ * instead while the host is contended: a poller that finds it was
+ * descheduled while spinning holds off, common/spin.h; CISC_QP_NO_HOLDOFF
+ * in the device's environment turns that off, for tests), and so does one
+ * whose only work is commands in flight on the device cores: its client
+ * waits for them, and spinning would take a CPU from the cores running
+ * them; the first of their completions rings the queue's doorbell
+ * (queue_done.c), so that the poller spins again for the client's next
+ * submission. The poller announces a sleep (WIRE_SQ_NEED_WAKEUP),
+ * rechecks, and stops sweeping the queue; from then on its client rings
+ * its doorbell after each submission. So a sweep costs the active queues
+ * only, whatever the number of idle ones. Each asleep queue has a futex wait on its
  * doorbell in the poller's io_uring (IORING_OP_FUTEX_WAIT, Linux 6.7,
  * queue_bells.c), which completes when its client rings: with no active
  * queue the poller sleeps in io_uring_enter, also woken by its wake word,
@@ -92,6 +100,12 @@
  *      allocates, and its sleep needs no memory either. In the array
  *      each queue is active (swept) or asleep (NEED_WAKEUP published,
  *      its doorbell watched or scanned).
+ *   7. A command a client published before its session ended is fetched
+ *      and run, even if the client died right after publishing: the
+ *      session's end first rings each queue's poller and waits until its
+ *      fetches reach the tail it read (unless the queue dies, or its CQ,
+ *      which the client no longer empties, has had no room for 50 ms). So
+ *      a submission, not its completion, is what survives the client.
  *
  * Debug and sanitizer builds check 2 and 3 (as counts of the private
  * copies: sq_head - cq_tail = commands in flight <= cq_entries), 4, 5's
@@ -168,6 +182,10 @@ struct qp_stats {
     uint64_t invalidated;             /* completions that went through the notifier */
     uint64_t dead;                    /* queues stopped for garbage indices */
     uint64_t sleeps;                  /* times a poller went to sleep */
+    uint64_t contended;               /* times a poller found it had been descheduled
+                                         while spinning (common/spin.h) */
+    uint64_t done_rings;              /* completions that rang their queue's doorbell
+                                         (its poller slept while they were in flight) */
 };
 
 struct qp_service;

@@ -33,9 +33,17 @@ void qp_wake_client(struct qp *qp)
     qp_futex_wake_shared(&qp->hdr->cq_tail);
 }
 
+/* The client also increments the doorbell, atomically; the poller only
+ * compares it with the value it slept on. */
+void qp_ring_poller(struct qp *qp)
+{
+    __atomic_add_fetch(&qp->hdr->sq_doorbell, 1, __ATOMIC_RELEASE);
+    qp_futex_wake_shared(&qp->hdr->sq_doorbell);
+}
+
 void qp_kill(struct qp *qp)
 {
-    qp->dead = true;
+    __atomic_store_n(&qp->dead, true, __ATOMIC_RELAXED);   /* qp_drain_published reads it */
     qp->sq_flags |= WIRE_SQ_DEAD;
     /* Pairs with the client's acquire load of sq_flags (libcisc
      * queue_dead): a client that sees DEAD also sees every CQE posted
@@ -163,12 +171,22 @@ static void post(struct qp *qp, const struct wire_cqe *cqe)
     if (__atomic_load_n(&qp->hdr->cq_flags, __ATOMIC_RELAXED) & WIRE_CQ_WAITING)
         qp_wake_client(qp);
     __atomic_add_fetch(&svc->completed, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&qp->done_ns, now_ns(), __ATOMIC_RELAXED);   /* the poller's window */
     /* Last touch of qp: qp_release waits for inflight 0 under cq_lock.
-     * Release pairs with the acquire loads of inflight in cq_room (the
-     * new cq_tail above is visible to a poller that sees the drop) and in
-     * qp_release. */
-    uint32_t left = __atomic_sub_fetch(&qp->inflight, 1, __ATOMIC_RELEASE);
+     * The decrement releases for the acquire loads of inflight in cq_room
+     * (the new cq_tail above is visible to a poller that sees the drop)
+     * and in qp_release; it is sequentially consistent with the load of
+     * ring_on_done after it, pairing with the poller's store of the flag
+     * and load of inflight (queue_poll.c idle). */
+    uint32_t left = __atomic_sub_fetch(&qp->inflight, 1, __ATOMIC_SEQ_CST);
     assert(left < qp->cq_entries);   /* queue.h 2: one CQE per fetched SQE */
+    if (__atomic_load_n(&qp->ring_on_done, __ATOMIC_SEQ_CST) &&
+        __atomic_exchange_n(&qp->ring_on_done, false, __ATOMIC_RELAXED)) {
+        /* The poller slept with commands of qp in flight: it spins again
+         * for the client's next submission. */
+        __atomic_add_fetch(&svc->done_rings, 1, __ATOMIC_RELAXED);
+        qp_ring_poller(qp);
+    }
     if (left == 0)
         pthread_cond_broadcast(&qp->drained);
     pthread_mutex_unlock(&qp->cq_lock);

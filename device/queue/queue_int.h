@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "common/spin.h"
 #include "device/engine/engine.h"
 #include "device/queue/queue.h"
 #include "proto/wire.h"
@@ -45,6 +46,7 @@ struct qp {
     uint32_t sq_entries, cq_entries;
     /* the poller's (private copies, invariant 5) */
     uint32_t sq_head;
+    uint32_t fetched_to;           /* sq_head, for others (atomic): qp_drain_published */
     uint32_t sq_flags;
     bool dead;
     bool charged;                  /* charge counted against the session's uid */
@@ -54,6 +56,9 @@ struct qp {
     pthread_cond_t drained;        /* inflight reached 0 (with cq_lock) */
     uint32_t cq_tail;              /* written under cq_lock, read atomically by the poller */
     uint32_t inflight;             /* fetched, CQE not posted; atomic */
+    uint64_t done_ns;              /* when a completion was last posted; atomic */
+    bool ring_on_done;             /* the poller slept with commands in flight: the next
+                                      completion rings the doorbell; atomic */
 };
 
 struct ckey_table;
@@ -115,6 +120,8 @@ struct qp_poller {
                                       checked every scan_ns, next at scan_at */
     struct qp_bells bells;         /* when it works, every asleep queue is watched */
     uint64_t spin_ns;              /* poll_us: how long an active queue spins idle */
+    uint64_t window;               /* this round's: spin_ns, less on a contended host */
+    struct spin_gov gov;           /* decides window (common/spin.h) */
     bool wake_armed;               /* bells waits on the wake word */
 };
 
@@ -159,7 +166,7 @@ struct qp_service {
     struct qp_cmd *nhead, **ntail;
     bool nstop;
     /* counters (atomic) */
-    uint64_t fetched, refused, completed, invalidated, dead, sleeps;
+    uint64_t fetched, refused, completed, invalidated, dead, sleeps, contended, done_rings;
     uint64_t nsessions, nqueues;
 };
 
@@ -219,6 +226,8 @@ void qp_notifier_stop(struct qp_service *svc);
 void qp_kill(struct qp *qp);
 /* Wakes the client threads waiting on qp's CQ. */
 void qp_wake_client(struct qp *qp);
+/* Wakes qp's poller as the client's doorbell does. */
+void qp_ring_poller(struct qp *qp);
 
 /* Futex helpers on shared (not process-private) words. */
 void qp_futex_wake_shared(uint32_t *addr);

@@ -9,6 +9,7 @@
 #include "common/thread.h"
 
 #include "common/clock.h"
+#include "common/spin.h"
 #include "device/engine/fused/fused.h"
 #include "device/queue/sqe.h"
 #include "device/sched/model.h"
@@ -101,6 +102,7 @@ static unsigned fetch(struct qp *qp, struct qp_cmd ***tail)
     /* Pairs with the client's acquire load of sq_head: the slots are
      * copied (above), it may reuse them. */
     __atomic_store_n(&qp->hdr->sq_head, qp->sq_head, __ATOMIC_RELEASE);
+    __atomic_store_n(&qp->fetched_to, qp->sq_head, __ATOMIC_RELAXED);   /* qp_drain_published */
     __atomic_add_fetch(&svc->fetched, n, __ATOMIC_RELAXED);
     assert(qp_check(qp));
     return n;
@@ -265,9 +267,37 @@ static bool try_sleep(struct qp_poller *p, struct qp *qp)
     return true;
 }
 
-/* Fetches from every active queue; one idle for spin_ns goes to sleep.
+/* Whether the active qp, with nothing to fetch, should go to sleep: it
+ * has been idle for the window since its last fetch or completion, or all
+ * it has are commands in flight on the device cores. A client that waits
+ * for them submits again only after their completion, so spinning
+ * meanwhile would only take a CPU from the cores running them; instead
+ * the first completion rings qp's doorbell (queue_done.c), and the poller
+ * spins the window after it. Inside a hold-off (the window is a brief
+ * spin) nothing rings: the client's next submission does. */
+static bool idle(struct qp *qp, uint64_t now, uint64_t window)
+{
+    uint64_t done = __atomic_load_n(&qp->done_ns, __ATOMIC_RELAXED);
+    uint64_t last = qp->busy_ns > done ? qp->busy_ns : done;
+    if (last >= now)
+        return false;   /* a completion posted since this sweep began */
+    if (now - last >= window)
+        return true;
+    if (window <= SPIN_BRIEF_NS)
+        return false;
+    /* Pairs with post()'s decrement of inflight and load of ring_on_done
+     * (all sequentially consistent): either we see its command still in
+     * flight and it sees the flag (and rings), or we see it done. */
+    __atomic_store_n(&qp->ring_on_done, true, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&qp->inflight, __ATOMIC_SEQ_CST))
+        return true;
+    __atomic_store_n(&qp->ring_on_done, false, __ATOMIC_RELAXED);
+    return false;
+}
+
+/* Fetches from every active queue; an idle one goes to sleep (above).
  * Hands the commands to the scheduler. Returns SQEs taken. */
-static unsigned sweep(struct qp_poller *p, uint64_t spin_ns)
+static unsigned sweep(struct qp_poller *p, uint64_t window)
 {
     struct qp_cmd *list = NULL, **tail = &list;
     unsigned did = 0;
@@ -278,7 +308,7 @@ static unsigned sweep(struct qp_poller *p, uint64_t spin_ns)
         did += n;
         if (n)
             qp->busy_ns = now;
-        else if (now - qp->busy_ns >= spin_ns && try_sleep(p, qp))
+        else if (idle(qp, now, window) && try_sleep(p, qp))
             continue;   /* slot i now holds an active queue not yet fetched from */
         i++;
     }
@@ -325,7 +355,7 @@ static void on_bell(void *arg, uint64_t tag, int32_t res)
         struct qp *qp = (struct qp *)(uintptr_t)tag;
         qp->armed = false;
         if (qp->pidx >= p->nactive)
-            wake_queue(p, qp, now_ns() - p->spin_ns);
+            wake_queue(p, qp, now_ns() - p->window);
     }
 }
 
@@ -592,29 +622,50 @@ static void poller_sleep(struct qp_poller *p, uint64_t spin_ns)
     check_bells(p, spin_ns);
 }
 
+/* One idle round of the spin (a sweep found nothing): if the thread was
+ * descheduled since the last one (common/spin.h), the host has no CPU to
+ * spare, and for a hold-off the window shrinks to a brief spin, so that
+ * the active queues go to sleep at the next sweep. */
+static void idle_round(struct qp_poller *p)
+{
+    if (spin_round(&p->gov, now_ns()))
+        __atomic_add_fetch(&p->svc->contended, 1, __ATOMIC_RELAXED);
+    else
+        dm_cpu_relax();
+}
+
 static void *poller_main(void *arg)
 {
     struct qp_poller *p = arg;
-    uint64_t spin_ns = (uint64_t)p->svc->poll_us * 1000u;
-    p->spin_ns = spin_ns;
+    p->spin_ns = (uint64_t)p->svc->poll_us * 1000u;
     p->scan_ns = QP_SCAN_MIN_NS;
+    bool hold = !getenv("CISC_QP_NO_HOLDOFF");   /* tests of an uncontended poller */
     qp_bells_open(&p->bells);   /* in this thread: its completions run here */
     for (;;) {
         /* An unlocked peek: adopt() reads the lists and gen under p->lock,
          * so nothing needs ordering here. */
-        if (__atomic_load_n(&p->gen, __ATOMIC_RELAXED) != p->seen && !adopt(p))
-            break;
+        if (__atomic_load_n(&p->gen, __ATOMIC_RELAXED) != p->seen) {
+            if (!adopt(p))
+                break;
+            spin_rest(&p->gov);   /* it may have waited for the lock */
+        }
+        p->window = hold ? spin_budget(&p->gov, now_ns(), p->spin_ns) : p->spin_ns;
         if (!p->nactive) {
-            poller_sleep(p, spin_ns);
+            poller_sleep(p, p->window);
+            spin_rest(&p->gov);
             continue;
         }
-        /* Active queues spin spin_ns after their last work; asleep ones
-         * that rang meanwhile join them. */
-        if (!sweep(p, spin_ns))
-            dm_cpu_relax();
+        /* Active queues spin the window after their last work; asleep
+         * ones that rang meanwhile join them. */
+        if (sweep(p, p->window))
+            spin_rest(&p->gov);   /* it worked: not a spin */
+        else
+            idle_round(p);
         if (!bells_on(p)) {
-            check_bells(p, spin_ns);
+            check_bells(p, p->window);
         } else {
+            if (p->bells.queued)
+                spin_rest(&p->gov);   /* a system call follows: not a gap */
             qp_bells_submit(&p->bells);   /* the waits of queues just asleep */
             qp_bells_reap(&p->bells, on_bell, p);
         }

@@ -308,25 +308,25 @@ uint64_t sched_acct_backlog(const struct sched_accts *a, const struct sched_tena
     return t->backlog_ns + (live ? busy_until(a, now) - t->backlog_mark : 0);
 }
 
-/* t is about to have its first item waiting or running: a spell of its
- * backlog begins. */
-static void backlog_begin(struct sched_accts *a, struct sched_tenant *t)
+/* t is about to have its first item waiting or running at `now`: a
+ * spell of its backlog begins. */
+static void backlog_begin(struct sched_accts *a, struct sched_tenant *t, uint64_t now)
 {
     if (!t->queued && !t->running)
-        t->backlog_mark = busy_until(a, now_ns());
+        t->backlog_mark = busy_until(a, now);
 }
 
-/* t's last item finished: the spell ends. */
-static void backlog_end(struct sched_accts *a, struct sched_tenant *t)
+/* t's last item finished at `now`: the spell ends. */
+static void backlog_end(struct sched_accts *a, struct sched_tenant *t, uint64_t now)
 {
     if (!t->queued && !t->running)
-        t->backlog_ns += busy_until(a, now_ns()) - t->backlog_mark;
+        t->backlog_ns += busy_until(a, now) - t->backlog_mark;
 }
 
 void sched_acct_queued(struct sched_accts *a, struct sched_item *it)
 {
     it->starts_at_push = a->starts;
-    backlog_begin(a, it->sq->t);
+    backlog_begin(a, it->sq->t, now_ns());
     it->sq->queued++;
     it->sq->t->queued++;
 }
@@ -342,7 +342,7 @@ void sched_acct_start(struct sched_accts *a, struct sched_item *it, bool was_que
         t->throttled_ns += now > it->t_submit_ns ? now - it->t_submit_ns : 0;
         t->overtaken += a->starts - it->starts_at_push;   /* counts its own too */
     } else {
-        backlog_begin(a, t);
+        backlog_begin(a, t, now);
     }
     a->starts++;
     t->running++;
@@ -386,7 +386,7 @@ void sched_acct_finish(struct sched_accts *a, const struct sched_item *it, uint6
     q->mem_use -= it->mem;
     t->mem_use -= it->mem;
     sched_acct_slice(a, it, ns);
-    backlog_end(a, t);
+    backlog_end(a, t, it->t_submit_ns + lat_ns);   /* the finish: no clock read */
 }
 
 void sched_acct_settled(struct sched_accts *a, struct sched_queue *q)

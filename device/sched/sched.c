@@ -212,22 +212,24 @@ const struct sched_policy *sched_policy_find(const char *name)
 
 /* ---- core slots ------------------------------------------------------- */
 
-/* Takes a free core slot; lock held, busy < cores guaranteed by callers. */
-static unsigned slot_get(struct sched *s)
+/* Takes a free core slot at `now`; lock held, busy < cores guaranteed by
+ * callers. */
+static unsigned slot_get(struct sched *s, uint64_t now)
 {
     assert(s->busy < s->cores && s->free_slots);   /* 4 */
     unsigned slot = (unsigned)__builtin_ctzll(s->free_slots);
     s->free_slots &= ~(1ull << slot);
     s->busy++;
-    sched_acct_busy(&s->acct, 1, now_ns());
+    sched_acct_busy(&s->acct, 1, now);
     return slot;
 }
 
-/* it starts running (lock held): accounted, and the policy told. */
-static void started(struct sched *s, struct sched_item *it, bool was_queued)
+/* it starts running at `now` (lock held): accounted, and the policy told.
+ * One clock reading serves the slot, the start and run_on's t0. */
+static void started(struct sched *s, struct sched_item *it, bool was_queued, uint64_t now)
 {
     s->mem_running += it->mem;
-    sched_acct_start(&s->acct, it, was_queued, now_ns());
+    sched_acct_start(&s->acct, it, was_queued, now);
     if (s->pol->start)
         s->pol->start(s->q, it);
 }
@@ -275,15 +277,16 @@ static void finish(struct sched *s, unsigned slot, struct sched_item *copy, uint
         pthread_cond_broadcast(&s->idle_cv);
 }
 
-/* Runs it in slot. Only a worker thread's item may be parked (worker): a
- * submitter that runs an item itself (a poller, a FUSE worker) has other
- * work of its own to get back to. */
-static void run_on(struct sched *s, struct sched_item *it, unsigned slot, bool worker)
+/* Runs it in slot, which it took at t0. Only a worker thread's item may be
+ * parked (worker): a submitter that runs an item itself (a poller, a FUSE
+ * worker) has other work of its own to get back to. */
+static void run_on(struct sched *s, struct sched_item *it, unsigned slot, bool worker,
+                   uint64_t t0)
 {
     struct sched_item copy = *it;   /* run() may free it */
     struct sched_ctx c = { .s = s, .it = it, .copy = &copy, .slot = slot, .prev = cur,
                            .preempt = worker && it->preemptible };
-    c.t0 = now_ns();
+    c.t0 = t0;
     c.next_check = c.t0 + SCHED_SLICE_NS;
     cur = &c;
     s->run(s->arg, it, slot);
@@ -345,10 +348,10 @@ static void leave_core(struct sched *s, struct sched_ctx *c, uint64_t now)
 }
 
 /* c's item holds core slot `slot` again (lock held). */
-static void back_on(struct sched *s, struct sched_ctx *c, unsigned slot)
+static void back_on(struct sched *s, struct sched_ctx *c)
 {
     uint64_t now = now_ns();
-    c->slot = slot;
+    c->slot = slot_get(s, now);
     c->off = false;
     c->off_ns += now - c->left_at;
     c->t0 = now;
@@ -395,7 +398,7 @@ static void grant(struct sched *s, struct sched_ctx *c)
         i++;
     memmove(&s->parked[i], &s->parked[i + 1], (s->nparked - i - 1) * sizeof(s->parked[0]));
     s->nparked--;
-    back_on(s, c, slot_get(s));
+    back_on(s, c);
     c->granted = true;
     pthread_cond_broadcast(&s->slot_cv);
 }
@@ -613,7 +616,7 @@ void sched_unblock(void)
         pthread_cond_wait(&s->slot_cv, &s->lock);
     s->resume_serve++;
     s->resumers--;
-    back_on(s, c, slot_get(s));
+    back_on(s, c);
     if (s->resumers)
         pthread_cond_broadcast(&s->slot_cv);   /* the next turn */
     assert(sched_check(s));
@@ -665,9 +668,10 @@ static void worker_exit(struct sched *s)
     s->has_reaped = true;
 }
 
-/* Waits for an item and a free slot; false when stopping and drained, or
- * when the calling worker is an extra one that was idle too long. */
-static bool take(struct sched *s, struct sched_item **it, unsigned *slot)
+/* Waits for an item and a free slot (taken at *t0); false when stopping
+ * and drained, or when the calling worker is an extra one that was idle
+ * too long. */
+static bool take(struct sched *s, struct sched_item **it, unsigned *slot, uint64_t *t0)
 {
     bool idle_long = false;
     pthread_mutex_lock(&s->lock);
@@ -698,8 +702,9 @@ static bool take(struct sched *s, struct sched_item **it, unsigned *slot)
         s->idle--;
     }
     s->depth--;
-    *slot = slot_get(s);
-    started(s, *it, true);
+    *t0 = now_ns();
+    *slot = slot_get(s, *t0);
+    started(s, *it, true, *t0);
     /* one finish may have freed memory for several: pass the wake-up on */
     bool chain = s->depth > 0 && s->idle > 0 && slots_open(s);
     assert(sched_check(s));
@@ -714,8 +719,9 @@ static void *core_main(void *p)
     struct sched *s = p;
     struct sched_item *it;
     unsigned slot;
-    while (take(s, &it, &slot))
-        run_on(s, it, slot, true);
+    uint64_t t0;
+    while (take(s, &it, &slot, &t0))
+        run_on(s, it, slot, true, t0);
     return NULL;
 }
 
@@ -811,7 +817,8 @@ static int enqueue(struct sched *s, struct sched_item *it)
 
 static int submit(struct sched *s, struct sched_item *it, bool direct)
 {
-    it->t_submit_ns = now_ns();
+    uint64_t now = now_ns();   /* the submission, and a direct run's start */
+    it->t_submit_ns = now;
     it->ran_ns = 0;   /* a command parked on a lease comes again (engine.c) */
     pthread_mutex_lock(&s->lock);
     int r = s->stopping ? -ESHUTDOWN : sched_acct_resolve(&s->acct, it);
@@ -824,12 +831,12 @@ static int submit(struct sched *s, struct sched_item *it, bool direct)
     if (direct && s->direct && s->depth == 0 && slots_open(s) && !s->nparked &&
         (!s->pol->mem_admit || fits(s, it))) {
         s->submitted++;
-        unsigned slot = slot_get(s);
+        unsigned slot = slot_get(s, now);
         s->direct_runs++;
-        started(s, it, false);
+        started(s, it, false, now);
         assert(sched_check(s));
         pthread_mutex_unlock(&s->lock);
-        run_on(s, it, slot, false);
+        run_on(s, it, slot, false, now);
         return 0;
     }
     r = enqueue(s, it);
@@ -858,9 +865,9 @@ static int batch_push(struct sched *s, struct sched_item *it)
 }
 
 /* Takes the policy's next item if mine() accepts it and a slot is free
- * (lock held); NULL otherwise. */
-static struct sched_item *help_take(struct sched *s, unsigned *slot, sched_mine_fn mine,
-                                    void *arg)
+ * (lock held; taken at *t0); NULL otherwise. */
+static struct sched_item *help_take(struct sched *s, unsigned *slot, uint64_t *t0,
+                                    sched_mine_fn mine, void *arg)
 {
     bool tight;
     if (!s->direct || !slots_open(s) || best_parked(s))
@@ -871,8 +878,9 @@ static struct sched_item *help_take(struct sched *s, unsigned *slot, sched_mine_
     it = s->pol->pop(s->q, tight);
     s->depth--;
     s->direct_runs++;
-    *slot = slot_get(s);
-    started(s, it, true);
+    *t0 = now_ns();
+    *slot = slot_get(s, *t0);
+    started(s, it, true, *t0);
     assert(sched_check(s));
     return it;
 }
@@ -887,11 +895,12 @@ void sched_submit_batch(struct sched *s, struct sched_item **items, unsigned n, 
     assert(sched_check(s));
     for (;;) {
         unsigned slot;
-        struct sched_item *it = help_take(s, &slot, mine, arg);
+        uint64_t t0;
+        struct sched_item *it = help_take(s, &slot, &t0, mine, arg);
         if (!it)
             break;
         pthread_mutex_unlock(&s->lock);
-        run_on(s, it, slot, false);   /* in the policy's order, charged like any */
+        run_on(s, it, slot, false, t0);   /* in the policy's order, charged like any */
         pthread_mutex_lock(&s->lock);
     }
     unsigned free_slots = slots_open(s) ? s->cores - s->busy - s->resumers : 0;

@@ -137,11 +137,22 @@ static int check_index(const struct bt *t, const struct node *n)
     return 0;
 }
 
+/* Whether n is the inline root in its inode (it has no block). */
+static bool is_root(const struct bt *t, const struct node *n)
+{
+    return !n->b && n->p == t->ip->d.data;
+}
+
 static int check_node(const struct bt *t, const struct node *n, unsigned level)
 {
     /* Acquire pairs with the release store below: a reader that sees true
-     * also sees the block contents that were checked. */
+     * also sees the block contents that were checked. The root's flag
+     * needs no order: it is set and cleared under the inode's rw lock,
+     * which orders the root's bytes (sfs_int.h root_checked). */
     if (n->b && __atomic_load_n(&n->b->checked, __ATOMIC_ACQUIRE))
+        return 0;
+    if (is_root(t, n) && __atomic_load_n(&t->ip->root_checked, __ATOMIC_RELAXED) &&
+        n_level(n) == level)
         return 0;
     if (n_level(n) != level || level > SFS_BT_MAX_LEVEL)
         return bad_node(t, n, "wrong level");
@@ -154,6 +165,8 @@ static int check_node(const struct bt *t, const struct node *n, unsigned level)
         r = check_keys(t, n);
     if (!r && n->b)        /* release: pairs with the acquire load above */
         __atomic_store_n(&n->b->checked, true, __ATOMIC_RELEASE);
+    else if (!r && is_root(t, n))
+        __atomic_store_n(&t->ip->root_checked, true, __ATOMIC_RELAXED);
     return r;
 }
 
@@ -183,11 +196,29 @@ static unsigned idx_seek(const struct node *n, uint64_t key)
 }
 
 /* First record with key >= key: index and offset; *prev gets the offset
- * of the record before it (0 when there is none). */
-static void leaf_seek(const struct node *n, uint64_t key, unsigned *ix, uint32_t *off,
-                      uint32_t *prev)
+ * of the record before it (0 when there is none). Every record of an
+ * extent leaf has one size (vlen_ok, checked before any descent uses the
+ * node), so those are searched by halves; directory entries (names of
+ * any length) one by one. */
+static void leaf_seek(const struct bt *t, const struct node *n, uint64_t key, unsigned *ix,
+                      uint32_t *off, uint32_t *prev)
 {
     unsigned i = 0, nrecs = n_nrecs(n);
+    if (t->magic == SFS_MAGIC_EXTENT) {
+        const uint32_t size = LR_VALUE + EV_END;
+        unsigned hi = nrecs;   /* the answer lies in [i, hi] */
+        while (i < hi) {
+            unsigned mid = i + (hi - i) / 2;
+            if (rec_key(n, mid * size) < key)
+                i = mid + 1;
+            else
+                hi = mid;
+        }
+        *ix = i;
+        *off = i * size;
+        *prev = i ? (i - 1) * size : 0;
+        return;
+    }
     uint32_t o = 0, before = 0;
     while (i < nrecs && rec_key(n, o) < key) {
         before = o;
@@ -238,7 +269,7 @@ static int descend(const struct bt *t, uint64_t key, struct path *p)
         if (r)
             return r;
     }
-    leaf_seek(&p->nd[0], key, &p->ix[0], &p->off[0], &p->prev0);
+    leaf_seek(t, &p->nd[0], key, &p->ix[0], &p->off[0], &p->prev0);
     return 0;
 }
 
@@ -302,13 +333,21 @@ int bt_find_ge(struct bt *t, uint64_t key, struct bt_rec *out)
 
 /* ---- changes ---------------------------------------------------------------- */
 
+/* The inode (and maybe its inline root) changed: the root is checked
+ * again at its next use. */
+static int root_dirty(const struct bt *t)
+{
+    __atomic_store_n(&t->ip->root_checked, false, __ATOMIC_RELAXED);
+    return inode_dirty(t->h, t->ip);
+}
+
 static int dirty(const struct bt *t, const struct node *n)
 {
     if (n->b) {
         jnl_dirty_buf(t->h, n->b);
         return 0;
     }
-    return inode_dirty(t->h, t->ip);
+    return root_dirty(t);
 }
 
 static void put_bytes(struct node *n, uint32_t off, const uint8_t *rec, uint32_t len)
@@ -399,7 +438,7 @@ static int new_node(const struct bt *t, struct path *p, unsigned level, struct n
     le64_put(out->p + ND_OWNER, t->ip->ino);
     t->ip->d.blocks++;
     jnl_dirty_buf(t->h, b);
-    return inode_dirty(t->h, t->ip);
+    return root_dirty(t);
 }
 
 static void free_node(const struct bt *t, struct node *n)
@@ -434,7 +473,7 @@ static int grow_root(const struct bt *t, struct path *p, uint64_t newkey)
     p->off[top + 1] = 0;
     p->nd[top] = nn;
     p->top = top + 1;
-    return inode_dirty(t->h, t->ip);
+    return root_dirty(t);
 }
 
 static bool rightmost(const struct path *p, unsigned level)
@@ -554,7 +593,7 @@ static int collapse_root(const struct bt *t, struct path *p)
     while (n_level(root) > 0) {
         if (n_nrecs(root) == 0) {
             bt_root_init(root->p, t->ip->ino);
-            return inode_dirty(t->h, t->ip);
+            return root_dirty(t);
         }
         if (n_nrecs(root) > 1)
             return 0;
@@ -570,7 +609,7 @@ static int collapse_root(const struct bt *t, struct path *p)
         le16_put(root->p + ND_LEVEL, (uint16_t)n_level(&c));
         n_set(root, n_nrecs(&c), n_used(&c));
         free_node(t, &c);
-        r = inode_dirty(t->h, t->ip);
+        r = root_dirty(t);
         if (r)
             return r;
     }

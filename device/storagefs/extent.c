@@ -245,10 +245,30 @@ int ext_remove(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip, uint6
         uint64_t a = e.lblk > cursor ? e.lblk : cursor;
         uint64_t eend = e.lblk + e.len, b = eend < end ? eend : end;
         r = cut(fs, h, ip, &e, a, b, free_blocks);
-        if (r)
-            return r;
+        if (r || b >= end)
+            return r;   /* the range ended inside e: nothing past it to look up */
         cursor = b;
     }
+}
+
+int ext_convert(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
+                const struct sfs_extent *e, uint64_t lblk, uint64_t n, bool *unmapped)
+{
+    struct sfs_extent w = {lblk, e->pblk + (lblk - e->lblk), (uint32_t)n, 0};
+    bool inside = lblk > e->lblk && lblk + n < e->lblk + e->len;
+    int r = inside ? cut(fs, h, ip, e, lblk, lblk + n, false)
+                   : ext_remove(fs, h, ip, lblk, n, false, 2);
+    *unmapped = r == 0;
+    if (r)
+        return r;
+    if (inside) {   /* cut dropped the last-extent cache; nothing to merge */
+        struct bt t = tree(fs, ip, h);
+        r = put(&t, &w, false);
+    } else {
+        r = ext_insert(fs, h, ip, &w);
+    }
+    *unmapped = r != 0;
+    return r;
 }
 
 /* ---- shifting (collapse / insert range) ------------------------------------------ */

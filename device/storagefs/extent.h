@@ -47,6 +47,16 @@ int ext_insert(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
 int ext_remove(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip, uint64_t lblk,
                uint64_t len, bool free_blocks, unsigned max);
 
+/* Maps the written blocks [lblk, lblk+n) of unwritten extent e (just
+ * looked up, under the same lock and handle) as written: e is split
+ * around them and they are mapped, merging as ext_insert does. When the
+ * blocks lie strictly inside e they join neither neighbour (both are
+ * e's unwritten remainders): one cut and one insert, no lookup. Returns
+ * 0, or -errno: with *unmapped set when the blocks were unmapped but not
+ * mapped again (the caller gives them back). */
+int ext_convert(struct sfs *fs, struct jnl_handle *h, struct sfs_inode *ip,
+                const struct sfs_extent *e, uint64_t lblk, uint64_t n, bool *unmapped);
+
 /* How many extents end after logical block lblk (what ext_shift moves
  * from there), and in *end where the last of them ends (lblk if none);
  * -errno on corruption. */

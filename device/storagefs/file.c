@@ -131,17 +131,51 @@ static uint8_t *merge_buf(struct sfs_inode *ip, uint64_t pblk, uint8_t *bounce, 
     return ip->tail;
 }
 
-/* Writes the part [boff, boff + k) of the block at pblk: merged with its
- * other bytes (zeros when fresh; else ip's tail copy of it, or the media)
- * and written whole. The merged block becomes ip's tail copy. */
-static int write_partial(struct sfs *fs, struct sfs_inode *ip, uint64_t pblk, uint32_t boff,
-                         struct wsrc src, size_t k, bool fresh)
+/* How data_write finds the blocks it writes (flags). */
+#define DW_FRESH 0x1u     /* they hold no data yet: what a partial block does
+                           * not get from the write reads as zeros */
+#define DW_PAST_EOF 0x2u  /* the bytes after the write's end in its last block
+                           * lie past the end of the file (never read: every
+                           * extension zeroes them first, file_set_size and
+                           * write_chunk), so a fresh block need not zero them */
+
+/* The part [boff, boff + k) of the block at pblk written alone, when the
+ * media can (media_write_part) and the block's other bytes need no
+ * change: it holds data, or it is fresh with nothing before the part and
+ * only bytes past the end of the file after it. Returns 0, -errno, or
+ * -EOPNOTSUPP when the block has to be merged and written whole. */
+static int write_part_alone(struct sfs *fs, struct sfs_inode *ip, uint64_t pblk, uint32_t boff,
+                            struct wsrc src, size_t k, unsigned how)
 {
+    if ((how & DW_FRESH) && (boff || (boff + k < BS && !(how & DW_PAST_EOF))))
+        return -EOPNOTSUPP;
+    uint8_t gather[BS];
+    const uint8_t *p = src_ptr(src);
+    if (src_contig(src) < k) {
+        src_copy(src, gather, k);
+        p = gather;
+    }
+    int r = media_write_part(fs->m, pblk, boff, (uint32_t)k, p);
+    if (r != -EOPNOTSUPP && ip && ip->tail_pblk == pblk)
+        ip->tail_pblk = 0;   /* the copy no longer holds what the media does */
+    return r;
+}
+
+/* Writes the part [boff, boff + k) of the block at pblk: alone when it
+ * can be (write_part_alone), else merged with its other bytes (zeros
+ * when fresh; else ip's tail copy of it, or the media) and written whole;
+ * the merged block becomes ip's tail copy. */
+static int write_partial(struct sfs *fs, struct sfs_inode *ip, uint64_t pblk, uint32_t boff,
+                         struct wsrc src, size_t k, unsigned how)
+{
+    int r = write_part_alone(fs, ip, pblk, boff, src, k, how);
+    if (r != -EOPNOTSUPP)
+        return r;
     uint8_t bounce[BS];
     bool have;
     uint8_t *b = merge_buf(ip, pblk, bounce, &have);
-    int r = 0;
-    if (fresh) {                 /* zeros around the new bytes only */
+    r = 0;
+    if (how & DW_FRESH) {        /* zeros around the new bytes only */
         memset(b, 0, boff);
         memset(b + boff + k, 0, BS - boff - k);
     } else if (!have) {
@@ -156,18 +190,17 @@ static int write_partial(struct sfs *fs, struct sfs_inode *ip, uint64_t pblk, ui
 }
 
 /* Writes n bytes at byte boff of the run at pblk of ip (NULL: a block of
- * no file's tail copy). fresh: the blocks hold no data yet, so partial
- * blocks are zero-filled instead of read. Whole blocks go from where
+ * no file's tail copy); how: DW_* above. Whole blocks go from where
  * their bytes are; only one that straddles two source pieces is
  * gathered. Callers hold ip->rw exclusively. */
 static int data_write(struct sfs *fs, struct sfs_inode *ip, uint64_t pblk, uint32_t boff,
-                      struct wsrc src, size_t n, bool fresh)
+                      struct wsrc src, size_t n, unsigned how)
 {
     uint8_t bounce[BS];
     while (n) {
         if (boff || n < BS) {
             size_t k = min64(n, BS - boff);
-            int r = write_partial(fs, ip, pblk, boff, src, k, fresh);
+            int r = write_partial(fs, ip, pblk, boff, src, k, how);
             if (r)
                 return r;
             src = src_adv(src, k), n -= k, pblk++, boff = 0;
@@ -226,7 +259,7 @@ static int zero_range_in_block(struct sfs *fs, struct jnl_handle *h, struct sfs_
     if (jdata_needed(fs, h, ip))
         return jdata_write(fs, h, ip, pblk, boff, NULL, to - from);
     struct iovec one;
-    return data_write(fs, ip, pblk, boff, src_one(&one, zeros, to - from), to - from, false);
+    return data_write(fs, ip, pblk, boff, src_one(&one, zeros, to - from), to - from, 0);
 }
 
 /* ---- read ---------------------------------------------------------------------- */
@@ -416,7 +449,7 @@ static ssize_t overwrite(struct wctx *w, uint64_t pblk, uint32_t boff, struct ws
                          size_t n)
 {
     if (!w->jdata) {
-        int r = data_write(w->fs, w->ip, pblk, boff, src, n, false);
+        int r = data_write(w->fs, w->ip, pblk, boff, src, n, 0);
         return r ? r : (ssize_t)n;
     }
     if (w->jblocks == 0)
@@ -425,6 +458,14 @@ static ssize_t overwrite(struct wctx *w, uint64_t pblk, uint32_t boff, struct ws
     w->jblocks -= (unsigned)((boff + n + BS - 1) / BS);
     int r = jdata_write_src(w->fs, w->h, w->ip, pblk, boff, src, n);
     return r ? r : (ssize_t)n;
+}
+
+/* data_write's flags for n bytes at byte boff of fresh block lblk on:
+ * whether the bytes after them lie past the end of the file (the size
+ * before the write: the write itself only raises it). */
+static unsigned fresh_how(const struct sfs_inode *ip, uint64_t lblk, uint32_t boff, size_t n)
+{
+    return DW_FRESH | (lblk * BS + boff + n >= ip->d.size ? DW_PAST_EOF : 0);
 }
 
 /* Fills a hole at lblk (nblk blocks wanted) with new blocks and data. */
@@ -436,7 +477,7 @@ static int write_hole(struct wctx *w, uint64_t lblk, uint64_t nblk, uint32_t bof
     if (r)
         return r;
     *n = (size_t)min64(rem, got * BS - boff);
-    r = data_write(w->fs, w->ip, s, boff, src, *n, true);
+    r = data_write(w->fs, w->ip, s, boff, src, *n, fresh_how(w->ip, lblk, boff, *n));
     struct sfs_extent e = {lblk, s, (uint32_t)got, 0};
     if (!r)
         r = ext_insert(w->fs, w->h, w->ip, &e);
@@ -458,14 +499,11 @@ static int write_unwritten(struct wctx *w, const struct sfs_extent *e, uint64_t 
     uint64_t pblk = e->pblk + (lblk - e->lblk);
     *n = (size_t)min64(rem, nblk * BS - boff);
     nblk = (boff + *n + BS - 1) / BS;
-    int r = data_write(w->fs, w->ip, pblk, boff, src, *n, true);
+    int r = data_write(w->fs, w->ip, pblk, boff, src, *n, fresh_how(w->ip, lblk, boff, *n));
+    bool unmapped = false;
     if (!r)
-        r = ext_remove(w->fs, w->h, w->ip, lblk, nblk, false, 2);
-    if (r)
-        return r;
-    struct sfs_extent c = {lblk, pblk, (uint32_t)nblk, 0};
-    r = ext_insert(w->fs, w->h, w->ip, &c);
-    if (r) {                     /* unmapped now: give the blocks back */
+        r = ext_convert(w->fs, w->h, w->ip, e, lblk, nblk, &unmapped);
+    if (r && unmapped) {         /* unmapped now: give the blocks back */
         alloc_free_blocks(w->fs, w->h, pblk, nblk, false);
         w->ip->d.blocks -= nblk;
     }

@@ -70,11 +70,16 @@ struct jnl {
 
 static __thread struct jnl_handle *tls_handle;
 
-/* Each thread keeps the last handle it stopped for its next start
- * (freed when the thread exits): a handle per operation would otherwise
- * cost an allocation and a free. */
+/* Each thread keeps one handle for its starts (freed when the thread
+ * exits: the key's destructor): a handle per operation would otherwise
+ * cost an allocation and a free. spare_h is the thread's handle when it is
+ * free, NULL while a start holds it (or before the first); the key holds
+ * it for the destructor from its allocation on, so a start and a stop
+ * touch only the thread-local pointer. */
 static pthread_key_t spare_key;
 static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+static __thread struct jnl_handle *spare_h;
+static __thread struct jnl_handle *own_h;   /* the thread's handle (the key's value) */
 
 static void make_spare_key(void)
 {
@@ -83,19 +88,27 @@ static void make_spare_key(void)
 
 static struct jnl_handle *handle_new(void)
 {
-    pthread_once(&spare_once, make_spare_key);
-    struct jnl_handle *h = pthread_getspecific(spare_key);
-    if (!h)
-        return calloc(1, sizeof(*h));
-    pthread_setspecific(spare_key, NULL);
-    memset(h, 0, sizeof(*h));
+    struct jnl_handle *h = spare_h;
+    if (h) {
+        spare_h = NULL;
+        memset(h, 0, sizeof(*h));
+        return h;
+    }
+    h = calloc(1, sizeof(*h));
+    if (h && !own_h) {   /* the thread's first: it becomes its own */
+        pthread_once(&spare_once, make_spare_key);
+        if (pthread_setspecific(spare_key, h) == 0)
+            own_h = h;
+    }
     return h;
 }
 
 static void handle_free(struct jnl_handle *h)
 {
-    if (pthread_getspecific(spare_key) || pthread_setspecific(spare_key, h))
-        free(h);
+    if (h == own_h)
+        spare_h = h;
+    else
+        free(h);   /* a nested start's extra handle */
 }
 
 #ifndef NDEBUG

@@ -59,6 +59,11 @@ struct sfs_inode {
      * the tree's writers, which hold rw exclusively */
     bool ext_last_ok;
     struct sfs_extent ext_last;
+    /* btree.c: the tree's inline root (d.data) passed check_node and has
+     * not changed since (relaxed atomic: a reader under rw shared may set
+     * it, every change of the root clears it under rw exclusive). A
+     * struct loaded from the image starts with it clear. */
+    bool root_checked;
     /* file.c's copy of the partial block it last wrote in place (tail_pblk
      * 0: none): the bytes the media holds at tail_pblk, so that the next
      * write into that block (an append continuing it) merges into the

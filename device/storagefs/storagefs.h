@@ -303,6 +303,21 @@ ssize_t sfs_write(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t off
 int sfs_fallocate(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, unsigned mode,
                   uint64_t off, uint64_t len);
 
+/* Moves the data blocks of [src_off, src_off + len) of file src to
+ * [dst_off, dst_off + len) of file dst without copying them (move.c):
+ * src keeps its size with a hole there, dst holds the bytes and grows to
+ * dst_off + len if it was smaller. Offsets and len are multiples of the
+ * block size, len > 0, src != dst, both regular files; the source range
+ * lies inside src and is all written data (no hole, no unwritten
+ * extent, no journaled data waiting for its checkpoint), in at most 64
+ * extents; the destination range is a hole and starts at or below dst's
+ * size, or that size is a block multiple. One handle (inside tx when
+ * given): after a crash the blocks are src's or dst's, as before or as
+ * after. Returns 0 or -errno; -EINVAL (-EBUSY: journaled data; -E2BIG:
+ * too many extents) changed nothing and the caller may copy instead. */
+int sfs_move_blocks(struct sfs *fs, struct sfs_txn *tx, uint64_t src, uint64_t src_off,
+                    uint64_t dst, uint64_t dst_off, uint64_t len);
+
 #define SFS_SEEK_DATA 3
 #define SFS_SEEK_HOLE 4
 

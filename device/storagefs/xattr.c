@@ -467,20 +467,22 @@ static ssize_t with_state(struct sfs *fs, uint64_t ino,
                           const struct xreq *q, void *buf, size_t size)
 {
     struct sfs_inode *ip;
-    struct xstate *st = malloc(sizeof(*st));
-    if (!st)
-        return -ENOMEM;
     ssize_t r = inode_get(fs, ino, &ip);
-    if (r == 0) {
-        pthread_rwlock_rdlock(&ip->rw);
+    if (r)
+        return r;
+    pthread_rwlock_rdlock(&ip->rw);
+    struct xstate *st = NULL;
+    if (!ip->d.ixattr_used && !ip->d.xattr_blk && fn == get_locked)
+        r = -ENODATA;   /* no xattrs: nothing to load (every data write asks) */
+    else if (!(st = malloc(sizeof(*st))))   /* two areas: 8 KiB, not on the stack */
+        r = -ENOMEM;
+    else {
         st->b = NULL;
-        r = !ip->d.ixattr_used && !ip->d.xattr_blk && fn == get_locked
-                ? -ENODATA   /* no xattrs: nothing to load */
-                : fn(fs, ip, st, q, buf, size);
+        r = fn(fs, ip, st, q, buf, size);
         bcache_put(fs->bc, st->b);
-        pthread_rwlock_unlock(&ip->rw);
-        inode_put(fs, ip);
     }
+    pthread_rwlock_unlock(&ip->rw);
+    inode_put(fs, ip);
     free(st);
     return r;
 }

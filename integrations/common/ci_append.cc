@@ -1,21 +1,132 @@
 // integrations/common/ci_append.cc - a writable file's buffered appends,
 // sent to the device as fused ops: [the store's checks], WRITE at the
-// file's end, [FSYNC] (ci_common.h, invariants 4 to 6).
+// file's end, [FSYNC]; plain WRITEs as write-behind ops on the file's own
+// queue pair (ci_common.h, invariants 4 to 6).
 #include "integrations/common/ci_common.h"
+
+#include <cisc/fused.h>
 
 #include <algorithm>
 
 namespace cisc::integ {
 
+struct Appender::Behind {
+    struct cisc_vec v;
+    size_t len;
+};
+
+void Session::Track(Appender *a)
+{
+    std::lock_guard<std::mutex> g(live_mu_);
+    live_.push_back(a);
+}
+
+void Session::Untrack(Appender *a)
+{
+    std::lock_guard<std::mutex> g(live_mu_);
+    live_.erase(std::remove(live_.begin(), live_.end(), a), live_.end());
+}
+
+void Session::Settle()
+{
+    if (behind_.load(std::memory_order_acquire) == 0)
+        return;
+    std::lock_guard<std::mutex> g(live_mu_);   // the Appenders stay while it is held
+    for (Appender *a : live_)
+        a->Settle();
+}
+
 Appender::Appender(std::shared_ptr<Session> s, uint64_t fh, uint64_t end,
                    std::unique_ptr<WriteChecks> checks)
     : s_(std::move(s)), checks_(std::move(checks)), fh_(fh), end_(end)
 {
+    s_->Track(this);
 }
 
 Appender::~Appender()
 {
     Close();
+    s_->Untrack(this);
+}
+
+void Appender::Settle()
+{
+    std::lock_guard<std::mutex> g(mu_);
+    Reap(true);
+}
+
+int Appender::Reap(bool all)
+{
+    while (!behind_.empty()) {
+        Behind &b = *behind_.front();
+        int64_t st = all ? cisc_vec_wait(&b.v) : cisc_vec_poll(&b.v);
+        if (st == -EAGAIN && !all)
+            break;
+        if (st == 0) {
+            s_->write_ops++;
+        } else if (!behind_err_) {
+            behind_err_ = st < 0 ? (int)st : -EIO;
+        }
+        cisc_vec_free(&b.v);
+        behind_.pop_front();
+        s_->behind_.fetch_sub(1, std::memory_order_release);
+    }
+    return behind_err_;
+}
+
+// The file's own queue pair for write-behind ops, made on first use;
+// NULL when it cannot be had (then every op is waited for).
+struct cisc_queue *Appender::BehindQueue()
+{
+    if (!bq_ && !bq_err_) {
+        struct cisc_queue_params p = {};
+        p.arena_size = kBehindArena;
+        bq_err_ = cisc_queue_create_params(s_->raw(), &p, &bq_);
+    }
+    return bq_;
+}
+
+// Builds the op for the first len buffered bytes (no FSYNC) on the file's
+// queue and submits it; one that carries checks is waited for (invariant
+// 4). Returns 0 (submitted, or done), 1 when it cannot go this way (the
+// caller sends it waiting), or -errno (the op's, or the file's earlier
+// write-behind error).
+int64_t Appender::SendBehind(size_t len)
+{
+    struct cisc_queue *q = len <= kBehindArena / 4 ? BehindQueue() : nullptr;
+    if (!q)
+        return 1;
+    if (int e = Reap(behind_.size() >= kBehindMax))   // room for one more; errors first
+        return e;
+    auto b = std::make_unique<Behind>();
+    b->len = len;
+    if (cisc_vec_init(&b->v, q))
+        return 1;   // the arena is full of ops in flight
+    int f = cisc_vec_fh(&b->v, fh_);
+    unsigned plain = b->v.n;
+    int64_t st = checks_ ? checks_->Add(&b->v, buf_.data(), len, end_) : 0;
+    bool waited = b->v.n > plain;   // checks ride along: report them on this call
+    if (st == 0)
+        cisc_vec_write(&b->v, f, end_, CISC_IN_BUF(buf_.data(), len));
+    if (st == 0)
+        st = b->v.err ? b->v.err : cisc_vec_submit_async(&b->v);
+    if (st == 0 && waited) {
+        int e = Reap(true);
+        int64_t own = cisc_vec_wait(&b->v);
+        st = e ? e : own;
+    }
+    if (checks_)
+        checks_->Done(st == 0, len);
+    if (st != 0 || waited) {
+        cisc_vec_free(&b->v);
+        if (st == 0)
+            s_->write_ops++;
+        return st == -ENOMEM ? 1 : st;   // staging found no room: send it waiting
+    }
+    s_->behind_.fetch_add(1, std::memory_order_release);
+    s_->behind_ops++;
+    behind_.push_back(std::move(b));
+    return 0;
 }
 
 int Appender::Append(const char *data, size_t len, const void *meta)
@@ -72,6 +183,8 @@ int Appender::Truncate(uint64_t size)
 {
     std::lock_guard<std::mutex> g(mu_);
     int r = Push(false);
+    if (r == 0)
+        r = Reap(true);
     struct cisc_queue *q;
     if (r == 0 && (r = s_->Queue(&q)) == 0 && (r = cisc_truncate(q, fh_, size)) == 0)
         end_ = size;
@@ -84,9 +197,13 @@ int Appender::Close()
     if (closed_)
         return 0;
     int r = Push(false);
+    int b = Reap(true);
+    if (bq_)
+        cisc_queue_destroy(bq_);
+    bq_ = nullptr;
     CloseHandle(*s_, fh_);
     closed_ = true;
-    return r;
+    return r ? r : b;
 }
 
 uint64_t Appender::Size()
@@ -122,11 +239,14 @@ int64_t Appender::Submit(struct cisc_queue *q, size_t len, bool sync)
 
 // Sends the buffered bytes in chunks the arena holds (never splitting a
 // checked run; the last chunk carries the FSYNC when sync) and empties
-// the buffer.
+// the buffer: plain chunks as write-behind ops, the others waited for, an
+// FSYNC only after every write-behind op completed (invariants 4, 5).
 int Appender::Push(bool sync)
 {
     if (closed_)
         return -EBADF;
+    if (int e = Reap(false))
+        return e;
     if (buf_.empty() && !sync)
         return 0;
     struct cisc_queue *q;
@@ -137,8 +257,12 @@ int Appender::Push(bool sync)
         size_t len = std::min(buf_.size(), kChunk);
         if (checks_)
             len = checks_->Cut(len, buf_.size());
-        bool last = len == buf_.size();
-        int64_t st = Submit(q, len, sync && last);
+        bool last = len == buf_.size(), fsync = sync && last;
+        int64_t st = fsync || !len ? 1 : SendBehind(len);
+        if (st == 1 && fsync && (st = Reap(true)) == 0)   // the FSYNC covers them
+            st = 1;
+        if (st == 1)
+            st = Submit(q, len, fsync);
         if (st < 0)
             return (int)st;
         end_ += len;

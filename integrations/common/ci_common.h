@@ -17,14 +17,27 @@
 //     paths; a store hands every other name to its default Env/FileSystem.
 //  4. An Appender's bytes reach the device in file order, each op a WRITE
 //     at the file's end (plus the store's check steps over exactly the
-//     bytes written, plus FSYNC when asked): bytes leave the buffer only
-//     once the op that wrote them succeeded, so a failed op is retried by
-//     the next call with the same bytes and checks.
-//  5. A Flush sends the buffered bytes before it returns, so what a store
-//     flushed survives the process dying; once a file's flushes were twice
-//     followed by a Sync, each flush carries the FSYNC and the Sync returns
-//     at once (a synced write is one round trip); a third flush without a
-//     Sync ends it. An FSYNC is only ever added, never left out. With the
+//     bytes written, plus FSYNC when asked). An op with checks or an
+//     FSYNC is waited for: its bytes leave the buffer only once it
+//     succeeded, so a failed op is retried by the next call with the same
+//     bytes and checks, and a check that fails is reported by the call
+//     that sent it. A plain WRITE without FSYNC is submitted and not
+//     waited for (write-behind, on the Appender's own queue pair, at most
+//     kBehindMax at once): its bytes leave the buffer when submitted
+//     (the op carries a copy), and its failure is reported by the next
+//     call on the file and by every call after it (the file failed: a
+//     later write may have landed past the failed one).
+//  5. A Flush submits the buffered bytes before it returns, so what a
+//     store flushed survives the process dying (the device runs every
+//     command a client published, even one that died right after:
+//     device/queue/queue.h); once a file's flushes were twice followed by
+//     a Sync, each flush carries the FSYNC and the Sync returns at once (a
+//     synced write is one round trip); a third flush without a Sync ends
+//     it. An FSYNC is only ever added, never left out, and is submitted
+//     only after every write-behind op of the file completed, so it covers
+//     them. Reads and the name-space calls of the session (ReadAt,
+//     OpenRandom, Mount's calls) first wait for the session's write-behind
+//     ops (Session::Settle), so the store reads what it flushed. With the
 //     session's hold_flushes on, a Flush sends nothing: the bytes go with
 //     the next Sync (one op, WRITE + FSYNC), a full buffer or Close, and a
 //     process that dies loses what it flushed since (RocksDB's
@@ -41,16 +54,23 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
+
+struct cisc_vec;
 
 namespace cisc::integ {
 
 constexpr size_t kWriteBuf = 64 << 10;        // appends gathered before a write
 constexpr size_t kChunk = 1 << 20;            // most bytes one command moves (fits the arena)
 constexpr uint64_t kHeldMax = 256ull << 20;   // table bytes held in memory per session
+constexpr size_t kBehindMax = 32;             // write-behind ops in flight per file
+constexpr uint64_t kBehindArena = 4ull << 20; // arena of an Appender's own queue pair
+
+class Appender;
 
 // One libcisc session plus the counters both stores keep; a store derives
 // its own Session to add counters.
@@ -83,13 +103,24 @@ public:
     // Flushes keep the bytes in the buffer until a Sync, Close or a full
     // buffer (invariant 5); off by default.
     std::atomic<bool> hold_flushes{false};
+    std::atomic<uint64_t> behind_ops{0};   // write-behind ops submitted (invariant 4)
+
+    // Waits for the write-behind ops of every Appender of this session
+    // (invariant 5). Never call it holding an Appender's lock.
+    void Settle();
 
 protected:
     Session() = default;
 
 private:
+    friend class Appender;
     int Connect(const std::string &mountpoint);
+    void Track(Appender *a);     // a exists (lock order: live_mu_, then a's lock)
+    void Untrack(Appender *a);
     struct cisc_session *s_ = nullptr;
+    std::mutex live_mu_;                 // protects live_
+    std::vector<Appender *> live_;       // this session's Appenders
+    std::atomic<int> behind_{0};         // write-behind ops in flight, all files
 };
 
 // The mount a store serves: its session and canonical path; maps names
@@ -209,10 +240,20 @@ public:
     // The file's size as the store sees it (written + buffered).
     uint64_t Size();
 
+    // Waits for this file's write-behind ops (Session::Settle).
+    void Settle();
+
 private:
+    struct Behind;                  // one write-behind op in flight
+
     int FlushLocked();
     int Push(bool sync);
     int64_t Submit(struct cisc_queue *q, size_t len, bool sync);
+    struct cisc_queue *BehindQueue();
+    int64_t SendBehind(size_t len);
+    // Takes the completions of write-behind ops: all of them (waiting), or
+    // those done. Returns the file's write-behind error (0: none).
+    int Reap(bool all);
 
     std::mutex mu_;   // orders all calls (invariant 6)
     std::shared_ptr<Session> s_;
@@ -223,6 +264,12 @@ private:
     int unsynced_flushes_ = 0;      // flushes that wrote since the last Sync
     int streak_ = 0;                // flushes followed by a Sync, up to 2
     std::string buf_;
+    // write-behind (invariant 4): the file's own queue pair, made on first
+    // use (none: -errno, and every op is waited for), its ops in flight
+    struct cisc_queue *bq_ = nullptr;
+    int bq_err_ = 0;
+    std::deque<std::unique_ptr<Behind>> behind_;
+    int behind_err_ = 0;            // the first write-behind op that failed
 };
 
 }  // namespace cisc::integ

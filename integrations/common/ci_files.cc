@@ -30,12 +30,20 @@ template <typename F> int OnQueue(Session &s, F fn)
     return r ? r : fn(q);
 }
 
+// The same after the session's write-behind ops completed (ci_common.h,
+// invariant 5): for the calls that read what the store wrote.
+template <typename F> int Settled(Session &s, F fn)
+{
+    s.Settle();
+    return OnQueue(s, fn);
+}
+
 // Reads fh whole into *out if the budget has room for its size. Returns 1
 // when it did, 0 when over budget, or -errno.
 int LoadWhole(Session &s, uint64_t fh, std::string *out)
 {
     struct stat st;
-    int r = OnQueue(s, [&](struct cisc_queue *q) { return cisc_fstat(q, fh, &st); });
+    int r = Settled(s, [&](struct cisc_queue *q) { return cisc_fstat(q, fh, &st); });
     if (r)
         return r;
     uint64_t size = (uint64_t)st.st_size;
@@ -89,20 +97,20 @@ bool Mount::Map(const std::string &name, std::string *dpath) const
 int Mount::Exists(const std::string &dpath)
 {
     struct stat st;
-    return OnQueue(*s_, [&](struct cisc_queue *q) { return cisc_stat(q, dpath.c_str(), &st); });
+    return Settled(*s_, [&](struct cisc_queue *q) { return cisc_stat(q, dpath.c_str(), &st); });
 }
 
 int Mount::List(const std::string &dpath, std::vector<std::string> *names)
 {
     names->clear();
-    return OnQueue(*s_, [&](struct cisc_queue *q) {
+    return Settled(*s_, [&](struct cisc_queue *q) {
         return cisc_readdir(q, dpath.c_str(), CollectName, names);
     });
 }
 
 int Mount::Unlink(const std::string &dpath)
 {
-    return OnQueue(*s_, [&](struct cisc_queue *q) { return cisc_unlink(q, dpath.c_str()); });
+    return Settled(*s_, [&](struct cisc_queue *q) { return cisc_unlink(q, dpath.c_str()); });
 }
 
 int Mount::Mkdir(const std::string &dpath, bool if_missing)
@@ -124,14 +132,14 @@ int Mount::Rmdir(const std::string &dpath)
 int Mount::Size(const std::string &dpath, uint64_t *size)
 {
     struct stat st;
-    int r = OnQueue(*s_, [&](struct cisc_queue *q) { return cisc_stat(q, dpath.c_str(), &st); });
+    int r = Settled(*s_, [&](struct cisc_queue *q) { return cisc_stat(q, dpath.c_str(), &st); });
     *size = r == 0 ? (uint64_t)st.st_size : 0;
     return r;
 }
 
 int Mount::Rename(const std::string &from, const std::string &to)
 {
-    return OnQueue(*s_, [&](struct cisc_queue *q) {
+    return Settled(*s_, [&](struct cisc_queue *q) {
         return cisc_rename(q, from.c_str(), to.c_str(), 0);
     });
 }
@@ -151,6 +159,7 @@ void CloseHandle(Session &s, uint64_t fh)
 ssize_t ReadAt(Session &s, uint64_t fh, char *buf, size_t n, uint64_t off)
 {
     struct cisc_queue *q;
+    s.Settle();
     int r = s.Queue(&q);
     if (r)
         return r;
@@ -191,6 +200,7 @@ int OpenRandom(const std::shared_ptr<Session> &s, const std::string &dpath, bool
 
 int OpenWritable(Session &s, const std::string &dpath, bool append, uint64_t *fh, uint64_t *end)
 {
+    s.Settle();   // its size, or a truncation, after the writes in flight
     int r = OpenHandle(s, dpath, O_WRONLY | O_CREAT | (append ? 0 : O_TRUNC), fh);
     struct stat st = {};
     if (r == 0 && append &&

@@ -20,12 +20,15 @@
 //  3. WritableFile appends are buffered in the process (64 KiB) and reach
 //     the device on Flush, Sync, Close or a full buffer, as one WRITE step
 //     at the file's end (a Flush is never deferred: what LevelDB flushed
-//     survives the process dying). Sync sends the buffered bytes and the
-//     FSYNC as ONE fused op. LevelDB flushes each log record before it
-//     syncs it, so once a file's flushes were twice followed by a Sync,
-//     its flushes are sent WITH an FSYNC step and the Sync that follows
-//     returns at once: a synced put costs one round trip. Three flushes
-//     without a Sync end that (an FSYNC is only ever added, never left out).
+//     survives the process dying; a write without checks, a table's, is
+//     submitted without waiting for it: write-behind, its failure reported
+//     by the file's next call, reads wait for it). Sync sends the
+//     buffered bytes and the FSYNC as ONE fused op. LevelDB flushes each
+//     log record before it syncs it, so once a file's flushes were twice
+//     followed by a Sync, its flushes are sent WITH an FSYNC step and the
+//     Sync that follows returns at once: a synced put costs one round
+//     trip. Three flushes without a Sync end that (an FSYNC is only ever
+//     added, never left out).
 //  4. For LevelDB's log files (*.log, MANIFEST-*), the device verifies each
 //     whole record a flush carries against the record's own checksum
 //     (CRC-32C of type and payload, computed by a device step and compared
@@ -64,6 +67,7 @@ struct LevelDbEnvStats {
     uint64_t verified_records; // log records the device checked (invariant 4)
     uint64_t queues;           // queue pairs made so far (one per thread)
     uint64_t syncs_answered;   // Syncs answered by the flush's WRITE + FSYNC op
+    uint64_t behind_ops;       // write ops submitted without waiting (invariant 3)
 };
 
 // The counters of env, which must come from NewLevelDbEnv (else all zero).

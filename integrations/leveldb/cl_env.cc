@@ -122,7 +122,7 @@ LevelDbEnvStats LevelDbEnvStatsOf(leveldb::Env *env)
         return {};
     const ldb::Session &s = e->session();
     return { s.write_ops.load(), s.sync_ops.load(), s.verified_records.load(), s.queues.load(),
-             s.syncs_answered.load() };
+             s.syncs_answered.load(), s.behind_ops.load() };
 }
 
 }  // namespace cisc

@@ -28,6 +28,9 @@
  */
 #include "integrations/preload/preload.h"
 
+#include "common/clock.h"
+#include "common/spin.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -235,11 +238,16 @@ static int take_batch(struct pl_ofd *o, struct pl_mop **ms)
 
 #define PL_SPIN_NS 20000
 
-/* Waits up to PL_SPIN_NS for m to be done by a leader. */
+/* This thread's spins (common/spin.h): cut short while the host has no
+ * CPU to spare, as libcisc's own. */
+static _Thread_local struct spin_gov spin_gov;
+
+/* Waits up to PL_SPIN_NS (less on a contended host) for m to be done by
+ * a leader. */
 static bool spin_done(struct pl_mop *m)
 {
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
+    uint64_t t0 = now_ns(), budget = spin_budget(&spin_gov, t0, PL_SPIN_NS);
+    spin_rest(&spin_gov);
     for (unsigned k = 1;; k++) {
         if (__atomic_load_n(&m->done, __ATOMIC_ACQUIRE))
             return true;
@@ -247,8 +255,8 @@ static bool spin_done(struct pl_mop *m)
         __builtin_ia32_pause();
 #endif
         if (k % 64 == 0) {
-            clock_gettime(CLOCK_MONOTONIC, &b);
-            if ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) > PL_SPIN_NS)
+            uint64_t t = now_ns();
+            if (spin_round(&spin_gov, t) || t - t0 > budget)
                 return false;
         }
     }

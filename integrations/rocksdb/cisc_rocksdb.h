@@ -33,9 +33,14 @@
 //     an FSYNC step for Sync. Once a file's flushes were twice followed by
 //     a Sync (RocksDB's synced WAL writes: Append, Flush, Sync), each flush
 //     carries the FSYNC and the Sync returns at once: a synced put is one
-//     round trip. A flush is never held back. A file's Sync may be called
-//     beside its appends from another thread (IsSyncThreadSafe: DB::SyncWAL,
-//     FlushWAL(true)); it makes durable everything appended before it.
+//     round trip. A flush is never held back; one that carries no FSYNC
+//     and no hand-off check is not waited for (write-behind, on the file's
+//     own queue pair: an unsynced put costs no round trip). It survives
+//     the process dying once submitted; the next call on the file reports
+//     its failure, a Sync covers it, and reads wait for it. A file's Sync
+//     may be called beside its appends from another thread
+//     (IsSyncThreadSafe: DB::SyncWAL, FlushWAL(true)); it makes durable
+//     everything appended before it.
 //  4. Checksum hand-off: when RocksDB passes the CRC-32C of an Append
 //     (Options::checksum_handoff_file_types), the device computes the CRC
 //     of those bytes and compares it in the op that writes them; a
@@ -79,6 +84,7 @@ struct RocksDbFsStats {
     uint64_t wal_checked_ops;   // of those, ops that ran the WAL check in the device
     uint64_t wal_damaged;       // WAL reads where the device found a damaged record
     uint64_t flushes_held;      // Flushes that sent nothing (RocksDbFsSetHoldFlush)
+    uint64_t behind_ops;        // write ops submitted without waiting (invariant 3)
 };
 
 // The counters of fs, which must come from NewRocksDbFileSystem (else all

@@ -207,7 +207,8 @@ RocksDbFsStats RocksDbFsStatsOf(const rocksdb::FileSystem *fs)
     const rdb::Session &s = c->session();
     return { s.write_ops.load(),      s.sync_ops.load(),        s.syncs_answered.load(),
              s.handoff_checks.load(), s.queues.load(),          s.wal_read_ops.load(),
-             s.wal_checked_ops.load(), s.wal_damaged.load(), s.flushes_held.load() };
+             s.wal_checked_ops.load(), s.wal_damaged.load(), s.flushes_held.load(),
+             s.behind_ops.load() };
 }
 
 void RocksDbFsSetWalCheck(rocksdb::FileSystem *fs, bool on)

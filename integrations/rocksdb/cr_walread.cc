@@ -82,6 +82,7 @@ ssize_t WalRead(Session &s, uint64_t fh, char *buf, size_t len, uint64_t off, ui
                 bool *damaged)
 {
     struct cisc_queue *q;
+    s.Settle();   // a live WAL: what was flushed (integ invariant 5)
     int r = s.Queue(&q);
     if (r)
         return r;

@@ -31,6 +31,8 @@ struct undo {
     uint64_t old_size;
     uint8_t *old;               /* old bytes [old_off, old_off + old_len) */
     uint64_t old_off, old_len;
+    uint64_t adopted;           /* bytes of the write taken from the op's log, */
+    uint64_t adopt_from;        /* from there (oplog.h "Adoption") */
 };
 
 struct apply {
@@ -244,6 +246,28 @@ static int kill_setid(struct apply *ap, const struct cfile *f, struct undo *u)
     return r;
 }
 
+/* Writes m; autorec: its whole blocks taken from the op's log where its
+ * operand is instead (oplog.h "Adoption"; nothing to copy, the bytes are
+ * on the media already), then the rest written. A move the file system
+ * refuses changed nothing: then the whole write is written. */
+static int adopt_or_write(struct apply *ap, const struct cfile *f, const struct fop_mut *m,
+                          struct undo *u)
+{
+    struct fop_run *x = ap->x;
+    uint64_t from = ap->run ? 0 : fop_oplog_adopt_from(x, m->step, m->off, m->data, m->len);
+    uint64_t n = m->len / BS * BS;
+    int r = from ? sfs_move_blocks(x->e->fs, ap->tx, x->oplog, from, f->ino, m->off, n)
+                 : -EINVAL;
+    if (r == -EINVAL || r == -EBUSY || r == -E2BIG)
+        return write_mut(ap, f->ip, m);
+    if (r)
+        return r;
+    u->adopted = n;
+    u->adopt_from = from;
+    __atomic_add_fetch(&x->e->oplog_adopted, n, __ATOMIC_RELAXED);
+    return write_all(ap, f->ip, m->off + n, m->data + n, m->len - n);
+}
+
 static int apply_write(struct apply *ap, const struct fop_mut *m, struct undo *u)
 {
     const struct cfile *f = &ap->x->files[m->file];
@@ -258,7 +282,7 @@ static int apply_write(struct apply *ap, const struct fop_mut *m, struct undo *u
         r = write_mut(ap, f->ip, m);   /* nothing to undo */
     else if ((r = save_old(ap, f->ip, m->off, min64(m->off + m->len, size), u)) == 0) {
         u->armed = true;
-        r = write_mut(ap, f->ip, m);
+        r = adopt_or_write(ap, f, m, u);
     }
     if (!r)
         ap->size[m->file] = size_after(m, size);
@@ -396,11 +420,17 @@ static int undo_create(struct apply *ap, unsigned fi)
     return r;
 }
 
-/* Restores the size, then the saved bytes. */
-static int undo_data(struct apply *ap, const struct cfile *f, const struct undo *u)
+/* Gives an adopting write's blocks back to the op's log, then restores
+ * the size, then the saved bytes. */
+static int undo_data(struct apply *ap, const struct cfile *f, const struct fop_mut *m,
+                     const struct undo *u)
 {
     uint64_t size;
-    int r = size_of(ap->x->e->fs, f->ip, &size);
+    int r = u->adopted ? sfs_move_blocks(ap->x->e->fs, ap->tx, f->ino, m->off, ap->x->oplog,
+                                         u->adopt_from, u->adopted)
+                       : 0;
+    if (!r)
+        r = size_of(ap->x->e->fs, f->ip, &size);
     if (!r && size != u->old_size)
         r = set_size(ap, f->ip, u->old_size);
     if (!r)
@@ -417,7 +447,7 @@ static int undo_change(struct apply *ap, unsigned k)
         return 0;
     switch (m->kind) {
     case MUT_CREATE: return undo_create(ap, m->file);
-    case MUT_WRITE: case MUT_TRUNC: return undo_data(ap, f, u);
+    case MUT_WRITE: case MUT_TRUNC: return undo_data(ap, f, m, u);
     case MUT_UNLINK: return sfs_link(ap->x->e->fs, ap->tx, f->ino, m->parent, m->name, NULL);
     default: return 0;
     }
@@ -653,10 +683,17 @@ static int apply_tx(struct apply *ap)
      * inside one block) journals that block, so that its commit is the
      * step's commit: a crash before it leaves the old bytes. */
     unsigned flags = x->tx != WIRE_TX_MACRO && !ap->cow ? SFS_TXN_DATA_JOURNAL : 0;
-    /* A micro op commits once per mutating step: each commit written by
-     * this thread, not handed to the journal's thread and back. */
-    flags |= x->tx != WIRE_TX_MACRO ? SFS_TXN_COMMIT_HERE : 0;
-    r = sfs_txn_begin_flags(x->e->fs, flags, &ap->tx);
+    /* A durable commit is written by this thread, not handed to the
+     * journal's thread and back (two sleeps and wake-ups per op: on an
+     * idle host each wake-up costs tens of microseconds, most of a small
+     * macro op's time); a micro op commits once per mutating step. */
+    flags |= SFS_TXN_COMMIT_HERE;
+    /* A macro op's lone overwrite (attempt(): one write inside one block
+     * the file holds, nothing after it that can fail) is one media write
+     * under a journal handle of its own, as a RISC write is: it needs no
+     * transaction to begin and commit around it. */
+    bool bare = ap->lone && x->tx == WIRE_TX_MACRO && x->muts[seq[0]].kind == MUT_WRITE;
+    r = bare ? 0 : sfs_txn_begin_flags(x->e->fs, flags, &ap->tx);
     for (; !r && i < n; i++) {
         unsigned run = write_run(ap, seq, i, n);
         if ((r = run > 1 ? apply_run(ap, seq + i, run) : apply_one(ap, seq[i])) != 0)
@@ -665,10 +702,11 @@ static int apply_tx(struct apply *ap)
     }
     if (!r && x->oplog && (r = fop_oplog_step(x, ap->tx, ap->cstep)) != 0)
         i = n - 1;   /* the step's record joins its commit, or the step is undone */
-    if (r && ap->tx)
+    if (r && (ap->tx || bare))
         undo_all(ap, seq, i < n ? i : n - 1);
     bool durable = (x->fsync && flushed(ap, seq, n)) || shrinks(ap, seq, n);
-    int c = ap->tx ? sfs_txn_commit(ap->tx, durable && !r) : 0;
+    int c = ap->tx ? sfs_txn_commit(ap->tx, durable && !r)
+                   : bare && durable && !r ? sfs_sync(x->e->fs) : 0;
     if (r) {
         ap->bad = x->muts[seq[i < n ? i : 0]].step;
         return r;

@@ -13,7 +13,8 @@
  * device cores (relaxed: arming happens-before the cores exist). */
 static int armed_kind;
 static unsigned armed_n;
-static unsigned armed_count = 1;   /* "@K": the K-th arrival fires */
+static unsigned armed_count = 1;   /* "@K" or "#K": the K-th arrival fires */
+static bool armed_pass;            /* "#K": the earlier arrivals pass on */
 static unsigned arrived;           /* atomic */
 
 #define CRASH_COUNT_MAX 1024u
@@ -54,7 +55,8 @@ int fop_crash_arm(const char *spec)
             p = end;
         }
         unsigned long count = 1;
-        if (*p == '@') {
+        bool pass = *p == '#';
+        if (*p == '@' || pass) {
             char *end;
             if (p[1] < '1' || p[1] > '9')
                 return -EINVAL;
@@ -65,6 +67,7 @@ int fop_crash_arm(const char *spec)
             return -EINVAL;
         armed_n = (unsigned)n;
         armed_count = (unsigned)count;
+        armed_pass = pass;
         __atomic_store_n(&arrived, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&armed_kind, (int)crash_names[i].kind, __ATOMIC_RELAXED);
         return 0;
@@ -88,6 +91,8 @@ void fop_crash_point(enum fop_crash_kind kind, unsigned n)
      * at the K-th would find them (bounded, so that fewer ops than K
      * still end in the crash). */
     unsigned a = __atomic_add_fetch(&arrived, 1, __ATOMIC_RELAXED);
+    if (armed_pass && a < armed_count)
+        return;   /* "#K": only the K-th stops the device */
     for (int ms = 0; a < armed_count && ms < CRASH_WAIT_MS; ms++)
         usleep(1000);
     /* Only the first thread to get here stops the device (1). */

@@ -29,7 +29,10 @@
  * after the step ran. A spec may end in "@K" (e.g. before-commit:1@4):
  * the point fires when the K-th op reaches it; the K-1 that reached it
  * before wait there (at most 10 s) until then, so that several ops are
- * cut at the same point, as in FusionFS Table 10c's threads.
+ * cut at the same point, as in FusionFS Table 10c's threads. A spec may
+ * end in "#K" instead (e.g. after-log#3): the K-th op to reach the point
+ * fires it, the K-1 before it pass on (ops one after the other: a point
+ * in a later op without a restart in between).
  *
  * Stopping: SIGKILL of the device itself. Nothing is flushed that the
  * device had not flushed already; what it wrote to the image file before

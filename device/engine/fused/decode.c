@@ -60,10 +60,17 @@ static int check_ref(const struct eng_cisc *v, unsigned i, uint16_t ref, bool al
     return 0;
 }
 
-static int check_file_ref(const struct eng_cisc *v, unsigned i, const struct wire_step *w)
+/* Whether a kind's properties (props, its row's STEP_* bits) have all of want. */
+static bool has(unsigned props, unsigned want)
+{
+    return (props & want) == want;
+}
+
+static int check_file_ref(const struct eng_cisc *v, unsigned i, const struct wire_step *w,
+                          unsigned props)
 {
     bool fh = w->flags & WIRE_STEP_F_FH;
-    if (!step_has(w->kind, STEP_FILE))
+    if (!has(props, STEP_FILE))
         return fh || w->file_step != WIRE_NO_STEP ? -EINVAL : 0;
     if (fh)
         return w->file_step == WIRE_NO_STEP ? 0 : -EINVAL;
@@ -104,21 +111,21 @@ static int arena_operand(const struct eng_arena *a, const struct wire_step *w,
 /* Which operand the arena range feeds: the first input if in_step is
  * none, else the second (two-input kinds) if in2_step is none. */
 static int operands(const struct eng_cisc *v, unsigned i, const struct wire_step *w,
-                    const struct eng_arena *a, struct fop_step *s)
+                    unsigned props, const struct eng_arena *a, struct fop_step *s)
 {
-    bool two = step_has(w->kind, STEP_INPUT2), uses_arena;
-    int r = check_ref(v, i, w->in_step, step_has(w->kind, STEP_INPUT));
+    bool two = has(props, STEP_INPUT2), uses_arena;
+    int r = check_ref(v, i, w->in_step, has(props, STEP_INPUT));
     if (!r)
         r = check_ref(v, i, w->in2_step, two);
     if (r)
         return r;
     if (two && w->in_step == WIRE_NO_STEP)
         return -EINVAL;   /* the first operand of VERIFY/PATCH/CONCAT is a step */
-    uses_arena = step_has(w->kind, STEP_INPUT) &&
+    uses_arena = has(props, STEP_INPUT) &&
                  (w->in_step == WIRE_NO_STEP || (two && w->in2_step == WIRE_NO_STEP));
     if (uses_arena)
         return arena_operand(a, w, s);
-    if (step_has(w->kind, STEP_PATH))
+    if (has(props, STEP_PATH))
         return copy_path(a, w, &s->path);
     return 0;
 }
@@ -147,11 +154,12 @@ static int out_cap(const struct eng_cisc *v, const struct wire_step *w, struct f
     return s->cap > lim->step_bytes ? -E2BIG : 0;
 }
 
-static int out_arena(const struct wire_step *w, struct fop_step *s, const struct eng_arena *a)
+static int out_arena(const struct wire_step *w, unsigned props, struct fop_step *s,
+                     const struct eng_arena *a)
 {
     if (!(w->flags & WIRE_STEP_F_OUT_ARENA))
         return 0;
-    if (!step_has(w->kind, STEP_OUTPUT) || w->out_cap < s->cap)
+    if (!has(props, STEP_OUTPUT) || w->out_cap < s->cap)
         return -EINVAL;   /* nothing to copy, or the output may not fit */
     s->dst_cap = w->out_cap;
     s->dst = fop_arena_at(a, w->out_off, w->out_cap);
@@ -160,8 +168,6 @@ static int out_arena(const struct wire_step *w, struct fop_step *s, const struct
 
 static int kind_fields(const struct wire_step *w)
 {
-    if (!step_kind(w->kind))
-        return -EINVAL;
     if ((w->flags & ~KNOWN_FLAGS) || w->reserved)
         return -EINVAL;
     if (w->kind == WIRE_STEP_OPEN && ((w->flags2 & ~(uint32_t)OPEN_FLAGS) ||
@@ -175,6 +181,14 @@ static int kind_fields(const struct wire_step *w)
     return 0;
 }
 
+/* Bytes of device memory step s needs: its output buffer, plus a private
+ * copy of an arena input that a parser (decompress, decrypt) reads. */
+static uint64_t step_mem(const struct fop_step *s, unsigned props)
+{
+    bool parser = has(props, STEP_PARSER);
+    return s->cap + (parser && s->in == WIRE_NO_STEP ? s->src_len : 0);
+}
+
 static int decode_one(struct eng_cisc *v, unsigned i, const struct wire_step *w,
                       const struct eng_arena *a, const struct fop_limits *lim)
 {
@@ -184,26 +198,23 @@ static int decode_one(struct eng_cisc *v, unsigned i, const struct wire_step *w,
                              .off = w->off, .len = w->len, .key_id = w->key_id,
                              .oflags = w->flags2, .mode = w->mode,
                              .arg = { w->arg[0], w->arg[1], 0, 0 } };
+    const struct step_kind *k = step_kind(w->kind);   /* one table look per step */
+    if (!k)
+        return -EINVAL;
     int r = kind_fields(w);
     if (!r)
-        r = check_file_ref(v, i, w);
+        r = check_file_ref(v, i, w, k->props);
     if (!r)
-        r = operands(v, i, w, a, s);
+        r = operands(v, i, w, k->props, a, s);
     if (!r && w->kind == WIRE_STEP_BPF)   /* its own fields and capacity: bpfstep.c */
         r = fop_bpf_decode(w, a, s, in_cap(v, w->in_step, s), lim);
     else if (!r)
         r = out_cap(v, w, s, lim);
     if (!r)
-        r = out_arena(w, s, a);
+        r = out_arena(w, k->props, s, a);
+    if (!r)
+        v->mem += step_mem(s, k->props);
     return r;
-}
-
-/* Bytes of device memory step s needs: its output buffer, plus a private
- * copy of an arena input that a parser (decompress, decrypt) reads. */
-static uint64_t step_mem(const struct fop_step *s)
-{
-    bool parser = step_has(s->kind, STEP_PARSER);
-    return s->cap + (parser && s->in == WIRE_NO_STEP ? s->src_len : 0);
 }
 
 int fop_decode(struct eng_cisc *v, const struct wire_step *steps, unsigned n,
@@ -232,10 +243,8 @@ int fop_decode(struct eng_cisc *v, const struct wire_step *steps, unsigned n,
     v->n = n;
     for (unsigned i = 0; i < n; i++) {
         int r = decode_one(v, i, &steps[i], a, lim);
-        if (!r) {
-            v->mem += step_mem(&v->st[i]);
+        if (!r)
             r = v->mem > lim->op_bytes ? -E2BIG : 0;
-        }
         if (r) {
             fop_res_fill(v, -ECANCELED);
             fop_fail(v, i, r);

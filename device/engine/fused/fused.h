@@ -226,6 +226,9 @@ struct fop_replay {
     uint64_t out_len[WIRE_MAX_STEPS];
     const uint8_t *prog_id[WIRE_MAX_STEPS]; /* BPF: the program's logged identity
                                                (sha256, name, func; oplog.h) */
+    uint64_t opnd_off[WIRE_MAX_STEPS];   /* its operand in whole log blocks: where
+                                            (0: inline, or none); oplog.h "Adoption" */
+    uint32_t opnd_crc[WIRE_MAX_STEPS];   /* and that operand's CRC-32C */
 };
 
 struct eng_cisc {

@@ -93,6 +93,10 @@ struct fop_run {
     uint64_t oplog, oplog_size;         /* autorec: the op's log file (oplog.h), 0 = none */
     uint64_t pre;                       /* autorec: steps run before the log (bit i) */
     uint64_t oplog_reserved;            /* autorec: log space it holds (oplog.h "Space") */
+    uint64_t recorded;                  /* autorec: steps whose record is in the log (bit i) */
+    uint64_t opnd_off[WIRE_MAX_STEPS];  /* autorec: step i's operand in whole log blocks:
+                                           its log offset (0: none; oplog.h "Adoption") */
+    uint32_t opnd_crc[WIRE_MAX_STEPS];  /* and its CRC-32C */
     char oplog_name[OPLOG_NAME_MAX];
     struct progs_prog *prog[WIRE_MAX_STEPS];     /* BPF steps' programs (bpfstep.h) */
     struct progs_stream *stream[WIRE_MAX_STEPS]; /* and their claimed streams */

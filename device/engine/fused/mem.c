@@ -6,7 +6,9 @@
  * otherwise map, fault in and unmap every buffer once per op: the page
  * faults cost more than the program. Spares fix that:
  *
- * Invariants (all under e->mem_mu):
+ * Invariants (the spares under e->mem_mu; mem_used changes atomically,
+ * with a compare-and-swap where it grows, so a reservation that fits
+ * takes no lock):
  *   1. mem_used counts the reservations of running ops plus the bytes of
  *      the spares, so idle buffers stay inside the device memory budget.
  *      An op's reservation counts until it leaves its core (fop_mem_done,
@@ -127,16 +129,33 @@ static uint64_t spare_bytes(const struct engine *e)
 static void *spare_take(struct engine *e, unsigned i)
 {
     void *p = e->spare[i].p;
-    e->mem_used -= e->spare[i].size;
+    __atomic_sub_fetch(&e->mem_used, e->spare[i].size, __ATOMIC_SEQ_CST);
     e->spare[i] = e->spare[--e->nspare];
     return p;
 }
 
+/* Adds n to mem_used when it fits the budget, or when nothing is held (an
+ * op larger than the budget runs alone). Lock-free; false when it does
+ * not fit. Sequentially consistent: see fop_mem_release. */
+static bool mem_try_add(struct engine *e, uint64_t n)
+{
+    uint64_t cur = __atomic_load_n(&e->mem_used, __ATOMIC_SEQ_CST);
+    do {
+        if (cur + n > e->mem_budget && cur > 0)
+            return false;
+    } while (!__atomic_compare_exchange_n(&e->mem_used, &cur, cur + n, true, __ATOMIC_SEQ_CST,
+                                          __ATOMIC_SEQ_CST));
+    return true;
+}
+
 void fop_mem_reserve(struct engine *e, uint64_t n)
 {
+    if (mem_try_add(e, n))
+        return;   /* it fits: no lock */
     bool waited = false;
     pthread_mutex_lock(&e->mem_mu);
-    while (e->mem_used + n > e->mem_budget && e->mem_used > 0) {
+    __atomic_add_fetch(&e->mem_waiters, 1, __ATOMIC_SEQ_CST);
+    while (!mem_try_add(e, n)) {
         if (e->nspare) {
             free(spare_take(e, e->nspare - 1));   /* invariant 3 */
             continue;
@@ -146,7 +165,7 @@ void fop_mem_reserve(struct engine *e, uint64_t n)
         waited = true;
         pthread_cond_wait(&e->mem_cv, &e->mem_mu);
     }
-    e->mem_used += n;
+    __atomic_sub_fetch(&e->mem_waiters, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&e->mem_mu);
     if (waited)
         sched_mem_wait(e->sched, -1);
@@ -154,8 +173,13 @@ void fop_mem_reserve(struct engine *e, uint64_t n)
 
 void fop_mem_release(struct engine *e, uint64_t n)
 {
+    /* Sequentially consistent with the waiter's count and its look at
+     * mem_used (fop_mem_reserve): either the waiter sees this release,
+     * or this sees the waiter and wakes it under the lock it waits with. */
+    __atomic_sub_fetch(&e->mem_used, n, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&e->mem_waiters, __ATOMIC_SEQ_CST) == 0)
+        return;
     pthread_mutex_lock(&e->mem_mu);
-    e->mem_used -= n;
     pthread_cond_broadcast(&e->mem_cv);
     pthread_mutex_unlock(&e->mem_mu);
 }
@@ -195,10 +219,11 @@ void fop_buf_put(struct engine *e, uint8_t *p, uint64_t size)
     bool kept = false;
     if (size >= FOP_SPARE_MIN) {
         pthread_mutex_lock(&e->mem_mu);
-        if (e->nspare < ENG_SPARES && e->mem_used + size <= e->mem_budget &&
-            spare_bytes(e) + size <= e->mem_budget / FOP_SPARE_SHARE) {
+        if (e->nspare < ENG_SPARES &&
+            spare_bytes(e) + size <= e->mem_budget / FOP_SPARE_SHARE &&
+            __atomic_load_n(&e->mem_used, __ATOMIC_SEQ_CST) + size <= e->mem_budget &&
+            mem_try_add(e, size)) {
             e->spare[e->nspare++] = (struct eng_spare){ p, size };
-            e->mem_used += size;
             kept = true;
         }
         pthread_mutex_unlock(&e->mem_mu);

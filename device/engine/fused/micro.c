@@ -84,6 +84,9 @@ int fop_autorec_begin(struct fop_run *x)
         x->oplog = rp->oplog;
         x->oplog_size = rp->oplog_size;
         memcpy(x->oplog_name, rp->name, sizeof(x->oplog_name));
+        x->recorded = rp->done;
+        memcpy(x->opnd_off, rp->opnd_off, x->v->n * sizeof(x->opnd_off[0]));
+        memcpy(x->opnd_crc, rp->opnd_crc, x->v->n * sizeof(x->opnd_crc[0]));
         return 0;
     }
     unsigned bad = 0;

@@ -6,6 +6,7 @@
 #include "device/engine/fused/crash.h"
 #include "device/engine/sysdir.h"
 
+#include "common/crc32c.h"
 #include "proto/steps.h"
 
 #include <errno.h>
@@ -75,6 +76,36 @@ int fop_oplog_supported(const struct fop_run *x, unsigned *bad)
         }
     }
     return prerun_mask(x->v, bad) == UINT64_MAX ? -EOPNOTSUPP : 0;
+}
+
+bool fop_oplog_crc_known(const struct fop_step *s, uint64_t opnd_off)
+{
+    return opnd_off && s->kind == WIRE_STEP_CRC32C && s->in == WIRE_NO_STEP &&
+           (uint32_t)s->arg[0] == 0;
+}
+
+/* Whether step j, another step with the same block operand as an
+ * adopting step, no longer needs the operand's bytes in the log: its
+ * result is the logged CRC, or its record is in the log (it is never
+ * run again), or it ran before the log. */
+static bool opnd_spent(const struct fop_run *x, unsigned j)
+{
+    return fop_oplog_crc_known(&x->v->st[j], x->opnd_off[j]) || (x->recorded >> j & 1) ||
+           (x->pre >> j & 1);
+}
+
+uint64_t fop_oplog_adopt_from(const struct fop_run *x, unsigned i, uint64_t off,
+                              const uint8_t *data, uint64_t len)
+{
+    const struct fop_step *s = &x->v->st[i];
+    uint64_t from = x->opnd_off[i];
+    if (!x->oplog || !from || data != s->src || len != s->src_len || len < SFS_BLOCK_SIZE ||
+        off % SFS_BLOCK_SIZE)
+        return 0;
+    for (unsigned j = 0; j < x->v->n; j++)
+        if (j != i && x->opnd_off[j] == from && !opnd_spent(x, j))
+            return 0;   /* a step still to run (or to run again) reads the bytes */
+    return from;
 }
 
 bool fop_oplog_needs_output(const struct fop_run *x, unsigned i)
@@ -210,15 +241,30 @@ static int slot_open(struct fop_run *x, struct sfs_txn *tx, uint64_t dir, unsign
     return r;
 }
 
-/* Empties log file ino inside tx (a slot's "free"). */
-static int slot_clear(struct sfs *fs, struct sfs_txn *tx, uint64_t ino)
+/* Cuts log file ino to size inside tx when it is longer (0: a slot's
+ * "free"). */
+static int slot_cut(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t size)
 {
     struct sfs_attr a = { 0 };
     int r = sfs_getattr(fs, ino, &a);
-    if (r || a.size == 0)
+    if (r || a.size <= size)
         return r;
-    a.size = 0;
+    a.size = size;
     return sfs_setattr(fs, tx, ino, &a, SFS_SET_SIZE, NULL);
+}
+
+static int slot_clear(struct sfs *fs, struct sfs_txn *tx, uint64_t ino)
+{
+    return slot_cut(fs, tx, ino, 0);
+}
+
+/* A log up to this size, without block operands, is written over its
+ * slot's blocks in a data-journaled receipt (oplog.h "Slots"). */
+#define SLOT_OVERWRITE_MAX (64u << 10)
+
+static bool overwrites(const struct opnds *ops)
+{
+    return ops->n == 0 && ops->end <= SLOT_OVERWRITE_MAX;
 }
 
 static int write_all(struct sfs *fs, struct sfs_txn *tx, uint64_t ino, uint64_t off,
@@ -290,6 +336,11 @@ void fop_oplog_space(struct engine *e, uint64_t *max, uint64_t *entry, uint64_t 
     pthread_mutex_unlock(&e->oplog_mu);
 }
 
+uint64_t fop_oplog_adopted(struct engine *e)
+{
+    return __atomic_load_n(&e->oplog_adopted, __ATOMIC_RELAXED);
+}
+
 /* ---- writing the log ------------------------------------------------------ */
 
 /* Appends step i's record to the log inside tx (and its output's log
@@ -302,16 +353,80 @@ static int append_step(struct fop_run *x, struct sfs_txn *tx, unsigned i)
     int r = b.err ? b.err : write_all(x->e->fs, tx, x->oplog, x->oplog_size, b.p, b.len);
     if (!r && ext)
         r = write_all(x->e->fs, tx, x->oplog, ext, x->buf[i], x->olen[i]);
-    if (!r)
+    if (!r) {
         x->oplog_size = ext ? ext + x->olen[i] : x->oplog_size + b.len;
+        x->recorded |= 1ull << i;
+    }
     free(b.p);
     return r;
 }
 
-/* Writes the op record and the records of its pre-run steps into a
- * free slot inside tx, over the completed op it held (oplog.h "Slots").
- * On failure the slot is emptied and given back. */
-static int write_begin(struct fop_run *x, struct sfs_txn *tx, const struct obuf *b)
+#define OPND_CHUNK (256u << 10)   /* a block operand is copied and summed this much at once */
+
+/* The block operands' bytes, into the blocks fallocated for them: each
+ * piece copied out of the client's arena first and summed from the copy,
+ * so that the CRC is that of the bytes logged whatever the client does
+ * to its arena meanwhile (and a steady writer keeps few extents). */
+static int write_opnds(struct fop_run *x, struct sfs_txn *tx, uint64_t ino, struct opnds *ops)
+{
+    if (!ops->n)
+        return 0;
+    uint64_t first = ops->o[0].off;
+    int r = sfs_fallocate(x->e->fs, tx, ino, SFS_FALLOC_KEEP_SIZE, first, ops->end - first);
+    uint8_t *bounce = r ? NULL : malloc(OPND_CHUNK);
+    if (!r && !bounce)
+        r = -ENOMEM;
+    for (unsigned k = 0; !r && k < ops->n; k++) {
+        struct opnd *o = &ops->o[k];
+        o->crc = 0;
+        for (uint64_t at = 0; !r && at < o->len; at += OPND_CHUNK) {
+            size_t n = o->len - at < OPND_CHUNK ? (size_t)(o->len - at) : OPND_CHUNK;
+            memcpy(bounce, o->p + at, n);
+            o->crc = crc32c(o->crc, bounce, n);
+            r = write_all(x->e->fs, tx, ino, o->off + at, bounce, n);
+        }
+    }
+    free(bounce);
+    return r;
+}
+
+/* Where each step's block operand is (its own, or the same bytes another
+ * step logged), for adoption and CRC steps (oplog.h "Adoption"). */
+static void note_opnds(struct fop_run *x, const struct opnds *ops)
+{
+    for (unsigned k = 0; k < ops->n; k++) {
+        x->opnd_off[ops->o[k].step] = ops->o[k].off;
+        x->opnd_crc[ops->o[k].step] = ops->o[k].crc;
+    }
+    for (unsigned i = 0; ops->n && i < x->v->n; i++) {
+        int j = oplog_same_src(x->v, i);
+        if (j >= 0) {
+            x->opnd_off[i] = x->opnd_off[j];
+            x->opnd_crc[i] = x->opnd_crc[j];
+        }
+    }
+}
+
+/* The op record after its block operands (whose CRCs it holds). */
+static int write_record(struct fop_run *x, struct sfs_txn *tx, uint64_t ino, struct obuf *b,
+                        struct opnds *ops)
+{
+    int r = write_opnds(x, tx, ino, ops);
+    if (!r)
+        r = oplog_seal_op(b, ops);
+    if (!r)
+        r = write_all(x->e->fs, tx, ino, 0, b->p, b->len);
+    if (!r)
+        note_opnds(x, ops);
+    x->oplog_size = ops->end;
+    return r;
+}
+
+/* Writes the op record, its block operands and the records of its
+ * pre-run steps into a free slot inside tx, over the completed op it
+ * held (oplog.h "Slots"). On failure the slot is emptied and given
+ * back. */
+static int write_begin(struct fop_run *x, struct sfs_txn *tx, struct obuf *b, struct opnds *ops)
 {
     uint64_t dir, ino = 0;
     bool kept = true;
@@ -330,13 +445,15 @@ static int write_begin(struct fop_run *x, struct sfs_txn *tx, const struct obuf 
         return r;
     }
     x->oplog = ino;
-    r = slot_clear(x->e->fs, tx, ino);
+    bool over = overwrites(ops);   /* else a fresh file: its blocks may be adopted */
+    r = over ? 0 : slot_clear(x->e->fs, tx, ino);
     if (!r)
-        r = write_all(x->e->fs, tx, ino, 0, b->p, b->len);
-    x->oplog_size = b->len;
+        r = write_record(x, tx, ino, b, ops);
     for (unsigned i = 0; !r && i < x->v->n; i++)
         if (x->pre >> i & 1)
             r = append_step(x, tx, i);
+    if (!r && over)
+        r = slot_cut(x->e->fs, tx, ino, x->oplog_size);   /* the previous log's tail */
     if (r) {   /* no half-written log stays */
         slot_clear(x->e->fs, tx, ino);
         slot_give(x->e, (unsigned)k, ino, false);
@@ -348,22 +465,24 @@ static int write_begin(struct fop_run *x, struct sfs_txn *tx, const struct obuf 
 int fop_oplog_begin(struct fop_run *x, unsigned *bad)
 {
     struct obuf b = { 0 };
+    struct opnds ops;
     uint64_t mask = prerun_mask(x->v, bad), need = 0, stamp;
     uint32_t seq;
     op_stamp(&stamp, &seq);
-    int r = mask == UINT64_MAX ? -EOPNOTSUPP : oplog_encode_op(x, stamp, seq, &b);
+    int r = mask == UINT64_MAX ? -EOPNOTSUPP : oplog_encode_op(x, stamp, seq, &b, &ops);
     for (unsigned i = 0; !r && i < x->v->n; i++)
         need += oplog_step_need(x, i);
-    if (!r && (r = space_take(x->e, need += b.len + END_BYTES)) != 0)
+    if (!r && (r = space_take(x->e, need += ops.end + END_BYTES)) != 0)   /* record, operands */
         *bad = 0;
     x->oplog_reserved = r ? 0 : need;
     if (!r)
         r = prerun(x, mask, bad);
     struct sfs_txn *tx = NULL;
+    unsigned flags = SFS_TXN_COMMIT_HERE | (overwrites(&ops) ? SFS_TXN_DATA_JOURNAL : 0);
+    if (!r)   /* the receipt's durable commit written here (apply.c apply_tx) */
+        r = sfs_txn_begin_flags(x->e->fs, flags, &tx);
     if (!r)
-        r = sfs_txn_begin(x->e->fs, &tx);
-    if (!r)
-        r = write_begin(x, tx, &b);
+        r = write_begin(x, tx, &b, &ops);
     /* The client's receipt; it also makes the slot's previous op's end
      * durable (its step records committed before, in order). */
     int c = tx ? sfs_txn_commit(tx, true) : 0;

@@ -22,10 +22,17 @@
  * per op running at once (an op takes a free one, a new one when all are
  * busy): creating and removing a file per op cost two directory changes,
  * an inode and a journal transaction of their own per op. An op's
- * receipt transaction empties its slot (truncation: the size is
- * journaled) and writes its op record from offset 0, so after a crash the
- * slot holds either the previous op's log or the new one, never a mix.
- * The previous op's log is complete then: all its step records committed
+ * receipt transaction writes its op record from offset 0 of its slot,
+ * so that after a crash the slot holds either the previous op's log or
+ * the new one, never a mix: a log of at most 64 KiB without block
+ * operands is written over the slot's blocks in a data-journaled
+ * transaction (the overwrite commits with the new size, which cuts the
+ * previous log's tail; no block is freed or allocated, so a small op
+ * costs the journal images of its record instead of a truncation, new
+ * blocks, their bitmaps and extents); a larger log empties the slot
+ * first (truncation, its size journaled) and takes new blocks (ordered
+ * mode), which is what its block operands need to be adopted. The
+ * previous op's log is complete then: all its step records committed
  * before it gave the slot back, and the journal commits in order, so the
  * receipt's durable commit makes them durable first ("done" is durable
  * before the slot is reused). A completed op appends an end record to its
@@ -73,6 +80,27 @@
  *     ("recovery op NAME step I output N bytes HEX"); a larger one is
  *     reported as not kept.
  *
+ * Block operands and adoption: an arena input longer than the log entry
+ * size (tx_log_entry) is logged in whole log blocks after the op record,
+ * with a CRC-32C of its own in the record (summed from the copy written,
+ * FORMAT.md "Block operands"); the record's CRC covers the record, not
+ * those bytes, and recovery checks an operand's CRC only when a step
+ * that will run reads it. Two uses of that: a CRC32C step with seed 0
+ * over exactly such an operand takes the logged CRC as its result (at
+ * run time and at replay: one pass over the bytes, not two), and an
+ * APPEND or WRITE of exactly such an operand at a block-aligned file
+ * offset, into a hole or past the end, *adopts* its whole blocks: they
+ * move from the slot into the file (sfs_move_blocks) inside the step's
+ * own transaction, with its step record, so that the step's commit
+ * and the blocks' move are one; the tail (under a block) is written as
+ * usual. Adoption needs that no other step still to run reads the
+ * operand's bytes in the log (each other step using it has its result
+ * known, its record logged, or ran before the log): a replay of any
+ * step that had not committed still finds its input in the slot. A
+ * write at an unaligned offset, or one the file system refuses to move
+ * (fragmented, journaled data, preallocated destination), copies as
+ * before. After the move the slot has a hole there; its size stays.
+ *
  * Flushes: the receipt is the op's flush. A step's commit (with its
  * record) is not flushed, even when the op has an FSYNC step: after a
  * crash the receipt is there and recovery redoes whatever commit was
@@ -108,6 +136,7 @@ struct engine;
 struct fop_run;
 struct sfs;
 struct sfs_txn;
+struct fop_step;
 
 /* Whether x's vector can run under autorec (see above): 0 or
  * -EOPNOTSUPP (step i in *bad). */
@@ -122,6 +151,20 @@ int fop_oplog_begin(struct fop_run *x, unsigned *bad);
 /* Appends step i's record inside tx (NULL: a durable transaction of its
  * own). Returns 0 or -errno. */
 int fop_oplog_step(struct fop_run *x, struct sfs_txn *tx, unsigned i);
+
+/* Adoption: the block operand of step i (its arena input, over the log
+ * entry size, logged in whole log blocks, oplog.h "Adoption") when
+ * step i writes exactly it (data, len) at a block-aligned file offset
+ * off and no step still to run reads those bytes in the log: the log
+ * offset the append may take the operand's whole blocks from
+ * (sfs_move_blocks) instead of writing them; else 0. */
+uint64_t fop_oplog_adopt_from(const struct fop_run *x, unsigned i, uint64_t off,
+                              const uint8_t *data, uint64_t len);
+
+/* Whether step s, whose operand is the block operand at opnd_off (0:
+ * none), is a CRC32C over exactly that operand with seed 0: its result
+ * is the operand's logged CRC, the bytes are not read again. */
+bool fop_oplog_crc_known(const struct fop_step *s, uint64_t opnd_off);
 
 /* Whether step i's output must be logged (a later step takes it, or it
  * is an F_OUT_ARENA output the recovery record keeps). */
@@ -168,6 +211,10 @@ int fop_oplog_check(struct sfs *fs, void (*line)(void *arg, const char *msg), vo
  * larger one goes to whole log blocks after it (FORMAT.md "Step
  * record"). fop_oplog_space reports the three figures (cisc status). */
 void fop_oplog_space(struct engine *e, uint64_t *max, uint64_t *entry, uint64_t *used);
+
+/* Bytes appends have taken from logs so far without writing them
+ * (oplog.h "Adoption"; cisc status "tx log adopted"). */
+uint64_t fop_oplog_adopted(struct engine *e);
 
 /* Recovery records: each recovered op's report is kept, owned by the
  * op's uid, in /.cisc-system/recovery/NAME until its owner acknowledges

@@ -30,7 +30,9 @@
 #define STEP_MAGIC 0x534f6673u    /* "sfOS" */
 #define END_MAGIC 0x454f6673u     /* "sfOE": v3 end record, the op completed */
 #define END_BYTES 8u              /* its magic and CRC */
-#define OP_VERSION 3u           /* 2: no op name (the file's); 1: nor program identities */
+#define OP_VERSION 4u           /* a record with block operands (the others are 3) */
+#define OP_VERSION_PLAIN 3u     /* without; 2: nor an op name (the file's); 1: nor
+                                   program identities */
 #define OP_HDR 32u                /* magic version nsteps uid gid ngroups mem(8) */
 #define OP_HDR_NAME 12u           /* v3: then the op's name: stamp(8) seq(4) */
 #define SLOT_PREFIX "slot-"       /* a reusable log file (oplog.h "Slots") */
@@ -39,6 +41,8 @@
 #define REC_F_BLOCKS 1u           /* its output is in whole log blocks after it */
 #define OPLOG_MAX (512ull << 20)  /* one op's log (inputs included) */
 #define SRC_SAME (1ull << 63)     /* src_len: the operand of step (low 16 bits) again */
+#define SRC_BLOCKS (1ull << 62)   /* src_len (v4): the operand is in whole log blocks */
+#define OPND_LOC 12u              /* a block operand's locator: ext_off(8) crc(4) */
 #define PROG_ID_BYTES (32u + 2u * PROGS_NAME_MAX)   /* sha256 name func */
 
 /* A growable byte buffer. */
@@ -46,6 +50,22 @@ struct obuf {
     uint8_t *p;
     size_t len, cap;
     int err;
+};
+
+/* The arena operands of an op record that go to whole log blocks
+ * (FORMAT.md "Block operands"): where each one's locator is in the
+ * encoded record, where its bytes go in the log, their CRC-32C. */
+struct opnds {
+    unsigned n;
+    struct opnd {
+        unsigned step;           /* the first step that takes it */
+        const uint8_t *p;        /* its bytes (the client's arena) */
+        uint64_t len;
+        size_t at;               /* its locator in the record */
+        uint64_t off;            /* its first byte in the log (a block boundary) */
+        uint32_t crc;
+    } o[WIRE_MAX_STEPS];
+    uint64_t end;                /* the log's size with them: records start there */
 };
 
 /* A parsed log: the op, its credentials, and what its steps committed. */
@@ -67,9 +87,21 @@ bool oplog_keyed(const struct fop_step *s);
  * order) into name (OPLOG_NAME_MAX bytes). */
 void oplog_op_name(char *name, uint64_t stamp, uint32_t seq);
 
+/* The earlier step of v whose arena operand holds the same bytes as step
+ * i's (one buffer given to two steps, or two copies of it: logged once,
+ * FORMAT.md "src_len" bit 63), or -1. */
+int oplog_same_src(const struct eng_cisc *v, unsigned i);
+
 /* Encodes x's op record (FORMAT.md "Op record"), named by stamp and seq,
- * into b. Returns b->err. */
-int oplog_encode_op(const struct fop_run *x, uint64_t stamp, uint32_t seq, struct obuf *b);
+ * into b, but for its CRC and its block operands' CRCs: ops gets the
+ * operands over the log entry size, placed in whole log blocks after the
+ * record, their locators in b filled but for the CRC. Returns b->err. */
+int oplog_encode_op(const struct fop_run *x, uint64_t stamp, uint32_t seq, struct obuf *b,
+                    struct opnds *ops);
+
+/* Puts ops' CRCs (computed as their bytes were written) into b's
+ * locators and ends the record with its CRC. Returns b->err. */
+int oplog_seal_op(struct obuf *b, const struct opnds *ops);
 
 /* Encodes step i's record, to go at log offset at, into b; *ext: where
  * its output's log blocks go (0: inline; the caller writes them). */
@@ -83,9 +115,12 @@ void oplog_encode_end(struct obuf *b);
 uint64_t oplog_step_need(const struct fop_run *x, unsigned i);
 
 /* Decodes rc->data[0, rc->len): the op record into rc->v and rc->cred,
- * then the step records up to the first that does not check into rc->rp.
- * Returns NULL, or why nothing of the op may run (*bad_at: the byte where
- * the check failed). */
+ * then the step records up to the first that does not check into rc->rp;
+ * then, if the op still has work, checks the CRC of every block operand
+ * a step that will run reads (one that committed needs none: an
+ * adopting append may have taken its blocks; a CRC step whose result is
+ * the operand's logged CRC reads nothing). Returns NULL, or why nothing
+ * of the op may run (*bad_at: the byte where the check failed). */
 const char *oplog_parse(struct recovered *rc, size_t *bad_at);
 
 /* Whether the logged op still has work (a step that may change a file,

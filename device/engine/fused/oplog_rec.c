@@ -63,21 +63,39 @@ static void put_prog_id(struct obuf *b, struct engine *e, const struct fop_step 
     ob_bytes(b, info.func, PROGS_NAME_MAX);
 }
 
-/* The earlier step of v whose arena operand is the same bytes as step
- * i's (a client passing one buffer to two steps), or -1. */
-static int same_src(const struct eng_cisc *v, unsigned i)
+int oplog_same_src(const struct eng_cisc *v, unsigned i)
 {
     const struct fop_step *s = &v->st[i];
     for (unsigned j = 0; s->src && j < i; j++)
-        if (v->st[j].src == s->src && v->st[j].src_len == s->src_len)
+        if (v->st[j].src && v->st[j].src_len == s->src_len &&
+            (v->st[j].src == s->src || !memcmp(v->st[j].src, s->src, s->src_len)))
             return (int)j;
     return -1;
 }
 
-static void put_step(struct obuf *b, struct engine *e, const struct eng_cisc *v, unsigned i)
+/* Whether step i's operand goes to whole log blocks: its own (not
+ * another step's again), longer than a log entry. */
+static bool in_blocks(const struct fop_run *x, unsigned i, int same)
 {
+    const struct fop_step *s = &x->v->st[i];
+    return s->src && same < 0 && s->src_len > x->e->tx_log_entry;
+}
+
+/* A block operand's locator (FORMAT.md "Block operands"), its offset
+ * and CRC filled in later (oplog_encode_op, oplog_seal_op). */
+static void put_opnd(struct obuf *b, const struct fop_step *s, unsigned i, struct opnds *ops)
+{
+    ops->o[ops->n++] = (struct opnd){ .step = i, .p = s->src, .len = s->src_len, .at = b->len };
+    ob_u64(b, 0);
+    ob_u32(b, 0);
+}
+
+static void put_step(struct obuf *b, const struct fop_run *x, unsigned i, struct opnds *ops)
+{
+    const struct eng_cisc *v = x->v;
     const struct fop_step *s = &v->st[i];
-    int same = same_src(v, i);
+    int same = oplog_same_src(v, i);
+    bool blocks = in_blocks(x, i, same);
     size_t l0 = b->len;
     ob_bytes(b, &s->kind, 1);
     ob_bytes(b, &s->flags, 1);
@@ -95,15 +113,40 @@ static void put_step(struct obuf *b, struct engine *e, const struct eng_cisc *v,
     ob_u64(b, s->cap);
     uint32_t plen = s->path ? (uint32_t)strlen(s->path) : 0;
     ob_u32(b, plen);
-    ob_u64(b, same >= 0 ? SRC_SAME | (uint64_t)same : s->src ? s->src_len : 0);
+    ob_u64(b, same >= 0 ? SRC_SAME | (uint64_t)same
+              : blocks  ? SRC_BLOCKS | s->src_len
+              : s->src  ? s->src_len : 0);
     ob_u32(b, s->kind == WIRE_STEP_BPF ? PROG_ID_BYTES : 0);   /* trailer */
     if (!b->err && b->len - l0 != STEP_FIXED)
         b->err = -EINVAL;   /* programmer error: the layout and STEP_FIXED disagree */
     ob_bytes(b, s->path, plen);
-    if (s->src && same < 0)
+    if (blocks)
+        put_opnd(b, s, i, ops);
+    else if (s->src && same < 0)
         ob_bytes(b, s->src, s->src_len);
     if (s->kind == WIRE_STEP_BPF)
-        put_prog_id(b, e, s);
+        put_prog_id(b, x->e, s);
+}
+
+static uint64_t block_up(uint64_t n)
+{
+    return (n + SFS_BLOCK_SIZE - 1) & ~(uint64_t)(SFS_BLOCK_SIZE - 1);
+}
+
+/* The block operands go after the record (whose CRC is still to come),
+ * each from the next block boundary on, in step order. */
+static void place_opnds(struct obuf *b, struct opnds *ops)
+{
+    uint64_t at = b->len + 4;
+    ops->end = at;
+    if (!b->err && ops->n)
+        le32_put(b->p + 4, OP_VERSION);   /* a record without any is version 3 */
+    for (unsigned k = 0; !b->err && k < ops->n; k++) {
+        struct opnd *o = &ops->o[k];
+        o->off = block_up(at);
+        le64_put(b->p + o->at, o->off);
+        at = ops->end = o->off + o->len;
+    }
 }
 
 void oplog_op_name(char *name, uint64_t stamp, uint32_t seq)
@@ -111,12 +154,14 @@ void oplog_op_name(char *name, uint64_t stamp, uint32_t seq)
     snprintf(name, OPLOG_NAME_MAX, "%016" PRIx64 "-%08" PRIx32, stamp, seq);
 }
 
-int oplog_encode_op(const struct fop_run *x, uint64_t stamp, uint32_t seq, struct obuf *b)
+int oplog_encode_op(const struct fop_run *x, uint64_t stamp, uint32_t seq, struct obuf *b,
+                    struct opnds *ops)
 {
+    ops->n = 0;
     const struct eng_cred *c = x->cred;
     unsigned ng = c->ngroups > 0 ? (unsigned)c->ngroups : 0;
     ob_u32(b, OP_MAGIC);
-    ob_u32(b, OP_VERSION);
+    ob_u32(b, OP_VERSION_PLAIN);
     ob_u32(b, x->v->n);
     ob_u32(b, c->uid);
     ob_u32(b, c->gid);
@@ -127,7 +172,15 @@ int oplog_encode_op(const struct fop_run *x, uint64_t stamp, uint32_t seq, struc
     for (unsigned g = 0; g < ng; g++)
         ob_u32(b, c->groups[g]);
     for (unsigned i = 0; i < x->v->n; i++)
-        put_step(b, x->e, x->v, i);
+        put_step(b, x, i, ops);
+    place_opnds(b, ops);
+    return b->err;
+}
+
+int oplog_seal_op(struct obuf *b, const struct opnds *ops)
+{
+    for (unsigned k = 0; !b->err && k < ops->n; k++)
+        le32_put(b->p + ops->o[k].at + 8, ops->o[k].crc);
     if (!b->err)
         ob_u32(b, crc32c(0, b->p, b->len));
     return b->err;
@@ -221,9 +274,30 @@ static const char *get_trailer(struct rd *r, struct recovered *rc, unsigned i, u
     return r->bad ? "inputs past the log's end" : NULL;
 }
 
+/* Step i's operand in whole log blocks (v4): its locator. Its bytes
+ * are checked later, and only when a step that will run reads them
+ * (check_opnds). */
+static const char *get_block_opnd(struct rd *r, struct recovered *rc, unsigned i, uint64_t len,
+                                  uint32_t version)
+{
+    uint64_t off = rd_u64(r);
+    uint32_t crc = rd_u32(r);
+    if (r->bad)
+        return "step vector past the log's end";
+    if (version < 4 || len == 0 || off % SFS_BLOCK_SIZE)
+        return "impossible step vector";
+    if (off > r->len || len > r->len - off)
+        return "inputs past the log's end";
+    rc->v.st[i].src = r->p + off;
+    rc->v.st[i].src_len = len;
+    rc->rp.opnd_off[i] = off;
+    rc->rp.opnd_crc[i] = crc;
+    return NULL;
+}
+
 /* One step's fields; "impossible" vectors (bad kinds, forward references,
  * lengths past the end) make the whole log unrecoverable. */
-static const char *get_step(struct rd *r, struct recovered *rc, unsigned i)
+static const char *get_step(struct rd *r, struct recovered *rc, unsigned i, uint32_t version)
 {
     struct fop_step *s = &rc->v.st[i];
     const uint8_t *k = rd_take(r, 2);
@@ -257,6 +331,12 @@ static const char *get_step(struct rd *r, struct recovered *rc, unsigned i)
             return "impossible step vector";
         s->src = rc->v.st[j].src;
         s->src_len = rc->v.st[j].src_len;
+        rc->rp.opnd_off[i] = rc->rp.opnd_off[j];
+        rc->rp.opnd_crc[i] = rc->rp.opnd_crc[j];
+    } else if (slen & SRC_BLOCKS) {
+        const char *why = get_block_opnd(r, rc, i, slen & ~SRC_BLOCKS, version);
+        if (why)
+            return why;
     } else {
         s->src = slen ? rd_take(r, slen) : NULL;
         s->src_len = slen;
@@ -268,6 +348,33 @@ static const char *get_step(struct rd *r, struct recovered *rc, unsigned i)
         return why;
     s->path = plen ? strndup((const char *)path, plen) : NULL;
     return plen && !s->path ? "out of memory" : NULL;
+}
+
+/* Whether step i has a block operand of its own (not another's again). */
+static bool own_opnd(const struct recovered *rc, unsigned i)
+{
+    if (!rc->rp.opnd_off[i])
+        return false;
+    for (unsigned j = 0; j < i; j++)
+        if (rc->rp.opnd_off[j] == rc->rp.opnd_off[i])
+            return false;
+    return true;
+}
+
+/* The block operands follow the record in step order, none overlapping
+ * it or another; the step records start after the last one. */
+static const char *opnds_after(struct recovered *rc, struct rd *r)
+{
+    uint64_t end = r->at;
+    for (unsigned i = 0; i < rc->v.n; i++) {
+        if (!own_opnd(rc, i))
+            continue;
+        if (rc->rp.opnd_off[i] < end)
+            return "impossible step vector";
+        end = rc->rp.opnd_off[i] + rc->v.st[i].src_len;
+    }
+    r->at = (size_t)end;   /* within r->len: get_block_opnd */
+    return NULL;
 }
 
 static const char *parse_op(struct recovered *rc, struct rd *r)
@@ -292,7 +399,7 @@ static const char *parse_op(struct recovered *rc, struct rd *r)
         rc->cred.groups[g] = rd_u32(r);
     rc->v.n = n;
     for (unsigned i = 0; i < n; i++) {
-        const char *why = get_step(r, rc, i);
+        const char *why = get_step(r, rc, i, version);
         if (why)
             return why;
     }
@@ -300,7 +407,7 @@ static const char *parse_op(struct recovered *rc, struct rd *r)
     uint32_t crc = rd_u32(r);
     if (r->bad || crc != crc32c(0, r->p, body))
         return "checksum mismatch";
-    return NULL;
+    return opnds_after(rc, r);
 }
 
 /* Step records after the op record, up to the first that does not check
@@ -373,6 +480,31 @@ void oplog_settle_done_opens(struct recovered *rc)
             rc->v.st[i].oflags &= ~(uint32_t)(O_EXCL | O_TRUNC);
 }
 
+/* Whether a step of rc that is still to run reads the block operand at
+ * off (oplog_parse). */
+static bool opnd_read(const struct recovered *rc, uint64_t off)
+{
+    for (unsigned i = 0; i < rc->v.n; i++)
+        if (rc->rp.opnd_off[i] == off && !(rc->rp.done >> i & 1) &&
+            !fop_oplog_crc_known(&rc->v.st[i], off))
+            return true;
+    return false;
+}
+
+static const char *check_opnds(const struct recovered *rc, size_t *bad_at)
+{
+    for (unsigned i = 0; i < rc->v.n; i++) {
+        uint64_t off = rc->rp.opnd_off[i];
+        if (!own_opnd(rc, i) || !opnd_read(rc, off))
+            continue;
+        if (crc32c(0, rc->data + off, rc->v.st[i].src_len) != rc->rp.opnd_crc[i]) {
+            *bad_at = (size_t)off;
+            return "input checksum mismatch";
+        }
+    }
+    return NULL;
+}
+
 const char *oplog_parse(struct recovered *rc, size_t *bad_at)
 {
     struct rd rd = { rc->data, rc->len, 0, false };
@@ -380,5 +512,7 @@ const char *oplog_parse(struct recovered *rc, size_t *bad_at)
     *bad_at = rd.at;
     if (!why)
         parse_steps(rc, &rd);
+    if (!why && oplog_pending(rc))
+        why = check_opnds(rc, bad_at);
     return why;
 }

@@ -401,6 +401,64 @@ TEST_F(RocksDbTest, KilledWriterLosesNothingSynced)
     ExpectDeviceUp();
 }
 
+// A writer killed in the middle of unsynced puts (no hand-off checks, so
+// its WAL flushes are write-behind: not waited for): every put that
+// returned was flushed, so it survives the process (not the machine):
+// the device runs what the process submitted before it died.
+TEST_F(RocksDbTest, KilledWriterLosesNothingFlushedBehind)
+{
+    setenv("RDB_WRITER_NOSYNC", "1", 1);
+    long last = RunAndKill("rdb_writer", mnt, P("crash-nosync-db"), 3000);
+    unsetenv("RDB_WRITER_NOSYNC");
+    ASSERT_GE(last, 3000) << "the writer stopped early";
+    rocksdb::DB *db = MustOpen(env.get(), P("crash-nosync-db"));
+    ASSERT_NE(db, nullptr);
+    ExpectWritten(last, [&](const std::string &k, std::string *v) {
+        return db->Get(rocksdb::ReadOptions(), k, v).ok();
+    });
+    delete db;
+    ExpectDeviceUp();
+}
+
+// Unsynced flushes without hand-off checks go behind (submitted, not
+// waited for) on a slow device core (core speed 200: each write takes a
+// while), and a read of the file right after the last flush waits for
+// them: it sees every flushed byte. A flush after a Sync is covered by
+// it. Fails when flushes are waited for (no write-behind ops), or when a
+// read does not wait for them (short or stale contents).
+TEST_F(RocksDbTest, UnsyncedFlushesGoBehindAndReadsSeeThem)
+{
+    env.reset();
+    fs.reset();
+    Restart("--core-speed 200");
+    ASSERT_TRUE(cisc::NewRocksDbFileSystem(mnt, &fs).ok());
+    std::unique_ptr<rocksdb::FSWritableFile> f;
+    rocksdb::IOOptions io;
+    ASSERT_TRUE(fs->NewWritableFile(P("000011.log"), rocksdb::FileOptions(), &f, nullptr).ok());
+    std::string want;
+    for (int i = 0; i < 40; i++) {
+        std::string rec = "record " + std::to_string(i) + std::string((size_t)i, '.');
+        ASSERT_TRUE(f->Append(rec, io, nullptr).ok());
+        ASSERT_TRUE(f->Flush(io, nullptr).ok());
+        want += rec;
+    }
+    EXPECT_GE(Stats().behind_ops, 35u);
+    uint64_t size = 0;
+    ASSERT_TRUE(fs->GetFileSize(P("000011.log"), io, &size, nullptr).ok());
+    EXPECT_EQ(size, want.size());
+    std::unique_ptr<rocksdb::FSSequentialFile> r;
+    ASSERT_TRUE(fs->NewSequentialFile(P("000011.log"), rocksdb::FileOptions(), &r, nullptr).ok());
+    std::string got(want.size() + 16, '\0');
+    rocksdb::Slice sl;
+    ASSERT_TRUE(r->Read(got.size(), io, &sl, &got[0], nullptr).ok());
+    EXPECT_EQ(sl.ToString(), want);
+    ASSERT_TRUE(f->Append("synced", io, nullptr).ok());
+    ASSERT_TRUE(f->Flush(io, nullptr).ok());
+    ASSERT_TRUE(f->Sync(io, nullptr).ok());
+    EXPECT_TRUE(f->Close(io, nullptr).ok());
+    EXPECT_EQ(ReadFile(P("000011.log")), want + "synced");
+}
+
 // Debian's prebuilt db_bench, unmodified, takes the file system from the
 // preloaded library by URI: the database lands in the mount, and the
 // second run's WAL replay ran the device's WAL check.

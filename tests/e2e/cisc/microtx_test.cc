@@ -19,6 +19,7 @@ extern "C" {
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <random>
 
 namespace e2e {
 namespace {
@@ -62,7 +63,20 @@ std::string VectorFile(unsigned writes)
     return s;
 }
 
-enum class Op { AppendCrcWrite, TenWrites, Program };
+// The aligned append-CRC-write's data: 64 blocks and 100 bytes, appended
+// to a file of one block (its whole blocks may be adopted from the log;
+// 256 KiB and more: the append's commit is durable, oplog.h "Flushes").
+const size_t kAlignedBlocks = 64;
+std::string AlignedData()
+{
+    std::string d(kAlignedBlocks * kBlock + 100, 0);
+    std::mt19937 rng(11);   // no two blocks alike
+    for (char &c : d)
+        c = (char)('A' + rng() % 26);
+    return d;
+}
+
+enum class Op { AppendCrcWrite, TenWrites, Program, AlignedAppend, TenWritesW };
 
 // Op::Program's bpf program (loaded by the test that uses it).
 uint32_t g_prog;
@@ -140,9 +154,10 @@ protected:
     static void Build(struct cisc_vec *v, Op op, int tx)
     {
         ASSERT_EQ(cisc_vec_set_tx(v, tx), 0);
-        if (op == Op::AppendCrcWrite) {
-            static const std::string d = AppendData();
-            int f = cisc_vec_open(v, "a", O_RDWR, 0);
+        if (op == Op::AppendCrcWrite || op == Op::AlignedAppend) {
+            static const std::string ad = AppendData(), bd = AlignedData();
+            const std::string &d = op == Op::AppendCrcWrite ? ad : bd;
+            int f = cisc_vec_open(v, op == Op::AppendCrcWrite ? "a" : "b", O_RDWR, 0);
             cisc_vec_append(v, f, CISC_IN_BUF(d.data(), d.size()));    // 1: append
             int c = cisc_vec_crc32c(v, CISC_IN_BUF(d.data(), d.size()), 0);   // 2: checksum
             cisc_vec_append(v, f, CISC_IN_STEP(c));                      // 3: checksum write
@@ -155,7 +170,7 @@ protected:
             cisc_vec_write(v, f, 2 * kBlock, CISC_IN_BUF("indep", 5));   // 3: independent
             cisc_vec_fsync(v, f, 0);
         } else {
-            int f = cisc_vec_open(v, "v", O_RDWR, 0);
+            int f = cisc_vec_open(v, op == Op::TenWritesW ? "w" : "v", O_RDWR, 0);
             for (unsigned k = 0; k < 10; k++) {                          // 1..10: writes
                 std::string b(kBlock, (char)('A' + k));
                 cisc_vec_write(v, f, k * kBlock, CISC_IN_BUF(b.data(), b.size()));
@@ -168,19 +183,18 @@ protected:
     {
         if (op == Op::AppendCrcWrite)
             Put("a", kHead);
+        else if (op == Op::AlignedAppend)
+            Put("b", std::string(kBlock, 'h'));
         else if (op == Op::Program)
             Put("p", "");
         else
-            Put("v", VectorFile(0));
+            Put(op == Op::TenWritesW ? "w" : "v", VectorFile(0));
     }
 
-    // Submits op from a child process (the device dies under it) and
-    // waits until the device has stopped and its mount is gone.
-    void SubmitAndCrash(Op op, int tx)
+    // Submits op from a child process of its own (a client the device
+    // may die under); returns the child.
+    pid_t SubmitInChild(Op op, int tx)
     {
-        pid_t dev = DaemonPid();
-        ASSERT_GT(dev, 0);
-        CloseSession();
         pid_t child = fork();
         if (child == 0) {
             struct cisc_session *cs;
@@ -193,6 +207,17 @@ protected:
             cisc_vec_submit(&v);
             _exit(0);
         }
+        return child;
+    }
+
+    // Submits op from a child process (the device dies under it) and
+    // waits until the device has stopped and its mount is gone.
+    void SubmitAndCrash(Op op, int tx)
+    {
+        pid_t dev = DaemonPid();
+        ASSERT_GT(dev, 0);
+        CloseSession();
+        pid_t child = SubmitInChild(op, tx);
         ASSERT_TRUE(Until([&] { return ProcessEnded(dev); }, 300)) << "device did not stop";
         kill(child, SIGKILL);
         waitpid(child, nullptr, 0);
@@ -220,12 +245,31 @@ protected:
         std::string got = Get(file);
         EXPECT_EQ(got.size(), want.size());
         EXPECT_TRUE(got == want) << "contents differ from the expected state";
+        ExpectFsckCleanThenUp();
+    }
+
+    // Down, `cisc fsck` clean, up again with a session.
+    void ExpectFsckCleanThenUp()
+    {
         CloseSession();
         DownAndWait();
         RunResult f = Sh(cisc + " fsck " + img);
         EXPECT_EQ(f.status, 0) << f.out;
         Up();
         OpenSession();
+    }
+
+    // op logged, the device stopped dead right after its receipt; then
+    // `cisc fsck` of the image, which must be clean (an intact log waiting
+    // for recovery is no problem). Returns the fsck run.
+    RunResult CrashAfterLog(Op op)
+    {
+        Prepare(op);
+        Restart("--tx autorec", "after-log");
+        SubmitAndCrash(op, CISC_TX_DEFAULT);
+        RunResult f = Sh(cisc + " fsck " + img);
+        EXPECT_EQ(f.status, 0) << f.out;
+        return f;
     }
 
     // Runs op to its acknowledgement; the op's status.
@@ -282,7 +326,21 @@ protected:
         SubmitAndCrash(op, CISC_TX_DEFAULT);
         if (HasFatalFailure())
             return;
-        ExpectAfterRestart(mode, op == Op::AppendCrcWrite ? "a" : "v", want);
+        ExpectAfterRestart(mode, FileOf(op), want);
+    }
+
+    static const char *FileOf(Op op)
+    {
+        return op == Op::AppendCrcWrite ? "a" : op == Op::AlignedAppend ? "b" : "v";
+    }
+
+    // The bytes appends took from logs without writing them ("tx log
+    // adopted" in st, a `cisc status --raw`), or -1.
+    static long long Adopted(const std::string &st)
+    {
+        const std::string key = "\ntx log adopted ";
+        size_t at = st.find(key);
+        return at == std::string::npos ? -1 : std::stoll(st.substr(at + key.size()));
     }
 };
 
@@ -424,12 +482,8 @@ TEST_F(MicroTx, RecoveryRecordsBelongToTheirOwner)
 // serves; the log is kept (fsck still names it).
 TEST_F(MicroTx, FsckNamesADamagedLog)
 {
-    Prepare(Op::TenWrites);
-    Restart("--tx autorec", "after-log");
-    SubmitAndCrash(Op::TenWrites, CISC_TX_DEFAULT);
+    RunResult f = CrashAfterLog(Op::TenWrites);
     ASSERT_FALSE(HasFatalFailure());
-    RunResult f = Sh(cisc + " fsck " + img);
-    EXPECT_EQ(f.status, 0) << f.out;   // an intact log waiting for recovery is no problem
     const std::string dir = "operational log /.cisc-system/oplog/";
     size_t at = f.out.find(dir);
     ASSERT_NE(at, std::string::npos) << f.out;
@@ -548,10 +602,15 @@ TEST_F(MicroTx, SlotCrashBetweenAnOpsEndAndTheNextReceipt)
 // step's commit): its receipt replaced the previous ops' logs, so
 // recovery finishes exactly that op; the previous ops (one-step creates,
 // acknowledged, their end records never flushed) stay done and are not
-// run again.
+// run again. Right after the receipt too: "after-log" armed by a restart
+// after the creates (their logs on the media, the slot looked up again),
+// and "after-log#3" armed before them (the third op to log fires it: the
+// creates' end records still in the journal's running transaction when
+// the ten-write takes the slot).
 TEST_F(MicroTx, SlotCrashInTheNextOpsFirstStep)
 {
-    for (const char *point : { "before-commit:1", "after-commit:1", "after-log" }) {
+    for (const char *point :
+         { "before-commit:1", "after-commit:1", "after-log", "after-log#3" }) {
         SCOPED_TRACE(point);
         Prepare(Op::TenWrites);
         Restart("--tx autorec");
@@ -578,6 +637,107 @@ TEST_F(MicroTx, SlotCrashInTheNextOpsFirstStep)
         EXPECT_EQ(access((mnt + "/c0").c_str(), F_OK), 0);
         EXPECT_EQ(access((mnt + "/c1").c_str(), F_OK), 0);
     }
+}
+
+// Adoption (oplog.h): an autorec append of a large input at a block
+// boundary takes the input's whole blocks from the log instead of
+// writing them again, at run time and when recovery finishes the op; at
+// every crash point of Table 10a the op is completed after the restart
+// and fsck is clean: after-commit:1 and later find the append committed
+// (it is durable) and its input gone from the log, a hole that is no
+// damage since no step still to run reads it (the CRC step's result is
+// the input's logged CRC). Fails without adoption (the counter stays 0)
+// or when recovery checks an input no step reads (unrecoverable).
+TEST_F(MicroTx, AutorecAlignedAppendAdoptsTheLoggedBlocks)
+{
+    std::string d = AlignedData(), all = std::string(kBlock, 'h') + d + Crc(d);
+    Prepare(Op::AlignedAppend);
+    Restart("--tx autorec");
+    ASSERT_EQ(Submit(Op::AlignedAppend), 0);
+    EXPECT_TRUE(Get("b") == all);
+    EXPECT_EQ(Adopted(Sh(cisc + " status --raw " + mnt).out), (long long)(kAlignedBlocks * kBlock));
+    for (const char *point : { "after-log", "before-commit:1", "after-commit:1",
+                               "after-commit:2", "after-commit:3" }) {
+        SCOPED_TRACE(point);
+        Case("autorec", Op::AlignedAppend, point, all);
+        if (HasFatalFailure())
+            return;
+        EXPECT_EQ(status.find("unrecoverable"), std::string::npos) << status;
+        if (status.find("\nrecovery op ") != std::string::npos) {
+            EXPECT_NE(status.find(" status 0\n"), std::string::npos) << status;
+        }
+        if (std::string(point) == "after-log" || std::string(point) == "before-commit:1") {
+            EXPECT_EQ(Adopted(status), (long long)(kAlignedBlocks * kBlock)) << status;   // by recovery
+        }
+        TakeRecords();
+    }
+}
+
+// Bad input: a logged input in log blocks damaged on the media while the
+// device was down. fsck names the log, "input checksum mismatch" and the
+// input's log block (the first after the op record); the next start runs
+// nothing of the op.
+TEST_F(MicroTx, FsckNamesADamagedBlockOperand)
+{
+    RunResult f = CrashAfterLog(Op::AlignedAppend);
+    ASSERT_FALSE(HasFatalFailure());
+    // The op record: magic "sfOL", version 4 (it has a block operand), 5 steps.
+    ASSERT_EQ(BlocksStartingWith(img, std::string("sfOL\4\0\0\0\5\0\0\0", 12)).size(), 1u);
+    std::vector<off_t> in = BlocksStartingWith(img, AlignedData().substr(0, 256));
+    // The input's first block, in the log only, once: the test's buffer,
+    // given to two steps, is two copies in the arena of the same bytes.
+    ASSERT_EQ(in.size(), 1u);
+    char c;
+    ASSERT_TRUE(ImageIo(img, in[0] + 100, &c, 1, false));
+    c = (char)~c;
+    ASSERT_TRUE(ImageIo(img, in[0] + 100, &c, 1, true));
+    f = Sh(cisc + " fsck " + img);
+    EXPECT_EQ(f.status, 1) << f.out;
+    EXPECT_NE(f.out.find(": input checksum mismatch at byte 4096 (log block 1): the op is "
+                         "unrecoverable"), std::string::npos) << f.out;
+    Up("--tx autorec");
+    EXPECT_TRUE(LogShows(" unrecoverable (input checksum mismatch at byte 4096, log block 1)"))
+        << ReadFile(log);
+    OpenSession();
+    EXPECT_TRUE(Get("b") == std::string(kBlock, 'h'));   // nothing of the op ran
+    ExpectDeviceUp();
+}
+
+// Two ops at once hold two slots: a slot is not given to another op while
+// its op runs (oplog.h invariant 1). The first ten-write waits at
+// after-commit:4 ("@2") holding its slot; the second takes another one,
+// and the device stops dead when it gets there too. Both had receipts:
+// after the restart both files are complete, two recovery records. Fails
+// when a slot is given back before its op ends (the second receipt then
+// replaces the first op's log, and the first op is lost).
+TEST_F(MicroTx, RunningOpsNeverShareASlot)
+{
+    Prepare(Op::TenWrites);
+    Prepare(Op::TenWritesW);
+    Restart("--tx autorec", "after-commit:4@2");
+    pid_t dev = DaemonPid();
+    ASSERT_GT(dev, 0);
+    CloseSession();
+    pid_t child[2];
+    child[0] = SubmitInChild(Op::TenWrites, CISC_TX_DEFAULT);
+    // The first op is waiting at the point before the second starts.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    child[1] = SubmitInChild(Op::TenWritesW, CISC_TX_DEFAULT);
+    ASSERT_TRUE(Until([&] { return ProcessEnded(dev); }, 300)) << "device did not stop";
+    for (pid_t c : child) {
+        kill(c, SIGKILL);
+        waitpid(c, nullptr, 0);
+    }
+    WaitGone();
+    Up("--tx autorec");
+    OpenSession();
+    EXPECT_TRUE(Get("v") == VectorFile(10));
+    EXPECT_TRUE(Get("w") == VectorFile(10));
+    std::vector<std::string> ops = TakeRecords();
+    EXPECT_EQ(ops.size(), 2u);
+    for (const std::string &l : ops)
+        EXPECT_NE(l.find(" status 0"), std::string::npos) << l;
+    ExpectFsckCleanThenUp();
 }
 
 // An op asks for micro on a macro device: F5 keeps the four writes.

@@ -99,7 +99,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadOption{ "prog-budget", "prog_budget", "0", "wants 1.." },
                       BadOption{ "size", "size", "1K", "wants a size of at least 1M" },
                       BadOption{ "log", "log", "/nonexistent-ciscfs-dir/log",
-                                 "No such file or directory" }),
+                                 "No such file or directory" },
+                      BadOption{ "flash-ftl", "flash_ftl", "threads", "wants locks or cores" }),
     [](const ::testing::TestParamInfo<BadOption> &i) {
         std::string n = std::string(i.param.key) + "_" + std::to_string(i.index);
         return n;

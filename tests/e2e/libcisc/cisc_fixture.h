@@ -44,6 +44,19 @@ protected:
         MountTest::TearDown();
     }
 
+    // Restarts the device with extra `cisc up` options; s and q on the
+    // new one.
+    void Restart(const std::string &extra)
+    {
+        cisc_session_close(s);
+        s = nullptr;
+        q = nullptr;
+        Down();
+        Up(extra);
+        ASSERT_EQ(cisc_session_open(mnt.c_str(), &s), 0);
+        ASSERT_EQ(cisc_queue_create(s, &q), 0);
+    }
+
     // The device still answers a fresh client.
     void ExpectDeviceUp()
     {

@@ -4,6 +4,9 @@
 // does not fit the image is refused with a reason, the image untouched;
 // foreground GC reaches the client as WIRE_CQE_GC; an idle device
 // collects in the background; the FTL time per page reaches the replies.
+// CISC_E2E_FLASH_ARGS adds options to every flash device these tests start
+// (CMakeLists.txt runs them all again with "--flash-ftl cores"); the
+// FlashCores tests start the cores form themselves.
 #include "cisc_fixture.h"
 
 #include <algorithm>
@@ -19,6 +22,13 @@ extern "C" {
 
 namespace e2e {
 
+// "--media flash" and what CISC_E2E_FLASH_ARGS adds.
+std::string FlashArgs()
+{
+    const char *more = getenv("CISC_E2E_FLASH_ARGS");
+    return std::string("--media flash ") + (more ? more : "") + " ";
+}
+
 class Flash : public CiscTest {
 protected:
     void UpFlash(const std::string &extra)
@@ -27,7 +37,7 @@ protected:
         s = nullptr;
         q = nullptr;
         Down();
-        Up("--media flash " + extra);
+        Up(FlashArgs() + extra);
         ASSERT_EQ(cisc_session_open(mnt.c_str(), &s), 0);
         ASSERT_EQ(cisc_queue_create(s, &q), 0);
     }
@@ -149,7 +159,7 @@ TEST_F(Flash, FtlStateSurvivesDownAndIsRebuiltAfterACrash)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     Sh("umount -l " + mnt);
     up = false;
-    Up("--media flash " + geom);
+    Up(FlashArgs() + geom);
     EXPECT_NE(Sh(cisc + " status --raw " + mnt).out.find(" state rebuilt\n"), std::string::npos);
     EXPECT_EQ(Status("flash_ftl", "erase_max"), 0);         // wear unknown after a crash
     EXPECT_GE(Status("flash_ftl", "mapped"), 32 << 8);     // rebuilt from the image
@@ -243,8 +253,8 @@ TEST_F(Flash, ArrayOfMemberImages)
     struct stat st;
     ASSERT_EQ(stat((arr + ".1").c_str(), &st), 0);
     EXPECT_EQ(st.st_size, (64 << 20) + 4096);   // a label, then its half in 64 KiB stripes
-    const std::string up_cmd = cisc + " up --cores 2 --log " + log +
-                               " --media flash --flash-channels 2 --flash-dies 2 --members 2 ";
+    const std::string up_cmd = cisc + " up --cores 2 --log " + log + " " + FlashArgs() +
+                               "--flash-channels 2 --flash-dies 2 --members 2 ";
     RunResult u = Sh(up_cmd + arr + " " + mnt);
     ASSERT_EQ(u.status, 0) << u.out << ReadFile(log);
     up = true;
@@ -387,8 +397,8 @@ TEST_F(Flash, ArrayFsckRepairAndResize)
     const std::vector<std::string> members = { arr + ".0", arr + ".1" };
     RunResult mk = Sh(cisc + " mkfs --members 2 --size 32M " + arr);
     ASSERT_EQ(mk.status, 0) << mk.out;
-    const std::string up_cmd = cisc + " up --cores 2 --log " + log +
-                               " --media flash --flash-channels 2 --flash-dies 2 --members 2 ";
+    const std::string up_cmd = cisc + " up --cores 2 --log " + log + " " + FlashArgs() +
+                               "--flash-channels 2 --flash-dies 2 --members 2 ";
     RunResult u = Sh(up_cmd + arr + " " + mnt);
     ASSERT_EQ(u.status, 0) << u.out << ReadFile(log);
     up = true;
@@ -493,13 +503,225 @@ TEST_F(Flash, AGeometryThatDoesNotFitIsRefused)
     s = nullptr;
     q = nullptr;
     Down();
-    RunResult r = Sh(UpCmd("--media flash --flash-blocks 3"));
+    RunResult r = Sh(UpCmd(FlashArgs() + "--flash-blocks 3"));
     EXPECT_NE(r.status, 0);
     EXPECT_NE((r.out + ReadFile(log)).find("too small"), std::string::npos) << r.out;
     EXPECT_FALSE(IsCiscMount(mnt));
-    RunResult z = Sh(UpCmd("--media flash --flash-read-ns 0 --flash-channels 0"));
+    RunResult z = Sh(UpCmd(FlashArgs() + "--flash-read-ns 0 --flash-channels 0"));
     EXPECT_EQ(z.status, 0) << z.out;   // zeros are "scale to the image"
     up = z.status == 0;
+}
+
+// ---- the cores form (`--flash-ftl cores`, docs/FLASH.md "FTL cores") ----
+
+// The device with FTL cores: each partition owned by its core, every page
+// of every media call handed to the owner through the per-core rings.
+class FlashCores : public Flash {
+protected:
+    const std::string cores = "--flash-ftl cores --flash-partitions 2 ";
+
+    // The number after key on line (first match), as text ("1.000").
+    std::string StatusWord(const std::string &line, const std::string &key)
+    {
+        std::string raw = Sh(cisc + " status --raw " + mnt).out;
+        size_t p = raw.find("\n" + line + " ");
+        if (p == std::string::npos)
+            return "";
+        std::string l = raw.substr(p + 1, raw.find('\n', p + 1) - p - 1);
+        size_t k = l.find(" " + key + " ");
+        if (k == std::string::npos)
+            return "";
+        std::string v = l.substr(k + key.size() + 2);
+        return v.substr(0, v.find(' '));
+    }
+};
+
+// Data through both doors, sequential writes of a fresh device at WAF
+// exactly 1.000, TRIM after an unlink, every FTL operation by its owner
+// (no lock, none foreign), and an image that checks clean afterwards.
+TEST_F(FlashCores, DataWafTrimAndACleanImage)
+{
+    UpFlash(cores + "--flash-channels 2 --flash-dies 2 --flash-op 200");
+    RunResult st = Sh(cisc + " status --raw " + mnt);
+    EXPECT_NE(st.out.find(" partitions 2 ftl cores "), std::string::npos) << st.out;
+    std::string data(4 << 20, '\0');
+    for (size_t i = 0; i < data.size(); i++)
+        data[i] = (char)(i * 31 + 7);
+    Put("lib", data);
+    ASSERT_TRUE(WriteFile(mnt + "/fuse", data.substr(0, 1 << 20)));
+    int fd = open((mnt + "/fuse").c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(fsync(fd), 0);   // the journal commits both files' blocks
+    close(fd);
+    EXPECT_EQ(Get("lib"), data);
+    EXPECT_EQ(ReadFile(mnt + "/fuse"), data.substr(0, 1 << 20));
+    EXPECT_GE(Status("flash_ftl", "host_writes"), 5 << 8);   // 5 MiB of pages
+    EXPECT_EQ(StatusWord("flash_ftl", "waf"), "1.000");
+    EXPECT_EQ(Status("flash_ftl", "gc_runs"), 0);
+    ASSERT_EQ(cisc_unlink(q, "lib"), 0);
+    bool trimmed = false;
+    for (int i = 0; i < 200 && !trimmed; i++) {   // the next commit frees its blocks
+        trimmed = Status("flash_ftl", "trims") >= 1024;
+        if (!trimmed)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_TRUE(trimmed);
+    EXPECT_GT(Status("flash_ftl", "ops_owned"), 5 << 8);
+    EXPECT_EQ(Status("flash_ftl", "ops_locked"), 0);
+    EXPECT_EQ(Status("flash_ftl", "ops_foreign"), 0);
+    cisc_session_close(s);
+    s = nullptr;
+    q = nullptr;
+    Down();
+    RunResult fsck = Sh(cisc + " fsck " + img);
+    EXPECT_EQ(fsck.status, 0) << fsck.out;
+    EXPECT_NE(fsck.out.find("clean"), std::string::npos) << fsck.out;
+    Up(FlashArgs() + cores + "--flash-channels 2 --flash-dies 2 --flash-op 200");
+    EXPECT_EQ(ReadFile(mnt + "/fuse"), data.substr(0, 1 << 20));
+}
+
+// Foreground GC flagged to the client, background GC by the owners once
+// idle, the state saved at `cisc down` and restored, rebuilt after a
+// SIGKILL, the data intact, and still no lock on the FTL path.
+TEST_F(FlashCores, GcIdleGcStateAndACrash)
+{
+    const std::string geom = cores + "--flash-channels 2 --flash-dies 1 --flash-pages 16 "
+                                     "--flash-op 1";
+    UpFlash(geom);
+    uint64_t seen = 0;
+    RewriteUntilGc(q, &seen);
+    EXPECT_GT(seen, 0u);
+    EXPECT_GT(Status("flash_ftl", "gc_fg"), 0);
+    // Foreground GC leaves at most gc_free_blocks (2) in each of the two
+    // dies' pools; more than 4 free blocks is background GC's work, which
+    // may have started before the first look (a slow sanitizer build goes
+    // idle between the last write and that look).
+    bool rose = false;
+    for (int i = 0; i < 200 && !rose; i++) {   // idle from here on
+        rose = Status("flash_ftl", "gc_bg") > 0 && Status("flash_ftl", "free_blocks") > 4;
+        if (!rose)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_TRUE(rose) << Sh(cisc + " status --raw " + mnt).out;
+    EXPECT_EQ(Status("flash_ftl", "ops_locked"), 0);
+    long long erases = Status("flash_ftl", "erase_max");
+    ASSERT_GT(erases, 0);
+
+    UpFlash(geom);   // cisc down, then up
+    EXPECT_NE(Sh(cisc + " status --raw " + mnt).out.find(" state restored\n"), std::string::npos);
+    EXPECT_GE(Status("flash_ftl", "erase_max"), erases);
+    EXPECT_GE(Status("flash_ftl", "mapped"), 32 << 8);
+
+    pid_t pid = DaemonPid();
+    ASSERT_GT(pid, 0);
+    cisc_session_close(s);
+    s = nullptr;
+    q = nullptr;
+    kill(pid, SIGKILL);
+    for (int i = 0; i < 200 && !ProcessEnded(pid); i++)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    Sh("umount -l " + mnt);
+    up = false;
+    Up(FlashArgs() + geom);
+    EXPECT_NE(Sh(cisc + " status --raw " + mnt).out.find(" state rebuilt\n"), std::string::npos);
+    EXPECT_EQ(Status("flash_ftl", "erase_max"), 0);
+    EXPECT_GE(Status("flash_ftl", "mapped"), 32 << 8);
+    ASSERT_EQ(cisc_session_open(mnt.c_str(), &s), 0);
+    ASSERT_EQ(cisc_queue_create(s, &q), 0);
+    std::string back = Get("hot");
+    ASSERT_EQ(back.size(), 32u << 20);
+    EXPECT_EQ(std::count(back.begin(), back.end(), 'g'), (long)back.size() - 32);
+    EXPECT_EQ(Status("flash_ftl", "ops_locked"), 0);
+    EXPECT_GT(Status("flash_ftl", "ops_owned"), 0);
+}
+
+// An array of member images, each member with its own model and its own
+// FTL cores: data through both doors on both members, restored at the
+// next start, and a clean array check.
+TEST_F(FlashCores, ArrayMembersEachWithTheirOwnCores)
+{
+    cisc_session_close(s);
+    s = nullptr;
+    q = nullptr;
+    Down();
+    const std::string arr = dir + "/arr";
+    ASSERT_EQ(Sh(cisc + " mkfs --members 2 --size 128M " + arr).status, 0);
+    const std::string up_cmd = cisc + " up --cores 2 --log " + log + " " + FlashArgs() + cores +
+                               "--flash-channels 2 --flash-dies 2 --members 2 " + arr + " " + mnt;
+    RunResult u = Sh(up_cmd);
+    ASSERT_EQ(u.status, 0) << u.out << ReadFile(log);
+    up = true;
+    ASSERT_EQ(cisc_session_open(mnt.c_str(), &s), 0);
+    ASSERT_EQ(cisc_queue_create(s, &q), 0);
+    std::string data(2 << 20, '\0');
+    for (size_t i = 0; i < data.size(); i++)
+        data[i] = (char)(i * 5 + 3);
+    Put("lib", data);
+    ASSERT_TRUE(WriteFile(mnt + "/fuse", data));
+    EXPECT_EQ(Get("fuse"), data);
+    EXPECT_EQ(ReadFile(mnt + "/lib"), data);
+    std::string raw = Sh(cisc + " status --raw " + mnt).out;
+    for (unsigned m = 0; m < 2; m++) {
+        EXPECT_GT(MemberStatus(raw, "flash_ftl", m, "host_writes"), 0) << raw;
+        EXPECT_GT(MemberStatus(raw, "flash_ftl", m, "ops_owned"), 0) << raw;
+        EXPECT_EQ(MemberStatus(raw, "flash_ftl", m, "ops_locked"), 0) << raw;
+    }
+    cisc_session_close(s);
+    s = nullptr;
+    q = nullptr;
+    Down();
+    u = Sh(up_cmd);
+    ASSERT_EQ(u.status, 0) << u.out << ReadFile(log);
+    up = true;
+    raw = Sh(cisc + " status --raw " + mnt).out;
+    size_t restored = 0, cored = 0;
+    for (size_t p = raw.find(" state restored\n"); p != std::string::npos;
+         p = raw.find(" state restored\n", p + 1))
+        restored++;
+    for (size_t p = raw.find(" partitions 2 ftl cores "); p != std::string::npos;
+         p = raw.find(" partitions 2 ftl cores ", p + 1))
+        cored++;
+    EXPECT_EQ(restored, 2u) << raw;
+    EXPECT_EQ(cored, 2u) << raw;
+    EXPECT_EQ(ReadFile(mnt + "/lib"), data);
+    Down();
+    RunResult c = Sh(cisc + " fsck --members 2 " + arr);
+    EXPECT_EQ(c.status, 0) << c.out;
+}
+
+// Bad input: FTL cores without the flash media, an unknown form, more
+// cores than a model may have, cores that do not divide the channels:
+// each refused at `cisc up` with its reason, nothing mounted and the image
+// byte for byte as it was (no FTL state beside it either).
+TEST_F(FlashCores, BadInputIsRefusedAndWritesNothing)
+{
+    cisc_session_close(s);
+    s = nullptr;
+    q = nullptr;
+    Down();
+    const std::string sum = "cksum < " + img;
+    const std::string before = Sh(sum).out;
+    ASSERT_FALSE(before.empty());
+    struct Case {
+        std::string opts, says;
+    } cases[] = {
+        {"--flash-ftl cores", "--flash-ftl cores (-o flash_ftl=cores) needs --media flash"},
+        {"-o flash_ftl=cores", "--flash-ftl cores (-o flash_ftl=cores) needs --media flash"},
+        {"--media flash --flash-ftl threads", "--flash-ftl wants locks or cores, not 'threads'"},
+        {"--media flash --flash-ftl cores --flash-channels 128 --flash-dies 1 "
+         "--flash-partitions 128", "FTL cores: 1 to 64"},
+        {"--media flash --flash-ftl cores --flash-channels 3 --flash-partitions 2",
+         "partitions must divide the channels"},
+    };
+    for (const auto &c : cases) {
+        RunResult r = Sh(UpCmd(c.opts));
+        EXPECT_NE(r.status, 0) << c.opts;
+        EXPECT_NE((r.out + ReadFile(log)).find(c.says), std::string::npos)
+            << c.opts << ": " << r.out;
+        EXPECT_FALSE(IsCiscMount(mnt)) << c.opts;
+        EXPECT_NE(access((img + ".ftl").c_str(), F_OK), 0) << c.opts;
+    }
+    EXPECT_EQ(Sh(sum).out, before) << "the image changed";
 }
 
 }  // namespace e2e

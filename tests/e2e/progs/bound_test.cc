@@ -9,6 +9,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -81,6 +82,36 @@ protected:
         return op;
     }
 
+    // Blocks of burn (arg[0] = n) that keep one op busy for about
+    // target_ms on this host (JIT or interpreter, fast or slow CPU),
+    // timed from a short op; at least min_blocks. The device must run
+    // with kLongBudget so that the step's total (ENG_STEP_BUDGETS times
+    // the per-invocation budget) does not stop it first.
+    size_t BlocksFor(uint32_t id, uint64_t n, double target_ms, size_t min_blocks)
+    {
+        const size_t probe = 200;
+        std::string in(probe, 'x');
+        struct cisc_vec v;
+        EXPECT_EQ(cisc_vec_init(&v, q), 0);
+        struct cisc_bpf_opts o = {};
+        o.arg[0] = n;
+        o.block_size = 1;
+        cisc_vec_bpf(&v, id, CISC_IN_BUF(in.data(), in.size()), &o);
+        Clock::time_point t0 = Clock::now();
+        EXPECT_EQ(cisc_vec_submit(&v), 0);
+        double per = MsSince(t0) / probe;
+        cisc_vec_free(&v);
+        size_t blocks = per > 0 ? (size_t)(target_ms / per) : min_blocks;
+        blocks = std::max(blocks, min_blocks);
+        blocks = std::min(blocks, (size_t)4000000);
+        printf("%.4f ms a block: %zu blocks for %.0f ms\n", per, blocks, target_ms);
+        return blocks;
+    }
+
+    // Per-invocation budget for the long ops: burn's 600000 a block fits,
+    // and the step's total (4096 of these) outlasts any host.
+    static constexpr const char *kLongBudget = "--prog-budget 100000000";
+
     void ExpectClean()
     {
         RunResult f = Sh(cisc + " fsck " + img);
@@ -93,9 +124,11 @@ protected:
 // still runs (before, the poller ran A's op itself and B waited for it).
 TEST_F(OpBound, LongOpDoesNotStallOtherClients)
 {
+    Restart(kLongBudget);
     uint32_t id = Load(DevObj("burn"));
     uint64_t n = 100000;   // about 600000 instructions a block, under the 1M budget
     ASSERT_LT(BurnPerBlock(id, n), 1000000u);
+    size_t blocks = BlocksFor(id, n, 3000, 2000);   // seconds of work
     ASSERT_TRUE(WriteFile(P("a"), "a's file\n"));
     ASSERT_TRUE(WriteFile(P("b"), "b's file\n"));
     struct cisc_session *sb;
@@ -105,7 +138,7 @@ TEST_F(OpBound, LongOpDoesNotStallOtherClients)
     uint64_t fh = 0;
     ASSERT_EQ(cisc_open(qb, "b", O_RDONLY, 0, &fh), 0);
 
-    auto a = LongOp(q, id, n, 2000, "a");   // seconds of work
+    auto a = LongOp(q, id, n, blocks, "a");
     Clock::time_point ta = Clock::now();
     ASSERT_EQ(cisc_vec_submit_async(&a->v), 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));   // A is fetched first
@@ -182,7 +215,9 @@ class OpBoundStop : public OpBound, public ::testing::WithParamInterface<int> {}
 
 TEST_P(OpBoundStop, StopCancelsRunningOps)
 {
+    Restart(kLongBudget);
     uint32_t id = Load(DevObj("burn"));
+    size_t blocks = BlocksFor(id, 100000, 5000, 3000);   // seconds each
     const int nops = 3;   // more than the 2 cores
     struct cisc_session *ss[nops];
     struct cisc_queue *qs[nops];
@@ -192,7 +227,7 @@ TEST_P(OpBoundStop, StopCancelsRunningOps)
         ASSERT_TRUE(WriteFile(P(name), name + " before\n"));
         ASSERT_EQ(cisc_session_open(mnt.c_str(), &ss[i]), 0);
         ASSERT_EQ(cisc_queue_create(ss[i], &qs[i]), 0);
-        ops[i] = LongOp(qs[i], id, 100000, 3000, name);   // seconds each
+        ops[i] = LongOp(qs[i], id, 100000, blocks, name);
     }
     for (int i = 0; i < nops; i++)
         ASSERT_EQ(cisc_vec_submit_async(&ops[i]->v), 0);

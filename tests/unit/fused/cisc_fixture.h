@@ -249,13 +249,16 @@ protected:
         Start();
     }
 
-    // Decodes and runs v; fills res. Returns the op's status.
-    int64_t Run(Vec &v, struct eng_cisc *out, const struct eng_cred *cred = nullptr)
+    // Decodes and runs v (asking for mode tx); fills res. Returns the op's
+    // status.
+    int64_t Run(Vec &v, struct eng_cisc *out, const struct eng_cred *cred = nullptr,
+                uint8_t tx = WIRE_TX_DEFAULT)
     {
         struct fop_limits lim;
         eng_fop_limits(eng, &lim);
         struct eng_arena a = v.a.View();
         int r = fop_decode(out, v.st.data(), (unsigned)v.st.size(), &a, &lim, keys);
+        out->tx = tx;
         int64_t s = r ? r : fop_exec(eng, cred ? cred : &root, out);
         fop_release(out);
         return s;

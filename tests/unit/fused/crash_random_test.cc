@@ -69,8 +69,11 @@ std::string Random(std::mt19937_64 &rng, size_t n)
 }
 
 // big: some writes and appends are large enough (FOP_REDO_FLUSH_BYTES)
-// that micro flushes their commit on its own.
-std::vector<MStep> RandomOp(std::mt19937_64 &rng, const Files &now, bool big)
+// that micro flushes their commit on its own. aligned: offsets, new sizes
+// and most lengths in whole blocks (autorec adopts such inputs from its
+// log, oplog.h "Adoption"), some with a tail.
+std::vector<MStep> RandomOp(std::mt19937_64 &rng, const Files &now, bool big,
+                            bool aligned = false)
 {
     std::vector<MStep> op;
     Files f = now;
@@ -78,13 +81,17 @@ std::vector<MStep> RandomOp(std::mt19937_64 &rng, const Files &now, bool big)
     for (unsigned k = 0; k < n; k++) {
         MStep s{ (MStep::Kind)(rng() % 4), (unsigned)(rng() % 2), 0, "" };
         size_t len = 1 + rng() % 9000;
+        if (aligned)
+            len = (1 + rng() % 6) * 4096 + (rng() % 2 ? 0 : 1 + rng() % 4095);
         if (big && s.kind != MStep::Trunc && rng() % 3 == 0)
             len += FOP_REDO_FLUSH_BYTES;
         if (s.kind == MStep::Write)
             s.off = rng() % (f[s.file].size() + 4096);
         if (s.kind == MStep::Trunc)
             s.off = rng() % (f[s.file].size() + 1);
-        else
+        if (aligned)
+            s.off = s.off / 4096 * 4096;
+        if (s.kind != MStep::Trunc)
             s.data = Random(rng, len);
         Apply(f, s);
         op.push_back(s);
@@ -97,6 +104,7 @@ protected:
     unsigned recovered = 0;   // rounds cut inside an op that recovery then completed
     unsigned partial = 0;     // rounds that ended with part of an op (micro)
     unsigned cuts = 0;        // rounds in which the cut came during an op
+    uint64_t adopted = 0;     // bytes autorec's appends took from their logs
     std::vector<std::string> Fsck()
     {
         std::vector<std::string> out;
@@ -138,13 +146,16 @@ protected:
         return st;
     }
 
-    void Round(uint64_t seed, uint8_t tx)
+    void Round(uint64_t seed, uint8_t tx, bool aligned = false)
     {
         std::mt19937_64 rng(seed);
         Shutdown();
         media_close(disk);
         Boot(8192);
         Files now = { Random(rng, rng() % 20000), Random(rng, rng() % 20000) };
+        for (std::string &f : now)
+            if (aligned)
+                f.resize(f.size() / 4096 * 4096);
         Put("f0", now[0]);
         Put("f1", now[1]);
         ASSERT_EQ(sfs_sync(fs), 0);
@@ -157,7 +168,7 @@ protected:
         bool cut_seen = false;
         Files none, all;
         for (unsigned k = 0; k < 3 && !cut_seen; k++) {
-            std::vector<MStep> op = RandomOp(rng, now, tx == WIRE_TX_MICRO);
+            std::vector<MStep> op = RandomOp(rng, now, tx == WIRE_TX_MICRO, aligned);
             int64_t st = Submit(op, tx);
             cut_seen = media_fault_is_cut(disk);
             if (!cut_seen) {   // returned before the cut: all of it is durable
@@ -179,12 +190,14 @@ protected:
         }
         if (!cut_seen)
             ok.insert(now);
+        adopted += fop_oplog_adopted(eng);
         Crash(rng() % 2 ? MEDIA_FAULT_KEEP_NONE : MEDIA_FAULT_KEEP_RANDOM, seed);
         char *text = nullptr;
         size_t len = 0;
         FILE *rep = open_memstream(&text, &len);
         EXPECT_GE(fop_recover(eng, rep), 0);
         fclose(rep);
+        adopted += fop_oplog_adopted(eng);
         std::string report(text, len);
         free(text);
         EXPECT_EQ(report.find("unrecoverable"), std::string::npos) << report;
@@ -219,6 +232,23 @@ TEST_F(CrashRandom, AutorecFinishesEveryReceiptedOp)
     printf("autorec: %u rounds cut inside an op, %u finished by recovery\n", cuts, recovered);
 }
 
+// Block-aligned appends and writes of whole-block inputs: autorec takes
+// the inputs' blocks from its log (at run time and in recovery) wherever
+// it may; a power cut anywhere still ends in exactly the op's effect or
+// nothing, no log is unrecoverable (a moved input is never needed again)
+// and fsck is clean.
+TEST_F(CrashRandom, AutorecAdoptsAlignedInputs)
+{
+    for (unsigned r = 0; r < Rounds(150) && !HasFailure(); r++)
+        Round(9000 + r, WIRE_TX_AUTOREC, true);
+    EXPECT_GT(cuts, 20u);
+    EXPECT_GT(recovered, 5u);
+    EXPECT_EQ(partial, 0u);
+    EXPECT_GT(adopted, 0u);
+    printf("autorec aligned: %u rounds cut inside an op, %u finished by recovery, %llu bytes "
+           "adopted\n", cuts, recovered, (unsigned long long)adopted);
+}
+
 TEST_F(CrashRandom, MicroKeepsAPrefix)
 {
     for (unsigned r = 0; r < Rounds(150) && !HasFailure(); r++)
@@ -244,6 +274,12 @@ TEST(CrashSpec, CountSuffix)
     EXPECT_EQ(fop_crash_arm("before-commit:1@1025"), -EINVAL);
     EXPECT_EQ(fop_crash_arm("before-commit:1@4x"), -EINVAL);
     EXPECT_EQ(fop_crash_arm("recovery@2"), -EINVAL);   // recovery is numbered
+    EXPECT_EQ(fop_crash_arm("after-log#3"), 0);        // the 3rd fires, two pass
+    EXPECT_EQ(fop_crash_arm("after-log#0"), -EINVAL);
+    EXPECT_EQ(fop_crash_arm("after-log#3@2"), -EINVAL);
+    fop_crash_point(FOP_CRASH_AFTER_LOG, 0);   // the 1st and 2nd arrivals pass on
+    fop_crash_point(FOP_CRASH_AFTER_LOG, 0);
+    EXPECT_TRUE(fop_crash_armed(FOP_CRASH_AFTER_LOG, 0));   // still armed for the 3rd
     EXPECT_EQ(fop_crash_arm("none"), 0);
     fop_crash_point(FOP_CRASH_BEFORE_COMMIT, 1);   // disarmed: returns
 #else

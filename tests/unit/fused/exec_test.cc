@@ -134,6 +134,36 @@ TEST_F(Cisc, ReadModifyWrite)
     EXPECT_EQ(Get("rmw"), want);
 }
 
+// A PATCH patches its input's buffer in place when no other step reads
+// that input (exec.c patch_in_place); a READ that other steps use too,
+// before the PATCH (a deferred write holds its bytes until the commit)
+// or after it, keeps its bytes for them.
+TEST_F(Cisc, PatchLeavesItsInputToItsOtherReaders)
+{
+    std::string data = Pattern(2 * 4096, 6);
+    Put("src", data);
+    Arena a;
+    Vec v(a);
+    auto f = v.Open("src", O_RDWR);
+    auto r = v.Read(f, 0, 4096);
+    auto before = v.Open("before", O_WRONLY | O_CREAT);
+    v.Write(before, 0, r);
+    auto p = v.Two(WIRE_STEP_PATCH, r, -1, "PATCHED", 100);
+    v.Write(f, 0, p);
+    auto after = v.Open("after", O_WRONLY | O_CREAT);
+    v.Write(after, 0, r);
+    auto c = v.Compute(WIRE_STEP_CRC32C, r);
+    struct eng_cisc out;
+    ASSERT_EQ(Run(v, &out), 0);
+    std::string block = data.substr(0, 4096), want = data;
+    want.replace(100, 7, "PATCHED");
+    EXPECT_EQ(Get("src"), want);
+    EXPECT_EQ(Get("before"), block);
+    EXPECT_EQ(Get("after"), block);
+    EXPECT_EQ(out.res[c].ret, 4);
+    EXPECT_EQ(out.res[p].out_len, 4096u);
+}
+
 TEST_F(Cisc, ReadCompressWriteThenReadDecompress)
 {
     std::string data;

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <random>
 #include <sched.h>
@@ -365,4 +367,147 @@ TEST(FlashCores, BadConfigurationsAreRefusedWithAReason)
     }
     flash_destroy(four);
     flash_destroy(one);
+}
+
+// Ports (the device's many producers, flash_cores.h invariant 7): eight
+// threads share four ports of untimed partitioned cores, each taking a
+// port for every "call" of up to 100 sub-requests (more than a core's ring
+// holds) and waiting for them with a brief spin and then a futex. Every
+// sub-request comes back once, to the port that sent it, served by its
+// partition's owner; meanwhile a ninth thread passes the owners' gate
+// again and again (stats and the checker under every partition's lock):
+// no deadlock, and the owners did every operation.
+TEST(FlashCores, PortsServeManyProducersThroughTheGate)
+{
+    struct flash *f = Model(4);
+    struct flash_cores_cfg cfg = {};
+    cfg.cores = 4;
+    cfg.ports = 4;
+    cfg.untimed = true;
+    cfg.ring_entries = 64;
+    struct flash_cores *c = nullptr;
+    char err[128] = "";
+    ASSERT_EQ(flash_cores_start(f, &cfg, err, sizeof err, &c), 0) << err;
+    std::atomic<bool> stop{false};
+    std::atomic<int> gates{0}, bad_checks{0};
+    std::thread gate([&] {
+        while (!stop.load()) {
+            struct flash_stats st;
+            flash_stats(f, &st);
+            bad_checks += flash_check(f) != 0;
+            gates++;
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+    });
+    const uint64_t n = flash_nlog(f);
+    std::vector<std::thread> th;
+    std::vector<uint64_t> lost(8, 0), wrong(8, 0), done(8, 0);
+    for (uint32_t t = 0; t < 8; t++)
+        th.emplace_back([&, t] {
+            std::mt19937_64 rng(t);
+            std::vector<struct flash_sub> subs(100), got(64);
+            for (int call = 0; call < 300; call++) {
+                unsigned p = flash_cores_port_get(c);
+                unsigned k = 1 + (unsigned)(rng() % 100), sent = 0, back = 0;
+                for (unsigned i = 0; i < k; i++) {
+                    subs[i] = Sub(rng() % n, t << 16 | i);
+                    subs[i].op = rng() % 2 ? FLASH_SUB_WRITE : FLASH_SUB_READ;
+                    subs[i].at_ns = 1000;
+                }
+                std::vector<int> seen(k, 0);
+                while (back < k) {
+                    sent += flash_cores_port_submit(c, p, subs.data() + sent, k - sent);
+                    unsigned m = flash_cores_port_reap(c, p, got.data(), (unsigned)got.size());
+                    for (unsigned i = 0; i < m; i++) {
+                        uint32_t tag = got[i].tag;
+                        bool mine = tag >> 16 == t && (tag & 0xffff) < k;
+                        wrong[t] += !mine || got[i].core != flash_part_of(f, got[i].page);
+                        if (mine)
+                            seen[tag & 0xffff]++;
+                    }
+                    back += m;
+                    if (!m)
+                        flash_cores_port_wait(c, p, 2000);
+                }
+                EXPECT_EQ(flash_cores_port_outstanding(c, p), 0u);
+                flash_cores_port_put(c, p);
+                for (int s : seen)
+                    lost[t] += s != 1;
+                done[t] += k;
+            }
+        });
+    for (auto &x : th)
+        x.join();
+    stop = true;
+    gate.join();
+    std::vector<struct flash_core_stats> st(4);
+    flash_cores_stop(c, st.data());
+    uint64_t total = 0, served = 0;
+    for (uint32_t t = 0; t < 8; t++) {
+        EXPECT_EQ(lost[t], 0u) << "producer " << t;
+        EXPECT_EQ(wrong[t], 0u) << "producer " << t;
+        total += done[t];
+    }
+    for (const auto &k : st)
+        served += k.served;
+    EXPECT_EQ(served, total);
+    EXPECT_GT(gates.load(), 0);
+    EXPECT_EQ(bad_checks.load(), 0);
+    struct flash_stats fs;
+    flash_stats(f, &fs);   // after stop: the plain locks again
+    EXPECT_EQ(fs.ftl_owned, total);
+    EXPECT_EQ(fs.ftl_locked, 0u);
+    EXPECT_EQ(fs.ftl_foreign, 0u);
+    EXPECT_EQ(flash_check(f), 0);
+    flash_destroy(f);
+}
+
+// IDLE sub-requests: each core collects its own partition's dies in the
+// background (flash_idle_owned), as flash_idle does for all of them.
+TEST(FlashCores, IdleSubRequestsCollectOnTheOwnersDies)
+{
+    struct flash *f = Model(2), *ref = Model(2);
+    auto w = Workload(flash_nlog(f), 40000, 9);
+    for (const auto &s : w)
+        Serial(ref, s);
+    struct flash_cores_cfg cfg = {};
+    cfg.cores = 2;
+    cfg.untimed = true;
+    std::vector<struct flash_core_stats> st;
+    RunCores(f, cfg, w, &st);   // the same state as ref
+    struct flash_stats a, b;
+    flash_stats(f, &a);
+    uint64_t t = a.now_ns + 1000000000ull;
+    struct flash_cores *c = nullptr;
+    ASSERT_EQ(flash_cores_start(f, &cfg, nullptr, 0, &c), 0);
+    std::vector<struct flash_sub> idle = {Sub(0, 0), Sub(flash_geom(f)->stripe_pages, 1)};
+    unsigned erased_parts = 0;
+    for (auto &s : idle) {
+        s.op = FLASH_SUB_IDLE;
+        s.at_ns = t;
+    }
+    ASSERT_EQ(flash_cores_submit(c, idle.data(), 2), 2u);
+    std::vector<struct flash_sub> got(2);
+    for (unsigned back = 0; back < 2;) {
+        unsigned m = flash_cores_reap(c, got.data() + back, 2 - back);
+        for (unsigned i = back; i < back + m; i++) {
+            EXPECT_EQ(got[i].core, got[i].tag);   // IDLE of stripe p: core p
+            erased_parts += (got[i].flags & FLASH_SUB_GC) != 0;
+        }
+        back += m;
+        if (!m)
+            flash_cores_wait(c);
+    }
+    flash_cores_stop(c, nullptr);
+    unsigned ref_erased = flash_idle(ref, t);
+    flash_stats(f, &a);
+    flash_stats(ref, &b);
+    EXPECT_GT(ref_erased, 0u);
+    EXPECT_GT(erased_parts, 0u);
+    EXPECT_EQ(a.gc_bg_runs, b.gc_bg_runs);
+    EXPECT_EQ(a.erases, b.erases);
+    EXPECT_EQ(a.free_blocks, b.free_blocks);
+    EXPECT_EQ(flash_check(f), 0);
+    flash_destroy(f);
+    flash_destroy(ref);
 }

@@ -184,6 +184,36 @@ TEST_P(MediaFileIo, GrownImageIsUsedWholeAtTheNextOpen)
     unlink(p.c_str());
 }
 
+// media_write_part changes its bytes and no other, into a block that
+// holds data or into a hole (the rest of it reads as zeros).
+TEST_P(MediaFileIo, PartOfABlockLeavesTheRestAsItIs)
+{
+    std::string p = TempPath("part");
+    struct media *m = Open(p, 256);
+    ASSERT_NE(m, nullptr);
+    ASSERT_EQ(media_write(m, 3, 1, Block('o').data()), 0);
+    ASSERT_EQ(media_write_part(m, 3, 100, 5, "HELLO"), 0);
+    ASSERT_EQ(media_write_part(m, 3, MEDIA_BLOCK_SIZE - 2, 2, "ZZ"), 0);
+    std::string want = Block('o');
+    want.replace(100, 5, "HELLO");
+    want.replace(MEDIA_BLOCK_SIZE - 2, 2, "ZZ");
+    EXPECT_EQ(ReadBlocks(m, 3, 1), want);
+    ASSERT_EQ(media_write_part(m, 200, 7, 3, "new"), 0);   // a block never written
+    EXPECT_EQ(ReadBlocks(m, 200, 1), std::string(7, '\0') + "new" +
+                                         std::string(MEDIA_BLOCK_SIZE - 10, '\0'));
+    EXPECT_EQ(media_write_part(m, 3, MEDIA_BLOCK_SIZE - 1, 2, "xy"), -EINVAL);
+    EXPECT_EQ(media_write_part(m, 256, 0, 1, "x"), -EINVAL);
+    ASSERT_EQ(media_flush(m), 0);
+    media_close(m);
+    ASSERT_EQ(media_open_file(p.c_str(), GetParam() ^ MEDIA_MMAP, &m), 0);
+    EXPECT_EQ(ReadBlocks(m, 3, 1), want);
+    media_close(m);
+    ASSERT_EQ(media_open_file(p.c_str(), GetParam() | MEDIA_RDONLY, &m), 0);
+    EXPECT_EQ(media_write_part(m, 3, 0, 1, "r"), -EROFS);
+    media_close(m);
+    unlink(p.c_str());
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, MediaFileIo, ::testing::Values(0u, MEDIA_MMAP),
                          [](const ::testing::TestParamInfo<unsigned> &i) {
                              return std::string(i.param ? "mmap" : "pread");
@@ -262,6 +292,40 @@ TEST(MediaFault, TornWriteKeepsTheOldTail)
     EXPECT_EQ(ReadBlocks(s, 0, 2), want);
     media_close(s);
     media_close(m);
+}
+
+// A part write is one write of the fault model: counted, dropped after a
+// cut, torn to its first bytes; the rest of the block keeps its durable
+// bytes (or zeros), also for blocks taken from prefaulted memory.
+TEST(MediaFault, PartOfABlockIsOneWriteAndTearsLikeOne)
+{
+    for (uint64_t nblk : { uint64_t{64}, uint64_t{1} << 20 }) {
+        struct media *m;
+        ASSERT_EQ(media_fault_create(nblk, &m), 0);
+        ASSERT_EQ(media_fault_prefault(m, 8), 0);   // ignored by the small one
+        ASSERT_EQ(media_write(m, 1, 1, Block('o').data()), 0);
+        ASSERT_EQ(media_flush(m), 0);
+        uint64_t w = media_fault_writes(m);
+        ASSERT_EQ(media_write_part(m, 1, 10, 4, "abcd"), 0);
+        ASSERT_EQ(media_write_part(m, 2, 10, 4, "efgh"), 0);   // never written
+        EXPECT_EQ(media_fault_writes(m), w + 2);
+        std::string one = Block('o'), two = Block('\0');
+        one.replace(10, 4, "abcd");
+        two.replace(10, 4, "efgh");
+        EXPECT_EQ(ReadBlocks(m, 1, 2), one + two);
+        media_fault_cut_after(m, w + 3, 2);   // the next part lands torn, then power is off
+        ASSERT_EQ(media_write_part(m, 1, 20, 4, "WXYZ"), 0);
+        ASSERT_EQ(media_write_part(m, 2, 0, 4, "lost"), 0);
+        struct media *s;
+        ASSERT_EQ(media_fault_snapshot(m, MEDIA_FAULT_KEEP_ALL, 0, &s), 0);
+        one.replace(20, 2, "WX");
+        EXPECT_EQ(ReadBlocks(s, 1, 2), one + two) << nblk;
+        media_close(s);
+        ASSERT_EQ(media_fault_snapshot(m, MEDIA_FAULT_KEEP_NONE, 0, &s), 0);
+        EXPECT_EQ(ReadBlocks(s, 1, 2), Block('o') + Block('\0')) << nblk;   // never flushed
+        media_close(s);
+        media_close(m);
+    }
 }
 
 TEST(MediaFault, HandlesShareOneDisk)

@@ -1,6 +1,7 @@
 // File data: extents, holes, sparse growth, truncate, fallocate, punch
 // hole, zero range, SEEK_DATA/SEEK_HOLE, big and fragmented files.
 #include "sfs_fixture.h"
+#include "sfs_probe.h"
 
 #include <random>
 #include <sys/uio.h>
@@ -189,6 +190,101 @@ TEST_F(File, AppendsIntoAPartialBlockReadNothingBack)
     EXPECT_EQ(Read(f, 0, data.size()), data);
     Remount();
     EXPECT_EQ(Read(f, 0, data.size()), data);
+}
+
+// A write into a fresh block writes only its own bytes when the media
+// can (media_write_part) and the rest of the block lies past the end of
+// the file (file.c DW_PAST_EOF): a reused block keeps its old bytes
+// there. They never show: every extension zeroes them, and a fresh block
+// inside the file (a hole, an unwritten extent) or written from inside
+// is still zeroed around the new bytes.
+TEST_F(File, OldBytesOfAReusedBlockNeverShow)
+{
+    uint64_t junk = Create(SFS_ROOT_INO, "junk");
+    std::string x(1 << 20, 'X');
+    for (uint64_t i = 0; i < 40; i++)   // most of the free blocks hold X now
+        Write(junk, i << 20, x);
+    ASSERT_EQ(sfs_unlink(fs, nullptr, SFS_ROOT_INO, "junk"), 0);
+    ASSERT_EQ(sfs_probe_checkpoint(fs), 0);   // its blocks reusable
+    auto grow = [&](uint64_t ino, uint64_t size) {
+        struct sfs_attr in = {};
+        in.size = size;
+        ASSERT_EQ(sfs_setattr(fs, nullptr, ino, &in, SFS_SET_SIZE, nullptr), 0);
+    };
+    uint64_t t = Create(SFS_ROOT_INO, "truncated-up");
+    Write(t, 0, "abc");
+    grow(t, 8192);
+    uint64_t g = Create(SFS_ROOT_INO, "written-past-the-end");
+    Write(g, 0, "abc");
+    Write(g, 5000, "d");
+    uint64_t h = Create(SFS_ROOT_INO, "hole");
+    grow(h, 3 * 4096);
+    Write(h, 4096, "mid");   // a fresh block inside the file: zeros after
+    Write(h, 2 * 4096 + 100, "end");   // and before
+    uint64_t u = Create(SFS_ROOT_INO, "unwritten");
+    ASSERT_EQ(sfs_fallocate(fs, nullptr, u, 0, 0, 8192), 0);
+    Write(u, 0, "abc");
+    uint64_t a = Create(SFS_ROOT_INO, "appended");
+    std::string log;
+    for (int i = 0; i < 50; i++) {   // appends ending inside fresh blocks
+        std::string rec = Pattern(700 + i, i);
+        Write(a, log.size(), rec);
+        log += rec;
+    }
+    grow(a, log.size() + 5000);
+    for (int pass = 0; pass < 2; pass++) {
+        EXPECT_EQ(Read(t, 0, 8192), "abc" + std::string(8189, '\0'));
+        EXPECT_EQ(Read(g, 0, 5001), "abc" + std::string(4997, '\0') + "d");
+        EXPECT_EQ(Read(h, 0, 3 * 4096), std::string(4096, '\0') + "mid" +
+                                            std::string(4096 + 97, '\0') + "end" +
+                                            std::string(4096 - 103, '\0'));
+        EXPECT_EQ(Read(u, 0, 8192), "abc" + std::string(8189, '\0'));
+        EXPECT_EQ(Read(a, 0, log.size() + 5000), log + std::string(5000, '\0'));
+        Remount();
+    }
+    Unmount();
+    ExpectClean();
+    Mount();
+}
+
+// Writes into a preallocated (unwritten) range split it: inside it (one
+// cut, one insert: extent.c ext_convert), at its edges and beside earlier
+// writes (merged with them). Every block reads back what was written or
+// zeros, SEEK_DATA/SEEK_HOLE see exactly the written runs, fsck agrees
+// (extents, block counts).
+TEST_F(File, WritesIntoPreallocatedSpaceSplitItExactly)
+{
+    f = Create(SFS_ROOT_INO, "prealloc");
+    ASSERT_EQ(sfs_fallocate(fs, nullptr, f, 0, 0, 64 * 4096), 0);
+    std::string want(64 * 4096, '\0');
+    for (int b : { 10, 20, 11, 30, 0, 63, 21, 9, 40, 41, 42, 12 }) {
+        std::string blk = Pattern(4096, b);
+        Write(f, (uint64_t)b * 4096, blk);
+        want.replace((size_t)b * 4096, 4096, blk);
+    }
+    Write(f, 50 * 4096 + 100, "part");   // a part of a block inside the range
+    want.replace(50 * 4096 + 100, 4, "part");
+    std::vector<std::pair<int64_t, int64_t>> runs;   // [data, hole) in blocks
+    for (int64_t pos = 0;;) {
+        int64_t d = sfs_seek(fs, f, (uint64_t)pos, SFS_SEEK_DATA);
+        if (d < 0)
+            break;
+        int64_t h = sfs_seek(fs, f, (uint64_t)d, SFS_SEEK_HOLE);
+        ASSERT_GT(h, d);
+        runs.push_back({ d / 4096, h / 4096 });
+        pos = h;
+    }
+    std::vector<std::pair<int64_t, int64_t>> expect = {
+        { 0, 1 }, { 9, 13 }, { 20, 22 }, { 30, 31 }, { 40, 43 }, { 50, 51 }, { 63, 64 } };
+    EXPECT_EQ(runs, expect);
+    for (int pass = 0; pass < 2; pass++) {
+        EXPECT_EQ(Read(f, 0, want.size()), want);
+        EXPECT_EQ(Size(f), 64u * 4096);
+        Remount();
+    }
+    Unmount();
+    ExpectClean();
+    Mount();
 }
 
 // Whatever else changes a block or the mapping under the tail copy

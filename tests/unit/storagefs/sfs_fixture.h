@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -157,6 +158,23 @@ class SfsFixture : public ::testing::Test {
         std::string s;
         ReadInto(ino, off, len, &s);
         return s;
+    }
+
+    // n letters from rng.
+    std::string RandomBytes(size_t n, std::mt19937 &rng)
+    {
+        std::string s(n, '\0');
+        for (auto &c : s)
+            c = (char)('A' + rng() % 26);
+        return s;
+    }
+
+    // The blocks ino holds (its extents' data blocks and tree nodes).
+    uint64_t DataBlocks(uint64_t ino)
+    {
+        struct sfs_attr a = {};
+        EXPECT_EQ(sfs_getattr(fs, ino, &a), 0);
+        return a.blocks / 8;
     }
 
     uint64_t Size(uint64_t ino)

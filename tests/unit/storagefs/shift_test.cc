@@ -15,20 +15,8 @@ class Shift : public SfsFixture {
   protected:
     void SetUp() override { Format(16384); }   // 64 MiB disk
 
-    std::string Bytes(size_t n, std::mt19937 &rng)
-    {
-        std::string s(n, '\0');
-        for (auto &c : s)
-            c = (char)('A' + rng() % 26);
-        return s;
-    }
-
-    uint64_t Blocks(uint64_t ino)
-    {
-        struct sfs_attr a = {};
-        EXPECT_EQ(sfs_getattr(fs, ino, &a), 0);
-        return a.blocks / 8;
-    }
+    std::string Bytes(size_t n, std::mt19937 &rng) { return RandomBytes(n, rng); }
+    uint64_t Blocks(uint64_t ino) { return DataBlocks(ino); }
 
     // A file of nblk blocks in many extents: written a block at a time,
     // interleaved with a second file, so no two neighbours are adjacent.
