@@ -66,6 +66,7 @@ static void link_var(struct vreg *ptr, const struct vreg *s, bool sub)
     bool group = ptr->id != 0 && s->sflags == 0 && (ptr->type == VT_IN || ptr->type == VT_OUT);
     bool ok = !sub && (start || group) && s->type == VT_SCALAR && s->id &&
               (s->sflags == 0 || zext || scaled);
+    vm_row_unlink(ptr);
     int64_t d = ok ? (int64_t)s->off + (start ? (int64_t)ptr->v.t.value : 0) : 0;
     ptr->sflags &= (uint8_t)~(VS_LZEXT | VS_SCALE_MASK);
     ptr->lid = ok && d >= INT32_MIN && d <= INT32_MAX ? s->id : 0;
@@ -93,6 +94,7 @@ static void link_const(struct vreg *ptr, const struct vreg *s, int64_t c)
     int64_t d = ok ? (start ? (int64_t)ptr->v.t.value : 0) + s->off - c : 0;
     if (!ok || d < INT32_MIN || d > INT32_MAX)
         return;
+    vm_row_unlink(ptr);
     ptr->lid = s->id;
     ptr->loff = (int32_t)d;
     ptr->lgid = group ? ptr->id : 0;
@@ -124,6 +126,7 @@ static int ptr_add(struct venv *env, unsigned dst, struct vreg ptr, const struct
                              "end) ...; *q`, or keep the index below a constant"
                            : "");
     }
+    vm_row_narrow(env, &ptr);   /* a table row: its index bounds it */
     if (!konst && fixed_only) {
         vs_format(s, t, sizeof(t));
         return vm_verr(env, bit(dst), "R%u: variable offset %s into %s is not allowed", dst, t,
@@ -132,6 +135,7 @@ static int ptr_add(struct venv *env, unsigned dst, struct vreg ptr, const struct
     if (konst) {
         int64_t c = (int64_t)s->t.value;
         ptr.off = (int32_t)(sub ? ptr.off - c : ptr.off + c);
+        vm_back_move(&ptr, sub ? -c : c);   /* an end pointer's lower bound */
         /* a link whose base no register holds any more bounds nothing:
          * the counter added (`p + n` with n = 0 in a callee whose p came
          * linked from the caller) is the one to follow */

@@ -103,17 +103,28 @@ void vm_dist_copy(struct vreg *dst, const struct vreg *src)
 void vm_dist_make(struct vreg *dst, const struct vreg *end, const struct vreg *p)
 {
     /* D = END - (base + v) lies in [max(range, -vmax), MAX_BUF - vmin]:
-     * the buffer is at most VM_MAX_BUF_SIZE bytes and p proved `range`. */
-    int64_t doff = (int64_t)p->off - end->off;
+     * the buffer is at most VM_MAX_BUF_SIZE bytes and p proved `range`.
+     * The end pointer is END + off + ve (ve: a variable part where it
+     * walked back, invariant 12): dst = D + off + ve - p.off. */
+    int64_t elo = (int64_t)end->off + end->v.smin, ehi = (int64_t)end->off + end->v.smax;
+    int64_t doff = (int64_t)p->off - ehi;
     int64_t lo = -p->v.smax, hi = (int64_t)VM_MAX_BUF_SIZE - p->v.smin;
     if ((int64_t)p->range > lo)
         lo = p->range;
     if (lo > hi)
         lo = hi;
-    vm_mark_scalar(dst, vs_srange(lo - doff, hi - doff));
-    set_bound(dst, vm_buf_index(p->type), p->id, doff);
-    if (dst->dist)
-        dst->dist |= VM_DIST_EQ(vm_buf_index(p->type));   /* END - p exactly */
+    int64_t vlo = lo + elo - p->off, vhi = hi - doff;
+    /* an end pointer above p's group: place(end) - place(p) >= doff' - p.off */
+    unsigned k = vm_buf_index(p->type);
+    if (vm_back_has(end) && end->did[k] == p->id && p->id != 0 &&
+        (int64_t)end->doff[k] - p->off > vlo)
+        vlo = (int64_t)end->doff[k] - p->off;
+    if (vlo > vhi)
+        vlo = vhi;
+    vm_mark_scalar(dst, vs_srange(vlo, vhi));
+    set_bound(dst, k, p->id, doff);
+    if (dst->dist && vs_is_const(&end->v))
+        dst->dist |= VM_DIST_EQ(k);   /* END - p exactly */
 }
 
 /* True if the operation cannot make a non-negative value larger. */

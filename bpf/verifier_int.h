@@ -16,6 +16,8 @@
  *   verifier_jmp.c    jumps and branch refinement incl. packet ranges
  *   verifier_dist.c   distances to a buffer's end (invariant 6)
  *   verifier_neq.c    values known to differ (invariant 9)
+ *   verifier_row.c    read-only table rows walked beside an index (invariant 11)
+ *   verifier_back.c   end pointers walking back, bounded below (invariant 12)
  *   verifier_call.c   helper calls, local calls, exit
  *   verifier_print.c  register/state text for messages and the log
  *
@@ -81,6 +83,20 @@
  *      n`). Made by a 64-bit add of two plain members, moved by constants,
  *      ended by anything else; states lose them at pruning points, where
  *      they are compared, and at joins (verifier_dist.c uses them).
+ *  11. A VT_RODATA pointer with VS_ROW set has the variable part v = m * b
+ *      + loff (mod 2^64), b the base of the scalars linked with id lid
+ *      (invariant 5) and m = range, 1 <= m <= 65536: a table's row pointer
+ *      advanced by the row size beside its index (verifier_row.c). Made
+ *      only by joins; adding constants to the pointer keeps it, any other
+ *      change of the pointer ends it.
+ *  12. A VT_IN_END/VT_OUT_END pointer e with bit k = vm_buf_index of its
+ *      buffer set in dist is at or above a buffer pointer: place(e) >= v_G
+ *      + doff[k] (place: the offset from the buffer's start; v_G: the
+ *      variable part of the buffer pointers with id did[k], 0 for id 0).
+ *      Made by a comparison `e > p` (>=, ==), moved by adding constants to
+ *      e (verifier_back.c). End pointers may have a variable part v then
+ *      (e = END + off + v, made by joins); off + v.smax bounds them from
+ *      above.
  */
 #ifndef CISC_BPF_VERIFIER_INT_H
 #define CISC_BPF_VERIFIER_INT_H
@@ -106,6 +122,7 @@
 #define VS_SCALE_SHIFT 5              /* scalars: (b + off) << k; pointers: v = (b + loff) << k */
 #define VS_SCALE_MASK (3u << VS_SCALE_SHIFT)   /* k = 1..3 in these bits (invariants 5, 7) */
 #define VS_SCALE(k) ((uint8_t)((k) << VS_SCALE_SHIFT))
+#define VS_ROW 128                    /* rodata pointer: v = range * b + loff (invariant 11) */
 #define VM_DIST_EQ(k) ((uint8_t)(4u << (k)))   /* dist: bound k is exact (invariant 6) */
 
 /* The k of a scaled link (VS_SCALE), 0 if none. */
@@ -131,14 +148,15 @@ struct vreg {
     uint8_t type;          /* enum vtype */
     uint8_t frame;         /* VT_STACK: index of the frame it points into */
     uint8_t sflags;        /* scalars with id: VS_ZEXT, VS_SHL32, VS_LOW8, VS_SCALE;
-                              pointers: VS_WILD, VS_LZEXT, VS_SCALE */
+                              pointers: VS_WILD, VS_LZEXT, VS_SCALE, VS_ROW */
     uint8_t dist;          /* VT_SCALAR: bit k: bounded by a distance, bit k + 2:
                               exactly that distance (invariant 6) */
     uint32_t id;           /* VT_IN/VT_OUT: same id = same variable part;
                               VT_SCALAR: same id = linked values (below) */
     int32_t off;           /* pointers: fixed offset; linked scalars: delta */
     uint32_t range;        /* VT_IN/VT_OUT: [0, range) from base+v checked;
-                              VT_MEM: region size */
+                              VT_MEM: region size; VT_RODATA with VS_ROW: the
+                              row size m (invariant 11) */
     uint32_t did[2];       /* dist bit k: id of the buffer pointers ... */
     int32_t doff[2];       /* ... and the offset subtracted (invariant 6) */
     uint32_t lid;          /* pointers: v = vG + b + loff for the scalars linked */
@@ -417,6 +435,36 @@ void vm_neq_name(struct venv *env, struct vreg *r);
 /* Records that the values of a (named) and b (named, or a constant)
  * differ. */
 void vm_neq_add(struct venv *env, const struct vreg *a, const struct vreg *b);
+
+/* --- verifier_row.c ------------------------------------------------------ */
+/* Joins: links the joined rodata pointers of the top frame (j) to a
+ * scalar precise there (prec) when place = m * x + k holds in both the old
+ * state's registers before the join (pre) and the current state's (c). */
+void vm_row_synth(struct venv *env, struct vreg *j, const struct vreg *pre,
+                  const struct vreg *c, uint16_t prec);
+/* Bounds rodata pointer p's variable part by the range of a member of its
+ * row link's group that is precise at env->pc (a copy of p is passed). */
+void vm_row_narrow(struct venv *env, struct vreg *p);
+/* Ends p's row link, if it has one. */
+void vm_row_unlink(struct vreg *p);
+/* Subsumption: c has old o's row link, with the linked scalars' base
+ * shifted by *shift. */
+bool vm_row_subsumed(const struct vreg *o, const struct vreg *c, int64_t *shift);
+
+/* --- verifier_back.c ------------------------------------------------------ */
+/* r is an end pointer (VT_IN_END, VT_OUT_END). */
+bool vm_back_is_end(const struct vreg *r);
+/* e is an end pointer with a lower bound (invariant 12). */
+bool vm_back_has(const struct vreg *e);
+/* `e op p` holds (op JGT, JGE or JEQ; p a pointer into e's buffer): gives
+ * e the lower bound place(p) (+ 1 for JGT). */
+void vm_back_learn(struct venv *env, struct vreg *e, const struct vreg *p, unsigned op);
+/* e += c: its lower bound moves by c. */
+void vm_back_move(struct vreg *e, int64_t c);
+/* Narrows e's variable part by its lower bound (the buffer's largest size). */
+void vm_back_narrow(struct venv *env, struct vreg *e);
+/* True if [e + o, e + o + size) is inside e's buffer by e's bounds. */
+bool vm_back_access(struct venv *env, const struct vreg *e, int64_t o, unsigned size);
 
 /* --- verifier_print.c ---------------------------------------------------- */
 const char *vm_vtype_name(enum vtype t);

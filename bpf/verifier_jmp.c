@@ -198,12 +198,15 @@ static void learn_range(struct venv *env, const struct vreg *p, const struct vre
     int64_t range;
     if ((p->sflags | e->sflags) & VS_WILD)
         return;
+    /* E = END + off + v (a variable part only where E walks back,
+     * invariant 12): at most END + ehi */
+    int64_t ehi = (int64_t)e->off + e->v.smax;
     struct vreg pe = *p;   /* P relative to E's end */
     pe.off = (int32_t)((int64_t)p->off - e->off);
     if (op == VM_JLE || op == VM_JEQ)
-        range = (int64_t)p->off - e->off;
-    else if (op == VM_JLT || (op == VM_JNE && vm_dist_le_end(&pe)))
-        range = (int64_t)p->off - e->off + 1;   /* P <= E known and P != E: P < E */
+        range = (int64_t)p->off - ehi;
+    else if (op == VM_JLT || (op == VM_JNE && vs_is_const(&e->v) && vm_dist_le_end(&pe)))
+        range = (int64_t)p->off - ehi + 1;   /* P <= E known and P != E: P < E */
     else
         return;
     if (range > 0 && range <= VM_MAX_VAR_OFF)
@@ -211,7 +214,7 @@ static void learn_range(struct venv *env, const struct vreg *p, const struct vre
     if (range >= 0 && range <= VM_MAX_VAR_OFF)   /* P <= E even with no byte proved */
         link_dist(env, p, range);
     if (p->id != 0)
-        vm_bound_var(env, p, (int64_t)VM_MAX_BUF_SIZE + e->off - p->off);
+        vm_bound_var(env, p, (int64_t)VM_MAX_BUF_SIZE + ehi - p->off);
     /* the bounds it gave scalars prove bytes for linked pointers */
 }
 
@@ -229,14 +232,21 @@ static int region(const struct vreg *r)
     return r->type == VT_STACK ? VT_STACK + 16 * r->frame : r->type;
 }
 
-/* Learns ranges for the side where `a op b` holds. */
+/* Learns ranges for the side where `a op b` holds (registers ra, rb):
+ * for a buffer pointer below its end, and for an end pointer above a
+ * buffer pointer (invariant 12). */
 static void pointer_side(struct venv *env, const struct vreg *a, const struct vreg *b,
-                         unsigned op)
+                         unsigned op, unsigned ra, unsigned rb)
 {
-    if (is_end(b) && !is_end(a))
+    if (is_end(b) && !is_end(a)) {
         learn_range(env, a, b, op);
-    else if (is_end(a) && !is_end(b))
+        if (rb < VM_NREGS)
+            vm_back_learn(env, vm_reg(env, rb), a, swap_sides(op));
+    } else if (is_end(a) && !is_end(b)) {
         learn_range(env, b, a, swap_sides(op));
+        if (ra < VM_NREGS)
+            vm_back_learn(env, vm_reg(env, ra), b, op);
+    }
 }
 
 static bool side_learns(const struct vreg *a, const struct vreg *b, unsigned op)
@@ -268,17 +278,17 @@ static void go(struct venv *env, uint32_t target)
 /* P == E and P != E: both sides may learn (== the range up to E, != one
  * byte when P <= E was known), so the taken side is queued from a copy. */
 static int pointer_eq(struct venv *env, const struct vreg *a, const struct vreg *b,
-                      unsigned op, uint32_t target)
+                      unsigned op, uint32_t target, unsigned ra, unsigned rb)
 {
     struct vsnap *before = vm_snap_take(env->cur);
     if (!before)
         return -ENOMEM;
-    pointer_side(env, a, b, op);
+    pointer_side(env, a, b, op, ra, rb);
     int err = push_side(env, target);
     vm_snap_restore(env->cur, before);
     vm_snap_free(before);
     if (!err) {
-        pointer_side(env, a, b, negate(op));
+        pointer_side(env, a, b, negate(op), ra, rb);
         go(env, env->pc + 1);
     }
     return err;
@@ -327,21 +337,23 @@ static int pointer_cond(struct venv *env, const struct vm_insn *insn, uint32_t t
         return vm_verr(env, bit(dst) | bit(src), "pointers may only be compared with "
                        "unsigned comparisons (==, !=, <, <=, >, >=)");
     struct vreg ca = *a, cb = *b;
+    unsigned ra = dst, rb = x ? src : VM_NREGS;
     if (op == VM_JEQ || op == VM_JNE)
-        return pointer_eq(env, &ca, &cb, op, target);
-    /* At most one side learns a range (<=, < or ==): that side continues
-     * after the other, unchanged, is queued. */
+        return pointer_eq(env, &ca, &cb, op, target, ra, rb);
+    /* At most one side learns (<=, < or == of the buffer pointer with the
+     * end: its range, and the end pointer's lower bound): that side
+     * continues after the other, unchanged, is queued. */
     if (side_learns(&ca, &cb, op)) {
         int err = push_side(env, env->pc + 1);
         if (!err) {
-            pointer_side(env, &ca, &cb, op);
+            pointer_side(env, &ca, &cb, op, ra, rb);
             go(env, target);
         }
         return err;
     }
     int err = push_side(env, target);
     if (!err) {
-        pointer_side(env, &ca, &cb, negate(op));
+        pointer_side(env, &ca, &cb, negate(op), ra, rb);
         go(env, env->pc + 1);
     }
     return err;

@@ -16,8 +16,11 @@
  *
  * Soundness: the joined state contains every concrete state of both
  * inputs, so exploring it covers both. Registers whose types differ make
- * the states unjoinable (they stay separate); slots holding a pointer in
- * one state and data in the other become uninitialised (never readable).
+ * the states unjoinable (they stay separate), also a live register set in
+ * one and never set in the other (clang -O1 copies registers never set on
+ * paths that a later test of another value tells apart; verifier_state.c
+ * maybe_joinable); slots holding a pointer in one state and data in the
+ * other become uninitialised (never readable).
  *
  * Invariants:
  *   1. The result satisfies verifier_int.h's invariants (pointer offsets
@@ -207,6 +210,14 @@ struct jmap {
     uint32_t ngroups;
     struct jgroup groups[32];
     const struct vstate *cur_state;
+    /* end pointers with a lower bound (invariant 12) whose pairing waits
+     * until every buffer group is joined: the joined pointer, the old
+     * state's and the current state's before the join */
+    uint32_t nback;
+    struct jback {
+        struct vreg *o;
+        struct vreg ov, cv;
+    } back[8];
     /* pointer links (invariant 7) whose pairing waits until every buffer
      * group is joined (their lgid group may be rebased): the joined
      * pointer, the other state's lid and lgid, lkey_c - lkey_o */
@@ -226,13 +237,16 @@ static uint32_t join_id_shift(struct venv *env, struct jmap *m, uint8_t type, ui
             m->start_kept |= (uint8_t)(1u << vm_buf_index(type));
         return 0;
     }
+    /* another pairing of o or c: a group of its own, which the members
+     * with this same pairing share (they share a variable part, or a
+     * base, in both states) */
+    bool clash = false;
     for (uint32_t k = 0; k < m->n; k++) {
         if (m->type[k] != type)
             continue;
         if (m->old[k] == o && m->cur[k] == c && m->shift[k] == shift)
             return m->res[k];
-        if (m->old[k] == o || m->cur[k] == c)
-            return ++env->id_gen;
+        clash |= m->old[k] == o || m->cur[k] == c;
     }
     if (m->n == 64)
         return ++env->id_gen;
@@ -240,7 +254,7 @@ static uint32_t join_id_shift(struct venv *env, struct jmap *m, uint8_t type, ui
     m->old[m->n] = o;
     m->cur[m->n] = c;
     m->shift[m->n] = shift;
-    m->res[m->n++] = shift == 0 && o != 0 ? o : ++env->id_gen;
+    m->res[m->n++] = !clash && shift == 0 && o != 0 ? o : ++env->id_gen;
     return m->res[m->n - 1];
 }
 
@@ -286,6 +300,30 @@ static void make_wild(struct venv *env, struct vreg *o)
 static void join_rebased(struct venv *env, struct vreg *o, const struct vreg *c, bool wide,
                          struct jmap *m);
 
+/* End pointers walking back (invariant 12): the hull of their places
+ * from the end, as a variable part; the lower bound is joined once the
+ * buffer groups are paired (join_back_bounds). */
+static bool join_back(struct venv *env, struct vreg *o, const struct vreg *c, bool wide,
+                      struct jmap *m)
+{
+    struct vreg ov = *o;
+    struct vm_scalar vo = o->v, vc = c->v;
+    struct vm_scalar ko = vs_const((uint64_t)(int64_t)o->off);
+    struct vm_scalar kc = vs_const((uint64_t)(int64_t)c->off);
+    vs_alu(&vo, &ko, VM_ADD, true, false);
+    vs_alu(&vc, &kc, VM_ADD, true, false);
+    o->off = 0;
+    o->v = join_scalar(env, &vo, &vc, wide, true);
+    o->dist = 0;
+    if (m->nback == 8) {
+        if (!sane(&o->v))
+            make_wild(env, o);
+        return true;
+    }
+    m->back[m->nback++] = (struct jback){o, ov, *c};
+    return true;
+}
+
 static bool join_ptr(struct venv *env, struct vreg *o, const struct vreg *c, bool wide,
                      struct jmap *m)
 {
@@ -298,10 +336,15 @@ static bool join_ptr(struct venv *env, struct vreg *o, const struct vreg *c, boo
         make_wild(env, o);
         return true;
     }
+    if (vm_back_is_end(o) && (vm_back_has(o) || vm_back_has(c) || !vs_is_const(&o->v) ||
+                              !vs_is_const(&c->v)))
+        return join_back(env, o, c, wide, m);
     if (fixed && o->off != c->off && env->join_loop)
         make_wild(env, o);   /* a context/end pointer moving in a loop */
     if (fixed)
         return o->off == c->off || (o->sflags & VS_WILD);
+    if ((o->sflags | c->sflags) & VS_ROW)
+        vm_row_unlink(o);   /* vm_join makes it again if both states have it */
     /* the same link in both: off + v = vG + b + (off + loff), so the
      * linked scalars' base in c is b_o + (lkey_c - lkey_o) (and what
      * rebasing the lgid group moved, join_links), a shift every member of
@@ -674,6 +717,103 @@ static void join_links(struct venv *env, struct jmap *m)
     }
 }
 
+/* One side's lower bound of an end pointer e (invariant 12), or one made
+ * from the range proved for group g of that side (`e` is END + off: END
+ * >= v_g + range): *doff for group *g. */
+static bool back_bound(const struct vreg *e, unsigned k, uint32_t *g, int64_t *doff)
+{
+    if (!vm_back_has(e))
+        return false;
+    *g = e->did[k];
+    *doff = e->doff[k];
+    return true;
+}
+
+static bool back_from_range(const struct vreg *e, uint32_t g, uint32_t range, int64_t *doff)
+{
+    if (!vs_is_const(&e->v) || (range == 0 && g != 0))
+        return false;   /* (group 0: the start, END >= data) */
+    *doff = (int64_t)range + e->off + (int64_t)e->v.t.value;
+    return true;
+}
+
+/* The pairing entry of buffer type t for group g of one side. */
+static bool back_pair(const struct jmap *m, uint8_t t, uint32_t g, bool g_is_old,
+                      uint32_t *other)
+{
+    for (uint32_t k = 0; k < m->n; k++)
+        if (m->type[k] == t && (g_is_old ? m->old[k] : m->cur[k]) == g) {
+            *other = g_is_old ? m->cur[k] : m->old[k];
+            return true;
+        }
+    return false;
+}
+
+static const struct vreg *state_group(const struct vstate *st, uint8_t t, uint32_t id)
+{
+    for (uint32_t f = 0; f < st->nframes; f++)
+        for (unsigned r = 0; r < VM_NREGS; r++) {
+            const struct vreg *p = &st->frames[f].regs[r];
+            if (p->type == t && p->id == id && !(p->sflags & VS_WILD))
+                return p;
+        }
+    return NULL;
+}
+
+/* Joins the lower bounds of the end pointers join_back joined: kept (the
+ * looser) when both states have one for paired groups, one side's made
+ * from the range its state proved for the group the other's is for;
+ * dropped when it loosens at a loop head. Then the bound narrows the
+ * variable part (the buffer is at most VM_MAX_BUF_SIZE bytes). */
+static void join_back_bounds(struct venv *env, struct jmap *m, const struct vstate *old, bool wide)
+{
+    for (uint32_t i = 0; i < m->nback; i++) {
+        struct jback *b = &m->back[i];
+        struct vreg *o = b->o;
+        uint8_t t = o->type == VT_IN_END ? VT_IN : VT_OUT;
+        unsigned k = vm_buf_index(t);
+        uint32_t go = 0, gc = 0, range;
+        int64_t dof = 0, dcf = 0, shift = 0;
+        bool ho = back_bound(&b->ov, k, &go, &dof), hc = back_bound(&b->cv, k, &gc, &dcf);
+        if (!ho && hc && back_pair(m, t, gc, false, &go)) {
+            range = 0;   /* (the start: END >= data even with nothing proved) */
+            ho = (old_range(m, t, go, &range) || go == 0) &&
+                 back_from_range(&b->ov, go, range, &dof);
+        }
+        if (ho && !hc && back_pair(m, t, go, true, &gc)) {
+            range = 0;
+            hc = (cur_range(m->cur_state, t, gc, &range) || gc == 0) &&
+                 back_from_range(&b->cv, gc, range, &dcf);
+        }
+        /* (from the start in both: through a pairing of start pointers
+         * the join rebased, if any - pointers with id 0 have the variable
+         * part 0, join_links relies on it too - which a pointer p compared
+         * with e is likely one of) */
+        const uint32_t *res = ho && hc ? jmap_find(m, t, go, gc, &shift) : NULL;
+        if (ho && hc && (res || (!go && !gc))) {
+            dof -= shift < 0 ? -shift : 0;   /* the group's base moved: join_rebased */
+            dcf -= shift > 0 ? shift : 0;
+            int64_t d = dof < dcf ? dof : dcf;
+            /* widening: a bound that loosens at a loop head is dropped */
+            if (d >= INT32_MIN && d <= INT32_MAX && !(wide && d < dof)) {
+                o->dist = (uint8_t)(1u << k);
+                o->did[k] = res ? *res : 0;
+                o->doff[k] = (int32_t)d;
+                const struct vreg *g = o->did[k] ? state_group(old, t, o->did[k]) : NULL;
+                int64_t vg = g ? g->v.smin : 0;
+                if ((g || !o->did[k]) && vg > -((int64_t)1 << 40)) {
+                    int64_t lo = vg + d - (int64_t)VM_MAX_BUF_SIZE - o->off;
+                    struct vm_scalar v = o->v, l = vs_const((uint64_t)lo);
+                    if (vs_refine(&v, &l, VM_JSGE, true, true))
+                        o->v = v;
+                }
+            }
+        }
+        if (!sane(&o->v))
+            make_wild(env, o);
+    }
+}
+
 static bool is_buf_ptr(const struct vreg *r)
 {
     return (r->type == VT_IN || r->type == VT_OUT) && !(r->sflags & VS_WILD);
@@ -806,6 +946,7 @@ bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, boo
     struct jmap m;
     m.n = 0;
     m.npend = 0;
+    m.nback = 0;
     m.start_kept = 0;
     if (old->nframes != cur->nframes)
         return false;
@@ -825,11 +966,15 @@ bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, boo
             if (!join_frame(env, &old->frames[f], &cur->frames[f], vm_frame_masks(env, f),
                             wide, &m, pass))
                 return false;
-        if (pass == 0)
+        if (pass == 0) {
             join_links(env, &m);
+            join_back_bounds(env, &m, old, wide);
+        }
     }
     for (unsigned p = 0; p < VM_REG_FP; p++)
         synth_link(env, old->frames[top].regs, pre, cur->frames[top].regs, p);
+    vm_row_synth(env, old->frames[top].regs, pre, cur->frames[top].regs,
+                 vm_frame_masks(env, top).prec);
     join_neq(old, cur, &m);
     old->backedges = cur->backedges;
     old->joined = 1;

@@ -415,7 +415,9 @@ static bool rodata_table(const struct venv *env, int64_t base, const struct vm_s
 static int rodata_access(struct venv *env, unsigned regno, int16_t off, unsigned size,
                          enum acc kind, bool sx, struct vreg *val)
 {
-    const struct vreg *reg = vm_reg(env, regno);
+    struct vreg row = *vm_reg(env, regno);
+    const struct vreg *reg = &row;
+    vm_row_narrow(env, &row);   /* a table row: its index bounds it */
     int64_t base = (int64_t)reg->off + off;
     if (kind != ACC_READ)
         return vm_verr(env, bit(regno), "R%u points to read-only data, which cannot be "
@@ -451,6 +453,23 @@ static int data_access(struct venv *env, unsigned regno, int16_t off, unsigned s
     return err;
 }
 
+/* Through an end pointer that a comparison bounded from below
+ * (invariant 12, vm_back_access checked the bytes). */
+static int back_access(struct venv *env, unsigned regno, enum acc kind, unsigned size,
+                       bool sx, struct vreg *val)
+{
+    const struct vreg *reg = vm_reg(env, regno);
+    if (kind != ACC_READ && reg->type == VT_IN_END)
+        return vm_verr(env, bit(regno), "R%u points to the input buffer, which is read-only",
+                       regno);
+    if (kind == ACC_WRITE && vm_is_ptr(val))
+        return vm_verr(env, bit(regno), "pointer leak: storing a pointer to %s into %s is not "
+                       "allowed", vm_vtype_desc(val->type), vm_vtype_desc(VT_OUT));
+    if (kind == ACC_READ)
+        *val = loaded_scalar(size, sx);
+    return 0;
+}
+
 static int wild(struct venv *env, unsigned regno, const struct vreg *reg)
 {
     return vm_verr(env, bit(regno), "R%u points to %s at an offset the verifier cannot bound "
@@ -479,12 +498,15 @@ static int mem_access(struct venv *env, unsigned regno, int16_t off, unsigned si
     case VT_RODATA: return rodata_access(env, regno, off, size, kind, sx, val);
     case VT_IN_END:
     case VT_OUT_END:
+        if (vm_back_access(env, reg, off, size))
+            return back_access(env, regno, kind, size, sx, val);
         return vm_verr(env, bit(regno), "R%u points to %s and cannot be dereferenced%s", regno,
                        vm_vtype_desc(reg->type),
                        (int64_t)reg->off + off < 0
-                           ? " (the verifier does not follow a pointer that walks back from "
-                             "the end, `e[-1]` after `e > b`: access through a pointer made "
-                             "from the start and compared with the end)"
+                           ? " (a pointer that walks back from the end may be dereferenced "
+                             "below it where a comparison `e > p` with a pointer p into the "
+                             "buffer proves the bytes above the start: compare e with the "
+                             "start pointer before each access)"
                            : "");
     default: return data_access(env, regno, off, size, kind, sx, val);
     }
@@ -614,8 +636,11 @@ int vm_check_helper_mem(struct venv *env, unsigned regno, uint64_t min_size,
         return 0;
     if (reg->type == VT_STACK)
         return helper_stack(env, regno, max_size, write);
-    if (reg->type == VT_RODATA)
-        return check_sized(env, regno, reg, reg->off, max_size, env->prog->rodata_size);
+    if (reg->type == VT_RODATA) {
+        struct vreg row = *reg;
+        vm_row_narrow(env, &row);
+        return check_sized(env, regno, &row, row.off, max_size, env->prog->rodata_size);
+    }
     if (reg->type == VT_MEM)
         return check_sized(env, regno, reg, reg->off, max_size, reg->range);
     return check_buf(env, regno, reg, reg->off, max_size, "");

@@ -60,7 +60,9 @@ static void lnk_text(const struct vreg *r, char *buf, size_t size)
     char from[16] = "";
     if (r->lgid)   /* "@5": added to the part of the pointers with id 5 */
         snprintf(from, sizeof(from), "@%u", r->lgid);
-    if (r->lid)
+    if (r->lid && (r->sflags & VS_ROW))   /* ",row=6*#3+0": invariant 11 */
+        snprintf(buf, size, ",row=%u*#%u%+d", r->range, r->lid, r->loff);
+    else if (r->lid)
         snprintf(buf, size, ",lnk=%s#%u%+d%s%s", r->sflags & VS_LZEXT ? "z" : "", r->lid, r->loff,
                  scale[vm_link_scale(r->sflags)], from);
 }
@@ -120,6 +122,19 @@ void vm_reg_format(const struct vreg *r, char *buf, size_t size)
         break;
     case VT_MEM:
         snprintf(buf, size, "mem(size=%u,off=%d%s)", r->range, r->off, var);
+        break;
+    case VT_IN_END:
+    case VT_OUT_END: {
+        unsigned k = r->type == VT_OUT_END;
+        char lo[48] = "";
+        if (r->dist >> k & 1)   /* ",>=in#3+1": invariant 12 */
+            snprintf(lo, sizeof(lo), ",>=%s#%u%+d", vm_vtype_name(k ? VT_OUT : VT_IN), r->did[k],
+                     r->doff[k]);
+        snprintf(buf, size, "%s(off=%d%s%s)", vm_vtype_name(r->type), r->off, var, lo);
+        break;
+    }
+    case VT_RODATA:
+        snprintf(buf, size, "rodata(off=%d%s%s)", r->off, var, r->sflags & VS_ROW ? lnk : "");
         break;
     default:
         snprintf(buf, size, "%s(off=%d%s)", vm_vtype_name(r->type), r->off, var);

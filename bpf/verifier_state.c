@@ -150,7 +150,7 @@ static bool idmap_check(struct idmap *m, uint32_t o, uint32_t c)
 static bool rebased_subsumed(const struct vreg *o, const struct vreg *c, struct idmap *m)
 {
     int64_t d = (int64_t)c->off - o->off;
-    if (o->type == VT_CTX || o->type == VT_IN_END || o->type == VT_OUT_END)
+    if (o->type == VT_CTX)
         return false;
     struct vm_scalar shifted = c->v, k = vs_const((uint64_t)d);
     vs_alu(&shifted, &k, VM_ADD, true, false);
@@ -221,13 +221,21 @@ static bool reg_subsumed(const struct vreg *o, const struct vreg *c, bool precis
                (o->type != VT_MEM || o->range == c->range);
     if (c->sflags & VS_WILD)
         return false;
+    /* an end pointer's lower bound (invariant 12) the old state relied on */
+    if (vm_back_has(o) && !dist_subsumed(o, c, m))
+        return false;
     /* a link of the variable part to scalars (invariant 7) the old state
-     * relied on must be there too */
-    if (o->lid && (((o->sflags & (VS_LZEXT | VS_SCALE_MASK)) && o->off != c->off) ||
-                   ((o->sflags ^ c->sflags) & (VS_LZEXT | VS_SCALE_MASK)) ||
-                   !idmap_check_shift(m, o->lid, c->lid,
-                                      (int64_t)c->off + c->loff - o->off - o->loff) ||
-                   !idmap_check(m, o->lgid, c->lgid)))
+     * relied on must be there too; a row link (invariant 11) with the
+     * scalars' base shifted by (c.off + c.loff - o.off - o.loff) / m */
+    int64_t rshift;
+    if ((o->sflags & VS_ROW) && (!vm_row_subsumed(o, c, &rshift) ||
+                                 !idmap_check_shift(m, o->lid, c->lid, rshift)))
+        return false;
+    if (o->lid && !(o->sflags & VS_ROW) &&
+        (((o->sflags & (VS_LZEXT | VS_SCALE_MASK)) && o->off != c->off) ||
+         ((o->sflags ^ c->sflags) & (VS_LZEXT | VS_SCALE_MASK | VS_ROW)) ||
+         !idmap_check_shift(m, o->lid, c->lid, (int64_t)c->off + c->loff - o->off - o->loff) ||
+         !idmap_check(m, o->lgid, c->lgid)))
         return false;
     if (o->off != c->off)
         return rebased_subsumed(o, c, m);
@@ -385,8 +393,11 @@ static bool state_subsumed(const struct venv *env, const struct vsnap *old)
 #define JOIN_LOOP_AFTER 16  /* exact iterations of a loop before joining */
 #define JOIN_FWD_AFTER 8    /* separate states at a merge point before joining */
 
-/* Cheap test before a join: same frames, and no live register that is a
- * pointer in one state and something else in the other. */
+/* Cheap test before a join: same frames, and no live register of one type
+ * in one state and of another in the other, never set (VT_NONE) counting
+ * as a type: joining a register set on one path with one never set would
+ * lose which path it was set on (clang -O1 uses such copies where a test
+ * of another value tells the paths apart). */
 static bool maybe_joinable(const struct venv *env, const struct vsnap *old)
 {
     const struct vstate *cur = env->cur;
@@ -398,7 +409,7 @@ static bool maybe_joinable(const struct venv *env, const struct vsnap *old)
         uint16_t live = vm_frame_masks(env, f).live;
         for (unsigned r = 0; r < VM_REG_FP; r++) {
             uint8_t a = old->frames[f].regs[r].type, b = cur->frames[f].regs[r].type;
-            if ((live & (1u << r)) && a != VT_NONE && b != VT_NONE && a != b)
+            if ((live & (1u << r)) && a != b)
                 return false;
         }
     }

@@ -98,3 +98,98 @@ int rel_value_past_len(struct cisc_ctx *ctx)
     }
     return sum;
 }
+
+/* kw_bsearch (accepted at -O1 since joins keep a register set on one path
+ * apart from the same register never set, and keep pointers that shared a
+ * group in both states together when a third one pairs their groups
+ * otherwise) with the word buffer filled one byte too far: w[8] is the
+ * byte above the frame. */
+#define NKW_ 8
+#define KWLEN_ 8
+static const char kw_[NKW_][KWLEN_] = {"break", "case", "do", "else", "for", "if", "return",
+                                       "while"};
+
+static __always_inline int cmp_word_(const char *w, int len, const char *k)
+{
+    for (int i = 0; i < KWLEN_; i++) {
+        char a = i < len ? w[i] : 0;
+        if (a != k[i])
+            return (unsigned char)a - (unsigned char)k[i];
+        if (!a)
+            return 0;
+    }
+    return 0;
+}
+
+SEC("cisc")
+int rel_word_one_past(struct cisc_ctx *ctx)
+{
+    const char *p = ctx->data, *end = ctx->data_end;
+    __u32 hits = 0;
+    while (p < end) {
+        char w[KWLEN_] = {0};
+        int len = 0;
+        while (p < end && *p >= 'a' && *p <= 'z') {
+            if (len <= KWLEN_)
+                w[len] = *p; // REJECT
+            len++;
+            p++;
+        }
+        if (len > 0 && len < KWLEN_) {
+            int lo = 0, hi = NKW_ - 1;
+            while (lo <= hi) {
+                int mid = (int)((unsigned)(lo + hi) >> 1);
+                int c = cmp_word_(w, len, kw_[mid]);
+                if (c == 0) {
+                    hits++;
+                    break;
+                }
+                if (c < 0)
+                    hi = mid - 1;
+                else
+                    lo = mid + 1;
+            }
+        }
+        if (p < end)
+            p++;
+    }
+    return hits;
+}
+
+/* str_trim (an end pointer walking back is bounded below by its test
+ * against the start pointer) with `e >= b`: when e == b, e[-1] is the
+ * byte before b, which is the byte before the buffer for an all-blank
+ * block. */
+SEC("cisc")
+int rel_trim_ge(struct cisc_ctx *ctx)
+{
+    const __u8 *b = ctx->data, *e = ctx->data_end;
+    while (e >= b && e[-1] == ' ') // REJECT
+        e--;
+    return e - b;
+}
+
+/* str_trim looking two bytes back: e > b proves e[-1] only. */
+SEC("cisc")
+int rel_trim_two_back(struct cisc_ctx *ctx)
+{
+    const __u8 *b = ctx->data, *e = ctx->data_end;
+    while (e > b && e[-2] == ' ') // REJECT
+        e--;
+    return e - b;
+}
+
+/* str_trim's copy with the length measured to one past the trimmed end:
+ * n = e - b + 1 may reach past the input. */
+SEC("cisc")
+int rel_trim_copy_one_more(struct cisc_ctx *ctx)
+{
+    const __u8 *b = ctx->data, *e = ctx->data_end;
+    while (e > b && e[-1] == ' ')
+        e--;
+    __u8 *out = ctx->out, *oend = ctx->out_end;
+    long n = e - b + 1;
+    if (n > oend - out)
+        return -CISC_ENOSPC;
+    return cisc_copy(out, oend - out, b, n); // REJECT
+}

@@ -957,6 +957,63 @@ const Case kCases[] = {
     {"pointer_plus_an_unrelated_length", {VAR_LIMIT(JMP_REG(VM_JGT, 7, 6, 2))}, -EACCES,
      "pointer offset out of range", {}},
 
+    // --- table rows (invariant 11): r4 walks the 6-byte rows of an 18-byte table
+    // beside its index r5 (`words[w][k]` at -O1) inside a loop over the input, so
+    // the exploration without joins cannot unroll it; byte k of every row is read
+#define ROW_WALK(k, ...)                                                                  \
+    LOAD_IN(), LDX(VM_DW, 8, 1, CTX_ARG0), MOV64_IMM(0, 0), JMP_REG(VM_JGE, 2, 3, 12),      \
+        LD_RODATA(4, 0), MOV64_IMM(5, 0), LDX(VM_B, 6, 4, k), ALU64_REG(VM_ADD, 0, 6),       \
+        ALU64_IMM(VM_ADD, 4, 6), ALU64_IMM(VM_ADD, 5, 1), __VA_ARGS__,                      \
+        JMP_IMM(VM_JSLT, 5, 3, -7), ALU64_IMM(VM_ADD, 2, 1), JA(-13), EXIT()
+#define ROWS {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18}
+    {"row_link_bounds_the_row",
+     {ROW_WALK(5, JMP_IMM(VM_JEQ, 8, 0, 1), ALU64_IMM(VM_ADD, 0, -1))}, 0, nullptr, ROWS},
+    {"row_link_one_past_the_row",
+     {ROW_WALK(6, JMP_IMM(VM_JEQ, 8, 0, 1), ALU64_IMM(VM_ADD, 0, -1))}, -EACCES,
+     "offset 18 size 1 is outside [0, 18)", ROWS},
+    {"row_link_index_moved_alone",   // w-- on some paths: the row runs past the table
+     {ROW_WALK(5, JMP_IMM(VM_JEQ, 8, 0, 1), ALU64_IMM(VM_ADD, 5, -1))}, -EACCES,
+     "outside [0, 18)", ROWS},
+#undef ROWS
+
+    // --- joins keep apart a register set in one state and never set in the other
+    // (clang -O1's `r2 = r4` on a path where r4 was never set, used only where a
+    // second test of the same value says it was set): r9 = 1 where the byte is
+    // not 0, used where it is not 0; the near miss uses it where it is 0
+#define UNSET_JOIN(op)                                                                    \
+    LOAD_IN(), MOV64_IMM(7, 0), JMP_REG(VM_JGE, 2, 3, 7), LDX(VM_B, 0, 2, 0),               \
+        JMP_IMM(VM_JEQ, 0, 0, 1), MOV64_IMM(9, 1), JMP_IMM(op, 0, 0, 1),                    \
+        ALU64_REG(VM_ADD, 7, 9), ALU64_IMM(VM_ADD, 2, 1), JA(-8), MOV64_REG(0, 7), EXIT()
+    {"join_keeps_an_unset_register_apart", {UNSET_JOIN(VM_JEQ)}, 0, nullptr, {}},
+    {"join_unset_register_used_where_unset", {UNSET_JOIN(VM_JNE)}, -EACCES,
+     "R9 is read before it is initialised", {}},
+    // --- a join pairs each buffer group of one state with one of the other; where
+    // r2 pairs p's group with another, r4 = p and r5 = p + 1 still share a group
+    // (they share a variable part in both states): r5 + 1 <= end proves the byte
+    // at r4 + 1, not the one at r4 + 2
+#define PAIR_CLASH(k)                                                                     \
+    LOAD_IN(), LDX(VM_DW, 8, 1, CTX_ARG0), ALU64_IMM(VM_AND, 8, 7), MOV64_REG(4, 2),        \
+        LDX(VM_DW, 9, 1, CTX_ARG0 + 8), JMP_REG(VM_JGE, 4, 3, 15), MOV64_REG(5, 4),          \
+        ALU64_IMM(VM_ADD, 5, 1), JMP_IMM(VM_JEQ, 9, 0, 3), MOV64_REG(2, 4),                  \
+        ALU64_IMM(VM_ADD, 2, 2), JA(2), MOV64_REG(2, 4), ALU64_REG(VM_ADD, 2, 8),            \
+        MOV64_REG(6, 5), ALU64_IMM(VM_ADD, 6, 1), JMP_REG(VM_JGT, 6, 3, 2),                  \
+        LDX(VM_B, 0, 4, k), ALU64_REG(VM_SUB, 2, 4), ALU64_IMM(VM_ADD, 4, 1), JA(-16),       \
+        MOV64_IMM(0, 0), EXIT()
+    {"join_pairing_clash_keeps_shared_groups", {PAIR_CLASH(1)}, 0, nullptr, {}},
+    {"join_pairing_clash_one_past", {PAIR_CLASH(2)}, -EACCES, "outside the checked range", {}},
+
+    // --- an end pointer walking back (invariant 12): `while (e > data && e[-1] ==
+    // ' ') e--;` - e[-1] of the end itself by the byte data < end proved, then by
+    // e's lower bound from `e > data`; the near misses test e >= data, read e[-2]
+#define BACK_WALK(cmp, k)                                                                 \
+    LOAD_IN(), JMP_REG(VM_JGE, 2, 3, 4), LDX(VM_B, 0, 3, k), JMP_IMM(VM_JNE, 0, 32, 2),     \
+        ALU64_IMM(VM_ADD, 3, -1), JMP_REG(cmp, 3, 2, -4), MOV64_IMM(0, 0), EXIT()
+    {"end_walking_back_bounded_by_the_start", {BACK_WALK(VM_JGT, -1)}, 0, nullptr, {}},
+    {"end_walking_back_to_the_start_itself", {BACK_WALK(VM_JGE, -1)}, -EACCES,
+     "cannot be dereferenced", {}},
+    {"end_walking_back_two_bytes", {BACK_WALK(VM_JGT, -2)}, -EACCES, "cannot be dereferenced",
+     {}},
+
     // --- atomics -------------------------------------------------------------------
     {"atomic_on_input",
      {LOAD_IN(), MOV64_REG(4, 2), ALU64_IMM(VM_ADD, 4, 8), JMP_REG(VM_JGT, 4, 3, 3),
