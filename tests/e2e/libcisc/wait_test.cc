@@ -14,6 +14,7 @@ extern "C" {
 }
 
 #include <dirent.h>
+#include <string.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -33,6 +34,43 @@ std::vector<int> AllowedCpus()
             if (CPU_ISSET(c, &set))
                 cpus.push_back(c);
     return cpus;
+}
+
+// Sends SIGSTOP to pid and waits until every one of its threads is
+// stopped (the signal is delivered asynchronously: a device thread may
+// still fetch and complete commands for a moment after kill returns).
+bool StopAll(pid_t pid)
+{
+    if (kill(pid, SIGSTOP) != 0)
+        return false;
+    std::string dir = "/proc/" + std::to_string(pid) + "/task";
+    for (int i = 0; i < 2000; i++) {
+        bool all = true;
+        DIR *d = opendir(dir.c_str());
+        if (!d)
+            return false;
+        while (struct dirent *e = readdir(d)) {
+            if (e->d_name[0] == '.')
+                continue;
+            FILE *f = fopen((dir + "/" + e->d_name + "/stat").c_str(), "r");
+            char state = '?';
+            if (f) {
+                // pid (comm) state ...: comm may hold spaces, the state follows the last ')'
+                char buf[512];
+                size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+                buf[n] = 0;
+                const char *rp = strrchr(buf, ')');
+                state = rp && rp[1] == ' ' ? rp[2] : '?';
+                fclose(f);
+            }
+            all = all && (state == 'T' || state == 't');
+        }
+        closedir(d);
+        if (all)
+            return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return false;
 }
 
 bool Pin(pid_t tid, int cpu)
@@ -267,7 +305,7 @@ TEST_F(Wait, ACompletionThatArrivedDoesNotWaitBehindOneThatHasNot)
     ASSERT_EQ(cisc_queue_create(s, &w), 0);
     pid_t dev = DaemonPid();
     ASSERT_GT(dev, 0);
-    ASSERT_EQ(kill(dev, SIGSTOP), 0);
+    ASSERT_TRUE(StopAll(dev));   // no device thread may still post a completion
     struct wire_sqe nop[2] = {};
     uint64_t tok[2];
     EXPECT_EQ(lc_submit(w, nop, 2, tok), 2);
