@@ -31,13 +31,27 @@ std::string FlashArgs()
 
 class Flash : public CiscTest {
 protected:
-    void UpFlash(const std::string &extra)
+    // Closes this test's session, then stops the device.
+    void CloseAndDown()
     {
         cisc_session_close(s);
         s = nullptr;
         q = nullptr;
         Down();
-        Up(FlashArgs() + extra);
+    }
+
+    void UpFlash(const std::string &extra) { Restart(FlashArgs() + extra); }
+
+    // Starts the device on the two-member array arr (made by the caller)
+    // with the flash model, 2 x 2 dies a member, and extra options; s and
+    // q on it.
+    void UpArray(const std::string &arr, const std::string &extra)
+    {
+        const std::string up_cmd = cisc + " up --cores 2 --log " + log + " " + FlashArgs() + extra +
+                                   "--flash-channels 2 --flash-dies 2 --members 2 " + arr + " " + mnt;
+        RunResult u = Sh(up_cmd);
+        ASSERT_EQ(u.status, 0) << u.out << ReadFile(log);
+        up = true;
         ASSERT_EQ(cisc_session_open(mnt.c_str(), &s), 0);
         ASSERT_EQ(cisc_queue_create(s, &q), 0);
     }
@@ -243,10 +257,7 @@ long long MemberStatus(const std::string &raw, const std::string &line, unsigned
 // resize refuse a member alone.
 TEST_F(Flash, ArrayOfMemberImages)
 {
-    cisc_session_close(s);
-    s = nullptr;
-    q = nullptr;
-    Down();
+    CloseAndDown();
     const std::string arr = dir + "/arr";
     RunResult mk = Sh(cisc + " mkfs --members 2 --size 128M " + arr);
     ASSERT_EQ(mk.status, 0) << mk.out;
@@ -279,10 +290,7 @@ TEST_F(Flash, ArrayOfMemberImages)
     EXPECT_GT(MemberStatus(raw, "flash_ftl", 1, "host_writes"), 0) << raw;
     EXPECT_EQ(MemberStatus(raw, "flash_ftl", 2, "host_writes"), -1);
 
-    cisc_session_close(s);
-    s = nullptr;
-    q = nullptr;
-    Down();
+    CloseAndDown();
     u = Sh(up_cmd + arr + " " + mnt);   // restart
     ASSERT_EQ(u.status, 0) << u.out << ReadFile(log);
     up = true;
@@ -389,10 +397,7 @@ uint64_t ClearFirstUsedDataBit(struct media *m)
 // checks clean.
 TEST_F(Flash, ArrayFsckRepairAndResize)
 {
-    cisc_session_close(s);
-    s = nullptr;
-    q = nullptr;
-    Down();
+    CloseAndDown();
     const std::string arr = dir + "/ga";
     const std::vector<std::string> members = { arr + ".0", arr + ".1" };
     RunResult mk = Sh(cisc + " mkfs --members 2 --size 32M " + arr);
@@ -499,10 +504,7 @@ TEST_F(Flash, ArrayFsckRepairAndResize)
 
 TEST_F(Flash, AGeometryThatDoesNotFitIsRefused)
 {
-    cisc_session_close(s);
-    s = nullptr;
-    q = nullptr;
-    Down();
+    CloseAndDown();
     RunResult r = Sh(UpCmd(FlashArgs() + "--flash-blocks 3"));
     EXPECT_NE(r.status, 0);
     EXPECT_NE((r.out + ReadFile(log)).find("too small"), std::string::npos) << r.out;
@@ -569,10 +571,7 @@ TEST_F(FlashCores, DataWafTrimAndACleanImage)
     EXPECT_GT(Status("flash_ftl", "ops_owned"), 5 << 8);
     EXPECT_EQ(Status("flash_ftl", "ops_locked"), 0);
     EXPECT_EQ(Status("flash_ftl", "ops_foreign"), 0);
-    cisc_session_close(s);
-    s = nullptr;
-    q = nullptr;
-    Down();
+    CloseAndDown();
     RunResult fsck = Sh(cisc + " fsck " + img);
     EXPECT_EQ(fsck.status, 0) << fsck.out;
     EXPECT_NE(fsck.out.find("clean"), std::string::npos) << fsck.out;
@@ -640,19 +639,10 @@ TEST_F(FlashCores, GcIdleGcStateAndACrash)
 // next start, and a clean array check.
 TEST_F(FlashCores, ArrayMembersEachWithTheirOwnCores)
 {
-    cisc_session_close(s);
-    s = nullptr;
-    q = nullptr;
-    Down();
+    CloseAndDown();
     const std::string arr = dir + "/arr";
     ASSERT_EQ(Sh(cisc + " mkfs --members 2 --size 128M " + arr).status, 0);
-    const std::string up_cmd = cisc + " up --cores 2 --log " + log + " " + FlashArgs() + cores +
-                               "--flash-channels 2 --flash-dies 2 --members 2 " + arr + " " + mnt;
-    RunResult u = Sh(up_cmd);
-    ASSERT_EQ(u.status, 0) << u.out << ReadFile(log);
-    up = true;
-    ASSERT_EQ(cisc_session_open(mnt.c_str(), &s), 0);
-    ASSERT_EQ(cisc_queue_create(s, &q), 0);
+    UpArray(arr, cores);
     std::string data(2 << 20, '\0');
     for (size_t i = 0; i < data.size(); i++)
         data[i] = (char)(i * 5 + 3);
@@ -666,13 +656,8 @@ TEST_F(FlashCores, ArrayMembersEachWithTheirOwnCores)
         EXPECT_GT(MemberStatus(raw, "flash_ftl", m, "ops_owned"), 0) << raw;
         EXPECT_EQ(MemberStatus(raw, "flash_ftl", m, "ops_locked"), 0) << raw;
     }
-    cisc_session_close(s);
-    s = nullptr;
-    q = nullptr;
-    Down();
-    u = Sh(up_cmd);
-    ASSERT_EQ(u.status, 0) << u.out << ReadFile(log);
-    up = true;
+    CloseAndDown();
+    UpArray(arr, cores);
     raw = Sh(cisc + " status --raw " + mnt).out;
     size_t restored = 0, cored = 0;
     for (size_t p = raw.find(" state restored\n"); p != std::string::npos;
@@ -684,7 +669,7 @@ TEST_F(FlashCores, ArrayMembersEachWithTheirOwnCores)
     EXPECT_EQ(restored, 2u) << raw;
     EXPECT_EQ(cored, 2u) << raw;
     EXPECT_EQ(ReadFile(mnt + "/lib"), data);
-    Down();
+    CloseAndDown();
     RunResult c = Sh(cisc + " fsck --members 2 " + arr);
     EXPECT_EQ(c.status, 0) << c.out;
 }
@@ -695,10 +680,7 @@ TEST_F(FlashCores, ArrayMembersEachWithTheirOwnCores)
 // byte for byte as it was (no FTL state beside it either).
 TEST_F(FlashCores, BadInputIsRefusedAndWritesNothing)
 {
-    cisc_session_close(s);
-    s = nullptr;
-    q = nullptr;
-    Down();
+    CloseAndDown();
     const std::string sum = "cksum < " + img;
     const std::string before = Sh(sum).out;
     ASSERT_FALSE(before.empty());

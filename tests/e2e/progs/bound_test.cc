@@ -36,11 +36,10 @@ protected:
         return p == std::string::npos ? 0 : (uint32_t)atoi(r.out.c_str() + p + 4);
     }
 
-    // Instructions burn runs per block with arg[0] = n (from the program's
-    // counters after one small op of `blocks` one-byte blocks).
-    uint64_t BurnPerBlock(uint32_t id, uint64_t n)
+    // Runs one op of burn (arg[0] = n) over `blocks` one-byte blocks on q;
+    // returns its wall time in ms.
+    double RunBurn(uint32_t id, uint64_t n, size_t blocks)
     {
-        const int blocks = 100;
         std::string in(blocks, 'x');
         struct cisc_vec v;
         EXPECT_EQ(cisc_vec_init(&v, q), 0);
@@ -48,8 +47,19 @@ protected:
         o.arg[0] = n;
         o.block_size = 1;
         cisc_vec_bpf(&v, id, CISC_IN_BUF(in.data(), in.size()), &o);
+        Clock::time_point t0 = Clock::now();
         EXPECT_EQ(cisc_vec_submit(&v), 0);
+        double ms = MsSince(t0);
         cisc_vec_free(&v);
+        return ms;
+    }
+
+    // Instructions burn runs per block with arg[0] = n (from the program's
+    // counters after one small op of `blocks` one-byte blocks).
+    uint64_t BurnPerBlock(uint32_t id, uint64_t n)
+    {
+        const int blocks = 100;
+        RunBurn(id, n, blocks);
         RunResult r = Sh(cisc + " prog show " + mnt + " burn");
         size_t p = r.out.find("insns run");
         EXPECT_NE(p, std::string::npos) << r.out;
@@ -90,17 +100,7 @@ protected:
     size_t BlocksFor(uint32_t id, uint64_t n, double target_ms, size_t min_blocks)
     {
         const size_t probe = 200;
-        std::string in(probe, 'x');
-        struct cisc_vec v;
-        EXPECT_EQ(cisc_vec_init(&v, q), 0);
-        struct cisc_bpf_opts o = {};
-        o.arg[0] = n;
-        o.block_size = 1;
-        cisc_vec_bpf(&v, id, CISC_IN_BUF(in.data(), in.size()), &o);
-        Clock::time_point t0 = Clock::now();
-        EXPECT_EQ(cisc_vec_submit(&v), 0);
-        double per = MsSince(t0) / probe;
-        cisc_vec_free(&v);
+        double per = RunBurn(id, n, probe) / probe;
         size_t blocks = per > 0 ? (size_t)(target_ms / per) : min_blocks;
         blocks = std::max(blocks, min_blocks);
         blocks = std::min(blocks, (size_t)4000000);
