@@ -68,15 +68,24 @@ inline bool WriteFile(const std::string &path, const std::string &data)
     return f.good();
 }
 
+// The state letter of a /proc/.../stat file (R, S, T, Z...; it follows
+// the last ')', since the command name may hold any byte), or 0 when the
+// file is gone or unreadable.
+inline char ProcState(const std::string &stat_path)
+{
+    std::string st = ReadFile(stat_path);
+    size_t p = st.rfind(')');
+    return p != std::string::npos && p + 2 < st.size() ? st[p + 2] : 0;
+}
+
 // True once pid has exited (gone or a zombie): its files, and with them
 // the image's lock, are released. A mount can disappear before that.
 inline bool ProcessEnded(pid_t pid)
 {
     if (kill(pid, 0) == -1 && errno == ESRCH)
         return true;
-    std::string st = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-    size_t p = st.rfind(')');
-    return st.empty() || (p != std::string::npos && p + 2 < st.size() && st[p + 2] == 'Z');
+    char state = ProcState("/proc/" + std::to_string(pid) + "/stat");
+    return state == 0 || state == 'Z';
 }
 
 inline bool IsCiscMount(const std::string &mnt)

@@ -14,7 +14,6 @@ extern "C" {
 }
 
 #include <dirent.h>
-#include <string.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -52,17 +51,7 @@ bool StopAll(pid_t pid)
         while (struct dirent *e = readdir(d)) {
             if (e->d_name[0] == '.')
                 continue;
-            FILE *f = fopen((dir + "/" + e->d_name + "/stat").c_str(), "r");
-            char state = '?';
-            if (f) {
-                // pid (comm) state ...: comm may hold spaces, the state follows the last ')'
-                char buf[512];
-                size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-                buf[n] = 0;
-                const char *rp = strrchr(buf, ')');
-                state = rp && rp[1] == ' ' ? rp[2] : '?';
-                fclose(f);
-            }
+            char state = ProcState(dir + "/" + e->d_name + "/stat");
             all = all && (state == 'T' || state == 't');
         }
         closedir(d);
