@@ -204,11 +204,14 @@ void qp_session_destroy(struct qp_session *s)
             qp_poller_wait_dropped(qp->poller, qp);
         qp_release(qp);
     }
+    /* Out of the service's list before its tables go: qp_service_stats
+     * (a `cisc status` answered meanwhile) walks the list under the
+     * service lock and reads each session's handle table. */
+    session_unlink(s);
     /* No command of the session is in flight now: its handles can go. */
     eng_release_handles(s->svc->eng, s->hdl);
     hdl_table_destroy(s->hdl);
     ckey_table_destroy(s->keys);
-    session_unlink(s);
     __atomic_sub_fetch(&s->svc->nsessions, 1, __ATOMIC_RELAXED);
     pthread_mutex_destroy(&s->lock);
     free(s);

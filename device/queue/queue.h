@@ -106,6 +106,10 @@
  *      fetches reach the tail it read (unless the queue dies, or its CQ,
  *      which the client no longer empties, has had no room for 50 ms). So
  *      a submission, not its completion, is what survives the client.
+ *   8. A session on the service's list is whole: it leaves the list
+ *      (under the service lock) before its handle table and keys are
+ *      freed, so the statistics' walk of the list (a `cisc status`
+ *      answered while sessions end) never reads a freed table.
  *
  * Debug and sanitizer builds check 2 and 3 (as counts of the private
  * copies: sq_head - cq_tail = commands in flight <= cq_entries), 4, 5's
