@@ -217,8 +217,9 @@ static void track_regs(const struct vm_insn *in, bool has_next, struct known_reg
     } else if (in->code == (VM_CLS_LD | VM_IMM | VM_DW) && src == 0 && has_next) {
         k->known[dst] = true;
         k->value[dst] = (uint32_t)in->imm | (uint64_t)(uint32_t)in[1].imm << 32;
-    } else if (cls == VM_CLS_ALU || cls == VM_CLS_ALU64 || cls == VM_CLS_LD ||
-               cls == VM_CLS_LDX) {
+    } else if (cls == VM_CLS_LD) {
+        *k = (struct known_regs){0};   /* other lddw, legacy packet loads */
+    } else if (cls == VM_CLS_ALU || cls == VM_CLS_ALU64 || cls == VM_CLS_LDX) {
         k->known[dst] = false;
     } else if (cls == VM_CLS_STX && VM_MODE(in->code) == VM_ATOMIC) {
         k->known[0] = k->known[src] = false;
@@ -248,9 +249,9 @@ static void resolve_callx(struct vm_insn *insns, uint32_t n)
         track_regs(in, i + 1 < n, &k);
         if (in->code == (VM_CLS_LD | VM_IMM | VM_DW))
             i++;
-        else if (VM_CLS(in->code) == VM_CLS_JMP && (VM_OP(in->code) == VM_JA ||
-                                                   VM_OP(in->code) == VM_EXIT))
-            k = (struct known_regs){0};
+        else if ((VM_CLS(in->code) == VM_CLS_JMP || VM_CLS(in->code) == VM_CLS_JMP32) &&
+                 (VM_OP(in->code) == VM_JA || VM_OP(in->code) == VM_EXIT))
+            k = (struct known_regs){0};   /* what follows is reached by a jump */
     }
     free(target);
 }
