@@ -29,9 +29,16 @@
  * becomes `mov64 r0, 0`. Other helper ids reach the device's helpers,
  * bounds-checked in the default checked mode.
  *
- * Not supported: CALL|X ("callx", a conformance group the suite leaves out
- * unless --include_groups callx) and ELF input (--elf); both are reported
- * as errors.
+ * CALL|X ("callx", the conformance group the suite runs only with
+ * --include_groups callx) calls the helper whose id is in register dst.
+ * The device's engines do not execute CALL|X (the verifier and the decoder
+ * reject opcode 0x8d), so the plugin resolves it like the calls above: a
+ * callx whose register holds a constant at that point (set by mov or lddw
+ * earlier in the same straight-line code, see resolve_callx()) becomes a
+ * static `call id`, which then goes through the rewrites above. A callx
+ * whose register the plugin cannot resolve stays as it is and the engine
+ * reports it as an invalid opcode. ELF input (--elf) is not supported and
+ * is reported as an error.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -164,6 +171,91 @@ static void rewrite_suite_calls(struct vm_insn *insns, uint32_t n)
     }
 }
 
+/* Marks in target[] every instruction some jump or local call can reach
+ * other than by falling through. */
+static void mark_targets(const struct vm_insn *insns, uint32_t n, bool *target)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const struct vm_insn *in = &insns[i];
+        unsigned cls = VM_CLS(in->code), op = VM_OP(in->code);
+        int64_t to;
+        if (in->code == (VM_CLS_LD | VM_IMM | VM_DW)) {
+            i++;
+            continue;
+        }
+        if (cls != VM_CLS_JMP && cls != VM_CLS_JMP32)
+            continue;
+        if (op == VM_EXIT)
+            continue;
+        if (op == VM_CALL && !(cls == VM_CLS_JMP && vm_src(in) == 1))
+            continue;
+        to = (int64_t)i + 1 + ((op == VM_CALL || (op == VM_JA && cls == VM_CLS_JMP32))
+                                   ? (int64_t)in->imm : (int64_t)in->off);
+        if (to >= 0 && to < (int64_t)n)
+            target[to] = true;
+    }
+}
+
+struct known_regs {
+    bool known[VM_NREGS];
+    uint64_t value[VM_NREGS];
+};
+
+/* Updates what is known of the registers after instruction in (the first
+ * half of an lddw when it is one). */
+static void track_regs(const struct vm_insn *in, bool has_next, struct known_regs *k)
+{
+    unsigned cls = VM_CLS(in->code), dst = vm_dst(in), src = vm_src(in);
+    if (dst >= VM_NREGS || src >= VM_NREGS) {
+        *k = (struct known_regs){0};   /* invalid: the engine rejects it */
+    } else if (in->code == (VM_CLS_ALU64 | VM_K | VM_MOV) && in->off == 0) {
+        k->known[dst] = true;
+        k->value[dst] = (uint64_t)(int64_t)in->imm;
+    } else if (in->code == (VM_CLS_ALU | VM_K | VM_MOV) && in->off == 0) {
+        k->known[dst] = true;
+        k->value[dst] = (uint32_t)in->imm;
+    } else if (in->code == (VM_CLS_LD | VM_IMM | VM_DW) && src == 0 && has_next) {
+        k->known[dst] = true;
+        k->value[dst] = (uint32_t)in->imm | (uint64_t)(uint32_t)in[1].imm << 32;
+    } else if (cls == VM_CLS_LD) {
+        *k = (struct known_regs){0};   /* other lddw, legacy packet loads */
+    } else if (cls == VM_CLS_ALU || cls == VM_CLS_ALU64 || cls == VM_CLS_LDX) {
+        k->known[dst] = false;
+    } else if (cls == VM_CLS_STX && VM_MODE(in->code) == VM_ATOMIC) {
+        k->known[0] = k->known[src] = false;
+    } else if (cls == VM_CLS_JMP && VM_OP(in->code) == VM_CALL) {
+        *k = (struct known_regs){0};   /* helpers and callees clobber r0..r5 */
+    }
+}
+
+/* Rewrites each callx (CALL|X) whose register holds a known constant into
+ * the static call of that helper id (see the header). */
+static void resolve_callx(struct vm_insn *insns, uint32_t n)
+{
+    bool *target = calloc(n ? n : 1, sizeof(*target));
+    struct known_regs k = {0};
+    if (!target)
+        return;
+    mark_targets(insns, n, target);
+    for (uint32_t i = 0; i < n; i++) {
+        struct vm_insn *in = &insns[i];
+        unsigned dst = vm_dst(in);
+        if (target[i])
+            k = (struct known_regs){0};
+        if (in->code == (VM_CLS_JMP | VM_X | VM_CALL) && vm_src(in) == 0 && in->off == 0 &&
+            in->imm == 0 && dst < VM_NREGS && k.known[dst] && k.value[dst] <= UINT32_MAX)
+            *in = (struct vm_insn){.code = VM_CLS_JMP | VM_CALL,
+                                   .imm = (int32_t)(uint32_t)k.value[dst]};
+        track_regs(in, i + 1 < n, &k);
+        if (in->code == (VM_CLS_LD | VM_IMM | VM_DW))
+            i++;
+        else if ((VM_CLS(in->code) == VM_CLS_JMP || VM_CLS(in->code) == VM_CLS_JMP32) &&
+                 (VM_OP(in->code) == VM_JA || VM_OP(in->code) == VM_EXIT))
+            k = (struct known_regs){0};   /* what follows is reached by a jump */
+    }
+    free(target);
+}
+
 /* Runs the program in code[0..nbytes) over mem; prints r0. Returns 0/1. */
 static int run_program(uint8_t *code, long nbytes, uint8_t *mem, long memlen, bool fast,
                        bool jit)
@@ -171,6 +263,7 @@ static int run_program(uint8_t *code, long nbytes, uint8_t *mem, long memlen, bo
     struct vm_prog prog = {.insns = (struct vm_insn *)code, .ninsns = (uint32_t)(nbytes / 8)};
     struct vm_env env = {.budget = 100000000ull, .checked = !fast && !jit, .interp = !jit};
     uint64_t r0 = 0;
+    resolve_callx(prog.insns, prog.ninsns);
     rewrite_suite_calls(prog.insns, prog.ninsns);
     int rc = vm_prepare(&prog);
     if (rc == 0 && jit) {

@@ -342,7 +342,7 @@ def requirement(c, src, off, imm):
     if c == 0x18:
         return (1, "base64") if src <= 6 else None
     if c in (0x81, 0x89, 0x91):        # ldxsw, ldxsh, ldxsb (MEMSX): new in v4, 64-bit results
-        return 4, "base64"
+        return 4, "base64"             # (not in the suite's table, which does not gate them)
     if c == 0x99 or c & 7 in (0, 1) and c not in (0x61, 0x69, 0x71, 0x79):
         return None                    # not in the suite's table: no requirement
     return 1, "base64" if c & 7 in (3, 5, 7) or c in (0x7a, 0x79) else "base32"
