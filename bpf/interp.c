@@ -205,6 +205,13 @@ static void decode_jmp(const struct vm_insn *in, struct vm_dinsn *d, struct vm_d
         set_target(d, base, pc, is32 ? in->imm : in->off, n);
     } else if (in->code == (VM_CLS_JMP | VM_CALL)) {
         decode_call(in, d, base, pc, n);
+    } else if (in->code == (VM_CLS_JMP | VM_CALL | VM_X)) {
+        /* callx: the helper whose number is in dst, looked up when it runs */
+        d->op = XOP_CALLX;
+        if (vm_src(in) != 0 || in->off != 0 || in->imm != 0)
+            bad(d, VM_BAD_OPCODE);
+        else if (d->dst >= VM_REG_FP)
+            bad(d, VM_BAD_REGISTER);
     } else if (in->code == (VM_CLS_JMP | VM_EXIT)) {
         d->op = XOP_EXIT;
     } else {
@@ -499,6 +506,24 @@ static int vm_fault_invalid(struct vm_run *rs, uint32_t pc, enum vm_bad why)
     return -EINVAL;
 }
 
+/* The helper a callx at pc names by the number v, or NULL. */
+static const struct vm_helper *callx_helper(uint64_t v)
+{
+    const struct vm_helper *h = v <= UINT32_MAX ? vm_helper_find((uint32_t)v) : NULL;
+    return h && h->fn ? h : NULL;
+}
+
+/* A callx whose register named no helper (never in a verified program:
+ * the verifier requires a known helper's number there). */
+static int vm_fault_callx(struct vm_run *rs, uint32_t pc, uint64_t v)
+{
+    rs->env->fault_pc = pc;
+    snprintf(rs->env->fault, sizeof(rs->env->fault),
+             "pc %u: callx r%u holds %" PRIu64 ", which is not the number of a helper", pc,
+             rs->x->code[pc].dst, v);
+    return -EINVAL;
+}
+
 static int vm_fault_depth(struct vm_run *rs, uint32_t pc)
 {
     rs->env->fault_pc = pc;
@@ -622,6 +647,7 @@ static int run_jit(struct vm_run *rs, uint64_t r1, uint64_t r2, uint64_t *ret)
     case VM_JIT_OK: return 0;
     case VM_JIT_BUDGET: return vm_fault_budget(rs, c.fault_pc);
     case VM_JIT_DEPTH: return vm_fault_depth(rs, c.fault_pc);
+    case VM_JIT_CALLX: return vm_fault_callx(rs, c.fault_pc, c.callx);
     default:
         return vm_fault_invalid(rs, c.fault_pc,
                                 c.fault_pc < rs->x->n ? (enum vm_bad)rs->x->code[c.fault_pc].imm

@@ -52,7 +52,7 @@
     X(BSWAP32) X(BSWAP64)                                                      \
     X(JA)                                                                      \
     VM_CONDS(VM_XOP_COND)                                                      \
-    X(CALL_HELPER) X(CALL_LOCAL) X(EXIT) X(LDDW)                               \
+    X(CALL_HELPER) X(CALLX) X(CALL_LOCAL) X(EXIT) X(LDDW)                               \
     X(LDXB) X(LDXH) X(LDXW) X(LDXDW) X(LDXSB) X(LDXSH) X(LDXSW)                \
     X(STB) X(STH) X(STW) X(STDW) X(STXB) X(STXH) X(STXW) X(STXDW)              \
     VM_ATOMICS(VM_XOP_ATOMIC)

@@ -960,10 +960,34 @@ static uint64_t jit_helper(struct vm_jit_ctl *c, uint64_t r1, uint64_t r2, uint6
     return r0;
 }
 
+/* A callx's trampoline: the helper named by the number the generated code
+ * stored in c->callx (the interpreter's callx_helper() rule), or the
+ * callx_bad flag, which the code tests on return. */
+static uint64_t jit_helperx(struct vm_jit_ctl *c, uint64_t r1, uint64_t r2, uint64_t r3,
+                            uint64_t r4, uint64_t r5)
+{
+    const struct vm_helper *h = c->callx <= UINT32_MAX ? vm_helper_find((uint32_t)c->callx)
+                                                       : NULL;
+    if (!h || !h->fn) {
+        c->callx_bad = 1;
+        c->charge = 0;
+        return 0;
+    }
+    c->helper = h;
+    return jit_helper(c, r1, r2, r3, r4, r5);
+}
+
+/* A helper call: d's helper (XOP_CALL_HELPER), or the one whose number is
+ * in d's dst (XOP_CALLX). */
 static void call_helper(struct jbuf *b, const struct vm_dinsn *d, uint32_t pc)
 {
-    mov_imm64(b, R10, (uint64_t)(uintptr_t)d->aux.helper);
-    enc_rm(b, F_W, 0x89, R10, CTL, CTL_OFF(helper));
+    bool x = d->op == XOP_CALLX;
+    if (x) {
+        enc_rm(b, F_W, 0x89, reg_of[d->dst], CTL, CTL_OFF(callx));
+    } else {
+        mov_imm64(b, R10, (uint64_t)(uintptr_t)d->aux.helper);
+        enc_rm(b, F_W, 0x89, R10, CTL, CTL_OFF(helper));
+    }
     push(b, CTL);
     push(b, CTL);   /* keeps the stack 16-byte aligned */
     mov_rr(b, R10, CTL);
@@ -973,10 +997,15 @@ static void call_helper(struct jbuf *b, const struct vm_dinsn *d, uint32_t pc)
     mov_rr(b, RDX, RSI);
     mov_rr(b, RSI, RDI);
     mov_rr(b, RDI, R10);
-    mov_imm64(b, RAX, (uint64_t)(uintptr_t)jit_helper);
+    mov_imm64(b, RAX, (uint64_t)(uintptr_t)(x ? jit_helperx : jit_helper));
     enc_rr(b, 0, 0xff, 2, RAX);
     pop(b, CTL);
     pop(b, CTL);
+    if (x) {   /* cmp qword [ctl + callx_bad], 0; jne: named no helper */
+        enc_rm(b, F_W, 0x83, 7, CTL, CTL_OFF(callx_bad));
+        emit1(b, 0);
+        jcc_stub(b, CC_NE, VM_JIT_CALLX, pc);
+    }
     enc_rr(b, 0, 0x31, R10, R10);   /* invariant 4: the call clobbered it */
     enc_rm(b, F_W, 0x2b, LEFT, CTL, CTL_OFF(charge));   /* r12 -= charge */
     jcc_stub(b, CC_S, VM_JIT_BUDGET, pc);
@@ -1046,7 +1075,7 @@ static void insn(struct jbuf *b, const struct vm_exec *x, uint32_t pc)
             jump_to(b, -1, pc, t);
     } else if (is_cond(op)) {
         cond(b, x, d, pc, target_pc(x, d));
-    } else if (op == XOP_CALL_HELPER) {
+    } else if (op == XOP_CALL_HELPER || op == XOP_CALLX) {
         flush(b);
         call_helper(b, d, pc);
     } else if (op == XOP_CALL_LOCAL) {

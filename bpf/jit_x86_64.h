@@ -36,6 +36,7 @@ enum vm_jit_end {
     VM_JIT_OK = 0,
     VM_JIT_BUDGET,    /* instruction budget exhausted: -ETIME */
     VM_JIT_DEPTH,     /* local calls nested too deep: -EFAULT */
+    VM_JIT_CALLX,     /* callx through a number that names no helper: -EINVAL */
     VM_JIT_INVALID,   /* invalid instruction or off the end: -EINVAL */
 };
 
@@ -50,6 +51,8 @@ struct vm_jit_ctl {
     uint64_t r0;                 /* out */
     uint64_t saved_rsp;          /* generated code's own */
     const struct vm_helper *helper;   /* the helper being called */
+    uint64_t callx;              /* a callx's number; out: the one that named no helper */
+    uint64_t callx_bad;          /* set when that happened */
     uint64_t charge;             /* the last helper's env->charge */
     struct vm_env *env;
     uint8_t *state_area;         /* zeroed lazily when env->state is NULL */

@@ -240,6 +240,8 @@ static int dis_jmp(struct out *o, const struct vm_insn *in)
     if (op == VM_EXIT && !j32)
         return put(o, "exit");
     if (op == VM_CALL && !j32) {
+        if (VM_SRC(in->code) == VM_X)
+            return put(o, "callx r%u", vm_dst(in));
         if (vm_src(in) == VM_PSEUDO_CALL)
             return put(o, "call pc%+d", in->imm);
         return put(o, vm_src(in) ? "call kfunc %d" : "call %d", in->imm);

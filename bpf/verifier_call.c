@@ -156,11 +156,8 @@ static void index_dist(struct venv *env, const struct vm_helper *h, struct vreg 
             out->dist &= (uint8_t)~(1u << k);
 }
 
-static int helper_call(struct venv *env, const struct vm_insn *insn)
+static int helper_call(struct venv *env, const struct vm_helper *h)
 {
-    const struct vm_helper *h = vm_helper_find((uint32_t)insn->imm);
-    if (!h)
-        return vm_verr(env, 0, "call to unknown helper %d", insn->imm);
     int err = check_args(env, h);
     if (err)
         return err;
@@ -208,11 +205,47 @@ static int local_call(struct venv *env, const struct vm_insn *insn)
     return 0;
 }
 
+/* callx (RFC 9669's BPF_CALL | BPF_X): the helper whose number is in the
+ * dst register. Accepted only where that register holds one known number
+ * on every path here, naming a helper: the call is then checked exactly
+ * as `call N` (its arguments, its result), and at run time the register
+ * holds N (both engines look the number up again and stop with an error
+ * if it names no helper, which a verified program cannot reach).
+ * verifier_flow.c makes the register precise, so pruning never merges a
+ * state where it holds another number. */
+static int helper_callx(struct venv *env, const struct vm_insn *insn)
+{
+    unsigned d = vm_dst(insn);
+    const struct vreg *r = vm_reg(env, d);
+    if (r->type != VT_SCALAR)
+        return vm_verr(env, bit(d), "callx R%u: the register must hold a helper's number, "
+                       "not %s", d, r->type == VT_NONE ? "an uninitialised value"
+                                                       : vm_vtype_desc(r->type));
+    if (!vs_is_const(&r->v))
+        return vm_verr(env, bit(d), "callx R%u: the helper's number must be known here (R%u "
+                       "is a range of values on some path): call the helper by its number "
+                       "instead of through a register", d, d);
+    uint64_t id = r->v.t.value;
+    const struct vm_helper *h = id <= UINT32_MAX ? vm_helper_find((uint32_t)id) : NULL;
+    if (!h || !h->fn)
+        return vm_verr(env, bit(d), "callx R%u: %llu is not the number of a helper", d,
+                       (unsigned long long)id);
+    if (vm_vlogging(env))
+        vm_vlog(env, "%u: callx R%u calls helper %s (%llu)", env->pc, d, h->name,
+                (unsigned long long)id);
+    return helper_call(env, h);
+}
+
 int vm_check_call(struct venv *env, const struct vm_insn *insn)
 {
     if (vm_src(insn) == VM_PSEUDO_CALL)
         return local_call(env, insn);
-    return helper_call(env, insn);
+    if (VM_SRC(insn->code) == VM_X)
+        return helper_callx(env, insn);
+    const struct vm_helper *h = vm_helper_find((uint32_t)insn->imm);
+    if (!h)
+        return vm_verr(env, 0, "call to unknown helper %d", insn->imm);
+    return helper_call(env, h);
 }
 
 int vm_check_exit(struct venv *env)

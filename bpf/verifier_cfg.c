@@ -91,6 +91,12 @@ static int check_jmp(struct venv *env, uint32_t pc, bool is32)
     bool x = VM_SRC(i->code) == VM_X;
     if (op == 0xe0 || op == 0xf0 || (is32 && (op == VM_CALL || op == VM_EXIT)))
         return bad(env, pc, "unknown jump operation");
+    if (op == VM_CALL && x) {   /* callx: the helper's number in dst (RFC 9669) */
+        if (vm_src(i) != 0 || i->off != 0 || i->imm != 0)
+            return bad(env, pc, "reserved field of callx is not 0");
+        return vm_dst(i) >= VM_REG_FP ? bad(env, pc, "callx through R10 (the frame pointer)")
+                                       : 0;
+    }
     if (op == VM_JA || op == VM_EXIT || op == VM_CALL) {
         if (x)
             return bad(env, pc, "unknown jump operation");

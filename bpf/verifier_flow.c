@@ -199,6 +199,8 @@ static void pk_call(struct flow *fl, uint32_t pc, struct pk *p)
         pk_set(&callee, VM_REG_FP, PK_STACK);
         flow_to(fl, entry, &callee);
         r0 = fl->ret[fl->env->info[entry].func];
+    } else if (VM_SRC(i->code) == VM_X) {
+        r0 = PK_OTHER;   /* callx: any helper, one returning memory included */
     } else {
         const struct vm_helper *h = vm_helper_find((uint32_t)i->imm);
         r0 = h && h->ret == VM_RET_MEM ? PK_OTHER : 0;
@@ -224,7 +226,7 @@ static void pk_step(struct flow *fl, uint32_t pc)
         pk_store(fl, &p, i);
     else if (i->code == VM_OPC_LD_IMM64)
         pk_set(&p, vm_dst(i), vm_src(i) == VM_PSEUDO_RODATA ? PK_OTHER : 0);
-    else if (i->code == (VM_CLS_JMP | VM_CALL))
+    else if (i->code == (VM_CLS_JMP | VM_CALL) || i->code == (VM_CLS_JMP | VM_CALL | VM_X))
         pk_call(fl, pc, &p);
     else if (i->code == (VM_CLS_JMP | VM_EXIT) && env->info[pc].func != 0) {
         unsigned *ret = &fl->ret[env->info[pc].func];
@@ -372,6 +374,11 @@ static void lp_call(const struct venv *env, uint32_t pc, struct lp *s)
         const struct vfunc *f = &env->funcs[env->info[pc + 1 + i->imm].func];
         uses = f->entry_live;
         prec = f->entry_prec;
+    } else if (VM_SRC(i->code) == VM_X) {
+        /* callx: the number decides which helper (and so what is checked);
+         * the helper is known only to the exploration, so every argument
+         * counts as read and precise (more precision only prunes less). */
+        uses = prec = (uint16_t)(ARGS_MASK | BIT(vm_dst(i)));
     } else {
         const struct vm_helper *h = vm_helper_find((uint32_t)i->imm);
         for (unsigned a = 0; a < 5; a++) {

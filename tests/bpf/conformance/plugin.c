@@ -31,14 +31,17 @@
  *
  * CALL|X ("callx", the conformance group the suite runs only with
  * --include_groups callx) calls the helper whose id is in register dst.
- * The device's engines do not execute CALL|X (the verifier and the decoder
- * reject opcode 0x8d), so the plugin resolves it like the calls above: a
- * callx whose register holds a constant at that point (set by mov or lddw
- * earlier in the same straight-line code, see resolve_callx()) becomes a
- * static `call id`, which then goes through the rewrites above. A callx
- * whose register the plugin cannot resolve stays as it is and the engine
- * reports it as an invalid opcode. ELF input (--elf) is not supported and
- * is reported as an error.
+ * Both engines execute it (they look the number up in the device's helper
+ * table when it runs), but the suite's numbers are not the device's: its
+ * 5 is uBPF's "unwind", the device's 5 is cisc_zstd_compress. So the
+ * plugin looks at each callx's register (resolve_callx(): a constant set
+ * by mov or lddw earlier in the same straight-line code): the suite's
+ * helper 5 becomes the static `call 5` and goes through the rewrite
+ * above; another known number stays a callx and the engine calls that
+ * device helper; a register the plugin cannot resolve is refused with an
+ * error (it could name the suite's helper, which the device lacks, and
+ * the JIT runs these unverified vectors without checks). ELF input
+ * (--elf) is not supported and is reported as an error.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -228,24 +231,31 @@ static void track_regs(const struct vm_insn *in, bool has_next, struct known_reg
     }
 }
 
-/* Rewrites each callx (CALL|X) whose register holds a known constant into
- * the static call of that helper id (see the header). */
-static void resolve_callx(struct vm_insn *insns, uint32_t n)
+/* Rewrites each callx (CALL|X) of the suite's helper into its static
+ * call; keeps one of a device helper's known number (see the header).
+ * Returns 0, or 1 after printing why a callx's register is not known. */
+static int resolve_callx(struct vm_insn *insns, uint32_t n)
 {
     bool *target = calloc(n ? n : 1, sizeof(*target));
     struct known_regs k = {0};
     if (!target)
-        return;
+        return fprintf(stderr, "cisc-bpf-conformance: out of memory\n"), 1;
     mark_targets(insns, n, target);
     for (uint32_t i = 0; i < n; i++) {
         struct vm_insn *in = &insns[i];
         unsigned dst = vm_dst(in);
         if (target[i])
             k = (struct known_regs){0};
-        if (in->code == (VM_CLS_JMP | VM_X | VM_CALL) && vm_src(in) == 0 && in->off == 0 &&
-            in->imm == 0 && dst < VM_NREGS && k.known[dst] && k.value[dst] <= UINT32_MAX)
-            *in = (struct vm_insn){.code = VM_CLS_JMP | VM_CALL,
-                                   .imm = (int32_t)(uint32_t)k.value[dst]};
+        bool callx = in->code == (VM_CLS_JMP | VM_X | VM_CALL) && vm_src(in) == 0 &&
+                     in->off == 0 && in->imm == 0 && dst < VM_REG_FP;
+        if (callx && !k.known[dst]) {
+            fprintf(stderr, "pc %u: callx r%u: the plugin cannot tell which helper this "
+                    "calls (the suite's helper numbers are not the device's)\n", i, dst);
+            free(target);
+            return 1;
+        }
+        if (callx && k.value[dst] == SUITE_HELPER_UNWIND)
+            *in = (struct vm_insn){.code = VM_CLS_JMP | VM_CALL, .imm = SUITE_HELPER_UNWIND};
         track_regs(in, i + 1 < n, &k);
         if (in->code == (VM_CLS_LD | VM_IMM | VM_DW))
             i++;
@@ -254,6 +264,7 @@ static void resolve_callx(struct vm_insn *insns, uint32_t n)
             k = (struct known_regs){0};   /* what follows is reached by a jump */
     }
     free(target);
+    return 0;
 }
 
 /* Runs the program in code[0..nbytes) over mem; prints r0. Returns 0/1. */
@@ -263,7 +274,8 @@ static int run_program(uint8_t *code, long nbytes, uint8_t *mem, long memlen, bo
     struct vm_prog prog = {.insns = (struct vm_insn *)code, .ninsns = (uint32_t)(nbytes / 8)};
     struct vm_env env = {.budget = 100000000ull, .checked = !fast && !jit, .interp = !jit};
     uint64_t r0 = 0;
-    resolve_callx(prog.insns, prog.ninsns);
+    if (resolve_callx(prog.insns, prog.ninsns))
+        return 1;
     rewrite_suite_calls(prog.insns, prog.ninsns);
     int rc = vm_prepare(&prog);
     if (rc == 0 && jit) {

@@ -59,6 +59,7 @@ static inline struct vm_insn vm_ins(uint8_t code, unsigned dst, unsigned src, in
 #define I_GOTOL(imm) vm_ins(VM_CLS_JMP32 | VM_JA, 0, 0, 0, imm)
 #define I_CALL_HELPER(id) vm_ins(VM_CLS_JMP | VM_CALL, 0, 0, 0, id)
 #define I_CALL_LOCAL(rel) vm_ins(VM_CLS_JMP | VM_CALL, 0, VM_PSEUDO_CALL, 0, rel)
+#define I_CALLX(reg) vm_ins(VM_CLS_JMP | VM_CALL | VM_X, reg, 0, 0, 0)
 #define I_EXIT() vm_ins(VM_CLS_JMP | VM_EXIT, 0, 0, 0, 0)
 
 /* Memory: size is VM_B, VM_H, VM_W or VM_DW. */

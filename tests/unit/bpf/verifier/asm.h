@@ -50,6 +50,7 @@ inline vm_insn I(unsigned code, unsigned dst, unsigned src, int off, int32_t imm
 #define JA(off) I(VM_CLS_JMP | VM_JA, 0, 0, off, 0)
 #define CALL(id) I(VM_CLS_JMP | VM_CALL, 0, 0, 0, id)
 #define CALL_LOCAL(rel) I(VM_CLS_JMP | VM_CALL, 0, VM_PSEUDO_CALL, 0, rel)
+#define CALLX(r) I(VM_CLS_JMP | VM_CALL | VM_X, r, 0, 0, 0)
 #define EXIT() I(VM_CLS_JMP | VM_EXIT, 0, 0, 0, 0)
 
 // Context offsets (struct cisc_ctx).
