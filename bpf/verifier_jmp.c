@@ -505,10 +505,12 @@ static void set_side(struct venv *env, const struct vm_insn *insn, unsigned op,
         s->v = *b;
         propagate(env, s);
         vm_dist_cmp(d, s, op, VM_CLS(insn->code) == VM_CLS_JMP);
+        vm_zone_cmp(env, d, s, op, VM_CLS(insn->code) == VM_CLS_JMP);
         vm_dist_links(env, d);   /* a bound a comparison passed on holds for the group */
         vm_dist_links(env, s);
     }
     propagate(env, d);
+    vm_zone_narrow(env);
     vm_dist_learn(env);
 }
 
@@ -577,7 +579,8 @@ static int scalar_cond(struct venv *env, const struct vm_insn *insn, uint32_t ta
          * bound, pointers): queue a copy of the taken side made from a
          * snapshot of the state before refinement */
         const struct vreg *sr = x ? vm_reg(env, src) : NULL;
-        bool linked = d->id || d->dist || (sr && (sr->id || sr->dist));
+        bool linked = d->id || d->dist || (sr && (sr->id || sr->dist)) ||
+                      (sr && !vs_is_const(&d->v) && !vs_is_const(&sr->v));   /* zone */
         struct vsnap *before = linked ? vm_snap_take(env->cur) : NULL;
         if (linked && !before)
             return -ENOMEM;

@@ -976,6 +976,10 @@ bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, boo
     vm_row_synth(env, old->frames[top].regs, pre, cur->frames[top].regs,
                  vm_frame_masks(env, top).prec);
     join_neq(old, cur, &m);
+    struct vzone oz[VM_MAX_ZONE];
+    uint32_t onz = old->nzone;
+    memcpy(oz, old->zone, onz * sizeof(oz[0]));
+    vm_zone_join(env, old, pre, oz, onz, cur, vm_frame_masks(env, top).prec, wide);
     old->backedges = cur->backedges;
     old->joined = 1;
     return true;
