@@ -502,11 +502,11 @@ bool vm_zone_link(struct venv *env, struct vreg *p, const struct vreg *s);
 /* Bounds the terms of sums by the facts (after joins and comparisons). */
 void vm_zone_narrow(struct venv *env);
 /* Joins: the facts of `joined` become what both the old state (its top
- * frame's registers before the join: pre, its facts oz) and cur imply
- * between the joined top-frame registers precise there (prec). */
-void vm_zone_join(struct venv *env, struct vstate *joined, const struct vreg *pre,
-                  const struct vzone *oz, uint32_t onz, const struct vstate *cur, uint16_t prec,
-                  bool wide);
+ * frame before the join: pre, its facts oz) and cur imply between the
+ * joined top frame's registers and spilled scalars precise there (mk). */
+void vm_zone_join(struct venv *env, struct vstate *joined, const struct vframe *pre,
+                  const struct vzone *oz, uint32_t onz, const struct vstate *cur,
+                  struct vm_masks mk, bool wide);
 /* Subsumption: every fact of the old state over groups `find` pairs holds
  * in cur. */
 bool vm_zone_subsumed(const struct venv *env, const struct vzone *oz, uint32_t onz,

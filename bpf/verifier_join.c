@@ -958,6 +958,10 @@ bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, boo
     uint32_t top = cur->nframes - 1;
     struct vreg pre[VM_NREGS];
     memcpy(pre, old->frames[top].regs, sizeof(pre));
+    struct vframe opre;   /* the old top frame before the join, for the zone */
+    memcpy(opre.regs, pre, sizeof(pre));
+    opre.nslots = old->frames[top].nslots;
+    memcpy(opre.slots, old->frames[top].slots, opre.nslots * sizeof(opre.slots[0]));
     m.pre = pre;
     m.oframe = &old->frames[top];
     m.xreg = VM_NREGS;
@@ -979,7 +983,7 @@ bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, boo
     struct vzone oz[VM_MAX_ZONE];
     uint32_t onz = old->nzone;
     memcpy(oz, old->zone, onz * sizeof(oz[0]));
-    vm_zone_join(env, old, pre, oz, onz, cur, vm_frame_masks(env, top).prec, wide);
+    vm_zone_join(env, old, &opre, oz, onz, cur, vm_frame_masks(env, top), wide);
     old->backedges = cur->backedges;
     old->joined = 1;
     return true;

@@ -49,10 +49,13 @@
 #define ZLIM ((int64_t)1 << 40)
 #define ZNONE INT64_MAX
 
-/* One state's registers and facts, as the rules read them. */
+/* One state's top frame and facts, as the rules read them: entry i < 10
+ * is register i, 10 + s the scalar spilled in slot s (NULL: none). */
+#define ZV (VM_REG_FP + VM_NSLOTS)
 struct zview {
-    const struct vreg *regs;   /* the top frame's */
-    uint16_t prec;
+    const struct vreg *v[ZV];
+    bool p[ZV];                /* precise at the instruction */
+    unsigned n;
     const struct vzone *z;
     uint32_t nz;
 };
@@ -67,19 +70,47 @@ static bool plain(const struct vreg *r)
     return r->type == VT_SCALAR && r->id && r->sflags == 0 && small_v(&r->v);
 }
 
-static struct zview view_of(struct venv *env)
+static void build(struct zview *w, const struct vframe *fr, struct vm_masks mk,
+                  const struct vzone *z, uint32_t nz)
 {
-    struct zview w = {vm_curframe(env)->regs, env->info[env->pc].prec, env->cur->zone,
-                      env->cur->nzone};
-    return w;
+    w->z = z;
+    w->nz = nz;
+    w->n = VM_REG_FP + fr->nslots;
+    for (unsigned r = 0; r < VM_REG_FP; r++) {
+        w->v[r] = &fr->regs[r];
+        w->p[r] = mk.prec >> r & 1;
+    }
+    for (uint32_t k = 0; k < fr->nslots; k++) {
+        const struct vslot *sl = &fr->slots[k];
+        w->v[VM_REG_FP + k] = sl->spill && sl->r.type == VT_SCALAR ? &sl->r : NULL;
+        w->p[VM_REG_FP + k] = mk.slots >> k & 1;
+    }
+}
+
+static void view_of(struct venv *env, struct zview *w)
+{
+    build(w, vm_curframe(env), vm_frame_masks(env, env->cur->nframes - 1), env->cur->zone,
+          env->cur->nzone);
+}
+
+/* Entry i of w if it is a precise plain scalar. */
+static const struct vreg *pv(const struct zview *w, unsigned i)
+{
+    return w->v[i] && w->p[i] && plain(w->v[i]) ? w->v[i] : NULL;
+}
+
+/* The register or slot of frame fr for entry i. */
+static struct vreg *entry(struct vframe *fr, unsigned i)
+{
+    return i < VM_REG_FP ? &fr->regs[i] : &fr->slots[i - VM_REG_FP].r;
 }
 
 /* A precise plain member of group g, or NULL. */
 static const struct vreg *member(const struct zview *w, uint32_t g)
 {
-    for (unsigned r = 0; r < VM_REG_FP; r++)
-        if ((w->prec >> r & 1) && plain(&w->regs[r]) && w->regs[r].id == g)
-            return &w->regs[r];
+    for (unsigned i = 0; i < w->n; i++)
+        if (pv(w, i) && w->v[i]->id == g)
+            return w->v[i];
     return NULL;
 }
 
@@ -88,9 +119,9 @@ static bool base_range(const struct zview *w, uint32_t g, int64_t *lo, int64_t *
 {
     bool found = false;
     *lo = -ZLIM * 2, *hi = ZLIM * 2;
-    for (unsigned r = 0; r < VM_REG_FP; r++) {
-        const struct vreg *m = &w->regs[r];
-        if (!(w->prec >> r & 1) || !plain(m) || m->id != g)
+    for (unsigned i = 0; i < w->n; i++) {
+        const struct vreg *m = pv(w, i);
+        if (!m || m->id != g)
             continue;
         found = true;
         if (m->v.smin - m->off > *lo)
@@ -286,9 +317,9 @@ static int64_t sum_bound(const struct zview *w, uint32_t x, uint32_t y, int64_t 
 /* d <= b_s + c: d gets the distance bounds of the precise members of s. */
 static void dist_from(const struct zview *w, struct vreg *d, uint32_t s, int64_t c)
 {
-    for (unsigned r = 0; r < VM_REG_FP; r++) {
-        const struct vreg *m = &w->regs[r];
-        if (!(w->prec >> r & 1) || !plain(m) || m->id != s || !m->dist)
+    for (unsigned i = 0; i < w->n; i++) {
+        const struct vreg *m = pv(w, i);
+        if (!m || m->id != s || !m->dist)
             continue;
         /* m = b_s + m.off <= END - (base + v) - doff */
         for (unsigned k = 0; k < 2; k++)
@@ -319,7 +350,8 @@ void vm_zone_alu(struct venv *env, struct vreg *d, const struct vreg *d0, const 
     if (!env->cur->nzone || VM_CLS(insn->code) != VM_CLS_ALU64 ||
         (op != VM_ADD && op != VM_SUB) || d->type != VT_SCALAR || !small_v(&d->v))
         return;
-    struct zview w = view_of(env);
+    struct zview w;
+    view_of(env, &w);
     uint32_t g = 0;
     int64_t c = ZNONE, k;
     if (VM_SRC(insn->code) == VM_K) {   /* d = b_x + off: x = s - z - k */
@@ -352,7 +384,8 @@ bool vm_zone_link(struct venv *env, struct vreg *p, const struct vreg *s)
                                                                 VS_SCALE_MASK | VS_ROW)) ||
         !plain(s))
         return false;
-    struct zview w = view_of(env);
+    struct zview w;
+    view_of(env, &w);
     const struct vreg *x = member(&w, p->lid);
     if (!x || !member(&w, s->id) || !exact_sum(&w, p->lid, s->id, &g, &k) || !member(&w, g))
         return false;
@@ -371,10 +404,10 @@ static void narrow_term(struct venv *env, const struct zview *w, const struct vz
     uint32_t x = e->id[t], z = e->id[3 - t];
     int64_t ub = diff_ub(w, e->id[0], z), nlb = diff_ub(w, z, e->id[0]);
     struct vframe *fr = vm_curframe(env);
-    for (unsigned r = 0; r < VM_REG_FP; r++) {
-        struct vreg *m = &fr->regs[r];
-        if (!(w->prec >> r & 1) || !plain(m) || m->id != x)
+    for (unsigned i = 0; i < w->n; i++) {
+        if (!pv(w, i) || w->v[i]->id != x)
             continue;
+        struct vreg *m = entry(fr, i);
         /* m = b_x + off = (b_s - b_z) - k + off */
         struct vm_scalar v = m->v;
         if (nlb != ZNONE && nlb < ZLIM && nlb > -ZLIM) {
@@ -395,7 +428,8 @@ void vm_zone_narrow(struct venv *env)
 {
     if (!env->cur->nzone)
         return;
-    struct zview w = view_of(env);
+    struct zview w;
+    view_of(env, &w);
     for (uint32_t k = 0; k < env->cur->nzone; k++) {
         const struct vzone *e = &env->cur->zone[k];
         if (e->kind != VZ_SUM || !member(&w, e->id[0]) || !member(&w, e->id[1]) ||
@@ -411,8 +445,8 @@ void vm_zone_narrow(struct venv *env)
 /* An upper bound on value(a) - value(b) for registers a, b of one state. */
 static int64_t reg_diff_ub(const struct zview *w, unsigned a, unsigned b)
 {
-    const struct vreg *x = &w->regs[a], *y = &w->regs[b];
-    if (x->type != VT_SCALAR || y->type != VT_SCALAR || !small_v(&x->v) || !small_v(&y->v))
+    const struct vreg *x = w->v[a], *y = w->v[b];
+    if (!x || !y || x->type != VT_SCALAR || y->type != VT_SCALAR || !small_v(&x->v) || !small_v(&y->v))
         return ZNONE;
     int64_t best = x->v.smax - y->v.smin;
     if (plain(x) && plain(y)) {
@@ -426,10 +460,10 @@ static int64_t reg_diff_ub(const struct zview *w, unsigned a, unsigned b)
 /* value(s) - value(x) - value(y) if it is one constant in this state. */
 static bool reg_sum_k(const struct zview *w, unsigned s, unsigned x, unsigned y, int64_t *k)
 {
-    const struct vreg *S = &w->regs[s], *X = &w->regs[x], *Y = &w->regs[y];
+    const struct vreg *S = w->v[s], *X = w->v[x], *Y = w->v[y];
     uint32_t g;
     int64_t c;
-    if (S->type != VT_SCALAR || X->type != VT_SCALAR || Y->type != VT_SCALAR ||
+    if (!S || !X || !Y || S->type != VT_SCALAR || X->type != VT_SCALAR || Y->type != VT_SCALAR ||
         !small_v(&S->v) || !small_v(&X->v) || !small_v(&Y->v))
         return false;
     for (unsigned t = 0; t < 2; t++) {
@@ -463,72 +497,80 @@ static bool zname(struct venv *env, struct vreg *j)
     return true;
 }
 
-static void join_le(struct venv *env, struct vstate *st, struct vreg *j, const struct zview *o,
+static void join_le(struct venv *env, struct vstate *st, struct vframe *jf, const struct zview *o,
                     const struct zview *c, unsigned a, unsigned b, bool wide)
 {
     int64_t co = reg_diff_ub(o, a, b), cc = reg_diff_ub(c, a, b);
+    struct vreg *ja = entry(jf, a), *jb = entry(jf, b);
     if (co == ZNONE || cc == ZNONE || (wide && cc > co))
         return;
     int64_t m = co > cc ? co : cc;
-    if (vs_is_const(&j[a].v) || vs_is_const(&j[b].v) || !small_v(&j[a].v) ||
-        !small_v(&j[b].v) || m >= j[a].v.smax - j[b].v.smin)
+    if (vs_is_const(&ja->v) || vs_is_const(&jb->v) || !small_v(&ja->v) ||
+        !small_v(&jb->v) || m >= ja->v.smax - jb->v.smin)
         return;   /* the joined ranges say as much */
-    if (j[a].id && j[a].id == j[b].id)
+    if (ja->id && ja->id == jb->id)
         return;
-    if (zname(env, &j[a]) && zname(env, &j[b]))
-        add_le(st, j[a].id, j[b].id, m - j[a].off + j[b].off);
+    if (zname(env, ja) && zname(env, jb))
+        add_le(st, ja->id, jb->id, m - ja->off + jb->off);
 }
 
-static void join_sum(struct venv *env, struct vstate *st, struct vreg *j, const struct zview *o,
+static void join_sum(struct venv *env, struct vstate *st, struct vframe *jf, const struct zview *o,
                      const struct zview *c, unsigned s, unsigned x, unsigned y)
 {
     int64_t ko, kc;
     if (!reg_sum_k(o, s, x, y, &ko) || !reg_sum_k(c, s, x, y, &kc) || ko != kc)
         return;
-    if ((vs_is_const(&j[s].v) && (!j[s].id || j[s].sflags)) || !small_v(&j[s].v))
+    struct vreg *js = entry(jf, s), *jx = entry(jf, x), *jy = entry(jf, y);
+    if ((vs_is_const(&js->v) && (!js->id || js->sflags)) || !small_v(&js->v))
         return;   /* (a constant already named may be the sum) */
     /* a constant term: s - other = k + term, two differences */
     for (unsigned t = 0; t < 2; t++) {
-        unsigned kr = t ? y : x, other = t ? x : y;
-        if (!vs_is_const(&j[kr].v))
+        struct vreg *kr = t ? jy : jx, *other = t ? jx : jy;
+        if (!vs_is_const(&kr->v))
             continue;
-        int64_t e = ko + (int64_t)j[kr].v.t.value;
-        if (!vs_is_const(&j[other].v) && zname(env, &j[s]) && zname(env, &j[other]) &&
-            j[s].id != j[other].id) {
-            add_le(st, j[s].id, j[other].id, e - j[s].off + j[other].off);
-            add_le(st, j[other].id, j[s].id, -e + j[s].off - j[other].off);
+        int64_t e = ko + (int64_t)kr->v.t.value;
+        if (!vs_is_const(&other->v) && zname(env, js) && zname(env, other) &&
+            js->id != other->id) {
+            add_le(st, js->id, other->id, e - js->off + other->off);
+            add_le(st, other->id, js->id, -e + js->off - other->off);
         }
         return;
     }
-    if (!zname(env, &j[s]) || !zname(env, &j[x]) || !zname(env, &j[y]) || j[s].id == j[x].id ||
-        j[s].id == j[y].id || j[x].id == j[y].id)
+    if (!zname(env, js) || !zname(env, jx) || !zname(env, jy) || js->id == jx->id ||
+        js->id == jy->id || jx->id == jy->id)
         return;
-    add_sum(st, j[s].id, j[x].id, j[y].id, ko - j[s].off + j[x].off + j[y].off);
+    add_sum(st, js->id, jx->id, jy->id, ko - js->off + jx->off + jy->off);
 }
 
-void vm_zone_join(struct venv *env, struct vstate *joined, const struct vreg *pre,
-                  const struct vzone *oz, uint32_t onz, const struct vstate *cur, uint16_t prec,
-                  bool wide)
+#define ZCAND 8   /* candidates at most: the work is cubic */
+
+void vm_zone_join(struct venv *env, struct vstate *joined, const struct vframe *pre,
+                  const struct vzone *oz, uint32_t onz, const struct vstate *cur,
+                  struct vm_masks mk, bool wide)
 {
     uint32_t top = cur->nframes - 1;
-    struct vreg *j = joined->frames[top].regs;
-    struct zview o = {pre, prec, oz, onz};
-    struct zview c = {cur->frames[top].regs, prec, cur->zone, cur->nzone};
-    unsigned cand[VM_REG_FP], n = 0;
+    struct vframe *jf = &joined->frames[top];
+    struct zview o, c, j;
+    build(&o, pre, mk, oz, onz);
+    build(&c, &cur->frames[top], mk, cur->zone, cur->nzone);
+    build(&j, jf, mk, NULL, 0);
+    unsigned cand[ZCAND], n = 0;
     joined->nzone = 0;
-    for (unsigned r = 0; r < VM_REG_FP; r++)
-        if ((prec >> r & 1) && j[r].type == VT_SCALAR && small_v(&j[r].v) &&
-            (!j[r].id || !j[r].sflags))
-            cand[n++] = r;
+    for (unsigned i = 0; i < j.n && n < ZCAND; i++) {
+        const struct vreg *r = j.v[i];
+        if (r && j.p[i] && r->type == VT_SCALAR && small_v(&r->v) && (!r->id || !r->sflags) &&
+            i < o.n && i < c.n && o.v[i] && c.v[i])
+            cand[n++] = i;
+    }
     for (unsigned a = 0; a < n; a++)
         for (unsigned b = 0; b < n; b++)
             if (a != b)
-                join_le(env, joined, j, &o, &c, cand[a], cand[b], wide);
+                join_le(env, joined, jf, &o, &c, cand[a], cand[b], wide);
     for (unsigned s = 0; s < n; s++)
         for (unsigned x = 0; x < n; x++)
             for (unsigned y = x + 1; y < n; y++)
                 if (s != x && s != y)
-                    join_sum(env, joined, j, &o, &c, cand[s], cand[x], cand[y]);
+                    join_sum(env, joined, jf, &o, &c, cand[s], cand[x], cand[y]);
 }
 
 /* --- subsumption --------------------------------------------------------------------- */
@@ -536,8 +578,10 @@ void vm_zone_join(struct venv *env, struct vstate *joined, const struct vreg *pr
 /* The register of w holding a precise plain member of g (VM_NREGS: none). */
 static unsigned member_reg(const struct zview *w, uint32_t g)
 {
-    const struct vreg *m = member(w, g);
-    return m ? (unsigned)(m - w->regs) : VM_NREGS;
+    for (unsigned i = 0; i < w->n; i++)
+        if (pv(w, i) && w->v[i]->id == g)
+            return i;
+    return ZV;
 }
 
 /* True if the current state's registers and facts imply fact e. */
@@ -549,11 +593,11 @@ static bool implied(const struct zview *w, const struct vzone *e)
     }
     unsigned s = member_reg(w, e->id[0]), x = member_reg(w, e->id[1]), y = member_reg(w, e->id[2]);
     int64_t k;
-    if (s == VM_NREGS || x == VM_NREGS || y == VM_NREGS || s == x || s == y || x == y ||
+    if (s == ZV || x == ZV || y == ZV || s == x || s == y || x == y ||
         !reg_sum_k(w, s, x, y, &k))
         return false;
     /* value(s) - value(x) - value(y) = c + fs - fx - fy */
-    return k == e->c + w->regs[s].off - w->regs[x].off - w->regs[y].off;
+    return k == e->c + w->v[s]->off - w->v[x]->off - w->v[y]->off;
 }
 
 bool vm_zone_subsumed(const struct venv *env, const struct vzone *oz, uint32_t onz,
@@ -561,8 +605,11 @@ bool vm_zone_subsumed(const struct venv *env, const struct vzone *oz, uint32_t o
                       const void *m)
 {
     const struct vstate *cur = env->cur;
-    const struct zview w = {cur->frames[cur->nframes - 1].regs, env->info[env->pc].prec,
-                            cur->zone, cur->nzone};
+    struct zview w;
+    if (!onz)
+        return true;
+    build(&w, &cur->frames[cur->nframes - 1], vm_frame_masks(env, cur->nframes - 1), cur->zone,
+          cur->nzone);
     for (uint32_t k = 0; k < onz; k++) {
         const struct vzone *e = &oz[k];
         unsigned n = e->kind == VZ_SUM ? 3 : 2;
