@@ -283,19 +283,19 @@ void vm_zone_cmp(struct venv *env, struct vreg *a, struct vreg *b, unsigned op, 
 
 /* t = b_x + b_y + f (y 0: t = b_x + f) <= b_s + c for a sum s = x + z
  * (+ k) and a bound on b_y - b_z (or -b_z): the smallest c, ZNONE if none;
- * *s the sum's group. Every group named is held by a precise register. */
+ * *s the sum's group. x and y are the operands of the instruction (precise
+ * there when its result matters); s and z are held by precise registers. */
 static int64_t sum_bound(const struct zview *w, uint32_t x, uint32_t y, int64_t f, uint32_t *s)
 {
     int64_t best = ZNONE;
     for (uint32_t k = 0; k < w->nz; k++) {
         const struct vzone *e = &w->z[k];
-        if (e->kind != VZ_SUM || !member(w, e->id[0]) || !member(w, e->id[1]) ||
-            !member(w, e->id[2]))
+        if (e->kind != VZ_SUM || !member(w, e->id[0]))
             continue;
         for (unsigned t = 1; t <= 2; t++) {
             uint32_t z = e->id[3 - t];
             int64_t rest, lo, hi;
-            if (e->id[t] != x)
+            if (e->id[t] != x || !member(w, z))
                 continue;
             /* b_x = b_s - b_z - k: t = b_s + (b_y - b_z) - k + f */
             if (y)
@@ -354,6 +354,9 @@ void vm_zone_alu(struct venv *env, struct vreg *d, const struct vreg *d0, const 
     view_of(env, &w);
     uint32_t g = 0;
     int64_t c = ZNONE, k;
+    uint16_t prec = env->info[env->pc].prec, dbit = (uint16_t)(1u << vm_dst(insn));
+    if (!(prec & dbit) || (VM_SRC(insn->code) == VM_X && !(prec >> vm_src(insn) & 1)))
+        return;   /* (the result does not matter) */
     if (VM_SRC(insn->code) == VM_K) {   /* d = b_x + off: x = s - z - k */
         if (plain(d))
             c = sum_bound(&w, d->id, 0, d->off, &g);
