@@ -443,6 +443,13 @@ static void synth_dist(struct vreg *x, const struct vm_scalar *xv, unsigned k, u
 {
     uint8_t type = k ? VT_OUT : VT_IN;
     uint32_t range = 0;
+    if (other == 0 && (m->start_kept >> k & 1)) {   /* the start, in both states */
+        bool found = x_is_old ? old_range(m, type, 0, &range)
+                              : cur_range(m->cur_state, type, 0, &range);
+        if (found && xv->smin >= 0 && xv->umax <= range)
+            vm_dist_add(x, k, 0, (int64_t)range - (int64_t)xv->umax);
+        return;
+    }
     for (uint32_t e = 0; e < m->n; e++) {
         if (m->type[e] != type || (x_is_old ? m->cur[e] : m->old[e]) != other)
             continue;
