@@ -137,27 +137,39 @@ static int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
+/* b_a - b_b <= the result by a VZ_LE fact or the same group (ZNONE: none). */
+static int64_t le_fact(const struct zview *w, uint32_t a, uint32_t b)
+{
+    int64_t best = a == b ? 0 : ZNONE;
+    for (uint32_t k = 0; k < w->nz; k++)
+        if (w->z[k].kind == VZ_LE && w->z[k].id[0] == a && w->z[k].id[1] == b)
+            best = min64(best, w->z[k].c);
+    return best;
+}
+
 /* An upper bound on b_a - b_b (ZNONE: none): the same group, a VZ_LE
- * fact, one step through a sum, or the bases' ranges. */
+ * fact, a sum with a term related to a (or b) by one, or the bases'
+ * ranges. */
 static int64_t diff_ub(const struct zview *w, uint32_t a, uint32_t b)
 {
-    int64_t best = ZNONE, alo, ahi, blo, bhi, lo, hi;
+    int64_t best = le_fact(w, a, b), alo, ahi, blo, bhi, lo, hi;
     if (a == b)
         return 0;
     for (uint32_t k = 0; k < w->nz; k++) {
         const struct vzone *f = &w->z[k];
-        if (f->kind == VZ_LE && f->id[0] == a && f->id[1] == b)
-            best = min64(best, f->c);
         if (f->kind != VZ_SUM)
             continue;
         for (unsigned t = 1; t <= 2; t++) {
             uint32_t o = f->id[3 - t];   /* the other term */
-            /* b = a + o + c: a - b = -o - c */
-            if (f->id[0] == b && f->id[t] == a && base_range(w, o, &lo, &hi))
-                best = min64(best, -lo - f->c);
-            /* a = b + o + c: a - b = o + c */
-            if (f->id[0] == a && f->id[t] == b && base_range(w, o, &lo, &hi))
-                best = min64(best, hi + f->c);
+            int64_t d;
+            /* b = t + o + c, a - t <= d: a - b <= d - o - c */
+            if (f->id[0] == b && (d = le_fact(w, a, f->id[t])) != ZNONE &&
+                base_range(w, o, &lo, &hi))
+                best = min64(best, d - lo - f->c);
+            /* a = t + o + c, t - b <= d: a - b <= d + o + c */
+            if (f->id[0] == a && (d = le_fact(w, f->id[t], b)) != ZNONE &&
+                base_range(w, o, &lo, &hi))
+                best = min64(best, d + hi + f->c);
         }
     }
     if (base_range(w, a, &alo, &ahi) && base_range(w, b, &blo, &bhi))
