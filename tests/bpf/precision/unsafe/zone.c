@@ -98,3 +98,52 @@ int zone_sum_overflow(struct cisc_ctx *ctx)
     out[(__u64)o + len] = 0; // REJECT
     return len;
 }
+
+/* str_reverse_lines (safe/strings.c) without the +1 of its check: the
+ * '\n' at out[start + len] is one past `out + start + len <= oend`. */
+SEC("cisc")
+int zone_reverse_no_room_for_newline(struct cisc_ctx *ctx)
+{
+    const __u8 *p = ctx->data, *end = ctx->data_end;
+    __u8 *out = ctx->out, *oend = ctx->out_end;
+    __u32 start = 0, len = 0;
+    for (__u32 i = 0; i < 4096 && p + i < end; i++) {
+        if (p[i] != '\n') {
+            len++;
+            continue;
+        }
+        if (out + start + len > oend)
+            return -CISC_ENOSPC;
+        for (__u32 k = 0; k < len; k++)
+            out[start + len - 1 - k] = p[start + k];
+        out[start + len] = '\n'; // REJECT
+        start += len + 1;
+        len = 0;
+    }
+    return start;
+}
+
+/* str_reverse_lines reading p[start + k + 2]: at k = len - 1 that is
+ * p[i + 1], one past the newline's byte p[i] = p[start + len], the last
+ * one `p + i < end` proves (p[start + k + 1] would still be safe). */
+SEC("cisc")
+int zone_reverse_reads_past(struct cisc_ctx *ctx)
+{
+    const __u8 *p = ctx->data, *end = ctx->data_end;
+    __u8 *out = ctx->out, *oend = ctx->out_end;
+    __u32 start = 0, len = 0;
+    for (__u32 i = 0; i < 4096 && p + i < end; i++) {
+        if (p[i] != '\n') {
+            len++;
+            continue;
+        }
+        if (out + start + len + 1 > oend)
+            return -CISC_ENOSPC;
+        for (__u32 k = 0; k < len; k++)
+            out[start + len - 1 - k] = p[start + k + 2]; // REJECT
+        out[start + len] = '\n';
+        start += len + 1;
+        len = 0;
+    }
+    return start;
+}
