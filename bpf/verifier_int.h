@@ -507,6 +507,9 @@ void vm_zone_narrow(struct venv *env);
 void vm_zone_join(struct venv *env, struct vstate *joined, const struct vframe *pre,
                   const struct vzone *oz, uint32_t onz, const struct vstate *cur,
                   struct vm_masks mk, bool wide);
+/* Invariant 13's form: entries in use, kinds, distinct non-zero groups,
+ * small constants (for assert() at snapshots). */
+bool vm_zone_ok(const struct vstate *st);
 /* Subsumption: every fact of the old state over groups `find` pairs holds
  * in cur. */
 bool vm_zone_subsumed(const struct venv *env, const struct vzone *oz, uint32_t onz,

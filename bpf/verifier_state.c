@@ -21,6 +21,7 @@
  * the next iteration starts, so they meet the states stored there while
  * those are fresh. Ties go to the most recently queued state.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,7 @@ static struct vslot *snap_slots(const struct vsnap *s)
 
 struct vsnap *vm_snap_take(const struct vstate *st)
 {
+    assert(vm_zone_ok(st));
     size_t nslots = 0;
     for (uint32_t f = 0; f < st->nframes; f++)
         nslots += st->frames[f].nslots;

@@ -588,6 +588,23 @@ void vm_zone_join(struct venv *env, struct vstate *joined, const struct vframe *
                     join_sum(env, joined, jf, &o, &c, cand[s], cand[x], cand[y]);
 }
 
+/* --- checker ------------------------------------------------------------------------ */
+
+bool vm_zone_ok(const struct vstate *st)
+{
+    if (st->nzone > VM_MAX_ZONE)
+        return false;
+    for (uint32_t k = 0; k < st->nzone; k++) {
+        const struct vzone *e = &st->zone[k];
+        bool le = e->kind == VZ_LE, sum = e->kind == VZ_SUM;
+        if ((!le && !sum) || !e->id[0] || !e->id[1] || e->id[0] == e->id[1] ||
+            (sum && (!e->id[2] || e->id[2] == e->id[0])) || (le && e->id[2]) ||
+            e->c <= -ZLIM || e->c >= ZLIM)
+            return false;
+    }
+    return true;
+}
+
 /* --- subsumption --------------------------------------------------------------------- */
 
 /* The register of w holding a precise plain member of g (VM_NREGS: none). */
