@@ -56,6 +56,8 @@ struct zview {
     const struct vreg *v[ZV];
     bool p[ZV];                /* precise at the instruction */
     unsigned n;
+    uint8_t idx[ZV];           /* the entries that are precise plain scalars */
+    unsigned np;
     const struct vzone *z;
     uint32_t nz;
 };
@@ -85,18 +87,16 @@ static void build(struct zview *w, const struct vframe *fr, struct vm_masks mk,
         w->v[VM_REG_FP + k] = sl->spill && sl->r.type == VT_SCALAR ? &sl->r : NULL;
         w->p[VM_REG_FP + k] = mk.slots >> k & 1;
     }
+    w->np = 0;
+    for (unsigned i = 0; i < w->n; i++)
+        if (w->v[i] && w->p[i] && plain(w->v[i]))
+            w->idx[w->np++] = (uint8_t)i;
 }
 
 static void view_of(struct venv *env, struct zview *w)
 {
     build(w, vm_curframe(env), vm_frame_masks(env, env->cur->nframes - 1), env->cur->zone,
           env->cur->nzone);
-}
-
-/* Entry i of w if it is a precise plain scalar. */
-static const struct vreg *pv(const struct zview *w, unsigned i)
-{
-    return w->v[i] && w->p[i] && plain(w->v[i]) ? w->v[i] : NULL;
 }
 
 /* The register or slot of frame fr for entry i. */
@@ -108,9 +108,9 @@ static struct vreg *entry(struct vframe *fr, unsigned i)
 /* A precise plain member of group g, or NULL. */
 static const struct vreg *member(const struct zview *w, uint32_t g)
 {
-    for (unsigned i = 0; i < w->n; i++)
-        if (pv(w, i) && w->v[i]->id == g)
-            return w->v[i];
+    for (unsigned i = 0; i < w->np; i++)
+        if (w->v[w->idx[i]]->id == g)
+            return w->v[w->idx[i]];
     return NULL;
 }
 
@@ -119,9 +119,9 @@ static bool base_range(const struct zview *w, uint32_t g, int64_t *lo, int64_t *
 {
     bool found = false;
     *lo = -ZLIM * 2, *hi = ZLIM * 2;
-    for (unsigned i = 0; i < w->n; i++) {
-        const struct vreg *m = pv(w, i);
-        if (!m || m->id != g)
+    for (unsigned i = 0; i < w->np; i++) {
+        const struct vreg *m = w->v[w->idx[i]];
+        if (m->id != g)
             continue;
         found = true;
         if (m->v.smin - m->off > *lo)
@@ -264,6 +264,13 @@ void vm_zone_named(struct venv *env, const struct vreg *r)
         add_sum(env->cur, r->id, r->lid, r->lgid, (int64_t)r->loff - r->off);
 }
 
+bool vm_zone_cmp_wants(const struct vreg *a, const struct vreg *b)
+{
+    return a->type == VT_SCALAR && b->type == VT_SCALAR && !vs_is_const(&a->v) &&
+           !vs_is_const(&b->v) && small_v(&a->v) && small_v(&b->v) && (!a->id || !a->sflags) &&
+           (!b->id || !b->sflags);
+}
+
 void vm_zone_cmp(struct venv *env, struct vreg *a, struct vreg *b, unsigned op, bool is64)
 {
     bool sgn = op == VM_JSLE || op == VM_JSLT || op == VM_JSGE || op == VM_JSGT;
@@ -329,9 +336,9 @@ static int64_t sum_bound(const struct zview *w, uint32_t x, uint32_t y, int64_t 
 /* d <= b_s + c: d gets the distance bounds of the precise members of s. */
 static void dist_from(const struct zview *w, struct vreg *d, uint32_t s, int64_t c)
 {
-    for (unsigned i = 0; i < w->n; i++) {
-        const struct vreg *m = pv(w, i);
-        if (!m || m->id != s || !m->dist)
+    for (unsigned i = 0; i < w->np; i++) {
+        const struct vreg *m = w->v[w->idx[i]];
+        if (m->id != s || !m->dist)
             continue;
         /* m = b_s + m.off <= END - (base + v) - doff */
         for (unsigned k = 0; k < 2; k++)
@@ -419,10 +426,10 @@ static void narrow_term(struct venv *env, const struct zview *w, const struct vz
     uint32_t x = e->id[t], z = e->id[3 - t];
     int64_t ub = diff_ub(w, e->id[0], z), nlb = diff_ub(w, z, e->id[0]);
     struct vframe *fr = vm_curframe(env);
-    for (unsigned i = 0; i < w->n; i++) {
-        if (!pv(w, i) || w->v[i]->id != x)
+    for (unsigned i = 0; i < w->np; i++) {
+        if (w->v[w->idx[i]]->id != x)
             continue;
-        struct vreg *m = entry(fr, i);
+        struct vreg *m = entry(fr, w->idx[i]);
         /* m = b_x + off = (b_s - b_z) - k + off */
         struct vm_scalar v = m->v;
         if (nlb != ZNONE && nlb < ZLIM && nlb > -ZLIM) {
@@ -499,6 +506,29 @@ static bool reg_sum_k(const struct zview *w, unsigned s, unsigned x, unsigned y,
     return false;
 }
 
+/* value(s) - value(x) - value(y) may be a constant in w (a cheap test
+ * before reg_sum_k): constants, a constant term beside two members of
+ * one group, or named members with facts. */
+static bool sum_possible(const struct zview *w, unsigned s, unsigned x, unsigned y)
+{
+    const struct vreg *S = w->v[s], *X = w->v[x], *Y = w->v[y];
+    if (!S || !X || !Y)
+        return false;
+    bool ks = vs_is_const(&S->v), kx = vs_is_const(&X->v), ky = vs_is_const(&Y->v);
+    if (ks && kx && ky)
+        return true;
+    if ((kx && S->id && S->id == Y->id) || (ky && S->id && S->id == X->id))
+        return true;
+    if (!plain(S))
+        return false;
+    for (uint32_t k = 0; k < w->nz; k++)   /* a sum of S's group, or a difference */
+        if ((w->z[k].kind == VZ_SUM && w->z[k].id[0] == S->id) ||
+            (w->z[k].kind == VZ_LE && (kx || ky) &&
+             (w->z[k].id[0] == S->id || w->z[k].id[1] == S->id)))
+            return true;
+    return false;
+}
+
 /* A name for joined register j (a fresh group if it has none). */
 static bool zname(struct venv *env, struct vreg *j)
 {
@@ -512,19 +542,32 @@ static bool zname(struct venv *env, struct vreg *j)
     return true;
 }
 
+/* Entries a and b of w may be related by more than the joined ranges will
+ * say (a cheap test first): one is a constant there (a counter in the
+ * first iterations), or both are named, in one group or with facts. */
+static bool rel_possible(const struct zview *w, unsigned a, unsigned b)
+{
+    const struct vreg *x = w->v[a], *y = w->v[b];
+    if (!x || !y)
+        return false;
+    if (vs_is_const(&x->v) || vs_is_const(&y->v))
+        return true;
+    return plain(x) && plain(y) && (x->id == y->id || w->nz);
+}
+
 static void join_le(struct venv *env, struct vstate *st, struct vframe *jf, const struct zview *o,
                     const struct zview *c, unsigned a, unsigned b, bool wide)
 {
-    int64_t co = reg_diff_ub(o, a, b), cc = reg_diff_ub(c, a, b);
     struct vreg *ja = entry(jf, a), *jb = entry(jf, b);
+    if (vs_is_const(&ja->v) || vs_is_const(&jb->v) || !small_v(&ja->v) || !small_v(&jb->v) ||
+        (ja->id && ja->id == jb->id) || (!rel_possible(o, a, b) && !rel_possible(c, a, b)))
+        return;
+    int64_t co = reg_diff_ub(o, a, b), cc = reg_diff_ub(c, a, b);
     if (co == ZNONE || cc == ZNONE || (wide && cc > co))
         return;
     int64_t m = co > cc ? co : cc;
-    if (vs_is_const(&ja->v) || vs_is_const(&jb->v) || !small_v(&ja->v) ||
-        !small_v(&jb->v) || m >= ja->v.smax - jb->v.smin)
+    if (m >= ja->v.smax - jb->v.smin)
         return;   /* the joined ranges say as much */
-    if (ja->id && ja->id == jb->id)
-        return;
     if (zname(env, ja) && zname(env, jb))
         add_le(st, ja->id, jb->id, m - ja->off + jb->off);
 }
@@ -533,6 +576,10 @@ static void join_sum(struct venv *env, struct vstate *st, struct vframe *jf, con
                      const struct zview *c, unsigned s, unsigned x, unsigned y)
 {
     int64_t ko, kc;
+    unsigned moving = !vs_is_const(&entry(jf, s)->v) + !vs_is_const(&entry(jf, x)->v) +
+                      !vs_is_const(&entry(jf, y)->v);
+    if (moving < 2 || !sum_possible(o, s, x, y) || !sum_possible(c, s, x, y))
+        return;   /* constants and one number: the ranges say it */
     if (!reg_sum_k(o, s, x, y, &ko) || !reg_sum_k(c, s, x, y, &kc) || ko != kc)
         return;
     struct vreg *js = entry(jf, s), *jx = entry(jf, x), *jy = entry(jf, y);
@@ -557,7 +604,7 @@ static void join_sum(struct venv *env, struct vstate *st, struct vframe *jf, con
     add_sum(st, js->id, jx->id, jy->id, ko - js->off + jx->off + jy->off);
 }
 
-#define ZCAND 8   /* candidates at most: the work is cubic */
+#define ZCAND 7   /* candidates at most: the work is cubic */
 
 void vm_zone_join(struct venv *env, struct vstate *joined, const struct vframe *pre,
                   const struct vzone *oz, uint32_t onz, const struct vstate *cur,
@@ -569,23 +616,50 @@ void vm_zone_join(struct venv *env, struct vstate *joined, const struct vframe *
     build(&o, pre, mk, oz, onz);
     build(&c, &cur->frames[top], mk, cur->zone, cur->nzone);
     build(&j, jf, mk, NULL, 0);
-    unsigned cand[ZCAND], n = 0;
+    unsigned cand[ZCAND], n = 0, mov[ZCAND], nm = 0;
     joined->nzone = 0;
     for (unsigned i = 0; i < j.n && n < ZCAND; i++) {
         const struct vreg *r = j.v[i];
         if (r && j.p[i] && r->type == VT_SCALAR && small_v(&r->v) && (!r->id || !r->sflags) &&
-            i < o.n && i < c.n && o.v[i] && c.v[i])
+            i < o.n && i < c.n && o.v[i] && c.v[i]) {
             cand[n++] = i;
+            if (!vs_is_const(&r->v))
+                mov[nm++] = i;
+        }
     }
-    for (unsigned a = 0; a < n; a++)
-        for (unsigned b = 0; b < n; b++)
-            if (a != b)
-                join_le(env, joined, jf, &o, &c, cand[a], cand[b], wide);
+    if (nm < 2)
+        return;   /* every relation needs two numbers that differ between the states */
+    /* with no facts on either side, a difference comes from constants or
+     * a group: only where a number is constant in one state (a counter's
+     * first iterations) beside one that moves in the other */
+    bool facts = onz || cur->nzone;
+    for (unsigned a = 0; a < nm; a++)
+        for (unsigned b = 0; b < nm; b++)
+            if (a != b && (facts || vs_is_const(&o.v[mov[a]]->v) != vs_is_const(&c.v[mov[a]]->v) ||
+                           vs_is_const(&o.v[mov[b]]->v) != vs_is_const(&c.v[mov[b]]->v) ||
+                           (o.v[mov[a]]->id && o.v[mov[a]]->id == o.v[mov[b]]->id) ||
+                           (c.v[mov[a]]->id && c.v[mov[a]]->id == c.v[mov[b]]->id)))
+                join_le(env, joined, jf, &o, &c, mov[a], mov[b], wide);
+    /* constants of each state, for a cheap first test of every triple */
+    bool ko[ZCAND], kc[ZCAND], jm[ZCAND];
+    int64_t vo[ZCAND], vc[ZCAND];
+    for (unsigned i = 0; i < n; i++) {
+        ko[i] = vs_is_const(&o.v[cand[i]]->v), kc[i] = vs_is_const(&c.v[cand[i]]->v);
+        vo[i] = (int64_t)o.v[cand[i]]->v.t.value, vc[i] = (int64_t)c.v[cand[i]]->v.t.value;
+        jm[i] = !vs_is_const(&j.v[cand[i]]->v);
+    }
     for (unsigned s = 0; s < n; s++)
         for (unsigned x = 0; x < n; x++)
-            for (unsigned y = x + 1; y < n; y++)
-                if (s != x && s != y)
-                    join_sum(env, joined, jf, &o, &c, cand[s], cand[x], cand[y]);
+            for (unsigned y = x + 1; y < n; y++) {
+                if (s == x || s == y || jm[s] + jm[x] + jm[y] < 2)
+                    continue;
+                bool allk = ko[s] && ko[x] && ko[y] && kc[s] && kc[x] && kc[y];
+                if (allk && vo[s] - vo[x] - vo[y] != vc[s] - vc[x] - vc[y])
+                    continue;   /* constants in both, and not the same sum */
+                if (!allk && !facts && !(ko[x] && kc[x]) && !(ko[y] && kc[y]))
+                    continue;   /* no fact, no constant term: no sum to see */
+                join_sum(env, joined, jf, &o, &c, cand[s], cand[x], cand[y]);
+            }
 }
 
 /* --- checker ------------------------------------------------------------------------ */
@@ -610,9 +684,9 @@ bool vm_zone_ok(const struct vstate *st)
 /* The register of w holding a precise plain member of g (VM_NREGS: none). */
 static unsigned member_reg(const struct zview *w, uint32_t g)
 {
-    for (unsigned i = 0; i < w->n; i++)
-        if (pv(w, i) && w->v[i]->id == g)
-            return i;
+    for (unsigned i = 0; i < w->np; i++)
+        if (w->v[w->idx[i]]->id == g)
+            return w->idx[i];
     return ZV;
 }
 
