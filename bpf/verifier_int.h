@@ -494,7 +494,7 @@ void vm_zone_named(struct venv *env, const struct vreg *r);
 void vm_zone_cmp(struct venv *env, struct vreg *a, struct vreg *b, unsigned op, bool is64);
 /* True if vm_zone_cmp may record something for a and b (then the state
  * changes on each side of the comparison). */
-bool vm_zone_cmp_wants(const struct vreg *a, const struct vreg *b);
+bool vm_zone_cmp_wants(const struct venv *env, const struct vreg *a, const struct vreg *b);
 /* After 64-bit ALU insn made d (d0 before, s the operand): distance
  * bounds and group membership the facts give d. */
 void vm_zone_alu(struct venv *env, struct vreg *d, const struct vreg *d0, const struct vreg *s,

@@ -580,7 +580,7 @@ static int scalar_cond(struct venv *env, const struct vm_insn *insn, uint32_t ta
          * snapshot of the state before refinement */
         const struct vreg *sr = x ? vm_reg(env, src) : NULL;
         bool linked = d->id || d->dist || (sr && (sr->id || sr->dist)) ||
-                      (sr && vm_zone_cmp_wants(d, sr));   /* a difference it records */
+                      (sr && vm_zone_cmp_wants(env, d, sr));   /* a difference it records */
         struct vsnap *before = linked ? vm_snap_take(env->cur) : NULL;
         if (linked && !before)
             return -ENOMEM;

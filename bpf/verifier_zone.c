@@ -244,6 +244,15 @@ static bool fits32(int64_t c)
     return c >= INT32_MIN && c <= INT32_MAX;
 }
 
+/* True if st has a sum: differences are only ever used with one. */
+static bool has_sum(const struct vzone *z, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++)
+        if (z[k].kind == VZ_SUM)
+            return true;
+    return false;
+}
+
 static void add_le(struct vstate *st, uint32_t a, uint32_t b, int64_t c)
 {
     if (a != b && a && b && c > -ZLIM && c < ZLIM)
@@ -264,9 +273,9 @@ void vm_zone_named(struct venv *env, const struct vreg *r)
         add_sum(env->cur, r->id, r->lid, r->lgid, (int64_t)r->loff - r->off);
 }
 
-bool vm_zone_cmp_wants(const struct vreg *a, const struct vreg *b)
+bool vm_zone_cmp_wants(const struct venv *env, const struct vreg *a, const struct vreg *b)
 {
-    return a->type == VT_SCALAR && b->type == VT_SCALAR && !vs_is_const(&a->v) &&
+    return has_sum(env->cur->zone, env->cur->nzone) && a->type == VT_SCALAR && b->type == VT_SCALAR && !vs_is_const(&a->v) &&
            !vs_is_const(&b->v) && small_v(&a->v) && small_v(&b->v) && (!a->id || !a->sflags) &&
            (!b->id || !b->sflags);
 }
@@ -277,7 +286,7 @@ void vm_zone_cmp(struct venv *env, struct vreg *a, struct vreg *b, unsigned op, 
     bool le = op == VM_JLE || op == VM_JLT || op == VM_JSLE || op == VM_JSLT;
     bool ge = op == VM_JGE || op == VM_JGT || op == VM_JSGE || op == VM_JSGT;
     int64_t strict = op == VM_JLT || op == VM_JGT || op == VM_JSLT || op == VM_JSGT;
-    if ((!le && !ge && op != VM_JEQ) || a->type != VT_SCALAR || b->type != VT_SCALAR ||
+    if ((!le && !ge && op != VM_JEQ) || !vm_zone_cmp_wants(env, a, b) ||
         vs_is_const(&a->v) || vs_is_const(&b->v) || !small_v(&a->v) || !small_v(&b->v))
         return;
     bool fu = a->v.smin >= 0 && b->v.smin >= 0;
@@ -632,10 +641,10 @@ void vm_zone_join(struct venv *env, struct vstate *joined, const struct vframe *
     /* with no facts on either side, a difference comes from constants or
      * a group: only where a number is constant in one state (a counter's
      * first iterations) beside one that moves in the other */
-    bool facts = onz || cur->nzone;
+    bool facts = onz || cur->nzone, sums = has_sum(oz, onz) || has_sum(cur->zone, cur->nzone);
     for (unsigned a = 0; a < nm; a++)
         for (unsigned b = 0; b < nm; b++)
-            if (a != b && (facts || vs_is_const(&o.v[mov[a]]->v) != vs_is_const(&c.v[mov[a]]->v) ||
+            if (a != b && sums && (facts || vs_is_const(&o.v[mov[a]]->v) != vs_is_const(&c.v[mov[a]]->v) ||
                            vs_is_const(&o.v[mov[b]]->v) != vs_is_const(&c.v[mov[b]]->v) ||
                            (o.v[mov[a]]->id && o.v[mov[a]]->id == o.v[mov[b]]->id) ||
                            (c.v[mov[a]]->id && c.v[mov[a]]->id == c.v[mov[b]]->id)))
