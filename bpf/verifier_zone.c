@@ -17,14 +17,23 @@
  *     VZ_SUM  b_a = b_b + b_c + c
  *
  * over signed integers; every register a rule reads or writes for them is
- * "small" (|value| < 2^40), so the 64-bit values are those integers.
+ * "small" (|value| < 2^40), so the 64-bit values are those integers (a
+ * sum made when its terms' registers were not small still holds where
+ * they are: a group's members differ by 32-bit constants, so small
+ * members mean small concrete bases, then and now). Entries name groups
+ * held by registers or spilled slots; at most VM_MAX_ZONE, those no
+ * register holds go first.
  *
- * Made by: a comparison `x < y` (<=, ==; only where it means the same on
- * the signed 64-bit values, as verifier_dist.c's does) on the side where
- * it holds; naming a register that carries a sum link (invariant 10);
- * joins, for relations that hold between the joined registers in both
- * states joined (derived from constants, groups and facts) and that the
- * joined ranges do not imply.
+ * Made by: naming a register that carries a sum link (invariant 10); a
+ * comparison `x < y` (<=, ==; only where it means the same on the signed
+ * 64-bit values, as verifier_dist.c's does) on the side where it holds,
+ * when the state has a sum (differences are only ever used with one, and
+ * a binary search's `lo < hi` would cost joins for nothing); joins, for
+ * relations that hold between the joined top frame's registers and
+ * spilled scalars in both states joined (derived from constants, groups
+ * and facts, one or two steps deep) and that the joined ranges do not
+ * imply. A join at a loop head drops a difference that loosened
+ * (widening), so loops converge.
  *
  * Used by: a 64-bit add `d = x + y` (or `d = x + k`): when a fact says
  * s = x + z (+ c) and another bounds y - z, d <= s + const, so d gets the
@@ -32,6 +41,10 @@
  * when y is z itself, d is a member of s's group; `p + y` for a pointer
  * linked to x from the start is linked to s (invariant 7); after joins
  * and comparisons a sum bounds its terms (x = s - z - c).
+ *
+ * Cost: joins try pairs and triples of at most ZCAND candidates (precise
+ * small scalars that move between the two states), with cheap tests
+ * before the derivations; the rest is linear in the (few) facts.
  *
  * Soundness: a fact is made only where it holds in every concrete state
  * (values named by a group never change; ids are never reused); a join
