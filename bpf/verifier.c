@@ -208,6 +208,7 @@ static void init_state(struct venv *env)
     env->cur->backedges = 0;
     env->cur->joined = 0;
     env->cur->nneq = 0;
+    env->cur->nzone = 0;
     for (unsigned r = 0; r < VM_NREGS; r++)
         vm_mark_none(&fr->regs[r]);
     vm_mark_scalar(&fr->regs[1], vs_const(0));

@@ -143,7 +143,13 @@ static int ptr_add(struct venv *env, unsigned dst, struct vreg ptr, const struct
             link_const(&ptr, sreg, c);
     } else {
         int64_t vlim = sub ? INT64_MAX : vm_dist_var_limit(&ptr, sreg);
+        struct vreg zp = ptr;
+        bool zlink = !sub && vm_zone_link(env, &zp, sreg);   /* (x + y) from a sum */
         link_var(&ptr, sreg, sub);
+        if (zlink) {
+            ptr.lid = zp.lid, ptr.loff = zp.loff, ptr.lgid = 0;
+            ptr.sflags &= (uint8_t)~(VS_LZEXT | VS_SCALE_MASK);
+        }
         vs_alu(&ptr.v, s, sub ? VM_SUB : VM_ADD, true, false);
         if (vlim != INT64_MAX) {   /* `p += len` with len <= end - p */
             struct vm_scalar lim = vs_const((uint64_t)vlim), v = ptr.v;
@@ -174,6 +180,7 @@ static void link_src(struct venv *env, struct vreg *s)
         s->id = ++env->id_gen;
         s->sflags = 0;
         s->off = 0;
+        vm_zone_named(env, s);   /* a sum it holds becomes a fact */
     }
 }
 
@@ -420,6 +427,31 @@ static bool ext_half_noop(const struct venv *env, const struct vm_insn *insn)
            d->type == VT_SCALAR && fits;
 }
 
+/* d = c + s (d0: the constant c, s a scalar of a link group): d is the
+ * member b + (s.off + c) of s's group when s is plain, and keeps s's
+ * distance bounds moved by c. */
+static void const_plus(struct vreg *d, const struct vreg *d0, const struct vreg *s)
+{
+    int64_t c = (int64_t)d0->v.t.value, off = (int64_t)s->off + c;
+    const int64_t lim = (int64_t)1 << 40;
+    if (s->sflags != 0 || !s->id || c <= -lim || c >= lim || off < INT32_MIN ||
+        off > INT32_MAX || s->v.smin <= -lim || s->v.smax >= lim)
+        return;
+    d->id = s->id;
+    d->off = (int32_t)off;
+    d->sflags = 0;
+    vm_dist_copy(d, s);
+    for (unsigned k = 0; k < 2; k++) {
+        int64_t doff = (int64_t)s->doff[k] - c;
+        if (!(d->dist >> k & 1))
+            continue;
+        if (doff < INT32_MIN || doff > INT32_MAX)
+            d->dist &= (uint8_t)~(1u << k | VM_DIST_EQ(k));
+        else
+            d->doff[k] = (int32_t)doff;
+    }
+}
+
 int vm_check_alu(struct venv *env, const struct vm_insn *insn)
 {
     unsigned op = VM_OP(insn->code), dst = vm_dst(insn);
@@ -456,9 +488,18 @@ int vm_check_alu(struct venv *env, const struct vm_insn *insn)
         k.imm = (int32_t)(int64_t)s.v.t.value;
         k.regs = (uint8_t)(insn->regs & 0x0f);
     }
+    bool kd = is64 && op == VM_ADD && VM_SRC(insn->code) == VM_X && vs_is_const(&d->v) &&
+              !vs_is_const(&s.v) && s.type == VT_SCALAR && !(s.sflags & VS_SHL32);
+    if (kd) {   /* c + s: a member of s's group (named now) */
+        link_src(env, vm_reg(env, vm_src(insn)));
+        s = *vm_reg(env, vm_src(insn));
+    }
     vs_alu(&d->v, &s.v, op, is64, insn->off == 1);
     relink(d, &k);
+    if (kd)
+        const_plus(d, &d0, &s);
     vm_dist_alu(d, &before, &s.v, &k);
     sum_link(d, &d0, &s, &k);
+    vm_zone_alu(env, d, &d0, &s, &k);
     return 0;
 }

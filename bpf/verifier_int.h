@@ -18,6 +18,7 @@
  *   verifier_neq.c    values known to differ (invariant 9)
  *   verifier_row.c    read-only table rows walked beside an index (invariant 11)
  *   verifier_back.c   end pointers walking back, bounded below (invariant 12)
+ *   verifier_zone.c   differences and sums of scalars (invariant 13)
  *   verifier_call.c   helper calls, local calls, exit
  *   verifier_print.c  register/state text for messages and the log
  *
@@ -97,6 +98,12 @@
  *      e (verifier_back.c). End pointers may have a variable part v then
  *      (e = END + off + v, made by joins); off + v.smax bounds them from
  *      above.
+ *  13. Each entry of a state's zone names link groups (invariant 5) by
+ *      their bases and says, over signed integers, b_a - b_b <= c (VZ_LE)
+ *      or b_a = b_b + b_c + c (VZ_SUM), true in every concrete state the
+ *      abstract one stands for; a rule reads one only through registers
+ *      of the top frame that are small (|v| < 2^40), plain and precise at
+ *      that instruction (verifier_zone.c).
  */
 #ifndef CISC_BPF_VERIFIER_INT_H
 #define CISC_BPF_VERIFIER_INT_H
@@ -196,6 +203,17 @@ struct vneq {
     uint64_t k;
 };
 
+/* A relation between link groups' bases (invariant 13). */
+#define VM_MAX_ZONE 8
+enum { VZ_LE = 1, VZ_SUM = 2 };
+struct vzone {
+    uint32_t id[3];        /* VZ_LE: b_id0 - b_id1 <= c; VZ_SUM: b_id0 = b_id1 + b_id2 + c */
+    uint32_t pad;
+    uint8_t kind;
+    uint8_t pad2[7];
+    int64_t c;
+};
+
 /* The working state (large, one per env); stored copies are snapshots. */
 struct vstate {
     uint32_t nframes;      /* frames[nframes-1] is the current one */
@@ -203,6 +221,8 @@ struct vstate {
     uint32_t joined;       /* this path went through a join */
     uint32_t nneq;         /* entries of neq in use */
     struct vneq neq[VM_MAX_NEQ];
+    uint32_t nzone;        /* entries of zone in use */
+    struct vzone zone[VM_MAX_ZONE];
     struct vframe frames[VM_MAX_CALL_DEPTH];
 };
 
@@ -465,6 +485,39 @@ void vm_back_move(struct vreg *e, int64_t c);
 void vm_back_narrow(struct venv *env, struct vreg *e);
 /* True if [e + o, e + o + size) is inside e's buffer by e's bounds. */
 bool vm_back_access(struct venv *env, const struct vreg *e, int64_t o, unsigned size);
+
+/* --- verifier_zone.c ------------------------------------------------------ */
+/* r was just given a name: a sum link it carries becomes a fact. */
+void vm_zone_named(struct venv *env, const struct vreg *r);
+/* After a comparison refined a and b (the side where `a op b` holds):
+ * records the difference it proves (names them if needed). */
+void vm_zone_cmp(struct venv *env, struct vreg *a, struct vreg *b, unsigned op, bool is64);
+/* True if vm_zone_cmp may record something for a and b (then the state
+ * changes on each side of the comparison). */
+bool vm_zone_cmp_wants(const struct venv *env, const struct vreg *a, const struct vreg *b);
+/* After 64-bit ALU insn made d (d0 before, s the operand): distance
+ * bounds and group membership the facts give d. */
+void vm_zone_alu(struct venv *env, struct vreg *d, const struct vreg *d0, const struct vreg *s,
+                 const struct vm_insn *insn);
+/* p + s: relinks p (linked from the start) to the sum of its link and s
+ * when a fact names it; true if it did. */
+bool vm_zone_link(struct venv *env, struct vreg *p, const struct vreg *s);
+/* Bounds the terms of sums by the facts (after joins and comparisons). */
+void vm_zone_narrow(struct venv *env);
+/* Joins: the facts of `joined` become what both the old state (its top
+ * frame before the join: pre, its facts oz) and cur imply between the
+ * joined top frame's registers and spilled scalars precise there (mk). */
+void vm_zone_join(struct venv *env, struct vstate *joined, const struct vframe *pre,
+                  const struct vzone *oz, uint32_t onz, const struct vstate *cur,
+                  struct vm_masks mk, bool wide);
+/* Invariant 13's form: entries in use, kinds, distinct non-zero groups,
+ * small constants (for assert() at snapshots). */
+bool vm_zone_ok(const struct vstate *st);
+/* Subsumption: every fact of the old state over groups `find` pairs holds
+ * in cur. */
+bool vm_zone_subsumed(const struct venv *env, const struct vzone *oz, uint32_t onz,
+                      bool (*find)(const void *m, uint32_t o, uint32_t *c, int64_t *shift),
+                      const void *m);
 
 /* --- verifier_print.c ---------------------------------------------------- */
 const char *vm_vtype_name(enum vtype t);

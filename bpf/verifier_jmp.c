@@ -496,7 +496,7 @@ static void propagate(struct venv *env, const struct vreg *m)
 
 /* Installs the refined values of the side where `dst op src` holds. */
 static void set_side(struct venv *env, const struct vm_insn *insn, unsigned op,
-                     const struct vm_scalar *a, const struct vm_scalar *b)
+                     const struct vm_scalar *a, const struct vm_scalar *b, bool zone)
 {
     struct vreg *d = vm_reg(env, vm_dst(insn));
     d->v = *a;
@@ -505,10 +505,14 @@ static void set_side(struct venv *env, const struct vm_insn *insn, unsigned op,
         s->v = *b;
         propagate(env, s);
         vm_dist_cmp(d, s, op, VM_CLS(insn->code) == VM_CLS_JMP);
+        if (zone)   /* (only where the other side does not share the state) */
+            vm_zone_cmp(env, d, s, op, VM_CLS(insn->code) == VM_CLS_JMP);
         vm_dist_links(env, d);   /* a bound a comparison passed on holds for the group */
         vm_dist_links(env, s);
     }
     propagate(env, d);
+    if (zone)
+        vm_zone_narrow(env);
     vm_dist_learn(env);
 }
 
@@ -577,11 +581,12 @@ static int scalar_cond(struct venv *env, const struct vm_insn *insn, uint32_t ta
          * bound, pointers): queue a copy of the taken side made from a
          * snapshot of the state before refinement */
         const struct vreg *sr = x ? vm_reg(env, src) : NULL;
-        bool linked = d->id || d->dist || (sr && (sr->id || sr->dist));
+        bool linked = d->id || d->dist || (sr && (sr->id || sr->dist)) ||
+                      (sr && vm_zone_cmp_wants(env, d, sr));   /* a difference it records */
         struct vsnap *before = linked ? vm_snap_take(env->cur) : NULL;
         if (linked && !before)
             return -ENOMEM;
-        set_side(env, insn, op, &at, &bt);
+        set_side(env, insn, op, &at, &bt, before != NULL);
         neq_note(env, insn, neq, 1);
         int err = push_side(env, target);
         if (before)
@@ -591,13 +596,13 @@ static int scalar_cond(struct venv *env, const struct vm_insn *insn, uint32_t ta
             return err;
     }
     if (can_fall) {
-        set_side(env, insn, negate(op), &af, &bf);
+        set_side(env, insn, negate(op), &af, &bf, true);
         neq_note(env, insn, neq, 0);
         go(env, env->pc + 1);
         return 0;
     }
     if (can_take) {
-        set_side(env, insn, op, &at, &bt);
+        set_side(env, insn, op, &at, &bt, true);
         go(env, target);
         return 0;
     }

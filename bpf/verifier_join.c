@@ -443,6 +443,13 @@ static void synth_dist(struct vreg *x, const struct vm_scalar *xv, unsigned k, u
 {
     uint8_t type = k ? VT_OUT : VT_IN;
     uint32_t range = 0;
+    if (other == 0 && (m->start_kept >> k & 1)) {   /* the start, in both states */
+        bool found = x_is_old ? old_range(m, type, 0, &range)
+                              : cur_range(m->cur_state, type, 0, &range);
+        if (found && xv->smin >= 0 && xv->umax <= range)
+            vm_dist_add(x, k, 0, (int64_t)range - (int64_t)xv->umax);
+        return;
+    }
     for (uint32_t e = 0; e < m->n; e++) {
         if (m->type[e] != type || (x_is_old ? m->cur[e] : m->old[e]) != other)
             continue;
@@ -958,6 +965,10 @@ bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, boo
     uint32_t top = cur->nframes - 1;
     struct vreg pre[VM_NREGS];
     memcpy(pre, old->frames[top].regs, sizeof(pre));
+    struct vframe opre;   /* the old top frame before the join, for the zone */
+    memcpy(opre.regs, pre, sizeof(pre));
+    opre.nslots = old->frames[top].nslots;
+    memcpy(opre.slots, old->frames[top].slots, opre.nslots * sizeof(opre.slots[0]));
     m.pre = pre;
     m.oframe = &old->frames[top];
     m.xreg = VM_NREGS;
@@ -976,6 +987,10 @@ bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, boo
     vm_row_synth(env, old->frames[top].regs, pre, cur->frames[top].regs,
                  vm_frame_masks(env, top).prec);
     join_neq(old, cur, &m);
+    struct vzone oz[VM_MAX_ZONE];
+    uint32_t onz = old->nzone;
+    memcpy(oz, old->zone, onz * sizeof(oz[0]));
+    vm_zone_join(env, old, &opre, oz, onz, cur, vm_frame_masks(env, top), wide);
     old->backedges = cur->backedges;
     old->joined = 1;
     return true;

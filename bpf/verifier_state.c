@@ -21,6 +21,7 @@
  * the next iteration starts, so they meet the states stored there while
  * those are fresh. Ties go to the most recently queued state.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,8 @@ struct sframe {
 struct vsnap {
     uint32_t nframes, backedges, joined, nneq;
     struct vneq neq[VM_MAX_NEQ];
+    uint32_t nzone, pad;
+    struct vzone zone[VM_MAX_ZONE];
     struct sframe frames[];   /* then every frame's slots, in order */
 };
 
@@ -47,6 +50,7 @@ static struct vslot *snap_slots(const struct vsnap *s)
 
 struct vsnap *vm_snap_take(const struct vstate *st)
 {
+    assert(vm_zone_ok(st));
     size_t nslots = 0;
     for (uint32_t f = 0; f < st->nframes; f++)
         nslots += st->frames[f].nslots;
@@ -59,6 +63,8 @@ struct vsnap *vm_snap_take(const struct vstate *st)
     s->joined = st->joined;
     s->nneq = st->nneq;
     memcpy(s->neq, st->neq, st->nneq * sizeof(st->neq[0]));
+    s->nzone = st->nzone;
+    memcpy(s->zone, st->zone, st->nzone * sizeof(st->zone[0]));
     struct vslot *slots = snap_slots(s);
     for (uint32_t f = 0; f < st->nframes; f++) {
         const struct vframe *fr = &st->frames[f];
@@ -80,6 +86,8 @@ void vm_snap_restore(struct vstate *st, const struct vsnap *s)
     st->joined = s->joined;
     st->nneq = s->nneq;
     memcpy(st->neq, s->neq, s->nneq * sizeof(s->neq[0]));
+    st->nzone = s->nzone;
+    memcpy(st->zone, s->zone, s->nzone * sizeof(s->zone[0]));
     for (uint32_t f = 0; f < s->nframes; f++) {
         struct vframe *fr = &st->frames[f];
         memcpy(fr->regs, s->frames[f].regs, sizeof(fr->regs));
@@ -370,6 +378,12 @@ static bool neq_subsumed(const struct vsnap *old, const struct vstate *cur,
     return true;
 }
 
+/* The pairing of old link group o (for verifier_zone.c). */
+static bool zone_find(const void *m, uint32_t o, uint32_t *c, int64_t *shift)
+{
+    return idmap_find(m, o, c, shift);
+}
+
 static bool state_subsumed(const struct venv *env, const struct vsnap *old)
 {
     const struct vstate *cur = env->cur;
@@ -387,7 +401,8 @@ static bool state_subsumed(const struct venv *env, const struct vsnap *old)
             return false;
         oslots += old->frames[f].nslots;
     }
-    return neq_subsumed(old, cur, &m);
+    return neq_subsumed(old, cur, &m) &&
+           vm_zone_subsumed(env, old->zone, old->nzone, zone_find, &m);
 }
 
 #define JOIN_LOOP_AFTER 16  /* exact iterations of a loop before joining */
@@ -441,6 +456,7 @@ static bool try_join(struct venv *env)
         env->tmp = t;
         env->cur->joined = 1;
         vm_link_narrow(env);  /* what the joined links and distances still prove */
+        vm_zone_narrow(env);
         vm_dist_learn(env);
         return true;
     }
@@ -494,6 +510,14 @@ int vm_state_visit(struct venv *env)
         try_join(env)) {
         if (vm_vlogging(env))
             vm_vlog(env, "%u: joined with a stored state", env->pc);
+        for (uint32_t k = 0; vm_vlogging(env) && k < env->cur->nzone; k++) {
+            const struct vzone *z = &env->cur->zone[k];
+            if (z->kind == VZ_LE)
+                vm_vlog(env, "  zone: #%u - #%u <= %lld", z->id[0], z->id[1], (long long)z->c);
+            else
+                vm_vlog(env, "  zone: #%u = #%u + #%u + %lld", z->id[0], z->id[1], z->id[2],
+                        (long long)z->c);
+        }
         return 0;
     }
     if (env->res->states >= env->max_states)
