@@ -365,6 +365,8 @@ int vm_verify(struct vm_prog *prog, const struct vm_verify_opts *opts,
     env.info = calloc(env.n ? env.n : 1, sizeof(*env.info));
     int err = env.info ? vm_cfg_check(&env) : -ENOMEM;
     if (!err)
+        err = vm_rodata_ptrs_check(&env);
+    if (!err)
         err = vm_flow_analyse(&env);
     bool explored = !err;
     if (!err)
