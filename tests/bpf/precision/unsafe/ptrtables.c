@@ -112,3 +112,43 @@ long ptab_leak_return(struct cisc_ctx *ctx)
 {
     return (long)names7[ctx->arg[0] & 3]; // REJECT
 }
+
+static const char *const methods8[8] TABLE(8) = {0, 0, 0, "GET", "POST", 0, "DELETE",
+                                                 "OPTIONS"};
+
+/* Rules the NULL entries out by hand, with 6 written for 5: clang tests
+ * the lengths as bits of a constant (71 >> sp & 1), and the path of
+ * sp = 5 reads through NULL. */
+SEC("cisc")
+int ptab_null_missed(struct cisc_ctx *ctx)
+{
+    const char *p = ctx->data, *end = ctx->data_end;
+    long sp = cisc_memchr(p, end - p > 16 ? 16 : end - p, ' ');
+    if (sp < 0 || sp >= 8 || sp == 0 || sp == 1 || sp == 2 || sp == 6)
+        return -CISC_EINVAL;
+    const char *m = methods8[sp];
+    return m[0] == p[0]; // REJECT
+}
+
+static const char *const methods9[8] TABLE(9) = {0, 0, 0, "GET", "POST", 0, "DELETE",
+                                                 "OPTIONS"};
+
+/* The lengths that have a method listed by hand, with 5 written for 6:
+ * clang tests them as bits of a constant, and sp = 5 reads through NULL. */
+SEC("cisc")
+int ptab_switch_missed(struct cisc_ctx *ctx)
+{
+    const char *p = ctx->data, *end = ctx->data_end;
+    long sp = cisc_memchr(p, end - p > 16 ? 16 : end - p, ' ');
+    switch (sp) {
+    case 3:
+    case 4:
+    case 5:
+    case 7:
+        break;
+    default:
+        return -CISC_EINVAL;
+    }
+    const char *m = methods9[sp];
+    return m[0] == p[0]; // REJECT
+}
