@@ -152,3 +152,37 @@ int ptab_switch_missed(struct cisc_ctx *ctx)
     const char *m = methods9[sp];
     return m[0] == p[0]; // REJECT
 }
+
+struct unit {
+    const char *name;
+    __u32 scale;
+};
+
+static const struct unit units10[] TABLE(10) = {{"k", 1000}, {"M", 1000000}, {"G", 1000000000}};
+
+/* safe/ptrtables.c's ptab_unit_scale comparing the letter at arg[1] & 3,
+ * up to 3: "k" is 2 bytes with its NUL. */
+SEC("cisc")
+int ptab_unit_past(struct cisc_ctx *ctx)
+{
+    const char *p = ctx->data, *end = ctx->data_end;
+    const struct unit *t = units10;
+    __u32 k = ctx->arg[1] & 3;
+    if (end - p < 4)
+        return 0;
+    asm volatile("" : "+r"(t)); /* clang must read the table, not fold it */
+    for (int u = 0; u < 3; u++)
+        if (t[u].name[k] == p[k]) // REJECT
+            return (int)t[u].scale;
+    return 0;
+}
+
+static const struct unit units11[] TABLE(11) = {{"k", 1000}, {"M", 1000000}, {"G", 1000000000}};
+
+/* Reads the low half of a record's name pointer as a number. */
+SEC("cisc")
+int ptab_unit_half(struct cisc_ctx *ctx)
+{
+    const volatile __u32 *half = (const volatile __u32 *)&units11[ctx->arg[0] & 1].name;
+    return *half & 1; // REJECT
+}
