@@ -481,32 +481,30 @@ static struct vreg rptr_value(const struct vm_rodata_ptr *r)
     return v;
 }
 
-/* The values a load may give: one per table entry it may read (the plain
- * data it may read as one scalar hull). */
-#define VM_RPTR_SPLIT VM_RODATA_SCAN
+/* The values a load may give: each pointer entry it may read once, and
+ * the plain data it may read (NULL entries among it) as one scalar hull. */
 struct rptr_vals {
-    unsigned n;
-    bool scalar;           /* vals[0] is the hull of the plain data read */
-    struct vreg vals[VM_RPTR_SPLIT + 1];
+    unsigned n;            /* vals[0, n): the pointers ... */
+    bool scalar;           /* ... and vals[n], the hull, if there is plain data */
+    struct vreg vals[VM_RODATA_SCAN + 1];
 };
 
-static void rptr_add(struct rptr_vals *rv, struct vreg v)
+static void rptr_add(struct rptr_vals *rv, const struct vreg *v)
 {
-    if (v.type == VT_SCALAR && rv->scalar) {
-        vs_hull(&rv->vals[0].v, &v.v);
-        vs_sync(&rv->vals[0].v);
+    struct vreg *hull = &rv->vals[VM_RODATA_SCAN];
+    if (v->type == VT_SCALAR) {
+        if (rv->scalar)
+            vs_hull(&hull->v, &v->v);
+        else
+            *hull = *v;
+        rv->scalar = true;
+        vs_sync(&hull->v);
         return;
     }
     for (unsigned k = 0; k < rv->n; k++)
-        if (rv->vals[k].type == VT_RODATA && v.type == VT_RODATA && rv->vals[k].off == v.off)
+        if (rv->vals[k].off == v->off)
             return;
-    if (v.type == VT_SCALAR) {   /* the scalar goes first */
-        rv->vals[rv->n++] = rv->vals[0];
-        rv->vals[0] = v;
-        rv->scalar = true;
-        return;
-    }
-    rv->vals[rv->n++] = v;
+    rv->vals[rv->n++] = *v;
 }
 
 static int rptr_partial(struct venv *env, unsigned regno, int64_t o, unsigned size,
@@ -538,7 +536,7 @@ static int rptr_collect(struct venv *env, unsigned regno, int64_t base,
             x = rptr_value(r);
         else
             vm_mark_scalar(&x, vs_const(rodata_value(p, o, 8)));
-        rptr_add(rv, x);
+        rptr_add(rv, &x);
     }
     return 0;
 }
@@ -552,6 +550,8 @@ static int rptr_load(struct venv *env, unsigned regno, int64_t base, const struc
     if (!rv)
         return -ENOMEM;
     int err = rptr_collect(env, regno, base, &reg->v, rv);
+    if (rv->scalar)   /* (at most VM_RODATA_SCAN values in all) */
+        rv->vals[rv->n++] = rv->vals[VM_RODATA_SCAN];
     struct vreg *dst = vm_reg(env, vm_dst(&env->insns[env->pc]));
     struct vreg saved = *dst;
     for (unsigned k = 1; !err && k < rv->n; k++) {
