@@ -662,9 +662,10 @@ static int mem_access(struct venv *env, unsigned regno, int16_t off, unsigned si
                        vm_none_hint(reg, hint, sizeof(hint)));
     case VT_SCALAR:
         if (vs_is_const(&reg->v) && reg->v.t.value == 0)
-            return vm_verr(env, bit(regno), "R%u is NULL: memory %s through it is not "
-                           "allowed (an empty entry of a table of pointers reads as 0: test "
-                           "the pointer, `if (!p)`, before using it)", regno, acc_verb(kind));
+            return vm_verr(env, bit(regno), "R%u is a scalar, not a pointer: it is 0 (NULL), "
+                           "and memory %s through it is not allowed (an empty entry of a table "
+                           "of pointers reads as 0: test the pointer, `if (!p)`, before using "
+                           "it)", regno, acc_verb(kind));
         return vm_verr(env, bit(regno), "R%u is a scalar, not a pointer: memory %s through "
                        "it is not allowed (an address the verifier cannot follow, such as one "
                        "read from a table of pointers past its end or through a pointer to "
