@@ -261,9 +261,11 @@ static void gen_table(struct gen *g)
     }
     emit(g, (uint8_t)(VM_CLS_LDX | VM_MEM | (b & 0x40 ? size_code(g) : VM_DW)), t, t,
          offs[(b >> 3) % 5], 0);
-    for (int k = 0, n = byte(g) % 4; k < n; k++)
-        emit(g, (uint8_t)(VM_CLS_LDX | VM_MEM | size_code(g)), reg(g), t,
-             (int16_t)((int)(byte(g) % 12) - 2), 0);
+    for (int k = 0, n = byte(g) % 4; k < n; k++) {   /* bytes mostly, near the object */
+        uint8_t c = byte(g);
+        emit(g, (uint8_t)(VM_CLS_LDX | VM_MEM | (c & 1 ? VM_B : size_code(g))), (c >> 1) % 6, t,
+             (int16_t)((int)(byte(g) % 10) - 1), 0);
+    }
 }
 
 static void gen_jump(struct gen *g)
