@@ -426,8 +426,12 @@ static bool ext_half_noop(const struct venv *env, const struct vm_insn *insn)
  * `if r & 39`). Ranges cannot say which x pass, so such a shift of a
  * constant by an x of at most VM_SPLIT_MAX values splits the state: one
  * path per value, with x (and what is linked to it) pinned there. The
- * paths together hold exactly the values x had: sound. */
-#define VM_SPLIT_MAX 64
+ * paths together hold exactly the values x had: sound. Only in programs
+ * with a table of pointers (verifier_int.h invariant 13), where it tells
+ * the NULL entries apart, and for at most 16 values (a table indexed by a
+ * length or a small code): the paths cost (a split over 26 values in
+ * kw_letters' loop took 4.5x the instructions). */
+#define VM_SPLIT_MAX 16
 
 /* A conditional jump testing register dst against 0 (==, !=) or a
  * constant's bits (jset). */
@@ -459,8 +463,9 @@ static int split_bit_test(struct venv *env, const struct vm_insn *insn)
 {
     unsigned xr = vm_src(insn);
     const struct vreg *d = vm_reg(env, vm_dst(insn)), *x = vm_reg(env, xr);
-    if (d->type != VT_SCALAR || !vs_is_const(&d->v) || x->type != VT_SCALAR ||
-        vs_is_const(&x->v) || x->v.umax - x->v.umin >= VM_SPLIT_MAX || !is_bit_test(env, insn))
+    if (!env->prog->nrptrs || d->type != VT_SCALAR || !vs_is_const(&d->v) ||
+        x->type != VT_SCALAR || vs_is_const(&x->v) || x->v.umax - x->v.umin >= VM_SPLIT_MAX ||
+        !is_bit_test(env, insn))
         return 0;
     uint64_t lo = x->v.umin, hi = x->v.umax, first = 0;
     bool have = false;
