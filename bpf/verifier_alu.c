@@ -457,6 +457,15 @@ static bool is_bit_test(const struct venv *env, const struct vm_insn *insn)
     return tests_bits(a, dst, false) || (mask && tests_bits(insn + 2, dst, true));
 }
 
+/* Queues the path of x = k after the shift (at pc + 1, never at pc: the
+ * state stored there before the split covers x = k, and would prune the
+ * path unexplored). */
+static int push_value(struct venv *env, const struct vm_insn *insn)
+{
+    int err = vm_check_alu(env, insn);   /* x is a constant now: no split */
+    return err ? err : vm_state_push(env, env->pc + 1);
+}
+
 /* Returns 0 (the current path goes on with the first value), 1 if no
  * value is possible, or -errno. */
 static int split_bit_test(struct venv *env, const struct vm_insn *insn)
@@ -477,7 +486,7 @@ static int split_bit_test(struct venv *env, const struct vm_insn *insn)
         vm_snap_restore(env->cur, before);
         if (vm_jmp_pin(env, xr, k)) {
             if (have)
-                err = vm_state_push(env, env->pc);   /* runs the shift with x = k */
+                err = push_value(env, insn);
             else
                 first = k, have = true;
         }

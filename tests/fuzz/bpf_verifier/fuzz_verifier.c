@@ -254,13 +254,27 @@ static void gen_table(struct gen *g)
     unsigned t = 6 + (b & 1), x = 8;
     emit(g, VM_OPC_LD_IMM64, t, VM_PSEUDO_RODATA, 0, 0);
     emit(g, 0, 0, 0, 0, 0);
-    if (b & 2) {   /* arg & 8 (or & 12, also misaligned) */
+    if (b & 0x80) {   /* clang's bit test of a constant, then the entry at x */
+        uint8_t c = byte(g);
+        emit(g, VM_CLS_LDX | VM_MEM | VM_DW, x, 9, (int16_t)(64 + 8 * (c % 4)), 0);
+        emit(g, VM_CLS_ALU64 | VM_AND, x, 0, 0, c & 4 ? 3 : 7);
+        emit(g, VM_CLS_ALU64 | VM_MOV, 5, 0, 0, byte(g));
+        if (c & 8)   /* the shift a pruning point */
+            emit(g, VM_CLS_JMP | VM_JEQ, x, 0, 0, 100);
+        emit(g, VM_CLS_ALU64 | VM_RSH | VM_X, 5, x, 0, 0);
+        emit(g, VM_CLS_ALU64 | VM_AND, 5, 0, 0, 1);
+        emit(g, VM_CLS_JMP | VM_JNE, 5, 0, 3, 0);
+        emit(g, VM_CLS_ALU64 | VM_LSH, x, 0, 0, 3);
+        emit(g, VM_CLS_ALU64 | VM_ADD | VM_X, t, x, 0, 0);
+        emit(g, VM_CLS_LDX | VM_MEM | VM_DW, t, t, 0, 0);
+    } else if (b & 2) {   /* arg & 8 (or & 12, also misaligned) */
         emit(g, VM_CLS_LDX | VM_MEM | VM_DW, x, 9, 64, 0);
         emit(g, VM_CLS_ALU64 | VM_AND, x, 0, 0, b & 4 ? 12 : 8);
         emit(g, VM_CLS_ALU64 | VM_ADD | VM_X, t, x, 0, 0);
     }
-    emit(g, (uint8_t)(VM_CLS_LDX | VM_MEM | (b & 0x40 ? size_code(g) : VM_DW)), t, t,
-         offs[(b >> 3) % 5], 0);
+    if (!(b & 0x80))
+        emit(g, (uint8_t)(VM_CLS_LDX | VM_MEM | (b & 0x40 ? size_code(g) : VM_DW)), t, t,
+             offs[(b >> 3) % 5], 0);
     for (int k = 0, n = byte(g) % 4; k < n; k++) {   /* bytes mostly, near the object */
         uint8_t c = byte(g);
         emit(g, (uint8_t)(VM_CLS_LDX | VM_MEM | (c & 1 ? VM_B : size_code(g))), (c >> 1) % 6, t,

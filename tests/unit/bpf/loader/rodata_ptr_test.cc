@@ -62,9 +62,11 @@ Buf le64(uint64_t a, uint64_t b)
 struct Table {
     ElfBuilder b;
     uint32_t cisc, ro, str, strsym;
-    explicit Table(std::vector<vm_insn> code, Buf rodata = le64(0, 4))
+    explicit Table(std::vector<vm_insn> code, Buf rodata = le64(0, 4),
+                   std::vector<vm_insn> pre = {})
     {
         code.insert(code.begin(), {LD_IMM64_LO(1, 0), LD_IMM64_HI(0)});
+        code.insert(code.begin(), pre.begin(), pre.end());
         cisc = b.code("cisc", code);
         ro = b.rodata(".rodata", std::move(rodata));
         str = b.section(".rodata.str1.1", VM_ELF_SHT_PROGBITS,
@@ -74,7 +76,7 @@ struct Table {
         b.func("prog", cisc, 0, (uint32_t)code.size());
         strsym = b.symbol("", VM_ELF_STB_LOCAL, VM_ELF_STT_SECTION, (uint16_t)str, 0, 0);
         uint32_t rosym = b.symbol("", VM_ELF_STB_LOCAL, VM_ELF_STT_SECTION, (uint16_t)ro, 0, 0);
-        b.reloc(cisc, 0, VM_R_BPF_64_64, rosym);
+        b.reloc(cisc, pre.size(), VM_R_BPF_64_64, rosym);
     }
     Table &entries()
     {
@@ -269,6 +271,42 @@ TEST(RodataPtr, NearMissesAreRejected)
         Verdict v = verify(c.code);
         EXPECT_EQ(v.rc, -EACCES) << c.name << ": " << v.msg;
         EXPECT_NE(v.msg.find(c.fragment), std::string::npos) << c.name << ": " << v.msg;
+    }
+}
+
+// clang's bit test of a constant (`r2 = 3; r2 >>= x; r2 &= 1; if r2 != 0`)
+// splits the state per value of x; here x = arg0 & 7 and values 0 and 1
+// leave, x >= 3 then reads past the image (x = 2 reads the strings). The
+// shift is a pruning point (the fall-through of a jump): the paths of the
+// other values must not be pruned by the state stored there before the
+// split, which covers them.
+TEST(RodataPtr, BitTestSplitExploresEveryValue)
+{
+    const std::vector<vm_insn> pre = {LDX(VM_DW, 6, 1, 64),
+                                      I(VM_CLS_ALU64 | VM_AND | VM_K, 6, 0, 0, 7)};
+    auto prog = [](int32_t mask, int32_t leave_below) {
+        return std::vector<vm_insn>{
+            MOV64_IMM(2, mask),
+            I(VM_CLS_JMP | VM_JEQ | VM_K, 6, 0, 0, 100),   // makes the shift a pruning point
+            I(VM_CLS_ALU64 | VM_RSH | VM_X, 2, 6), I(VM_CLS_ALU64 | VM_AND | VM_K, 2, 0, 0, 1),
+            I(VM_CLS_JMP | VM_JNE | VM_K, 2, 0, 6, 0),
+            I(VM_CLS_JMP | VM_JLT | VM_K, 6, 0, 5, leave_below),
+            I(VM_CLS_ALU64 | VM_LSH | VM_K, 6, 0, 0, 3), I(VM_CLS_ALU64 | VM_ADD | VM_X, 1, 6),
+            LDX(VM_DW, 0, 1, 0), MOV64_IMM(0, 0), EXIT(),
+            MOV64_IMM(0, 0), EXIT()};
+    };
+    for (int32_t mask : {3, 0xfb}) {   // leave on 0, 1 / on all but 2
+        Table t(prog(mask, 0), le64(0, 4), pre);
+        Loaded l(t.entries().b.build());
+        ASSERT_EQ(l.rc, 0) << l.err;
+        vm_verify_result res;
+        int rc = vm_verify(l.prog(), nullptr, &res);
+        if (mask == 3) {
+            EXPECT_EQ(rc, -EACCES) << res.msg;
+            EXPECT_NE(std::string(res.msg).find("outside [0, 25)"), std::string::npos) << res.msg;
+        } else {
+            EXPECT_EQ(rc, 0) << res.msg;   // only x = 2 goes on: rodata+16, 8 bytes
+        }
     }
 }
 
