@@ -60,6 +60,12 @@ struct func {
     uint32_t sym;          /* symbol index */
 };
 
+/* A sized data symbol: the objects a table's pointers may point into. */
+struct objsym {
+    uint32_t sec;
+    uint64_t value, size;
+};
+
 struct sec_rels {
     struct vm_elf_rel *r;  /* sorted by offset, one per instruction at most */
     uint32_t n;
@@ -73,6 +79,8 @@ struct objctx {
     uint32_t nfuncs;
     struct sec_rels *rels; /* per section index */
     struct sec_rels *rorels; /* per section index: relocations of read-only data */
+    struct objsym *objs;   /* sized data symbols, sorted by (section, value) ... */
+    uint32_t nobjs;        /* ... made when a table of pointers needs them */
     uint32_t max_insns;
     uint64_t total;        /* bytes of insns and rodata of the programs so far */
     struct vm_diag *d;
@@ -569,16 +577,57 @@ static int link_rodata(struct linker *l, uint32_t fi, uint32_t k, uint32_t pc,
 
 /* ---- Step 5b: tables of pointers in read-only data ------------------------- */
 
-/* The smallest sized symbol of section sec containing byte at (ending at
- * it: a pointer one past an object), or NULL. */
-static const struct vm_elf_sym *object_at(const struct objctx *o, uint32_t sec, uint64_t at)
+#define OBJECT_BACK 8        /* symbols starting before a target looked at */
+#define STRING_SCAN 4096     /* bytes searched for a string's NUL */
+
+static int cmp_objs(const void *a, const void *b)
 {
-    const struct vm_elf_sym *best = NULL;
-    bool best_in = false;
+    const struct objsym *x = a, *y = b;
+    if (x->sec != y->sec)
+        return x->sec < y->sec ? -1 : 1;
+    return x->value < y->value ? -1 : x->value > y->value;
+}
+
+/* The sized data symbols, sorted by (section, value), once per object. */
+static int index_objects(struct objctx *o)
+{
+    if (o->objs)
+        return 0;
+    o->objs = malloc((size_t)o->e->nsyms * sizeof(*o->objs) + 1);
+    if (!o->objs)
+        return vm_diagf(o->d, -ENOMEM, "out of memory");
     for (uint32_t i = 1; i < o->e->nsyms; i++) {
         const struct vm_elf_sym *y = &o->e->syms[i];
-        if (y->shndx != sec || !y->size || y->type == VM_ELF_STT_SECTION ||
-            y->type == VM_ELF_STT_FUNC || y->value > at || at - y->value > y->size)
+        if (y->size && y->type != VM_ELF_STT_SECTION && y->type != VM_ELF_STT_FUNC)
+            o->objs[o->nobjs++] = (struct objsym){y->shndx, y->value, y->size};
+    }
+    qsort(o->objs, o->nobjs, sizeof(*o->objs), cmp_objs);
+    return 0;
+}
+
+/* The smallest sized symbol of section sec containing byte at (ending at
+ * it: a pointer one past an object) among the OBJECT_BACK last ones
+ * starting at or before it, or NULL. (Looking further back costs a
+ * hostile object's relocations time; a symbol missed only widens the
+ * object to the section.) */
+static const struct objsym *object_at(const struct objctx *o, uint32_t sec, uint64_t at)
+{
+    uint32_t lo = 0, hi = o->nobjs;   /* first symbol after (sec, at) */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        const struct objsym *y = &o->objs[mid];
+        if (y->sec < sec || (y->sec == sec && y->value <= at))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    const struct objsym *best = NULL;
+    bool best_in = false;
+    for (uint32_t k = lo; k > 0 && lo - k < OBJECT_BACK; k--) {
+        const struct objsym *y = &o->objs[k - 1];
+        if (y->sec != sec)
+            break;
+        if (at - y->value > y->size)
             continue;
         bool in = at - y->value < y->size;
         if (!best || (in && !best_in) || (in == best_in && y->size < best->size)) {
@@ -591,24 +640,28 @@ static const struct vm_elf_sym *object_at(const struct objctx *o, uint32_t sec, 
 
 /* The object a pointer to byte `at` of section sec points into, in section
  * offsets: the string up to its NUL in a string section (SHF_STRINGS with
- * 1-byte characters), else the symbol around it, else the section. */
-static void target_object(const struct objctx *o, uint32_t sec, uint64_t at, uint64_t *lo,
-                          uint64_t *hi)
+ * 1-byte characters; at most its first STRING_SCAN bytes), else the
+ * symbol around it, else the section. */
+static int target_object(struct objctx *o, uint32_t sec, uint64_t at, uint64_t *lo,
+                         uint64_t *hi)
 {
     const struct vm_elf_sec *s = sec_of(o, sec);
     *lo = 0;
     *hi = s->size;
     if ((s->flags & VM_ELF_SHF_STRINGS) && s->entsize <= 1) {
-        const uint8_t *nul = at < s->size ? memchr(s->data + at, 0, s->size - at) : NULL;
+        uint64_t scan = s->size - at < STRING_SCAN ? s->size - at : STRING_SCAN;
+        const uint8_t *nul = scan ? memchr(s->data + at, 0, scan) : NULL;
         *lo = at;
-        *hi = nul ? (uint64_t)(nul - s->data) + 1 : s->size;
-        return;
+        *hi = nul ? (uint64_t)(nul - s->data) + 1 : at + scan;
+        return 0;
     }
-    const struct vm_elf_sym *y = object_at(o, sec, at);
+    int rc = index_objects(o);
+    const struct objsym *y = rc ? NULL : object_at(o, sec, at);
     if (y) {
         *lo = y->value;
         *hi = y->value + y->size;
     }
+    return rc;
 }
 
 /* Why relocation r of read-only section sec cannot be honoured, or 0;
@@ -656,9 +709,10 @@ static int add_rptr(struct linker *l, uint32_t sec, const struct vm_elf_rel *r)
         tsec = o->e->syms[r->sym].shndx;
         rc = rodata_of(l, tsec, &base);   /* the target's section comes along */
     }
+    if (!rc)
+        rc = target_object(o, tsec, value, &lo, &hi);
     if (rc)
         return rc;
-    target_object(o, tsec, value, &lo, &hi);
     l->rptrs[l->nrptrs++] = (struct vm_rodata_ptr){
         l->rodata_base[sec] + (uint32_t)r->offset, base + (uint32_t)value, base + (uint32_t)lo,
         base + (uint32_t)hi};
@@ -1023,6 +1077,7 @@ static void objctx_free(struct objctx *o)
         free(o->rorels[i].r);
     free(o->rels);
     free(o->rorels);
+    free(o->objs);
 }
 
 int vm_object_load(const void *buf, size_t size, const struct vm_load_opts *opts,

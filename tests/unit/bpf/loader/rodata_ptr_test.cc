@@ -142,6 +142,30 @@ TEST(RodataPtr, TargetInsideASymbolGetsTheSymbol)
     EXPECT_EQ(p->rptrs[0].hi, 24u);
 }
 
+TEST(RodataPtr, AStringIsSearchedForItsNulUpTo4KiB)
+{
+    // one entry into a 5000-byte string section without a NUL
+    ElfBuilder b;
+    uint32_t cisc = b.code("cisc", {LD_IMM64_LO(1, 0), LD_IMM64_HI(0), MOV64_IMM(0, 0), EXIT()});
+    uint32_t ro = b.rodata(".rodata", Buf(8, 0));
+    uint32_t str = b.section(".rodata.str1.1", VM_ELF_SHT_PROGBITS,
+                             VM_ELF_SHF_ALLOC | VM_ELF_SHF_MERGE | VM_ELF_SHF_STRINGS,
+                             Buf(5000, 'x'));
+    b.secs_.back().entsize = 1;
+    b.func("prog", cisc, 0, 4);
+    uint32_t rosym = b.symbol("", VM_ELF_STB_LOCAL, VM_ELF_STT_SECTION, (uint16_t)ro, 0, 0);
+    uint32_t strsym = b.symbol("", VM_ELF_STB_LOCAL, VM_ELF_STT_SECTION, (uint16_t)str, 0, 0);
+    b.reloc(cisc, 0, VM_R_BPF_64_64, rosym);
+    b.reloc_at(ro, 0, VM_R_BPF_64_ABS64, strsym);
+    Loaded l(b.build());
+    ASSERT_EQ(l.rc, 0) << l.err;
+    vm_prog *p = l.prog();
+    EXPECT_EQ(vm_test_prog_check(p), nullptr);
+    ASSERT_EQ(p->nrptrs, 1u);
+    EXPECT_EQ(p->rptrs[0].lo, 8u);
+    EXPECT_EQ(p->rptrs[0].hi, 8u + 4096u);   // the first 4 KiB: a smaller object, still safe
+}
+
 TEST(RodataPtr, RefusesWhatItCannotHonour)
 {
     {
