@@ -598,7 +598,9 @@ static int index_objects(struct objctx *o)
         return vm_diagf(o->d, -ENOMEM, "out of memory");
     for (uint32_t i = 1; i < o->e->nsyms; i++) {
         const struct vm_elf_sym *y = &o->e->syms[i];
-        if (y->size && y->type != VM_ELF_STT_SECTION && y->type != VM_ELF_STT_FUNC)
+        const struct vm_elf_sec *s = y->shndx < o->e->nsecs ? sec_of(o, y->shndx) : NULL;
+        if (y->size && y->type != VM_ELF_STT_SECTION && y->type != VM_ELF_STT_FUNC && s &&
+            y->value <= s->size && y->size <= s->size - y->value)   /* inside its section */
             o->objs[o->nobjs++] = (struct objsym){y->shndx, y->value, y->size};
     }
     qsort(o->objs, o->nobjs, sizeof(*o->objs), cmp_objs);

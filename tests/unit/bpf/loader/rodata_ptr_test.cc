@@ -130,6 +130,8 @@ TEST(RodataPtr, TargetInsideASymbolGetsTheSymbol)
     b.func("prog", cisc, 0, 4);
     uint32_t sec = b.symbol("", VM_ELF_STB_LOCAL, VM_ELF_STT_SECTION, (uint16_t)rs, 0, 0);
     b.symbol("arr", VM_ELF_STB_LOCAL, VM_ELF_STT_OBJECT, (uint16_t)rs, 8, 16);
+    // a symbol running past the section's end (a damaged object) is no object
+    b.symbol("big", VM_ELF_STB_LOCAL, VM_ELF_STT_OBJECT, (uint16_t)rs, 10, 15);   // to 25
     b.reloc(cisc, 0, VM_R_BPF_64_64, sec);
     b.reloc_at(rs, 0, VM_R_BPF_64_ABS64, sec);
     Loaded l(b.build());
