@@ -38,6 +38,8 @@
 #define VM_ELF_SHF_WRITE     0x1
 #define VM_ELF_SHF_ALLOC     0x2
 #define VM_ELF_SHF_EXECINSTR 0x4
+#define VM_ELF_SHF_MERGE     0x10
+#define VM_ELF_SHF_STRINGS   0x20
 #define VM_ELF_SHN_UNDEF  0
 #define VM_ELF_SHN_ABS    0xfff1
 #define VM_ELF_SHN_COMMON 0xfff2

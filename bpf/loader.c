@@ -14,6 +14,14 @@
  *      the new array, ld_imm64 of read-only data to VM_PSEUDO_RODATA with
  *      the referenced .rodata* sections copied into prog->rodata, and
  *      jumps are checked to stay inside their function.
+ *   5b. Tables of pointers in read-only data (R_BPF_64_ABS64 in
+ *      .rel.rodata*): every section copied brings the sections its
+ *      relocations point into; once the image is final each such slot is
+ *      set to the host address of its target and recorded in
+ *      prog->rptrs with the object it points into (a string up to its NUL,
+ *      the symbol, or the section), for the verifier. Anything else there
+ *      (into writable data, code, extern symbols, 32-bit, misaligned, out
+ *      of range) is refused.
  *   6. Line info of every placed function is copied with adjusted offsets;
  *      file names (base names) and source text go to prog->strings.
  */
@@ -52,6 +60,12 @@ struct func {
     uint32_t sym;          /* symbol index */
 };
 
+/* A sized data symbol: the objects a table's pointers may point into. */
+struct objsym {
+    uint32_t sec;
+    uint64_t value, size;
+};
+
 struct sec_rels {
     struct vm_elf_rel *r;  /* sorted by offset, one per instruction at most */
     uint32_t n;
@@ -64,6 +78,9 @@ struct objctx {
     struct func *funcs;    /* sorted by (sec, start) */
     uint32_t nfuncs;
     struct sec_rels *rels; /* per section index */
+    struct sec_rels *rorels; /* per section index: relocations of read-only data */
+    struct objsym *objs;   /* sized data symbols, sorted by (section, value) ... */
+    uint32_t nobjs;        /* ... made when a table of pointers needs them */
     uint32_t max_insns;
     uint64_t total;        /* bytes of insns and rodata of the programs so far */
     struct vm_diag *d;
@@ -78,8 +95,12 @@ struct linker {
     struct vm_insn *insns;
     uint32_t n, cap;
     uint32_t *rodata_base; /* per section: offset in rodata[] or NONE */
+    uint32_t *ro_order;    /* sections copied into rodata[], in order */
+    uint32_t nro;
     uint8_t *rodata;
     uint32_t rodata_size;
+    struct vm_rodata_ptr *rptrs;   /* relocated slots (step 5b) */
+    uint32_t nrptrs;
 };
 
 static const struct vm_elf_sec *sec_of(const struct objctx *o, uint32_t i)
@@ -282,15 +303,44 @@ static int sort_rels(struct objctx *o, uint32_t sec)
     return 0;
 }
 
+/* Relocations of read-only data (tables of pointers): checked when the
+ * section is copied into a program (link_rodata_ptrs). */
+static int append_rorels(struct objctx *o, uint32_t relsec)
+{
+    const struct vm_elf *e = o->e;
+    uint32_t target = e->secs[relsec].info, n = vm_elf_nrels(e, relsec);
+    struct sec_rels *sr = &o->rorels[target];
+    if (e->secs[relsec].type == VM_ELF_SHT_RELA)
+        return vm_diagf(o->d, -EINVAL, "%s: RELA relocations of read-only data are not "
+                        "supported", e->secs[relsec].name);
+    struct vm_elf_rel *r = realloc(sr->r, ((size_t)sr->n + n + 1) * sizeof(*r));
+    if (!r)
+        return vm_diagf(o->d, -ENOMEM, "out of memory");
+    sr->r = r;
+    for (uint32_t i = 0; i < n; i++)
+        sr->r[sr->n++] = vm_elf_rel_get(e, relsec, i);
+    qsort(sr->r, sr->n, sizeof(*sr->r), cmp_rel);
+    return 0;
+}
+
 static int index_rels(struct objctx *o)
 {
     o->rels = calloc(o->e->nsecs, sizeof(*o->rels));
-    if (!o->rels)
+    o->rorels = calloc(o->e->nsecs, sizeof(*o->rorels));
+    if (!o->rels || !o->rorels)
         return vm_diagf(o->d, -ENOMEM, "out of memory");
     for (uint32_t i = 1; i < o->e->nsecs; i++) {
         const struct vm_elf_sec *s = sec_of(o, i);
         if ((s->type != VM_ELF_SHT_REL && s->type != VM_ELF_SHT_RELA) || s->info == 0 ||
-            s->info >= o->e->nsecs || !is_code(sec_of(o, s->info)))
+            s->info >= o->e->nsecs)
+            continue;
+        if (is_rodata(sec_of(o, s->info))) {
+            int rc = append_rorels(o, i);
+            if (rc)
+                return rc;
+            continue;
+        }
+        if (!is_code(sec_of(o, s->info)))
             continue;
         if (s->type == VM_ELF_SHT_RELA)
             return vm_diagf(o->d, -EINVAL, "%s: RELA relocations of code are not supported",
@@ -457,6 +507,7 @@ static int rodata_of(struct linker *l, uint32_t sec, uint32_t *base)
     l->rodata = p;
     l->rodata_size = (uint32_t)(at + s->size);
     *base = l->rodata_base[sec] = (uint32_t)at;
+    l->ro_order[l->nro++] = sec;
     return 0;
 }
 
@@ -522,6 +573,187 @@ static int link_rodata(struct linker *l, uint32_t fi, uint32_t k, uint32_t pc,
     l->insns[pc].imm = (int32_t)(base + y->value + addend);
     l->insns[pc + 1].imm = 0;
     return 0;
+}
+
+/* ---- Step 5b: tables of pointers in read-only data ------------------------- */
+
+#define OBJECT_BACK 8        /* symbols starting before a target looked at */
+#define STRING_SCAN 4096     /* bytes searched for a string's NUL */
+
+static int cmp_objs(const void *a, const void *b)
+{
+    const struct objsym *x = a, *y = b;
+    if (x->sec != y->sec)
+        return x->sec < y->sec ? -1 : 1;
+    return x->value < y->value ? -1 : x->value > y->value;
+}
+
+/* The sized data symbols, sorted by (section, value), once per object. */
+static int index_objects(struct objctx *o)
+{
+    if (o->objs)
+        return 0;
+    o->objs = malloc((size_t)o->e->nsyms * sizeof(*o->objs) + 1);
+    if (!o->objs)
+        return vm_diagf(o->d, -ENOMEM, "out of memory");
+    for (uint32_t i = 1; i < o->e->nsyms; i++) {
+        const struct vm_elf_sym *y = &o->e->syms[i];
+        const struct vm_elf_sec *s = y->shndx < o->e->nsecs ? sec_of(o, y->shndx) : NULL;
+        if (y->size && y->type != VM_ELF_STT_SECTION && y->type != VM_ELF_STT_FUNC && s &&
+            y->value <= s->size && y->size <= s->size - y->value)   /* inside its section */
+            o->objs[o->nobjs++] = (struct objsym){y->shndx, y->value, y->size};
+    }
+    qsort(o->objs, o->nobjs, sizeof(*o->objs), cmp_objs);
+    return 0;
+}
+
+/* The smallest sized symbol of section sec containing byte at (ending at
+ * it: a pointer one past an object) among the OBJECT_BACK last ones
+ * starting at or before it, or NULL. (Looking further back costs a
+ * hostile object's relocations time; a symbol missed only widens the
+ * object to the section.) */
+static const struct objsym *object_at(const struct objctx *o, uint32_t sec, uint64_t at)
+{
+    uint32_t lo = 0, hi = o->nobjs;   /* first symbol after (sec, at) */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        const struct objsym *y = &o->objs[mid];
+        if (y->sec < sec || (y->sec == sec && y->value <= at))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    const struct objsym *best = NULL;
+    bool best_in = false;
+    for (uint32_t k = lo; k > 0 && lo - k < OBJECT_BACK; k--) {
+        const struct objsym *y = &o->objs[k - 1];
+        if (y->sec != sec)
+            break;
+        if (at - y->value > y->size)
+            continue;
+        bool in = at - y->value < y->size;
+        if (!best || (in && !best_in) || (in == best_in && y->size < best->size)) {
+            best = y;
+            best_in = in;
+        }
+    }
+    return best;
+}
+
+/* The object a pointer to byte `at` of section sec points into, in section
+ * offsets: the string up to its NUL in a string section (SHF_STRINGS with
+ * 1-byte characters; at most its first STRING_SCAN bytes), else the
+ * symbol around it, else the section. */
+static int target_object(struct objctx *o, uint32_t sec, uint64_t at, uint64_t *lo,
+                         uint64_t *hi)
+{
+    const struct vm_elf_sec *s = sec_of(o, sec);
+    *lo = 0;
+    *hi = s->size;
+    if ((s->flags & VM_ELF_SHF_STRINGS) && s->entsize <= 1) {
+        uint64_t scan = s->size - at < STRING_SCAN ? s->size - at : STRING_SCAN;
+        const uint8_t *nul = scan ? memchr(s->data + at, 0, scan) : NULL;
+        *lo = at;
+        *hi = nul ? (uint64_t)(nul - s->data) + 1 : at + scan;
+        return 0;
+    }
+    int rc = index_objects(o);
+    const struct objsym *y = rc ? NULL : object_at(o, sec, at);
+    if (y) {
+        *lo = y->value;
+        *hi = y->value + y->size;
+    }
+    return rc;
+}
+
+/* Why relocation r of read-only section sec cannot be honoured, or 0;
+ * *value is then the target's offset inside its section. */
+static int check_ro_reloc(const struct objctx *o, uint32_t sec, const struct vm_elf_rel *r,
+                          const char *w, uint64_t *value)
+{
+    const struct vm_elf_sec *s = sec_of(o, sec);
+    const char *name = vm_elf_sym_name(o->e, r->sym);
+    if (r->type == VM_R_BPF_64_ABS32)
+        return vm_diagf(o->d, -EOPNOTSUPP, "%s: a 32-bit address of '%s' is not supported "
+                        "(tables of pointers hold 64-bit ones)", w, name);
+    if (r->type != VM_R_BPF_64_ABS64)
+        return vm_diagf(o->d, -EINVAL, "%s: relocation type %u in read-only data (want "
+                        "R_BPF_64_ABS64)", w, r->type);
+    if (r->offset % 8)
+        return vm_diagf(o->d, -EINVAL, "%s: pointer to '%s' is not 8-byte aligned", w, name);
+    if (r->offset > s->size || s->size - r->offset < 8 || !s->data)
+        return vm_diagf(o->d, -EINVAL, "%s: pointer to '%s' is outside section %s (%llu "
+                        "bytes)", w, name, s->name, (unsigned long long)s->size);
+    uint64_t addend = le64_get(s->data + r->offset);
+    int rc = check_data_target(o, w, r->sym, addend);
+    if (rc)
+        return rc;
+    const struct vm_elf_sym *y = &o->e->syms[r->sym];
+    const struct vm_elf_sec *t = sec_of(o, y->shndx);
+    if (y->value > t->size || addend > t->size - y->value)
+        return vm_diagf(o->d, -EINVAL, "%s: pointer to '%s'+%llu is outside section %s "
+                        "(%llu bytes)", w, name, (unsigned long long)addend, t->name,
+                        (unsigned long long)t->size);
+    *value = y->value + addend;
+    return 0;
+}
+
+static int add_rptr(struct linker *l, uint32_t sec, const struct vm_elf_rel *r)
+{
+    char w[160];
+    struct objctx *o = l->o;
+    snprintf(w, sizeof(w), "section %s, byte %llu", sec_of(o, sec)->name,
+             (unsigned long long)r->offset);
+    uint64_t value = 0, lo, hi;
+    uint32_t tsec = 0, base = 0;
+    int rc = check_ro_reloc(o, sec, r, w, &value);
+    if (!rc) {
+        tsec = o->e->syms[r->sym].shndx;
+        rc = rodata_of(l, tsec, &base);   /* the target's section comes along */
+    }
+    if (!rc)
+        rc = target_object(o, tsec, value, &lo, &hi);
+    if (rc)
+        return rc;
+    l->rptrs[l->nrptrs++] = (struct vm_rodata_ptr){
+        l->rodata_base[sec] + (uint32_t)r->offset, base + (uint32_t)value, base + (uint32_t)lo,
+        base + (uint32_t)hi};
+    return 0;
+}
+
+static int link_rodata_ptrs(struct linker *l)
+{
+    struct objctx *o = l->o;
+    for (uint32_t i = 0; i < l->nro; i++) {   /* nro grows as targets are copied */
+        uint32_t sec = l->ro_order[i];
+        const struct sec_rels *sr = &o->rorels[sec];
+        if (!sr->n)
+            continue;
+        struct vm_rodata_ptr *p = realloc(l->rptrs, ((size_t)l->nrptrs + sr->n) * sizeof(*p));
+        if (!p)
+            return vm_diagf(o->d, -ENOMEM, "out of memory");
+        l->rptrs = p;
+        for (uint32_t k = 0; k < sr->n; k++) {
+            if (k && sr->r[k].offset == sr->r[k - 1].offset)
+                return vm_diagf(o->d, -EINVAL, "section %s, byte %llu: two relocations",
+                                sec_of(o, sec)->name, (unsigned long long)sr->r[k].offset);
+            int rc = add_rptr(l, sec, &sr->r[k]);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+/* Writes the host address of each relocated slot's target into the
+ * program's final image (prog.h invariant 5), as the machine stores a
+ * pointer: the program's 8-byte load reads it natively. */
+static void apply_rodata_ptrs(struct vm_prog *p)
+{
+    for (uint32_t i = 0; i < p->nrptrs; i++) {
+        uint64_t a = (uint64_t)(uintptr_t)(p->rodata + p->rptrs[i].target);
+        memcpy(p->rodata + p->rptrs[i].slot, &a, sizeof(a));
+    }
 }
 
 static int link_ld_imm64(struct linker *l, uint32_t fi, uint32_t k, uint32_t pc)
@@ -598,7 +830,7 @@ static int link_all(struct linker *l, uint32_t entry)
     int rc = place(l, entry, &at);
     for (uint32_t i = 0; !rc && i < l->norder; i++)
         rc = link_func(l, l->order[i]);
-    return rc;
+    return rc ? rc : link_rodata_ptrs(l);
 }
 
 /* ---- Step 6: line info ---------------------------------------------------- */
@@ -705,7 +937,8 @@ static int linker_init(struct linker *l, struct objctx *o)
     l->placed = malloc((size_t)(o->nfuncs + 1) * sizeof(*l->placed));
     l->order = malloc((size_t)(o->nfuncs + 1) * sizeof(*l->order));
     l->rodata_base = malloc((size_t)o->e->nsecs * sizeof(*l->rodata_base));
-    if (!l->placed || !l->order || !l->rodata_base)
+    l->ro_order = malloc((size_t)o->e->nsecs * sizeof(*l->ro_order));
+    if (!l->placed || !l->order || !l->rodata_base || !l->ro_order)
         return vm_diagf(o->d, -ENOMEM, "out of memory");
     memset(l->placed, 0xff, (size_t)(o->nfuncs + 1) * sizeof(*l->placed));
     memset(l->rodata_base, 0xff, (size_t)o->e->nsecs * sizeof(*l->rodata_base));
@@ -717,8 +950,10 @@ static void linker_free(struct linker *l)
     free(l->placed);
     free(l->order);
     free(l->rodata_base);
+    free(l->ro_order);
     free(l->insns);
     free(l->rodata);
+    free(l->rptrs);
 }
 
 static int fill_prog(struct linker *l, uint32_t fi, struct vm_prog *p)
@@ -734,8 +969,12 @@ static int fill_prog(struct linker *l, uint32_t fi, struct vm_prog *p)
     p->ninsns = l->n;
     p->rodata = l->rodata;
     p->rodata_size = l->rodata_size;
+    p->rptrs = l->rptrs;
+    p->nrptrs = l->nrptrs;
     l->insns = NULL;
     l->rodata = NULL;
+    l->rptrs = NULL;
+    apply_rodata_ptrs(p);   /* the image is final: it never moves again */
     int rc = gather_lines(l, p);
     return rc ? rc : own_strings(p, o->d);
 }
@@ -836,7 +1075,11 @@ static void objctx_free(struct objctx *o)
     free(o->funcs);
     for (uint32_t i = 0; o->rels && i < o->e->nsecs; i++)
         free(o->rels[i].r);
+    for (uint32_t i = 0; o->rorels && i < o->e->nsecs; i++)
+        free(o->rorels[i].r);
     free(o->rels);
+    free(o->rorels);
+    free(o->objs);
 }
 
 int vm_object_load(const void *buf, size_t size, const struct vm_load_opts *opts,

@@ -23,6 +23,7 @@ void vm_prog_free(struct vm_prog *p)
         return;
     free(p->insns);
     free(p->rodata);
+    free(p->rptrs);
     free(p->lines);
     free(p->strings);
     vm_unprepare(p);

@@ -12,6 +12,13 @@
  *   3. After vm_verify() succeeds, `verified` is set and the program is
  *      never modified again: many device cores may run it concurrently.
  *   4. Line info (if the object had BTF.ext) is sorted by insn_off.
+ *   5. Each entry of rptrs[] (sorted by slot, no two overlapping) names an
+ *      8-byte aligned slot of rodata[] that holds the host address
+ *      rodata + target (a table of pointers in read-only data, relocated
+ *      by the loader), with lo <= target <= hi <= rodata_size and [lo, hi)
+ *      the object it points into. rodata[] therefore never moves after
+ *      loading (no realloc, no copy: the slots would point into the old
+ *      image).
  */
 #ifndef CISC_BPF_PROG_H
 #define CISC_BPF_PROG_H
@@ -32,6 +39,13 @@ struct vm_line_info {
     const char *src;        /* the source text of that line, or NULL */
 };
 
+/* A relocated pointer in read-only data (invariant 5). */
+struct vm_rodata_ptr {
+    uint32_t slot;          /* byte offset of the 8-byte slot in rodata[] */
+    uint32_t target;        /* rodata offset the slot points to */
+    uint32_t lo, hi;        /* the object it points into: rodata[lo, hi) */
+};
+
 struct vm_prog {
     char name[VM_NAME_MAX];      /* function name */
     char section[VM_NAME_MAX];   /* ELF section, e.g. "cisc" */
@@ -39,6 +53,8 @@ struct vm_prog {
     uint32_t ninsns;
     uint8_t *rodata;
     uint32_t rodata_size;
+    struct vm_rodata_ptr *rptrs; /* relocated pointers in rodata[] (invariant 5) */
+    uint32_t nrptrs;
     struct vm_line_info *lines;
     uint32_t nlines;
     char *strings;               /* storage for file names and source lines */

@@ -35,7 +35,11 @@
  *      ranges and links a state carries distances to a buffer's end
  *      (bounds, or exact for `end - p`; verifier_dist.c), the sum of two
  *      linked values until its test, narrow stack stores, and a few
- *      values known to differ (verifier_neq.c).
+ *      values known to differ (verifier_neq.c). A load of an entry of a
+ *      table of pointers in read-only data gives a pointer into the object
+ *      the entry points to, one path per value the load may give
+ *      (verifier_mem.c); clang's bit test of a constant splits the state
+ *      per value of the shift amount (verifier_alu.c).
  *   6. If that exploration rejects the program, it is explored again
  *      without joins (the kernel's way, every iteration on its own): a
  *      rejection caused by the joins' loss of precision then disappears.
@@ -365,6 +369,8 @@ int vm_verify(struct vm_prog *prog, const struct vm_verify_opts *opts,
     prog->verified = false;
     env.info = calloc(env.n ? env.n : 1, sizeof(*env.info));
     int err = env.info ? vm_cfg_check(&env) : -ENOMEM;
+    if (!err)
+        err = vm_rodata_ptrs_check(&env);
     if (!err)
         err = vm_flow_analyse(&env);
     bool explored = !err;

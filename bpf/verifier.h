@@ -8,7 +8,8 @@
  * the contract): r1 points to a struct vm_ctx; [data, data_end) and
  * [out, out_end) are readable (out also writable) buffers of at most
  * VM_MAX_BUF_SIZE (256 MiB) bytes each, out 8-byte aligned for atomics;
- * each frame has VM_STACK_SIZE bytes of stack; rodata is prog->rodata;
+ * each frame has VM_STACK_SIZE bytes of stack; rodata is prog->rodata, in
+ * place, with the slots of prog->rptrs holding their targets' addresses;
  * cisc_state() returns VM_STATE_SIZE writable bytes. Stack bytes a program
  * reads were written by it first; no pointer value reaches the output,
  * the state area, r0 of the main function or a helper's scalar argument.

@@ -452,6 +452,86 @@ static void const_plus(struct vreg *d, const struct vreg *d0, const struct vreg 
     }
 }
 
+/* clang lowers `x == 0 || x == 1 || x == 5` (a switch, or a table's NULL
+ * entries: `if (!t[x])` with t constant) to a bit test of a constant:
+ * `r = 39; r >>= x; r &= 1; if r != 0` or `r = 1; r <<= x; r &= 39` (or
+ * `if r & 39`). Ranges cannot say which x pass, so such a shift of a
+ * constant by an x of at most VM_SPLIT_MAX values splits the state: one
+ * path per value, with x (and what is linked to it) pinned there. The
+ * paths together hold exactly the values x had: sound. Only in programs
+ * with a table of pointers (verifier_int.h invariant 14), where it tells
+ * the NULL entries apart, and for at most 16 values (a table indexed by a
+ * length or a small code): the paths cost (a split over 26 values in
+ * kw_letters' loop took 4.5x the instructions). */
+#define VM_SPLIT_MAX 16
+
+/* A conditional jump testing register dst against 0 (==, !=) or a
+ * constant's bits (jset). */
+static bool tests_bits(const struct vm_insn *j, unsigned dst, bool zero_only)
+{
+    unsigned cls = VM_CLS(j->code), op = VM_OP(j->code);
+    if ((cls != VM_CLS_JMP && cls != VM_CLS_JMP32) || VM_SRC(j->code) != VM_K ||
+        vm_dst(j) != dst)
+        return false;
+    return ((op == VM_JEQ || op == VM_JNE) && j->imm == 0) || (!zero_only && op == VM_JSET);
+}
+
+/* insn shifts a register by a register and the bit test follows: `&= K`
+ * and a test against 0, or a jset. */
+static bool is_bit_test(const struct venv *env, const struct vm_insn *insn)
+{
+    unsigned op = VM_OP(insn->code), dst = vm_dst(insn);
+    if ((op != VM_LSH && op != VM_RSH) || VM_SRC(insn->code) != VM_X || env->pc + 2 >= env->n)
+        return false;
+    const struct vm_insn *a = insn + 1;
+    bool mask = VM_CLS(a->code) == VM_CLS(insn->code) && VM_OP(a->code) == VM_AND &&
+                VM_SRC(a->code) == VM_K && vm_dst(a) == dst;
+    return tests_bits(a, dst, false) || (mask && tests_bits(insn + 2, dst, true));
+}
+
+/* Queues the path of x = k after the shift (at pc + 1, never at pc: the
+ * state stored there before the split covers x = k, and would prune the
+ * path unexplored). */
+static int push_value(struct venv *env, const struct vm_insn *insn)
+{
+    int err = vm_check_alu(env, insn);   /* x is a constant now: no split */
+    return err ? err : vm_state_push(env, env->pc + 1);
+}
+
+/* Returns 0 (the current path goes on with the first value), 1 if no
+ * value is possible, or -errno. */
+static int split_bit_test(struct venv *env, const struct vm_insn *insn)
+{
+    unsigned xr = vm_src(insn);
+    const struct vreg *d = vm_reg(env, vm_dst(insn)), *x = vm_reg(env, xr);
+    if (!env->prog->nrptrs || d->type != VT_SCALAR || !vs_is_const(&d->v) ||
+        x->type != VT_SCALAR || vs_is_const(&x->v) || x->v.umax - x->v.umin >= VM_SPLIT_MAX ||
+        !is_bit_test(env, insn))
+        return 0;
+    uint64_t lo = x->v.umin, hi = x->v.umax, first = 0;
+    bool have = false;
+    struct vsnap *before = vm_snap_take(env->cur);
+    if (!before)
+        return -ENOMEM;
+    int err = 0;
+    for (uint64_t k = lo; !err; k++) {
+        vm_snap_restore(env->cur, before);
+        if (vm_jmp_pin(env, xr, k)) {
+            if (have)
+                err = push_value(env, insn);
+            else
+                first = k, have = true;
+        }
+        if (k == hi)
+            break;
+    }
+    vm_snap_restore(env->cur, before);
+    vm_snap_free(before);
+    if (!err && have)
+        vm_jmp_pin(env, xr, first);
+    return err ? err : !have;
+}
+
 int vm_check_alu(struct venv *env, const struct vm_insn *insn)
 {
     unsigned op = VM_OP(insn->code), dst = vm_dst(insn);
@@ -467,6 +547,9 @@ int vm_check_alu(struct venv *env, const struct vm_insn *insn)
         return alu_unary(env, insn);
     if (ext_half_noop(env, insn))
         return 0;
+    err = split_bit_test(env, insn);
+    if (err)
+        return err;
     struct vreg s = operand(env, insn);
     struct vreg *d = vm_reg(env, dst);
     if (vm_is_ptr(d) || vm_is_ptr(&s))

@@ -147,6 +147,10 @@ static unsigned load_kind(struct flow *fl, const struct pk *p, const struct vm_i
                    : 0;
     if (base & PK_STACK)
         return PK_ALL;
+    /* an entry of a table of pointers in read-only data (verifier_int.h
+     * invariant 14) is one */
+    if ((base & PK_OTHER) && fl->env->prog->nrptrs)
+        return PK_OTHER;
     return (base & PK_CTX) ? PK_OTHER : 0;
 }
 

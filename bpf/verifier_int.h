@@ -104,6 +104,13 @@
  *      abstract one stands for; a rule reads one only through registers
  *      of the top frame that are small (|v| < 2^40), plain and precise at
  *      that instruction (verifier_zone.c).
+ *  14. A VT_RODATA pointer with rhi != 0 was loaded from a relocated slot
+ *      of a table of pointers (prog.h invariant 5): it may only access
+ *      rodata[rlo, rhi), the object its target lies in (a string with its
+ *      NUL). Pruning and joins keep pointers into different objects apart
+ *      (verifier_state.c, verifier_join.c). No access other than an
+ *      aligned 8-byte load (which gives the pointer) touches a relocated
+ *      slot, and no helper reads one: its bytes are a host address.
  */
 #ifndef CISC_BPF_VERIFIER_INT_H
 #define CISC_BPF_VERIFIER_INT_H
@@ -170,6 +177,8 @@ struct vreg {
     int32_t loff;          /* with id lid (invariant 7); 0: no such link ... */
     uint32_t lgid;         /* ... vG: the part of the pointers with this id (0: 0);
                               scalars: value = b_lid + b_lgid + loff (invariant 10) */
+    uint32_t rlo, rhi;     /* VT_RODATA: the object it points into, rodata[rlo, rhi)
+                              (invariant 14); rhi 0: all of rodata */
     struct vm_scalar v;    /* VT_SCALAR: the value; pointers: variable offset */
 };
 
@@ -378,6 +387,21 @@ int vm_check_helper_mem(struct venv *env, unsigned regno, uint64_t min_size,
                         uint64_t max_size, bool write);
 /* Marks as scalar data the stack bytes a helper may have written. */
 void vm_helper_wrote_stack(struct venv *env, const struct vreg *ptr, uint64_t max_size);
+/* Checks prog->rptrs against the image (prog.h invariant 5); -EINVAL if
+ * the program breaks it. */
+int vm_rodata_ptrs_check(struct venv *env);
+/* True if the rodata objects of pointers a and b are the same (invariant 14). */
+static inline bool vm_same_object(const struct vreg *a, const struct vreg *b)
+{
+    return a->type != VT_RODATA || (a->rlo == b->rlo && a->rhi == b->rhi);
+}
+/* True if every access rodata object o allows, c's allows too (rhi 0:
+ * all of rodata, which covers every object). */
+static inline bool vm_object_within(const struct vreg *o, const struct vreg *c)
+{
+    return o->type != VT_RODATA || c->rhi == 0 || (o->rhi != 0 && o->rlo >= c->rlo &&
+                                                   o->rhi <= c->rhi);
+}
 
 /* --- verifier_alu.c ------------------------------------------------------ */
 int vm_check_alu(struct venv *env, const struct vm_insn *insn);
@@ -395,6 +419,9 @@ const struct vreg *vm_link_member(struct venv *env, uint32_t id);
 /* After a join: bounds the variable part of pointers linked from the
  * start by the range of their link's base (invariant 7). */
 void vm_link_narrow(struct venv *env);
+/* Refines scalar register regno to exactly k, as the taken side of `if
+ * rN == k` would (linked registers follow). False if it cannot be k. */
+bool vm_jmp_pin(struct venv *env, unsigned regno, uint64_t k);
 /* Handles a jump at env->pc: updates env->pc (and may push the other
  * side). Returns 0, or 1 when the path ends (both sides impossible). */
 int vm_check_jmp(struct venv *env, const struct vm_insn *insn);
@@ -564,6 +591,7 @@ static inline void vm_mark_unknown(struct vreg *r)
     r->lid = 0;
     r->loff = 0;
     r->lgid = 0;
+    r->rlo = r->rhi = 0;
     r->v = vs_unknown();
 }
 

@@ -516,6 +516,17 @@ static void set_side(struct venv *env, const struct vm_insn *insn, unsigned op,
     vm_dist_learn(env);
 }
 
+bool vm_jmp_pin(struct venv *env, unsigned regno, uint64_t k)
+{
+    struct vreg *r = vm_reg(env, regno);
+    struct vm_scalar a = r->v, b = vs_const(k);
+    if (r->type != VT_SCALAR || !vs_refine(&a, &b, VM_JEQ, true, true))
+        return false;
+    const struct vm_insn eq = {VM_CLS_JMP | VM_JEQ | VM_K, (uint8_t)regno, 0, 0};
+    set_side(env, &eq, VM_JEQ, &a, &b);
+    return true;
+}
+
 /* The second operand of a scalar test: the register, or the immediate
  * (sign-extended for 64-bit tests, zero-extended for 32-bit ones). */
 static struct vreg operand_of(struct venv *env, const struct vm_insn *insn)

@@ -330,8 +330,8 @@ static bool join_ptr(struct venv *env, struct vreg *o, const struct vreg *c, boo
     bool buf = o->type == VT_IN || o->type == VT_OUT;
     bool fixed = o->type == VT_CTX || o->type == VT_IN_END || o->type == VT_OUT_END;
     if ((o->type == VT_STACK && o->frame != c->frame) ||
-        (o->type == VT_MEM && o->range != c->range))
-        return false;
+        (o->type == VT_MEM && o->range != c->range) || !vm_same_object(o, c))
+        return false;   /* (rodata objects: invariant 14) */
     if ((o->sflags | c->sflags) & VS_WILD) {
         make_wild(env, o);
         return true;

@@ -8,6 +8,14 @@
  * (both within the range proved by comparisons with their end pointers),
  * read-only data and helper-returned memory (known sizes).
  *
+ * Tables of pointers in read-only data (verifier_int.h invariant 14): the
+ * loader relocated their slots to host addresses (prog.h invariant 5). An
+ * aligned 8-byte load of such a slot gives a pointer into the object the
+ * entry points to (a string with its NUL), a load that may hit several
+ * entries one path per entry value (the NULL ones a scalar 0); any other
+ * access to a slot's bytes, by the program or a helper, is refused, so
+ * the address itself never becomes data.
+ *
  * Rules that keep pointers from leaking: a pointer may only be stored
  * into the stack, whole and aligned; bytes of a spilled pointer are never
  * read as a scalar (a partial overwrite makes the rest unreadable); a
@@ -17,6 +25,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bpf/abi.h"
@@ -412,6 +421,162 @@ static bool rodata_table(const struct venv *env, int64_t base, const struct vm_s
     return any;
 }
 
+/* --- relocated pointers in read-only data (invariant 14) ----------------------- */
+
+/* Index of the first relocated slot that ends after byte o. */
+static uint32_t rptr_from(const struct vm_prog *p, int64_t o)
+{
+    uint32_t lo = 0, hi = p->nrptrs;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if ((int64_t)p->rptrs[mid].slot + 8 <= o)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The first relocated slot overlapping bytes [lo, end), or NULL. */
+static const struct vm_rodata_ptr *rptr_overlap(const struct vm_prog *p, int64_t lo,
+                                                int64_t end)
+{
+    uint32_t i = rptr_from(p, lo);
+    return i < p->nrptrs && (int64_t)p->rptrs[i].slot < end ? &p->rptrs[i] : NULL;
+}
+
+/* The slot holds its target's host address (as the machine stores one). */
+static bool rptr_holds(const struct vm_prog *p, const struct vm_rodata_ptr *r)
+{
+    uint64_t a;
+    memcpy(&a, p->rodata + r->slot, sizeof(a));
+    return a == (uint64_t)(uintptr_t)(p->rodata + r->target);
+}
+
+int vm_rodata_ptrs_check(struct venv *env)
+{
+    const struct vm_prog *p = env->prog;
+    for (uint32_t i = 0; i < p->nrptrs; i++) {
+        const struct vm_rodata_ptr *r = &p->rptrs[i];
+        bool ok = r->slot % 8 == 0 && (uint64_t)r->slot + 8 <= p->rodata_size &&
+                  r->lo <= r->target && r->target <= r->hi && r->hi <= p->rodata_size &&
+                  r->hi != 0 && (i == 0 || r->slot >= p->rptrs[i - 1].slot + 8) &&
+                  rptr_holds(p, r);
+        if (!ok)
+            return vm_verr_at(env, 0, -EINVAL, "relocated pointer %u in read-only data "
+                              "(slot rodata+%u) is malformed", i, r->slot);
+    }
+    return 0;
+}
+
+/* The value an aligned 8-byte load of the relocated slot r gives. */
+static struct vreg rptr_value(const struct vm_rodata_ptr *r)
+{
+    struct vreg v;
+    vm_mark_scalar(&v, vs_const(0));
+    v.type = VT_RODATA;
+    v.off = (int32_t)r->target;
+    v.rlo = r->lo;
+    v.rhi = r->hi;
+    return v;
+}
+
+/* The values a load may give: each pointer entry it may read once, and
+ * the plain data it may read (NULL entries among it) as one scalar hull. */
+struct rptr_vals {
+    unsigned n;            /* vals[0, n): the pointers ... */
+    bool scalar;           /* ... and vals[n], the hull, if there is plain data */
+    struct vreg vals[VM_RODATA_SCAN + 1];
+};
+
+static void rptr_add(struct rptr_vals *rv, const struct vreg *v)
+{
+    struct vreg *hull = &rv->vals[VM_RODATA_SCAN];
+    if (v->type == VT_SCALAR) {
+        if (rv->scalar)
+            vs_hull(&hull->v, &v->v);
+        else
+            *hull = *v;
+        rv->scalar = true;
+        vs_sync(&hull->v);
+        return;
+    }
+    for (unsigned k = 0; k < rv->n; k++)
+        if (rv->vals[k].off == v->off)
+            return;
+    rv->vals[rv->n++] = *v;
+}
+
+static int rptr_partial(struct venv *env, unsigned regno, int64_t o, unsigned size,
+                        const struct vm_rodata_ptr *r)
+{
+    return vm_verr(env, bit(regno), "R%u reads %u bytes at rodata+%lld, part of the pointer "
+                   "stored at rodata+%u (an entry of a table of pointers): only an aligned "
+                   "8-byte load of a whole entry is allowed, and it gives the pointer, never "
+                   "its bits", regno, size, (long long)o, r->slot);
+}
+
+/* Each value of an 8-byte load at base + v that may read a table entry. */
+static int rptr_collect(struct venv *env, unsigned regno, int64_t base,
+                        const struct vm_scalar *var, struct rptr_vals *rv)
+{
+    const struct vm_prog *p = env->prog;
+    if (var->smax - var->smin >= VM_RODATA_SCAN)
+        return vm_verr(env, bit(regno), "R%u may read more than %d entries of a table of "
+                       "pointers in read-only data: bound the index", regno, VM_RODATA_SCAN);
+    for (int64_t v = var->smin; v <= var->smax; v++) {
+        if (!vs_contains(var, (uint64_t)v))
+            continue;
+        int64_t o = base + v;
+        const struct vm_rodata_ptr *r = rptr_overlap(p, o, o + 8);
+        if (r && (int64_t)r->slot != o)
+            return rptr_partial(env, regno, o, 8, r);
+        struct vreg x;
+        if (r)
+            x = rptr_value(r);
+        else
+            vm_mark_scalar(&x, vs_const(rodata_value(p, o, 8)));
+        rptr_add(rv, &x);
+    }
+    return 0;
+}
+
+/* An 8-byte load that may read a table entry: one path per value, this
+ * one with the first (the others are queued after the instruction). */
+static int rptr_load(struct venv *env, unsigned regno, int64_t base, const struct vreg *reg,
+                     struct vreg *val)
+{
+    struct rptr_vals *rv = calloc(1, sizeof(*rv));
+    if (!rv)
+        return -ENOMEM;
+    int err = rptr_collect(env, regno, base, &reg->v, rv);
+    if (rv->scalar)   /* (at most VM_RODATA_SCAN values in all) */
+        rv->vals[rv->n++] = rv->vals[VM_RODATA_SCAN];
+    struct vreg *dst = vm_reg(env, vm_dst(&env->insns[env->pc]));
+    struct vreg saved = *dst;
+    for (unsigned k = 1; !err && k < rv->n; k++) {
+        *dst = rv->vals[k];
+        err = vm_state_push(env, env->pc + 1);
+    }
+    *dst = saved;
+    if (!err)
+        *val = rv->vals[0];
+    free(rv);
+    return err;
+}
+
+/* Bytes [lo, end) inside the object a loaded pointer points into. */
+static int check_object(struct venv *env, unsigned regno, const struct vreg *reg, int64_t lo,
+                        int64_t end)
+{
+    if (!reg->rhi || (lo >= reg->rlo && end <= reg->rhi))
+        return 0;
+    return vm_verr(env, bit(regno), "R%u points into the object at rodata+[%u, %u) (what an "
+                   "entry of a table of pointers points to: a string is its bytes and its "
+                   "NUL), bytes [%lld, %lld) are outside it", regno, reg->rlo, reg->rhi,
+                   (long long)lo, (long long)end);
+}
+
 static int rodata_access(struct venv *env, unsigned regno, int16_t off, unsigned size,
                          enum acc kind, bool sx, struct vreg *val)
 {
@@ -423,8 +588,16 @@ static int rodata_access(struct venv *env, unsigned regno, int16_t off, unsigned
         return vm_verr(env, bit(regno), "R%u points to read-only data, which cannot be "
                        "written", regno);
     int err = check_sized(env, regno, reg, base, size, env->prog->rodata_size);
+    int64_t lo = base + reg->v.smin, end = base + reg->v.smax + (int64_t)size;
+    if (!err)
+        err = check_object(env, regno, reg, lo, end);
     if (err)
         return err;
+    const struct vm_rodata_ptr *r = rptr_overlap(env->prog, lo, end);
+    if (r && size != 8)
+        return rptr_partial(env, regno, r->slot > lo ? r->slot : lo, size, r);
+    if (r)
+        return rptr_load(env, regno, base, reg, val);
     *val = loaded_scalar(size, sx);
     struct vm_scalar entries;
     if (rodata_table(env, base, &reg->v, size, sx, &entries))
@@ -488,10 +661,15 @@ static int mem_access(struct venv *env, unsigned regno, int16_t off, unsigned si
         return vm_verr(env, bit(regno), "R%u is used before it is initialised%s", regno,
                        vm_none_hint(reg, hint, sizeof(hint)));
     case VT_SCALAR:
+        if (vs_is_const(&reg->v) && reg->v.t.value == 0)
+            return vm_verr(env, bit(regno), "R%u is a scalar, not a pointer: it is 0 (NULL), "
+                           "and memory %s through it is not allowed (an empty entry of a table "
+                           "of pointers reads as 0: test the pointer, `if (!p)`, before using "
+                           "it)", regno, acc_verb(kind));
         return vm_verr(env, bit(regno), "R%u is a scalar, not a pointer: memory %s through "
-                       "it is not allowed (an address loaded from memory, such as an entry of "
-                       "a `const char *const t[]` table, is a number to the verifier: use an "
-                       "array of fixed-size strings, `const char t[N][LEN]`)", regno,
+                       "it is not allowed (an address the verifier cannot follow, such as one "
+                       "read from a table of pointers past its end or through a pointer to "
+                       "writable memory, is a number to it)", regno,
                        acc_verb(kind));
     case VT_CTX: return ctx_access(env, regno, off, size, kind, sx, val);
     case VT_STACK: return stack_access(env, regno, off, size, kind, sx, val);
@@ -618,6 +796,25 @@ static int helper_stack(struct venv *env, unsigned regno, uint64_t max_size, boo
     return stack_readable(env, regno, fr, lo, end);
 }
 
+/* Read-only data a helper reads: inside the object, and no relocated
+ * slot among the bytes (they would reach the helper's output). */
+static int helper_rodata(struct venv *env, unsigned regno, uint64_t max_size)
+{
+    struct vreg row = *vm_reg(env, regno);
+    vm_row_narrow(env, &row);
+    int err = check_sized(env, regno, &row, row.off, max_size, env->prog->rodata_size);
+    int64_t lo = (int64_t)row.off + row.v.smin;
+    int64_t end = (int64_t)row.off + row.v.smax + (int64_t)max_size;
+    if (!err)
+        err = check_object(env, regno, &row, lo, end);
+    const struct vm_rodata_ptr *r = err ? NULL : rptr_overlap(env->prog, lo, end);
+    if (r)
+        return vm_verr(env, bit(regno), "R%u: the helper may read the pointer stored at "
+                       "rodata+%u (an entry of a table of pointers): its bits are an address, "
+                       "and no helper may see them", regno, r->slot);
+    return err;
+}
+
 int vm_check_helper_mem(struct venv *env, unsigned regno, uint64_t min_size,
                         uint64_t max_size, bool write)
 {
@@ -636,11 +833,8 @@ int vm_check_helper_mem(struct venv *env, unsigned regno, uint64_t min_size,
         return 0;
     if (reg->type == VT_STACK)
         return helper_stack(env, regno, max_size, write);
-    if (reg->type == VT_RODATA) {
-        struct vreg row = *reg;
-        vm_row_narrow(env, &row);
-        return check_sized(env, regno, &row, row.off, max_size, env->prog->rodata_size);
-    }
+    if (reg->type == VT_RODATA)
+        return helper_rodata(env, regno, max_size);
     if (reg->type == VT_MEM)
         return check_sized(env, regno, reg, reg->off, max_size, reg->range);
     return check_buf(env, regno, reg, reg->off, max_size, "");

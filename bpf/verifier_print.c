@@ -133,9 +133,14 @@ void vm_reg_format(const struct vreg *r, char *buf, size_t size)
         snprintf(buf, size, "%s(off=%d%s%s)", vm_vtype_name(r->type), r->off, var, lo);
         break;
     }
-    case VT_RODATA:
-        snprintf(buf, size, "rodata(off=%d%s%s)", r->off, var, r->sflags & VS_ROW ? lnk : "");
+    case VT_RODATA: {
+        char obj[48] = "";
+        if (r->rhi)   /* ",in=[8,12)": the object a table entry points to (invariant 14) */
+            snprintf(obj, sizeof(obj), ",in=[%u,%u)", r->rlo, r->rhi);
+        snprintf(buf, size, "rodata(off=%d%s%s%s)", r->off, var, obj,
+                 r->sflags & VS_ROW ? lnk : "");
         break;
+    }
     default:
         snprintf(buf, size, "%s(off=%d%s)", vm_vtype_name(r->type), r->off, var);
         break;

@@ -222,7 +222,7 @@ static bool reg_subsumed(const struct vreg *o, const struct vreg *c, bool precis
                idmap_check_shift(m, o->id, c->id ? c->id : 0xc0000000u + m->temp++,
                                  (int64_t)c->off - o->off);
     }
-    if (o->type != c->type)
+    if (o->type != c->type || !vm_object_within(o, c))   /* invariant 14 */
         return false;
     if (o->sflags & VS_WILD)   /* any offset: only the region must match */
         return (o->type != VT_STACK || o->frame == c->frame) &&

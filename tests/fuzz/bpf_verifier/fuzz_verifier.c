@@ -20,6 +20,10 @@
  *      buffers: the return code (budget exhaustion and errors included),
  *      r0, instructions used, fault pc, output and state must be equal -
  *      a difference is a JIT bug -> abort. Also skipped with ktime.
+ *   4. When the input made rodata a table of pointers (two relocated
+ *      entries, prog.h invariant 5), the checked runs again with the image
+ *      at another address: a different result means an address leaked
+ *      into data -> abort.
  *
  * jit_diff_main.c drives the same function without libFuzzer, from a
  * seeded PRNG, as the short differential run of every `make test`.
@@ -240,6 +244,44 @@ static void gen_linked(struct gen *g)
     emit(g, VM_CLS_ALU64 | VM_MOV, 0, 0, 0, 0);
 }
 
+/* An entry of the table of pointers at rodata+0 (when the input made one,
+ * table_rodata), loaded whole, in part or at a variable index, and bytes
+ * around the string it points to. */
+static void gen_table(struct gen *g)
+{
+    static const int16_t offs[] = {0, 8, 4, 16, 1};
+    uint8_t b = byte(g);
+    unsigned t = 6 + (b & 1), x = 8;
+    emit(g, VM_OPC_LD_IMM64, t, VM_PSEUDO_RODATA, 0, 0);
+    emit(g, 0, 0, 0, 0, 0);
+    if (b & 0x80) {   /* clang's bit test of a constant, then the entry at x */
+        uint8_t c = byte(g);
+        emit(g, VM_CLS_LDX | VM_MEM | VM_DW, x, 9, (int16_t)(64 + 8 * (c % 4)), 0);
+        emit(g, VM_CLS_ALU64 | VM_AND, x, 0, 0, c & 4 ? 3 : 7);
+        emit(g, VM_CLS_ALU64 | VM_MOV, 5, 0, 0, byte(g));
+        if (c & 8)   /* the shift a pruning point */
+            emit(g, VM_CLS_JMP | VM_JEQ, x, 0, 0, 100);
+        emit(g, VM_CLS_ALU64 | VM_RSH | VM_X, 5, x, 0, 0);
+        emit(g, VM_CLS_ALU64 | VM_AND, 5, 0, 0, 1);
+        emit(g, VM_CLS_JMP | VM_JNE, 5, 0, 3, 0);
+        emit(g, VM_CLS_ALU64 | VM_LSH, x, 0, 0, 3);
+        emit(g, VM_CLS_ALU64 | VM_ADD | VM_X, t, x, 0, 0);
+        emit(g, VM_CLS_LDX | VM_MEM | VM_DW, t, t, 0, 0);
+    } else if (b & 2) {   /* arg & 8 (or & 12, also misaligned) */
+        emit(g, VM_CLS_LDX | VM_MEM | VM_DW, x, 9, 64, 0);
+        emit(g, VM_CLS_ALU64 | VM_AND, x, 0, 0, b & 4 ? 12 : 8);
+        emit(g, VM_CLS_ALU64 | VM_ADD | VM_X, t, x, 0, 0);
+    }
+    if (!(b & 0x80))
+        emit(g, (uint8_t)(VM_CLS_LDX | VM_MEM | (b & 0x40 ? size_code(g) : VM_DW)), t, t,
+             offs[(b >> 3) % 5], 0);
+    for (int k = 0, n = byte(g) % 4; k < n; k++) {   /* bytes mostly, near the object */
+        uint8_t c = byte(g);
+        emit(g, (uint8_t)(VM_CLS_LDX | VM_MEM | (c & 1 ? VM_B : size_code(g))), (c >> 1) % 6, t,
+             (int16_t)((int)(byte(g) % 10) - 1), 0);
+    }
+}
+
 static void gen_jump(struct gen *g)
 {
     static const uint8_t ops[] = {VM_JEQ, VM_JGT, VM_JGE, VM_JSET, VM_JNE, VM_JSGT, VM_JSGE,
@@ -334,9 +376,14 @@ static void gen_body(struct gen *g, uint32_t limit)
                 gen_loop(g);
             break;
         case 8: gen_call(g); break;
-        default:
-            emit(g, VM_CLS_LDX | VM_MEM | VM_DW, reg(g), 9, (int16_t)(8 * (byte(g) % 13)), 0);
+        default: {
+            uint8_t k = byte(g) % 13;   /* (k == 12: past the context) */
+            if (k == 12)
+                gen_table(g);
+            else
+                emit(g, VM_CLS_LDX | VM_MEM | VM_DW, reg(g), 9, (int16_t)(8 * k), 0);
             break;
+        }
         }
     }
 }
@@ -471,11 +518,18 @@ static void compare_jit(const struct vm_prog *p, const struct outcome *i, const 
     }
 }
 
-static void run_program(struct vm_prog *p, struct gen *g, bool deterministic)
+/* The checked runs of each round: the reference of the second pass of a
+ * table of pointers (run_program with ref). */
+static struct outcome first_checked[3];
+
+/* Runs p over three rounds of fuzz-chosen inputs. With ref, only the
+ * checked runs, each compared with ref's. */
+static void run_program(struct vm_prog *p, struct gen *g, bool deterministic,
+                        const struct outcome *ref)
 {
     if (vm_prepare(p) != 0)
         return;
-    bool jit = deterministic && vm_jit_compile(p) == 0;
+    bool jit = !ref && deterministic && vm_jit_compile(p) == 0;
     for (int round = 0; round < 3; round++) {
         uint8_t input[256];
         uint64_t args[4];
@@ -492,6 +546,20 @@ static void run_program(struct vm_prog *p, struct gen *g, bool deterministic)
         uint64_t budget = c & 1 ? 20000 : 1 + (uint64_t)c * 2;
         static struct outcome checked, fast, native;
         run_once(p, input, in_len, out_len, args, budget, RUN_CHECKED, 0, &checked);
+        if (ref) {
+            const struct outcome *r = &ref[round];
+            if (r->rc != checked.rc || r->r0 != checked.r0 || r->used != checked.used ||
+                r->fault_pc != checked.fault_pc || memcmp(r->out, checked.out, 256) ||
+                memcmp(r->state, checked.state, VM_STATE_SIZE)) {
+                fprintf(stderr, "VERIFIER BUG: a table of pointers at another address changes "
+                                "the result (rc %d/%d, r0 %#llx/%#llx): an address leaked\n",
+                        ref[round].rc, checked.rc, (unsigned long long)ref[round].r0,
+                        (unsigned long long)checked.r0);
+                abort();
+            }
+            continue;
+        }
+        first_checked[round] = checked;
         if (!deterministic)
             continue;
         dirty_stack();
@@ -525,6 +593,10 @@ static void dump(const struct vm_prog *p)
     }
 }
 
+/* Accepted programs whose rodata was a table of pointers, and of them
+ * those that loaded an entry (the second pass compared them). */
+static uint64_t tables_ok, tables_loaded;
+
 /* FUZZ_VM_STATS=1 prints how many programs were accepted and ran. */
 static void stats(bool accepted, int rc_first)
 {
@@ -539,20 +611,42 @@ static void stats(bool accepted, int rc_first)
     codes[rc_first == -EACCES ? 0 : rc_first == -EINVAL ? 1 : rc_first == -E2BIG ? 2 : 3]++;
     if ((runs & 0xfff) == 0)
         fprintf(stderr, "fuzz_vm: %llu programs, %llu accepted; rejected EACCES %llu EINVAL "
-                        "%llu E2BIG %llu\n", (unsigned long long)runs, (unsigned long long)ok,
+                        "%llu E2BIG %llu; tables of pointers %llu accepted, %llu loading an "
+                        "entry\n", (unsigned long long)runs, (unsigned long long)ok,
                 (unsigned long long)codes[0], (unsigned long long)codes[1],
-                (unsigned long long)codes[2]);
+                (unsigned long long)codes[2], (unsigned long long)tables_ok,
+                (unsigned long long)tables_loaded);
+}
+
+/* Makes image (a copy of bytes) a table of two pointers, at 0 and 8, into
+ * the objects [16, 24) and [24, 32) at offsets the bytes chose, and p's
+ * read-only data. */
+static void table_rodata(struct vm_prog *p, uint8_t *image, const uint8_t *bytes,
+                         struct vm_rodata_ptr rp[2])
+{
+    memcpy(image, bytes, RODATA_SIZE);
+    for (uint32_t k = 0; k < 2; k++) {
+        uint32_t lo = 16 + 8 * k;
+        rp[k] = (struct vm_rodata_ptr){8 * k, lo + bytes[1 + k] % 9, lo, lo + 8};
+        uint64_t a = (uint64_t)(uintptr_t)(image + rp[k].target);
+        memcpy(image + 8 * k, &a, sizeof(a));
+    }
+    p->rodata = image;
+    p->rptrs = rp;
+    p->nrptrs = 2;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static struct gen g;
-    uint8_t rodata[RODATA_SIZE];
+    uint8_t rodata[RODATA_SIZE], bytes[RODATA_SIZE];
+    static uint64_t moved[RODATA_SIZE / 8 + 8];   /* (8-aligned, as malloc's) */
+    struct vm_rodata_ptr rp[2];
     memset(&g, 0, sizeof(g));
     g.d = data;
     g.n = size;
     for (int k = 0; k < RODATA_SIZE; k++)
-        rodata[k] = byte(&g);
+        rodata[k] = bytes[k] = byte(&g);
     bool raw = byte(&g) == 0xff;
     if (raw) {
         g.len = (uint32_t)((g.n - g.pos) / 8 > MAX_INSNS ? MAX_INSNS : (g.n - g.pos) / 8);
@@ -569,6 +663,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     p.ninsns = g.len;
     p.rodata = rodata;
     p.rodata_size = RODATA_SIZE;
+    bool table = bytes[0] & 1;
+    if (table)
+        table_rodata(&p, rodata, bytes, rp);
     struct vm_verify_result res;
     struct vm_verify_opts opts = {.max_insns = 50000};   /* keeps the fuzzer fast */
     unsigned nlog = 0;
@@ -578,12 +675,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         opts.log_arg = &nlog;
     }
     int rc = vm_verify(&p, &opts, &res);
+    if (rc == 0 && table) {
+        tables_ok++;
+        for (uint32_t pc = 0; pc + 2 < p.ninsns; pc++)
+            tables_loaded += p.insns[pc].code == VM_OPC_LD_IMM64 &&
+                             VM_CLS(p.insns[pc + 2].code) == VM_CLS_LDX &&
+                             vm_src(&p.insns[pc + 2]) == vm_dst(&p.insns[pc]);
+    }
     stats(rc == 0, rc);
     if (getenv("FUZZ_VM_SLOW") && res.elapsed_ns > 2000000)
         fprintf(stderr, "slow: %u insns rc %d %.2f ms %llu processed %llu states\n", p.ninsns,
                 rc, res.elapsed_ns / 1e6, (unsigned long long)res.insns_processed,
                 (unsigned long long)res.states);
+    size_t pos = g.pos;
     if (rc == 0)
-        run_program(&p, &g, !g.ktime);
+        run_program(&p, &g, !g.ktime, NULL);
+    if (rc == 0 && table && !g.ktime) {   /* the same runs, the image elsewhere */
+        vm_unprepare(&p);
+        table_rodata(&p, (uint8_t *)(moved + 1 + bytes[3] % 4), bytes, rp);
+        g.pos = pos;
+        run_program(&p, &g, true, first_checked);
+        vm_unprepare(&p);
+    }
     return 0;
 }

@@ -89,6 +89,12 @@ class ElfBuilder
         rels_[sec].push_back(Rel{insn * 8, type, sym});
     }
 
+    // A relocation at byte offset `at` of section sec (data sections).
+    void reloc_at(uint32_t sec, uint64_t at, uint32_t type, uint32_t sym)
+    {
+        rels_[sec].push_back(Rel{at, type, sym});
+    }
+
     std::vector<uint8_t> build() const
     {
         std::vector<Sec> all = secs_;

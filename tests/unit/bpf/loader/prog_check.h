@@ -50,6 +50,17 @@ static inline const char *vm_test_prog_check(const struct vm_prog *p)
             pc++;
         }
     }
+    for (uint32_t i = 0; i < p->nrptrs; i++) {   /* invariant 5 */
+        const struct vm_rodata_ptr *r = &p->rptrs[i];
+        uint64_t v = 0;
+        if (r->slot % 8 || (uint64_t)r->slot + 8 > p->rodata_size || r->lo > r->target ||
+            r->target > r->hi || r->hi > p->rodata_size ||
+            (i && r->slot < p->rptrs[i - 1].slot + 8))
+            return "relocated rodata pointer out of range or not sorted";
+        memcpy(&v, p->rodata + r->slot, 8);
+        if (v != (uint64_t)(uintptr_t)(p->rodata + r->target))
+            return "relocated rodata slot does not hold its target's address";
+    }
     for (uint32_t i = 0; i < p->nlines; i++) {
         const struct vm_line_info *l = &p->lines[i];
         if (l->insn_off >= p->ninsns || !l->file || !l->src)

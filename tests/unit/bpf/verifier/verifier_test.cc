@@ -676,7 +676,7 @@ const Case kCases[] = {
      {LOAD_IN(), JMP32_IMM(VM_JEQ, 2, 0, 0), RET0()}, -EACCES, "compared with a scalar", {}},
     {"hint_pointer_table",
      {LDX(VM_DW, 2, 1, CTX_ARG0), LDX(VM_B, 0, 2, 0), EXIT()}, -EACCES,
-     "use an array of fixed-size strings, `const char t[N][LEN]`", {}},
+     "such as one read from a table of pointers past its end", {}},
     {"hint_index_before_its_test",
      {LOAD_IN(), LDX(VM_DW, 4, 1, CTX_ARG0), ALU64_IMM(VM_AND, 4, 7), ALU64_IMM(VM_SUB, 4, 1),
       ALU64_REG(VM_ADD, 2, 4), LDX(VM_B, 0, 2, 0), EXIT()},
