@@ -523,7 +523,7 @@ bool vm_jmp_pin(struct venv *env, unsigned regno, uint64_t k)
     if (r->type != VT_SCALAR || !vs_refine(&a, &b, VM_JEQ, true, true))
         return false;
     const struct vm_insn eq = {VM_CLS_JMP | VM_JEQ | VM_K, (uint8_t)regno, 0, 0};
-    set_side(env, &eq, VM_JEQ, &a, &b);
+    set_side(env, &eq, VM_JEQ, &a, &b, true);   /* the pinned path has its own state */
     return true;
 }
 
