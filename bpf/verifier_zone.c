@@ -384,6 +384,27 @@ static bool exact_sum(const struct zview *w, uint32_t x, uint32_t y, uint32_t *s
     return false;
 }
 
+/* d just became a member of group g (d = b_g + d.off): the range of any
+ * plain member x = b_g + x.off bounds d by x's range moved by d.off -
+ * x.off. (The sum's range from interval arithmetic knows nothing of the
+ * group: -O1's `len + start` beside the `i` it equals.) */
+static void narrow_new_member(struct venv *env, struct vreg *d)
+{
+    for (uint32_t f = 0; f < env->cur->nframes; f++) {
+        const struct vframe *fr = &env->cur->frames[f];
+        for (unsigned i = 0; i < VM_REG_FP + fr->nslots; i++) {
+            const struct vreg *x = i < VM_REG_FP ? &fr->regs[i] : &fr->slots[i - VM_REG_FP].r;
+            if (x == d || !plain(x) || x->id != d->id ||
+                (i >= VM_REG_FP && !fr->slots[i - VM_REG_FP].spill))
+                continue;
+            int64_t delta = (int64_t)d->off - x->off;
+            struct vm_scalar y = d->v, r = vs_srange(x->v.smin + delta, x->v.smax + delta);
+            if (vs_refine(&y, &r, VM_JEQ, true, true))
+                d->v = y;
+        }
+    }
+}
+
 void vm_zone_alu(struct venv *env, struct vreg *d, const struct vreg *d0, const struct vreg *s,
                  const struct vm_insn *insn)
 {
@@ -407,6 +428,7 @@ void vm_zone_alu(struct venv *env, struct vreg *d, const struct vreg *d0, const 
             d->id = g;   /* d = b_x + b_y + f = b_s + (f - k) */
             d->off = (int32_t)(f - k);
             d->sflags = 0;
+            narrow_new_member(env, d);
         }
         int64_t c1 = sum_bound(&w, d0->id, s->id, f, &g);
         uint32_t g2 = 0;
@@ -448,6 +470,8 @@ static void narrow_term(struct venv *env, const struct zview *w, const struct vz
     uint32_t x = e->id[t], z = e->id[3 - t];
     int64_t ub = diff_ub(w, e->id[0], z), nlb = diff_ub(w, z, e->id[0]);
     struct vframe *fr = vm_curframe(env);
+    int64_t zlo, zhi;
+    bool zlo_ok = base_range(w, z, &zlo, &zhi) && zlo > -ZLIM;
     for (unsigned i = 0; i < w->np; i++) {
         if (w->v[w->idx[i]]->id != x)
             continue;
@@ -465,6 +489,9 @@ static void narrow_term(struct venv *env, const struct zview *w, const struct vz
                 continue;
         }
         m->v = v;
+        /* m <= b_s - min(b_z) - k + off: the distance bounds of s's members */
+        if (zlo_ok)
+            dist_from(w, m, e->id[0], -zlo - e->c + m->off);
     }
 }
 
