@@ -38,9 +38,13 @@
  * Used by: a 64-bit add `d = x + y` (or `d = x + k`): when a fact says
  * s = x + z (+ c) and another bounds y - z, d <= s + const, so d gets the
  * distance bounds of a member of s's group (`o + k <= (o + len) - 1`);
- * when y is z itself, d is a member of s's group; `p + y` for a pointer
- * linked to x from the start is linked to s (invariant 7); after joins
- * and comparisons a sum bounds its terms (x = s - z - c).
+ * when y is z itself, d is a member of s's group, with the range of the
+ * group's members (its operands' ranges add up to more: -O1's `len +
+ * start` beside the `i` it equals); `p + y` for a pointer linked to x
+ * from the start is linked to s (invariant 7); after joins and
+ * comparisons a sum bounds its terms (x = s - z - c), ranges and distance
+ * bounds (x <= s - min z - c: the bound a loop head's widening dropped
+ * from -O1's `start + len - 1 - k`, counted down beside k).
  *
  * Cost: joins try pairs and triples of at most ZCAND candidates (precise
  * small scalars that move between the two states), with cheap tests
