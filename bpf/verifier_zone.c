@@ -388,25 +388,20 @@ static bool exact_sum(const struct zview *w, uint32_t x, uint32_t y, uint32_t *s
     return false;
 }
 
-/* d just became a member of group g (d = b_g + d.off): the range of any
- * plain member x = b_g + x.off bounds d by x's range moved by d.off -
- * x.off. (The sum's range from interval arithmetic knows nothing of the
- * group: -O1's `len + start` beside the `i` it equals.) */
-static void narrow_new_member(struct venv *env, struct vreg *d)
+/* d just became a member of group g (d = b_g + d.off): the precise plain
+ * members of g bound b_g, so d lies in their range moved by d.off - their
+ * off. (The interval sum of the operands knows nothing of the group:
+ * -O1's `len + start` beside the `i` it equals.) Only members precise at
+ * the instruction, as for every rule: they were compared where earlier
+ * paths were pruned. */
+static void narrow_new_member(const struct zview *w, struct vreg *d)
 {
-    for (uint32_t f = 0; f < env->cur->nframes; f++) {
-        const struct vframe *fr = &env->cur->frames[f];
-        for (unsigned i = 0; i < VM_REG_FP + fr->nslots; i++) {
-            const struct vreg *x = i < VM_REG_FP ? &fr->regs[i] : &fr->slots[i - VM_REG_FP].r;
-            if (x == d || !plain(x) || x->id != d->id ||
-                (i >= VM_REG_FP && !fr->slots[i - VM_REG_FP].spill))
-                continue;
-            int64_t delta = (int64_t)d->off - x->off;
-            struct vm_scalar y = d->v, r = vs_srange(x->v.smin + delta, x->v.smax + delta);
-            if (vs_refine(&y, &r, VM_JEQ, true, true))
-                d->v = y;
-        }
-    }
+    int64_t lo, hi;
+    if (!base_range(w, d->id, &lo, &hi) || lo <= -ZLIM || hi >= ZLIM)
+        return;
+    struct vm_scalar v = d->v, r = vs_srange(lo + d->off, hi + d->off);
+    if (vs_refine(&v, &r, VM_JEQ, true, true))
+        d->v = v;
 }
 
 void vm_zone_alu(struct venv *env, struct vreg *d, const struct vreg *d0, const struct vreg *s,
@@ -432,7 +427,7 @@ void vm_zone_alu(struct venv *env, struct vreg *d, const struct vreg *d0, const 
             d->id = g;   /* d = b_x + b_y + f = b_s + (f - k) */
             d->off = (int32_t)(f - k);
             d->sflags = 0;
-            narrow_new_member(env, d);
+            narrow_new_member(&w, d);
         }
         int64_t c1 = sum_bound(&w, d0->id, s->id, f, &g);
         uint32_t g2 = 0;
