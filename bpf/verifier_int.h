@@ -213,7 +213,7 @@ struct vneq {
 };
 
 /* A relation between link groups' bases (invariant 13). */
-#define VM_MAX_ZONE 8
+#define VM_MAX_ZONE 12
 enum { VZ_LE = 1, VZ_SUM = 2 };
 struct vzone {
     uint32_t id[3];        /* VZ_LE: b_id0 - b_id1 <= c; VZ_SUM: b_id0 = b_id1 + b_id2 + c */

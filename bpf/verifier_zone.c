@@ -38,9 +38,13 @@
  * Used by: a 64-bit add `d = x + y` (or `d = x + k`): when a fact says
  * s = x + z (+ c) and another bounds y - z, d <= s + const, so d gets the
  * distance bounds of a member of s's group (`o + k <= (o + len) - 1`);
- * when y is z itself, d is a member of s's group; `p + y` for a pointer
- * linked to x from the start is linked to s (invariant 7); after joins
- * and comparisons a sum bounds its terms (x = s - z - c).
+ * when y is z itself, d is a member of s's group, with the range of the
+ * group's members (its operands' ranges add up to more: -O1's `len +
+ * start` beside the `i` it equals); `p + y` for a pointer linked to x
+ * from the start is linked to s (invariant 7); after joins and
+ * comparisons a sum bounds its terms (x = s - z - c), ranges and distance
+ * bounds (x <= s - min z - c: the bound a loop head's widening dropped
+ * from -O1's `start + len - 1 - k`, counted down beside k).
  *
  * Cost: joins try pairs and triples of at most ZCAND candidates (precise
  * small scalars that move between the two states), with cheap tests
@@ -384,6 +388,22 @@ static bool exact_sum(const struct zview *w, uint32_t x, uint32_t y, uint32_t *s
     return false;
 }
 
+/* d just became a member of group g (d = b_g + d.off): the precise plain
+ * members of g bound b_g, so d lies in their range moved by d.off - their
+ * off. (The interval sum of the operands knows nothing of the group:
+ * -O1's `len + start` beside the `i` it equals.) Only members precise at
+ * the instruction, as for every rule: they were compared where earlier
+ * paths were pruned. */
+static void narrow_new_member(const struct zview *w, struct vreg *d)
+{
+    int64_t lo, hi;
+    if (!base_range(w, d->id, &lo, &hi) || lo <= -ZLIM || hi >= ZLIM)
+        return;
+    struct vm_scalar v = d->v, r = vs_srange(lo + d->off, hi + d->off);
+    if (vs_refine(&v, &r, VM_JEQ, true, true))
+        d->v = v;
+}
+
 void vm_zone_alu(struct venv *env, struct vreg *d, const struct vreg *d0, const struct vreg *s,
                  const struct vm_insn *insn)
 {
@@ -407,6 +427,7 @@ void vm_zone_alu(struct venv *env, struct vreg *d, const struct vreg *d0, const 
             d->id = g;   /* d = b_x + b_y + f = b_s + (f - k) */
             d->off = (int32_t)(f - k);
             d->sflags = 0;
+            narrow_new_member(&w, d);
         }
         int64_t c1 = sum_bound(&w, d0->id, s->id, f, &g);
         uint32_t g2 = 0;
@@ -448,6 +469,8 @@ static void narrow_term(struct venv *env, const struct zview *w, const struct vz
     uint32_t x = e->id[t], z = e->id[3 - t];
     int64_t ub = diff_ub(w, e->id[0], z), nlb = diff_ub(w, z, e->id[0]);
     struct vframe *fr = vm_curframe(env);
+    int64_t zlo, zhi;
+    bool zlo_ok = base_range(w, z, &zlo, &zhi) && zlo > -ZLIM;
     for (unsigned i = 0; i < w->np; i++) {
         if (w->v[w->idx[i]]->id != x)
             continue;
@@ -465,6 +488,9 @@ static void narrow_term(struct venv *env, const struct zview *w, const struct vz
                 continue;
         }
         m->v = v;
+        /* m <= b_s - min(b_z) - k + off: the distance bounds of s's members */
+        if (zlo_ok)
+            dist_from(w, m, e->id[0], -zlo - e->c + m->off);
     }
 }
 

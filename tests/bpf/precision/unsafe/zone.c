@@ -147,3 +147,54 @@ int zone_reverse_reads_past(struct cisc_ctx *ctx)
     }
     return start;
 }
+
+/* str_reverse_lines copying k <= len bytes: at k = len the write is
+ * out[start - 1], one before the line (out[-1] for the first one). At -O1
+ * the index is one register counted down beside k, bounded below only
+ * by k < len. */
+SEC("cisc")
+int zone_reverse_le_not_lt(struct cisc_ctx *ctx)
+{
+    const __u8 *p = ctx->data, *end = ctx->data_end;
+    __u8 *out = ctx->out, *oend = ctx->out_end;
+    __u32 start = 0, len = 0;
+    for (__u32 i = 0; i < 4096 && p + i < end; i++) {
+        if (p[i] != '\n') {
+            len++;
+            continue;
+        }
+        if (out + start + len + 1 > oend)
+            return -CISC_ENOSPC;
+        for (__u32 k = 0; k <= len; k++)
+            out[start + len - 1 - k] = p[start + k]; // REJECT
+        out[start + len] = '\n';
+        start += len + 1;
+        len = 0;
+    }
+    return start;
+}
+
+/* str_reverse_lines writing out[start + len + 1 - k]: at k = 0 that is
+ * one past out[start + len], the last byte `out + start + len + 1 <= oend`
+ * proves (out[start + len - k] would still be inside). */
+SEC("cisc")
+int zone_reverse_writes_past(struct cisc_ctx *ctx)
+{
+    const __u8 *p = ctx->data, *end = ctx->data_end;
+    __u8 *out = ctx->out, *oend = ctx->out_end;
+    __u32 start = 0, len = 0;
+    for (__u32 i = 0; i < 4096 && p + i < end; i++) {
+        if (p[i] != '\n') {
+            len++;
+            continue;
+        }
+        if (out + start + len + 1 > oend)
+            return -CISC_ENOSPC;
+        for (__u32 k = 0; k < len; k++)
+            out[start + len + 1 - k] = p[start + k]; // REJECT
+        out[start + len] = '\n';
+        start += len + 1;
+        len = 0;
+    }
+    return start;
+}
