@@ -279,7 +279,8 @@ TEST_F(Features, TmpfileOpenAtCrashIsReapedAtStart)
     ASSERT_GT(dev, 0);
     ASSERT_EQ(kill(dev, SIGKILL), 0);
     up = false;
-    ASSERT_TRUE(WaitFor([&] { return !e2e::IsCiscMount(mnt); }, 600)) << "auto_unmount";
+    ASSERT_TRUE(WaitFor([&] { return !e2e::IsCiscMount(mnt); }, 600))
+        << "auto_unmount: " << e2e::DeadMountReport(dev, mnt);
     ASSERT_TRUE(WaitFor([&] { return e2e::ProcessEnded(dev); }, 600));
     close(fd);
     Up();   // replays the journal, reaps the orphan

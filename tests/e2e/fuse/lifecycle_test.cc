@@ -166,7 +166,8 @@ TEST_F(MountTest, SigkillDuringWritesKeepsFsyncedData)
     int st;
     waitpid(writer, &st, 0);
     up = false;
-    ASSERT_TRUE(WaitFor([&] { return !e2e::IsCiscMount(mnt); }, 600)) << "auto_unmount";
+    ASSERT_TRUE(WaitFor([&] { return !e2e::IsCiscMount(mnt); }, 600))
+        << "auto_unmount: " << e2e::DeadMountReport(dev, mnt);
     ASSERT_TRUE(WaitFor([&] { return e2e::ProcessEnded(dev); }, 600)) << "killed device lingers";
     Up();   // replays the journal
     std::string led = ReadFile(ledger);

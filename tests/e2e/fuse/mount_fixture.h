@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -86,6 +87,34 @@ inline bool ProcessEnded(pid_t pid)
         return true;
     char state = ProcState("/proc/" + std::to_string(pid) + "/stat");
     return state == 0 || state == 'Z';
+}
+
+// For a failure message: what a killed device's threads are doing (state
+// letter, kernel wait channel and stack of each; as root) and the mount's
+// line, so that a mount left behind after SIGKILL says why (a thread stuck
+// in the kernel keeps the /dev/fuse connection open).
+inline std::string DeadMountReport(pid_t pid, const std::string &mnt)
+{
+    std::string out = "device " + std::to_string(pid) + ":";
+    std::string task = "/proc/" + std::to_string(pid) + "/task/";
+    if (DIR *d = opendir(task.c_str())) {
+        while (struct dirent *e = readdir(d)) {
+            if (e->d_name[0] == '.')
+                continue;
+            std::string t = task + e->d_name;
+            char st = ProcState(t + "/stat");
+            out += std::string("\n  thread ") + e->d_name + " " + (st ? st : '?') + " wchan " +
+                   ReadFile(t + "/wchan") + "\n" + ReadFile(t + "/stack");
+        }
+        closedir(d);
+    } else {
+        out += " gone";
+    }
+    std::istringstream mi(ReadFile("/proc/self/mountinfo"));
+    for (std::string line; std::getline(mi, line);)
+        if (line.find(" " + mnt + " ") != std::string::npos)
+            out += "\n  mount: " + line;
+    return out;
 }
 
 inline bool IsCiscMount(const std::string &mnt)
