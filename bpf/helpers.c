@@ -315,3 +315,9 @@ const struct vm_helper *vm_helper_find(uint32_t id)
             return &helpers[i];
     return NULL;
 }
+
+const struct vm_helper *vm_helper_callx(uint64_t v)
+{
+    const struct vm_helper *h = v <= UINT32_MAX ? vm_helper_find((uint32_t)v) : NULL;
+    return h && h->fn ? h : NULL;
+}

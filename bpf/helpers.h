@@ -60,6 +60,11 @@ struct vm_helper {
 /* The helper with this id, or NULL. */
 const struct vm_helper *vm_helper_find(uint32_t id);
 
+/* The callable helper a callx names by the 64-bit number v (in its dst
+ * register), or NULL: v above 32 bits or no such helper. The one rule of
+ * the verifier, both interpreters and the JIT. */
+const struct vm_helper *vm_helper_callx(uint64_t v);
+
 /* Longest trace message, including the NUL; longer ones are truncated. */
 #define VM_TRACE_MSG_MAX 256
 

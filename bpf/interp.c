@@ -506,13 +506,6 @@ static int vm_fault_invalid(struct vm_run *rs, uint32_t pc, enum vm_bad why)
     return -EINVAL;
 }
 
-/* The helper a callx at pc names by the number v, or NULL. */
-static const struct vm_helper *callx_helper(uint64_t v)
-{
-    const struct vm_helper *h = v <= UINT32_MAX ? vm_helper_find((uint32_t)v) : NULL;
-    return h && h->fn ? h : NULL;
-}
-
 /* A callx whose register named no helper (never in a verified program:
  * the verifier requires a known helper's number there). */
 static int vm_fault_callx(struct vm_run *rs, uint32_t pc, uint64_t v)

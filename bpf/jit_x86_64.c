@@ -961,14 +961,13 @@ static uint64_t jit_helper(struct vm_jit_ctl *c, uint64_t r1, uint64_t r2, uint6
 }
 
 /* A callx's trampoline: the helper named by the number the generated code
- * stored in c->callx (the interpreter's callx_helper() rule), or the
+ * stored in c->callx (vm_helper_callx(), as the interpreter), or the
  * callx_bad flag, which the code tests on return. */
 static uint64_t jit_helperx(struct vm_jit_ctl *c, uint64_t r1, uint64_t r2, uint64_t r3,
                             uint64_t r4, uint64_t r5)
 {
-    const struct vm_helper *h = c->callx <= UINT32_MAX ? vm_helper_find((uint32_t)c->callx)
-                                                       : NULL;
-    if (!h || !h->fn) {
+    const struct vm_helper *h = vm_helper_callx(c->callx);
+    if (!h) {
         c->callx_bad = 1;
         c->charge = 0;
         return 0;

@@ -226,8 +226,8 @@ static int helper_callx(struct venv *env, const struct vm_insn *insn)
                        "is a range of values on some path): call the helper by its number "
                        "instead of through a register", d, d);
     uint64_t id = r->v.t.value;
-    const struct vm_helper *h = id <= UINT32_MAX ? vm_helper_find((uint32_t)id) : NULL;
-    if (!h || !h->fn)
+    const struct vm_helper *h = vm_helper_callx(id);
+    if (!h)
         return vm_verr(env, bit(d), "callx R%u: %llu is not the number of a helper", d,
                        (unsigned long long)id);
     if (vm_vlogging(env))

@@ -472,6 +472,9 @@ uint32_t vm_dist_range_after_add(const struct vreg *p, const struct vreg *s);
 int64_t vm_dist_var_limit(const struct vreg *p, const struct vreg *s);
 
 /* --- verifier_neq.c ------------------------------------------------------ */
+/* True if a register or spilled slot of st holds a member of link group id
+ * (verifier_neq.c; the neq and zone tables drop entries of groups gone). */
+bool vm_group_held(const struct vstate *st, uint32_t id);
 /* True if the values of scalars a and b are known to differ (in their low
  * 32 bits too when !is64); b may be a constant without a name. */
 bool vm_neq_known(const struct venv *env, const struct vreg *a, const struct vreg *b,

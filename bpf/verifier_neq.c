@@ -56,8 +56,7 @@ bool vm_neq_known(const struct venv *env, const struct vreg *a, const struct vre
     return false;
 }
 
-/* True if a register or spilled slot of st holds a member of group id. */
-static bool held(const struct vstate *st, uint32_t id)
+bool vm_group_held(const struct vstate *st, uint32_t id)
 {
     for (uint32_t f = 0; f < st->nframes; f++) {
         const struct vframe *fr = &st->frames[f];
@@ -78,7 +77,8 @@ static void prune(struct vstate *st)
 {
     uint32_t n = 0;
     for (uint32_t k = 0; k < st->nneq; k++)
-        if (held(st, st->neq[k].id[0]) && (!st->neq[k].id[1] || held(st, st->neq[k].id[1])))
+        if (vm_group_held(st, st->neq[k].id[0]) &&
+            (!st->neq[k].id[1] || vm_group_held(st, st->neq[k].id[1])))
             st->neq[n++] = st->neq[k];
     st->nneq = n;
 }

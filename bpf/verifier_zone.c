@@ -198,26 +198,11 @@ static bool reg_sum_k(const struct zview *w, unsigned s, unsigned x, unsigned y,
 
 /* --- facts -------------------------------------------------------------------- */
 
-static bool held(const struct vstate *st, uint32_t id)
-{
-    for (uint32_t f = 0; f < st->nframes; f++) {
-        const struct vframe *fr = &st->frames[f];
-        for (unsigned r = 0; r < VM_NREGS; r++)
-            if (fr->regs[r].type == VT_SCALAR && fr->regs[r].id == id)
-                return true;
-        for (uint32_t s = 0; s < fr->nslots; s++)
-            if ((fr->slots[s].spill || fr->slots[s].nsize) && fr->slots[s].r.type == VT_SCALAR &&
-                fr->slots[s].r.id == id)
-                return true;
-    }
-    return false;
-}
-
 static bool fact_held(const struct vstate *st, const struct vzone *f)
 {
     unsigned n = f->kind == VZ_SUM ? 3 : 2;
     for (unsigned i = 0; i < n; i++)
-        if (!held(st, f->id[i]))
+        if (!vm_group_held(st, f->id[i]))
             return false;
     return true;
 }
