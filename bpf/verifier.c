@@ -295,16 +295,18 @@ static void env_free(struct venv *env)
 }
 
 /* What the second, no-join exploration may use: enough for loops of a
- * thousand short iterations (the programs that need it in the test
- * suites and corpus take at most 3,802 instructions and 674 states; loops
+ * few hundred short iterations (the programs that need it in the test
+ * suites and corpus take at most 836 instructions and 195 states; loops
  * that kept a pointer and a counter moving together, which needed 45,063
  * and 8,390 before joins kept their link, no longer reach it), or twice
  * what the first exploration took. Most rejections that reach this pass
  * would run it to the full limit (1,000,000 instructions, 120-1000 ms)
  * and then report the first pass's reason anyway; with this bound a
- * rejection costs about as much as an acceptance. */
-#define VM_EXACT_MIN_INSNS 16384
-#define VM_EXACT_MIN_STATES 4096
+ * rejection costs about as much as an acceptance (16,384 and 4,096 made
+ * the corpus's slowest rejections take 14-16 ms, over the 10 ms of a
+ * program's verification). */
+#define VM_EXACT_MIN_INSNS 4096
+#define VM_EXACT_MIN_STATES 1024
 
 static uint64_t exact_budget(uint64_t first, uint64_t floor, uint64_t limit)
 {

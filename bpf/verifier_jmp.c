@@ -368,24 +368,27 @@ static void narrow(struct vm_scalar *x, struct vm_scalar fact)
         *x = y;
 }
 
-static int64_t floor256(int64_t v)
+static int64_t floor_to(int64_t v, int64_t w)
 {
-    return v >= 0 ? v / 256 : -((-v + 255) / 256);
+    return v >= 0 ? v / w : -((-v + w - 1) / w);
 }
 
-/* m = (b + m.off) & 0xff was refined, x = b + x.off: y = x + (m.off -
- * x.off) is congruent to m modulo 256, so within each 256-aligned window
- * that y's range spans, y lies in [window + m.umin, window + m.umax]. */
-static void refine_from_low8(struct vreg *x, const struct vreg *m)
+/* m = (b + m.off) mod 2^bits was refined (bits 8: VS_LOW8, 32: VS_ZEXT),
+ * x = b + x.off: y = x + (m.off - x.off) is congruent to m modulo 2^bits,
+ * so within each 2^bits-aligned window that y's range spans, y lies in
+ * [window + m.umin, window + m.umax]. (-O2's `(__u32)(len - 1) > 6`
+ * bounds len to [1, 7] this way: the window below 0 holds only -1, whose
+ * low half is 0xffffffff.) */
+static void refine_mod(struct vreg *x, const struct vreg *m, unsigned bits)
 {
-    const int64_t lim = (int64_t)1 << 40;   /* no wrap-around below */
-    if (x->v.smin <= -lim || x->v.smax >= lim || m->v.umax > 0xff)
+    const int64_t lim = (int64_t)1 << 40, win = (int64_t)1 << bits;   /* no wrap-around below */
+    if (x->v.smin <= -lim || x->v.smax >= lim || m->v.umax >= (uint64_t)win)
         return;
     int64_t delta = (int64_t)m->off - x->off;
     int64_t ylo = x->v.smin + delta, yhi = x->v.smax + delta, lo = INT64_MAX, hi = INT64_MIN;
-    if (yhi - ylo > 4096)
+    if ((yhi - ylo) / win > 16)
         return;   /* too many windows to be worth it */
-    for (int64_t w = floor256(ylo) * 256; w <= yhi; w += 256) {
+    for (int64_t w = floor_to(ylo, win) * win; w <= yhi; w += win) {
         int64_t a = w + (int64_t)m->v.umin, b = w + (int64_t)m->v.umax;
         a = a < ylo ? ylo : a;
         b = b > yhi ? yhi : b;
@@ -446,7 +449,7 @@ static void refine_linked(struct vreg *x, const struct vreg *m)
     }
     if (m->sflags == VS_LOW8) {
         if (x->sflags == 0)
-            refine_from_low8(x, m);
+            refine_mod(x, m, 8);
         else if (x->sflags == VS_LOW8 && x->off == m->off)
             narrow(&x->v, m->v);
         return;
@@ -469,6 +472,8 @@ static void refine_linked(struct vreg *x, const struct vreg *m)
             x->v.t = tn_with_low32(x->v.t, tn_intersect(tn_trunc(x->v.t, 4), m->v.t, &empty));
             vs_sync(&x->v);
         }
+    } else if (m->sflags == VS_ZEXT && x->sflags == 0) {
+        refine_mod(x, m, 32);   /* zext32(b - 1) beside b */
     }
 }
 

@@ -59,18 +59,34 @@ static void add_thr(struct venv *env, int64_t v)
     }
 }
 
+/* The scales k (bit k) of the program's 64-bit `x <<= k`, k = 1..3: only
+ * those make counters of scaled indexes (verifier_alu.c relink). */
+static unsigned scales_used(const struct venv *env)
+{
+    unsigned m = 0;
+    for (uint32_t pc = 0; pc < env->n; pc++) {
+        const struct vm_insn *i = &env->insns[pc];
+        if (i->code == (VM_CLS_ALU64 | VM_LSH | VM_K) && i->imm >= 1 && i->imm <= 3 &&
+            !(env->info[pc].flags & VI_LDIMM2))
+            m |= 1u << i->imm;
+    }
+    return m;
+}
+
+/* Every threshold is a widening step of each loop whose bound passes it,
+ * and each step a pass over the loop's body (three with the neighbours
+ * add_thr adds): so only constants that can be bounds are thresholds, and
+ * the limits of scaled counters only where the program scales. */
 int vm_join_init(struct venv *env)
 {
-    /* the buffer size over 2, 4, 8: where a counter of scaled indexes
-     * (invariant 5's VS_SCALE) stops; plus a byte or a u16: where a
-     * pointer that a check kept inside the buffer stops after it moved by
-     * a length of that type (`out += i` after a loop of i < len) */
-    static const int64_t limits[] = {0, 255, 65535, VM_MAX_BUF_SIZE >> 3, VM_MAX_BUF_SIZE >> 2,
-                                     VM_MAX_BUF_SIZE >> 1, VM_MAX_BUF_SIZE,
+    /* a byte or a u16: where a pointer that a check kept inside the
+     * buffer stops after it moved by a length of that type (`out += i`
+     * after a loop of i < len) */
+    static const int64_t limits[] = {0, 255, 65535, VM_MAX_BUF_SIZE,
                                      VM_MAX_BUF_SIZE + 255, VM_MAX_BUF_SIZE + 65535,
                                      VM_MAX_VAR_OFF, INT32_MAX, UINT32_MAX, INT64_MAX};
     const size_t nlimits = sizeof(limits) / sizeof(limits[0]);
-    size_t cap = ((size_t)env->n + nlimits) * 3;   /* add_thr adds 3 per value */
+    size_t cap = ((size_t)env->n + nlimits + 3) * 3;   /* add_thr adds 3 per value */
     env->thr_u = malloc(cap * sizeof(*env->thr_u));
     env->thr_s = malloc(cap * sizeof(*env->thr_s));
     env->arrivals = calloc(env->n, sizeof(*env->arrivals));
@@ -78,12 +94,20 @@ int vm_join_init(struct venv *env)
         return -1;
     for (size_t k = 0; k < nlimits; k++)
         add_thr(env, limits[k]);
+    /* the buffer size over 2, 4, 8: where a counter of scaled indexes
+     * (invariant 5's VS_SCALE) stops */
+    unsigned scales = scales_used(env);
+    for (unsigned k = 1; k <= 3; k++)
+        if (scales >> k & 1)
+            add_thr(env, VM_MAX_BUF_SIZE >> k);
     for (uint32_t pc = 0; pc < env->n; pc++) {
         const struct vm_insn *i = &env->insns[pc];
         unsigned cls = VM_CLS(i->code);
+        bool alu = cls == VM_CLS_ALU || cls == VM_CLS_ALU64;
         bool k = cls == VM_CLS_ST ||
-                 ((cls == VM_CLS_ALU || cls == VM_CLS_ALU64 || cls == VM_CLS_JMP ||
-                   cls == VM_CLS_JMP32) && VM_SRC(i->code) == VM_K);
+                 ((alu || cls == VM_CLS_JMP || cls == VM_CLS_JMP32) && VM_SRC(i->code) == VM_K);
+        if (alu && VM_OP(i->code) != VM_MOV)
+            k = false;   /* no bound: shift counts, masks, steps */
         if (k && !(env->info[pc].flags & VI_LDIMM2))
             add_thr(env, i->imm);
     }
@@ -146,9 +170,27 @@ static int64_t down_s(const struct venv *env, int64_t x, int64_t limit)
 
 /* --- values ----------------------------------------------------------------------- */
 
-/* Known bits are left alone: they only ever get fewer (at most 64
- * steps), and they keep facts like "always even" that a loop exit test
- * such as `i != 8192` with i += 2 needs. */
+/* Bits that may be unknown in a value whose bounds are now at most umax
+ * (unsigned) and u32max (the low half): every bit up to the highest one
+ * set in them, except the known bits below the lowest unknown one (facts
+ * like "always even", which a loop exit test such as `i != 8192` with
+ * i += 2 needs). Without this, vs_sync would clip a widened bound back to
+ * the known bits, which a loop loses one or two at a time: a pointer
+ * advanced by a word's length took 20 passes over kw_bsearch's loop to
+ * reach its limit. */
+static void loosen_bits(struct vm_tnum *t, uint64_t umax, uint32_t u32max)
+{
+    if (!t->mask)
+        return;
+    uint64_t low = (t->mask & -t->mask) - 1;
+    uint64_t hi = umax >> 63 ? UINT64_MAX : umax ? UINT64_MAX >> __builtin_clzll(umax) : 0;
+    uint64_t lo = u32max ? UINT32_MAX >> __builtin_clz(u32max) : 0;
+    t->mask |= (hi | lo) & ~low;
+    t->value &= ~t->mask;
+}
+
+/* A bound that still grows goes to the next threshold, and the known bits
+ * that would clip it are dropped (loosen_bits). */
 static void widen(const struct venv *env, const struct vm_scalar *o, struct vm_scalar *r,
                   bool ptr)
 {
@@ -171,6 +213,8 @@ static void widen(const struct venv *env, const struct vm_scalar *o, struct vm_s
         r->s32max = (int32_t)up_s(env, r->s32max, INT32_MAX);
     if (r->s32min < o->s32min)
         r->s32min = (int32_t)down_s(env, r->s32min, INT32_MIN);
+    if (r->umax > o->umax || r->u32max > o->u32max)
+        loosen_bits(&r->t, r->umax, r->u32max);
 }
 
 static struct vm_scalar join_scalar(const struct venv *env, const struct vm_scalar *o,

@@ -371,10 +371,14 @@ static int verify_one(const struct bpf_opts *o, struct vm_prog *p, bool quiet)
                 res.msg[0] ? res.msg : strerror(-rc));
         return 1;
     }
-    if (!quiet)
-        printf("%s: verified: %u instructions, %" PRIu64 " states, %" PRIu64
-               " instructions processed, %.3f ms\n", p->name, p->ninsns, res.states,
-               res.insns_processed, (double)res.elapsed_ns / 1e6);
+    if (quiet)
+        return 0;
+    printf("%s: verified: %u instructions, %" PRIu64 " states, %" PRIu64
+           " instructions processed, %.3f ms", p->name, p->ninsns, res.states,
+           res.insns_processed, (double)res.elapsed_ns / 1e6);
+    if (res.exact_insns)   /* docs/BPF.md: the second exploration, without joins */
+        printf(" (%" PRIu64 " of them exploring again without joins)", res.exact_insns);
+    printf("\n");
     return 0;
 }
 

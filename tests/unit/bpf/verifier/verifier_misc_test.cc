@@ -165,6 +165,21 @@ TEST(VerifierLimits, BigStraightLineProgramVerifies)
     EXPECT_LT(v.res.insns_processed, 31000u);
 }
 
+TEST(VerifierLimits, WideningIsNotUndoneByKnownBits)
+{
+    // for (; p <= end - 4; p += 4) s += *(u32 *)p: each widening join
+    // raises p's variable part to the next threshold; its known bits (a
+    // multiple of 4 below the highest offset seen) must not clip that back,
+    // or the loop takes a pass per lost bit (183 instructions, 95 now)
+    std::vector<vm_insn> insns = {LOAD_IN(), MOV64_IMM(0, 0), MOV64_REG(1, 3),
+                                  ALU64_IMM(VM_ADD, 1, -4), JMP_REG(VM_JGT, 2, 1, 4),
+                                  LDX(VM_W, 4, 2, 0), ALU64_REG(VM_ADD, 0, 4),
+                                  ALU64_IMM(VM_ADD, 2, 4), JMP_REG(VM_JGE, 1, 2, -4), EXIT()};
+    Verdict v = run_verifier(insns);
+    EXPECT_EQ(v.rc, 0) << v.msg;
+    EXPECT_LT(v.res.insns_processed, 140u);
+}
+
 TEST(VerifierLimits, UnrolledBranchesMergeAtJoinPoints)
 {
     // 200 independent "if (x & bit) n++" blocks: 2^200 paths if explored

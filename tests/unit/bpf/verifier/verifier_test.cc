@@ -630,6 +630,17 @@ const Case kCases[] = {
     {"low_byte_of_a_difference_32_bit_mask", {LOW8_TABLE(25, ALU32_IMM)}, 0, nullptr, {}},
     {"low_byte_of_a_difference_32_bit_too_large", {LOW8_TABLE(40, ALU32_IMM)}, -EACCES,
      "outside the frame", {}},
+    // -O2's `(__u32)(len - 1) > 6` for `len < 1 || len > 7` bounds len to
+    // [1, 7] (the window below 0 holds only len - 1 = -1, whose low half is
+    // 0xffffffff): len indexes an 8-byte stack buffer (8 would not fit)
+#define ZEXT_MINUS_ONE(limit)                                                              \
+    ST(VM_DW, 10, -8, 0), LDX(VM_DW, 4, 1, CTX_ARG0), ALU64_IMM(VM_AND, 4, 0xffff),          \
+        MOV64_REG(5, 4), ALU64_IMM(VM_ADD, 5, -1), ALU64_IMM(VM_LSH, 5, 32),                   \
+        ALU64_IMM(VM_RSH, 5, 32), JMP_IMM(VM_JGT, 5, limit, 5), MOV64_REG(2, 10),              \
+        ALU64_IMM(VM_ADD, 2, -8), ALU64_REG(VM_ADD, 2, 4), LDX(VM_B, 0, 2, 0), EXIT(), RET0()
+    {"zext_of_a_difference_bounds_it", {ZEXT_MINUS_ONE(6)}, 0, nullptr, {}},
+    {"zext_of_a_difference_one_too_large", {ZEXT_MINUS_ONE(7)}, -EACCES, "outside the frame",
+     {}},
     {"low_byte_wraps_past_256",   // (c + 200) & 0xff <= 10: c in [56, 66]
      {ST(VM_DW, 10, -8, 0), ST(VM_DW, 10, -16, 0), LDX(VM_DW, 4, 1, CTX_ARG0),
       ALU64_IMM(VM_AND, 4, 255), MOV64_REG(5, 4), ALU64_IMM(VM_ADD, 5, 200),
