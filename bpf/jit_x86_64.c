@@ -786,10 +786,14 @@ static void result_into_r11(struct jbuf *b, const struct vm_dinsn *d)
 }
 
 /* If-conversion of a forward jump at pc over one convertible instruction
- * that writes neither register the jump tests (`if (c != '\n') goto +1;
- * n++`, clang's select `r0 = a; if (a > b) goto +1; r0 = b`): no branch
- * at all. The instruction's result is computed into r11 and moved into
- * its register by a cmov on the fall-through condition; `n += 1` adds the
+ * (`if (c != '\n') goto +1; n++`, clang's select `r0 = a; if (a > b) goto
+ * +1; r0 = b`, a clamp `if (a < m) goto +1; a -= m`): no branch at all.
+ * The result is computed from the old values and the compare reads them
+ * too, so the instruction may write a register the jump tests. (A clamp
+ * is often one way, but not always: adler32's second sum wraps every
+ * other byte, and out of line it cost 1.5x native C, which cmovs both.)
+ * The instruction's result is computed into r11 and moved into its
+ * register by a cmov on the fall-through condition; `n += 1` adds the
  * setcc result instead. Its count is the same setcc result, left in r10
  * for the next settle() (invariant 4), so every count stays exact: the
  * skipped pc counts only on the path that runs it. */
@@ -797,12 +801,8 @@ static bool if_convert(struct jbuf *b, const struct vm_exec *x, const struct vm_
                        uint32_t pc, uint32_t t)
 {
     const struct vm_dinsn *s = &x->code[pc + 1];
-    bool reg = (d->op - XOP_JEQ_K) % 2 == 1;   /* a _X compare */
     if (!skips_plain(b, x, pc, t) || !convertible(s))
         return false;
-    if (s->dst == d->dst || (reg && s->dst == d->src))
-        return false;   /* a clamp of what it tests (`if (a >= m) a -= m`): mostly
-                         * one way, and a cmov would lengthen a's chain */
     int step = unit_step(s), dst = reg_of[s->dst];
     drop_dyn(b);   /* before the compare: clobbers the flags */
     if (!step)

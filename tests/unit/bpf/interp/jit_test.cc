@@ -165,6 +165,72 @@ TEST(Jit, NewlineLoopIsIfConvertedAndItsCountedCopyHasNoBudgetCheck)
     EXPECT_FALSE(contains(pre, {0x0f, 0x88}));   /* no js */
 }
 
+/* Adler-style sums over mem reduced modulo 200 by a clamp of the tested
+ * register (`if (a < 200) goto +1; a -= 200`): r0 = b << 16 | a. */
+std::vector<vm_insn> clamp_loop()
+{
+    return {I_MOV64_REG(3, 1), I_ALU64_REG(VM_ADD, 3, 2), I_MOV64_IMM(4, 1), I_MOV64_IMM(5, 0),
+            I_JMP_REG(VM_JGE, 1, 3, 9),        /* 4: loop: if (p >= end) goto done */
+            I_LDX(VM_B, 6, 1, 0),              /* 5 */
+            I_ALU64_REG(VM_ADD, 4, 6),         /* 6: a += *p */
+            I_JMP_IMM(VM_JLT, 4, 200, 1),      /* 7 */
+            I_ALU64_IMM(VM_ADD, 4, -200),      /* 8 */
+            I_ALU64_REG(VM_ADD, 5, 4),         /* 9: b += a */
+            I_JMP_IMM(VM_JLT, 5, 200, 1),      /* 10 */
+            I_ALU64_IMM(VM_ADD, 5, -200),      /* 11 */
+            I_ALU64_IMM(VM_ADD, 1, 1),         /* 12 */
+            I_JA(-10),                         /* 13 */
+            I_MOV64_REG(0, 5), I_ALU64_IMM(VM_LSH, 0, 16), I_ALU64_REG(VM_OR, 0, 4), I_EXIT()};
+}
+
+TEST(Jit, ClampOfTheTestedRegisterIsIfConvertedAndAgrees)
+{
+    if (!vm_jit_available())
+        GTEST_SKIP() << "no JIT on this host";
+    TestProg t(clamp_loop());
+    /* pc 10: cmp rbx, 200 after r11 = rbx - 200, then cmovae rbx, r11; no
+     * jcc (0f 8x) and pc 11 has no code of its own */
+    for (uint32_t pc : {7u, 10u}) {
+        std::vector<uint8_t> c = code_of(t.prog(), pc);
+        bool cmov = false, jcc = false;
+        for (size_t i = 0; i + 1 < c.size(); i++) {
+            cmov |= c[i] == 0x0f && (c[i + 1] & 0xf0) == 0x40;
+            jcc |= c[i] == 0x0f && (c[i + 1] & 0xf0) == 0x80;
+        }
+        EXPECT_TRUE(cmov) << "pc " << pc;
+        EXPECT_FALSE(jcc) << "pc " << pc;
+        EXPECT_EQ(code_of(t.prog(), pc + 1).size(), 0u) << "pc " << pc + 1;
+    }
+    uint8_t mem[64];
+    uint64_t a = 1, b = 0;
+    for (size_t i = 0; i < sizeof(mem); i++) {
+        mem[i] = (uint8_t)(i * 37 + 11);
+        a += mem[i];
+        a = a < 200 ? a : a - 200;
+        b += a;
+        b = b < 200 ? b : b - 200;
+    }
+    bool finished = false;
+    for (uint64_t budget = 1; budget < 700; budget += 3) {
+        vm_env env[2]{};
+        uint64_t r0[2] = {0, 0};
+        int rc[2];
+        for (int interp = 0; interp < 2; interp++) {
+            env[interp].interp = interp;
+            env[interp].budget = budget;
+            rc[interp] = vm_run_raw(t.prog(), mem, sizeof(mem), &env[interp], &r0[interp]);
+        }
+        ASSERT_EQ(rc[0], rc[1]) << "budget " << budget;
+        EXPECT_EQ(env[0].used, env[1].used) << "budget " << budget;
+        finished |= rc[0] == 0;
+        if (rc[0] == 0)
+            EXPECT_EQ(r0[0], b << 16 | a) << "budget " << budget;
+        else
+            EXPECT_EQ(env[0].fault_pc, env[1].fault_pc) << "budget " << budget;
+    }
+    EXPECT_TRUE(finished);
+}
+
 /* Paths of unequal length into shared targets, forward jumps into a loop
  * header and a backward conditional jump: every budget stops both
  * engines at the same pc with the same count. */
