@@ -343,10 +343,12 @@ static const struct up_opt up_table[] = {
     { 0, "media", "media", &k_index, WORDS("file", "flash"), AT(media),
       .help = "file (default): the image at the host's speed; flash: a NAND model "
               "(FTL, GC, dies, channels) times every block; --flash-* set it" },
-    { 0, "media-io", "media_io", &k_index, WORDS("pread", "mmap"), AT(dev.media_mmap),
-      .help = "how the device reads and writes the image file: pread (default): a "
-              "system call per block run; mmap: memcpy to and from a shared mapping "
-              "(the same flushes make it durable)" },
+    { 0, "media-io", "media_io", &k_index, WORDS("auto", "pread", "mmap"), AT(dev.media_io),
+      .help = "how the device reads and writes the image file: pread: a system call per "
+              "block run; mmap: memcpy to and from a shared mapping (the same flushes make "
+              "it durable; a bpf step reads its input in place); auto (default): mmap "
+              "where the image is in RAM (tmpfs, ramfs), pread elsewhere (an I/O error "
+              "of a disk would be SIGBUS under a mapping)" },
     { 0, "flash-channels", "flash_channels", &k_uint, "N", 0, 256, 0, AT(flash.channels),
       .help = "flash channels (0: " FLASH_DEF(CHANNELS) ")" },
     { 0, "flash-dies", "flash_dies", &k_uint, "N", 0, 256, 0, AT(flash.dies_per_channel),

@@ -24,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 /* Control work that waits for a queue's commands to finish (destroying a
@@ -57,6 +59,7 @@ struct device {
     struct slow slow;                /* the control requests that wait */
     char *image, *mountpoint;
     bool read_only;                  /* dev_opts.read_only: nothing is written */
+    const char *media_io;            /* "pread", "mmap" or "mixed" (an array) */
     unsigned cores;
     const char *sched;
     uint64_t started_ns;
@@ -159,12 +162,34 @@ static const char *corrupt_msg(const struct dev_opts *o)
     return o->verbose ? cisc_corrupt_last() : cisc_corrupt_what();
 }
 
+/* Whether image file path is read through a shared mapping: asked for, or
+ * (auto) the file lives in RAM, where no media error can become SIGBUS
+ * under the mapping (a full file system cannot either: media_mmap.h
+ * reserves backing store before a block's first write). */
+static bool image_mapped(const struct dev_opts *o, const char *path)
+{
+    if (o->media_io != DEV_MEDIA_IO_AUTO)
+        return o->media_io == DEV_MEDIA_IO_MMAP;
+    struct statfs sf;
+    return statfs(path, &sf) == 0 &&
+           ((unsigned long)sf.f_type == TMPFS_MAGIC || (unsigned long)sf.f_type == RAMFS_MAGIC);
+}
+
+/* The status line's word: how every image file is read. */
+static const char *media_io_word(const struct dev_opts *o)
+{
+    unsigned n = o->nmembers ? o->nmembers : 1, mapped = 0;
+    for (unsigned i = 0; i < n; i++)
+        mapped += image_mapped(o, o->nmembers ? o->members[i] : o->image);
+    return mapped == n ? "mmap" : mapped ? "mixed" : "pread";
+}
+
 /* Opens one image file (locked) and checks that it is private. */
 static int open_image(const struct dev_opts *o, const char *path, struct media **out,
                       char *err, size_t errlen)
 {
     struct media *m;
-    unsigned flags = (o->read_only ? MEDIA_RDONLY : 0) | (o->media_mmap ? MEDIA_MMAP : 0);
+    unsigned flags = (o->read_only ? MEDIA_RDONLY : 0) | (image_mapped(o, path) ? MEDIA_MMAP : 0);
     int r = media_open_file(path, flags, &m);
     if (r == -EBUSY)
         return fail(err, errlen, r, "image %s is in use by another device (it is locked)",
@@ -459,6 +484,7 @@ int dev_start(const struct dev_opts *o, struct device **out, char *err, size_t e
     }
     struct qp_config qc = { o->pollers, o->poll_us < 0 ? QP_DEFAULT_POLL_US : (unsigned)o->poll_us };
     int r = open_fs(o, &d->fs, &d->flash, err, errlen);
+    d->media_io = media_io_word(o);   /* the files exist now */
     if (!r)
         r = finish_mount(d, o, err, errlen);
     if (!r)
@@ -686,6 +712,7 @@ size_t dev_status_text(struct device *d, char *buf, size_t size)
         (unsigned long long)((now_ns() - d->started_ns) / 1000000000u));
     put(&o, "image %s\nmountpoint %s\n", d->image, d->mountpoint);
     put(&o, "access %s\n", d->read_only ? "read-only" : "read-write");
+    put(&o, "media_io %s\n", d->media_io);
     struct dm_model dm = dm_get();
     struct qp_stats qs;
     qp_service_stats(d->qps, &qs);

@@ -50,6 +50,15 @@ extern "C" {   /* also for the StorageFS header included here */
 #define DEV_DEFAULT_CORES 4u
 #define DEV_DEFAULT_SIZE  (1ull << 30)
 
+/* How the device reads and writes its image files (dev_opts.media_io). */
+enum dev_media_io {
+    DEV_MEDIA_IO_AUTO,    /* mapped where the file lives in RAM (tmpfs, ramfs), else
+                           * pread: a RAM file system has no media errors, which a
+                           * mapping would turn into SIGBUS */
+    DEV_MEDIA_IO_PREAD,   /* pread/pwrite per block run */
+    DEV_MEDIA_IO_MMAP,    /* a shared mapping (MEDIA_MMAP, media_mmap.h) */
+};
+
 struct dev_opts {
     const char *image;        /* backing image path */
     uint64_t create_size;     /* create the image (sfs_mkfs) if missing; 0 = never */
@@ -77,8 +86,7 @@ struct dev_opts {
                                    * order (media.h "Arrays"); image is then only
                                    * the array's name, and flash models each member */
     unsigned nmembers;
-    bool media_mmap;          /* the image through a shared mapping (MEDIA_MMAP),
-                               * not pread/pwrite */
+    uint8_t media_io;         /* enum dev_media_io: how the image files are read */
     bool read_only;           /* change nothing: see "Read-only" above */
     bool verbose;             /* messages name where in our source a problem was found */
     bool replay;              /* read-only: replay the journal and finish logged

@@ -9,6 +9,8 @@
 #include "tests/e2e/progs/progs_fixture.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <random>
@@ -147,6 +149,43 @@ TEST_F(ProgView, DataNewerInTheJournal)
         EXPECT_TRUE(got == Upper(d)) << "round " << round;
         EXPECT_TRUE(ReadUpper("j", at - 17, 4096) == Upper(d.substr(at - 17, 4096)));
     }
+}
+
+// `--media-io auto` (the default) maps an image that lives in RAM (tmpfs,
+// ramfs: no media errors to become SIGBUS) and preads any other; `cisc
+// status` says which, and an explicit choice wins.
+bool InRam(const std::string &path)
+{
+    struct statfs sf;
+    return statfs(path.c_str(), &sf) == 0 &&
+           ((unsigned long)sf.f_type == TMPFS_MAGIC || (unsigned long)sf.f_type == RAMFS_MAGIC);
+}
+
+TEST_F(ProgsTest, MediaIoAutoMapsAnImageInRamOnly)
+{
+    if (getenv("CISC_E2E_UP_ARGS"))
+        GTEST_SKIP() << "CISC_E2E_UP_ARGS chooses the media I/O";
+    EXPECT_EQ(StatusLine("media_io"), std::string("media_io ") + (InRam(dir) ? "mmap" : "pread"));
+    Down();
+    char tmpl[] = "/dev/shm/ciscfs-e2e-XXXXXX";
+    if (!mkdtemp(tmpl))
+        GTEST_SKIP() << "no /dev/shm";
+    struct Gone {
+        std::string path;
+        ~Gone() { Sh("rm -rf " + path); }
+    } shm{tmpl};
+    img = shm.path + "/img";
+    if (!InRam(shm.path))
+        GTEST_SKIP() << "/dev/shm is not in RAM here";
+    std::string d = Bytes(100 << 10, 7);
+    Up();
+    EXPECT_EQ(StatusLine("media_io"), "media_io mmap");
+    EXPECT_TRUE(WriteFile(P("f"), d));
+    Down();
+    Up("--media-io pread");
+    EXPECT_EQ(StatusLine("media_io"), "media_io pread");
+    EXPECT_TRUE(ReadFile(P("f")) == d);
+    Down();
 }
 
 // An op that reads a file and then writes it: the program sees the bytes
