@@ -126,8 +126,9 @@ def parse_variants(specs, cisc):
     out = []
     for v in specs:
         parts = v.split(":", 2)
-        if len(parts) < 2 or parts[1] not in ("", "pread", "mmap"):
-            raise SystemExit("bench-offload: bad --variant %r (LABEL:pread|mmap[:CISC])" % v)
+        if len(parts) < 2 or parts[1] not in ("", "auto", "pread", "mmap"):
+            raise SystemExit("bench-offload: bad --variant %r (LABEL:auto|pread|mmap[:CISC])"
+                             % v)
         out.append((parts[0], parts[1], parts[2] if len(parts) == 3 else cisc))
     return out
 
@@ -161,12 +162,14 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="best of N runs of each")
     ap.add_argument("--image-dir", default="/dev/shm")
     ap.add_argument("--variant", action="append",
-                    help="LABEL:pread|mmap[:CISC]: a device configuration to run (b) on "
-                         "(repeatable; the same image; the first is the baseline of the "
-                         "ratios); default: pread and mmap with --cisc")
+                    help="LABEL:auto|pread|mmap[:CISC]: a device configuration to run (b) "
+                         "on (repeatable; the same image; the first is the baseline of the "
+                         "ratios); default: pread, and the default media I/O (auto: mmap "
+                         "for an image in RAM) with --cisc")
     ap.add_argument("--perf", help="record a perf profile of the device during (b) here")
     a = ap.parse_args()
-    variants = parse_variants(a.variant or ["pread:pread", "mmap:mmap"], a.cisc)
+    # the default (auto: mmap, the image being in RAM) against pread
+    variants = parse_variants(a.variant or ["pread:pread", "default:auto"], a.cisc)
 
     load0 = " ".join("%.2f" % x for x in os.getloadavg())
     work = tempfile.mkdtemp(prefix="cisc-offload-", dir="/tmp")
