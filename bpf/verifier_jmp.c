@@ -108,8 +108,8 @@ void vm_bound_var(struct venv *env, const struct vreg *p, int64_t limit)
 static void bound_var(struct venv *env, const struct vreg *p, int64_t limit, unsigned depth)
 {
     struct vm_scalar lim = vs_const((uint64_t)limit), v = p->v;
-    if (vs_is_const(&v) || !vs_refine(&v, &lim, VM_JSLE, true, true))
-        return;
+    if (vs_is_const(&v) || v.smax <= limit || !vs_refine(&v, &lim, VM_JSLE, true, true))
+        return;   /* (within the limit already: nothing to learn, nothing to pass on) */
     for (uint32_t f = 0; f < env->cur->nframes; f++) {
         struct vframe *fr = &env->cur->frames[f];
         for (unsigned r = 0; r < VM_NREGS; r++)

@@ -595,14 +595,18 @@ static void join_dist(struct venv *env, struct vreg *o, const struct vreg *c, un
     /* id 0 too: data + constant, rebased - unless it is `end - data`
      * itself in both, or a pointer to the start itself, not made from x,
      * is in both states (then the bound from the start stays) */
+    if (!((o->dist & c->dist) >> k & 1)) {   /* not in both (and no start_base scan) */
+        o->dist &= (uint8_t)~(VM_DIST_EQ(k) | (1u << k));
+        return;
+    }
     bool exact = (o->dist & c->dist & VM_DIST_EQ(k)) && o->doff[k] == c->doff[k];
     bool start = !o->did[k] && !c->did[k] &&
                  (exact || ((m->start_kept >> k & 1) && start_base(m, k, o->id, c->id)));
-    if (((o->dist & c->dist) >> k & 1) && !start)
+    if (!start)
         res = jmap_find(m, k ? VT_OUT : VT_IN, o->did[k], c->did[k], &shift);
     uint8_t eq = o->dist & c->dist & VM_DIST_EQ(k);
     o->dist &= (uint8_t)~VM_DIST_EQ(k);
-    if (!((o->dist & c->dist) >> k & 1) || (!res && o->did[k] != c->did[k])) {
+    if (!res && o->did[k] != c->did[k]) {
         o->dist &= (uint8_t)~(1u << k);
         return;
     }

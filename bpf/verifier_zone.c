@@ -116,6 +116,18 @@ static void view_of(struct venv *env, struct zview *w)
           env->cur->nzone);
 }
 
+/* Whether build() gives frame fr an entry i (a register, or a spilled
+ * scalar). */
+static bool has_entry(const struct vframe *fr, unsigned i)
+{
+    if (i < VM_REG_FP)
+        return true;
+    if (i >= VM_REG_FP + fr->nslots)
+        return false;
+    const struct vslot *sl = &fr->slots[i - VM_REG_FP];
+    return sl->spill && sl->r.type == VT_SCALAR;
+}
+
 /* The register or slot of frame fr for entry i. */
 static struct vreg *entry(struct vframe *fr, unsigned i)
 {
@@ -645,16 +657,15 @@ void vm_zone_join(struct venv *env, struct vstate *joined, const struct vframe *
 {
     uint32_t top = cur->nframes - 1;
     struct vframe *jf = &joined->frames[top];
+    const struct vframe *cf = &cur->frames[top];
     struct zview o, c, j;
-    build(&o, pre, mk, oz, onz);
-    build(&c, &cur->frames[top], mk, cur->zone, cur->nzone);
     build(&j, jf, mk, NULL, 0);
     unsigned cand[ZCAND], n = 0, mov[ZCAND], nm = 0;
     joined->nzone = 0;
     for (unsigned i = 0; i < j.n && n < ZCAND; i++) {
         const struct vreg *r = j.v[i];
         if (r && j.p[i] && r->type == VT_SCALAR && small_v(&r->v) && (!r->id || !r->sflags) &&
-            i < o.n && i < c.n && o.v[i] && c.v[i]) {
+            has_entry(pre, i) && has_entry(cf, i)) {
             cand[n++] = i;
             if (!vs_is_const(&r->v))
                 mov[nm++] = i;
@@ -662,6 +673,8 @@ void vm_zone_join(struct venv *env, struct vstate *joined, const struct vframe *
     }
     if (nm < 2)
         return;   /* every relation needs two numbers that differ between the states */
+    build(&o, pre, mk, oz, onz);
+    build(&c, cf, mk, cur->zone, cur->nzone);
     /* with no facts on either side, a difference comes from constants or
      * a group: only where a number is constant in one state (a counter's
      * first iterations) beside one that moves in the other */
@@ -674,23 +687,27 @@ void vm_zone_join(struct venv *env, struct vstate *joined, const struct vframe *
                            (c.v[mov[a]]->id && c.v[mov[a]]->id == c.v[mov[b]]->id)))
                 join_le(env, joined, jf, &o, &c, mov[a], mov[b], wide);
     /* constants of each state, for a cheap first test of every triple */
-    bool ko[ZCAND], kc[ZCAND], jm[ZCAND];
+    bool ko[ZCAND], kc[ZCAND], kk[ZCAND], jm[ZCAND];
     int64_t vo[ZCAND], vc[ZCAND];
+    unsigned nkk = 0;
     for (unsigned i = 0; i < n; i++) {
         ko[i] = vs_is_const(&o.v[cand[i]]->v), kc[i] = vs_is_const(&c.v[cand[i]]->v);
         vo[i] = (int64_t)o.v[cand[i]]->v.t.value, vc[i] = (int64_t)c.v[cand[i]]->v.t.value;
         jm[i] = !vs_is_const(&j.v[cand[i]]->v);
+        kk[i] = ko[i] && kc[i];
+        nkk += kk[i];
     }
+    if (!facts && !nkk)
+        return;   /* no fact, no constant term: no sum to see */
     for (unsigned s = 0; s < n; s++)
         for (unsigned x = 0; x < n; x++)
             for (unsigned y = x + 1; y < n; y++) {
-                if (s == x || s == y || jm[s] + jm[x] + jm[y] < 2)
-                    continue;
-                bool allk = ko[s] && ko[x] && ko[y] && kc[s] && kc[x] && kc[y];
+                if ((!facts && !kk[x] && !kk[y]) || s == x || s == y ||
+                    jm[s] + jm[x] + jm[y] < 2)
+                    continue;   /* (no fact, no constant term: no sum to see) */
+                bool allk = kk[s] && kk[x] && kk[y];
                 if (allk && vo[s] - vo[x] - vo[y] != vc[s] - vc[x] - vc[y])
                     continue;   /* constants in both, and not the same sum */
-                if (!allk && !facts && !(ko[x] && kc[x]) && !(ko[y] && kc[y]))
-                    continue;   /* no fact, no constant term: no sum to see */
                 join_sum(env, joined, jf, &o, &c, cand[s], cand[x], cand[y]);
             }
 }
