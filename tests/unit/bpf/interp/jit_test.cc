@@ -165,6 +165,25 @@ TEST(Jit, NewlineLoopIsIfConvertedAndItsCountedCopyHasNoBudgetCheck)
     EXPECT_FALSE(contains(pre, {0x0f, 0x88}));   /* no js */
 }
 
+/* One run of p over in[0, len) in each engine (0: JIT, 1: interpreter)
+ * with the same budget. */
+struct BothRuns {
+    vm_env env[2]{};
+    uint64_t r0[2] = {0, 0};
+    int rc[2] = {0, 0};
+};
+
+BothRuns run_both(vm_prog *p, uint8_t *in, size_t len, uint64_t budget)
+{
+    BothRuns b;
+    for (int interp = 0; interp < 2; interp++) {
+        b.env[interp].interp = interp;
+        b.env[interp].budget = budget;
+        b.rc[interp] = vm_run_raw(p, in, len, &b.env[interp], &b.r0[interp]);
+    }
+    return b;
+}
+
 /* Adler-style sums over mem reduced modulo 200 by a clamp of the tested
  * register (`if (a < 200) goto +1; a -= 200`): r0 = b << 16 | a. */
 std::vector<vm_insn> clamp_loop()
@@ -212,14 +231,10 @@ TEST(Jit, ClampOfTheTestedRegisterIsIfConvertedAndAgrees)
     }
     bool finished = false;
     for (uint64_t budget = 1; budget < 700; budget += 3) {
-        vm_env env[2]{};
-        uint64_t r0[2] = {0, 0};
-        int rc[2];
-        for (int interp = 0; interp < 2; interp++) {
-            env[interp].interp = interp;
-            env[interp].budget = budget;
-            rc[interp] = vm_run_raw(t.prog(), mem, sizeof(mem), &env[interp], &r0[interp]);
-        }
+        BothRuns b2 = run_both(t.prog(), mem, sizeof(mem), budget);
+        const vm_env *env = b2.env;
+        const uint64_t *r0 = b2.r0;
+        const int *rc = b2.rc;
         ASSERT_EQ(rc[0], rc[1]) << "budget " << budget;
         EXPECT_EQ(env[0].used, env[1].used) << "budget " << budget;
         finished |= rc[0] == 0;
@@ -277,14 +292,10 @@ TEST(Jit, BudgetStopsAtTheSamePointForEveryBudgetOnBranchyCode)
         uint8_t *in = newline ? text : mem;
         size_t len = newline ? sizeof(text) : sizeof(mem);
         for (uint64_t budget = 1; budget < 260; budget++) {
-            vm_env env[2]{};
-            uint64_t r0[2] = {0, 0};
-            int rc[2];
-            for (int interp = 0; interp < 2; interp++) {
-                env[interp].interp = interp;
-                env[interp].budget = budget;
-                rc[interp] = vm_run_raw(t.prog(), in, len, &env[interp], &r0[interp]);
-            }
+            BothRuns b2 = run_both(t.prog(), in, len, budget);
+            const vm_env *env = b2.env;
+            const uint64_t *r0 = b2.r0;
+            const int *rc = b2.rc;
             ASSERT_EQ(rc[0], rc[1]) << "budget " << budget;
             EXPECT_EQ(env[0].used, env[1].used) << "budget " << budget;
             if (rc[0] == 0) {
