@@ -213,6 +213,7 @@ static void init_state(struct venv *env)
     env->cur->joined = 0;
     env->cur->nneq = 0;
     env->cur->nzone = 0;
+    env->cur->end_lo[0] = env->cur->end_lo[1] = 0;
     for (unsigned r = 0; r < VM_NREGS; r++)
         vm_mark_none(&fr->regs[r]);
     vm_mark_scalar(&fr->regs[1], vs_const(0));
@@ -280,11 +281,14 @@ static void explore_free(struct venv *env)
     free(env->arrivals);
     free(env->thr_u);
     free(env->thr_s);
+    free(env->eqk);
     env->cur = env->tmp = NULL;
     env->arrivals = NULL;
     env->thr_u = NULL;
     env->thr_s = NULL;
     env->nthr = 0;
+    env->eqk = NULL;
+    env->neqk = 0;
 }
 
 static void env_free(struct venv *env)

@@ -165,6 +165,7 @@ static int ptr_add(struct venv *env, unsigned dst, struct vreg ptr, const struct
             if (by_dist > ptr.range)
                 ptr.range = by_dist;
             ptr.id = ++env->id_gen;
+            vm_back_note(env, &ptr);
         }
     }
     int err = check_offset_ok(env, dst, &ptr);
@@ -532,6 +533,17 @@ static int split_bit_test(struct venv *env, const struct vm_insn *insn)
     return err ? err : !have;
 }
 
+/* A 64-bit `x | K` whose K bits are known zero in x adds K: clang writes
+ * `out[n + 1]` as `out[n | 1]` when n is even, and as an add it keeps
+ * n's links (the index stays checked through `out + n + 2 <= oend`). */
+static bool or_is_add(const struct vreg *d, const struct vreg *s, const struct vm_insn *insn)
+{
+    uint64_t k = s->v.t.value;
+    return VM_OP(insn->code) == VM_OR && VM_CLS(insn->code) == VM_CLS_ALU64 &&
+           d->type == VT_SCALAR && s->type == VT_SCALAR && vs_is_const(&s->v) &&
+           k <= INT32_MAX && !((d->v.t.value | d->v.t.mask) & k);
+}
+
 int vm_check_alu(struct venv *env, const struct vm_insn *insn)
 {
     unsigned op = VM_OP(insn->code), dst = vm_dst(insn);
@@ -564,10 +576,16 @@ int vm_check_alu(struct venv *env, const struct vm_insn *insn)
     struct vreg d0 = *d;
     /* a register known to be a constant is that immediate, for links */
     struct vm_insn k = *insn;
+    if (or_is_add(d, &s, insn)) {   /* `n | 1` of an even n is n + 1 */
+        op = VM_ADD;
+        k.code = VM_CLS_ALU64 | VM_ADD | VM_K;
+        k.imm = (int32_t)s.v.t.value;
+        k.regs = (uint8_t)(insn->regs & 0x0f);
+    }
     if (VM_SRC(insn->code) == VM_X && vs_is_const(&s.v) &&
         (int64_t)s.v.t.value >= INT32_MIN && (int64_t)s.v.t.value <= INT32_MAX &&
         (op == VM_ADD || op == VM_SUB)) {
-        k.code = (uint8_t)((insn->code & ~VM_X) | VM_K);
+        k.code = (uint8_t)((k.code & ~VM_X) | VM_K);
         k.imm = (int32_t)(int64_t)s.v.t.value;
         k.regs = (uint8_t)(insn->regs & 0x0f);
     }

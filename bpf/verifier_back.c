@@ -110,25 +110,20 @@ void vm_back_move(struct vreg *e, int64_t c)
         e->doff[k] = (int32_t)d;
 }
 
-/* END >= data + v.smin + range + off for a buffer pointer that proved
- * `range` bytes (base + v + range <= END, base + v >= data + v.smin):
- * the largest lower bound of END - data the current state shows. */
-static bool end_above(struct venv *env, uint8_t t, int64_t *lo)
+/* END - data >= v.smin + range for a buffer pointer that proved `range`
+ * bytes (base + v + range <= END, base + v >= data + v.smin). Kept in the
+ * path's state, not read off the registers when an end pointer is used:
+ * pruning compares only the registers live there, and the one that
+ * proved it may be dead by then (`if (out + 21 > out_end) ...; x =
+ * out_end[-11]`); state_subsumed compares end_lo itself. */
+void vm_back_note(struct venv *env, const struct vreg *p)
 {
-    bool any = false;
-    *lo = 0;
-    for (uint32_t f = 0; f < env->cur->nframes; f++)
-        for (unsigned r = 0; r < VM_NREGS; r++) {
-            const struct vreg *p = &env->cur->frames[f].regs[r];
-            if (p->type != t || (p->sflags & VS_WILD) || p->range == 0 ||
-                p->v.smin <= -BACK_LIM || p->v.smax >= BACK_LIM)
-                continue;
-            int64_t l = p->v.smin + (int64_t)p->range;
-            if (!any || l > *lo)
-                *lo = l;
-            any = true;
-        }
-    return any;
+    if ((p->type != VT_IN && p->type != VT_OUT) || (p->sflags & VS_WILD) || p->range == 0 ||
+        p->v.smin <= -BACK_LIM || p->v.smax >= BACK_LIM)
+        return;
+    int64_t lo = p->v.smin + (int64_t)p->range, *have = &env->cur->end_lo[vm_buf_index(p->type)];
+    if (lo > *have)
+        *have = lo;
 }
 
 bool vm_back_access(struct venv *env, const struct vreg *e, int64_t o, unsigned size)
@@ -140,8 +135,7 @@ bool vm_back_access(struct venv *env, const struct vreg *e, int64_t o, unsigned 
         return false;
     /* no bound of its own: END - data >= lo, so e + o >= data + lo + off + v + o */
     if (!vm_back_has(e))
-        return end_above(env, buf_of(e->type), &vg) &&
-               vg + e->off + e->v.smin + o >= 0;
+        return env->cur->end_lo[k] + e->off + e->v.smin + o >= 0;
     if (!group_var(env, buf_of(e->type), e->did[k], &vg))
         return false;
     /* below the end: off + v + o + size <= 0; above the start: place(e) +

@@ -232,6 +232,7 @@ struct vstate {
     struct vneq neq[VM_MAX_NEQ];
     uint32_t nzone;        /* entries of zone in use */
     struct vzone zone[VM_MAX_ZONE];
+    int64_t end_lo[2];     /* END - data >= end_lo[k] on this path (verifier_back.c) */
     struct vframe frames[VM_MAX_CALL_DEPTH];
 };
 
@@ -305,6 +306,8 @@ struct venv {
     uint64_t *thr_u;       /* widening thresholds, sorted */
     int64_t *thr_s;
     size_t nthr;
+    uint64_t *eqk;         /* constants of ==/!= tests, sorted (vm_join_selector) */
+    size_t neqk;
     struct vpending *heap;
     uint32_t nheap, capheap;
     uint64_t seq;
@@ -375,6 +378,10 @@ int vm_join_init(struct venv *env);
 /* Joins cur into old (in place): old then covers both. With wide, bounds
  * that grew are widened. Returns false if the states cannot be joined. */
 bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, bool wide);
+/* True if registers holding the constants a and b (a != b) in two states
+ * should keep those states apart: both are constants the program tests
+ * with == or != (a selector, clang -O1's merged exits). */
+bool vm_join_selector(const struct venv *env, uint64_t a, uint64_t b);
 
 /* --- verifier_mem.c ------------------------------------------------------ */
 int vm_check_ldx(struct venv *env, const struct vm_insn *insn);
@@ -515,6 +522,8 @@ void vm_back_move(struct vreg *e, int64_t c);
 void vm_back_narrow(struct venv *env, struct vreg *e);
 /* True if [e + o, e + o + size) is inside e's buffer by e's bounds. */
 bool vm_back_access(struct venv *env, const struct vreg *e, int64_t o, unsigned size);
+/* Buffer pointer p proved p->range bytes: the path's end_lo learns it. */
+void vm_back_note(struct venv *env, const struct vreg *p);
 
 /* --- verifier_zone.c ------------------------------------------------------ */
 /* r was just given a name: a sum link it carries becomes a fact. */

@@ -67,6 +67,9 @@ void vm_mark_range(struct venv *env, uint8_t type, uint32_t id, uint32_t range)
             if (fr->slots[s].spill)
                 mark_range_regs(&fr->slots[s].r, 1, type, id, range);
     }
+    const struct vreg *g = vm_group_member(env, type, id);
+    if (g)
+        vm_back_note(env, g);
     vm_dist_range_learnt(env, type, id, range);
 }
 
@@ -82,6 +85,8 @@ const struct vreg *vm_link_member(struct venv *env, uint32_t id)
 }
 
 static void bound_var(struct venv *env, const struct vreg *p, int64_t limit, unsigned depth);
+static void bound_var_op(struct venv *env, const struct vreg *p, int64_t limit, unsigned op,
+                         unsigned depth);
 
 /* p's v = vG + b + loff <= limit (invariant 7, lgid != 0): vG <= limit -
  * min(b + loff), which a plain member x = b + x.off of the link shows. */
@@ -107,8 +112,17 @@ void vm_bound_var(struct venv *env, const struct vreg *p, int64_t limit)
 
 static void bound_var(struct venv *env, const struct vreg *p, int64_t limit, unsigned depth)
 {
+    bound_var_op(env, p, limit, VM_JSLE, depth);
+}
+
+/* Narrows the variable part of p's group to `v op limit` (VM_JSLE: at
+ * most, VM_JSGE: at least) and passes it on to what is linked with it. */
+static void bound_var_op(struct venv *env, const struct vreg *p, int64_t limit, unsigned op,
+                         unsigned depth)
+{
     struct vm_scalar lim = vs_const((uint64_t)limit), v = p->v;
-    if (vs_is_const(&v) || v.smax <= limit || !vs_refine(&v, &lim, VM_JSLE, true, true))
+    bool within = op == VM_JSLE ? v.smax <= limit : v.smin >= limit;
+    if (vs_is_const(&v) || within || !vs_refine(&v, &lim, op, true, true))
         return;   /* (within the limit already: nothing to learn, nothing to pass on) */
     for (uint32_t f = 0; f < env->cur->nframes; f++) {
         struct vframe *fr = &env->cur->frames[f];
@@ -120,7 +134,7 @@ static void bound_var(struct venv *env, const struct vreg *p, int64_t limit, uns
                 fr->slots[s].r.id == p->id)
                 fr->slots[s].r.v = v;
     }
-    if (p->lid && p->lgid)
+    if (p->lid && p->lgid && op == VM_JSLE)
         bound_base_group(env, p, limit, depth);
     if (p->lid && !p->lgid) {   /* v = b + loff: the linked scalars learn it too */
         struct vreg m;
@@ -307,6 +321,105 @@ static int null_test(struct venv *env, uint32_t target)
     return err;
 }
 
+/* --- two pointers into one buffer ------------------------------------------------- */
+
+/* Their places (offset from the buffer's start, off + v) differ by d in
+ * [*lo, *hi]: exactly when they share the variable part. */
+static bool place_diff(const struct vreg *a, const struct vreg *b, int64_t *lo, int64_t *hi)
+{
+    if ((a->sflags | b->sflags) & VS_WILD)
+        return false;
+    if (a->id == b->id && a->id != 0) {
+        *lo = *hi = (int64_t)a->off - b->off;
+        return true;
+    }
+    *lo = (int64_t)a->off + a->v.smin - b->off - b->v.smax;
+    *hi = (int64_t)a->off + a->v.smax - b->off - b->v.smin;
+    return true;
+}
+
+/* Whether `d op 0` can hold for some d in [lo, hi]. */
+static bool diff_can(int64_t lo, int64_t hi, unsigned op)
+{
+    switch (op) {
+    case VM_JEQ: return lo <= 0 && hi >= 0;
+    case VM_JNE: return lo != 0 || hi != 0;
+    case VM_JGT: return hi > 0;
+    case VM_JGE: return hi >= 0;
+    case VM_JLT: return lo < 0;
+    default:     return lo <= 0;   /* VM_JLE */
+    }
+}
+
+/* place(a) + gap <= place(b) (gap 0 or 1; place = off + v): a's variable
+ * part is at most b's greatest place less a.off and the gap, b's at least
+ * a's least place plus the gap less b.off; and what b proved, END >= base
+ * + b.v + b.range, proves base + a.v + R <= END for R = b.range - b.off +
+ * a.off + gap, since a.v <= b.v + b.off - a.off - gap. */
+static void learn_before(struct venv *env, const struct vreg *a, const struct vreg *b,
+                         int64_t gap)
+{
+    if (a->id)   /* (id 0: the start pointers, whose variable part is not one value) */
+        bound_var_op(env, a, (int64_t)b->off + b->v.smax - gap - a->off, VM_JSLE, 0);
+    if (b->id)
+        bound_var_op(env, b, (int64_t)a->off + a->v.smin + gap - b->off, VM_JSGE, 0);
+    int64_t range = (int64_t)b->range - b->off + a->off + gap;
+    if (b->range > 0 && range > (int64_t)a->range && range <= VM_MAX_VAR_OFF)
+        vm_mark_range(env, a->type, a->id, (uint32_t)range);
+}
+
+/* What `a op b` says of two pointers into the same buffer (a and b as
+ * they were before the test; the registers are refined). */
+static void pair_side(struct venv *env, const struct vreg *a, const struct vreg *b, unsigned op)
+{
+    if ((a->id == b->id && a->id != 0) || (a->sflags | b->sflags) & VS_WILD)
+        return;   /* decided by their offsets, or nothing known */
+    switch (op) {
+    case VM_JEQ: learn_before(env, a, b, 0); learn_before(env, b, a, 0); break;
+    case VM_JGT: learn_before(env, b, a, 1); break;
+    case VM_JGE: learn_before(env, b, a, 0); break;
+    case VM_JLT: learn_before(env, a, b, 1); break;
+    case VM_JLE: learn_before(env, a, b, 0); break;
+    default:     break;
+    }
+}
+
+/* `a op b` for two pointers into the same input or output buffer, neither
+ * its end (clang's `q > p` of a loop walking back to a line's start, `q <
+ * eol` of one walking up to a line's end): the difference of their
+ * places decides the test where it can, and each side learns bounds on
+ * the pointers' variable parts and the bytes proved (pair_side). */
+static int pointer_pair(struct venv *env, const struct vreg *a, const struct vreg *b,
+                        unsigned op, uint32_t target)
+{
+    int64_t lo, hi;
+    bool known = place_diff(a, b, &lo, &hi);
+    bool can_take = !known || diff_can(lo, hi, op);
+    bool can_fall = !known || diff_can(lo, hi, negate(op));
+    if (can_take && can_fall) {
+        struct vsnap *before = vm_snap_take(env->cur);
+        if (!before)
+            return -ENOMEM;
+        pair_side(env, a, b, op);
+        int err = push_side(env, target);
+        vm_snap_restore(env->cur, before);
+        vm_snap_free(before);
+        if (err)
+            return err;
+    }
+    if (can_fall) {
+        pair_side(env, a, b, negate(op));
+        go(env, env->pc + 1);
+        return 0;
+    }
+    if (can_take) {
+        pair_side(env, a, b, op);
+        go(env, target);
+        return 0;
+    }
+    return 1;
+}
+
 static int pointer_cond(struct venv *env, const struct vm_insn *insn, uint32_t target)
 {
     unsigned op = VM_OP(insn->code), dst = vm_dst(insn), src = vm_src(insn);
@@ -338,6 +451,8 @@ static int pointer_cond(struct venv *env, const struct vm_insn *insn, uint32_t t
                        "unsigned comparisons (==, !=, <, <=, >, >=)");
     struct vreg ca = *a, cb = *b;
     unsigned ra = dst, rb = x ? src : VM_NREGS;
+    if ((a->type == VT_IN || a->type == VT_OUT) && a->type == b->type)
+        return pointer_pair(env, &ca, &cb, op, target);
     if (op == VM_JEQ || op == VM_JNE)
         return pointer_eq(env, &ca, &cb, op, target, ra, rb);
     /* At most one side learns (<=, < or == of the buffer pointer with the

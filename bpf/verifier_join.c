@@ -73,6 +73,25 @@ static unsigned scales_used(const struct venv *env)
     return m;
 }
 
+/* The constants of the program's `x == K` and `x != K` tests (as the
+ * register's value: sign-extended in 64 bits, zero-extended in 32). */
+static int eq_constants(struct venv *env)
+{
+    env->eqk = malloc(((size_t)env->n + 1) * sizeof(*env->eqk));
+    if (!env->eqk)
+        return -1;
+    for (uint32_t pc = 0; pc < env->n; pc++) {
+        const struct vm_insn *i = &env->insns[pc];
+        unsigned cls = VM_CLS(i->code), op = VM_OP(i->code);
+        if ((cls != VM_CLS_JMP && cls != VM_CLS_JMP32) || VM_SRC(i->code) != VM_K ||
+            (op != VM_JEQ && op != VM_JNE))
+            continue;
+        env->eqk[env->neqk++] = cls == VM_CLS_JMP ? (uint64_t)(int64_t)i->imm : (uint32_t)i->imm;
+    }
+    qsort(env->eqk, env->neqk, sizeof(*env->eqk), cmp_u64);
+    return 0;
+}
+
 /* Every threshold is a widening step of each loop whose bound passes it,
  * and each step a pass over the loop's body (three with the neighbours
  * add_thr adds): so only constants that can be bounds are thresholds, and
@@ -113,7 +132,13 @@ int vm_join_init(struct venv *env)
     }
     qsort(env->thr_u, env->nthr, sizeof(*env->thr_u), cmp_u64);
     qsort(env->thr_s, env->nthr, sizeof(*env->thr_s), cmp_s64);
-    return 0;
+    return eq_constants(env);
+}
+
+bool vm_join_selector(const struct venv *env, uint64_t a, uint64_t b)
+{
+    return bsearch(&a, env->eqk, env->neqk, sizeof(*env->eqk), cmp_u64) &&
+           bsearch(&b, env->eqk, env->neqk, sizeof(*env->eqk), cmp_u64);
 }
 
 /* Number of thresholds below x (after: at or below x) in the sorted
@@ -232,9 +257,11 @@ static struct vm_scalar join_scalar(const struct venv *env, const struct vm_scal
 
 /* How ids of the two states pair up. A pair (o, c) of buffer-pointer
  * groups whose fixed offsets differ by `shift` (c.off - o.off) is rebased
- * to one fresh group `res`; every member with the same pair and shift
- * joins that group, so registers that shared a variable part still do
- * (a pointer and the copy clang advanced by a constant). */
+ * to one fresh group `res`, the old state's variable part moving up by
+ * `omove` (o.off - base; the current one's by omove + shift,
+ * join_rebased); every member with the same pair, shift and omove joins
+ * that group, so registers that shared a variable part still do (a
+ * pointer and the copy clang advanced by a constant). */
 struct jgroup {
     uint8_t type;
     uint32_t id, range;
@@ -243,7 +270,7 @@ struct jgroup {
 struct jmap {
     uint32_t n;
     uint32_t old[64], cur[64], res[64];
-    int64_t shift[64];
+    int64_t shift[64], omove[64];
     uint8_t type[64];      /* VT_SCALAR for link groups, else the buffer's (id 0 is per buffer) */
     uint8_t start_kept;    /* bit k: buffer k's start pointers (id 0, same offset) in both */
     const struct vreg *pre;   /* the old state's top-frame registers before the join */
@@ -274,7 +301,7 @@ struct jmap {
 };
 
 static uint32_t join_id_shift(struct venv *env, struct jmap *m, uint8_t type, uint32_t o,
-                              uint32_t c, int64_t shift)
+                              uint32_t c, int64_t shift, int64_t omove)
 {
     if (o == 0 && c == 0 && shift == 0) {
         if (type == VT_IN || type == VT_OUT)
@@ -288,7 +315,7 @@ static uint32_t join_id_shift(struct venv *env, struct jmap *m, uint8_t type, ui
     for (uint32_t k = 0; k < m->n; k++) {
         if (m->type[k] != type)
             continue;
-        if (m->old[k] == o && m->cur[k] == c && m->shift[k] == shift)
+        if (m->old[k] == o && m->cur[k] == c && m->shift[k] == shift && m->omove[k] == omove)
             return m->res[k];
         clash |= m->old[k] == o || m->cur[k] == c;
     }
@@ -298,6 +325,7 @@ static uint32_t join_id_shift(struct venv *env, struct jmap *m, uint8_t type, ui
     m->old[m->n] = o;
     m->cur[m->n] = c;
     m->shift[m->n] = shift;
+    m->omove[m->n] = omove;
     m->res[m->n++] = !clash && shift == 0 && o != 0 ? o : ++env->id_gen;
     return m->res[m->n - 1];
 }
@@ -306,16 +334,19 @@ static uint32_t join_id_shift(struct venv *env, struct jmap *m, uint8_t type, ui
  * consistent so far, else a fresh one. */
 static uint32_t join_id(struct venv *env, struct jmap *m, uint8_t type, uint32_t o, uint32_t c)
 {
-    return join_id_shift(env, m, type, o, c, 0);
+    return join_id_shift(env, m, type, o, c, 0, 0);
 }
 
-/* The pairing recorded for groups (o, c), if any. */
+/* The pairing recorded for groups (o, c), if any, with its shift and
+ * omove (how far the old state's variable part moved; may be NULL). */
 static const uint32_t *jmap_find(const struct jmap *m, uint8_t type, uint32_t o, uint32_t c,
-                                 int64_t *shift)
+                                 int64_t *shift, int64_t *omove)
 {
     for (uint32_t k = 0; k < m->n; k++)
         if (m->type[k] == type && m->old[k] == o && m->cur[k] == c) {
             *shift = m->shift[k];
+            if (omove)
+                *omove = m->omove[k];
             return &m->res[k];
         }
     return NULL;
@@ -422,15 +453,22 @@ static bool join_ptr(struct venv *env, struct vreg *o, const struct vreg *c, boo
     return true;
 }
 
-/* Different fixed offsets: rebase both on the smaller one. A base that
- * keeps moving down at a loop head (a pointer walking backwards without
- * end) would never converge: after a few joins it goes wild. */
+/* Different fixed offsets: rebase both on the smaller one - unless c's
+ * places all lie at or above o's least one (`*--q` after a test `q > p`
+ * bounded q's variable part from below): then o's base stays, and so
+ * does the range o proved (rebasing down moves the variable part up and
+ * the range down, and a pointer walking back from its line's end would
+ * lose the byte it needs, one per join). A base that keeps moving down at
+ * a loop head (a pointer walking backwards without such a test) would
+ * never converge: after a few joins it goes wild. */
 static void join_rebased(struct venv *env, struct vreg *o, const struct vreg *c, bool wide,
                          struct jmap *m)
 {
     bool buf = o->type == VT_IN || o->type == VT_OUT;
     int32_t base = o->off < c->off ? o->off : c->off;
-    if (wide && c->off < o->off && env->join_count > 8) {
+    if (c->off < o->off && c->v.smin + ((int64_t)c->off - o->off) >= o->v.smin)
+        base = o->off;
+    else if (wide && c->off < o->off && env->join_count > 8) {
         make_wild(env, o);
         return;
     }
@@ -444,7 +482,8 @@ static void join_rebased(struct venv *env, struct vreg *o, const struct vreg *c,
         int64_t ro = (int64_t)o->range - (o->off - base), rc = (int64_t)c->range - (c->off - base);
         int64_t r = ro < rc ? ro : rc;
         o->range = r > 0 ? (uint32_t)r : 0;
-        o->id = m ? join_id_shift(env, m, o->type, o->id, c->id, (int64_t)c->off - o->off)
+        o->id = m ? join_id_shift(env, m, o->type, o->id, c->id, (int64_t)c->off - o->off,
+                                  (int64_t)o->off - base)
                   : ++env->id_gen;
     }
     o->off = base;
@@ -590,7 +629,7 @@ static bool start_base(const struct jmap *m, unsigned k, uint32_t ido, uint32_t 
 static void join_dist(struct venv *env, struct vreg *o, const struct vreg *c, unsigned k,
                       struct jmap *m, bool wide)
 {
-    int64_t shift = 0;
+    int64_t shift = 0, mo = 0;
     const uint32_t *res = NULL;
     /* id 0 too: data + constant, rebased - unless it is `end - data`
      * itself in both, or a pointer to the start itself, not made from x,
@@ -603,16 +642,17 @@ static void join_dist(struct venv *env, struct vreg *o, const struct vreg *c, un
     bool start = !o->did[k] && !c->did[k] &&
                  (exact || ((m->start_kept >> k & 1) && start_base(m, k, o->id, c->id)));
     if (!start)
-        res = jmap_find(m, k ? VT_OUT : VT_IN, o->did[k], c->did[k], &shift);
+        res = jmap_find(m, k ? VT_OUT : VT_IN, o->did[k], c->did[k], &shift, &mo);
     uint8_t eq = o->dist & c->dist & VM_DIST_EQ(k);
     o->dist &= (uint8_t)~VM_DIST_EQ(k);
     if (!res && o->did[k] != c->did[k]) {
         o->dist &= (uint8_t)~(1u << k);
         return;
     }
-    /* base' = min(o.off, c.off): doff counts from base + v, which moved */
-    int64_t dof = (int64_t)o->doff[k] - (shift > 0 ? 0 : -shift);
-    int64_t dcf = (int64_t)c->doff[k] - (shift > 0 ? shift : 0);
+    /* the group was rebased (join_rebased): doff counts from base + v,
+     * which moved by mo in the old state and by mo + shift in the current */
+    int64_t dof = (int64_t)o->doff[k] - mo;
+    int64_t dcf = (int64_t)c->doff[k] - (mo + shift);
     int64_t d = dof < dcf ? dof : dcf;
     /* widening: a bound that keeps loosening at a loop head (a counter
      * whose distance shrinks every iteration) is dropped, so joins end */
@@ -658,10 +698,10 @@ static bool join_reg(struct venv *env, struct vreg *o, const struct vreg *c, boo
          * (c.off - o.off) is the same group if every member (and linked
          * pointer) agrees on that shift (join_id_shift pairs it) */
         if (o->id && c->id && vm_link_kind_as(c, o->sflags) == o->sflags) {
-            o->id = join_id_shift(env, m, VT_SCALAR, o->id, c->id, (int64_t)c->off - o->off);
+            o->id = join_id_shift(env, m, VT_SCALAR, o->id, c->id, (int64_t)c->off - o->off, 0);
         } else if (o->id && c->id && vm_link_kind_as(o, c->sflags) == c->sflags) {
             o->sflags = c->sflags;   /* o's value fits: zext32 of itself */
-            o->id = join_id_shift(env, m, VT_SCALAR, o->id, c->id, (int64_t)c->off - o->off);
+            o->id = join_id_shift(env, m, VT_SCALAR, o->id, c->id, (int64_t)c->off - o->off, 0);
         } else {
             o->id = 0;
             o->sflags = 0;
@@ -741,9 +781,10 @@ static void collect_groups(struct jmap *m, const struct vstate *st)
 
 /* Pairs the pointer links join_ptr kept, now that every buffer group's
  * pairing (and shift) is known: a group G paired with shift sG = c.off -
- * o.off was rebased to the smaller offset, so vG grew by max(0, -sG) in
- * the old state and by max(0, sG) in the current one (join_rebased); the
- * link's loff and the linked scalars' shift make up for it. lgid 0 is the
+ * o.off was rebased, so vG moved by mG in the old state and by mG + sG in
+ * the current one (join_rebased: mG = max(0, -sG) for the smaller offset,
+ * 0 where the old base stays); the link's loff and the linked scalars'
+ * shift make up for it. lgid 0 is the
  * buffer's start, which is also where the pointers with id 0 are (their
  * variable part is 0): a link from the start in one state and from a
  * group in the other pairs through the pointers' pairing (0, G). */
@@ -752,12 +793,12 @@ static void join_links(struct venv *env, struct jmap *m)
     for (uint32_t k = 0; k < m->npend; k++) {
         struct jlink *l = &m->pend[k];
         struct vreg *o = l->o;
-        int64_t sg = 0, loff = o->loff, lshift = l->lshift;
+        int64_t sg = 0, mg = 0, loff = o->loff, lshift = l->lshift;
         uint32_t gid = 0;
         if (o->lgid || l->clgid) {
-            const uint32_t *res = jmap_find(m, o->type, o->lgid, l->clgid, &sg);
+            const uint32_t *res = jmap_find(m, o->type, o->lgid, l->clgid, &sg, &mg);
             gid = res ? *res : 0;
-            loff -= sg < 0 ? -sg : 0;
+            loff -= mg;
             lshift -= sg;
         }
         if (!o->lid || ((o->lgid || l->clgid) && !gid) || loff < INT32_MIN ||
@@ -768,7 +809,8 @@ static void join_links(struct venv *env, struct jmap *m)
         }
         o->loff = (int32_t)loff;
         o->lgid = gid;
-        o->lid = join_id_shift(env, m, VT_SCALAR, o->lid, l->clid, lshift);   /* fresh: no scalar */
+        /* (fresh: no scalar) */
+        o->lid = join_id_shift(env, m, VT_SCALAR, o->lid, l->clid, lshift, 0);
     }
 }
 
@@ -828,7 +870,7 @@ static void join_back_bounds(struct venv *env, struct jmap *m, const struct vsta
         uint8_t t = o->type == VT_IN_END ? VT_IN : VT_OUT;
         unsigned k = vm_buf_index(t);
         uint32_t go = 0, gc = 0, range;
-        int64_t dof = 0, dcf = 0, shift = 0;
+        int64_t dof = 0, dcf = 0, shift = 0, mo = 0;
         bool ho = back_bound(&b->ov, k, &go, &dof), hc = back_bound(&b->cv, k, &gc, &dcf);
         if (!ho && hc && back_pair(m, t, gc, false, &go)) {
             range = 0;   /* (the start: END >= data even with nothing proved) */
@@ -844,10 +886,10 @@ static void join_back_bounds(struct venv *env, struct jmap *m, const struct vsta
          * the join rebased, if any - pointers with id 0 have the variable
          * part 0, join_links relies on it too - which a pointer p compared
          * with e is likely one of) */
-        const uint32_t *res = ho && hc ? jmap_find(m, t, go, gc, &shift) : NULL;
+        const uint32_t *res = ho && hc ? jmap_find(m, t, go, gc, &shift, &mo) : NULL;
         if (ho && hc && (res || (!go && !gc))) {
-            dof -= shift < 0 ? -shift : 0;   /* the group's base moved: join_rebased */
-            dcf -= shift > 0 ? shift : 0;
+            dof -= mo;   /* the group's base moved: join_rebased */
+            dcf -= mo + shift;
             int64_t d = dof < dcf ? dof : dcf;
             /* widening: a bound that loosens at a loop head is dropped */
             if (d >= INT32_MIN && d <= INT32_MAX && !(wide && d < dof)) {
@@ -963,7 +1005,7 @@ static bool neq_pair(const struct jmap *m, uint32_t o, uint32_t c, int32_t ooff,
                      uint32_t *res)
 {
     int64_t shift;
-    const uint32_t *r = jmap_find(m, VT_SCALAR, o, c, &shift);
+    const uint32_t *r = jmap_find(m, VT_SCALAR, o, c, &shift, NULL);
     if (!r || shift != (int64_t)coff - ooff)
         return false;
     *res = *r;
@@ -1005,6 +1047,8 @@ bool vm_join(struct venv *env, struct vstate *old, const struct vstate *cur, boo
     m.start_kept = 0;
     if (old->nframes != cur->nframes)
         return false;
+    for (unsigned k = 0; k < 2; k++)   /* what both paths know */
+        old->end_lo[k] = old->end_lo[k] < cur->end_lo[k] ? old->end_lo[k] : cur->end_lo[k];
     collect_groups(&m, old);
     m.cur_state = cur;
     for (uint32_t f = 0; f < cur->nframes; f++)

@@ -347,11 +347,20 @@ static int stack_access(struct venv *env, unsigned regno, int16_t off, unsigned 
 
 /* Bytes [base + v + o, + size) with v the variable part: at or after the
  * buffer's start when v + o >= 0 (v may be negative when the fixed offset
- * makes up for it: `p + i + 1` with a helper's index i >= -1), and before
- * its end when [o, o + size) lies in the proved range. */
+ * makes up for it: `p + i + 1` with a helper's index i >= -1; o may be
+ * negative when v makes up for it: `*--q` after `q > p`), and before its
+ * end when o + size is within the proved range [0, range). */
 static int check_buf(struct venv *env, unsigned regno, const struct vreg *reg, int64_t o,
                      uint64_t size, const char *what)
 {
+    if (o < 0 && reg->v.smin + o < 0) {
+        char t[96];
+        vs_format(&reg->v, t, sizeof(t));
+        return vm_verr(env, bit(regno), "R%u points to %s, offset %lld size %llu may be before "
+                       "the buffer's start (variable part %s; a pointer walking back needs a "
+                       "test against one at or after the start: `while (q > p) *--q`)",
+                       regno, vm_vtype_desc(reg->type), (long long)o, (unsigned long long)size, t);
+    }
     if (reg->v.smin + (o > 0 ? o : 0) < 0) {
         char t[96];
         vs_format(&reg->v, t, sizeof(t));
@@ -361,7 +370,7 @@ static int check_buf(struct venv *env, unsigned regno, const struct vreg *reg, i
                        "found': clang added it before your `i < 0` test; add it as unsigned "
                        "after the test: `p += (__u32)i + 1`)" : "");
     }
-    if (o < 0 || o + (int64_t)size > (int64_t)reg->range)
+    if (reg->range == 0 || o + (int64_t)size > (int64_t)reg->range)   /* (o < 0: range > 0) */
         return vm_verr(env, bit(regno), "R%u points to %s, offset %lld size %llu is outside "
                        "the checked range [0, %u)%s", regno, vm_vtype_desc(reg->type),
                        (long long)o, (unsigned long long)size, reg->range,

@@ -40,6 +40,7 @@ struct vsnap {
     struct vneq neq[VM_MAX_NEQ];
     uint32_t nzone, pad;
     struct vzone zone[VM_MAX_ZONE];
+    int64_t end_lo[2];
     struct sframe frames[];   /* then every frame's slots, in order */
 };
 
@@ -65,6 +66,7 @@ struct vsnap *vm_snap_take(const struct vstate *st)
     memcpy(s->neq, st->neq, st->nneq * sizeof(st->neq[0]));
     s->nzone = st->nzone;
     memcpy(s->zone, st->zone, st->nzone * sizeof(st->zone[0]));
+    memcpy(s->end_lo, st->end_lo, sizeof(s->end_lo));
     struct vslot *slots = snap_slots(s);
     for (uint32_t f = 0; f < st->nframes; f++) {
         const struct vframe *fr = &st->frames[f];
@@ -88,6 +90,7 @@ void vm_snap_restore(struct vstate *st, const struct vsnap *s)
     memcpy(st->neq, s->neq, s->nneq * sizeof(s->neq[0]));
     st->nzone = s->nzone;
     memcpy(st->zone, s->zone, s->nzone * sizeof(s->zone[0]));
+    memcpy(st->end_lo, s->end_lo, sizeof(st->end_lo));
     for (uint32_t f = 0; f < s->nframes; f++) {
         struct vframe *fr = &st->frames[f];
         memcpy(fr->regs, s->frames[f].regs, sizeof(fr->regs));
@@ -392,6 +395,10 @@ static bool state_subsumed(const struct venv *env, const struct vsnap *old)
     for (uint32_t f = 0; f < cur->nframes; f++)
         if (old->frames[f].callsite != cur->frames[f].callsite)
             return false;
+    /* what the old path knew of the buffers' sizes (an access through an
+     * end pointer may rely on it, whichever register proved it) */
+    if (old->end_lo[0] > cur->end_lo[0] || old->end_lo[1] > cur->end_lo[1])
+        return false;
     struct idmap m;
     m.n = m.temp = 0;
     const struct vslot *oslots = snap_slots(old);
@@ -407,13 +414,29 @@ static bool state_subsumed(const struct venv *env, const struct vsnap *old)
 
 #define JOIN_LOOP_AFTER 16  /* exact iterations of a loop before joining */
 #define JOIN_FWD_AFTER 8    /* separate states at a merge point before joining */
+#define JOIN_SELECTORS 8    /* stored states at a pc kept apart by selectors, at most */
+
+/* A live register holding two different constants that the program tests
+ * with == or != (a selector): clang -O1 merges a loop's exits into one
+ * block that tells them apart by such a value (`r6 = 7` on one path, `r6 =
+ * 0` on another, then `if r6 == 7`, `if r6 != 0`), and the hull [0, 7]
+ * would make paths of values no path sets, with the other registers of
+ * another exit. Kept apart only while a pc has few stored states: the
+ * selectors' values are finite, and after that states join as before. */
+static bool selector_differs(const struct venv *env, const struct vreg *a, const struct vreg *b)
+{
+    return a->type == VT_SCALAR && b->type == VT_SCALAR && vs_is_const(&a->v) &&
+           vs_is_const(&b->v) && a->v.t.value != b->v.t.value &&
+           vm_join_selector(env, a->v.t.value, b->v.t.value);
+}
 
 /* Cheap test before a join: same frames, and no live register of one type
  * in one state and of another in the other, never set (VT_NONE) counting
  * as a type: joining a register set on one path with one never set would
  * lose which path it was set on (clang -O1 uses such copies where a test
- * of another value tells the paths apart). */
-static bool maybe_joinable(const struct venv *env, const struct vsnap *old)
+ * of another value tells the paths apart); nor, while `selectors`, a
+ * selector with different values (selector_differs). */
+static bool maybe_joinable(const struct venv *env, const struct vsnap *old, bool selectors)
 {
     const struct vstate *cur = env->cur;
     if (old->nframes != cur->nframes)
@@ -426,6 +449,9 @@ static bool maybe_joinable(const struct venv *env, const struct vsnap *old)
             uint8_t a = old->frames[f].regs[r].type, b = cur->frames[f].regs[r].type;
             if ((live & (1u << r)) && a != b)
                 return false;
+            if (selectors && (live & (1u << r)) &&
+                selector_differs(env, &old->frames[f].regs[r], &cur->frames[f].regs[r]))
+                return false;
         }
     }
     return true;
@@ -437,8 +463,11 @@ static bool try_join(struct venv *env)
 {
     bool loop = env->info[env->pc].flags & VI_LOOP;
     env->join_loop = loop;
+    unsigned stored = 0;
+    for (struct vseen *sl = env->seen[env->pc]; sl && stored < JOIN_SELECTORS; sl = sl->next)
+        stored++;
     for (struct vseen *sl = env->seen[env->pc]; sl; sl = sl->next) {
-        if (!maybe_joinable(env, sl->snap))
+        if (!maybe_joinable(env, sl->snap, stored < JOIN_SELECTORS))
             continue;
         vm_snap_restore(env->tmp, sl->snap);
         env->join_count = sl->joins;

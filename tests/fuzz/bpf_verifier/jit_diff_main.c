@@ -6,6 +6,7 @@
  * checked and fast modes and as JIT code, and any difference aborts.
  *
  *   bpf_jit_diff [RUNS [SEED [SEEDS-DIR]]]     (defaults 20000, 1, none)
+ *   bpf_jit_diff -f FILE                       (one input: a reproducer)
  *
  * Random bytes seldom make a program the verifier accepts, so most inputs
  * are files of SEEDS-DIR (inputs that do) with a few bytes changed.
@@ -65,8 +66,39 @@ static size_t read_seeds(const char *dir, struct seed *out)
     return k;
 }
 
+/* `bpf_jit_diff -f FILE`: runs the one input FILE holds (a reproducer;
+ * FUZZ_VM_DUMP=1 prints its program and the verifier's log). */
+static int run_file(const char *path)
+{
+    static uint8_t buf[2048];
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        perror(path);
+        return 2;
+    }
+    size_t n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    LLVMFuzzerTestOneInput(buf, n);
+    printf("bpf_jit_diff: %s: no difference\n", path);
+    return 0;
+}
+
+/* With BPF_JIT_DIFF_LAST=FILE, each input is written to FILE before it
+ * runs: after an abort, FILE reproduces it (`bpf_jit_diff -f FILE`). */
+static void save_last(const char *path, const uint8_t *d, size_t n)
+{
+    FILE *f = path ? fopen(path, "wb") : NULL;
+    if (f) {
+        fwrite(d, 1, n, f);
+        fclose(f);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "-f") == 0)
+        return run_file(argv[2]);
+    const char *last = getenv("BPF_JIT_DIFF_LAST");
     unsigned long runs = argc > 1 ? strtoul(argv[1], NULL, 0) : 20000;
     uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 1;
     static uint8_t buf[2048];
@@ -90,6 +122,7 @@ int main(int argc, char **argv)
         }
         if (len > 32 && buf[32] == 0xff)
             buf[32] = 0;   /* after the 32 rodata bytes: never the raw-instructions mode */
+        save_last(last, buf, len);
         LLVMFuzzerTestOneInput(buf, len);
     }
     printf("bpf_jit_diff: %lu inputs, %lu runs compared between interpreter and JIT\n", runs,

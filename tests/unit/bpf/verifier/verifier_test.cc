@@ -649,6 +649,57 @@ const Case kCases[] = {
       LDX(VM_B, 0, 2, 0), EXIT(), RET0()},
      0, nullptr, {}},
 
+    // out_end[-11] after `out + 21 <= out_end` (END - out >= 21, a fact of
+    // the path, verifier_back.c end_lo); where the paths meet, the path that
+    // failed the test, with out dead, must not be pruned by the one that
+    // passed it: it reads before the buffer when out is short (found by
+    // bpf_jit_diff, seed 99)
+#define END_MINUS_11(skip)                                                                 \
+    LOAD_OUT(), MOV64_REG(6, 4), ALU64_IMM(VM_ADD, 6, 21), JMP_REG(VM_JGT, 6, 5, skip),     \
+        ST(VM_B, 4, 5, 0), MOV64_IMM(0, 0), LDX(VM_B, 0, 5, -11), EXIT()
+    {"end_minus_k_after_a_check", {END_MINUS_11(4), RET0()}, 0, nullptr, {}},
+    {"end_minus_k_where_the_check_failed", {END_MINUS_11(1)}, -EACCES,
+     "R5 points to the end of the output buffer and cannot be dereferenced", {}},
+
+    // two pointers into the input (verifier_jmp.c pointer_pair): q = data +
+    // k with one byte checked; `q > data` bounds k from below, so the byte
+    // before q is the buffer's (with `>=` it may be the one before data)
+#define WALK_BACK(op)                                                                      \
+    LOAD_IN(), LDX(VM_DW, 4, 1, CTX_ARG0), ALU64_IMM(VM_AND, 4, 7), MOV64_REG(5, 2),        \
+        ALU64_REG(VM_ADD, 5, 4), MOV64_REG(6, 5), ALU64_IMM(VM_ADD, 6, 1),                   \
+        JMP_REG(VM_JGT, 6, 3, 3), JMP_REG(op, 2, 5, 2), LDX(VM_B, 0, 5, -1), EXIT(), RET0()
+    {"pointer_pair_walk_back", {WALK_BACK(VM_JGE)}, 0, nullptr, {}},
+    {"pointer_pair_walk_back_one_too_far", {WALK_BACK(VM_JGT)}, -EACCES,
+     "may be before the buffer's start", {}},
+    // equal pointers: `p > q` is never taken, so its side (reading past
+    // every checked byte) is never explored
+    {"pointer_pair_decided",
+     {LOAD_IN(), MOV64_REG(4, 2), JMP_REG(VM_JGT, 4, 2, 2), RET0(), LDX(VM_B, 0, 2, 100),
+      EXIT()},
+     0, nullptr, {}},
+    // q below a pointer with 8 checked bytes has the bytes up to it: q =
+    // data + k (k < 65536, nothing checked for q), e = data + 8; `q < e`
+    // proves q's byte
+#define BELOW(op)                                                                          \
+    LOAD_IN(), MOV64_REG(6, 2), ALU64_IMM(VM_ADD, 6, 8), JMP_REG(VM_JGT, 6, 3, 7),          \
+        LDX(VM_DW, 4, 1, CTX_ARG0), ALU64_IMM(VM_AND, 4, 0xffff), MOV64_REG(5, 2),           \
+        ALU64_REG(VM_ADD, 5, 4), JMP_REG(op, 6, 5, 2), LDX(VM_B, 0, 5, 0), EXIT(), RET0()
+    {"pointer_pair_below_a_checked_one", {BELOW(VM_JLE)}, 0, nullptr, {}},
+    {"pointer_pair_at_a_checked_ones_end", {BELOW(VM_JLT)}, -EACCES, "outside the checked range",
+     {}},
+
+    // clang writes out[n + 1] of an even n as out[n | 1]: with bit 0 known
+    // zero the or adds 1 and keeps n's link, so `out + n + 2 <= oend`
+    // proves the byte (with bit 0 unknown it is no add: rejected)
+#define OR_ONE(mask)                                                                       \
+    LOAD_OUT(), LDX(VM_DW, 6, 1, CTX_ARG0), ALU64_IMM(VM_AND, 6, mask), MOV64_REG(7, 4),    \
+        ALU64_REG(VM_ADD, 7, 6), ALU64_IMM(VM_ADD, 7, 2), JMP_REG(VM_JGT, 7, 5, 5),          \
+        MOV64_REG(8, 6), ALU64_IMM(VM_OR, 8, 1), MOV64_REG(2, 4), ALU64_REG(VM_ADD, 2, 8),   \
+        ST(VM_B, 2, 0, 1), RET0()
+    {"or_of_known_zero_bits_is_an_add", {OR_ONE(0x3e)}, 0, nullptr, {}},
+    {"or_of_an_unknown_bit_is_no_add", {OR_ONE(0x3f)}, -EACCES, "is outside the checked range",
+     {}},
+
     // p + i + 1 with i >= -1 (a helper's index added before its test): the
     // fixed offset makes up for the negative variable part
     {"negative_variable_part_offset_by_the_fixed_one",
